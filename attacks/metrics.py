@@ -1,0 +1,172 @@
+"""Membership-inference metrics, all read off one ROC curve: the only ROC/AUC/TPR@FPR code in the suite.
+
+Conventions: ``scores`` are ``(N,)`` floats where larger means "member"; ``labels`` are ``(N,)`` in
+{0, 1} with 1 for members. An example is predicted "member" when its score is >= a threshold, and
+every metric is a maximum (or a read-out) over all thresholds of that one rule.
+
+References:
+    Yeom, Giacomelli, Fredrikson, Jha (2018), "Privacy risk in machine learning: analyzing the
+    connection to overfitting" (CSF) -- membership advantage = TPR - FPR.
+    Carlini, Chien, Nasr, Song, Terzis, Tramèr (2022), "Membership inference attacks from first
+    principles" (IEEE S&P), §IV -- report TPR at low FPR on a log-log ROC, not only AUC.
+    Clopper & Pearson (1934), "The use of confidence or fiducial limits illustrated in the case of
+    the binomial" (Biometrika) -- exact binomial intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.stats import beta
+from sklearn.metrics import auc as _area_under_curve
+from sklearn.metrics import roc_curve
+
+_MIN_EVENTS = 10  # an FPR level below MIN_EVENTS / n_non_members is "not measurable"
+_SIDES = ("two", "lower", "upper")
+
+
+def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "two") -> tuple[float, float]:
+    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n.
+
+    Args:
+        k: number of successes, 0 <= k <= n.
+        n: number of trials, n >= 1.
+        confidence: coverage probability of the interval, in (0, 1).
+        sided: ``"two"`` for a two-sided interval (α/2 in each tail); ``"lower"`` for a one-sided
+            lower bound ``(lo, 1.0)``; ``"upper"`` for a one-sided upper bound ``(0.0, hi)``.
+
+    Returns:
+        ``(lower, upper)`` as floats in [0, 1]. The bound at k = 0 (lower) or k = n (upper) is exact.
+
+    Raises:
+        ValueError: non-integer counts, k outside [0, n], n < 1, confidence outside (0, 1) or an
+            unknown ``sided``.
+    """
+    if sided not in _SIDES:
+        raise ValueError(f"sided must be one of {_SIDES}, got {sided!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if float(k) != int(k) or float(n) != int(n):
+        raise ValueError(f"k and n must be integers, got k={k!r}, n={n!r}")
+    k, n = int(k), int(n)
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"need n >= 1 and 0 <= k <= n, got k={k}, n={n}")
+    alpha = 1.0 - confidence
+    tail = alpha / 2.0 if sided == "two" else alpha
+    lower = 0.0 if k == 0 else float(beta.ppf(tail, k, n - k + 1))
+    upper = 1.0 if k == n else float(beta.ppf(1.0 - tail, k + 1, n - k))
+    if sided == "lower":
+        return lower, 1.0
+    if sided == "upper":
+        return 0.0, upper
+    return lower, upper
+
+
+def _validate(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Check and convert inputs; returns ``(scores float64 (N,), labels int8 (N,))``."""
+    s = np.asarray(scores)
+    y = np.asarray(labels)
+    if s.ndim != 1 or y.ndim != 1 or s.shape != y.shape:
+        raise ValueError(f"scores and labels must both have shape (N,), got {s.shape} and {y.shape}")
+    if not np.issubdtype(s.dtype, np.number) and s.dtype != np.bool_:
+        raise ValueError(f"scores must be numeric, got dtype {s.dtype}")
+    s = s.astype(np.float64)
+    if np.isnan(s).any():
+        raise ValueError(f"scores contain {int(np.isnan(s).sum())} NaN value(s)")
+    if not np.isin(y, (0, 1)).all():
+        raise ValueError(f"labels must be in {{0, 1}}, got values {np.unique(y)[:5].tolist()}")
+    y = y.astype(np.int8)
+    n_pos = int(y.sum())
+    if n_pos == 0 or n_pos == y.size:
+        raise ValueError(f"need both members and non-members, got {n_pos} members of {y.size}")
+    if np.isinf(s).any():  # the ROC depends only on the order: replace ±inf by finite stand-ins
+        finite = s[np.isfinite(s)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        s = np.where(s == np.inf, hi + 1.0, np.where(s == -np.inf, lo - 1.0, s))
+    return s, y
+
+
+def _downsample_roc(fpr: np.ndarray, tpr: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keep at most ``max_points`` ROC points, log-spaced in FPR, always with both end points.
+
+    For each grid value g the kept point is the last one with FPR <= g, i.e. the upper-left corner of
+    the ROC staircase there, so the curve is exact at every kept FPR and stays monotone.
+    """
+    if fpr.size <= max_points:
+        return fpr, tpr
+    keep = [0, int(np.searchsorted(fpr, 0.0, side="right")) - 1, fpr.size - 1]
+    smallest = float(fpr[fpr > 0].min())
+    grid = np.logspace(math.log10(smallest), 0.0, max_points - len(keep))
+    keep.extend((np.searchsorted(fpr, grid, side="right") - 1).tolist())
+    idx = np.unique(np.clip(keep, 0, fpr.size - 1))
+    return fpr[idx], tpr[idx]
+
+
+def membership_metrics(
+    scores: Any,
+    labels: Any,
+    *,
+    fpr_levels: Sequence[float] = (0.01, 0.001, 0.0001),
+    confidence: float = 0.95,
+    max_roc_points: int = 400,
+) -> dict[str, Any]:
+    """All membership-inference metrics of one attack, from one ROC curve (scikit-learn's ``roc_curve``).
+
+    Args:
+        scores: ``(N,)`` float, larger means "member"; ±inf are allowed (only the order matters).
+        labels: ``(N,)`` in {0, 1}, 1 for members.
+        fpr_levels: FPR levels f at which to report the TPR (Carlini et al. 2022, §IV).
+        confidence: coverage of the two-sided Clopper-Pearson interval on each TPR.
+        max_roc_points: at most this many ROC points are returned for plotting (>= 4).
+
+    Returns:
+        A JSON-able dict: ``auc`` (equal to the Mann-Whitney U statistic / (n1·n0), ties counted ½);
+        ``balanced_accuracy`` = max over thresholds of (TPR + 1 − FPR) / 2; ``advantage`` = max over
+        thresholds of TPR − FPR (Yeom et al. 2018; 0 for an attack no better than "nobody is a
+        member"); ``tpr_at_fpr`` = ``{str(f): {"fpr": f, "tpr", "lower", "upper", "measurable"}}``
+        where ``tpr`` is the largest TPR among ROC points with FPR <= f and ``lower``/``upper`` its
+        Clopper-Pearson interval from the count of members at or above that threshold -- all three
+        ``None`` and ``measurable`` False when f < 10 / n_non_members; and ``roc`` =
+        ``{"fpr": [...], "tpr": [...]}``, non-decreasing, from (0, 0) to (1, 1), log-spaced in FPR.
+        The harness stores ``roc`` next to the other keys (its ``metrics``).
+
+    Raises:
+        ValueError: shapes differ or are not ``(N,)``, NaN scores, labels outside {0, 1}, no members
+            or no non-members, a level outside (0, 1], or ``max_roc_points`` < 4.
+    """
+    s, y = _validate(scores, labels)
+    if max_roc_points < 4:
+        raise ValueError(f"max_roc_points must be >= 4, got {max_roc_points}")
+    bad = [f for f in fpr_levels if not 0.0 < float(f) <= 1.0]
+    if bad:
+        raise ValueError(f"fpr_levels must lie in (0, 1], got {bad}")
+    n_pos = int(y.sum())
+    n_neg = int(y.size - n_pos)
+
+    # drop_intermediate=False: every threshold is kept, so "largest TPR with FPR <= f" is exact.
+    fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
+    fp_counts = np.rint(fpr * n_neg).astype(np.int64)
+    tp_counts = np.rint(tpr * n_pos).astype(np.int64)
+
+    tpr_at: dict[str, dict[str, Any]] = {}
+    for level in fpr_levels:
+        f = float(level)
+        entry: dict[str, Any] = {"fpr": f, "tpr": None, "lower": None, "upper": None, "measurable": False}
+        if f * n_neg >= _MIN_EVENTS * (1.0 - 1e-9):
+            allowed = fp_counts <= math.floor(f * n_neg * (1.0 + 1e-12))
+            k = int(tp_counts[allowed].max())  # (0, 0) is always allowed
+            lower, upper = clopper_pearson(k, n_pos, confidence=confidence)
+            entry.update(tpr=k / n_pos, lower=lower, upper=upper, measurable=True)
+        tpr_at[str(level)] = entry
+
+    roc_fpr, roc_tpr = _downsample_roc(fpr, tpr, max_roc_points)
+    return {
+        "auc": float(_area_under_curve(fpr, tpr)),
+        "balanced_accuracy": float(np.max(tpr + 1.0 - fpr) / 2.0),
+        "advantage": float(np.max(tpr - fpr)),
+        "tpr_at_fpr": tpr_at,
+        "roc": {"fpr": roc_fpr.tolist(), "tpr": roc_tpr.tolist()},
+    }

@@ -1,0 +1,157 @@
+"""Command line: ``python -m bench {all,run,report,list}`` (also installed as ``privbench``).
+
+Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
+no output folder created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from bench.errors import BenchError
+
+EXIT_USAGE = 2
+
+
+def _console():
+    """A rich console on stdout, at least 120 columns wide when not a terminal (logs, CI)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=140)
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # "--epsilon" must not silently mean "--epsilons"
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+        self.exit(EXIT_USAGE, f"privbench: error: {message} (see --help)\n")
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE.yaml", help="YAML file of settings (overridden by flags)")
+    p.add_argument("--profile", help="smoke | default | full (sizes, epochs, ε grid)")
+    p.add_argument("--dataset", help="mnist | fashion-mnist | digits")
+    p.add_argument("--mechanisms", help="comma list: baseline,dpsgd,dpmix,local-gaussian,weight-noise")
+    p.add_argument("--attacks", help="comma list of attacks (default: loss)")
+    p.add_argument("--epsilons", help="comma list of target ε values, each > 0 (e.g. 1,3,8)")
+    p.add_argument("--delta", type=_float, help="δ in (0, 1) (default 1e-5)")
+    p.add_argument("--seeds", help="comma list of integer seeds (default 0)")
+    p.add_argument("--device", help="cpu | cuda | auto (default auto)")
+    p.add_argument("--output", metavar="DIR", help="output folder (default results/<run-id>)")
+    p.add_argument("--data-root", metavar="DIR", help="folder holding MNIST/raw etc. (or $PRIVBENCH_DATA)")
+    p.add_argument("--cache-dir", metavar="DIR", help="model cache (or $PRIVBENCH_CACHE)")
+    p.add_argument("--no-cache", action="store_true", default=None, help="retrain everything, save nothing")
+    p.add_argument("--no-reference-epsilons", dest="reference_epsilons", action="store_false", default=None,
+                   help="do not add the reference systems' own ε values to the grid")
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="privbench", description="Train private models, attack them, report.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p_all = sub.add_parser("all", help="train, attack, and write every report (the main job)")
+    _run_options(p_all)
+    p_run = sub.add_parser("run", help="train and attack; write results.json only")
+    _run_options(p_run)
+    p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")
+    p_rep.add_argument("results_dir", metavar="RESULTS_DIR")
+    sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles")
+    return parser
+
+
+def _config_from_args(args: argparse.Namespace):
+    from bench.config import build_config, load_yaml
+
+    cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
+                                         "seeds", "device", "output", "data_root", "cache_dir", "no_cache",
+                                         "reference_epsilons")}
+    return build_config(load_yaml(args.config) if args.config else {}, cli)
+
+
+def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
+    from bench.harness import Harness
+
+    cfg = _config_from_args(args)
+    console = _console()
+    doc, out = Harness(cfg).run()
+    from reports import write_reports
+    from reports.tables import render_terminal
+
+    render_terminal(doc, console=console)
+    if reports:
+        paths = write_reports(doc, out)
+        console.print(f"reports: {', '.join(str(p) for p in paths.values())}")
+    console.print(f"results: {out / 'results.json'}")
+    failed = [r for r in doc["results"] if r["status"] != "ok"]
+    if failed:
+        console.print(f"[red]{len(failed)} cell(s) failed; see the table and results.json[/red]")
+        return 1
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from reports import load_results, write_reports
+    from reports.tables import render_terminal
+
+    folder = Path(args.results_dir)
+    path = folder / "results.json"
+    if not path.is_file():
+        raise BenchError(f"{path} not found; RESULTS_DIR must hold a results.json written by 'privbench run'")
+    try:
+        doc = load_results(path)
+    except ValueError as exc:
+        raise BenchError(str(exc).splitlines()[0]) from None
+    render_terminal(doc, console=_console())
+    for name, p in write_reports(doc, folder).items():
+        print(f"{name}: {p}")
+    return 0
+
+
+def _cmd_list() -> int:
+    from attacks import ATTACKS
+    from bench.config import PROFILES
+    from bench.data import DATASETS
+    from bench.models import MODELS
+    from mechanisms import MECHANISMS
+
+    for title, names in (("mechanisms", MECHANISMS.names()), ("attacks", ATTACKS.names()),
+                         ("models", MODELS.names()), ("datasets", DATASETS.names()), ("profiles", list(PROFILES))):
+        print(f"{title}: {', '.join(names)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed as one line
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.WARNING, format="privbench: %(message)s")
+    try:
+        if args.command in ("all", "run"):
+            return _cmd_run(args, reports=args.command == "all")
+        if args.command == "report":
+            return _cmd_report(args)
+        return _cmd_list()
+    except BenchError as exc:
+        print(f"privbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("privbench: interrupted; rerun the same command to resume (finished models are cached)",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

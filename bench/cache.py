@@ -1,0 +1,111 @@
+"""Content-addressed cache of trained models: a rerun reuses them, an interrupted run resumes.
+
+Layout: ``<root>/<key[:2]>/<key>/`` holding ``model.pt`` (a state_dict, loaded with
+``weights_only=True``: never unpickled code), ``release.pt`` (optional tensors) and ``meta.json``
+(privacy, params, timings and the SHA-256 of the other files). An entry is written to a temporary
+folder and renamed into place, so it is either complete or absent; a checksum mismatch is reported
+and the entry is treated as missing (retrained).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from mechanisms.base import PrivacySpent, Release, TrainedModel
+
+CACHE_VERSION = 1
+log = logging.getLogger("privbench.cache")
+_KEY = re.compile(r"^[0-9a-f]{64}$")
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    """SHA-256 hex of the canonical JSON of everything that determines a trained model."""
+    blob = json.dumps({"cache_version": CACHE_VERSION, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class ModelCache:
+    """Trained models keyed by ``cache_key``. ``enabled=False`` makes every lookup a miss and saves nothing.
+
+    Raises:
+        ValueError: a key that is not 64 hex digits (keys can never escape the cache directory).
+    """
+
+    def __init__(self, root: Path, *, enabled: bool = True) -> None:
+        self.root, self.enabled = Path(root), enabled
+
+    def _dir(self, key: str) -> Path:
+        if not _KEY.match(key):
+            raise ValueError(f"cache key {key!r} is not a 64-digit hex SHA-256")
+        return self.root / key[:2] / key
+
+    def load(self, key: str, model: nn.Module) -> TrainedModel | None:
+        """Load the entry into ``model`` (the untrained architecture); ``None`` if absent or corrupt."""
+        if not self.enabled:
+            return None
+        d = self._dir(key)
+        try:
+            meta = json.loads((d / "meta.json").read_text())
+            for name, digest in meta["files"].items():
+                if _sha256(d / name) != digest:
+                    raise ValueError(f"checksum mismatch in {name}")
+            model.load_state_dict(torch.load(d / "model.pt", map_location="cpu", weights_only=True))
+            release = None
+            if "release.pt" in meta["files"]:
+                r = torch.load(d / "release.pt", map_location="cpu", weights_only=True)
+                release = Release(r["x"], r["y"], meta["release_kind"], meta["release_params"])
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # corrupt or truncated entry: report, then retrain
+            log.warning("cache entry %s is corrupt (%s); retraining", key[:12], exc)
+            return None
+        return TrainedModel(model, PrivacySpent(**meta["privacy"]), params=meta["params"], release=release,
+                            train_seconds=meta["train_seconds"], samples_per_s=meta["samples_per_s"],
+                            history=meta["history"])
+
+    def save(self, key: str, trained: TrainedModel) -> None:
+        """Write the entry atomically (temporary folder, then rename)."""
+        if not self.enabled:
+            return
+        final = self._dir(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+        try:
+            state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
+            torch.save(state, tmp / "model.pt")
+            meta: dict[str, Any] = {
+                "privacy": trained.privacy.to_dict(), "params": trained.params,
+                "train_seconds": trained.train_seconds, "samples_per_s": trained.samples_per_s,
+                "history": trained.history,
+            }
+            if trained.release is not None:
+                torch.save({"x": trained.release.x, "y": trained.release.y}, tmp / "release.pt")
+                meta["release_kind"] = trained.release.kind
+                meta["release_params"] = trained.release.params
+            meta["files"] = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)

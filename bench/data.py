@@ -1,0 +1,192 @@
+"""Datasets (torchvision MNIST / Fashion-MNIST, scikit-learn digits) and the seeded membership split."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.errors import ConfigError, DataError
+from bench.registry import Registry
+
+DATA_ENV = "PRIVBENCH_DATA"
+
+
+@dataclass(frozen=True)
+class ArrayDataset:
+    """An in-memory labelled image dataset.
+
+    Attributes:
+        x: images, ``(N, C, H, W)`` float32 in [0, 1].
+        y: labels, ``(N,)`` int64 in ``[0, num_classes)``.
+        num_classes: number of classes K.
+        name: dataset name (``"mnist"``, ...).
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    num_classes: int
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.x.ndim != 4 or self.x.shape[0] != self.y.shape[0]:
+            raise DataError(
+                f"{self.name}: images of shape {tuple(self.x.shape)} do not match labels "
+                f"{tuple(self.y.shape)}; expected (N, C, H, W) and (N,)"
+            )
+
+    def __len__(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return tuple(self.x.shape[1:])  # type: ignore[return-value]
+
+    def subset(self, index: torch.Tensor) -> ArrayDataset:
+        """Rows ``index`` (a ``(M,)`` int64 tensor) as a new dataset."""
+        return ArrayDataset(self.x[index], self.y[index], self.num_classes, self.name)
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the exact images and labels (part of every model's cache key)."""
+        h = hashlib.sha256()
+        h.update(self.x.contiguous().numpy().tobytes())
+        h.update(self.y.contiguous().numpy().tobytes())
+        return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class MembershipSplit:
+    """Disjoint parts of one dataset for a membership experiment.
+
+    Attributes:
+        members: the target trains on these.
+        non_members: never seen by the target; the negatives of every membership attack.
+        population: the attacker's own data from the same distribution (shadow / reference models).
+        test: the official test set (or a fixed held-out part), for utility only.
+        seed: the seed that drew the split.
+    """
+
+    members: ArrayDataset
+    non_members: ArrayDataset
+    population: ArrayDataset
+    test: ArrayDataset
+    seed: int
+
+
+DATASETS: Registry = Registry("dataset")
+
+
+def default_data_root() -> Path:
+    """``$PRIVBENCH_DATA`` if set, else ``~/.cache/privbench/data``."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "privbench" / "data"
+
+
+def _torchvision(cls_name: str, folder: str):
+    def load(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
+        import torchvision.datasets as tvd
+
+        cls = getattr(tvd, cls_name)
+        name = "mnist" if folder == "MNIST" else "fashion-mnist"
+        try:
+            train = cls(str(root), train=True, download=download)
+            test = cls(str(root), train=False, download=download)
+        except Exception as exc:  # torchvision raises RuntimeError / URLError / OSError
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise DataError(
+                f"{name}: files not found under {root / folder / 'raw'} ({why}); pass --data-root DIR "
+                f"or set {DATA_ENV} to a folder holding {folder}/raw/*-ubyte"
+            ) from None
+
+        def to_ds(d) -> ArrayDataset:
+            x = d.data.to(torch.float32).div_(255.0).unsqueeze(1)
+            return ArrayDataset(x, d.targets.to(torch.int64), 10, name)
+
+        return to_ds(train), to_ds(test)
+
+    return load
+
+
+DATASETS.add("mnist", _torchvision("MNIST", "MNIST"))
+DATASETS.add("fashion-mnist", _torchvision("FashionMNIST", "FashionMNIST"))
+
+
+def _digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
+    """scikit-learn's bundled 8×8 digits (1,797 images, values 0..16): 1,400 pool / 397 test, fixed."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = torch.from_numpy(d.images.astype(np.float32) / 16.0).unsqueeze(1)
+    y = torch.from_numpy(d.target.astype(np.int64))
+    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(20191))
+    pool, test = perm[:1400], perm[1400:]
+    full = ArrayDataset(x, y, 10, "digits")
+    return full.subset(pool), full.subset(test)
+
+
+DATASETS.add("digits", _digits)
+
+
+def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, ArrayDataset]:
+    """Load a registered dataset as (training pool, test set).
+
+    With ``root`` given (flag or ``$PRIVBENCH_DATA``) the files must already be there; otherwise the
+    user cache directory is used and torchvision may download.
+
+    Raises:
+        ConfigError: unknown dataset name.
+        DataError: files missing / unreadable (one-line message saying where they are expected).
+    """
+    try:
+        loader = DATASETS.get(name)
+    except ValueError as exc:
+        raise ConfigError(f"dataset: {exc}") from None
+    explicit = root is not None or bool(os.environ.get(DATA_ENV))
+    root = Path(root).expanduser() if root is not None else default_data_root()
+    if explicit and not root.is_dir() and name != "digits":
+        raise DataError(f"data root {root} is not a directory; point --data-root or {DATA_ENV} at one")
+    return loader(root, not explicit)
+
+
+def make_split(
+    pool: ArrayDataset,
+    test: ArrayDataset,
+    *,
+    n_members: int,
+    n_non_members: int,
+    n_population: int,
+    n_test: int,
+    seed: int,
+) -> MembershipSplit:
+    """Draw disjoint members / non-members / population from ``pool`` with a seeded permutation.
+
+    The test set is the first ``n_test`` rows of a permutation fixed by the dataset (seed-independent),
+    so utility is comparable across seeds.
+
+    Raises:
+        ConfigError: if the requested sizes exceed the pool or the test set.
+    """
+    need = n_members + n_non_members + n_population
+    if need > len(pool):
+        raise ConfigError(
+            f"n_members + n_non_members + n_population = {need} exceeds the {len(pool)} "
+            f"training images of {pool.name}"
+        )
+    if n_test > len(test):
+        raise ConfigError(f"n_test = {n_test} exceeds the {len(test)} test images of {test.name}")
+    perm = torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed))
+    a, b = n_members, n_members + n_non_members
+    test_idx = torch.randperm(len(test), generator=torch.Generator().manual_seed(12345))[:n_test]
+    return MembershipSplit(
+        members=pool.subset(perm[:a]),
+        non_members=pool.subset(perm[a:b]),
+        population=pool.subset(perm[b:need]),
+        test=test.subset(test_idx),
+        seed=seed,
+    )

@@ -1,0 +1,20 @@
+"""Errors the CLI turns into a one-line message and exit status 2 (no traceback)."""
+
+
+class BenchError(Exception):
+    """A user-facing error: bad configuration, missing data, unwritable output.
+
+    The message is one line that names the bad value and what is allowed.
+    """
+
+
+class ConfigError(BenchError, ValueError):
+    """An invalid configuration value (CLI flag or YAML key)."""
+
+
+class DataError(BenchError):
+    """Dataset files missing, unreadable or of the wrong shape."""
+
+
+class PrivacyBugError(BenchError):
+    """An empirical ε lower bound exceeded the accountant's ε: a bug somewhere, fails loudly."""

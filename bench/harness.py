@@ -1,0 +1,243 @@
+"""The benchmark loop: for each (seed, mechanism, target ε) train (or reuse) a model, evaluate it,
+attack it, and write results.json atomically after every cell."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from attacks import ATTACKS
+from bench.cache import ModelCache, cache_key
+from bench.config import RunConfig
+from bench.data import MembershipSplit, load_dataset, make_split
+from bench.errors import BenchError, ConfigError
+from bench.io import atomic_write_json
+from bench.training import TrainingDiverged, evaluate
+from mechanisms import MECHANISMS
+from mechanisms.base import TrainedModel
+
+SCHEMA_VERSION = 1
+RELEASE_EXAMPLES = 8
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the grid: a mechanism at a target ε (None: no target) for one seed."""
+
+    mechanism: str
+    target_epsilon: float | None
+    seed: int
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> cuda when available, else cpu. Raises ConfigError for cuda without a GPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' requested but no CUDA GPU is available; use --device cpu or auto")
+    return torch.device(name)
+
+
+def grid(cfg: RunConfig) -> list[Cell]:
+    """Every cell of the run: seeds × mechanisms × (ε grid + the mechanism's reference ε)."""
+    cells = []
+    for seed in cfg.seeds:
+        for name in cfg.mechanisms:
+            mech = MECHANISMS.get(name)
+            if not mech.needs_epsilon:
+                cells.append(Cell(name, None, seed))
+                continue
+            eps = list(cfg.epsilons)
+            if cfg.reference_epsilons:
+                eps += [e for e in mech.reference_epsilons if e not in eps]
+            cells += [Cell(name, e, seed) for e in sorted(eps)]
+    return cells
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("privbench", "torch", "torchvision", "opacus", "dp-accounting", "numpy", "scikit-learn"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def git_hash() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                              text=True, timeout=5, check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def prepare_output(cfg: RunConfig, run_id: str) -> Path:
+    """Create (or reuse) the output folder. Raises BenchError (one line) if it cannot be written."""
+    out = Path(cfg.output) if cfg.output else Path("results") / run_id
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise BenchError(f"output directory {out} is not writable ({exc.strerror or exc}); "
+                         "choose another with --output DIR") from None
+    return out
+
+
+def _release_examples(trained: TrainedModel) -> dict[str, Any] | None:
+    rel = trained.release
+    if rel is None:
+        return None
+    x = rel.x[:RELEASE_EXAMPLES]
+    if rel.kind == "local-gaussian":  # show on the scale of the unit-norm image: min-max per image
+        flat = x.flatten(1)
+        lo, hi = flat.min(1, keepdim=True).values, flat.max(1, keepdim=True).values
+        x = ((flat - lo) / (hi - lo).clamp_min(1e-12)).view_as(x)
+    img = (x.clamp(0, 1) * 255).round().to(torch.uint8)
+    y = rel.y[:RELEASE_EXAMPLES]
+    labels = y.argmax(1) if y.ndim == 2 else y
+    return {"kind": rel.kind, "shape": list(img.shape[-2:]),
+            "examples": img.flatten(1).tolist(), "labels": labels.tolist()}
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe copy: non-finite floats -> None, numpy scalars -> Python."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+class Harness:
+    """Runs a validated RunConfig and owns its results document.
+
+    Args:
+        cfg: the validated configuration. console: rich console for progress (default: stderr).
+    """
+
+    def __init__(self, cfg: RunConfig, *, console: Console | None = None) -> None:
+        self.cfg = cfg
+        self.console = console or Console(stderr=True)
+        self.device = resolve_device(cfg.device)
+        self.cache = ModelCache(cfg.resolved_cache_dir(), enabled=not cfg.no_cache)
+
+    def _check_models(self, shape: tuple[int, ...], num_classes: int) -> None:
+        for name in self.cfg.mechanisms:
+            spec = self.cfg.spec_for(name)
+            try:
+                MECHANISMS.get(name)().build(shape, num_classes, spec)
+            except (RuntimeError, ValueError) as exc:
+                raise ConfigError(
+                    f"training.{name}.model {spec.model!r} does not fit {self.cfg.dataset} images of shape "
+                    f"{tuple(shape)} ({str(exc).splitlines()[0][:80]}); choose another model, e.g. mlp"
+                ) from None
+
+    def run(self) -> tuple[dict[str, Any], Path]:
+        """Run the grid; return (results document, output folder).
+
+        Raises:
+            BenchError: missing data, unwritable output, a model that does not fit the data.
+        """
+        cfg = self.cfg
+        pool, test = load_dataset(cfg.dataset, Path(cfg.data_root) if cfg.data_root else None)
+        self._check_models(pool.input_shape, pool.num_classes)
+        splits = {s: make_split(pool, test, n_members=cfg.n_members, n_non_members=cfg.n_non_members,
+                                n_population=cfg.n_population, n_test=cfg.n_test, seed=s) for s in cfg.seeds}
+        run_id = f"{cfg.dataset}-{cfg.profile}-{dt.datetime.now():%Y%m%dT%H%M%S}"
+        out = prepare_output(cfg, run_id)
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "run_id": run_id, "status": "partial",
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "config": cfg.to_dict(), "versions": versions(), "git_hash": git_hash(),
+            "device": str(self.device),
+            "datasets": {cfg.dataset: {"n_members": cfg.n_members, "n_non_members": cfg.n_non_members,
+                                       "n_population": cfg.n_population, "n_test": cfg.n_test,
+                                       "input_shape": list(pool.input_shape), "num_classes": pool.num_classes}},
+            "results": [],
+        }
+        cells = grid(cfg)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.console, transient=False) as progress:
+            overall = progress.add_task(f"{cfg.dataset}: {len(cells)} models", total=len(cells))
+            for cell in cells:
+                doc["results"].append(_clean(self.run_cell(cell, splits[cell.seed], progress)))
+                atomic_write_json(out / "results.json", doc)
+                progress.advance(overall)
+        doc["status"] = "complete"
+        atomic_write_json(out / "results.json", doc)
+        return doc, out
+
+    def run_cell(self, cell: Cell, split: MembershipSplit, progress: Progress) -> dict[str, Any]:
+        """Train or load one model, evaluate and attack it; failures become a ``failed`` result."""
+        cfg, mech = self.cfg, MECHANISMS.get(cell.mechanism)()
+        spec = cfg.spec_for(cell.mechanism)
+        eps_txt = "" if cell.target_epsilon is None else f" ε={cell.target_epsilon:g}"
+        key = cache_key({"mechanism": cell.mechanism, "spec": spec.to_dict(), "target_epsilon": cell.target_epsilon,
+                         "delta": cfg.delta, "seed": cell.seed, "dataset": cfg.dataset,
+                         "members": split.members.fingerprint(), "device": self.device.type})
+        result: dict[str, Any] = {
+            "dataset": cfg.dataset, "mechanism": cell.mechanism, "seed": cell.seed,
+            "target_epsilon": cell.target_epsilon, "model": spec.model, "spec": spec.to_dict(),
+            "status": "ok", "error": None, "cache_key": key, "release": None, "attacks": {},
+        }
+        task = progress.add_task(f"  {cell.mechanism}{eps_txt} seed {cell.seed}", total=spec.epochs)
+        t0 = time.perf_counter()
+        try:
+            trained = self.cache.load(key, mech.build(split.members.input_shape, split.members.num_classes, spec))
+            cached = trained is not None
+            if trained is None:
+                trained = mech.fit(split.members, spec, target_epsilon=cell.target_epsilon, delta=cfg.delta,
+                                   seed=cell.seed, device=self.device,
+                                   on_epoch=lambda e, n, loss: progress.update(task, completed=e))
+                self.cache.save(key, trained)
+            trained.model.to(self.device)
+        except (TrainingDiverged, ValueError) as exc:
+            progress.remove_task(task)
+            reason = str(exc).splitlines()[0]
+            return {**result, "status": "failed", "error": reason, "privacy": None, "utility": None,
+                    "params": {}, "timings": {"train_s": time.perf_counter() - t0}, "history": []}
+        progress.update(task, completed=spec.epochs)
+        t1 = time.perf_counter()
+        test_m = evaluate(trained.model, split.test.x, split.test.y, device=self.device)
+        train_m = evaluate(trained.model, split.members.x, split.members.y, device=self.device)
+        t2 = time.perf_counter()
+        for name in cfg.attacks:
+            attack = ATTACKS.get(name)(max_per_side=cfg.max_attack_examples)
+            res = attack.run(trained, split, seed=cell.seed, device=self.device)
+            metrics = dict(res.metrics)
+            roc = metrics.pop("roc", None)
+            result["attacks"][name] = {"attack": name, "n_members": int(res.labels.sum()),
+                                       "n_non_members": int(len(res.labels) - res.labels.sum()),
+                                       "metrics": metrics, "roc": roc}
+        t3 = time.perf_counter()
+        progress.remove_task(task)
+        privacy = trained.privacy.to_dict()
+        privacy["weak_delta"] = privacy["delta"] is not None and privacy["delta"] >= 1.0 / len(split.members)
+        result.update({
+            "params": trained.params, "privacy": privacy, "history": trained.history,
+            "utility": {"test_accuracy": test_m["accuracy"], "test_loss": test_m["loss"],
+                        "train_accuracy": train_m["accuracy"]},
+            "timings": {"train_s": trained.train_seconds, "samples_per_s": trained.samples_per_s,
+                        "eval_s": t2 - t1, "attack_s": t3 - t2, "cached": cached},
+            "release": _release_examples(trained),
+        })
+        return result

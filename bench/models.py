@@ -1,0 +1,84 @@
+"""Reference architectures (REFERENCE.md §1), registered by name; each factory takes
+``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns an untrained module
+mapping ``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N, C·H·W)``)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from bench.registry import Registry
+
+MODELS: Registry = Registry("model")
+
+
+def _flat_dim(features: nn.Module, input_shape: tuple[int, ...]) -> int:
+    with torch.no_grad():
+        return int(features(torch.zeros(1, *input_shape)).flatten(1).shape[1])
+
+
+def _activation(name: str) -> type[nn.Module]:
+    return {"relu": nn.ReLU, "tanh": nn.Tanh}[name]
+
+
+@MODELS.register("cnn-small")
+def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = "relu") -> nn.Module:
+    """The Opacus MNIST example CNN: Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2),
+    MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010 parameters on 28×28 input."""
+    act = _activation(activation)
+    features = nn.Sequential(
+        nn.Conv2d(input_shape[0], 16, 8, stride=2, padding=3), act(), nn.MaxPool2d(2, 1),
+        nn.Conv2d(16, 32, 4, stride=2), act(), nn.MaxPool2d(2, 1), nn.Flatten(),
+    )
+    d = _flat_dim(features, input_shape)
+    return nn.Sequential(features, nn.Linear(d, 32), act(), nn.Linear(32, num_classes))
+
+
+@MODELS.register("cnn-dpmix")
+def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """The DPMix paper's CNN (Lee et al. 2019): Conv(32, 5×5) MaxPool 2, Conv(48, 5×5) MaxPool 2,
+    FC 100, FC 100, FC K, ReLU throughout, no padding."""
+    features = nn.Sequential(
+        nn.Conv2d(input_shape[0], 32, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 48, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    )
+    d = _flat_dim(features, input_shape)
+    return nn.Sequential(
+        features, nn.Linear(d, 100), nn.ReLU(), nn.Linear(100, 100), nn.ReLU(), nn.Linear(100, num_classes)
+    )
+
+
+@MODELS.register("resnet18-gn")
+def resnet18_gn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """torchvision ResNet-18 with a C-channel 3×3 stride-1 first conv (no max-pool, for 28×28 input),
+    GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs per-sample-independent layers),
+    and K outputs."""
+    from torchvision.models import resnet18
+
+    net = resnet18(num_classes=num_classes, norm_layer=lambda c: nn.GroupNorm(min(32, c), c))
+    net.conv1 = nn.Conv2d(input_shape[0], 64, 3, stride=1, padding=1, bias=False)
+    net.maxpool = nn.Identity()
+    return net
+
+
+@MODELS.register("mlp")
+def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int = 128) -> nn.Module:
+    """Dense classifier: Flatten, Linear(d→hidden) ReLU, Linear(hidden→K). Used for 8×8 digits and
+    as the weight-noise system's classifier."""
+    d = math.prod(input_shape)
+    return nn.Sequential(nn.Flatten(), nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+
+
+@MODELS.register("autoencoder")
+def autoencoder(input_shape: tuple[int, ...], num_classes: int = 0, code: int = 64) -> nn.Module:
+    """Dense autoencoder of the weight-noise system: d→code (ReLU)→d (sigmoid), on flattened images;
+    maps ``(N, C, H, W)`` to ``(N, C·H·W)`` reconstructions in [0, 1]."""
+    d = math.prod(input_shape)
+    return nn.Sequential(nn.Flatten(), nn.Linear(d, code), nn.ReLU(), nn.Linear(code, d), nn.Sigmoid())
+
+
+def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, **kwargs) -> nn.Module:
+    """Build a registered model. Raises ValueError naming the known models for an unknown name."""
+    return MODELS.get(name)(tuple(input_shape), num_classes, **kwargs)

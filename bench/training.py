@@ -1,0 +1,137 @@
+"""Seeding, the shared training loop, evaluation and per-example losses."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mechanisms.base import TrainSpec
+
+EpochCallback = Callable[[int, int, float], None]
+"""``on_epoch(epoch, epochs, mean_loss)``, called after every epoch (progress bars)."""
+
+
+class TrainingDiverged(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed Python, NumPy and torch; return a fresh CPU generator seeded with ``seed``."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+class TensorBatches:
+    """Shuffled mini-batches of in-memory tensors; re-iterable, one permutation per epoch.
+
+    Args:
+        x: ``(N, ...)`` inputs. y: ``(N, ...)`` targets. batch_size: rows per batch.
+        generator: seeded CPU generator that draws the permutations.
+    """
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int, generator: torch.Generator):
+        self.x, self.y, self.batch_size, self.generator = x, y, batch_size, generator
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        perm = torch.randperm(len(self.x), generator=self.generator)
+        for i in range(0, len(perm), self.batch_size):
+            idx = perm[i : i + self.batch_size]
+            yield self.x[idx], self.y[idx]
+
+    def __len__(self) -> int:
+        return -(-len(self.x) // self.batch_size)
+
+
+def make_optimizer(params: Iterable[nn.Parameter], spec: TrainSpec) -> torch.optim.Optimizer:
+    """SGD (with ``spec.momentum``) or Adam at ``spec.lr``. Raises ValueError for another name."""
+    if spec.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
+    if spec.optimizer == "adam":
+        return torch.optim.Adam(params, lr=spec.lr)
+    raise ValueError(f"optimizer {spec.optimizer!r} not in ('sgd', 'adam')")
+
+
+def soft_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """KL divergence between soft label distributions ``(B, K)`` and the model's softmax (batch mean)."""
+    return F.kl_div(F.log_softmax(logits, dim=1), target, reduction="batchmean")
+
+
+def train_loop(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    *,
+    epochs: int,
+    device: torch.device,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    on_epoch: EpochCallback | None = None,
+) -> tuple[list[float], int, float]:
+    """Train ``model`` for ``epochs`` passes over ``batches``.
+
+    Returns:
+        (per-epoch mean loss, number of examples processed, wall seconds).
+
+    Raises:
+        TrainingDiverged: when a batch loss is NaN or infinite.
+    """
+    model.train()
+    history: list[float] = []
+    seen = 0
+    start = time.perf_counter()
+    for epoch in range(epochs):
+        total, count = 0.0, 0
+        for xb, yb in batches:
+            if len(xb) == 0:  # Poisson sampling can draw an empty batch
+                continue
+            xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(xb), yb)
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(f"training loss became {loss.item()} in epoch {epoch + 1}")
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(xb)
+            count += len(xb)
+        seen += count
+        history.append(total / max(count, 1))
+        if scheduler is not None:
+            scheduler.step()
+        if on_epoch is not None:
+            on_epoch(epoch + 1, epochs, history[-1])
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return history, seen, time.perf_counter() - start
+
+
+@torch.no_grad()
+def predict_logits(model: nn.Module, x: torch.Tensor, *, device: torch.device, batch_size: int = 2048):
+    """Logits ``(N, K)`` on CPU for images ``(N, C, H, W)``, in eval mode."""
+    model.eval()
+    out = [model(x[i : i + batch_size].to(device)).float().cpu() for i in range(0, len(x), batch_size)]
+    return torch.cat(out) if out else torch.empty(0)
+
+
+def per_example_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torch.device) -> np.ndarray:
+    """Cross-entropy loss of every example, ``(N,)`` float64 (nats)."""
+    logits = predict_logits(model, x, device=device)
+    return F.cross_entropy(logits, y, reduction="none").double().numpy()
+
+
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torch.device) -> dict[str, float]:
+    """Accuracy (fraction in [0, 1]) and mean cross-entropy (nats) on ``(N, C, H, W)`` images."""
+    logits = predict_logits(model, x, device=device)
+    return {
+        "accuracy": float((logits.argmax(1) == y).float().mean()),
+        "loss": float(F.cross_entropy(logits, y)),
+    }

@@ -1,0 +1,12 @@
+"""Privacy mechanisms, registered by their standard names (one line each, imported on first use)."""
+
+from bench.registry import Registry
+
+MECHANISMS: Registry = Registry("mechanism")
+MECHANISMS.add_lazy("baseline", "mechanisms.baseline:Baseline")
+MECHANISMS.add_lazy("dpsgd", "mechanisms.dp_sgd:DPSGD")
+MECHANISMS.add_lazy("dpmix", "mechanisms.dpmix:DPMix")
+MECHANISMS.add_lazy("local-gaussian", "mechanisms.local_noise:LocalGaussian")
+MECHANISMS.add_lazy("weight-noise", "mechanisms.weight_noise:WeightNoise")
+
+__all__ = ["MECHANISMS"]

@@ -1,0 +1,72 @@
+"""Local DP by input perturbation: every image scaled to unit L2 norm and perturbed by the analytic
+Gaussian mechanism before any training (the `local-gaussian` reference system, corrected)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from bench.data import ArrayDataset
+from bench.training import EpochCallback, seed_everything
+from mechanisms.accounting import classic_gaussian_sigma, gaussian_epsilon, gaussian_sigma
+from mechanisms.base import PrivacySpent, Release, TrainedModel, TrainSpec
+from mechanisms.baseline import Baseline, fit_supervised
+
+# Replacing one person's unit-norm image by another moves it by up to ||a - b|| <= 2.
+SENSITIVITY = 2.0
+
+
+class L2Normalize(nn.Module):
+    """``(N, C, H, W)`` -> each image divided by its L2 norm, times ``scale`` (a fixed public constant)."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(float(scale)))  # saved with the weights
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.flatten(1)
+        return (flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12) * self.scale).view_as(x)
+
+
+def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> torch.Tensor:
+    """The local release: ``(N, C, H, W)`` images -> unit-L2-norm images + N(0, σ²) on every pixel."""
+    return L2Normalize()(x) + sigma * torch.randn(x.shape, generator=generator)
+
+
+
+class LocalGaussian(Baseline):
+    """Each person releases ``x/||x||₂ + N(0, σ² I)`` with σ from the analytic Gaussian mechanism
+    (Balle & Wang, ICML 2018) at replace-one sensitivity 2: (ε, δ) local DP per image. The learner
+    trains ``spec.model`` on the noisy images only, multiplied by the public constant
+    s = 1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get
+    the same normalisation and the same s."""
+
+    name = "local-gaussian"
+    guarantee = "local-dp"
+    needs_epsilon = True
+    reference_epsilons = (150.0, 2000.0)  # the source system's own ε (REFERENCE.md §1)
+
+    def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
+        return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec))
+
+    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+        if target_epsilon is None or target_epsilon <= 0:
+            raise ValueError(f"local-gaussian needs a target epsilon > 0, got {target_epsilon}")
+        sigma = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=SENSITIVITY)
+        gen = seed_everything(seed)
+        noisy = perturb(train.x, sigma=sigma, generator=gen)
+        model = self.build(train.input_shape, train.num_classes, spec)
+        scale = 1.0 / math.sqrt(1.0 / math.prod(train.input_shape) + sigma**2)
+        model[0].scale.fill_(scale)
+        hist, seen, secs = fit_supervised(model[1], noisy * scale, train.y, spec, generator=gen,
+                                          device=device, on_epoch=on_epoch)
+        epsilon = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=SENSITIVITY)
+        params = {"sigma": sigma, "sensitivity": SENSITIVITY,
+                  "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)}
+        release = Release(noisy, train.y, "local-gaussian", {"sigma": sigma, "sensitivity": SENSITIVITY})
+        return TrainedModel(model, PrivacySpent(epsilon, delta, "analytic-gaussian", "local-dp"),
+                            params=params, release=release, train_seconds=secs,
+                            samples_per_s=seen / secs, history=hist)

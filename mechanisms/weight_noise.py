@@ -1,0 +1,81 @@
+"""Naive output perturbation: Gaussian noise on a trained autoencoder's weights (the `weight-noise`
+reference system). There is no accountant for it: it reports "no guarantee" and the attacks judge it."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.data import ArrayDataset
+from bench.models import build_model
+from bench.training import EpochCallback, seed_everything
+from mechanisms.base import PrivacySpent, TrainedModel, TrainSpec
+from mechanisms.baseline import Baseline, fit_supervised
+
+
+class ReconstructThenClassify(nn.Module):
+    """``(N, C, H, W)`` -> autoencoder reconstruction ``(N, C·H·W)`` -> classifier logits ``(N, K)``."""
+
+    def __init__(self, autoencoder: nn.Module, classifier: nn.Module) -> None:
+        super().__init__()
+        self.autoencoder, self.classifier = autoencoder, classifier
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.autoencoder(x))
+
+
+@torch.no_grad()
+def add_weight_noise(module: nn.Module, *, std: float, generator: torch.Generator) -> None:
+    """Add N(0, std²) to every parameter of ``module`` in place."""
+    for p in module.parameters():
+        p.add_(std * torch.randn(p.shape, generator=generator).to(p.device))
+
+
+
+class WeightNoise(Baseline):
+    """Train a dense autoencoder (784→64→784, MSE, Adam), add Gaussian noise of std = 1/ε to every
+    weight and bias ("std = sensitivity/ε" with sensitivity 1, as the source claimed), then train a
+    dense classifier (``spec.model``, default ``mlp``) on the noisy autoencoder's reconstructions of
+    the members. The target ε is only the source's *claimed* ε: the guarantee is "none".
+
+    ``spec.params``: ``ae_epochs`` (default ``spec.epochs``), ``ae_lr`` (default 1e-3), ``code`` (64).
+    """
+
+    name = "weight-noise"
+    guarantee = "none"
+    needs_epsilon = True
+    reference_epsilons = (10.0,)  # the source system's own ε (REFERENCE.md §1)
+
+    def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
+        ae = build_model("autoencoder", input_shape, 0, code=int(spec.params.get("code", 64)))
+        flat = (int(torch.tensor(input_shape).prod()),)
+        return ReconstructThenClassify(ae, build_model(spec.model, flat, num_classes))
+
+    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+        if target_epsilon is None or target_epsilon <= 0:
+            raise ValueError(f"weight-noise needs a (claimed) target epsilon > 0, got {target_epsilon}")
+        std = 1.0 / target_epsilon
+        gen = seed_everything(seed)
+        model = self.build(train.input_shape, train.num_classes, spec).to(device)
+        ae_spec = TrainSpec(model="autoencoder", epochs=int(spec.params.get("ae_epochs", spec.epochs)),
+                            batch_size=spec.batch_size, lr=float(spec.params.get("ae_lr", 1e-3)),
+                            optimizer="adam")
+        flat = train.x.flatten(1)
+        ae_hist, ae_seen, ae_secs = fit_supervised(model.autoencoder, train.x, flat, ae_spec, generator=gen,
+                                                   device=device, loss_fn=F.mse_loss)
+        add_weight_noise(model.autoencoder, std=std, generator=gen)
+        model.autoencoder.eval()
+        with torch.no_grad():
+            recon = torch.cat([model.autoencoder(train.x[i : i + 4096].to(device)).cpu()
+                               for i in range(0, len(train), 4096)])
+        hist, seen, secs = fit_supervised(model.classifier, recon, train.y, spec, generator=gen,
+                                          device=device, on_epoch=on_epoch)
+        privacy = PrivacySpent.no_guarantee(
+            claimed_epsilon=target_epsilon,
+            note=f"Gaussian noise std {std:.3g} on autoencoder weights; no accountant exists")
+        params = {"weight_noise_std": std, "autoencoder_final_mse": ae_hist[-1] if ae_hist else None}
+        total = ae_secs + secs
+        return TrainedModel(model, privacy, params=params, train_seconds=total,
+                            samples_per_s=(ae_seen + seen) / total, history=hist)

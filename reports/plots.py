@@ -1,0 +1,266 @@
+"""PNG plots of a results.json document: privacy-utility curves, attack strength, ROC curves, releases.
+
+Uses matplotlib's object API with an explicit Agg canvas on every figure (no pyplot, no global
+backend switch, nothing left open), so it runs headless and inside other programs alike.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from reports.tables import MAIN_LEVEL, format_privacy, is_failed, strongest_attack, tpr_entry
+
+FALLBACK_LEVEL = 0.01
+Run = dict[str, Any]
+PLOT_ALT = {
+    "accuracy_vs_epsilon": "Test accuracy against ε for every mechanism; dashed line: non-private baseline",
+    "attack_auc_vs_epsilon": "AUC of the strongest membership attack against ε for every mechanism",
+    "tpr_vs_accuracy": "TPR of the strongest attack at 0.1% FPR against test accuracy (privacy-utility)",
+}
+
+
+def plot_alt(name: str) -> str:
+    """Meaningful alt text for a plot stem (``roc_mnist``, ``release_mnist_dpmix``, ...)."""
+    if name in PLOT_ALT:
+        return PLOT_ALT[name]
+    if name.startswith("roc_"):
+        return f"Log-log ROC curves of the strongest attack on {name[4:]}, a panel per mechanism, with DP bounds"
+    if name.startswith("release_"):
+        return f"Example images released by {name[8:].replace('_', ' / ', 1)}, one row per ε"
+    return name.replace("_", " ")
+
+
+
+def _slug(name: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(name)).strip("-") or "unnamed"
+
+
+def _figure(n_panels: int, *, ncols: int = 3, size: tuple[float, float] = (5.2, 3.8)) -> tuple[Figure, list]:
+    ncols = max(1, min(ncols, n_panels))
+    nrows = math.ceil(n_panels / ncols)
+    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel().tolist()
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes[:n_panels]
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format="png", dpi=110)
+    os.replace(tmp, path)
+    return path
+
+
+def _colors(runs: list[Run]) -> dict[str, Any]:
+    mechs = sorted({str(r.get("mechanism")) for r in runs})
+    return {m: f"C{i % 10}" for i, m in enumerate(mechs)}
+
+
+def _by_dataset(runs: list[Run]) -> dict[str, list[Run]]:
+    groups: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        groups[str(r.get("dataset"))].append(r)
+    return groups
+
+
+def _epsilon_x(r: Run) -> tuple[float | None, bool]:
+    """(x position, has guarantee): the achieved ε, else the target or claimed ε (no guarantee)."""
+    p = r.get("privacy") or {}
+    if p.get("epsilon") is not None and p.get("guarantee", "none") != "none":
+        x, guaranteed = p["epsilon"], True
+    else:
+        x, guaranteed = r.get("target_epsilon") or p.get("claimed_epsilon"), False
+    return (float(x), guaranteed) if x is not None and 0 < float(x) < math.inf else (None, guaranteed)
+
+
+def _accuracy(r: Run) -> float | None:
+    acc = (r.get("utility") or {}).get("test_accuracy")
+    return None if acc is None else 100.0 * acc
+
+
+def _auc(r: Run) -> float | None:
+    best = strongest_attack(r)
+    return best[1]["metrics"]["auc"] if best else None
+
+
+def _versus_epsilon(runs: list[Run], y_of: Callable[[Run], float | None], ylabel: str, chance: float | None):
+    """One panel per dataset, one line per mechanism (mean over seeds); None when there are no points."""
+
+    def has_point(r: Run) -> bool:
+        return _epsilon_x(r)[0] is not None and y_of(r) is not None
+
+    datasets = {d: rs for d, rs in _by_dataset(runs).items() if any(has_point(r) for r in rs)}
+    if not datasets:
+        return None
+    colors = _colors(runs)
+    fig, axes = _figure(len(datasets))
+    for ax, (dataset, rs) in zip(axes, datasets.items(), strict=True):
+        points: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+        flat: dict[str, list[float]] = defaultdict(list)
+        guaranteed: dict[str, bool] = {}
+        for r in rs:
+            mech, y = str(r.get("mechanism")), y_of(r)
+            if y is None:
+                continue
+            x, guaranteed[mech] = _epsilon_x(r)
+            (points[mech][x] if x is not None else flat[mech]).append(y)
+        for mech, by_x in sorted(points.items()):
+            xs = sorted(by_x)
+            ys = [float(np.mean(by_x[x])) for x in xs]
+            label = mech if guaranteed[mech] else f"{mech} (no guarantee: x = target/claimed ε)"
+            face = colors[mech] if guaranteed[mech] else "none"
+            ax.plot(xs, ys, marker="o", color=colors[mech], mfc=face, ls="-" if guaranteed[mech] else ":",
+                    label=label)  # fmt: skip
+        for mech, ys in sorted(flat.items()):
+            if mech not in points:
+                ax.axhline(float(np.mean(ys)), color=colors[mech], ls="--", label=f"{mech} (no ε)")
+        if chance is not None:
+            ax.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
+        ax.set(xscale="log", xlabel="ε (achieved; hollow = no guarantee)", ylabel=ylabel, title=dataset)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def _tpr_vs_accuracy(runs: list[Run]) -> Figure | None:
+    entries = []
+    for r in runs:
+        best, acc = strongest_attack(r), _accuracy(r)
+        if best is None or acc is None:
+            continue
+        for level, fallback in ((MAIN_LEVEL, False), (FALLBACK_LEVEL, True)):
+            e = tpr_entry(best[1]["metrics"], level)
+            if e and e.get("measurable") and e.get("tpr") is not None:
+                entries.append((r, acc, e, fallback))
+                break
+    if not entries:
+        return None
+    colors = _colors(runs)
+    datasets = list(dict.fromkeys(str(r.get("dataset")) for r, *_ in entries))
+    fig, axes = _figure(len(datasets))
+    any_fallback = any(fb for *_, fb in entries)
+    for ax, dataset in zip(axes, datasets, strict=True):
+        seen: set[str] = set()
+        for r, acc, e, fallback in (t for t in entries if str(t[0].get("dataset")) == dataset):
+            mech = str(r.get("mechanism"))
+            y, lo, hi = 100 * e["tpr"], 100 * e["lower"], 100 * e["upper"]
+            ax.errorbar(acc, y, yerr=[[y - lo], [hi - y]], fmt="x" if fallback else "o", color=colors[mech],
+                        capsize=3, label=None if mech in seen else mech)  # fmt: skip
+            seen.add(mech)
+        handles, _ = ax.get_legend_handles_labels()
+        if any_fallback:
+            note = "× = TPR at 1% FPR (0.1% not measurable)"
+            handles.append(Line2D([], [], ls="", marker="x", color="0.3", label=note))
+        ax.legend(handles=handles, fontsize=7)
+        ylabel = "TPR at 0.1% FPR (%)" + (" — × marks TPR at 1% FPR" if any_fallback else "")
+        ax.set(xlabel="test accuracy (%)", ylabel=ylabel, title=f"{dataset}: strongest attack (95% CI)")
+        ax.grid(True, alpha=0.3)
+    return fig
+
+
+def _roc(rs: list[Run]) -> Figure | None:
+    by_mech: dict[str, list[tuple[Run, dict]]] = defaultdict(list)
+    for r in rs:
+        best = strongest_attack(r)
+        if best and (best[1].get("roc") or {}).get("fpr"):
+            by_mech[str(r.get("mechanism"))].append((r, best))
+    if not by_mech:
+        return None
+    fig, axes = _figure(len(by_mech))
+    for ax, (mech, items) in zip(axes, sorted(by_mech.items()), strict=True):
+        positive = [f for _, (_, a) in items for f in a["roc"]["fpr"] if f > 0]
+        lo = min(positive, default=1e-4)
+        grid = np.logspace(math.log10(lo), 0, 200)
+        for i, (r, (name, a)) in enumerate(sorted(items, key=lambda t: _epsilon_x(t[0])[0] or math.inf)):
+            color = f"C{i % 10}"
+            label = f"{format_privacy(r.get('privacy'))} [{name}]"
+            ax.plot(a["roc"]["fpr"], a["roc"]["tpr"], color=color, label=label)
+            p = r.get("privacy") or {}
+            eps = p.get("epsilon") if p.get("guarantee", "none") != "none" else None
+            if eps is not None and math.isfinite(eps):
+                bound = np.minimum(1.0, np.exp(min(eps, 700.0)) * grid + (p.get("delta") or 0.0))
+                ax.plot(grid, bound, color=color, ls="--", lw=1)
+        ax.plot([lo, 1], [lo, 1], color="0.6", ls=":", label="chance")
+        if any((r.get("privacy") or {}).get("guarantee", "none") != "none" for r, _ in items):
+            ax.plot([], [], color="0.3", ls="--", lw=1, label=r"DP bound: TPR $\leq e^{\varepsilon}\,$FPR $+\ \delta$")
+        ax.set_xscale("log", nonpositive="mask")
+        ax.set_yscale("log", nonpositive="mask")
+        ax.set(xlim=(lo, 1), ylim=(lo, 1.05), xlabel="FPR", ylabel="TPR", title=f"{mech}: strongest attack")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6, loc="lower right")
+    return fig
+
+
+def _image(example: list[int], shape: list[int]) -> np.ndarray:
+    img = np.asarray(example, dtype=np.uint8).reshape(shape)
+    if img.ndim == 3:
+        img = img[0] if img.shape[0] == 1 else np.moveaxis(img, 0, -1) if img.shape[0] in (3, 4) else img
+    return img
+
+
+def _release(rs: list[Run], max_cols: int = 8) -> Figure | None:
+    rows = [r for r in rs if (r.get("release") or {}).get("examples")]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: _epsilon_x(r)[0] or math.inf)
+    ncols = min(max_cols, max(len(r["release"]["examples"]) for r in rows))
+    fig = Figure(figsize=(1.4 * ncols + 2.2, 1.6 * len(rows) + 0.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(rows), ncols, squeeze=False)
+    for row_axes, r in zip(axes, rows, strict=True):
+        rel = r["release"]
+        labels = rel.get("labels") or []
+        for j, ax in enumerate(row_axes):
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if j >= len(rel["examples"]):
+                ax.set_visible(False)
+                continue
+            ax.imshow(_image(rel["examples"][j], rel["shape"]), cmap="gray", vmin=0, vmax=255)
+            if j < len(labels):
+                ax.set_title(f"label {labels[j]}", fontsize=7)
+        label = format_privacy(r.get("privacy")).replace(" (", "\n(").replace(", ", ",\n").replace(" — ", "\n")
+        row_axes[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
+    title = f"{rows[0].get('mechanism')} release examples ({rows[0]['release'].get('kind')})"
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def make_plots(results: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Write every plot that has data as a PNG in ``out_dir``.
+
+    Args:
+        results: the whole results.json document (failed cells are ignored).
+        out_dir: directory for the PNGs (created if missing).
+
+    Returns:
+        ``{stem: path}`` for the files written, among ``accuracy_vs_epsilon``, ``attack_auc_vs_epsilon``,
+        ``tpr_vs_accuracy``, ``roc_<dataset>`` and ``release_<dataset>_<mechanism>``.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = [r for r in results.get("results") or [] if not is_failed(r)]
+    figures: dict[str, Figure | None] = {
+        "accuracy_vs_epsilon": _versus_epsilon(runs, _accuracy, "test accuracy (%)", None),
+        "attack_auc_vs_epsilon": _versus_epsilon(runs, _auc, "AUC of the strongest attack", 0.5),
+        "tpr_vs_accuracy": _tpr_vs_accuracy(runs),
+    }
+    for dataset, rs in _by_dataset(runs).items():
+        figures[f"roc_{_slug(dataset)}"] = _roc(rs)
+        for mech in dict.fromkeys(str(r.get("mechanism")) for r in rs):
+            mine = [r for r in rs if str(r.get("mechanism")) == mech]
+            figures[f"release_{_slug(dataset)}_{_slug(mech)}"] = _release(mine)
+    return {name: _save(fig, out_dir / f"{name}.png") for name, fig in figures.items() if fig is not None}

@@ -1,0 +1,120 @@
+"""Bad input: one line naming the value, exit status 2, no traceback, no output folder created."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.__main__ import main
+
+YAML_CASES = {
+    "malformed": ("epsilons: [1, 3\n", "malformed YAML"),
+    "unknown key": ("epsilon: 1\n", "'epsilon'"),
+    "not a mapping": ("- 1\n- 2\n", "mapping"),
+    "wrong type": ("n_members: many\n", "n_members"),
+    "negative batch": ("training:\n  dpsgd:\n    batch_size: -5\n", "batch_size = -5"),
+    "float epochs": ("training:\n  baseline:\n    epochs: 2.5\n", "epochs = 2.5"),
+    "mixture degree > n": ("n_members: 100\ntraining:\n  dpmix:\n    params: {mixture_degree: 101}\n",
+                           "mixture_degree = 101"),
+    "unknown accountant": ("training:\n  dpsgd:\n    params: {accountant: moments}\n", "'moments'"),
+    "unknown param": ("training:\n  dpsgd:\n    params: {clip: 1.0}\n", "'clip'"),
+    "unknown training mechanism": ("training:\n  dpsgdd: {epochs: 1}\n", "dpsgdd"),
+    "unknown model": ("training:\n  baseline: {model: vgg99}\n", "vgg99"),
+    "bad optimizer": ("training:\n  baseline: {optimizer: lbfgs}\n", "lbfgs"),
+    "zero lr": ("training:\n  baseline: {lr: 0}\n", "lr = 0"),
+    "delta as string": ("delta: small\n", "delta"),
+    "bool epsilons": ("epsilons: [true]\n", "epsilons[0]"),
+    "non-bool no_cache": ("no_cache: maybe\n", "no_cache"),
+    "empty mechanisms": ("mechanisms: []\n", "mechanisms"),
+    "negative n_test": ("n_test: -3\n", "n_test = -3"),
+}
+
+FLAG_CASES = {
+    "unknown mechanism": (["--mechanisms", "dpsgd,fancy"], "'fancy'"),
+    "duplicate mechanism": (["--mechanisms", "dpsgd,dpsgd"], "twice"),
+    "empty mechanisms": (["--mechanisms", ","], "mechanisms"),
+    "epsilon zero": (["--epsilons", "1,0"], "epsilon 0.0"),
+    "epsilon negative": (["--epsilons", "-1"], "epsilon -1.0"),
+    "epsilon inf": (["--epsilons", "inf"], "epsilon inf"),
+    "epsilon not a number": (["--epsilons", "abc"], "'abc'"),
+    "delta one": (["--delta", "1"], "delta = 1.0"),
+    "delta zero": (["--delta", "0"], "delta = 0.0"),
+    "delta text": (["--delta", "x"], "'x'"),
+    "unknown profile": (["--profile", "huge"], "'huge'"),
+    "unknown dataset": (["--dataset", "cifar"], "'cifar'"),
+    "unknown device": (["--device", "tpu"], "'tpu'"),
+    "negative seed": (["--seeds", "-1"], "seeds"),
+    "unknown attack": (["--attacks", "telepathy"], "'telepathy'"),
+    "missing config file": (["--config", "/nonexistent/cfg.yaml"], "/nonexistent/cfg.yaml"),
+    "model does not fit data": (["--profile", "default", "--dataset", "digits"], "cnn-small"),
+    "unknown flag": (["--epsilon", "1"], "--epsilon"),
+}
+
+
+def _expect_usage_error(capsys, argv: list[str], needle: str, out: Path) -> None:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("privbench: error:")
+    assert needle in lines[0]
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("case", sorted(YAML_CASES))
+def test_bad_yaml_is_one_line_error(case, tmp_path, capsys):
+    text, needle = YAML_CASES[case]
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(text)
+    out = tmp_path / "out"
+    _expect_usage_error(capsys, ["all", "--profile", "smoke", "--config", str(cfg), "--output", str(out)],
+                        needle, out)
+
+
+@pytest.mark.parametrize("case", sorted(FLAG_CASES))
+def test_bad_flag_is_one_line_error(case, tmp_path, capsys):
+    flags, needle = FLAG_CASES[case]
+    out = tmp_path / "out"
+    argv = ["all", *(["--profile", "smoke"] if "--profile" not in flags else []), *flags, "--output", str(out)]
+    _expect_usage_error(capsys, argv, needle, out)
+
+
+def test_missing_data_root(tmp_path, capsys):
+    out = tmp_path / "out"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _expect_usage_error(capsys, ["all", "--profile", "smoke", "--dataset", "mnist", "--data-root", str(empty),
+                                 "--output", str(out)], "--data-root", out)
+
+
+def test_unwritable_output(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    out = blocker / "out"
+    _expect_usage_error(capsys, ["all", "--profile", "smoke", "--output", str(out)], "not writable", out)
+
+
+def test_report_of_missing_folder(tmp_path, capsys):
+    _expect_usage_error(capsys, ["report", str(tmp_path / "nothing")], "results.json", tmp_path / "nothing")
+
+
+def test_real_process_prints_no_traceback(tmp_path):
+    """The installed entry point, as a user runs it."""
+    proc = subprocess.run([sys.executable, "-m", "bench", "all", "--epsilons", "-2", "--output",
+                           str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert "epsilon -2.0" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_list_names_every_plugin(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("baseline", "dpsgd", "dpmix", "local-gaussian", "weight-noise", "loss", "cnn-small", "digits"):
+        assert name in out

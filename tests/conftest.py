@@ -1,0 +1,43 @@
+"""Shared fixtures: tiny seeded splits of real data, an isolated model cache, the MNIST root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.data import load_dataset, make_split
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Never write into the user's model cache from tests."""
+    old = os.environ.get("PRIVBENCH_CACHE")
+    os.environ["PRIVBENCH_CACHE"] = str(tmp_path_factory.mktemp("model-cache"))
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    yield
+    if old is None:
+        os.environ.pop("PRIVBENCH_CACHE", None)
+    else:
+        os.environ["PRIVBENCH_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def digits_split():
+    """Real 8×8 digits: 300 members, 300 non-members, 200 population, 397 test, seed 0."""
+    pool, test = load_dataset("digits")
+    return make_split(pool, test, n_members=300, n_non_members=300, n_population=200, n_test=397, seed=0)
+
+
+@pytest.fixture(scope="session")
+def mnist_root() -> Path:
+    """The folder holding MNIST/raw (``$PRIVBENCH_DATA``). Skipped where absent, but fails in CI."""
+    env = os.environ.get("PRIVBENCH_DATA")
+    root = Path(env) if env else None
+    if root is None or not (root / "MNIST" / "raw").is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must set PRIVBENCH_DATA to a folder holding MNIST/raw (got {env!r})")
+        pytest.skip("real MNIST not available: set PRIVBENCH_DATA to a folder holding MNIST/raw")
+    return root
