@@ -10,7 +10,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from bench.data import MembershipSplit
+    from bench.data import ArrayDataset, MembershipSplit
     from mechanisms.base import TrainedModel
 
 
@@ -31,13 +31,44 @@ class AttackResult:
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class InversionResult:
+    """Reconstructions of one model-inversion or release-reconstruction attack.
+
+    Attributes:
+        attack: registered attack name (e.g. ``"miface"``).
+        images: ``(K, H, W)`` float in [0, 1], one reconstruction per class (or per target record).
+        labels: ``(K,)`` int, the class (or record label) each image reconstructs.
+        metrics: JSON-able scores (attack accuracy, SSIM / MSE to class means, ...).
+    """
+
+    attack: str
+    images: np.ndarray
+    labels: np.ndarray
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class TrainLikeTarget(Protocol):
+    """Trains a shadow / reference model exactly as the target was trained (same mechanism, settings,
+    target ε and δ) on the attacker's ``data``; results go through the model cache."""
+
+    def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel: ...
+
+
 class Attack(Protocol):
-    """A membership-inference attack. Attacks never retrain the target."""
+    """A membership-inference attack. Attacks never retrain the target.
+
+    Constructed as ``cls(max_per_side=..., **attack_params[name])``; an attack that needs no shadow
+    models ignores ``train_like_target``.
+    """
 
     name: str
 
     def run(
-        self, target: TrainedModel, split: MembershipSplit, *, seed: int, device: torch.device
-    ) -> AttackResult:
-        """Score ``split.members`` and ``split.non_members`` (balanced) against ``target``."""
+        self, target: TrainedModel, split: MembershipSplit, *, seed: int, device: torch.device,
+        train_like_target: TrainLikeTarget,
+    ) -> AttackResult | InversionResult | None:
+        """Score ``split.members`` and ``split.non_members`` (balanced) against ``target`` (a membership
+        attack), or reconstruct data (an inversion attack); ``None`` when the attack does not apply
+        (e.g. a release attack on a mechanism that publishes no data)."""
         ...

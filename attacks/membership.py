@@ -37,8 +37,8 @@ class LossAttack:
     def __init__(self, max_per_side: int | None = None) -> None:
         self.max_per_side = max_per_side
 
-    def run(self, target: TrainedModel, split: MembershipSplit, *, seed: int,
-            device: torch.device) -> AttackResult:
+    def run(self, target: TrainedModel, split: MembershipSplit, *, seed: int, device: torch.device,
+            train_like_target=None) -> AttackResult:
         members, non_members = balanced_candidates(split, max_per_side=self.max_per_side, seed=seed)
         scores = np.concatenate([
             -per_example_loss(target.model, members.x, members.y, device=device),

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import NoReturn
 
@@ -132,12 +134,18 @@ def _cmd_list() -> int:
     return 0
 
 
+def _terminate(signum, frame) -> NoReturn:
+    raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: finished models are cached, files are whole
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed as one line
         return int(exc.code or 0)
     logging.basicConfig(level=logging.WARNING, format="privbench: %(message)s")
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command in ("all", "run"):
             return _cmd_run(args, reports=args.command == "all")
@@ -147,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as exc:
         print(f"privbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # disk full, permissions: results written so far are whole (atomic writes)
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"privbench: error: {exc.strerror or exc}{where}; results written so far are intact",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("privbench: interrupted; rerun the same command to resume (finished models are cached)",
               file=sys.stderr)

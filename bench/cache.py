@@ -2,7 +2,7 @@
 
 Layout: ``<root>/<key[:2]>/<key>/`` holding ``model.pt`` (a state_dict, loaded with
 ``weights_only=True``: never unpickled code), ``release.pt`` (optional tensors) and ``meta.json``
-(privacy, params, timings and the SHA-256 of the other files). An entry is written to a temporary
+(privacy, params, timings, the SHA-256 of the other files and of its own content). An entry is written to a temporary
 folder and renamed into place, so it is either complete or absent; a checksum mismatch is reported
 and the entry is treated as missing (retrained).
 """
@@ -43,6 +43,12 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _meta_digest(meta: dict[str, Any]) -> str:
+    """SHA-256 of meta.json's content without its own digest (a value that still parses is checked too)."""
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
 class ModelCache:
     """Trained models keyed by ``cache_key``. ``enabled=False`` makes every lookup a miss and saves nothing.
 
@@ -65,6 +71,8 @@ class ModelCache:
         d = self._dir(key)
         try:
             meta = json.loads((d / "meta.json").read_text())
+            if _meta_digest(meta) != meta.get("meta_sha256"):
+                raise ValueError("checksum mismatch in meta.json")
             for name, digest in meta["files"].items():
                 if _sha256(d / name) != digest:
                     raise ValueError(f"checksum mismatch in {name}")
@@ -73,14 +81,14 @@ class ModelCache:
             if "release.pt" in meta["files"]:
                 r = torch.load(d / "release.pt", map_location="cpu", weights_only=True)
                 release = Release(r["x"], r["y"], meta["release_kind"], meta["release_params"])
+            return TrainedModel(model, PrivacySpent(**meta["privacy"]), params=meta["params"], release=release,
+                                train_seconds=meta["train_seconds"], samples_per_s=meta["samples_per_s"],
+                                history=meta["history"])
         except FileNotFoundError:
             return None
         except Exception as exc:  # corrupt or truncated entry: report, then retrain
             log.warning("cache entry %s is corrupt (%s); retraining", key[:12], exc)
             return None
-        return TrainedModel(model, PrivacySpent(**meta["privacy"]), params=meta["params"], release=release,
-                            train_seconds=meta["train_seconds"], samples_per_s=meta["samples_per_s"],
-                            history=meta["history"])
 
     def save(self, key: str, trained: TrainedModel) -> None:
         """Write the entry atomically (temporary folder, then rename)."""
@@ -102,6 +110,7 @@ class ModelCache:
                 meta["release_kind"] = trained.release.kind
                 meta["release_params"] = trained.release.params
             meta["files"] = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+            meta["meta_sha256"] = _meta_digest(meta)
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
             if final.exists():
                 shutil.rmtree(final)

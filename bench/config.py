@@ -103,6 +103,7 @@ class RunConfig:
     n_test: int = 5_000
     max_attack_examples: int | None = 5_000
     training: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attack_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def spec_for(self, mechanism: str) -> TrainSpec:
         """The TrainSpec of ``mechanism`` from ``training`` (validated to be complete)."""
@@ -281,7 +282,33 @@ def validate(d: dict[str, Any]) -> RunConfig:
     for mech in d["mechanisms"]:
         _validate_spec(mech, d["training"].get(mech), d["n_members"])
     d["training"] = {m: d["training"][m] for m in d["mechanisms"]}
+    d["attack_params"] = _validate_attack_params(d["attack_params"], d["attacks"])
     return RunConfig(**d)
+
+
+def _validate_attack_params(params: Any, attacks: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Each attack's settings must be keyword arguments its constructor accepts."""
+    import inspect
+
+    from attacks import ATTACKS
+
+    if not isinstance(params, dict):
+        raise ConfigError(f"attack_params = {params!r} must be a mapping of attack -> settings")
+    out = {}
+    for name, kwargs in params.items():
+        if name not in ATTACKS:
+            raise ConfigError(f"attack_params.{name}: attack {name!r} is not known; "
+                              f"allowed: {', '.join(ATTACKS.names())}")
+        if not isinstance(kwargs, dict):
+            raise ConfigError(f"attack_params.{name} must be a mapping, got {kwargs!r}")
+        allowed = set(inspect.signature(ATTACKS.get(name)).parameters) - {"max_per_side"}
+        unknown = set(kwargs) - allowed
+        if unknown:
+            raise ConfigError(f"attack_params.{name} has unknown key {sorted(unknown)[0]!r}; "
+                              f"allowed: {', '.join(sorted(allowed)) or 'none'}")
+        if name in attacks:
+            out[name] = dict(kwargs)
+    return out
 
 
 def _validate_spec(mech: str, spec: dict | None, n_members: int) -> None:

@@ -172,6 +172,11 @@ def make_split(
     Raises:
         ConfigError: if the requested sizes exceed the pool or the test set.
     """
+    sizes = {"n_members": n_members, "n_non_members": n_non_members, "n_population": n_population,
+             "n_test": n_test}
+    for name, size in sizes.items():
+        if size < 0:
+            raise ConfigError(f"{name} = {size} must be >= 0")
     need = n_members + n_non_members + n_population
     if need > len(pool):
         raise ConfigError(

@@ -19,9 +19,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from attacks import ATTACKS
+from attacks.base import InversionResult
 from bench.cache import ModelCache, cache_key
 from bench.config import RunConfig
-from bench.data import MembershipSplit, load_dataset, make_split
+from bench.data import ArrayDataset, MembershipSplit, load_dataset, make_split
 from bench.errors import BenchError, ConfigError
 from bench.io import atomic_write_json
 from bench.training import TrainingDiverged, evaluate
@@ -114,6 +115,13 @@ def _release_examples(trained: TrainedModel) -> dict[str, Any] | None:
             "examples": img.flatten(1).tolist(), "labels": labels.tolist()}
 
 
+def inversion_record(res: InversionResult) -> dict[str, Any]:
+    """results.json form of an inversion result: images as uint8 lists (``shape`` gives H, W)."""
+    img = np.clip(np.rint(np.asarray(res.images, dtype=np.float64) * 255), 0, 255).astype(np.uint8)
+    return {"attack": res.attack, "shape": list(img.shape[-2:]), "images": img.reshape(len(img), -1).tolist(),
+            "labels": np.asarray(res.labels).tolist(), "metrics": res.metrics}
+
+
 def _clean(obj: Any) -> Any:
     """JSON-safe copy: non-finite floats -> None, numpy scalars -> Python."""
     if isinstance(obj, dict):
@@ -125,6 +133,19 @@ def _clean(obj: Any) -> Any:
     if isinstance(obj, np.integer):
         return int(obj)
     return obj
+
+
+def _log_line(r: dict[str, Any]) -> str:
+    """One plain line per finished model (what a log or CI shows when there is no live progress bar)."""
+    eps = "" if r["target_epsilon"] is None else f" target ε={r['target_epsilon']:g}"
+    head = f"{r['mechanism']}{eps} seed {r['seed']}"
+    if r["status"] != "ok":
+        return f"{head}: failed: {r['error']}"
+    p, t = r["privacy"], r["timings"]
+    priv = "no guarantee" if p["epsilon"] is None else f"ε={p['epsilon']:.3g} (δ={p['delta']:.0e}, {p['accountant']})"
+    auc = " ".join(f"{k} AUC {a['metrics']['auc']:.3f}" for k, a in r["attacks"].items())
+    return (f"{head}: {priv}, test acc {r['utility']['test_accuracy']:.2%}, {auc}, "
+            f"{t['samples_per_s']:,.0f} samples/s{' (cached)' if t['cached'] else ''}")
 
 
 class Harness:
@@ -179,37 +200,55 @@ class Harness:
         with Progress(*columns, console=self.console, transient=False) as progress:
             overall = progress.add_task(f"{cfg.dataset}: {len(cells)} models", total=len(cells))
             for cell in cells:
-                doc["results"].append(_clean(self.run_cell(cell, splits[cell.seed], progress)))
+                res = _clean(self.run_cell(cell, splits[cell.seed], progress))
+                doc["results"].append(res)
+                progress.console.print(_log_line(res))
                 atomic_write_json(out / "results.json", doc)
                 progress.advance(overall)
         doc["status"] = "complete"
         atomic_write_json(out / "results.json", doc)
         return doc, out
 
+    def train(self, mechanism: str, data: ArrayDataset, *, target_epsilon: float | None, seed: int,
+              on_epoch=None) -> tuple[TrainedModel, bool, str]:
+        """Train ``mechanism`` on ``data`` with the run's settings, or load it from the model cache.
+
+        Returns:
+            (trained model on ``self.device``, whether it came from the cache, its cache key).
+
+        Raises:
+            TrainingDiverged, ValueError: training failed (the caller marks the cell failed).
+        """
+        cfg, mech = self.cfg, MECHANISMS.get(mechanism)()
+        spec = cfg.spec_for(mechanism)
+        key = cache_key({"mechanism": mechanism, "spec": spec.to_dict(), "target_epsilon": target_epsilon,
+                         "delta": cfg.delta, "seed": seed, "dataset": cfg.dataset, "members": data.fingerprint(),
+                         "device": self.device.type})
+        trained = self.cache.load(key, mech.build(data.input_shape, data.num_classes, spec))
+        cached = trained is not None
+        if trained is None:
+            trained = mech.fit(data, spec, target_epsilon=target_epsilon, delta=cfg.delta, seed=seed,
+                               device=self.device, on_epoch=on_epoch)
+            self.cache.save(key, trained)
+        trained.model.to(self.device)
+        return trained, cached, key
+
     def run_cell(self, cell: Cell, split: MembershipSplit, progress: Progress) -> dict[str, Any]:
         """Train or load one model, evaluate and attack it; failures become a ``failed`` result."""
-        cfg, mech = self.cfg, MECHANISMS.get(cell.mechanism)()
+        cfg = self.cfg
         spec = cfg.spec_for(cell.mechanism)
         eps_txt = "" if cell.target_epsilon is None else f" ε={cell.target_epsilon:g}"
-        key = cache_key({"mechanism": cell.mechanism, "spec": spec.to_dict(), "target_epsilon": cell.target_epsilon,
-                         "delta": cfg.delta, "seed": cell.seed, "dataset": cfg.dataset,
-                         "members": split.members.fingerprint(), "device": self.device.type})
         result: dict[str, Any] = {
             "dataset": cfg.dataset, "mechanism": cell.mechanism, "seed": cell.seed,
             "target_epsilon": cell.target_epsilon, "model": spec.model, "spec": spec.to_dict(),
-            "status": "ok", "error": None, "cache_key": key, "release": None, "attacks": {},
+            "status": "ok", "error": None, "cache_key": None, "release": None, "attacks": {},
         }
         task = progress.add_task(f"  {cell.mechanism}{eps_txt} seed {cell.seed}", total=spec.epochs)
         t0 = time.perf_counter()
         try:
-            trained = self.cache.load(key, mech.build(split.members.input_shape, split.members.num_classes, spec))
-            cached = trained is not None
-            if trained is None:
-                trained = mech.fit(split.members, spec, target_epsilon=cell.target_epsilon, delta=cfg.delta,
-                                   seed=cell.seed, device=self.device,
-                                   on_epoch=lambda e, n, loss: progress.update(task, completed=e))
-                self.cache.save(key, trained)
-            trained.model.to(self.device)
+            trained, cached, result["cache_key"] = self.train(
+                cell.mechanism, split.members, target_epsilon=cell.target_epsilon, seed=cell.seed,
+                on_epoch=lambda e, n, loss: progress.update(task, completed=e))
         except (TrainingDiverged, ValueError) as exc:
             progress.remove_task(task)
             reason = str(exc).splitlines()[0]
@@ -220,9 +259,19 @@ class Harness:
         test_m = evaluate(trained.model, split.test.x, split.test.y, device=self.device)
         train_m = evaluate(trained.model, split.members.x, split.members.y, device=self.device)
         t2 = time.perf_counter()
+
+        def train_like_target(data: ArrayDataset, *, seed: int) -> TrainedModel:
+            """Shadow / reference model: same mechanism, settings and target ε as the target, on ``data``."""
+            return self.train(cell.mechanism, data, target_epsilon=cell.target_epsilon, seed=seed)[0]
+
         for name in cfg.attacks:
-            attack = ATTACKS.get(name)(max_per_side=cfg.max_attack_examples)
-            res = attack.run(trained, split, seed=cell.seed, device=self.device)
+            attack = ATTACKS.get(name)(max_per_side=cfg.max_attack_examples, **cfg.attack_params.get(name, {}))
+            res = attack.run(trained, split, seed=cell.seed, device=self.device, train_like_target=train_like_target)
+            if res is None:  # not applicable to this mechanism
+                continue
+            if isinstance(res, InversionResult):
+                result.setdefault("inversion", {})[name] = inversion_record(res)
+                continue
             metrics = dict(res.metrics)
             roc = metrics.pop("roc", None)
             result["attacks"][name] = {"attack": name, "n_members": int(res.labels.sum()),

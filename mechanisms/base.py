@@ -71,7 +71,7 @@ class TrainSpec:
     Attributes:
         model: registered model name (``bench.models.MODELS``).
         epochs: passes over the training data (or over the release for data-release mechanisms).
-        batch_size: expected batch size (for DP-SGD: sample rate q = batch_size / n).
+        batch_size: (expected) batch size; for DP-SGD the Poisson sample rate is q = 1/ceil(n / batch_size).
         lr: learning rate.
         optimizer: ``"sgd"`` or ``"adam"``.
         momentum: SGD momentum.

@@ -21,7 +21,8 @@ class DPSGD(Baseline):
     """Per-sample clipping to ``max_grad_norm`` C and Gaussian noise σ·C on the summed gradient
     (Abadi et al. 2016, Algorithm 1), via Opacus' ``PrivacyEngine.make_private_with_epsilon``.
 
-    Batches are drawn by Poisson sampling with rate q = batch_size / n, which is what Opacus'
+    Batches are drawn by Poisson sampling with rate q = 1/ceil(n / batch_size) (Opacus derives it from
+    the loader length; equal to batch_size / n when batch_size divides n), which is what Opacus'
     accountants certify. ``spec.params``: ``max_grad_norm`` (C, default 1.0), ``accountant``
     (``prv`` | ``rdp`` | ``gdp``, default ``prv``), ``grad_sample_mode`` (Opacus', default ``hooks``).
     The reported ε is the accountant's after training, at the requested δ.

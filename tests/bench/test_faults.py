@@ -1,0 +1,121 @@
+"""Fault injection: kills, corrupt cache entries, divergence, full disks. Nothing is lost or half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.config import build_config
+from bench.harness import Harness
+
+FAST = ["--profile", "smoke", "--mechanisms", "baseline,local-gaussian,weight-noise", "--epsilons", "2,8"]
+
+
+def _start(out: Path, cache: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bench", "run", *FAST, "--output", str(out),
+                             "--cache-dir", str(cache), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_for_results(out: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        f = out / "results.json"
+        if f.exists() and len(json.loads(f.read_text())["results"]) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("no results appeared")
+
+
+def _numbers(doc: dict) -> list:
+    return [(r["mechanism"], r["target_epsilon"], r["privacy"], r["utility"], r["attacks"]) for r in doc["results"]]
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    """An uninterrupted, uncached run of the same grid."""
+    out = tmp_path_factory.mktemp("ref") / "run"
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", *FAST, "--output", str(out), "--no-cache"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["KILL", "TERM", "INT"])
+def test_interrupted_run_resumes_to_the_same_results(sig, tmp_path, reference_run):
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    proc = _start(out, cache)
+    _wait_for_results(out, 2, proc)
+    os.kill(proc.pid, sig)
+    _, err = proc.communicate(timeout=120)
+    partial = json.loads((out / "results.json").read_text())  # whole, valid JSON after any kill
+    assert partial["status"] == "partial" and len(partial["results"]) >= 2
+    if sig != signal.SIGKILL:  # a graceful stop: one line, status 130, no traceback
+        assert proc.returncode == 130 and "Traceback" not in err and "rerun" in err
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left behind
+    resumed = subprocess.run([sys.executable, "-m", "bench", "run", *FAST, "--output", str(out), "--cache-dir",
+                              str(cache)], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["status"] == "complete"
+    assert sum(r["timings"]["cached"] for r in doc["results"]) >= 2  # finished models were reused
+    assert _numbers(doc) == _numbers(reference_run)
+
+
+def test_corrupt_cache_entry_is_detected_and_retrained(tmp_path, reference_run):
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    args = [sys.executable, "-m", "bench", "run", *FAST, "--cache-dir", str(cache)]
+    assert subprocess.run([*args, "--output", str(out)], capture_output=True, timeout=600).returncode == 0
+    victim = sorted(cache.rglob("model.pt"))[0]
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])  # truncate one model
+    proc = subprocess.run([*args, "--output", str(tmp_path / "again")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "corrupt" in proc.stderr
+    doc = json.loads((tmp_path / "again" / "results.json").read_text())
+    assert sum(not r["timings"]["cached"] for r in doc["results"]) == 1
+    assert _numbers(doc) == _numbers(reference_run)
+
+
+def test_divergence_marks_the_cell_failed_and_the_run_goes_on(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("training:\n  baseline: {lr: 1.0e+12, momentum: 0.9}\n")
+    proc = subprocess.run([sys.executable, "-m", "bench", "all", *FAST, "--config", str(cfg), "--no-cache",
+                           "--output", str(tmp_path / "o")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1  # the run finished, but says a cell failed
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    status = {r["mechanism"]: r for r in doc["results"]}
+    assert status["baseline"]["status"] == "failed" and "loss became" in status["baseline"]["error"]
+    assert all(r["status"] == "ok" for r in doc["results"] if r["mechanism"] != "baseline")
+    assert "failed" in (tmp_path / "o" / "report.md").read_text()
+
+
+def test_full_disk_keeps_the_previous_results(tmp_path, monkeypatch):
+    out = tmp_path / "o"
+    cfg = build_config({}, {"profile": "smoke", "mechanisms": "baseline", "output": str(out), "no_cache": True})
+    Harness(cfg).run()
+    before = (out / "results.json").read_bytes()
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("bench.io.os.fsync", full)
+    with pytest.raises(OSError):
+        Harness(cfg).run()
+    assert (out / "results.json").read_bytes() == before
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_different_seeds_draw_different_members():
+    from bench.data import load_dataset, make_split
+
+    pool, test = load_dataset("digits")
+    a, b = (make_split(pool, test, n_members=300, n_non_members=300, n_population=0, n_test=10, seed=s)
+            for s in (0, 1))
+    assert a.members.fingerprint() != b.members.fingerprint()
