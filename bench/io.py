@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to a temporary file in the same folder, fsync, then ``os.replace`` it into place.
 
     Raises:
@@ -26,13 +26,14 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """``atomic_write_bytes`` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """``atomic_write_bytes`` for UTF-8 text; returns the path written."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: str | Path, obj: Any) -> None:
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
     """Strict JSON (NaN/inf written as null by the caller beforehand), indented, written atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
+    return atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")

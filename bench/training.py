@@ -122,10 +122,22 @@ def predict_logits(model: nn.Module, x: torch.Tensor, *, device: torch.device, b
     return torch.cat(out) if out else torch.empty(0)
 
 
+def stable_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example cross-entropy ``(N,)`` in float64, accurate for tiny losses.
+
+    Computed as softplus(logsumexp_{j≠y} z_j − z_y): a confidently right example keeps a distinct loss
+    around e^-margin instead of rounding to exactly 0 (which would tie members with non-members and
+    make low-FPR membership metrics meaningless).
+    """
+    z = logits.double()
+    true = z.gather(1, y.view(-1, 1)).squeeze(1)
+    others = z.scatter(1, y.view(-1, 1), float("-inf")).logsumexp(dim=1)
+    return F.softplus(others - true)
+
+
 def per_example_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torch.device) -> np.ndarray:
-    """Cross-entropy loss of every example, ``(N,)`` float64 (nats)."""
-    logits = predict_logits(model, x, device=device)
-    return F.cross_entropy(logits, y, reduction="none").double().numpy()
+    """Cross-entropy loss of every example, ``(N,)`` float64 (nats), see ``stable_cross_entropy``."""
+    return stable_cross_entropy(predict_logits(model, x, device=device), y).numpy()
 
 
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torch.device) -> dict[str, float]:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.io import atomic_write_text
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.plots import make_plots
@@ -53,19 +52,6 @@ def load_results(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def _atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file next to ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def summary_csv(results: dict[str, Any]) -> str:
     """The main table (``summary_rows``) as CSV text with a ``SUMMARY_COLUMNS`` header."""
     buf = io.StringIO()
@@ -92,8 +78,8 @@ def write_reports(results: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = make_plots(results, out_dir)
     written = {
-        "markdown": _atomic_write_text(out_dir / "report.md", render_markdown(results, plots)),
-        "html": _atomic_write_text(out_dir / "report.html", render_html(results, plots)),
-        "csv": _atomic_write_text(out_dir / "summary.csv", summary_csv(results)),
+        "markdown": atomic_write_text(out_dir / "report.md", render_markdown(results, plots)),
+        "html": atomic_write_text(out_dir / "report.html", render_html(results, plots)),
+        "csv": atomic_write_text(out_dir / "summary.csv", summary_csv(results)),
     }
     return {**written, **plots}
