@@ -7,6 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opacus.accountants import PRVAccountant, RDPAccountant
 
+pytestmark = pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha")
+
 DELTA = 1e-5
 
 
@@ -16,13 +18,23 @@ def _opacus_epsilon(accountant_cls, *, sigma: float, q: float, steps: int) -> fl
     return acc.get_epsilon(delta=DELTA)
 
 
-@pytest.mark.parametrize("sigma,q,steps", [(1.0, 256 / 10_000, 320), (1.1, 64 / 60_000, 9_380), (0.8, 0.01, 1_000),
-                                           (2.0, 0.05, 200)])
-def test_rdp_and_prv_agree_within_ten_percent(sigma, q, steps):
-    """RDP is an upper bound that is looser than PRV's numerical composition, but not by much."""
+GRID = [(1.0, 256 / 10_000, 320), (1.1, 64 / 60_000, 9_380), (0.8, 0.01, 1_000), (2.0, 0.05, 200),
+        (1.0, 256 / 10_000, 3_200), (1.5, 0.01, 5_000)]
+
+
+@pytest.mark.parametrize("sigma,q,steps", GRID)
+def test_prv_is_never_looser_than_rdp(sigma, q, steps):
+    """Both are valid upper bounds; PRV composes numerically and must be at least as tight."""
+    assert _opacus_epsilon(PRVAccountant, sigma=sigma, q=q, steps=steps) <= _opacus_epsilon(
+        RDPAccountant, sigma=sigma, q=q, steps=steps) * 1.01
+
+
+@pytest.mark.parametrize("sigma,q,steps", [(1.0, 256 / 10_000, 3_200), (1.5, 0.01, 5_000)])
+def test_rdp_and_prv_agree_within_ten_percent_for_long_runs(sigma, q, steps):
+    """With thousands of steps and ε of a few units RDP's conversion slack is small: within 10 % of PRV.
+    For short runs or ε < 1 the gap is larger (e.g. 14-53 % on the rest of GRID), so no claim there."""
     rdp = _opacus_epsilon(RDPAccountant, sigma=sigma, q=q, steps=steps)
     prv = _opacus_epsilon(PRVAccountant, sigma=sigma, q=q, steps=steps)
-    assert prv <= rdp * 1.01
     assert abs(rdp - prv) / prv < 0.10, (rdp, prv)
 
 
