@@ -12,8 +12,11 @@ from bench.data import ArrayDataset
 from bench.training import EpochCallback, make_optimizer, seed_everything, train_loop
 from mechanisms.base import PrivacySpent, TrainedModel, TrainSpec
 from mechanisms.baseline import Baseline
+from mechanisms.fast_dpsgd import FAST_MODES, fit_fast
 
 ACCOUNTANTS = ("prv", "rdp", "gdp")
+# Opacus' per-sample gradient modes this training loop drives, and ours (mechanisms/fast_dpsgd.py)
+GRAD_SAMPLE_MODES = ("hooks", "functorch", "ew", *FAST_MODES)
 
 
 
@@ -24,7 +27,8 @@ class DPSGD(Baseline):
     Batches are drawn by Poisson sampling with rate q = 1/ceil(n / batch_size) (Opacus derives it from
     the loader length; equal to batch_size / n when batch_size divides n), which is what Opacus'
     accountants certify. ``spec.params``: ``max_grad_norm`` (C, default 1.0), ``accountant``
-    (``prv`` | ``rdp`` | ``gdp``, default ``prv``), ``grad_sample_mode`` (Opacus', default ``hooks``).
+    (``prv`` | ``rdp`` | ``gdp``, default ``prv``), ``grad_sample_mode`` (default ``hooks``): Opacus'
+    ``hooks`` | ``functorch`` | ``ew``, or our equivalent faster ``bk`` | ``vmap`` (mechanisms/fast_dpsgd.py).
     The reported ε is the accountant's after training, at the requested δ.
     """
 
@@ -42,9 +46,16 @@ class DPSGD(Baseline):
         if accountant not in ACCOUNTANTS:
             raise ValueError(f"dpsgd accountant {accountant!r} not in {ACCOUNTANTS}")
         max_grad_norm = float(spec.params.get("max_grad_norm", 1.0))
+        mode = spec.params.get("grad_sample_mode", "hooks")
+        if mode not in GRAD_SAMPLE_MODES:
+            raise ValueError(f"dpsgd grad_sample_mode {mode!r} not in {GRAD_SAMPLE_MODES}")
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
         optimizer = make_optimizer(model.parameters(), spec)
+        if mode in FAST_MODES:  # our per-sample clipping; Opacus' sampling, calibration and accountant
+            return fit_fast(model, optimizer, train, spec, mode=mode, target_epsilon=target_epsilon, delta=delta,
+                            accountant=accountant, max_grad_norm=max_grad_norm, generator=gen, device=device,
+                            on_epoch=on_epoch)
         loader = DataLoader(TensorDataset(train.x, train.y), batch_size=spec.batch_size, generator=gen)
         with warnings.catch_warnings():  # Opacus warns about secure RNG; we want seeded, reproducible runs
             warnings.simplefilter("ignore")
@@ -52,7 +63,7 @@ class DPSGD(Baseline):
             gsm, dp_opt, dp_loader = engine.make_private_with_epsilon(
                 module=model, optimizer=optimizer, data_loader=loader, target_epsilon=target_epsilon,
                 target_delta=delta, epochs=spec.epochs, max_grad_norm=max_grad_norm,
-                poisson_sampling=True, grad_sample_mode=spec.params.get("grad_sample_mode", "hooks"),
+                poisson_sampling=True, grad_sample_mode=mode,
             )
             hist, seen, secs = train_loop(gsm, dp_opt, dp_loader, epochs=spec.epochs, device=device,
                                           on_epoch=on_epoch)
@@ -61,7 +72,7 @@ class DPSGD(Baseline):
         plain: nn.Module = gsm._module
         params = {"noise_multiplier": float(dp_opt.noise_multiplier), "max_grad_norm": max_grad_norm,
                   "sample_rate": float(dp_loader.sample_rate), "accountant": accountant,
-                  "steps": int(spec.epochs * len(dp_loader))}
+                  "steps": int(spec.epochs * len(dp_loader)), "grad_sample_mode": mode}
         privacy = PrivacySpent(epsilon, delta, f"opacus-{accountant}", "central-dp")
         return TrainedModel(plain, privacy, params=params, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

@@ -1,0 +1,164 @@
+"""Train many small models at once: a vectorised ensemble (``torch.func.stack_module_state`` + ``vmap``)
+with exactly the per-model batching of sequential training, for shadow / reference models.
+
+Model k sees the same batches as ``Baseline.fit`` / ``fit_supervised`` would give it with seed ``seeds[k]``
+(one ``torch.randperm`` per epoch from ``torch.Generator().manual_seed(seeds[k])``), its loss is its own batch
+mean, and the optimizer (SGD with momentum, or Adam) acts element-wise on the stacked parameters, so each
+model ends with the weights sequential training gives it, to float tolerance (tests/bench/test_ensemble.py).
+
+Usage for non-private shadows (the same initialisation as ``Baseline.fit(seed=s)``)::
+
+    models = [init_model(lambda: build_model(name, shape, k), s) for s in seeds]
+    train = train_ensemble if choose_path(device) == "ensemble" else train_sequential
+    models = train(models, datasets, spec, seeds, device)
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.training import TrainingDiverged, make_optimizer, seed_everything
+from mechanisms.base import TrainSpec
+
+Data = Any  # an ArrayDataset (``.x``, ``.y``) or an ``(x, y)`` pair of tensors
+
+# From ``python -m bench perf`` (docs/performance.md): on the project's 2-core CPU the vectorised ensemble of 64
+# cnn-small shadows at batch 64 trains ~3× faster than one model after another (per-step overhead amortised);
+# on CUDA vectorising is what makes many small models fill the GPU.
+PREFERRED_PATH = {"cpu": "ensemble", "cuda": "ensemble"}
+
+
+def _xy(d: Data) -> tuple[torch.Tensor, torch.Tensor]:
+    return (d.x, d.y) if hasattr(d, "x") else (d[0], d[1])
+
+
+def init_model(build: Callable[[], nn.Module], seed: int) -> nn.Module:
+    """``build()`` after ``seed_everything(seed)``: the initial weights ``Baseline.fit(seed=seed)`` starts from."""
+    seed_everything(seed)
+    return build()
+
+
+def choose_path(device: torch.device | str) -> str:
+    """``"ensemble"`` or ``"sequential"``: the faster way to train many small models on ``device``'s type,
+    by the rule ``PREFERRED_PATH`` (from ``bench perf`` measurements; unknown device types: sequential)."""
+    return PREFERRED_PATH.get(torch.device(device).type, "sequential")
+
+
+def _check(models: Sequence[nn.Module], datasets: Sequence[Data], seeds: Sequence[int]) -> None:
+    if not (len(models) == len(datasets) == len(seeds)):
+        raise ValueError(f"need one dataset and one seed per model, got {len(models)} models, "
+                         f"{len(datasets)} datasets, {len(seeds)} seeds")
+
+
+def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
+                     seeds: Sequence[int], device: torch.device | str) -> list[nn.Module]:
+    """Train each model on its dataset with ``fit_supervised`` (cross-entropy, ``spec``'s optimizer), one
+    after another; batches from ``torch.Generator().manual_seed(seed)``. Models are trained in place.
+
+    Args:
+        models: K untrained modules. datasets: K datasets (``(N_k, C, H, W)`` images, ``(N_k,)`` labels).
+        seeds: K batch-order seeds. device: where to train.
+
+    Returns:
+        The K trained models (the same objects, on ``device``).
+
+    Raises:
+        ValueError: mismatched lengths. TrainingDiverged: a NaN / infinite loss.
+    """
+    from mechanisms.baseline import fit_supervised
+
+    _check(models, datasets, seeds)
+    device = torch.device(device)
+    for model, data, seed in zip(models, datasets, seeds, strict=True):
+        x, y = _xy(data)
+        fit_supervised(model, x, y, spec, generator=torch.Generator().manual_seed(int(seed)), device=device)
+    return list(models)
+
+
+def train_ensemble(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
+                   seeds: Sequence[int], device: torch.device | str) -> list[nn.Module]:
+    """Train K models of one architecture as one vectorised model: parameters stacked to ``(K, ...)``
+    (``torch.func.stack_module_state``), forward ``vmap``-ed over models, one backward for all, the
+    optimizer stepping the stacked tensors. Models whose datasets differ in size are trained in groups of
+    equal size (a step needs one batch size for all). Results equal ``train_sequential``'s per model.
+
+    Args / Returns / Raises: as ``train_sequential``; also ValueError if the models' parameter shapes
+    differ or a model has buffers (e.g. BatchNorm statistics, not supported under ``vmap``).
+    """
+    _check(models, datasets, seeds)
+    device = torch.device(device)
+    groups: dict[int, list[int]] = {}
+    for k, data in enumerate(datasets):
+        groups.setdefault(len(_xy(data)[1]), []).append(k)
+    for members in groups.values():
+        _train_group([models[k] for k in members], [datasets[k] for k in members],
+                     [int(seeds[k]) for k in members], spec, device)
+    return list(models)
+
+
+def _train_group(models: list[nn.Module], datasets: list[Data], seeds: list[int], spec: TrainSpec,
+                 device: torch.device) -> None:
+    from torch.func import functional_call, stack_module_state, vmap
+
+    shapes = [tuple((n, p.shape) for n, p in m.named_parameters()) for m in models]
+    if len(set(shapes)) != 1:
+        raise ValueError("train_ensemble needs models of one architecture (equal parameter names and shapes)")
+    if any(True for m in models for _ in m.buffers()):
+        raise ValueError("train_ensemble does not support modules with buffers (e.g. BatchNorm); "
+                         "use train_sequential")
+    k = len(models)
+    for m in models:
+        m.to(device).train()
+    params, _ = stack_module_state(models)  # fresh leaf tensors (K, ...), requires_grad=True
+    skeleton = copy.deepcopy(models[0]).to("meta")
+
+    def forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        return functional_call(skeleton, p, (x,))
+
+    batched = vmap(forward)
+    opt = make_optimizer(params.values(), spec)
+    xs = torch.stack([_xy(d)[0] for d in datasets])  # (K, N, ...) on CPU, like TensorBatches' source
+    ys = torch.stack([_xy(d)[1] for d in datasets])
+    n = ys.shape[1]
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    rows = torch.arange(k).unsqueeze(1)
+    for epoch in range(spec.epochs):
+        perm = torch.stack([torch.randperm(n, generator=g) for g in gens])  # (K, N), as TensorBatches
+        for i in range(0, n, spec.batch_size):
+            idx = perm[:, i : i + spec.batch_size]
+            xb = xs[rows, idx].to(device, non_blocking=True)  # (K, B, ...)
+            yb = ys[rows, idx].to(device, non_blocking=True)
+            opt.zero_grad(set_to_none=True)
+            out = batched(params, xb)  # (K, B, classes)
+            losses = F.cross_entropy(out.flatten(0, 1), yb.flatten(), reduction="none").view(k, -1).mean(1)
+            if not torch.isfinite(losses).all():
+                raise TrainingDiverged(f"training loss became non-finite in epoch {epoch + 1}")
+            losses.sum().backward()  # model k's parameters get exactly d(loss_k)
+            opt.step()
+    with torch.no_grad():
+        for j, m in enumerate(models):
+            for name, p in m.named_parameters():
+                p.copy_(params[name][j])
+
+
+def time_paths(models_fn: Callable[[], list[nn.Module]], datasets: Sequence[Data], spec: TrainSpec,
+               seeds: Sequence[int], device: torch.device | str) -> dict[str, float]:
+    """Wall seconds of ``train_sequential`` and ``train_ensemble`` on fresh models from ``models_fn()``
+    (synchronised on CUDA); a building block for ``bench perf``."""
+    device = torch.device(device)
+    out = {}
+    for name, fn in (("sequential", train_sequential), ("ensemble", train_ensemble)):
+        models = models_fn()
+        start = time.perf_counter()
+        fn(models, datasets, spec, seeds, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        out[name] = time.perf_counter() - start
+    return out

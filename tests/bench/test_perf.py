@@ -1,0 +1,89 @@
+"""Tests for bench.perf and ``privbench perf``: the perf.json schema, the ratio gate, one-line errors."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from bench import perf
+from bench.__main__ import main
+
+SMALL = dict(dpmix_records=2_000, dpmix_degree=16, dpmix_samples=500, shadow_models=3, shadow_examples=64,
+             shadow_batch=32)
+
+
+@pytest.fixture(scope="module")
+def doc(tmp_path_factory):
+    path = tmp_path_factory.mktemp("perf") / "sub" / "perf.json"
+    out = perf.run_perf(perf.PerfConfig(model="mlp", batch_size=32, quick=True, repeats=2, json_path=str(path),
+                                        **SMALL))
+    assert json.loads(path.read_text()) == json.loads(json.dumps(out))
+    return out
+
+
+def test_records_have_the_schema(doc):
+    names = [r["name"] for r in doc["records"]]
+    assert names[:3] == ["nonprivate", "dpsgd-bk", "dpsgd-vmap"]
+    assert {f"dpsgd-opacus-{m}" for m in perf.OPACUS_MODES} <= set(names)
+    assert {"dpmix-synthesis", "shadow-sequential", "shadow-ensemble"} <= set(names)
+    for r in doc["records"]:
+        assert set(r) >= {"name", "device", "model", "batch_size", "samples_per_s", "spread", "peak_memory_mb"}
+        assert r["device"] == "cpu"
+        if r["error"] is None:
+            lo, hi = r["spread"]
+            assert 0 < lo <= r["samples_per_s"] <= hi
+            assert r["peak_memory_mb"] > 0
+    by = {r["name"]: r for r in doc["records"]}
+    assert by["nonprivate"]["ratio_to_nonprivate"] == pytest.approx(1.0)
+    assert by["dpsgd-bk"]["model"] == "mlp" and by["dpsgd-bk"]["batch_size"] == 32
+    assert by["dpmix-synthesis"]["extra"]["mixture_degree"] == 16
+
+
+def test_ratios(doc):
+    ratios = doc["ratios"]
+    assert {"dpsgd_vs_nonprivate", "ensemble_speedup"} <= set(ratios)
+    fastest = ratios["fastest_dpsgd"]
+    by = {r["name"]: r for r in doc["records"]}
+    assert ratios["dpsgd_vs_nonprivate"] == by[fastest]["ratio_to_nonprivate"]
+    assert ratios["dpsgd_vs_nonprivate"] == max(r["ratio_to_nonprivate"] or 0 for r in doc["records"]
+                                                 if r["name"].startswith("dpsgd-"))
+    assert ratios["ensemble_speedup"] == pytest.approx(
+        by["shadow-ensemble"]["samples_per_s"] / by["shadow-sequential"]["samples_per_s"])
+    assert doc["floors"] == perf.FLOORS["cpu"]
+
+
+def test_check_compares_with_floors(doc):
+    assert perf.check({"floors": {"dpsgd_vs_nonprivate": 0.0}, "ratios": doc["ratios"]}) == []
+    bad = perf.check({"floors": {"dpsgd_vs_nonprivate": 1e9, "missing": 1.0}, "ratios": doc["ratios"]})
+    assert len(bad) == 2 and "dpsgd_vs_nonprivate" in bad[0] and "below its floor" in bad[0]
+
+
+def test_cli_quick_writes_json_and_gates(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(perf, "PerfConfig", functools.partial(perf.PerfConfig, **SMALL))
+    out = tmp_path / "perf.json"
+    args = ["perf", "--quick", "--model", "mlp", "--batch-size", "16", "--repeats", "1", "--json", str(out)]
+    assert main(args) == 0
+    data = json.loads(out.read_text())
+    assert data["schema_version"] == perf.SCHEMA_VERSION and data["config"]["quick"] is True
+    printed = capsys.readouterr().out
+    assert "dpsgd_vs_nonprivate" in printed and "dpsgd-opacus-hooks" in printed
+    monkeypatch.setitem(perf.FLOORS, "cpu", {"dpsgd_vs_nonprivate": 1e9})
+    assert main([*args, "--check"]) == 1
+    assert "perf check failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--model", "nope"], "model 'nope' is not known"),
+    (["--batch-size", "0"], "batch size 0"),
+    (["--batch-size", "x"], "invalid int value"),
+    (["--device", "tpu"], "device 'tpu'"),
+    (["--repeats", "0"], "repeats 0"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, args, needle):
+    out = tmp_path / "perf.json"
+    assert main(["perf", "--json", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and err.startswith("privbench: error:")
+    assert not out.exists()
