@@ -5,5 +5,19 @@ from bench.registry import Registry
 
 ATTACKS: Registry = Registry("attack")
 ATTACKS.add_lazy("loss", "attacks.membership:LossAttack")
+ATTACKS.add_lazy("confidence", "attacks.membership:ConfidenceAttack")
+ATTACKS.add_lazy("entropy", "attacks.membership:EntropyAttack")
+ATTACKS.add_lazy("shadow", "attacks.shokri:ShadowModelAttack")
+ATTACKS.add_lazy("lira", "attacks.lira:LiRA")
+ATTACKS.add_lazy("lira-offline", "attacks.lira:LiRAOffline")
+ATTACKS.add_lazy("rmia", "attacks.rmia:RMIA")
+ATTACKS.add_lazy("canary", "attacks.canary:CanaryAudit")
+
+ATTACKS.add_lazy("miface", "attacks.inversion:MIFace")
+ATTACKS.add_lazy("dpmix-mia-corr", "attacks.release:DPMixCorrelation")
+ATTACKS.add_lazy("dpmix-mia-lr", "attacks.release:DPMixLikelihoodRatio")
+ATTACKS.add_lazy("dpmix-reconstruct", "attacks.release:DPMixReconstruction")
+ATTACKS.add_lazy("local-linkage", "attacks.release:LocalLinkage")
+ATTACKS.add_lazy("local-reconstruct", "attacks.release:LocalReconstruction")
 
 __all__ = ["ATTACKS"]

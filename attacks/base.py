@@ -23,12 +23,15 @@ class AttackResult:
         scores: ``(N,)`` float, larger means "member".
         labels: ``(N,)`` int in {0, 1}, 1 for members.
         metrics: the dictionary returned by ``attacks.metrics.membership_metrics``.
+        audit: attack-specific audit counts merged into the stored audit block (the canary run's
+            ``{"one_run": {"m", "guesses"}}``); empty for ordinary attacks.
     """
 
     attack: str
     scores: np.ndarray
     labels: np.ndarray
     metrics: dict[str, Any] = field(default_factory=dict)
+    audit: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

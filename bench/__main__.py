@@ -1,7 +1,8 @@
-"""Command line: ``python -m bench {all,run,report,list}`` (also installed as ``privbench``).
+"""Command line: ``python -m bench {all,run,report,list,perf}`` (also installed as ``privbench``).
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
-no output folder created.
+no output folder created. ``all`` / ``run`` exit with 1 when a cell failed and with 3 when an empirical
+ε lower bound exceeds an accountant's ε (a privacy bug; it takes precedence).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import NoReturn
 from bench.errors import BenchError
 
 EXIT_USAGE = 2
+EXIT_PRIVACY_BUG = 3  # an empirical ε lower bound exceeds an accountant's ε (see attacks.audit.privacy_bugs)
 
 
 def _console():
@@ -40,7 +42,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", help="smoke | default | full (sizes, epochs, ε grid)")
     p.add_argument("--dataset", help="mnist | fashion-mnist | digits")
     p.add_argument("--mechanisms", help="comma list: baseline,dpsgd,dpmix,local-gaussian,weight-noise")
-    p.add_argument("--attacks", help="comma list of attacks (default: loss)")
+    p.add_argument("--attacks", help="comma list of attacks (default: the profile's; see 'list')")
     p.add_argument("--epsilons", help="comma list of target ε values, each > 0 (e.g. 1,3,8)")
     p.add_argument("--delta", type=_float, help="δ in (0, 1) (default 1e-5)")
     p.add_argument("--seeds", help="comma list of integer seeds (default 0)")
@@ -70,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")
     p_rep.add_argument("results_dir", metavar="RESULTS_DIR")
     sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles")
+    p_perf = sub.add_parser("perf", help="throughput: non-private vs DP-SGD paths, DPMix, shadow ensembles")
+    p_perf.add_argument("--model", default="cnn-small", help="registered classifier (default cnn-small)")
+    p_perf.add_argument("--batch-size", type=int, default=256, help="examples per step (default 256)")
+    p_perf.add_argument("--device", default="cpu", help="cpu | cuda | auto (default cpu)")
+    p_perf.add_argument("--quick", action="store_true", help="fewer rounds (CI; under 2 minutes on 2 cores)")
+    p_perf.add_argument("--repeats", type=int, help="interleaved timing rounds (default 7 quick, 15 full)")
+    p_perf.add_argument("--json", metavar="PATH", default="perf.json", help="where to write perf.json")
+    p_perf.add_argument("--check", action="store_true", help="exit 1 if a same-run ratio is below its floor")
     return parser
 
 
@@ -88,7 +98,10 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
     cfg = _config_from_args(args)
     console = _console()
     doc, out = Harness(cfg).run()
+    from rich.text import Text
+
     from reports import write_reports
+    from reports.empirical import privacy_bug_lines
     from reports.tables import render_terminal
 
     render_terminal(doc, console=console)
@@ -99,8 +112,10 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
     failed = [r for r in doc["results"] if r["status"] != "ok"]
     if failed:
         console.print(f"[red]{len(failed)} cell(s) failed; see the table and results.json[/red]")
-        return 1
-    return 0
+    bugs = privacy_bug_lines(doc)
+    for line in bugs:
+        console.print(Text(line, style="bold red"))
+    return EXIT_PRIVACY_BUG if bugs else 1 if failed else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -115,9 +130,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
         doc = load_results(path)
     except ValueError as exc:
         raise BenchError(str(exc).splitlines()[0]) from None
-    render_terminal(doc, console=_console())
+    console = _console()
+    render_terminal(doc, console=console)
     for name, p in write_reports(doc, folder).items():
         print(f"{name}: {p}")
+    from reports.empirical import privacy_bug_lines
+
+    for line in privacy_bug_lines(doc):  # shown again, red; redrawing a report is not a failed run
+        console.print(line, style="bold red", markup=False)
     return 0
 
 
@@ -132,6 +152,21 @@ def _cmd_list() -> int:
                          ("models", MODELS.names()), ("datasets", DATASETS.names()), ("profiles", list(PROFILES))):
         print(f"{title}: {', '.join(names)}")
     return 0
+
+
+def _cmd_perf(args: argparse.Namespace) -> int:
+    from bench.perf import PerfConfig, check, render, run_perf
+
+    console = _console()
+    cfg = PerfConfig(model=args.model, batch_size=args.batch_size, device=args.device, quick=args.quick,
+                     repeats=args.repeats, json_path=args.json)
+    doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))
+    render(doc, console=console)
+    console.print(f"perf.json: {args.json}")
+    failures = check(doc) if args.check else []
+    for line in failures:
+        console.print(f"[bold red]perf check failed: {line}[/bold red]")
+    return 1 if failures else 0
 
 
 def _terminate(signum, frame) -> NoReturn:
@@ -151,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, reports=args.command == "all")
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "perf":
+            return _cmd_perf(args)
         return _cmd_list()
     except BenchError as exc:
         print(f"privbench: error: {exc}", file=sys.stderr)

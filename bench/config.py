@@ -28,6 +28,22 @@ PARAM_KEYS = {
 ALL_MECHANISMS = ("baseline", "dpsgd", "dpmix", "local-gaussian", "weight-noise")
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
+_MIA = ("loss", "confidence", "entropy", "shadow", "lira-offline", "rmia", "canary")
+# Attack lists and settings per profile. ``shadow``, ``lira-offline`` and ``rmia`` use the same offline design
+# (same size and seed), so their num_shadow shadows are trained once per model and shared through the cache.
+ATTACK_PROFILES: dict[str, dict[str, Any]] = {
+    # smoke: one reference model and one canary run per model (DP-SGD calibrates its noise per training run);
+    # shadow / lira / lira-offline are exercised by tests/attacks instead.
+    "smoke": {"attacks": ("loss", "confidence", "entropy", "rmia", "canary"), "attack_params": {
+        "rmia": {"num_shadow": 1, "shadow_size": 300}, "canary": {"num_canaries": 400}}},
+    "default": {"attacks": _MIA, "attack_params": {
+        "shadow": {"num_shadow": 2}, "lira-offline": {"num_shadow": 2}, "rmia": {"num_shadow": 2},
+        "canary": {"num_canaries": 1000}}},
+    "full": {"attacks": ("loss", "confidence", "entropy", "shadow", "lira", "lira-offline", "rmia", "canary"),
+             "attack_params": {"shadow": {"num_shadow": 64}, "lira": {"num_shadow": 64, "augment": True},
+                               "lira-offline": {"num_shadow": 64, "augment": True}, "rmia": {"num_shadow": 64},
+                               "canary": {"num_canaries": 5000, "mislabel": False}}},
+}
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
         "dataset": "digits", "epsilons": (1.0, 4.0, 16.0), "reference_epsilons": False,
@@ -36,7 +52,7 @@ PROFILES: dict[str, dict[str, Any]] = {
             "baseline": {"model": "mlp", "epochs": 30, "batch_size": 32, "lr": 0.05, "optimizer": "sgd",
                          "momentum": 0.9},
             "dpsgd": {"model": "mlp", "epochs": 15, "batch_size": 100, "lr": 0.5, "optimizer": "sgd",
-                      "params": {"max_grad_norm": 1.0}},
+                      "params": {"max_grad_norm": 1.0, "grad_sample_mode": "bk"}},
             "dpmix": {"model": "mlp", "epochs": 20, "batch_size": 64, "lr": 3e-3, "optimizer": "adam",
                       "params": {"mixture_degree": 8, "num_samples": 2000}},
             "local-gaussian": {"model": "mlp", "epochs": 20, "batch_size": 32, "lr": 0.02,
@@ -51,7 +67,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "training": {
             "baseline": {**_CNN, "epochs": 8, "batch_size": 64, "lr": 0.05},
             "dpsgd": {**_CNN, "epochs": 8, "batch_size": 256, "lr": 0.5, "momentum": 0.0,
-                      "params": {"max_grad_norm": 1.0, "accountant": "prv"}},
+                      "params": {"max_grad_norm": 1.0, "accountant": "prv", "grad_sample_mode": "bk"}},
             "dpmix": {"model": "cnn-dpmix", "epochs": 12, "batch_size": 128, "lr": 1e-3, "optimizer": "adam",
                       "params": {"mixture_degree": 256, "num_samples": 10_000}},
             "local-gaussian": {**_CNN, "epochs": 5, "batch_size": 64, "lr": 0.02},
@@ -65,7 +81,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "training": {
             "baseline": {**_CNN, "epochs": 10, "batch_size": 64, "lr": 0.05},
             "dpsgd": {**_CNN, "epochs": 15, "batch_size": 256, "lr": 0.5, "momentum": 0.0,
-                      "params": {"max_grad_norm": 1.0, "accountant": "prv"}},
+                      "params": {"max_grad_norm": 1.0, "accountant": "prv", "grad_sample_mode": "bk"}},
             "dpmix": {"model": "cnn-dpmix", "epochs": 50, "batch_size": 128, "lr": 1e-4, "optimizer": "adam",
                       "params": {"mixture_degree": 256, "num_samples": 10_000}},
             "local-gaussian": {**_CNN, "epochs": 10, "batch_size": 64, "lr": 0.02},
@@ -74,6 +90,24 @@ PROFILES: dict[str, dict[str, Any]] = {
         },
     },
 }
+
+
+for _name, _attacks in ATTACK_PROFILES.items():
+    PROFILES[_name].update(copy.deepcopy(_attacks))
+
+# Inversion and release attacks (issue 4), appended to every profile; release attacks skip mechanisms without a
+# release. MI-Face: zeros start (Fredrikson et al.), TV + L2 priors; few iterations in smoke to stay fast.
+_RECON = ("miface", "dpmix-mia-corr", "dpmix-mia-lr", "dpmix-reconstruct", "local-linkage", "local-reconstruct")
+_MIFACE = {"init": "zeros", "lr": 0.02, "tv_weight": 0.05, "l2_weight": 0.5, "threshold": 0.999, "patience": 100}
+_RECON_PARAMS: dict[str, dict[str, Any]] = {
+    "smoke": {"miface": {**_MIFACE, "lr": 0.05, "max_iter": 100, "patience": 20}},
+    "default": {"miface": {**_MIFACE, "max_iter": 300, "patience": 50}, "dpmix-mia-lr": {"max_candidates": 5000},
+                "dpmix-mia-corr": {"max_candidates": 2000}, "local-linkage": {"max_candidates": 2000}},
+    "full": {"miface": {**_MIFACE, "jitter": 0.1, "restarts": 10, "max_iter": 1000}},
+}
+for _name, _params in _RECON_PARAMS.items():
+    PROFILES[_name]["attacks"] = (*PROFILES[_name].get("attacks", ("loss",)), *_RECON)
+    PROFILES[_name].setdefault("attack_params", {}).update(copy.deepcopy(_params))
 
 
 @dataclass(frozen=True)
@@ -101,7 +135,7 @@ class RunConfig:
     n_non_members: int = 10_000
     n_population: int = 10_000
     n_test: int = 5_000
-    max_attack_examples: int | None = 5_000
+    max_attack_examples: int | None = 10_000
     training: dict[str, dict[str, Any]] = field(default_factory=dict)
     attack_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -198,6 +232,9 @@ def build_config(yaml_values: dict[str, Any] | None = None, cli_values: dict[str
         for key, value in layer.items():
             if key == "training":
                 merged["training"] = _merge_training(merged["training"], value, where)
+            elif key == "attack_params" and isinstance(value, dict):  # per attack, over the profile's settings
+                merged[key] = {**merged[key], **{a: {**merged[key].get(a, {}), **v} if isinstance(v, dict) else v
+                                                 for a, v in value.items()}}
             else:
                 merged[key] = value
     return validate(merged)
@@ -350,6 +387,12 @@ def _validate_spec(mech: str, spec: dict | None, n_members: int) -> None:
         c = params["max_grad_norm"]
         if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0:
             raise ConfigError(f"{where}.params.max_grad_norm = {c!r} must be a number > 0")
+    if "grad_sample_mode" in params:
+        from mechanisms.dp_sgd import GRAD_SAMPLE_MODES
+
+        if params["grad_sample_mode"] not in GRAD_SAMPLE_MODES:
+            raise ConfigError(f"{where}.params.grad_sample_mode {params['grad_sample_mode']!r} is not known; "
+                              f"allowed: {', '.join(GRAD_SAMPLE_MODES)}")
     if "accountant" in params:
         allowed = {"dpsgd": ("prv", "rdp", "gdp"), "dpmix": ("closed_form", "dp_accounting")}[mech]
         if params["accountant"] not in allowed:

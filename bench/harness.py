@@ -18,6 +18,7 @@ import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+import attacks.audit as audit
 from attacks import ATTACKS
 from attacks.base import InversionResult
 from bench.cache import ModelCache, cache_key
@@ -118,7 +119,7 @@ def _release_examples(trained: TrainedModel) -> dict[str, Any] | None:
 def inversion_record(res: InversionResult) -> dict[str, Any]:
     """results.json form of an inversion result: images as uint8 lists (``shape`` gives H, W)."""
     img = np.clip(np.rint(np.asarray(res.images, dtype=np.float64) * 255), 0, 255).astype(np.uint8)
-    return {"attack": res.attack, "shape": list(img.shape[-2:]), "images": img.reshape(len(img), -1).tolist(),
+    return {"attack": res.attack, "shape": list(img.shape[-2:]), "images": [im.ravel().tolist() for im in img],
             "labels": np.asarray(res.labels).tolist(), "metrics": res.metrics}
 
 
@@ -205,6 +206,8 @@ class Harness:
                 progress.console.print(_log_line(res))
                 atomic_write_json(out / "results.json", doc)
                 progress.advance(overall)
+        doc["privacy_bugs"], comparisons = audit.privacy_bugs(doc["results"])
+        doc["audit"] = {"confidence": 0.95, "comparisons": comparisons}
         doc["status"] = "complete"
         atomic_write_json(out / "results.json", doc)
         return doc, out
@@ -266,7 +269,13 @@ class Harness:
 
         for name in cfg.attacks:
             attack = ATTACKS.get(name)(max_per_side=cfg.max_attack_examples, **cfg.attack_params.get(name, {}))
-            res = attack.run(trained, split, seed=cell.seed, device=self.device, train_like_target=train_like_target)
+            try:
+                res = attack.run(trained, split, seed=cell.seed, device=self.device,
+                                 train_like_target=train_like_target)
+            except (TrainingDiverged, ValueError) as exc:  # e.g. a shadow model diverged: skip this attack
+                reason = result.setdefault("attack_errors", {})[name] = str(exc).splitlines()[0]
+                progress.console.print(f"  attack {name} skipped on {cell.mechanism}{eps_txt}: {reason}", markup=False)
+                continue
             if res is None:  # not applicable to this mechanism
                 continue
             if isinstance(res, InversionResult):
@@ -277,6 +286,9 @@ class Harness:
             result["attacks"][name] = {"attack": name, "n_members": int(res.labels.sum()),
                                        "n_non_members": int(len(res.labels) - res.labels.sum()),
                                        "metrics": metrics, "roc": roc}
+            delta = trained.privacy.delta if trained.privacy.delta is not None else cfg.delta
+            result["attacks"][name]["audit"] = audit.membership_audit(res.scores, res.labels, delta=delta,
+                                                                      one_run=res.audit.get("one_run"))
         t3 = time.perf_counter()
         progress.remove_task(task)
         privacy = trained.privacy.to_dict()

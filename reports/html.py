@@ -9,11 +9,15 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
 from reports.plots import plot_alt
 from reports.tables import (
+    RECONSTRUCTION_HEADERS,
+    RECONSTRUCTION_NOTE,
     TERMINAL_HEADERS,
     attack_rows,
     privacy_notes,
+    reconstruction_rows,
     row_cells,
     setup_note,
     summary_rows,
@@ -53,6 +57,7 @@ def html_context(results: dict[str, Any], plots: dict[str, Path]) -> dict[str, A
         for dataset in dict.fromkeys(r["dataset"] for r in rows)
     ]
     attack_headers, attack_table = attack_rows(results)
+    empirical_headers, empirical_table, empirical_bugs = empirical_rows(results)
     failed = [
         {
             "where": f"{r['dataset']} / {r['mechanism']} (seed {r['seed']})",
@@ -76,7 +81,17 @@ def html_context(results: dict[str, Any], plots: dict[str, Path]) -> dict[str, A
         "tables": tables,
         "attack_headers": attack_headers,
         "attack_rows": attack_table,
-        "images": [{"alt": plot_alt(n), "src": data_uri(p), "name": n} for n, p in plots.items()],
+        "empirical_headers": empirical_headers,
+        "empirical_rows": [{"cells": c, "bug": b} for c, b in zip(empirical_table, empirical_bugs, strict=True)],
+        "audit_note": audit_note(results),
+        "privacy_bugs": privacy_bug_lines(results),
+        "images": [{"alt": plot_alt(n), "src": data_uri(p), "name": n} for n, p in plots.items()
+                   if not n.startswith("inversion_")],
+        "reconstruction_headers": list(RECONSTRUCTION_HEADERS),
+        "reconstruction_rows": reconstruction_rows(results),
+        "reconstruction_note": RECONSTRUCTION_NOTE,
+        "reconstruction_images": [{"alt": plot_alt(n), "src": data_uri(p), "name": n} for n, p in plots.items()
+                                  if n.startswith("inversion_")],
         "notes": privacy_notes(results),
         "failed": failed,
         "config_json": json.dumps(results.get("config") or {}, indent=2, sort_keys=True, default=str),

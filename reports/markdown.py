@@ -5,8 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
 from reports.plots import plot_alt
-from reports.tables import TERMINAL_HEADERS, attack_rows, privacy_notes, row_cells, setup_note, summary_rows
+from reports.tables import (
+    RECONSTRUCTION_HEADERS,
+    RECONSTRUCTION_NOTE,
+    TERMINAL_HEADERS,
+    attack_rows,
+    privacy_notes,
+    reconstruction_rows,
+    row_cells,
+    setup_note,
+    summary_rows,
+)
 
 
 def _cell(text: Any) -> str:
@@ -62,9 +73,22 @@ def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
     headers, arows = attack_rows(results)
     if arows:
         out += ["## Membership attacks", ""] + _table(headers, arows) + [""]
-    if plots:
-        out += ["## Plots", ""]
+    bug_lines = privacy_bug_lines(results)
+    if bug_lines:
+        out += ["## Privacy bugs", ""] + [f"> **{_cell(line)}**" for line in bug_lines] + [""]
+    eheaders, erows, _ = empirical_rows(results)
+    if erows:
+        out += ["## Empirical privacy", ""] + _table(eheaders, erows) + ["", _cell(audit_note(results)), ""]
+    recon = reconstruction_rows(results)
+    if recon:
+        out += ["## Reconstruction", ""] + _table(RECONSTRUCTION_HEADERS, recon) + ["", _cell(RECONSTRUCTION_NOTE), ""]
         for name, path in plots.items():
+            if name.startswith("inversion_"):
+                out += [f"![{plot_alt(name)}]({Path(path).name})", ""]
+    other = {name: path for name, path in plots.items() if not name.startswith("inversion_")}
+    if other:
+        out += ["## Plots", ""]
+        for name, path in other.items():
             out += [f"![{plot_alt(name)}]({Path(path).name})", ""]
     out += ["## Privacy notes", ""] + [f"- {_cell(note)}" for note in privacy_notes(results)]
     out += [

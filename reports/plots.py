@@ -35,9 +35,13 @@ def plot_alt(name: str) -> str:
     if name in PLOT_ALT:
         return PLOT_ALT[name]
     if name.startswith("roc_"):
-        return f"Log-log ROC curves of the strongest attack on {name[4:]}, a panel per mechanism, with DP bounds"
+        return (f"Log-log ROC curves of every membership attack on {name[4:]}, one panel per mechanism and ε, "
+                "with the bound TPR <= e^ε·FPR + δ")
     if name.startswith("release_"):
         return f"Example images released by {name[8:].replace('_', ' / ', 1)}, one row per ε"
+    if name.startswith("inversion_"):
+        dataset, _, attack = name[10:].partition("_")
+        return f"Reconstructions by the {attack} attack on {dataset}: one row per mechanism and ε, one column per class"
     return name.replace("_", " ")
 
 
@@ -172,33 +176,38 @@ def _tpr_vs_accuracy(runs: list[Run]) -> Figure | None:
 
 
 def _roc(rs: list[Run]) -> Figure | None:
-    by_mech: dict[str, list[tuple[Run, dict]]] = defaultdict(list)
-    for r in rs:
-        best = strongest_attack(r)
-        if best and (best[1].get("roc") or {}).get("fpr"):
-            by_mech[str(r.get("mechanism"))].append((r, best))
-    if not by_mech:
+    """One log-log panel per model (mechanism and ε), every attack on it, with the bound
+    TPR <= e^ε·FPR + δ of a guaranteed ε (dashed) or of a merely claimed ε (dotted)."""
+    panels = [r for r in rs if any((a.get("roc") or {}).get("fpr") for a in (r.get("attacks") or {}).values())]
+    if not panels:
         return None
-    fig, axes = _figure(len(by_mech))
-    for ax, (mech, items) in zip(axes, sorted(by_mech.items()), strict=True):
-        positive = [f for _, (_, a) in items for f in a["roc"]["fpr"] if f > 0]
-        lo = min(positive, default=1e-4)
+    panels.sort(key=lambda r: (str(r.get("mechanism")), _epsilon_x(r)[0] or 0.0, r.get("seed") or 0))
+    names = sorted({n for r in panels for n, a in r["attacks"].items() if (a.get("roc") or {}).get("fpr")})
+    colors = {n: f"C{i % 10}" for i, n in enumerate(names)}
+    seeds = len({r.get("seed") for r in panels}) > 1
+    fig, axes = _figure(len(panels))
+    for ax, r in zip(axes, panels, strict=True):
+        attacks = {n: a for n, a in sorted(r["attacks"].items()) if (a.get("roc") or {}).get("fpr")}
+        lo = min((f for a in attacks.values() for f in a["roc"]["fpr"] if f > 0), default=1e-4)
         grid = np.logspace(math.log10(lo), 0, 200)
-        for i, (r, (name, a)) in enumerate(sorted(items, key=lambda t: _epsilon_x(t[0])[0] or math.inf)):
-            color = f"C{i % 10}"
-            label = f"{format_privacy(r.get('privacy'))} [{name}]"
-            ax.plot(a["roc"]["fpr"], a["roc"]["tpr"], color=color, label=label)
-            p = r.get("privacy") or {}
-            eps = p.get("epsilon") if p.get("guarantee", "none") != "none" else None
-            if eps is not None and math.isfinite(eps):
-                bound = np.minimum(1.0, np.exp(min(eps, 700.0)) * grid + (p.get("delta") or 0.0))
-                ax.plot(grid, bound, color=color, ls="--", lw=1)
-        ax.plot([lo, 1], [lo, 1], color="0.6", ls=":", label="chance")
-        if any((r.get("privacy") or {}).get("guarantee", "none") != "none" for r, _ in items):
-            ax.plot([], [], color="0.3", ls="--", lw=1, label=r"DP bound: TPR $\leq e^{\varepsilon}\,$FPR $+\ \delta$")
+        for name, a in attacks.items():
+            ax.plot(a["roc"]["fpr"], a["roc"]["tpr"], color=colors[name], lw=1.2,
+                    label=f"{name} (AUC {a['metrics']['auc']:.3f})")
+        p = r.get("privacy") or {}
+        guaranteed = p.get("guarantee", "none") != "none" and p.get("epsilon") is not None
+        eps = p.get("epsilon") if guaranteed else p.get("claimed_epsilon")
+        if eps is not None and math.isfinite(eps):
+            bound = np.minimum(1.0, np.exp(min(eps, 700.0)) * grid + (p.get("delta") or 0.0))
+            label = rf"DP bound, $\varepsilon$ = {eps:.3g}" if guaranteed else \
+                rf"bound of the claimed $\varepsilon$ = {eps:.3g} (no guarantee)"
+            ax.plot(grid, bound, color="k", ls="--" if guaranteed else ":", lw=1, label=label)
+        ax.plot([lo, 1], [lo, 1], color="0.6", ls=":", lw=1, label="chance")
         ax.set_xscale("log", nonpositive="mask")
         ax.set_yscale("log", nonpositive="mask")
-        ax.set(xlim=(lo, 1), ylim=(lo, 1.05), xlabel="FPR", ylabel="TPR", title=f"{mech}: strongest attack")
+        target = r.get("target_epsilon")
+        title = f"{r.get('mechanism')}" + ("" if target is None else f", target ε = {target:g}")
+        title += f", seed {r.get('seed')}" if seeds else ""
+        ax.set(xlim=(lo, 1), ylim=(lo, 1.05), xlabel="FPR", ylabel="TPR", title=title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=6, loc="lower right")
     return fig
@@ -239,6 +248,41 @@ def _release(rs: list[Run], max_cols: int = 8) -> Figure | None:
     return fig
 
 
+def _inversion_score(metrics: dict[str, Any]) -> str:
+    """The headline score of one inversion record, for a grid row label."""
+    for key, text in (("attack_accuracy", "recognised {:.0%}"), ("ssim_to_source", "SSIM to source {:.2f}"),
+                      ("linkage_accuracy", "linked {:.0%}"), ("closer_to_member", "nearer a member {:.2f}")):
+        if metrics.get(key) is not None:
+            return text.format(metrics[key])
+    return ""
+
+
+def _inversion_grid(rs: list[Run], attack: str) -> Figure | None:
+    """Rows = models (mechanism, ε) that carry ``attack`` in their ``inversion`` block; columns = classes."""
+    rows = [r for r in rs if ((r.get("inversion") or {}).get(attack) or {}).get("images")]
+    if not rows:
+        return None
+    classes = sorted({int(c) for r in rows for c in r["inversion"][attack]["labels"]})
+    fig = Figure(figsize=(1.0 * len(classes) + 2.6, 1.05 * len(rows) + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(rows), len(classes), squeeze=False)
+    for row_axes, r in zip(axes, rows, strict=True):
+        inv = r["inversion"][attack]
+        by_class = {int(c): img for c, img in zip(inv["labels"], inv["images"], strict=True)}
+        for ax, c in zip(row_axes, classes, strict=True):
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if c in by_class:
+                ax.imshow(_image(by_class[c], inv["shape"]), cmap="gray", vmin=0, vmax=255)
+            if r is rows[0]:
+                ax.set_title(f"class {c}", fontsize=7)
+        target = r.get("target_epsilon")
+        label = f"{r.get('mechanism')}" + ("" if target is None else f"\ntarget ε = {target:g}")
+        label += f"\n{_inversion_score(inv.get('metrics') or {})}"
+        row_axes[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
+    fig.suptitle(f"{attack} reconstructions ({rows[0].get('dataset')})", fontsize=9)
+    return fig
+
 def make_plots(results: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Write every plot that has data as a PNG in ``out_dir``.
 
@@ -248,7 +292,8 @@ def make_plots(results: dict[str, Any], out_dir: Path) -> dict[str, Path]:
 
     Returns:
         ``{stem: path}`` for the files written, among ``accuracy_vs_epsilon``, ``attack_auc_vs_epsilon``,
-        ``tpr_vs_accuracy``, ``roc_<dataset>`` and ``release_<dataset>_<mechanism>``.
+        ``tpr_vs_accuracy``, ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
+        ``inversion_<dataset>_<attack>`` (reconstruction grids).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -263,4 +308,6 @@ def make_plots(results: dict[str, Any], out_dir: Path) -> dict[str, Path]:
         for mech in dict.fromkeys(str(r.get("mechanism")) for r in rs):
             mine = [r for r in rs if str(r.get("mechanism")) == mech]
             figures[f"release_{_slug(dataset)}_{_slug(mech)}"] = _release(mine)
+        for attack in dict.fromkeys(a for r in rs for a in (r.get("inversion") or {})):
+            figures[f"inversion_{_slug(dataset)}_{_slug(attack)}"] = _inversion_grid(rs, attack)
     return {name: _save(fig, out_dir / f"{name}.png") for name, fig in figures.items() if fig is not None}

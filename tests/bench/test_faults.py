@@ -74,7 +74,8 @@ def test_corrupt_cache_entry_is_detected_and_retrained(tmp_path, reference_run):
     out, cache = tmp_path / "run", tmp_path / "cache"
     args = [sys.executable, "-m", "bench", "run", *FAST, "--cache-dir", str(cache)]
     assert subprocess.run([*args, "--output", str(out)], capture_output=True, timeout=600).returncode == 0
-    victim = sorted(cache.rglob("model.pt"))[0]
+    key = json.loads((out / "results.json").read_text())["results"][0]["cache_key"]  # a target model, not a shadow
+    victim = next(p for p in cache.rglob("model.pt") if key in str(p))
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])  # truncate one model
     proc = subprocess.run([*args, "--output", str(tmp_path / "again")], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "corrupt" in proc.stderr

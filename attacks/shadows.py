@@ -1,0 +1,172 @@
+"""Shadow / reference models shared by the shadow-model attacks (Shokri, LiRA, RMIA): who trains on what,
+and what each trained model outputs.
+
+Two designs, both drawn only from data the attacker holds and never from the target's membership labels:
+
+- ``offline``: each shadow trains on a random subset of the attacker's population (disjoint from every
+  candidate), so every shadow is OUT for every candidate. Shadow i's subset depends on (seed, i) only,
+  so a run with 8 shadows reuses the first 4 of a run with 4, and every attack that uses the offline
+  design with the same size and seed shares the same shadows (one training each, through the cache).
+- ``online`` (Carlini et al. 2022, §IV-B): the unlabeled candidate set (members and non-members to be
+  scored, in an order that does not depend on which are members) is split so that every candidate is IN
+  for exactly half of the shadows; each shadow's set is topped up with population records to ``size``.
+
+Sizes: shadows should train on as many records as the target (n_members); ``default_size`` says what
+fits the population (an offline shadow needs OUT population records too, so at most half of it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attacks.base import TrainLikeTarget
+from bench.data import ArrayDataset
+from bench.training import predict_logits
+
+_KIND_OFFSET = {"offline": 0, "online": 500_000, "canary": 900_000}
+
+
+def shadow_seed(seed: int, kind: str, index: int) -> int:
+    """Training seed of shadow ``index`` of a design: distinct from the target's seed and across designs."""
+    return (seed + 1) * 1_000_003 + _KIND_OFFSET[kind] + index
+
+
+def concat(*parts: ArrayDataset) -> ArrayDataset:
+    """Rows of ``parts`` one after another (same classes and name as the first)."""
+    first = parts[0]
+    return ArrayDataset(torch.cat([p.x for p in parts]), torch.cat([p.y for p in parts]), first.num_classes,
+                        first.name)
+
+
+def canonical_order(data: ArrayDataset) -> np.ndarray:
+    """A permutation of ``data``'s rows that depends only on their content (SHA-256 of image and label),
+    so a design built on it does not depend on how the candidates were listed."""
+    x = data.x.contiguous().numpy().reshape(len(data), -1)
+    y = data.y.numpy()
+    digests = [hashlib.sha256(x[i].tobytes() + int(y[i]).to_bytes(8, "little")).hexdigest() for i in range(len(data))]
+    return np.argsort(np.asarray(digests), kind="stable")
+
+
+@dataclass(frozen=True)
+class ShadowDesign:
+    """Which rows of ``universe`` each shadow trains on.
+
+    Attributes:
+        universe: every record a shadow may train on.
+        inclusion: ``(k, len(universe))`` bool, row i = shadow i's training set.
+        seeds: the k training seeds.
+    """
+
+    universe: ArrayDataset
+    inclusion: np.ndarray
+    seeds: tuple[int, ...]
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def train(self, train_like_target: TrainLikeTarget, outputs: Callable[[torch.nn.Module], np.ndarray]
+              ) -> np.ndarray:
+        """Train (or load from the cache) every shadow and stack ``outputs(model)``: ``(k, ...)``.
+        Models are dropped as soon as their outputs are taken (only one is in memory at a time)."""
+        out = []
+        for keep, seed in zip(self.inclusion, self.seeds, strict=True):
+            data = self.universe.subset(torch.from_numpy(np.flatnonzero(keep)))
+            out.append(outputs(train_like_target(data, seed=seed).model))
+        return np.stack(out)
+
+
+def default_size(n_members: int, n_population: int, *, online: bool, n_candidates: int = 0) -> int:
+    """Shadow training-set size: n_members where the data allows; offline at most half the population
+    (the rest are the OUT records the shadow attack learns from); online at least the half of the
+    candidates every shadow holds and at most that half plus the population."""
+    if online:
+        half = (n_candidates + 1) // 2
+        return int(min(max(n_members, half), half + n_population))
+    return int(min(n_members, n_population // 2))
+
+
+def offline_design(population: ArrayDataset, *, num: int, size: int, seed: int) -> ShadowDesign:
+    """``num`` shadows, each on ``size`` population records drawn for shadow i with seed (seed, i).
+
+    Raises:
+        ValueError: ``num`` < 1, or ``size`` outside [1, len(population)].
+    """
+    if num < 1 or not 1 <= size <= len(population):
+        raise ValueError(f"offline design needs num >= 1 and 1 <= size <= {len(population)}, got {num}, {size}")
+    seeds = tuple(shadow_seed(seed, "offline", i) for i in range(num))
+    inclusion = np.zeros((num, len(population)), dtype=bool)
+    for i, s in enumerate(seeds):
+        pick = torch.randperm(len(population), generator=torch.Generator().manual_seed(s))[:size]
+        inclusion[i, pick.numpy()] = True
+    return ShadowDesign(population, inclusion, seeds)
+
+
+def online_design(candidates: ArrayDataset, population: ArrayDataset, *, num: int, size: int, seed: int
+                  ) -> tuple[ShadowDesign, np.ndarray]:
+    """``num`` (even) shadows; every candidate IN for exactly num/2 of them, topped up from the population.
+
+    Returns:
+        (design, keep): ``keep`` is ``(num, len(candidates))`` bool in the order ``candidates`` were given.
+
+    Raises:
+        ValueError: odd or < 2 ``num``; ``size`` below half the candidates or above half plus the population.
+    """
+    n_c, n_p = len(candidates), len(population)
+    half = (n_c + 1) // 2
+    if num < 2 or num % 2:
+        raise ValueError(f"online design needs an even number of shadows >= 2, got {num}")
+    if not half <= size <= half + n_p:
+        raise ValueError(f"online shadow size {size} must lie in [{half}, {half + n_p}] "
+                         f"({n_c} candidates, {n_p} population records)")
+    order = canonical_order(candidates)
+    rng = np.random.default_rng([seed, 20220101])
+    ranks = rng.uniform(size=(num, n_c)).argsort(0)  # Carlini et al.'s design: each column IN for num/2 rows
+    keep_canon = ranks < num // 2
+    keep = np.empty_like(keep_canon)
+    keep[:, order] = keep_canon
+    seeds = tuple(shadow_seed(seed, "online", i) for i in range(num))
+    pop_keep = np.zeros((num, n_p), dtype=bool)
+    for i, s in enumerate(seeds):
+        fill = size - int(keep_canon[i].sum())
+        if fill > 0:
+            pop_keep[i, torch.randperm(n_p, generator=torch.Generator().manual_seed(s))[:fill].numpy()] = True
+    universe = concat(candidates.subset(torch.from_numpy(order)), population) if n_p else \
+        candidates.subset(torch.from_numpy(order))
+    return ShadowDesign(universe, np.concatenate([keep_canon, pop_keep], axis=1), seeds), keep
+
+
+# ---- what a model says about a set of examples -------------------------------------------------------------
+
+
+def logit_confidence(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    """φ = log(p_y / (1 − p_y)) = z_y − logsumexp_{j≠y} z_j, ``(N,)`` float64, computed without forming p_y
+    (Carlini et al. 2022, §IV-B: the logit-scaled confidence is close to Gaussian across shadow models)."""
+    z = logits.double()
+    true = z.gather(1, y.view(-1, 1)).squeeze(1)
+    others = z.scatter(1, y.view(-1, 1), float("-inf"))
+    return (true - torch.logsumexp(others, dim=1)).numpy()
+
+
+def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
+    """Queries of an augmented LiRA: the image, its horizontal flip and four one-pixel shifts (zero padded)."""
+    padded = F.pad(x, (1, 1, 1, 1))
+    h, w = x.shape[-2:]
+    shifts = [padded[..., 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w] for dy, dx in ((0, 1), (0, -1), (1, 0), (-1, 0))]
+    return [x, torch.flip(x, dims=(-1,)), *shifts]
+
+
+def query(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device, augment: bool = False) -> np.ndarray:
+    """Logit-scaled confidences of ``model`` on ``data``: ``(N, A)``, A = 1 (or 6 with ``augment``)."""
+    views = augmentations(data.x) if augment else [data.x]
+    return np.stack([logit_confidence(predict_logits(model, v, device=device), data.y) for v in views], axis=1)
+
+
+def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device) -> np.ndarray:
+    """``(N, K)`` float64 log-probabilities of ``model`` on ``data``."""
+    return torch.log_softmax(predict_logits(model, data.x, device=device).double(), dim=1).numpy()
