@@ -29,10 +29,12 @@ from mechanisms.base import TrainSpec
 
 Data = Any  # an ArrayDataset (``.x``, ``.y``) or an ``(x, y)`` pair of tensors
 
-# From ``python -m bench perf`` (docs/performance.md): on the project's 2-core CPU the vectorised ensemble of 64
-# cnn-small shadows at batch 64 trains ~3× faster than one model after another (per-step overhead amortised);
-# on CUDA vectorising is what makes many small models fill the GPU.
-PREFERRED_PATH = {"cpu": "ensemble", "cuda": "ensemble"}
+# From ``python -m bench perf`` (docs/performance.md): on the project's idle 2-core CPU, which is compute-bound,
+# the vectorised ensemble of cnn-small shadows at batch 64 is slower than one model after another (0.6-0.9x for
+# K = 16-64, 1 or 2 threads); it only won (~3x) when other jobs oversubscribed the cores and per-step overhead
+# dominated. On CUDA vectorising is what makes many small models fill the GPU. The rule is fixed per device
+# type, not timed at run time, so a seeded run's numbers never depend on the machine's load.
+PREFERRED_PATH = {"cpu": "sequential", "cuda": "ensemble"}
 
 
 def _xy(d: Data) -> tuple[torch.Tensor, torch.Tensor]:

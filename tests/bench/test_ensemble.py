@@ -78,6 +78,6 @@ def test_rejects_mismatched_inputs_and_buffers():
 
 
 def test_choose_path():
-    assert choose_path("cpu") in ("ensemble", "sequential")
+    assert choose_path("cpu") == "sequential"  # compute-bound: the ensemble measured 0.6-0.9x when idle
     assert choose_path(torch.device("cuda")) == "ensemble"
     assert choose_path("meta") == "sequential"
