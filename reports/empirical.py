@@ -24,7 +24,8 @@ def audit_attack_names(results: dict[str, Any]) -> list[str]:
     return sorted(names)
 
 
-def _bugs_for(results: dict[str, Any], r: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+def bugs_for(results: dict[str, Any], r: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The run-level privacy bugs of one RunResult, keyed by ``(attack, "epsilon_lb" | "epsilon_hat")``."""
     return {(b["attack"], b["bound"]): b for b in results.get("privacy_bugs") or []
             if (b.get("mechanism"), b.get("target_epsilon"), b.get("seed"))
             == (r.get("mechanism"), r.get("target_epsilon"), r.get("seed"))}
@@ -56,7 +57,7 @@ def empirical_rows(results: dict[str, Any]) -> tuple[list[str], list[list[str]],
         p = r.get("privacy") or {}
         guaranteed = p.get("guarantee", "none") != "none" and p.get("epsilon") is not None
         reference = p.get("epsilon") if guaranteed else p.get("claimed_epsilon")
-        bugs = _bugs_for(results, r)
+        bugs = bugs_for(results, r)
         attacks = r.get("attacks") or {}
         cells = []
         for n in names:

@@ -1,27 +1,34 @@
-"""The self-contained HTML report: Jinja2 (autoescape on), inline CSS, PNGs embedded as data URIs."""
+"""The self-contained HTML report: Jinja2 (autoescape on), inline CSS, PNGs embedded as data URIs.
+
+The first screen answers "which mechanism should I ship?": per dataset the verdict table, the privacy-utility
+Pareto frontier and plain-language notes (``reports.verdict``); the evidence follows, and a collapsed
+section holds the exact configuration, seeds, versions and git hash (``reports.provenance``).
+"""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
-from reports.plots import plot_alt
+from reports.plots import SECTION_NAMES, plot_alt, plot_section, slug
+from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
+from reports.reproduction import REPRODUCTION_HEADERS, reproduction_commands, reproduction_rows
 from reports.tables import (
     RECONSTRUCTION_HEADERS,
     RECONSTRUCTION_NOTE,
-    TERMINAL_HEADERS,
     attack_rows,
     privacy_notes,
     reconstruction_rows,
-    row_cells,
     setup_note,
     summary_rows,
 )
+from reports.verdict import VERDICT_HEADERS, verdict_headline, verdict_notes, verdict_tables
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "report.html.j2"
@@ -44,18 +51,23 @@ def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
+def _image(name: str, path: Path) -> dict[str, str]:
+    return {"alt": plot_alt(name), "src": data_uri(path), "name": name}
+
+
 def html_context(results: dict[str, Any], plots: dict[str, Path]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (the template holds no logic)."""
     rows = summary_rows(results)
-    tables = [
-        {
-            "dataset": str(dataset),
-            "rows": [
-                {"cells": row_cells(r), "failed": r["status"] != "ok"} for r in rows if r["dataset"] == dataset
-            ],
-        }
-        for dataset in dict.fromkeys(r["dataset"] for r in rows)
-    ]
+    sections: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for name, path in plots.items():
+        sections[plot_section(name)].append(_image(name, path))
+    notes, headline = verdict_notes(results), verdict_headline(results)
+    verdicts = [
+        {"dataset": t["dataset"], "axis": t["axis"].description, "rows": t["rows"],
+         "notes": notes.get(t["dataset"], []), "headline": headline.get(t["dataset"], []),
+         "pareto": [i for i in sections["verdict"] if i["name"] == f"pareto_{slug(t['dataset'])}"]}
+        for t in verdict_tables(results)
+    ]  # fmt: skip
     attack_headers, attack_table = attack_rows(results)
     empirical_headers, empirical_table, empirical_bugs = empirical_rows(results)
     failed = [
@@ -66,35 +78,36 @@ def html_context(results: dict[str, Any], plots: dict[str, Path]) -> dict[str, A
         for r in rows
         if r["status"] != "ok"
     ]
+    cfg = results.get("config") or {}
+    datasets = ", ".join(dict.fromkeys(str(r["dataset"]) for r in rows)) or str(cfg.get("dataset", "no dataset"))
+    commit = str(results.get("git_hash") or "unknown")[:10]
     return {
         "run_id": str(results.get("run_id", "unnamed run")),
         "status": str(results.get("status", "unknown")),
-        "meta": [
-            ("Created", results.get("created", "unknown")),
-            ("Device", results.get("device", "unknown")),
-            ("Git hash", results.get("git_hash") or "not in a git checkout"),
-        ],
-        "git_hash": str(results.get("git_hash") or "not in a git checkout"),
-        "versions": [(str(k), str(v)) for k, v in (results.get("versions") or {}).items()],
+        "lede": f"{datasets} · profile {cfg.get('profile', 'unknown')} · {len(rows)} models · "
+                f"{results.get('created', 'unknown')} · {results.get('device', 'unknown')} · git {commit}",
+        "facts": run_facts(results),
         "setup": setup_note(results),
-        "headers": list(TERMINAL_HEADERS),
-        "tables": tables,
+        "verdict_headers": list(VERDICT_HEADERS),
+        "verdicts": verdicts,
         "attack_headers": attack_headers,
         "attack_rows": attack_table,
         "empirical_headers": empirical_headers,
         "empirical_rows": [{"cells": c, "bug": b} for c, b in zip(empirical_table, empirical_bugs, strict=True)],
         "audit_note": audit_note(results),
         "privacy_bugs": privacy_bug_lines(results),
-        "images": [{"alt": plot_alt(n), "src": data_uri(p), "name": n} for n, p in plots.items()
-                   if not n.startswith("inversion_")],
+        "images": {name: sections[name] for name in SECTION_NAMES},
         "reconstruction_headers": list(RECONSTRUCTION_HEADERS),
         "reconstruction_rows": reconstruction_rows(results),
         "reconstruction_note": RECONSTRUCTION_NOTE,
-        "reconstruction_images": [{"alt": plot_alt(n), "src": data_uri(p), "name": n} for n, p in plots.items()
-                                  if n.startswith("inversion_")],
+        "reproduction_headers": list(REPRODUCTION_HEADERS),
+        "reproduction_rows": reproduction_rows(results),
+        "reproduction_commands": reproduction_commands(results),
+        "provenance_headers": list(PROVENANCE_HEADERS),
+        "provenance_rows": provenance_rows(results),
         "notes": privacy_notes(results),
         "failed": failed,
-        "config_json": json.dumps(results.get("config") or {}, indent=2, sort_keys=True, default=str),
+        "config_json": json.dumps(cfg, indent=2, sort_keys=True, default=str),
     }
 
 

@@ -1,23 +1,25 @@
-"""The Markdown report (GitHub flavour): metadata, main and per-attack tables, plots, privacy notes."""
+"""The Markdown report (GitHub flavour): the verdict per dataset, the evidence (tables and plots), provenance."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
-from reports.plots import plot_alt
+from reports.plots import plot_alt, plot_section, slug
+from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
+from reports.reproduction import REPRODUCTION_HEADERS, reproduction_commands, reproduction_rows
 from reports.tables import (
     RECONSTRUCTION_HEADERS,
     RECONSTRUCTION_NOTE,
-    TERMINAL_HEADERS,
     attack_rows,
     privacy_notes,
     reconstruction_rows,
-    row_cells,
     setup_note,
     summary_rows,
 )
+from reports.verdict import VERDICT_HEADERS, verdict_headline, verdict_notes, verdict_tables
 
 
 def _cell(text: Any) -> str:
@@ -31,8 +33,17 @@ def _table(headers: list[str] | tuple[str, ...], rows: list[list[str]]) -> list[
     return lines
 
 
+def _images(plots: dict[str, Path], section: str) -> list[str]:
+    out = []
+    for name, path in plots.items():
+        if plot_section(name) == section:
+            out += [f"![{plot_alt(name)}]({Path(path).name})", ""]
+    return out
+
+
 def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
-    """Render the whole report as GitHub Markdown.
+    """Render the whole report as GitHub Markdown, in the order of the HTML page: verdict first, then the
+    evidence, then the provenance.
 
     Args:
         results: the whole results.json document.
@@ -42,55 +53,54 @@ def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
     Returns:
         The Markdown text (ends with a newline).
     """
-    versions = results.get("versions") or {}
     status = results.get("status", "unknown")
     out = [f"# privbench report: {results.get('run_id', 'unnamed run')}", ""]
     if status != "complete":
         out += [f"> **Run status: {status}.** Some cells may be missing; the tables show what finished.", ""]
-    out += [
-        f"- **Run id:** `{results.get('run_id')}`",
-        f"- **Status:** {status}",
-        f"- **Created:** {results.get('created', 'unknown')}",
-        f"- **Device:** {results.get('device', 'unknown')}",
-        f"- **Git hash:** `{results.get('git_hash') or 'not in a git checkout'}`",
-        "- **Versions:** " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"),
-        "",
-        "## Setup",
-        "",
-        _cell(setup_note(results)),
-        "",
-    ]
-    rows = summary_rows(results)
-    for dataset in dict.fromkeys(r["dataset"] for r in rows):
-        out += [f"## Results: {dataset}", ""]
-        out += _table(TERMINAL_HEADERS, [row_cells(r) for r in rows if r["dataset"] == dataset])
-        out += [
-            "",
-            "Attack AUC and TPR are those of the strongest attack (highest AUC) on each model; the TPR "
-            "carries a 95% Clopper-Pearson interval.",
-            "",
-        ]
-    headers, arows = attack_rows(results)
-    if arows:
-        out += ["## Membership attacks", ""] + _table(headers, arows) + [""]
     bug_lines = privacy_bug_lines(results)
     if bug_lines:
         out += ["## Privacy bugs", ""] + [f"> **{_cell(line)}**" for line in bug_lines] + [""]
+    notes, headline = verdict_notes(results), verdict_headline(results)
+    for v in verdict_tables(results):
+        out += [f"## Verdict: {v['dataset']}", ""]
+        for line in headline.get(v["dataset"], []):
+            out += [f"**{_cell(line)}**", ""]
+        out += _table(VERDICT_HEADERS, [row["cells"] for row in v["rows"]]) + [""]
+        out += [f"![{plot_alt(name)}]({Path(path).name})" for name, path in plots.items()
+                if name == f"pareto_{slug(v['dataset'])}"] + [""]  # fmt: skip
+        out += [f"- {_cell(note)}" for note in notes.get(v["dataset"], [])] + [""]
+        out += [f"Pareto-optimal: no other model has both higher test accuracy and lower leakage "
+                f"({v['axis'].description}). "
+                "TPR at 0.1% FPR: the attack with the highest TPR there, its 95% Clopper-Pearson interval "
+                "(chance 0.1%; not corrected for picking the best attack). "
+                "Empirical ε lower bound: the largest over all audits, 95% confidence.", ""]  # fmt: skip
+    tradeoff = _images(plots, "tradeoff")
+    if tradeoff:
+        out += ["## Privacy vs utility", ""] + tradeoff
     eheaders, erows, _ = empirical_rows(results)
+    audit_images = _images(plots, "audit")
+    if erows or audit_images:
+        out += ["## Empirical privacy", ""]
     if erows:
-        out += ["## Empirical privacy", ""] + _table(eheaders, erows) + ["", _cell(audit_note(results)), ""]
+        out += _table(eheaders, erows) + ["", _cell(audit_note(results)), ""]
+    out += audit_images
+    headers, arows = attack_rows(results)
+    if arows:
+        out += ["## Membership attacks", ""] + _table(headers, arows) + [""]
+    for section, title in (("throughput", "Throughput"), ("releases", "Released data")):
+        images = _images(plots, section)
+        out += [f"## {title}", ""] + images if images else []
     recon = reconstruction_rows(results)
     if recon:
         out += ["## Reconstruction", ""] + _table(RECONSTRUCTION_HEADERS, recon) + ["", _cell(RECONSTRUCTION_NOTE), ""]
-        for name, path in plots.items():
-            if name.startswith("inversion_"):
-                out += [f"![{plot_alt(name)}]({Path(path).name})", ""]
-    other = {name: path for name, path in plots.items() if not name.startswith("inversion_")}
-    if other:
-        out += ["## Plots", ""]
-        for name, path in other.items():
-            out += [f"![{plot_alt(name)}]({Path(path).name})", ""]
-    out += ["## Privacy notes", ""] + [f"- {_cell(note)}" for note in privacy_notes(results)]
+        out += _images(plots, "reconstruction")
+    repro = reproduction_rows(results)
+    if repro:
+        out += ["## Reproduction", ""] + _table(REPRODUCTION_HEADERS, repro) + [""]
+        out += _images(plots, "reproduction")
+        out += [f"- `{command}`" for command in reproduction_commands(results)] + [""]
+    out += ["## Setup and guarantees", "", _cell(setup_note(results)), ""]
+    out += [f"- {_cell(note)}" for note in privacy_notes(results)]
     out += [
         "- Every ε above is the accountant's upper bound for the stated δ; a mechanism marked "
         "\"no guarantee\" has none, whatever ε its source claimed.",
@@ -98,7 +108,7 @@ def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
         "\"not measurable\".",
         "",
     ]
-    failed = [r for r in rows if r["status"] != "ok"]
+    failed = [r for r in summary_rows(results) if r["status"] != "ok"]
     if failed:
         out += ["## Failed cells", ""]
         for r in failed:
@@ -106,4 +116,8 @@ def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
             out.append(f"- {r['dataset']} / {r['mechanism']} ({target}, seed {r['seed']}): "
                        f"{_cell(r.get('error') or 'unknown error')}")  # fmt: skip
         out.append("")
+    out += ["## Provenance", ""] + [f"- **{key}:** {_cell(value)}" for key, value in run_facts(results)] + [""]
+    out += _table(PROVENANCE_HEADERS, provenance_rows(results)) + [""]
+    config = json.dumps(results.get("config") or {}, indent=2, sort_keys=True, default=str)
+    out += ["<details><summary>Resolved configuration</summary>", "", "```json", config, "```", "", "</details>", ""]
     return "\n".join(out)

@@ -17,26 +17,39 @@ from typing import Any
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
-from reports.tables import MAIN_LEVEL, format_privacy, is_failed, strongest_attack, tpr_entry
+from reports.tables import format_privacy, is_failed, strongest_attack
 
-FALLBACK_LEVEL = 0.01
 Run = dict[str, Any]
 PLOT_ALT = {
     "accuracy_vs_epsilon": "Test accuracy against ε for every mechanism; dashed line: non-private baseline",
     "attack_auc_vs_epsilon": "AUC of the strongest membership attack against ε for every mechanism",
-    "tpr_vs_accuracy": "TPR of the strongest attack at 0.1% FPR against test accuracy (privacy-utility)",
+    "attack_tpr_vs_epsilon": "TPR at 0.1% FPR of the strongest membership attack against ε; dotted line: chance",
+    "epsilon_lb_vs_epsilon": "Largest empirical ε lower bound (95%) of every model against its accountant's ε; "
+                             "a point above the dashed diagonal would mean the ε does not hold",
+    "throughput": "Training throughput in samples per second of every model, log scale",
 }
+SECTIONS = (  # (stem prefix, report section), first match wins; every other plot goes to "tradeoff"
+    ("pareto_", "verdict"), ("epsilon_lb_vs_epsilon", "audit"), ("roc_", "audit"), ("throughput", "throughput"),
+    ("release_", "releases"), ("inversion_", "reconstruction"), ("reproduction_", "reproduction"),
+)
+SECTION_NAMES = ("verdict", "tradeoff", "audit", "throughput", "releases", "reconstruction", "reproduction")
 
 
 def plot_alt(name: str) -> str:
     """Meaningful alt text for a plot stem (``roc_mnist``, ``release_mnist_dpmix``, ...)."""
     if name in PLOT_ALT:
         return PLOT_ALT[name]
+    if name.startswith("pareto_"):
+        return (f"Privacy-utility Pareto frontier on {name[7:]}: test accuracy against the strongest membership "
+                "attack's TPR at 0.1% FPR (AUC where no low-FPR TPR is measurable), every model labelled with its "
+                "target ε; the line joins the models no other model beats on both")
     if name.startswith("roc_"):
         return (f"Log-log ROC curves of every membership attack on {name[4:]}, one panel per mechanism and ε, "
                 "with the bound TPR <= e^ε·FPR + δ")
+    if name.startswith("reproduction_"):
+        return (f"Reproduction curve {name[13:].replace('_', ' ')}: test accuracy (mean ± std over seeds) against "
+                "the varied setting; crosses: the source's published figures")
     if name.startswith("release_"):
         return f"Example images released by {name[8:].replace('_', ' / ', 1)}, one row per ε"
     if name.startswith("inversion_"):
@@ -45,8 +58,14 @@ def plot_alt(name: str) -> str:
     return name.replace("_", " ")
 
 
+def plot_section(name: str) -> str:
+    """The report section a plot stem belongs to: ``verdict``, ``tradeoff``, ``audit``, ``throughput``,
+    ``releases`` or ``reconstruction``."""
+    return next((section for prefix, section in SECTIONS if name.startswith(prefix)), "tradeoff")
 
-def _slug(name: Any) -> str:
+
+def slug(name: Any) -> str:
+    """A file-name-safe stem part for a dataset, mechanism or attack name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(name)).strip("-") or "unnamed"
 
 
@@ -136,42 +155,6 @@ def _versus_epsilon(runs: list[Run], y_of: Callable[[Run], float | None], ylabel
         ax.set(xscale="log", xlabel="ε (achieved; hollow = no guarantee)", ylabel=ylabel, title=dataset)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    return fig
-
-
-def _tpr_vs_accuracy(runs: list[Run]) -> Figure | None:
-    entries = []
-    for r in runs:
-        best, acc = strongest_attack(r), _accuracy(r)
-        if best is None or acc is None:
-            continue
-        for level, fallback in ((MAIN_LEVEL, False), (FALLBACK_LEVEL, True)):
-            e = tpr_entry(best[1]["metrics"], level)
-            if e and e.get("measurable") and e.get("tpr") is not None:
-                entries.append((r, acc, e, fallback))
-                break
-    if not entries:
-        return None
-    colors = _colors(runs)
-    datasets = list(dict.fromkeys(str(r.get("dataset")) for r, *_ in entries))
-    fig, axes = _figure(len(datasets))
-    any_fallback = any(fb for *_, fb in entries)
-    for ax, dataset in zip(axes, datasets, strict=True):
-        seen: set[str] = set()
-        for r, acc, e, fallback in (t for t in entries if str(t[0].get("dataset")) == dataset):
-            mech = str(r.get("mechanism"))
-            y, lo, hi = 100 * e["tpr"], 100 * e["lower"], 100 * e["upper"]
-            ax.errorbar(acc, y, yerr=[[y - lo], [hi - y]], fmt="x" if fallback else "o", color=colors[mech],
-                        capsize=3, label=None if mech in seen else mech)  # fmt: skip
-            seen.add(mech)
-        handles, _ = ax.get_legend_handles_labels()
-        if any_fallback:
-            note = "× = TPR at 1% FPR (0.1% not measurable)"
-            handles.append(Line2D([], [], ls="", marker="x", color="0.3", label=note))
-        ax.legend(handles=handles, fontsize=7)
-        ylabel = "TPR at 0.1% FPR (%)" + (" — × marks TPR at 1% FPR" if any_fallback else "")
-        ax.set(xlabel="test accuracy (%)", ylabel=ylabel, title=f"{dataset}: strongest attack (95% CI)")
-        ax.grid(True, alpha=0.3)
     return fig
 
 
@@ -283,6 +266,27 @@ def _inversion_grid(rs: list[Run], attack: str) -> Figure | None:
     fig.suptitle(f"{attack} reconstructions ({rows[0].get('dataset')})", fontsize=9)
     return fig
 
+def _reproduction_curve(entry: dict[str, Any]) -> Figure:
+    """One ``reproduction_curves`` entry: accuracy (mean ± std over seeds) against the varied setting, the
+    source's published figures as crosses."""
+    fig, (ax,) = _figure(1, size=(5.6, 3.8))
+    x = np.array(entry["x"], dtype=float)
+    mean = np.array([np.nan if m is None else m for m in entry["mean"]], dtype=float)
+    std = np.array([0.0 if s is None else s for s in entry["std"]], dtype=float)
+    ax.errorbar(x, mean, yerr=std, marker="o", capsize=3, label="reproduced (mean ± std over seeds)")
+    pub = [(xi, p) for xi, p in zip(x, entry.get("published") or [], strict=False) if p is not None]
+    if pub:
+        ax.scatter(*zip(*pub, strict=True), marker="x", color="C3", zorder=3, label="published")
+    if entry.get("log_x"):
+        ax.set_xscale("log")
+    ax.set_xlabel(str(entry.get("x_label", "")))
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(f"{entry.get('preset')}: {str(entry.get('name', '')).replace('_', ' ')}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
 def make_plots(results: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Write every plot that has data as a PNG in ``out_dir``.
 
@@ -291,23 +295,29 @@ def make_plots(results: dict[str, Any], out_dir: Path) -> dict[str, Path]:
         out_dir: directory for the PNGs (created if missing).
 
     Returns:
-        ``{stem: path}`` for the files written, among ``accuracy_vs_epsilon``, ``attack_auc_vs_epsilon``,
-        ``tpr_vs_accuracy``, ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
-        ``inversion_<dataset>_<attack>`` (reconstruction grids).
+        ``{stem: path}`` for the files written, among ``pareto_<dataset>``, ``accuracy_vs_epsilon``,
+        ``attack_auc_vs_epsilon``, ``attack_tpr_vs_epsilon``, ``epsilon_lb_vs_epsilon``, ``throughput``
+        (``reports.verdict_plots``), ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
+        ``inversion_<dataset>_<attack>`` (reconstruction grids) and ``reproduction_<preset>_<curve>``
+        (``bench reproduce``'s curves).
     """
+    from reports.verdict_plots import verdict_figures  # late: it builds on this module's helpers
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = [r for r in results.get("results") or [] if not is_failed(r)]
     figures: dict[str, Figure | None] = {
         "accuracy_vs_epsilon": _versus_epsilon(runs, _accuracy, "test accuracy (%)", None),
         "attack_auc_vs_epsilon": _versus_epsilon(runs, _auc, "AUC of the strongest attack", 0.5),
-        "tpr_vs_accuracy": _tpr_vs_accuracy(runs),
+        **verdict_figures(runs),
     }
     for dataset, rs in _by_dataset(runs).items():
-        figures[f"roc_{_slug(dataset)}"] = _roc(rs)
+        figures[f"roc_{slug(dataset)}"] = _roc(rs)
         for mech in dict.fromkeys(str(r.get("mechanism")) for r in rs):
             mine = [r for r in rs if str(r.get("mechanism")) == mech]
-            figures[f"release_{_slug(dataset)}_{_slug(mech)}"] = _release(mine)
+            figures[f"release_{slug(dataset)}_{slug(mech)}"] = _release(mine)
         for attack in dict.fromkeys(a for r in rs for a in (r.get("inversion") or {})):
-            figures[f"inversion_{_slug(dataset)}_{_slug(attack)}"] = _inversion_grid(rs, attack)
+            figures[f"inversion_{slug(dataset)}_{slug(attack)}"] = _inversion_grid(rs, attack)
+    for entry in results.get("reproduction_curves") or []:
+        figures[f"reproduction_{slug(entry['preset'])}_{slug(entry['name'])}"] = _reproduction_curve(entry)
     return {name: _save(fig, out_dir / f"{name}.png") for name, fig in figures.items() if fig is not None}

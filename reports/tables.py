@@ -20,10 +20,12 @@ DASH = "—"
 SUMMARY_COLUMNS = (
     "dataset", "mechanism", "seed", "target_epsilon", "privacy", "test_accuracy",
     "strongest_attack", "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error",
+    "guarantee", "epsilon", "delta", "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper",
+    "epsilon_lb", "epsilon_lb_attack",
 )  # fmt: skip
 TERMINAL_HEADERS = (
     "mechanism", "target ε", "achieved ε (δ, accountant)", "test acc.", "attack AUC",
-    "TPR@0.1% FPR", "samples/s",
+    "TPR@0.1% FPR (attack)", "samples/s",
 )  # fmt: skip
 GUARANTEE_WORDS = {
     "central-dp": "central (ε, δ)-DP of the trained model",
@@ -107,6 +109,31 @@ def strongest_attack(result: dict[str, Any]) -> tuple[str, dict[str, Any]] | Non
     return max(scored, key=lambda na: na[1]["metrics"]["auc"]) if scored else None
 
 
+def strongest_at_level(result: dict[str, Any], level: float = MAIN_LEVEL) -> tuple[str, dict[str, Any]] | None:
+    """``(name, tpr_at_fpr entry)`` of the attack with the highest measurable TPR at FPR ``level`` on one
+    RunResult (ties: the higher Clopper-Pearson lower bound), or ``None`` when no attack is measurable there.
+
+    At low FPR the strongest attack is the one that identifies the most members with confidence (Carlini et al.
+    2022), which need not be the one with the highest AUC.
+    """
+    found = [(n, tpr_entry(a.get("metrics") or {}, level)) for n, a in sorted((result.get("attacks") or {}).items())]
+    found = [(n, e) for n, e in found if e and e.get("measurable") and e.get("tpr") is not None]
+    return max(found, key=lambda ne: (ne[1]["tpr"], ne[1].get("lower") or 0.0)) if found else None
+
+
+def best_lower_bound(result: dict[str, Any]) -> tuple[float, str] | None:
+    """``(bound, attack)``: the largest empirical ε lower bound on one RunResult, over every attack's
+    ``audit.epsilon_lb`` (Jagielski et al. 2020) and the one-run ``audit.one_run.epsilon_hat`` (Steinke et al.
+    2023), both at 95 % confidence; ``None`` when no attack was audited."""
+    bounds = []
+    for name, a in sorted((result.get("attacks") or {}).items()):
+        audit = a.get("audit") or {}
+        for value in (audit.get("epsilon_lb"), (audit.get("one_run") or {}).get("epsilon_hat")):
+            if value is not None:
+                bounds.append((float(value), name))
+    return max(bounds, key=lambda vn: vn[0]) if bounds else None
+
+
 def is_failed(result: dict[str, Any]) -> bool:
     """Whether a RunResult is a failed cell."""
     return result.get("status", "ok") != "ok"
@@ -119,14 +146,22 @@ def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         results: the whole results.json document.
 
     Returns:
-        Rows with raw numbers (``target_epsilon``, ``test_accuracy``, ``attack_auc``, ``samples_per_s``:
-        float or ``None``) and ready texts (``privacy`` from ``format_privacy``, ``tpr_at_0.1%_fpr``
-        from ``format_tpr`` on the strongest attack, i.e. the one with the highest AUC).
+        Rows with raw numbers (``target_epsilon``, ``test_accuracy``, ``attack_auc`` of the attack with the
+        highest AUC, ``samples_per_s`` (training examples per second, wall clock), ``epsilon`` / ``delta`` of
+        the accountant (``None`` without a guarantee), ``tpr`` / ``tpr_lower`` / ``tpr_upper`` at 0.1 % FPR
+        of ``tpr_attack`` (``strongest_at_level``), ``epsilon_lb`` of ``epsilon_lb_attack``
+        (``best_lower_bound``): float or ``None``) and ready texts (``privacy`` from ``format_privacy``,
+        ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no attack is measurable there).
     """
     rows = []
     for r in results.get("results") or []:
         best = strongest_attack(r)
         metrics = best[1]["metrics"] if best else {}
+        at_level = strongest_at_level(r)
+        entry = at_level[1] if at_level else {}
+        lower_bound = best_lower_bound(r)
+        p = r.get("privacy") or {}
+        guaranteed = p.get("guarantee", "none") != "none"
         rows.append({
             "dataset": r.get("dataset"),
             "mechanism": r.get("mechanism"),
@@ -136,10 +171,18 @@ def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             "test_accuracy": (r.get("utility") or {}).get("test_accuracy"),
             "strongest_attack": best[0] if best else None,
             "attack_auc": metrics.get("auc"),
-            "tpr_at_0.1%_fpr": format_tpr(tpr_entry(metrics, MAIN_LEVEL)) if best else DASH,
+            "tpr_at_0.1%_fpr": format_tpr(entry or {"measurable": False}) if best else DASH,
             "samples_per_s": (r.get("timings") or {}).get("samples_per_s"),
             "status": r.get("status", "ok"),
             "error": r.get("error"),
+            "guarantee": p.get("guarantee") if p else None,
+            "epsilon": p.get("epsilon") if guaranteed else None,
+            "delta": p.get("delta") if guaranteed else None,
+            "accountant": p.get("accountant") if guaranteed else None,
+            "tpr_attack": at_level[0] if at_level else None,
+            "tpr": entry.get("tpr"), "tpr_lower": entry.get("lower"), "tpr_upper": entry.get("upper"),
+            "epsilon_lb": lower_bound[0] if lower_bound else None,
+            "epsilon_lb_attack": lower_bound[1] if lower_bound else None,
         })  # fmt: skip
     return rows
 
@@ -159,7 +202,7 @@ def row_cells(row: dict[str, Any]) -> list[str]:
         row["privacy"],
         DASH if acc is None else f"{100 * acc:.2f}%",
         DASH if auc is None else f"{auc:.3f} ({row['strongest_attack']})",
-        row["tpr_at_0.1%_fpr"],
+        row["tpr_at_0.1%_fpr"] + ("" if row["tpr_attack"] is None else f" ({row['tpr_attack']})"),
         DASH if sps is None else f"{sps:,.0f}",
     ]
 

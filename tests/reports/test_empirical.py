@@ -75,3 +75,21 @@ def test_roc_panels_one_per_model_with_every_attack_and_the_bound():
     assert sum(lbl.startswith(("loss", "lira", "canary")) for lbl in base) == 3 and "chance" in base
     assert any(lbl.startswith("DP bound") for lbl in labels["dpsgd, target ε = 0.5"])
     assert any("claimed" in lbl for lbl in labels["weight-noise, target ε = 1"])
+
+
+def test_verdict_flags_privacy_bugs_and_refuted_claims():
+    from reports.verdict import verdict_headline, verdict_tables
+    from reports.verdict_plots import lower_bound_figure
+
+    doc = _doc()
+    (table,) = verdict_tables(doc)
+    base, dpsgd, weight = table["rows"]
+    assert dpsgd["bug"] and BUG_MARK in dpsgd["cells"][4] and not base["bug"]
+    assert weight["cells"][4].endswith("> claimed ε: the claim is false")
+    assert base["cells"][4].endswith(("(lira)", "(loss)", "(canary)"))  # the largest bound names its attack
+    headline = verdict_headline(doc)["mnist"]
+    assert any(line.startswith("Refuted by the audits: weight-noise's claimed ε 1") for line in headline)
+    assert any(line.startswith(BUG_MARK) for line in headline)
+    fig = lower_bound_figure(doc["results"])
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert any("ε_LB = ε" in t.get_text() for t in ax.get_legend().get_texts())

@@ -129,15 +129,17 @@ def test_no_guarantee_cells_and_failures_are_labelled(texts, fmt):
 def test_markdown_structure(texts, written):
     md = texts["markdown"]
     out, paths = written
-    for heading in ("## Results: mnist", "## Membership attacks", "## Privacy notes", "## Failed cells"):
+    for heading in ("## Verdict: mnist", "## Membership attacks", "## Setup and guarantees", "## Failed cells",
+                    "## Provenance"):
         assert heading in md
+    assert md.index("## Verdict: mnist") < md.index("## Membership attacks") < md.index("## Provenance")
     for name in ("mnist-default-20261122T0540", "abc123def", "cpu", "opacus 1.5.2", "Profile default"):
         assert name in md
     links = re.findall(r"!\[([^\]]+)\]\(([^)]+)\)", md)
     assert {target for _, target in links} == {p.name for k, p in paths.items() if p.suffix == ".png"}
     assert all(alt.strip() and "/" not in target for alt, target in links)
     assert "out of memory \\| tried" in md  # a pipe in a reason must not break the table
-    notes = md.split("## Privacy notes", 1)[1]
+    notes = md.split("## Setup and guarantees", 1)[1]
     assert "weight-noise: no formal guarantee" in notes
     assert "central" in notes and "opacus-prv" in notes and "dpmix-closed-form" in notes
 
@@ -147,19 +149,21 @@ def test_html_escapes_config_and_is_self_contained(texts):
     assert SCRIPT not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     imgs = re.findall(r"<img\b[^>]*>", html)
-    assert len(imgs) == 5
+    assert len(imgs) == 6
     for tag in imgs:
         assert re.search(r'alt="[^"]*\w[^"]*"', tag), tag
         assert 'src="data:image/png;base64,' in tag
     ths = re.findall(r"<th\b[^>]*>", html)
     assert ths and all('scope="col"' in th for th in ths)
     assert "<details>" in html and "abc123def" in html and '&#34;profile&#34;: &#34;default&#34;' in html
-    assert not re.search(r"""(src|href)=["'](?!data:)""", html)  # nothing fetched from outside
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", html)  # nothing fetched from outside
 
 
 def test_plots_are_valid_pngs(written):
     out, paths = written
-    expected = {"accuracy_vs_epsilon", "attack_auc_vs_epsilon", "tpr_vs_accuracy", "roc_mnist", "release_mnist_dpmix"}
+    # no audits and no TPR measurable at 0.1 % FPR on a model with an ε: no ε_LB plot, no TPR-vs-ε plot
+    expected = {"accuracy_vs_epsilon", "attack_auc_vs_epsilon", "pareto_mnist", "throughput", "roc_mnist",
+                "release_mnist_dpmix"}
     assert {k for k, p in paths.items() if p.suffix == ".png"} == expected
     for name in expected:
         path = out / f"{name}.png"
@@ -175,24 +179,32 @@ def test_summary_csv(written):
         rows = list(reader)
     assert reader.fieldnames == [
         "dataset", "mechanism", "seed", "target_epsilon", "privacy", "test_accuracy", "strongest_attack",
-        "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error",
+        "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error", "guarantee", "epsilon", "delta",
+        "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper", "epsilon_lb", "epsilon_lb_attack",
     ]  # fmt: skip
     assert len(rows) == 6
     assert [r["status"] for r in rows].count("failed") == 1
     baseline = rows[0]
     assert baseline["strongest_attack"] == "loss"  # shift 0.8 beats the entropy attack's 0.3
     assert float(baseline["attack_auc"]) > 0.65 and baseline["privacy"] == "no guarantee"
+    assert baseline["guarantee"] == "none" and baseline["epsilon"] == "" and baseline["accountant"] == ""
+    dpsgd = rows[1]
+    assert (float(dpsgd["epsilon"]), float(dpsgd["delta"]), dpsgd["accountant"]) == (0.99, 1e-5, "opacus-prv")
+    assert float(baseline["tpr_lower"]) <= float(baseline["tpr"]) <= float(baseline["tpr_upper"])
 
 
-def test_summary_rows_pick_the_highest_auc_attack():
+def test_summary_rows_pick_the_strongest_attack_per_metric():
     run = _run("x", None, _privacy(), 0.9, {
         "a": {"metrics": {"auc": 0.55, "tpr_at_fpr": {"0.001": {"tpr": 0.5, "measurable": True,
                                                                 "lower": 0.4, "upper": 0.6}}}},
         "b": {"metrics": {"auc": 0.61, "tpr_at_fpr": {"0.001": {"tpr": None, "measurable": False}}}},
     })  # fmt: skip
     (row,) = summary_rows({"results": [run]})
-    assert row["strongest_attack"] == "b" and row["attack_auc"] == 0.61
-    assert row["tpr_at_0.1%_fpr"] == "not measurable"
+    assert row["strongest_attack"] == "b" and row["attack_auc"] == 0.61  # by AUC
+    # at 0.1 % FPR the strongest is the one with the highest measurable TPR there (Carlini et al. 2022)
+    assert row["tpr_attack"] == "a" and row["tpr_at_0.1%_fpr"] == "50.0% [40.0, 60.0]"
+    (row,) = summary_rows({"results": [{**run, "attacks": {"b": run["attacks"]["b"]}}]})
+    assert row["tpr_attack"] is None and row["tpr_at_0.1%_fpr"] == "not measurable"
 
 
 def test_format_privacy_and_tpr():
@@ -238,3 +250,84 @@ def test_import_reports_does_not_import_torch():
     code = "import sys, reports, reports.plots, reports.html; sys.exit(int('torch' in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr or "reports imported torch"
+
+
+def test_verdict_table_rows_frontier_and_notes(results):
+    from reports.verdict import VERDICT_HEADERS, verdict_headline, verdict_notes, verdict_tables
+
+    (table,) = verdict_tables(results)
+    # dpsgd's attacks have 2,000 non-members: 0.1 % FPR is not measurable there, so the frontier uses 1 %
+    assert table["dataset"] == "mnist" and table["axis"].level == 0.01
+    rows = {r["cells"][0] + " " + r["cells"][1]: r for r in table["rows"]}
+    assert len(rows) == 6 and all(len(r["cells"]) == len(VERDICT_HEADERS) for r in rows.values())
+    base, weight, failed = rows["baseline —"], rows["weight-noise 10"], rows["local-gaussian 1"]
+    assert base["cells"][2:4] == ["none", "no guarantee"] and base["cells"][6].endswith("(loss)")
+    assert weight["cells"][3] == "no guarantee (claimed ε = 10, not a guarantee)"
+    assert rows["dpsgd 1"]["cells"][2] == "central DP" and rows["dpsgd 1"]["cells"][6] == "not measurable"
+    assert failed["failed"] and failed["cells"][2].startswith("failed: RuntimeError") and failed["frontier"] is None
+    assert base["frontier"] is True  # the most accurate model is never dominated
+    assert all(r["frontier"] is not None for k, r in rows.items() if k != "local-gaussian 1")
+    notes = verdict_notes(results)["mnist"]
+    base_note = next(n for n in notes if n.startswith("baseline:"))
+    assert "loss recovers membership at TPR" in base_note and "× chance" in base_note  # shift 0.8, 10,000 each
+    assert any(n.startswith("weight-noise: no formal guarantee") for n in notes)
+    assert any(n.startswith("At target ε 1, by test accuracy: dpsgd 90.0% (central DP)") for n in notes)
+    headline = verdict_headline(results)["mnist"]
+    assert headline[0].startswith("Most accurate with a formal guarantee: dpsgd at target ε 1 (90.0%); dpsgd at "
+                                  "target ε 8 (95.0%); dpmix at target ε 15 (68.0%). The non-private baseline reaches")
+    assert "Membership attacks beat chance at 0.1% FPR on: baseline (loss" in headline[1]
+
+
+def test_pareto_optimal():
+    from reports.verdict import pareto_optimal
+
+    points = [(90.0, 1.0), (95.0, 2.0), (85.0, 1.5), None, (95.0, 2.0), (80.0, 0.5)]
+    assert pareto_optimal(points) == [True, True, False, None, True, True]
+
+
+def test_reproduction_section_only_when_present(results, texts, tmp_path):
+    from reports.reproduction import reproduction_rows
+
+    assert reproduction_rows(results) == [] and "Reproduction" not in texts["html"] + texts["markdown"]
+    doc = {**results, "reproduction": [  # the shape bench.reproduce writes (accuracies in percent)
+        {"preset": "dpsgd-cnn", "source": "Opacus MNIST example", "setting": "DP-SGD, σ = 1.1, 10 epochs",
+         "metric": "test accuracy (%)", "published": 93.4,
+         "reproduced": {"mean": 92.5, "std": 0.3, "seeds": [0, 1, 2], "values": [92.5, 92.2, 92.8]},
+         "status": "reproduced", "claimed_privacy": "ε = 1.0 (δ = 1e-5, shuffled batches)",
+         "corrected_privacy": {"epsilon": 0.427, "delta": 1e-5, "accountant": "opacus-prv"},
+         "attacks": {"loss": {"auc": 0.51, "tpr_at_0.1%_fpr": None}, "lira": {"auc": 0.56, "tpr_at_0.1%_fpr": 0.002}},
+         "notes": "sampling as in the source", "command": "python -m bench reproduce dpsgd-cnn", "wall_s": 1.0},
+        {"preset": "weight-noise", "source": "a | source", "setting": "noise σ = 0.1", "published": 93.6,
+         "reproduced": {"mean": 97.6, "std": 0.0, "seeds": [0], "values": [97.6]},
+         "corrected_privacy": {"guarantee": "none"}, "attacks": {}, "notes": "",
+         "command": "python -m bench reproduce weight-noise"},
+    ], "reproduction_curves": [
+        {"preset": "dpmix-per-class", "name": "accuracy_vs_T", "x_label": "released samples T", "x": [600, 6000],
+         "mean": [61.2, 79.0], "std": [1.1, 0.3], "published": [None, 79.3], "claim": "accuracy grows with T",
+         "holds": True, "log_x": True, "plot": "reproduction_dpmix-per-class_accuracy_vs_T.png"},
+    ]}  # fmt: skip
+    rows = reproduction_rows(doc)
+    assert rows[0][0] == "dpsgd-cnn (Opacus MNIST example)"
+    assert rows[0][2:5] == ["93.40%", "92.50% ± 0.30 (3 seeds)", "reproduced"]
+    assert rows[0][6] == "ε = 0.427 (δ = 1e-05, opacus-prv)"
+    assert rows[0][7].startswith("lira: AUC 0.560, TPR 0.20% at 0.1% FPR; loss: AUC 0.510, TPR not measurable")
+    # no status written: the 1.5-point rule decides (97.6 vs 93.6 is 4 points off); no guarantee says so
+    assert rows[1][3:7] == ["97.60% (1 seed)", "not reproduced", "—", "no guarantee"]
+    paths = write_reports(doc, tmp_path)
+    html, md = paths["html"].read_text(encoding="utf-8"), paths["markdown"].read_text(encoding="utf-8")
+    assert '<section id="reproduction">' in html and "92.50% ± 0.30 (3 seeds)" in html
+    assert "python -m bench reproduce dpsgd-cnn" in html
+    assert (tmp_path / "reproduction_dpmix-per-class_accuracy_vs_T.png").is_file()
+    assert "## Reproduction" in md and "(a \\| source)" in md and "reproduction_dpmix-per-class_accuracy_vs_T.png" in md
+
+
+def test_provenance_facts_and_rows(results):
+    from reports.provenance import provenance_rows, run_facts
+
+    facts = dict(run_facts({**results, "git_dirty": True, "platform": "Linux-6.1-x86_64"}))
+    assert facts["Git hash"] == "abc123def (uncommitted changes to tracked files)"
+    assert facts["Platform"] == "Linux-6.1-x86_64" and "opacus 1.5.2" in facts["Versions"]
+    assert dict(run_facts({}))["Git hash"] == "unknown (not run from a git checkout)"
+    rows = provenance_rows(results)
+    assert len(rows) == len(results["results"]) and rows[1][:8] == ["mnist", "dpsgd", "1", "0", "cnn-small", "3",
+                                                                    "256", "0.5"]  # fmt: skip

@@ -1,0 +1,132 @@
+"""The verdict's figures: the privacy-utility Pareto frontier, attack TPR at 0.1 % FPR against ε, the empirical
+ε lower bound against the accountant's ε, and training throughput. Same conventions as ``reports.plots``
+(object API, explicit Agg canvas; hollow markers and dotted lines for mechanisms without a guarantee)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from reports.plots import Run, _by_dataset, _colors, _epsilon_x, _figure, _versus_epsilon, slug
+from reports.tables import MAIN_LEVEL, best_lower_bound, strongest_at_level
+from reports.verdict import LeakageAxis, leakage_axis, pareto_optimal
+
+
+def _guaranteed(r: Run) -> bool:
+    p = r.get("privacy") or {}
+    return p.get("guarantee", "none") != "none" and p.get("epsilon") is not None
+
+
+def _point_label(r: Run) -> str:
+    target = r.get("target_epsilon")
+    if target is None:
+        return ""
+    return f"{target:g}" if _guaranteed(r) else f"claimed {target:g}"
+
+
+def pareto_figure(rs: list[Run], axis: LeakageAxis) -> Figure | None:
+    """Test accuracy (x, %) against the strongest attack's leakage (y: TPR at ``axis.level`` FPR in % with its
+    95 % Clopper-Pearson interval, or AUC) for every model of one dataset; points labelled with their target ε,
+    the Pareto frontier (no other model has higher accuracy and lower leakage) joined by a line."""
+    points = []
+    for r in rs:
+        acc, leak = (r.get("utility") or {}).get("test_accuracy"), axis.value(r)
+        if acc is not None and leak is not None:
+            points.append((r, 100.0 * acc, leak))
+    if not points:
+        return None
+    colors = _colors(rs)
+    fig, (ax,) = _figure(1, size=(6.6, 4.8))
+    seen: set[str] = set()
+    for r, x, (y, lo, hi, _) in points:
+        mech = str(r.get("mechanism"))
+        yerr = None if lo is None else [[y - lo], [hi - y]]
+        label = None if mech in seen else (mech if _guaranteed(r) or r.get("target_epsilon") is None
+                                           else f"{mech} (no guarantee)")  # fmt: skip
+        seen.add(mech)
+        ax.errorbar(x, y, yerr=yerr, fmt="o", ms=5, color=colors[mech], capsize=2, elinewidth=0.8,
+                    mfc=colors[mech] if _guaranteed(r) or r.get("target_epsilon") is None else "white", label=label)
+        ax.annotate(_point_label(r), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=6, color="0.25")
+    front = pareto_optimal([(x, leak[0]) for _, x, leak in points])
+    xy = sorted((x, leak[0]) for (_, x, leak), on in zip(points, front, strict=True) if on)
+    ax.plot([p[0] for p in xy], [p[1] for p in xy], color="k", lw=1.2, alpha=0.7, label="Pareto frontier")
+    chance = 0.5 if axis.level is None else 100.0 * axis.level
+    ax.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
+    ax.set(xlabel="test accuracy (%)", ylabel=axis.label,
+           title=f"{rs[0].get('dataset')}: privacy vs utility (better: right and low)")
+    if axis.reason:
+        ax.text(0.99, 0.01, axis.reason, transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.35")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def _tpr_percent(r: Run) -> float | None:
+    found = strongest_at_level(r, MAIN_LEVEL)
+    return None if found is None else 100.0 * found[1]["tpr"]
+
+
+def _lower_bound(r: Run) -> float | None:
+    found = best_lower_bound(r)
+    return None if found is None else found[0]
+
+
+def lower_bound_figure(runs: list[Run]) -> Figure | None:
+    """The largest empirical ε lower bound of every model against its accountant's ε (hollow: the claimed ε of
+    a mechanism without a guarantee), with the diagonal ε_LB = ε above which a guarantee would be violated."""
+    fig = _versus_epsilon(runs, _lower_bound, "largest empirical ε lower bound (95%)", None)
+    if fig is None:
+        return None
+    for ax in (a for a in fig.axes if a.get_visible()):
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        xs = np.logspace(math.log10(x0), math.log10(x1), 200)
+        ax.plot(xs, xs, color="k", ls="--", lw=1, label="ε_LB = ε (above: the ε does not hold)")
+        ax.set(xlim=(x0, x1), ylim=(min(0.0, y0), max(y1, 1.0)))
+        ax.legend(fontsize=7)
+    return fig
+
+
+def throughput_figure(runs: list[Run]) -> Figure | None:
+    """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε,
+    one panel per dataset; hatched bars are cached models (their original training's timing)."""
+    timed = [r for r in runs if (r.get("timings") or {}).get("samples_per_s")]
+    if not timed:
+        return None
+    groups = _by_dataset(timed)
+    colors = _colors(timed)
+    height = 0.3 * max(len(rs) for rs in groups.values()) + 1.4
+    fig, axes = _figure(len(groups), ncols=2, size=(6.4, height))
+    for ax, (dataset, rs) in zip(axes, groups.items(), strict=True):
+        rs = sorted(rs, key=lambda r: (str(r.get("mechanism")), _epsilon_x(r)[0] or 0.0, r.get("seed") or 0))
+        values = [float(r["timings"]["samples_per_s"]) for r in rs]
+        bars = ax.barh(range(len(rs)), values, color=[colors[str(r.get("mechanism"))] for r in rs],
+                       hatch=None, edgecolor="white")
+        for bar, r, v in zip(bars, rs, values, strict=True):
+            if r["timings"].get("cached"):
+                bar.set_hatch("//")
+            ax.annotate(f"{v:,.0f}", (v, bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=6)
+        ax.set_yticks(range(len(rs)), [f"{r.get('mechanism')} {_point_label(r)}".strip() for r in rs], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlim(right=max(values) * 4)
+        ax.set(xlabel="training samples / s (log scale)", title=f"{dataset}: training throughput")
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+    return fig
+
+
+def verdict_figures(runs: list[Run]) -> dict[str, Figure | None]:
+    """Every verdict figure of the successful RunResults ``runs``, keyed by file stem: ``pareto_<dataset>``,
+    ``attack_tpr_vs_epsilon``, ``epsilon_lb_vs_epsilon`` and ``throughput`` (``None`` where there is no data)."""
+    figures: dict[str, Any] = {
+        f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs)) for dataset, rs in _by_dataset(runs).items()
+    }
+    figures["attack_tpr_vs_epsilon"] = _versus_epsilon(
+        runs, _tpr_percent, "TPR at 0.1% FPR of the strongest attack (%)", 100.0 * MAIN_LEVEL
+    )
+    figures["epsilon_lb_vs_epsilon"] = lower_bound_figure(runs)
+    figures["throughput"] = throughput_figure(runs)
+    return figures
