@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -52,10 +53,33 @@ class InversionResult:
 
 
 class TrainLikeTarget(Protocol):
-    """Trains a shadow / reference model exactly as the target was trained (same mechanism, settings,
-    target ε and δ) on the attacker's ``data``; results go through the model cache."""
+    """Trains shadow / reference / canary models exactly as the target was trained (same mechanism, settings,
+    target ε and δ) on the attacker's data; results go through the model cache (a cached model is loaded,
+    never retrained). ``bench.harness`` implements it; ``OneAtATime`` makes one from a plain function."""
 
-    def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel: ...
+    def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
+        """One model on ``data`` with training seed ``seed``."""
+        ...
+
+    def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
+        """One model per independent ``(data, seed)`` job, yielded in the order of ``jobs``. Every job is
+        submitted before the first model is yielded, so they can train in parallel (the ``ray`` executor) or
+        as one vectorised ensemble (non-private shadows, ``bench.ensemble``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class OneAtATime:
+    """A ``TrainLikeTarget`` from a plain function ``fn(data, *, seed) -> TrainedModel``: ``many`` calls it
+    job after job (tests, notebooks)."""
+
+    fn: Callable[..., TrainedModel]
+
+    def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
+        return self.fn(data, seed=seed)
+
+    def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
+        return (self.fn(data, seed=seed) for data, seed in jobs)
 
 
 class Attack(Protocol):

@@ -11,6 +11,10 @@ Usage for non-private shadows (the same initialisation as ``Baseline.fit(seed=s)
     models = [init_model(lambda: build_model(name, shape, k), s) for s in seeds]
     train = train_ensemble if choose_path(device) == "ensemble" else train_sequential
     models = train(models, datasets, spec, seeds, device)
+
+The harness does this through ``fit_ensemble`` for a batch of shadow / reference models of a mechanism for which
+``ensemble_supported`` holds (``Baseline.fit`` itself: no noise, no per-run privacy accounting), and stores each
+model in the model cache under the key sequential training would have used.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.training import TrainingDiverged, make_optimizer, seed_everything
-from mechanisms.base import TrainSpec
+from mechanisms.base import TrainedModel, TrainSpec
 
 Data = Any  # an ArrayDataset (``.x``, ``.y``) or an ``(x, y)`` pair of tensors
 
@@ -60,7 +64,8 @@ def _check(models: Sequence[nn.Module], datasets: Sequence[Data], seeds: Sequenc
 
 
 def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
-                     seeds: Sequence[int], device: torch.device | str) -> list[nn.Module]:
+                     seeds: Sequence[int], device: torch.device | str, *, return_history: bool = False
+                     ) -> list[nn.Module] | tuple[list[nn.Module], list[list[float]]]:
     """Train each model on its dataset with ``fit_supervised`` (cross-entropy, ``spec``'s optimizer), one
     after another; batches from ``torch.Generator().manual_seed(seed)``. Models are trained in place.
 
@@ -69,7 +74,8 @@ def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec
         seeds: K batch-order seeds. device: where to train.
 
     Returns:
-        The K trained models (the same objects, on ``device``).
+        The K trained models (the same objects, on ``device``); with ``return_history``, ``(models, history)``,
+        ``history[k]`` model k's mean training loss per epoch (nats).
 
     Raises:
         ValueError: mismatched lengths. TrainingDiverged: a NaN / infinite loss.
@@ -78,14 +84,17 @@ def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec
 
     _check(models, datasets, seeds)
     device = torch.device(device)
+    history = []
     for model, data, seed in zip(models, datasets, seeds, strict=True):
         x, y = _xy(data)
-        fit_supervised(model, x, y, spec, generator=torch.Generator().manual_seed(int(seed)), device=device)
-    return list(models)
+        history.append(fit_supervised(model, x, y, spec, generator=torch.Generator().manual_seed(int(seed)),
+                                      device=device)[0])
+    return (list(models), history) if return_history else list(models)
 
 
 def train_ensemble(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
-                   seeds: Sequence[int], device: torch.device | str) -> list[nn.Module]:
+                   seeds: Sequence[int], device: torch.device | str, *, return_history: bool = False
+                   ) -> list[nn.Module] | tuple[list[nn.Module], list[list[float]]]:
     """Train K models of one architecture as one vectorised model: parameters stacked to ``(K, ...)``
     (``torch.func.stack_module_state``), forward ``vmap``-ed over models, one backward for all, the
     optimizer stepping the stacked tensors. Models whose datasets differ in size are trained in groups of
@@ -93,20 +102,26 @@ def train_ensemble(models: Sequence[nn.Module], datasets: Sequence[Data], spec: 
 
     Args / Returns / Raises: as ``train_sequential``; also ValueError if the models' parameter shapes
     differ or a model has buffers (e.g. BatchNorm statistics, not supported under ``vmap``).
+    With ``return_history``: ``(models, history)``, ``history[k]`` model k's mean training loss per epoch (nats),
+    as ``fit_supervised`` reports it.
     """
     _check(models, datasets, seeds)
     device = torch.device(device)
     groups: dict[int, list[int]] = {}
     for k, data in enumerate(datasets):
         groups.setdefault(len(_xy(data)[1]), []).append(k)
+    history: list[list[float]] = [[] for _ in models]
     for members in groups.values():
-        _train_group([models[k] for k in members], [datasets[k] for k in members],
-                     [int(seeds[k]) for k in members], spec, device)
-    return list(models)
+        losses = _train_group([models[k] for k in members], [datasets[k] for k in members],
+                              [int(seeds[k]) for k in members], spec, device)
+        for k, h in zip(members, losses, strict=True):
+            history[k] = h
+    return (list(models), history) if return_history else list(models)
 
 
 def _train_group(models: list[nn.Module], datasets: list[Data], seeds: list[int], spec: TrainSpec,
-                 device: torch.device) -> None:
+                 device: torch.device) -> list[list[float]]:
+    """Train one group of equal-size datasets; returns each model's per-epoch mean loss."""
     from torch.func import functional_call, stack_module_state, vmap
 
     shapes = [tuple((n, p.shape) for n, p in m.named_parameters()) for m in models]
@@ -131,7 +146,9 @@ def _train_group(models: list[nn.Module], datasets: list[Data], seeds: list[int]
     n = ys.shape[1]
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     rows = torch.arange(k).unsqueeze(1)
+    epoch_loss: list[list[float]] = []
     for epoch in range(spec.epochs):
+        total = torch.zeros(k, dtype=torch.float64, device=device)  # Σ batch mean loss · batch size, per model
         perm = torch.stack([torch.randperm(n, generator=g) for g in gens])  # (K, N), as TensorBatches
         for i in range(0, n, spec.batch_size):
             idx = perm[:, i : i + spec.batch_size]
@@ -144,10 +161,54 @@ def _train_group(models: list[nn.Module], datasets: list[Data], seeds: list[int]
                 raise TrainingDiverged(f"training loss became non-finite in epoch {epoch + 1}")
             losses.sum().backward()  # model k's parameters get exactly d(loss_k)
             opt.step()
+            total += losses.detach().double() * idx.shape[1]
+        epoch_loss.append((total / n).tolist())
     with torch.no_grad():
         for j, m in enumerate(models):
             for name, p in m.named_parameters():
                 p.copy_(params[name][j])
+    return [list(h) for h in zip(*epoch_loss, strict=True)] if epoch_loss else [[] for _ in models]
+
+
+def ensemble_supported(mechanism: Any, model: nn.Module) -> bool:
+    """Whether ``fit_ensemble`` reproduces ``mechanism.fit``: the mechanism trains by ``Baseline.fit`` itself
+    (plain supervised training: a subclass that overrides ``fit`` adds noise, a release or per-run privacy
+    accounting) and ``model``, its architecture, has no buffers (``vmap`` over stacked parameters cannot update
+    e.g. BatchNorm statistics)."""
+    from mechanisms.baseline import Baseline
+
+    return type(mechanism).fit is Baseline.fit and not any(True for _ in model.buffers())
+
+
+def fit_ensemble(mechanism: Any, datasets: Sequence[Any], spec: TrainSpec, seeds: Sequence[int],
+                 device: torch.device | str) -> list[TrainedModel]:
+    """``mechanism.fit(datasets[k], spec, seed=seeds[k])`` for every k, trained together: as one vectorised
+    ensemble (``train_ensemble``) where ``choose_path(device)`` says so, else one after another. Same initial
+    weights (``init_model``), batches and optimizer as ``Baseline.fit``, so the same weights to float tolerance.
+
+    Args:
+        mechanism: a mechanism for which ``ensemble_supported`` holds. datasets: K ``ArrayDataset``.
+        seeds: K training seeds. device: where to train.
+
+    Returns:
+        K TrainedModels as ``Baseline.fit`` makes them; ``train_seconds`` is the batch's wall time / K.
+
+    Raises:
+        ValueError: ``ensemble_supported`` does not hold. TrainingDiverged: a non-finite loss.
+    """
+    device = torch.device(device)
+    models = [init_model(lambda d=d: mechanism.build(d.input_shape, d.num_classes, spec), s)
+              for d, s in zip(datasets, seeds, strict=True)]
+    if not ensemble_supported(mechanism, models[0]):
+        raise ValueError(f"mechanism {mechanism.name!r} with model {spec.model!r} cannot be trained as an ensemble")
+    train = train_ensemble if choose_path(device) == "ensemble" else train_sequential
+    start = time.perf_counter()
+    models, history = train(models, datasets, spec, seeds, device, return_history=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = (time.perf_counter() - start) / len(models)
+    return [mechanism.trained_model(m, history=h, seen=len(d) * spec.epochs, seconds=seconds)
+            for m, h, d in zip(models, history, datasets, strict=True)]
 
 
 def time_paths(models_fn: Callable[[], list[nn.Module]], datasets: Sequence[Data], spec: TrainSpec,

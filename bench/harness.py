@@ -8,7 +8,9 @@ import math
 import platform
 import subprocess
 import time
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 import attacks.audit as audit
 from attacks import ATTACKS
@@ -24,14 +26,17 @@ from attacks.base import InversionResult
 from bench.cache import ModelCache, cache_key
 from bench.config import RunConfig
 from bench.data import ArrayDataset, MembershipSplit, load_dataset, make_split
+from bench.ensemble import choose_path, ensemble_supported
 from bench.errors import BenchError, ConfigError
+from bench.executor import JobFailed, Pending, TrainJob, make_executor
 from bench.io import atomic_write_json
-from bench.training import TrainingDiverged, evaluate
+from bench.training import EpochCallback, TrainingDiverged, evaluate
 from mechanisms import MECHANISMS
 from mechanisms.base import TrainedModel
 
 SCHEMA_VERSION = 1
 RELEASE_EXAMPLES = 8
+TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed)  # a failed cell or attack, not a failed run
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,36 @@ class Cell:
     mechanism: str
     target_epsilon: float | None
     seed: int
+
+
+@dataclass
+class _Slot:
+    """One model asked of ``Harness.submit``: loaded from the cache, or model ``index`` of a pending job."""
+
+    key: str
+    trained: TrainedModel | None = None
+    pending: Pending | None = None
+    index: int = 0
+    cached: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.cached = self.trained is not None
+
+
+@dataclass(frozen=True)
+class _LikeTarget:
+    """``attacks.base.TrainLikeTarget`` of one cell: the cell's mechanism, settings and target ε."""
+
+    harness: Harness
+    mechanism: str
+    target_epsilon: float | None
+
+    def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
+        return next(self.many([(data, seed)]))
+
+    def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
+        slots = deque(self.harness.submit(self.mechanism, jobs, target_epsilon=self.target_epsilon))
+        return (self.harness.collect(slots.popleft())[0] for _ in range(len(slots)))  # yielded models are let go
 
 
 def resolve_device(name: str) -> torch.device:
@@ -70,7 +105,8 @@ def grid(cfg: RunConfig) -> list[Cell]:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for pkg in ("privbench", "torch", "torchvision", "opacus", "dp-accounting", "numpy", "scikit-learn"):
+    for pkg in ("privbench", "torch", "torchvision", "opacus", "dp-accounting", "numpy", "scipy", "mpmath",
+                "scikit-learn", "scikit-image"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -82,6 +118,15 @@ def git_hash() -> str | None:
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
                               text=True, timeout=5, check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def git_dirty() -> bool | None:
+    """Whether tracked files differ from ``git_hash()`` (so the hash alone does not pin the code); None outside git."""
+    try:
+        return bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).parent,
+                                   capture_output=True, text=True, timeout=5, check=True).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -159,8 +204,14 @@ class Harness:
     def __init__(self, cfg: RunConfig, *, console: Console | None = None) -> None:
         self.cfg = cfg
         self.console = console or Console(stderr=True)
-        self.device = resolve_device(cfg.device)
+        self.executor = make_executor(cfg.executor, cfg.ray_address)
+        self.train_device = self.executor.resolve_device(cfg.device)  # where jobs train (on Ray: the workers)
+        # evaluation and attacks run here: on the training device type where this machine has it
+        self.device = torch.device("cpu") if self.train_device.type == "cuda" and not torch.cuda.is_available() \
+            else self.train_device
         self.cache = ModelCache(cfg.resolved_cache_dir(), enabled=not cfg.no_cache)
+        self._jobs_bar: tuple[Progress, TaskID] | None = None  # "models" bar of the whole run
+        self._jobs_total = 0
 
     def _check_models(self, shape: tuple[int, ...], num_classes: int) -> None:
         for name in self.cfg.mechanisms:
@@ -174,11 +225,19 @@ class Harness:
                 ) from None
 
     def run(self) -> tuple[dict[str, Any], Path]:
-        """Run the grid; return (results document, output folder).
+        """Run the grid; return (results document, output folder). One run per Harness: the executor is
+        closed at the end (Ray: jobs finished by then go into the cache, the rest are cancelled).
 
         Raises:
             BenchError: missing data, unwritable output, a model that does not fit the data.
         """
+        try:
+            return self._run()
+        finally:
+            self._jobs_bar = None
+            self.executor.close()
+
+    def _run(self) -> tuple[dict[str, Any], Path]:
         cfg = self.cfg
         pool, test = load_dataset(cfg.dataset, Path(cfg.data_root) if cfg.data_root else None)
         self._check_models(pool.input_shape, pool.num_classes)
@@ -190,18 +249,23 @@ class Harness:
             "schema_version": SCHEMA_VERSION, "run_id": run_id, "status": "partial",
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "config": cfg.to_dict(), "versions": versions(), "git_hash": git_hash(),
-            "device": str(self.device),
+            "git_dirty": git_dirty(), "platform": platform.platform(), "device": str(self.device),
             "datasets": {cfg.dataset: {"n_members": cfg.n_members, "n_non_members": cfg.n_non_members,
                                        "n_population": cfg.n_population, "n_test": cfg.n_test,
                                        "input_shape": list(pool.input_shape), "num_classes": pool.num_classes}},
             "results": [],
         }
+        doc["executor"] = self.executor.describe()
         cells = grid(cfg)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:
-            overall = progress.add_task(f"{cfg.dataset}: {len(cells)} models", total=len(cells))
+            overall = progress.add_task(f"{cfg.dataset}: {len(cells)} cells", total=len(cells))
+            self._jobs_bar = progress, progress.add_task(f"models trained or cached ({self.executor.name})", total=0)
+            # every target of the sweep is submitted now: on Ray they train in parallel while cells are attacked
+            targets = {cell: self.submit(cell.mechanism, [(splits[cell.seed].members, cell.seed)],
+                                         target_epsilon=cell.target_epsilon)[0] for cell in cells}
             for cell in cells:
-                res = _clean(self.run_cell(cell, splits[cell.seed], progress))
+                res = _clean(self.run_cell(cell, splits[cell.seed], progress, target=targets.pop(cell)))
                 doc["results"].append(res)
                 progress.console.print(_log_line(res))
                 atomic_write_json(out / "results.json", doc)
@@ -213,31 +277,72 @@ class Harness:
         return doc, out
 
     def train(self, mechanism: str, data: ArrayDataset, *, target_epsilon: float | None, seed: int,
-              on_epoch=None) -> tuple[TrainedModel, bool, str]:
+              on_epoch: EpochCallback | None = None) -> tuple[TrainedModel, bool, str]:
         """Train ``mechanism`` on ``data`` with the run's settings, or load it from the model cache.
 
         Returns:
             (trained model on ``self.device``, whether it came from the cache, its cache key).
 
         Raises:
-            TrainingDiverged, ValueError: training failed (the caller marks the cell failed).
+            TrainingDiverged, ValueError, JobFailed: training failed (the caller marks the cell failed).
         """
+        (slot,) = self.submit(mechanism, [(data, seed)], target_epsilon=target_epsilon)
+        return self.collect(slot, on_epoch=on_epoch)
+
+    def submit(self, mechanism: str, jobs: Sequence[tuple[ArrayDataset, int]], *, target_epsilon: float | None
+               ) -> list[_Slot]:
+        """Load every ``(data, seed)`` job that is in the model cache and submit the others to the executor:
+        as one vectorised-ensemble job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else
+        one job per model (DP mechanisms: privacy is accounted per training run). ``collect`` gives the models.
+        Each job is keyed by the content hash of everything that determines it (``bench.cache.cache_key``)."""
         cfg, mech = self.cfg, MECHANISMS.get(mechanism)()
         spec = cfg.spec_for(mechanism)
-        key = cache_key({"mechanism": mechanism, "spec": spec.to_dict(), "target_epsilon": target_epsilon,
-                         "delta": cfg.delta, "seed": seed, "dataset": cfg.dataset, "members": data.fingerprint(),
-                         "device": self.device.type})
-        trained = self.cache.load(key, mech.build(data.input_shape, data.num_classes, spec))
-        cached = trained is not None
-        if trained is None:
-            trained = mech.fit(data, spec, target_epsilon=target_epsilon, delta=cfg.delta, seed=seed,
-                               device=self.device, on_epoch=on_epoch)
-            self.cache.save(key, trained)
-        trained.model.to(self.device)
-        return trained, cached, key
+        slots = []
+        for data, seed in jobs:
+            key = cache_key({"mechanism": mechanism, "spec": spec.to_dict(), "target_epsilon": target_epsilon,
+                             "delta": cfg.delta, "seed": seed, "dataset": cfg.dataset,
+                             "members": data.fingerprint(), "device": self.train_device.type})
+            arch = mech.build(data.input_shape, data.num_classes, spec)
+            slots.append(_Slot(key, self.cache.load(key, arch)))
+        missing = [i for i, slot in enumerate(slots) if slot.trained is None]
+        together = len(missing) > 1 and choose_path(self.train_device) == "ensemble" and ensemble_supported(mech, arch)
+        for group in [missing] if together else [[i] for i in missing]:
+            job = TrainJob(mechanism, spec, tuple(jobs[i][0] for i in group), tuple(jobs[i][1] for i in group),
+                           target_epsilon, cfg.delta, self.train_device.type)
+            pending = self.executor.submit(job, on_done=lambda models, g=group: self._store(
+                [slots[i].key for i in g], models))
+            for index, i in enumerate(group):
+                slots[i].pending, slots[i].index = pending, index
+        if self._jobs_bar is not None:
+            progress, task = self._jobs_bar
+            self._jobs_total += len(slots)
+            progress.update(task, total=self._jobs_total, advance=len(slots) - len(missing))
+        return slots
 
-    def run_cell(self, cell: Cell, split: MembershipSplit, progress: Progress) -> dict[str, Any]:
-        """Train or load one model, evaluate and attack it; failures become a ``failed`` result."""
+    def _store(self, keys: list[str], models: list[TrainedModel]) -> None:
+        """A job finished (seen by the driver): cache its models at once, whichever job the driver awaits."""
+        for key, trained in zip(keys, models, strict=True):
+            self.cache.save(key, trained)
+        if self._jobs_bar is not None:
+            self._jobs_bar[0].advance(self._jobs_bar[1], len(models))
+
+    def collect(self, slot: _Slot, *, on_epoch: EpochCallback | None = None) -> tuple[TrainedModel, bool, str]:
+        """The model of ``slot`` on ``self.device`` (waiting for its job), whether it came from the cache, its key.
+
+        Raises:
+            TrainingDiverged, ValueError, JobFailed: its job failed.
+        """
+        if slot.trained is None:
+            assert slot.pending is not None
+            slot.trained = self.executor.result(slot.pending, on_epoch=on_epoch)[slot.index]
+            slot.pending = None
+        slot.trained.model.to(self.device)
+        return slot.trained, slot.cached, slot.key
+
+    def run_cell(self, cell: Cell, split: MembershipSplit, progress: Progress, *, target: _Slot | None = None
+                 ) -> dict[str, Any]:
+        """Evaluate and attack one cell's model (``target``: submitted earlier; None: trained or loaded now);
+        failures become a ``failed`` result."""
         cfg = self.cfg
         spec = cfg.spec_for(cell.mechanism)
         eps_txt = "" if cell.target_epsilon is None else f" ε={cell.target_epsilon:g}"
@@ -249,10 +354,12 @@ class Harness:
         task = progress.add_task(f"  {cell.mechanism}{eps_txt} seed {cell.seed}", total=spec.epochs)
         t0 = time.perf_counter()
         try:
-            trained, cached, result["cache_key"] = self.train(
-                cell.mechanism, split.members, target_epsilon=cell.target_epsilon, seed=cell.seed,
-                on_epoch=lambda e, n, loss: progress.update(task, completed=e))
-        except (TrainingDiverged, ValueError) as exc:
+            if target is None:
+                (target,) = self.submit(cell.mechanism, [(split.members, cell.seed)],
+                                        target_epsilon=cell.target_epsilon)
+            trained, cached, result["cache_key"] = self.collect(
+                target, on_epoch=lambda e, n, loss: progress.update(task, completed=e))
+        except TRAINING_ERRORS as exc:
             progress.remove_task(task)
             reason = str(exc).splitlines()[0]
             return {**result, "status": "failed", "error": reason, "privacy": None, "utility": None,
@@ -263,16 +370,13 @@ class Harness:
         train_m = evaluate(trained.model, split.members.x, split.members.y, device=self.device)
         t2 = time.perf_counter()
 
-        def train_like_target(data: ArrayDataset, *, seed: int) -> TrainedModel:
-            """Shadow / reference model: same mechanism, settings and target ε as the target, on ``data``."""
-            return self.train(cell.mechanism, data, target_epsilon=cell.target_epsilon, seed=seed)[0]
-
+        train_like_target = _LikeTarget(self, cell.mechanism, cell.target_epsilon)
         for name in cfg.attacks:
             attack = ATTACKS.get(name)(max_per_side=cfg.max_attack_examples, **cfg.attack_params.get(name, {}))
             try:
                 res = attack.run(trained, split, seed=cell.seed, device=self.device,
                                  train_like_target=train_like_target)
-            except (TrainingDiverged, ValueError) as exc:  # e.g. a shadow model diverged: skip this attack
+            except TRAINING_ERRORS as exc:  # e.g. a shadow model diverged: skip this attack
                 reason = result.setdefault("attack_errors", {})[name] = str(exc).splitlines()[0]
                 progress.console.print(f"  attack {name} skipped on {cell.mechanism}{eps_txt}: {reason}", markup=False)
                 continue

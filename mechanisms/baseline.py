@@ -61,5 +61,11 @@ class Baseline:
         model = self.build(train.input_shape, train.num_classes, spec)
         hist, seen, secs = fit_supervised(model, train.x, train.y, spec, generator=gen, device=device,
                                           on_epoch=on_epoch)
+        return self.trained_model(model, history=hist, seen=seen, seconds=secs)
+
+    @staticmethod
+    def trained_model(model: nn.Module, *, history: list[float], seen: int, seconds: float) -> TrainedModel:
+        """What ``fit`` returns for ``model`` after training: no guarantee; ``seen`` examples in ``seconds`` (s)
+        (also used by ``bench.ensemble.fit_ensemble`` for models trained as one ensemble)."""
         return TrainedModel(model, PrivacySpent.no_guarantee(note="non-private baseline"),
-                            train_seconds=secs, samples_per_s=seen / secs, history=hist)
+                            train_seconds=seconds, samples_per_s=seen / seconds, history=history)

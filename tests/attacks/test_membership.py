@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attacks import ATTACKS
+from attacks.base import OneAtATime
 from attacks.canary import CanaryAudit
 from attacks.lira import gaussian_fit, lira_scores
 from attacks.membership import output_statistics
@@ -43,13 +44,16 @@ def split():
 _MEMO: dict = {}
 
 
-def fit(data, *, seed):
-    """A real ``train_like_target``: the non-private baseline with the target's settings, memoised in memory
-    by (data, seed) as the model cache would."""
+def _fit(data, *, seed):
     key = (data.fingerprint(), seed)
     if key not in _MEMO:
         _MEMO[key] = Baseline().fit(data, SPEC, target_epsilon=None, delta=1e-5, seed=seed, device=CPU)
     return _MEMO[key]
+
+
+fit = OneAtATime(_fit)
+"""A real ``train_like_target``: the non-private baseline with the target's settings, memoised in memory by
+(data, seed) as the model cache would."""
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +104,14 @@ def test_shadows_go_through_the_model_cache(split, tmp_path):
     harness = Harness(cfg)
     fresh: list[bool] = []
 
-    def train_like_target(data, *, seed):
-        model, cached, _ = harness.train("baseline", data, target_epsilon=None, seed=seed)
-        fresh.append(not cached)
-        return model
+    class TrainLikeTarget:  # the harness' batch path (vectorised ensemble + cache), recording cache misses
+        def many(self, jobs):
+            for slot in harness.submit("baseline", jobs, target_epsilon=None):
+                model, cached, _ = harness.collect(slot)
+                fresh.append(not cached)
+                yield model
+
+    train_like_target = TrainLikeTarget()
 
     target = harness.train("baseline", split.members, target_epsilon=None, seed=0)[0]
     runs = []
