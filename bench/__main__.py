@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {all,run,report,list,perf}`` (also installed as ``privbench``).
+"""Command line: ``python -m bench {all,run,report,list,perf,reproduce}`` (also installed as ``privbench``).
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
 no output folder created. ``all`` / ``run`` exit with 1 when a cell failed and with 3 when an empirical
@@ -47,6 +47,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=_float, help="δ in (0, 1) (default 1e-5)")
     p.add_argument("--seeds", help="comma list of integer seeds (default 0)")
     p.add_argument("--device", help="cpu | cuda | auto (default auto)")
+    p.add_argument("--executor", help="local | ray: where training jobs run (default local)")
+    p.add_argument("--ray-address", metavar="ADDR", help="Ray cluster HOST:PORT (or $RAY_ADDRESS; default: "
+                   "a local Ray instance); needs --executor ray")
     p.add_argument("--output", metavar="DIR", help="output folder (default results/<run-id>)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding MNIST/raw etc. (or $PRIVBENCH_DATA)")
     p.add_argument("--cache-dir", metavar="DIR", help="model cache (or $PRIVBENCH_CACHE)")
@@ -80,15 +83,68 @@ def build_parser() -> argparse.ArgumentParser:
     p_perf.add_argument("--repeats", type=int, help="interleaved timing rounds (default 7 quick, 15 full)")
     p_perf.add_argument("--json", metavar="PATH", default="perf.json", help="where to write perf.json")
     p_perf.add_argument("--check", action="store_true", help="exit 1 if a same-run ratio is below its floor")
+    p_repro = sub.add_parser("reproduce", help="rerun reference systems (presets): published, reproduced, corrected")
+    p_repro.add_argument("preset", nargs="?", metavar="PRESET", help="a preset name (see 'list'), or use --all")
+    p_repro.add_argument("--all", action="store_true", help="the six reference systems of REFERENCE.md §1")
+    p_repro.add_argument("--seeds", help="comma list of integer seeds (default: each preset's own)")
+    p_repro.add_argument("--quick", action="store_true", help="1,000 images, 1 epoch: a smoke run, not a reproduction")
+    p_repro.add_argument("--max-epochs", type=int, metavar="N", help="train every row for at most N epochs (a cut "
+                         "the rows state)")
+    for flag, meta, text in (("--output", "DIR", "output folder (default results/<run-id>)"),
+                             ("--data-root", "DIR", "folder holding MNIST/raw etc. (or $PRIVBENCH_DATA)"),
+                             ("--cache-dir", "DIR", "model cache (or $PRIVBENCH_CACHE)")):
+        p_repro.add_argument(flag, metavar=meta, help=text)
+    p_repro.add_argument("--no-cache", action="store_true", help="retrain everything, save nothing")
+    p_repro.add_argument("--device", default="auto", help="cpu | cuda | auto (default auto)")
     return parser
+
+
+REFERENCE_PRESETS = ("dpsgd-cnn", "dpsgd-resnet18", "dpmix", "dpmix-per-class", "local-gaussian", "weight-noise")
+
+
+def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
+    import shlex
+
+    from bench.config import _tuple
+    from bench.reproduce import describe_row, resolve, run_presets
+
+    if bool(args.preset) == bool(args.all):
+        raise BenchError("reproduce needs exactly one of PRESET or --all")
+    presets = resolve(REFERENCE_PRESETS if args.all else [args.preset])
+    seeds = _tuple("seeds", args.seeds, int) if args.seeds else None
+    if seeds and any(s < 0 for s in seeds):
+        raise BenchError(f"seeds = {list(seeds)} must be integers >= 0")
+    if args.max_epochs is not None and args.max_epochs < 1:
+        raise BenchError(f"--max-epochs {args.max_epochs} must be an integer >= 1")
+    options = {"device": args.device, "data_root": args.data_root, "cache_dir": args.cache_dir,
+               "no_cache": bool(args.no_cache), "output": args.output}
+    console = _console()
+    doc, out = run_presets(presets, seeds=seeds, is_quick=args.quick, options=options, max_epochs=args.max_epochs,
+                           command=f"python -m bench {shlex.join(argv)}",
+                           on_row=lambda e: console.print(describe_row(e), markup=False))
+    from reports import write_reports
+    from reports.empirical import privacy_bug_lines
+
+    try:
+        paths = write_reports(doc, out)
+        console.print(f"reports: {', '.join(str(p) for p in paths.values())}", markup=False)
+    except Exception as exc:  # a report bug must not lose the trained results: results.json is complete
+        console.print(f"privbench: reports could not be drawn ({type(exc).__name__}: {str(exc)[:120]}); "
+                      f"redraw with 'privbench report {out}'", markup=False)
+    console.print(f"results: {out / 'results.json'}", markup=False)
+    bugs = privacy_bug_lines(doc)
+    for line in bugs:
+        console.print(line, style="bold red", markup=False)
+    failed = [r for r in doc["results"] if r["status"] != "ok"]
+    return EXIT_PRIVACY_BUG if bugs else 1 if failed else 0
 
 
 def _config_from_args(args: argparse.Namespace):
     from bench.config import build_config, load_yaml
 
     cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
-                                         "seeds", "device", "output", "data_root", "cache_dir", "no_cache",
-                                         "reference_epsilons")}
+                                         "seeds", "device", "executor", "ray_address", "output", "data_root",
+                                         "cache_dir", "no_cache", "reference_epsilons")}
     return build_config(load_yaml(args.config) if args.config else {}, cli)
 
 
@@ -146,10 +202,12 @@ def _cmd_list() -> int:
     from bench.config import PROFILES
     from bench.data import DATASETS
     from bench.models import MODELS
+    from bench.presets import PRESETS
     from mechanisms import MECHANISMS
 
     for title, names in (("mechanisms", MECHANISMS.names()), ("attacks", ATTACKS.names()),
-                         ("models", MODELS.names()), ("datasets", DATASETS.names()), ("profiles", list(PROFILES))):
+                         ("models", MODELS.names()), ("datasets", DATASETS.names()), ("profiles", list(PROFILES)),
+                         ("presets", PRESETS.names())):
         print(f"{title}: {', '.join(names)}")
     return 0
 
@@ -174,6 +232,7 @@ def _terminate(signum, frame) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed as one line
@@ -188,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_report(args)
         if args.command == "perf":
             return _cmd_perf(args)
+        if args.command == "reproduce":
+            return _cmd_reproduce(args, argv)
         return _cmd_list()
     except BenchError as exc:
         print(f"privbench: error: {exc}", file=sys.stderr)

@@ -17,14 +17,22 @@ from bench.errors import ConfigError
 from mechanisms.base import TrainSpec
 
 DEVICES = ("auto", "cpu", "cuda")
+EXECUTORS = ("local", "ray")  # bench.executor
 SPEC_KEYS = {"model", "epochs", "batch_size", "lr", "optimizer", "momentum", "params"}
 PARAM_KEYS = {
     "baseline": {"model_kwargs"},
-    "dpsgd": {"model_kwargs", "max_grad_norm", "accountant", "grad_sample_mode"},
-    "dpmix": {"model_kwargs", "mixture_degree", "num_samples", "accountant", "lr_halving_epochs"},
-    "local-gaussian": {"model_kwargs"},
-    "weight-noise": {"model_kwargs", "ae_epochs", "ae_lr", "code"},
+    "dpsgd": {"model_kwargs", "max_grad_norm", "accountant", "grad_sample_mode", "noise_multiplier", "ema_decay"},
+    "dpmix": {"model_kwargs", "mixture_degree", "num_samples", "accountant", "lr_halving_epochs", "sigma",
+              "validation_split"},
+    "dpmix-per-class": {"model_kwargs", "mixture_degree", "samples_per_class", "sigma", "reuse_subset",
+                        "lr_halving_epochs"},
+    "local-gaussian": {"model_kwargs", "calibration"},
+    "weight-noise": {"model_kwargs", "ae_epochs", "ae_lr", "code", "weight_noise_std", "classifier_before_noise"},
 }
+# spec.params that must be numbers in a range: name -> (lowest, highest, lowest allowed itself)
+_PARAM_RANGES = {"noise_multiplier": (0.0, math.inf, False), "ema_decay": (0.0, 1.0, False),
+                 "sigma": (0.0, math.inf, False), "validation_split": (0.0, 1.0, True),
+                 "weight_noise_std": (0.0, math.inf, True)}
 ALL_MECHANISMS = ("baseline", "dpsgd", "dpmix", "local-gaussian", "weight-noise")
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
@@ -115,7 +123,9 @@ class RunConfig:
     """One benchmark run. See the module docstring for precedence; ``docs`` in README list the fields.
 
     Attributes (units): ``epsilons`` target ε values (unitless, > 0); ``delta`` δ (probability in (0, 1));
-    ``n_*`` counts of images; ``max_attack_examples`` members (and as many non-members) scored per attack.
+    ``n_*`` counts of images; ``max_attack_examples`` members (and as many non-members) scored per attack;
+    ``executor`` where training jobs run (``local`` or ``ray``), ``ray_address`` the Ray cluster (None:
+    ``$RAY_ADDRESS``, else a local Ray instance).
     """
 
     dataset: str = "mnist"
@@ -127,6 +137,8 @@ class RunConfig:
     seeds: tuple[int, ...] = (0,)
     delta: float = 1e-5
     device: str = "auto"
+    executor: str = "local"
+    ray_address: str | None = None
     output: str | None = None
     data_root: str | None = None
     cache_dir: str | None = None
@@ -303,6 +315,14 @@ def validate(d: dict[str, Any]) -> RunConfig:
     d["delta"] = float(delta)
     if d["device"] not in DEVICES:
         raise ConfigError(f"device {d['device']!r} is not known; allowed: {', '.join(DEVICES)}")
+    if d["executor"] not in EXECUTORS:
+        raise ConfigError(f"executor {d['executor']!r} is not known; allowed: {', '.join(EXECUTORS)}")
+    if d["ray_address"] is not None:
+        if not isinstance(d["ray_address"], str) or not d["ray_address"].strip():
+            raise ConfigError(f"ray_address = {d['ray_address']!r} must be HOST:PORT, ray://HOST:PORT or auto")
+        if d["executor"] != "ray":
+            raise ConfigError(f"ray_address {d['ray_address']!r} is given but executor is {d['executor']!r}; "
+                              "add --executor ray")
     for flag in ("no_cache", "reference_epsilons"):
         if not isinstance(d[flag], bool):
             raise ConfigError(f"{flag} = {d[flag]!r} must be true or false")
@@ -375,12 +395,31 @@ def _validate_spec(mech: str, spec: dict | None, n_members: int) -> None:
     if unknown:
         raise ConfigError(f"{where}.params has unknown key {sorted(unknown)[0]!r}; "
                           f"allowed: {', '.join(sorted(PARAM_KEYS[mech]))}")
-    if mech == "dpmix":
+    for key, (lo, hi, closed) in _PARAM_RANGES.items():
+        v = params.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v >= lo if closed else v > lo) or not v < hi:
+            raise ConfigError(f"{where}.params.{key} = {v!r} must be a number in {'[' if closed else '('}{lo:g}, "
+                              f"{hi:g})")
+    if "calibration" in params:
+        from mechanisms.local_noise import CALIBRATIONS
+
+        if params["calibration"] not in CALIBRATIONS:
+            raise ConfigError(f"{where}.params.calibration {params['calibration']!r} is not known; "
+                              f"allowed: {', '.join(CALIBRATIONS)}")
+    for key in ("reuse_subset", "classifier_before_noise"):
+        if key in params and not isinstance(params[key], bool):
+            raise ConfigError(f"{where}.params.{key} = {params[key]!r} must be true or false")
+    for key in ("samples_per_class",):
+        if key in params and (isinstance(params[key], bool) or not isinstance(params[key], int) or params[key] < 1):
+            raise ConfigError(f"{where}.params.{key} = {params[key]!r} must be an integer >= 1")
+    if mech in ("dpmix", "dpmix-per-class"):
         ell = params.get("mixture_degree", 256)
         if isinstance(ell, bool) or not isinstance(ell, int) or not 1 <= ell <= n_members:
             raise ConfigError(f"{where}.params.mixture_degree = {ell!r} must be an integer in [1, n_members="
                               f"{n_members}]")
-        t = params.get("num_samples", 10_000)
+        t = params.get("num_samples", 10_000) if mech == "dpmix" else 1
         if isinstance(t, bool) or not isinstance(t, int) or t < 1:
             raise ConfigError(f"{where}.params.num_samples = {t!r} must be an integer >= 1")
     if "max_grad_norm" in params:

@@ -23,12 +23,28 @@ def _activation(name: str) -> type[nn.Module]:
     return {"relu": nn.ReLU, "tanh": nn.Tanh}[name]
 
 
+class Standardize(nn.Module):
+    """``(N, C, H, W)`` -> ``(x − mean) / std`` with fixed public constants (no trainable parameters)."""
+
+    def __init__(self, mean: float, std: float) -> None:
+        super().__init__()
+        self.mean, self.std = float(mean), float(std)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
 @MODELS.register("cnn-small")
-def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = "relu") -> nn.Module:
+def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = "relu",
+              standardize: tuple[float, float] | None = None) -> nn.Module:
     """The Opacus MNIST example CNN: Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2),
-    MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010 parameters on 28×28 input."""
+    MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010 parameters on 28×28 input.
+
+    ``activation="tanh"`` gives Tramèr & Boneh's (ICLR 2021) end-to-end DP-SGD CNN (tempered sigmoid,
+    Papernot et al. AAAI 2021); ``standardize=(mean, std)`` first maps pixels to (x − mean)/std."""
     act = _activation(activation)
     features = nn.Sequential(
+        *([Standardize(*standardize)] if standardize else []),
         nn.Conv2d(input_shape[0], 16, 8, stride=2, padding=3), act(), nn.MaxPool2d(2, 1),
         nn.Conv2d(16, 32, 4, stride=2), act(), nn.MaxPool2d(2, 1), nn.Flatten(),
     )
@@ -51,15 +67,21 @@ def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 
 
 @MODELS.register("resnet18-gn")
-def resnet18_gn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
-    """torchvision ResNet-18 with a C-channel 3×3 stride-1 first conv (no max-pool, for 28×28 input),
-    GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs per-sample-independent layers),
-    and K outputs."""
+def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "small") -> nn.Module:
+    """torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
+    per-sample-independent layers) and K outputs. ``stem="small"``: a C-channel 3×3 stride-1 first conv and
+    no max-pool (for 28×28 input); ``stem="imagenet"``: torchvision's own 7×7 stride-2 conv (made C-channel)
+    and max-pool, as the ``dpsgd-resnet18`` source did (28×28 becomes 7×7 after the stem; ~16× cheaper)."""
     from torchvision.models import resnet18
 
+    if stem not in ("small", "imagenet"):
+        raise ValueError(f"resnet18-gn stem {stem!r} not in ('small', 'imagenet')")
     net = resnet18(num_classes=num_classes, norm_layer=lambda c: nn.GroupNorm(min(32, c), c))
-    net.conv1 = nn.Conv2d(input_shape[0], 64, 3, stride=1, padding=1, bias=False)
-    net.maxpool = nn.Identity()
+    if stem == "small":
+        net.conv1 = nn.Conv2d(input_shape[0], 64, 3, stride=1, padding=1, bias=False)
+        net.maxpool = nn.Identity()
+    else:
+        net.conv1 = nn.Conv2d(input_shape[0], 64, 7, stride=2, padding=3, bias=False)
     return net
 
 

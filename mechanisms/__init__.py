@@ -6,6 +6,7 @@ MECHANISMS: Registry = Registry("mechanism")
 MECHANISMS.add_lazy("baseline", "mechanisms.baseline:Baseline")
 MECHANISMS.add_lazy("dpsgd", "mechanisms.dp_sgd:DPSGD")
 MECHANISMS.add_lazy("dpmix", "mechanisms.dpmix:DPMix")
+MECHANISMS.add_lazy("dpmix-per-class", "mechanisms.dpmix_per_class:DPMixPerClass")
 MECHANISMS.add_lazy("local-gaussian", "mechanisms.local_noise:LocalGaussian")
 MECHANISMS.add_lazy("weight-noise", "mechanisms.weight_noise:WeightNoise")
 

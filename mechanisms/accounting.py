@@ -127,6 +127,7 @@ def dpmix_epsilon(
     delta: float,
     method: str = "closed_form",
     sigma_y: float | None = None,
+    sample_rate: float | None = None,
 ) -> float:
     """ε of a DPMix release (Lee, Kim, Lee, Suh, ISIT 2019, Thm. 1; REFERENCE.md §2).
 
@@ -145,6 +146,8 @@ def dpmix_epsilon(
             Google's RDP accountant (WBK19 Thm. 27, REPLACE_ONE, noise multiplier ℓ/Δ, its default
             orders plus 64..120), whose per-order bound and RDP→DP conversion are both tighter.
         sigma_y: σ_y, noise on the one-hot label; defaults to ``sigma``.
+        sample_rate: the rate q in the closed form, default ℓ/n (the correct one). Only for showing what a
+            source's formula gave: one source used 1/n, which understates ε (REFERENCE.md §1).
 
     Returns:
         ε (unitless), or ``inf`` when no finite bound exists.
@@ -156,9 +159,11 @@ def dpmix_epsilon(
     _check_dpmix(sigma, sigma_y, mixture_degree, num_samples, num_records, d_x, d_y, delta)
     delta_sq = d_x / sigma**2 + d_y / sigma_y**2
     if method == "closed_form":
-        q = mixture_degree / num_records
+        q = mixture_degree / num_records if sample_rate is None else sample_rate
+        _check(0 < q <= 1, f"sample_rate must be in (0, 1], got {q!r}")
         return _dpmix_closed_form(delta_sq / mixture_degree**2, q, int(num_samples), delta)
     if method == "dp_accounting":
+        _check(sample_rate is None, "sample_rate is a closed-form option only")
         from dp_accounting import dp_event, rdp
         from dp_accounting.privacy_accountant import NeighboringRelation
 
@@ -188,6 +193,7 @@ def dpmix_sigma(
     method: str = "closed_form",
     sigma_max: float = 1e4,
     tol: float = 1e-3,
+    sample_rate: float | None = None,
 ) -> float:
     """Smallest σ = σ_x = σ_y whose DPMix ε (Lee et al., ISIT 2019) is ≤ ``target_epsilon``.
 
@@ -196,7 +202,8 @@ def dpmix_sigma(
 
     Args:
         target_epsilon: ε to reach (unitless, > 0).
-        mixture_degree, num_samples, num_records, d_x, d_y, delta, method: as in :func:`dpmix_epsilon`.
+        mixture_degree, num_samples, num_records, d_x, d_y, delta, method, sample_rate: as in
+            :func:`dpmix_epsilon`.
         sigma_max: largest σ considered.
         tol: relative tolerance on σ.
 
@@ -209,7 +216,7 @@ def dpmix_sigma(
     _check(target_epsilon > 0, f"target_epsilon must be > 0, got {target_epsilon!r}")
     _check(sigma_max > 0 and tol > 0, f"sigma_max and tol must be > 0, got {sigma_max!r}, {tol!r}")
     kw = dict(mixture_degree=mixture_degree, num_samples=num_samples, num_records=num_records,
-              d_x=d_x, d_y=d_y, delta=delta, method=method)  # fmt: skip
+              d_x=d_x, d_y=d_y, delta=delta, method=method, sample_rate=sample_rate)  # fmt: skip
 
     def eps(s: float) -> float:
         return dpmix_epsilon(sigma=s, **kw)

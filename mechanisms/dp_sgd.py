@@ -28,7 +28,9 @@ class DPSGD(Baseline):
     the loader length; equal to batch_size / n when batch_size divides n), which is what Opacus'
     accountants certify. ``spec.params``: ``max_grad_norm`` (C, default 1.0), ``accountant``
     (``prv`` | ``rdp`` | ``gdp``, default ``prv``), ``grad_sample_mode`` (default ``hooks``): Opacus'
-    ``hooks`` | ``functorch`` | ``ew``, or our equivalent faster ``bk`` | ``vmap`` (mechanisms/fast_dpsgd.py).
+    ``hooks`` | ``functorch`` | ``ew``, or our equivalent faster ``bk`` | ``vmap`` (mechanisms/fast_dpsgd.py);
+    ``noise_multiplier`` (a fixed σ, as a source system set it: the target ε is then ignored and may be None);
+    ``ema_decay`` (fast modes: finish with the exponential moving average of the weights, De et al. 2022).
     The reported ε is the accountant's after training, at the requested δ.
     """
 
@@ -40,8 +42,9 @@ class DPSGD(Baseline):
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
         from opacus import PrivacyEngine
 
-        if target_epsilon is None or target_epsilon <= 0:
-            raise ValueError(f"dpsgd needs a target epsilon > 0, got {target_epsilon}")
+        fixed_sigma = spec.params.get("noise_multiplier")
+        if fixed_sigma is None and (target_epsilon is None or target_epsilon <= 0):
+            raise ValueError(f"dpsgd needs a target epsilon > 0 or a noise_multiplier, got {target_epsilon}")
         accountant = spec.params.get("accountant", "prv")
         if accountant not in ACCOUNTANTS:
             raise ValueError(f"dpsgd accountant {accountant!r} not in {ACCOUNTANTS}")
@@ -49,6 +52,8 @@ class DPSGD(Baseline):
         mode = spec.params.get("grad_sample_mode", "hooks")
         if mode not in GRAD_SAMPLE_MODES:
             raise ValueError(f"dpsgd grad_sample_mode {mode!r} not in {GRAD_SAMPLE_MODES}")
+        if spec.params.get("ema_decay") is not None and mode not in FAST_MODES:
+            raise ValueError(f"dpsgd ema_decay needs grad_sample_mode in {FAST_MODES}, got {mode!r}")
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
         optimizer = make_optimizer(model.parameters(), spec)
@@ -60,11 +65,13 @@ class DPSGD(Baseline):
         with warnings.catch_warnings():  # Opacus warns about secure RNG; we want seeded, reproducible runs
             warnings.simplefilter("ignore")
             engine = PrivacyEngine(accountant=accountant)
-            gsm, dp_opt, dp_loader = engine.make_private_with_epsilon(
-                module=model, optimizer=optimizer, data_loader=loader, target_epsilon=target_epsilon,
-                target_delta=delta, epochs=spec.epochs, max_grad_norm=max_grad_norm,
-                poisson_sampling=True, grad_sample_mode=mode,
-            )
+            common = dict(module=model, optimizer=optimizer, data_loader=loader, max_grad_norm=max_grad_norm,
+                          poisson_sampling=True, grad_sample_mode=mode)
+            if fixed_sigma is None:
+                gsm, dp_opt, dp_loader = engine.make_private_with_epsilon(
+                    target_epsilon=target_epsilon, target_delta=delta, epochs=spec.epochs, **common)
+            else:
+                gsm, dp_opt, dp_loader = engine.make_private(noise_multiplier=float(fixed_sigma), **common)
             hist, seen, secs = train_loop(gsm, dp_opt, dp_loader, epochs=spec.epochs, device=device,
                                           on_epoch=on_epoch)
             epsilon = float(engine.get_epsilon(delta))

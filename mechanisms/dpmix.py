@@ -123,9 +123,11 @@ class DPMix(Baseline):
 
     ``spec.params``: ``mixture_degree`` ℓ (default 256), ``num_samples`` T (default 10,000),
     ``accountant`` (``closed_form`` = Lee et al. 2019 Theorem, or ``dp_accounting`` = Google's RDP
-    accountant, sampling without replacement, REPLACE_ONE), ``lr_halving_epochs`` (default 10).
-    σ is the smallest noise (by bisection) whose accountant ε meets the target. The classifier sees
-    only the release: features clipped to [0, 1] and labels clipped at 0 and renormalised into a
+    accountant, sampling without replacement, REPLACE_ONE), ``lr_halving_epochs`` (default 10),
+    ``sigma`` (a fixed σ, e.g. a source's; the target ε is then ignored and the reported ε is what σ buys),
+    ``validation_split`` (fraction of the release held out of training, as Keras' ``validation_split``: the
+    last rows; default 0). Otherwise σ is the smallest noise (by bisection) whose accountant ε meets the target.
+    The classifier sees only the release: features clipped to [0, 1] and labels clipped at 0 and renormalised into a
     soft-label distribution (post-processing), trained with a KL-divergence loss.
     """
 
@@ -136,8 +138,9 @@ class DPMix(Baseline):
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
-        if target_epsilon is None or target_epsilon <= 0:
-            raise ValueError(f"dpmix needs a target epsilon > 0, got {target_epsilon}")
+        fixed_sigma = spec.params.get("sigma")
+        if fixed_sigma is None and (target_epsilon is None or target_epsilon <= 0):
+            raise ValueError(f"dpmix needs a target epsilon > 0 or a sigma, got {target_epsilon}")
         ell = int(spec.params.get("mixture_degree", 256))
         t = int(spec.params.get("num_samples", 10_000))
         method = spec.params.get("accountant", "closed_form")
@@ -146,7 +149,10 @@ class DPMix(Baseline):
         n, k = len(train), train.num_classes
         d_x = math.prod(train.input_shape)
         acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=d_x, d_y=k, delta=delta, method=method)
-        sigma = dpmix_sigma(target_epsilon=target_epsilon, **acc)
+        if fixed_sigma is not None:
+            sigma = float(fixed_sigma)
+        else:
+            sigma = dpmix_sigma(target_epsilon=target_epsilon, **acc)
         epsilon = dpmix_epsilon(sigma=sigma, **acc)
         gen = seed_everything(seed)
         rx, ry, _ = mix_release(train.x.flatten(1), F.one_hot(train.y, k).float(), mixture_degree=ell,
@@ -158,8 +164,9 @@ class DPMix(Baseline):
         mass = y_soft.sum(1, keepdim=True)
         y_soft = torch.where(mass > 0, y_soft / mass.clamp_min(1e-12), torch.full_like(y_soft, 1.0 / k))
         model = self.build(train.input_shape, k, spec)
+        keep = t - int(float(spec.params.get("validation_split", 0.0)) * t)
         hist, seen, secs = fit_supervised(
-            model, x_in, y_soft, spec, generator=gen, device=device, loss_fn=soft_cross_entropy,
+            model, x_in[:keep], y_soft[:keep], spec, generator=gen, device=device, loss_fn=soft_cross_entropy,
             scheduler_step=int(spec.params.get("lr_halving_epochs", 10)), on_epoch=on_epoch)
         privacy = PrivacySpent(epsilon, delta, ACCOUNTANT_NAMES[method], "dp-release")
         params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "accountant": method,

@@ -16,6 +16,7 @@ from mechanisms.baseline import Baseline, fit_supervised
 
 # Replacing one person's unit-norm image by another moves it by up to ||a - b|| <= 2.
 SENSITIVITY = 2.0
+CALIBRATIONS = ("analytic", "classic")
 
 
 class L2Normalize(nn.Module):
@@ -41,7 +42,11 @@ class LocalGaussian(Baseline):
     (Balle & Wang, ICML 2018) at replace-one sensitivity 2: (ε, δ) local DP per image. The learner
     trains ``spec.model`` on the noisy images only, multiplied by the public constant
     s = 1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get
-    the same normalisation and the same s."""
+    the same normalisation and the same s.
+
+    ``spec.params``: ``calibration`` — ``"analytic"`` (default, the above) or ``"classic"``: the source's
+    σ = √(2 ln(1.25/δ))/ε with "sensitivity 1" (REFERENCE.md §1), kept to reproduce it; the reported ε is
+    then what that σ really buys (analytic Gaussian, sensitivity 2) and the target is only ``claimed_epsilon``."""
 
     name = "local-gaussian"
     guarantee = "local-dp"
@@ -55,7 +60,13 @@ class LocalGaussian(Baseline):
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
         if target_epsilon is None or target_epsilon <= 0:
             raise ValueError(f"local-gaussian needs a target epsilon > 0, got {target_epsilon}")
-        sigma = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=SENSITIVITY)
+        calibration = spec.params.get("calibration", "analytic")
+        if calibration not in CALIBRATIONS:
+            raise ValueError(f"local-gaussian calibration {calibration!r} not in {CALIBRATIONS}")
+        if calibration == "analytic":
+            sigma = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=SENSITIVITY)
+        else:
+            sigma = classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)
         gen = seed_everything(seed)
         noisy = perturb(train.x, sigma=sigma, generator=gen)
         model = self.build(train.input_shape, train.num_classes, spec)
@@ -67,6 +78,9 @@ class LocalGaussian(Baseline):
         params = {"sigma": sigma, "sensitivity": SENSITIVITY,
                   "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)}
         release = Release(noisy, train.y, "local-gaussian", {"sigma": sigma, "sensitivity": SENSITIVITY})
-        return TrainedModel(model, PrivacySpent(epsilon, delta, "analytic-gaussian", "local-dp"),
+        claimed = None if calibration == "analytic" else target_epsilon
+        note = "" if claimed is None else "source's σ: classic formula, sensitivity 1; ε is what it really buys"
+        privacy = PrivacySpent(epsilon, delta, "analytic-gaussian", "local-dp", claimed_epsilon=claimed, note=note)
+        return TrainedModel(model, privacy,
                             params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

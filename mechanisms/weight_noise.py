@@ -39,7 +39,10 @@ class WeightNoise(Baseline):
     dense classifier (``spec.model``, default ``mlp``) on the noisy autoencoder's reconstructions of
     the members. The target ε is only the source's *claimed* ε: the guarantee is "none".
 
-    ``spec.params``: ``ae_epochs`` (default ``spec.epochs``), ``ae_lr`` (default 1e-3), ``code`` (64).
+    ``spec.params``: ``ae_epochs`` (default ``spec.epochs``), ``ae_lr`` (default 1e-3), ``code`` (64),
+    ``weight_noise_std`` (an explicit std ≥ 0 instead of 1/ε; 0 gives the source's clean reference),
+    ``classifier_before_noise`` (train the classifier on the clean autoencoder's reconstructions, then add the
+    noise: the same classifier measured before and after noise; default False).
     """
 
     name = "weight-noise"
@@ -54,9 +57,10 @@ class WeightNoise(Baseline):
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
-        if target_epsilon is None or target_epsilon <= 0:
+        std = spec.params.get("weight_noise_std")
+        if std is None and (target_epsilon is None or target_epsilon <= 0):
             raise ValueError(f"weight-noise needs a (claimed) target epsilon > 0, got {target_epsilon}")
-        std = 1.0 / target_epsilon
+        std = 1.0 / target_epsilon if std is None else float(std)
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
         ae_spec = TrainSpec(model="autoencoder", epochs=int(spec.params.get("ae_epochs", spec.epochs)),
@@ -65,13 +69,17 @@ class WeightNoise(Baseline):
         flat = train.x.flatten(1)
         ae_hist, ae_seen, ae_secs = fit_supervised(model.autoencoder, train.x, flat, ae_spec, generator=gen,
                                                    device=device, loss_fn=F.mse_loss)
-        add_weight_noise(model.autoencoder, std=std, generator=gen)
+        before = bool(spec.params.get("classifier_before_noise", False))
+        if std > 0 and not before:
+            add_weight_noise(model.autoencoder, std=std, generator=gen)
         model.autoencoder.eval()
         with torch.no_grad():
             recon = torch.cat([model.autoencoder(train.x[i : i + 4096].to(device)).cpu()
                                for i in range(0, len(train), 4096)])
         hist, seen, secs = fit_supervised(model.classifier, recon, train.y, spec, generator=gen,
                                           device=device, on_epoch=on_epoch)
+        if std > 0 and before:
+            add_weight_noise(model.autoencoder, std=std, generator=gen)
         privacy = PrivacySpent.no_guarantee(
             claimed_epsilon=target_epsilon,
             note=f"Gaussian noise std {std:.3g} on autoencoder weights; no accountant exists")
