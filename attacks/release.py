@@ -54,6 +54,10 @@ def _with_labels(data: ArrayDataset) -> torch.Tensor:
 
 
 def _dpmix_release(target: TrainedModel) -> tuple[torch.Tensor, float, int] | None:
+    """``(z, σ_x, ℓ)``: the release as ``(T, d_x + K)`` [image, label] rows. A release with its own label noise
+    σ_y < σ_x (``params["sigma_y"]``) is still scored with σ_x on every coordinate: weighting the labels by
+    σ_x/σ_y measured weaker (likelihood-ratio AUC 0.57 vs 0.62 on digits, ℓ = 2, σ_x = 0.6, σ_y = 0.01), as
+    one-hot labels are far from the attacks' Gaussian model."""
     rel = target.release
     if rel is None or rel.kind != "dpmix":
         return None

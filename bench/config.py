@@ -23,7 +23,7 @@ PARAM_KEYS = {
     "baseline": {"model_kwargs"},
     "dpsgd": {"model_kwargs", "max_grad_norm", "accountant", "grad_sample_mode", "noise_multiplier", "ema_decay"},
     "dpmix": {"model_kwargs", "mixture_degree", "num_samples", "accountant", "lr_halving_epochs", "sigma",
-              "validation_split"},
+              "validation_split", "sigma_y_scale", "learner"},
     "dpmix-per-class": {"model_kwargs", "mixture_degree", "samples_per_class", "sigma", "reuse_subset",
                         "lr_halving_epochs"},
     "local-gaussian": {"model_kwargs", "calibration"},
@@ -32,7 +32,7 @@ PARAM_KEYS = {
 # spec.params that must be numbers in a range: name -> (lowest, highest, lowest allowed itself)
 _PARAM_RANGES = {"noise_multiplier": (0.0, math.inf, False), "ema_decay": (0.0, 1.0, False),
                  "sigma": (0.0, math.inf, False), "validation_split": (0.0, 1.0, True),
-                 "weight_noise_std": (0.0, math.inf, True)}
+                 "weight_noise_std": (0.0, math.inf, True), "sigma_y_scale": (0.0, math.inf, False)}
 ALL_MECHANISMS = ("baseline", "dpsgd", "dpmix", "local-gaussian", "weight-noise")
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
@@ -408,6 +408,15 @@ def _validate_spec(mech: str, spec: dict | None, n_members: int) -> None:
         if params["calibration"] not in CALIBRATIONS:
             raise ConfigError(f"{where}.params.calibration {params['calibration']!r} is not known; "
                               f"allowed: {', '.join(CALIBRATIONS)}")
+    if "learner" in params:
+        from mechanisms.dpmix import LEARNERS
+
+        if params["learner"] not in LEARNERS:
+            raise ConfigError(f"{where}.params.learner {params['learner']!r} is not known; "
+                              f"allowed: {', '.join(LEARNERS)}")
+        if params["learner"] == "class-means" and spec.get("model") != "linear":
+            raise ConfigError(f"{where}.params.learner 'class-means' needs model 'linear', "
+                              f"got {spec.get('model')!r}")
     for key in ("reuse_subset", "classifier_before_noise"):
         if key in params and not isinstance(params[key], bool):
             raise ConfigError(f"{where}.params.{key} = {params[key]!r} must be true or false")

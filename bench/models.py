@@ -93,6 +93,13 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int = 128) -> nn
     return nn.Sequential(nn.Flatten(), nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
 
 
+@MODELS.register("linear")
+def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """Linear classifier on the flattened image: Linear(d→K). DPMix's ``class-means`` learner sets its weights in
+    closed form (a nearest-class-mean classifier)."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), num_classes))
+
+
 @MODELS.register("autoencoder")
 def autoencoder(input_shape: tuple[int, ...], num_classes: int = 0, code: int = 64) -> nn.Module:
     """Dense autoencoder of the weight-noise system: d→code (ReLU)→d (sigmoid), on flattened images;

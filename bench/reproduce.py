@@ -126,6 +126,10 @@ def reproduction_row(preset: Preset, row: Row, cells: list[dict[str, Any]], *, c
         diff = stats["mean"] - row.published
         status = "reproduced" if abs(diff) <= REPRODUCED_WITHIN else "not reproduced"
         notes.insert(0, f"ours {stats['mean']:.2f} % vs published {row.published:g} % ({diff:+.2f} points)")
+        if row.target is not None:  # our recipe: the published figure is the record to beat
+            status = f"target {'met' if stats['mean'] >= row.target else 'missed'} (≥ {row.target:g} %)"
+            notes[0] = (f"ours {stats['mean']:.2f} % vs the record {row.published:g} % ({diff:+.2f} points); "
+                        f"our target {row.target:g} %")
     sigma = row.training["params"].get("noise_multiplier")
     if row.mechanism == "dpsgd" and sigma is not None and ok:
         epochs, delta = row.training["epochs"], ok[0]["privacy"]["delta"]

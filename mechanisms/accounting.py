@@ -194,8 +194,10 @@ def dpmix_sigma(
     sigma_max: float = 1e4,
     tol: float = 1e-3,
     sample_rate: float | None = None,
+    sigma_y_scale: float = 1.0,
 ) -> float:
-    """Smallest σ = σ_x = σ_y whose DPMix ε (Lee et al., ISIT 2019) is ≤ ``target_epsilon``.
+    """Smallest σ = σ_x (with σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε (Lee et al., ISIT 2019) is ≤
+    ``target_epsilon``.
 
     Bisection on log σ (ε decreases in σ) to relative tolerance ``tol``; the upper end of the final
     bracket is returned, so ``dpmix_epsilon(sigma=result, ...) <= target_epsilon`` always holds.
@@ -204,6 +206,9 @@ def dpmix_sigma(
         target_epsilon: ε to reach (unitless, > 0).
         mixture_degree, num_samples, num_records, d_x, d_y, delta, method, sample_rate: as in
             :func:`dpmix_epsilon`.
+        sigma_y_scale: σ_y / σ_x, the label noise relative to the feature noise (> 0; 1: the source's equal
+            noise). The feature-label cross-moments a learner estimates are noisiest where σ_x·σ_y is largest; at
+            a fixed Δ² = d_x/σ_x² + d_y/σ_y² that product is smallest at σ_y/σ_x = √(d_y/d_x).
         sigma_max: largest σ considered.
         tol: relative tolerance on σ.
 
@@ -215,11 +220,12 @@ def dpmix_sigma(
     """
     _check(target_epsilon > 0, f"target_epsilon must be > 0, got {target_epsilon!r}")
     _check(sigma_max > 0 and tol > 0, f"sigma_max and tol must be > 0, got {sigma_max!r}, {tol!r}")
+    _check(math.isfinite(sigma_y_scale) and sigma_y_scale > 0, f"sigma_y_scale must be > 0, got {sigma_y_scale!r}")
     kw = dict(mixture_degree=mixture_degree, num_samples=num_samples, num_records=num_records,
               d_x=d_x, d_y=d_y, delta=delta, method=method, sample_rate=sample_rate)  # fmt: skip
 
     def eps(s: float) -> float:
-        return dpmix_epsilon(sigma=s, **kw)
+        return dpmix_epsilon(sigma=s, sigma_y=s * sigma_y_scale, **kw)
 
     reached = eps(sigma_max)
     if reached > target_epsilon:

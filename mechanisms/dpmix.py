@@ -4,6 +4,7 @@ train a classifier on the release only."""
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 import torch.nn.functional as F
@@ -62,13 +63,15 @@ def _rows_with_repeats(rows: torch.Tensor, n: int, chunk_bytes: int = 8 << 20) -
 
 def mix_release(
     x: torch.Tensor, y_onehot: torch.Tensor, *, mixture_degree: int, num_samples: int, sigma: float,
-    generator: torch.Generator,
+    generator: torch.Generator, sigma_y: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The DPMix release: each sample is the mean of ℓ distinct records plus N(0, σ²) per coordinate.
+    """The DPMix release: each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and
+    N(0, σ_y²) per label coordinate.
 
     Args:
         x: ``(n, d_x)`` records in [0, 1]. y_onehot: ``(n, d_y)`` one-hot (or any [0, 1]) labels.
-        mixture_degree: ℓ. num_samples: T. sigma: noise std σ (same on features and labels).
+        mixture_degree: ℓ. num_samples: T. sigma: noise std σ_x on the features. sigma_y: noise std on the
+            labels (default ``sigma``, the source's equal noise).
 
     Returns:
         ``(T, d_x)`` released features, ``(T, d_y)`` released labels, ``(T, ℓ)`` the subsets used
@@ -78,6 +81,8 @@ def mix_release(
     idx = sample_subsets(n, mixture_degree, num_samples, generator=generator)
     data = torch.cat([x, y_onehot], dim=1).to(torch.float32)
     noisy = torch.randn((num_samples, data.shape[1]), generator=generator).mul_(sigma)
+    if sigma_y is not None and sigma_y != sigma:
+        noisy[:, x.shape[1]:] *= sigma_y / sigma
     noisy += mean_of_rows(data, idx)  # = mean + σ·N(0, 1), the same draws as before
     return noisy[:, : x.shape[1]], noisy[:, x.shape[1] :], idx
 
@@ -117,18 +122,60 @@ def _bytes_with_scale(data: torch.Tensor, scale: float, rows: int = 8192) -> tor
     return out
 
 
+LEARNERS = ("network", "class-means")
+
+
+@torch.no_grad()
+def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degree: int, num_records: int
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Class means of the private records estimated from a DPMix release, and the squared norm each estimate
+    owes to noise.
+
+    Random mixing keeps the first moments: for ℓ records drawn without replacement from n, with class
+    frequencies p_k and class means μ_k, E[x̄] = μ and Cov(x̄, ȳ_k) = (n − ℓ)/(ℓ(n − 1)) · p_k (μ_k − μ); the
+    added noise is independent and zero-mean. So μ̂_k = mean(x̄) + ℓ(n − 1)/(n − ℓ) · Ĉov(x̄, ȳ_k) / mean(ȳ_k),
+    a moment estimator (post-processing of the release, no privacy cost).
+
+    Args:
+        rx: ``(T, d)`` released features (unclipped: clipping would bias the moments). ry: ``(T, K)`` released
+            labels. mixture_degree: ℓ. num_records: n.
+
+    Returns:
+        ``(K, d)`` class means and ``(K,)`` the expected squared norm of each estimate's error.
+
+    Raises:
+        ValueError: fewer than 2 released samples.
+    """
+    t = rx.shape[0]
+    if t < 2:
+        raise ValueError(f"class means need at least 2 released samples, got {t}")
+    rx, ry = rx.double(), ry.double()
+    mx, my = rx.mean(0), ry.mean(0)
+    cxy = (rx - mx).T @ (ry - my) / (t - 1)  # (d, K)
+    fpc = (num_records - mixture_degree) / max(num_records - 1, 1)
+    gain = mixture_degree / fpc / my.clamp_min(1e-3)  # (K,)
+    means = mx[None, :] + (cxy * gain[None, :]).T
+    err = rx.var(0).sum() * ry.var(0) / t * gain**2  # E‖μ̂_k − μ_k‖² under independence
+    return means.float(), err.float()
+
 
 class DPMix(Baseline):
-    """Train ``spec.model`` on a DPMix release calibrated to the target (ε, δ).
+    """Train a classifier on a DPMix release calibrated to the target (ε, δ).
 
     ``spec.params``: ``mixture_degree`` ℓ (default 256), ``num_samples`` T (default 10,000),
     ``accountant`` (``closed_form`` = Lee et al. 2019 Theorem, or ``dp_accounting`` = Google's RDP
     accountant, sampling without replacement, REPLACE_ONE), ``lr_halving_epochs`` (default 10),
     ``sigma`` (a fixed σ, e.g. a source's; the target ε is then ignored and the reported ε is what σ buys),
+    ``sigma_y_scale`` (σ_y/σ_x, label noise relative to feature noise; default 1, the source's equal noise),
     ``validation_split`` (fraction of the release held out of training, as Keras' ``validation_split``: the
-    last rows; default 0). Otherwise σ is the smallest noise (by bisection) whose accountant ε meets the target.
-    The classifier sees only the release: features clipped to [0, 1] and labels clipped at 0 and renormalised into a
-    soft-label distribution (post-processing), trained with a KL-divergence loss.
+    last rows; default 0), ``learner``. Otherwise σ is the smallest noise (by bisection) whose accountant ε
+    meets the target.
+
+    Learners (both see only the release): ``network`` (default, the source's) trains ``spec.model`` on features
+    clipped to [0, 1] and labels clipped at 0 and renormalised into a soft-label distribution, with a
+    KL-divergence loss; ``class-means`` (``spec.model`` must be ``linear``) sets a nearest-class-mean
+    classifier in closed form from ``class_means_from_release``: mixing keeps linear statistics exactly, so a
+    linear rule transfers from mixtures to single images, where a network trained on mixtures need not.
     """
 
     name = "dpmix"
@@ -146,30 +193,51 @@ class DPMix(Baseline):
         method = spec.params.get("accountant", "closed_form")
         if method not in ACCOUNTANT_NAMES:
             raise ValueError(f"dpmix accountant {method!r} not in {tuple(ACCOUNTANT_NAMES)}")
+        learner = spec.params.get("learner", "network")
+        if learner not in LEARNERS:
+            raise ValueError(f"dpmix learner {learner!r} not in {LEARNERS}")
+        if learner == "class-means" and spec.model != "linear":
+            raise ValueError(f"dpmix learner 'class-means' needs model 'linear', got {spec.model!r}")
+        y_scale = float(spec.params.get("sigma_y_scale", 1.0))
         n, k = len(train), train.num_classes
         d_x = math.prod(train.input_shape)
         acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=d_x, d_y=k, delta=delta, method=method)
         if fixed_sigma is not None:
             sigma = float(fixed_sigma)
         else:
-            sigma = dpmix_sigma(target_epsilon=target_epsilon, **acc)
-        epsilon = dpmix_epsilon(sigma=sigma, **acc)
+            sigma = dpmix_sigma(target_epsilon=target_epsilon, sigma_y_scale=y_scale, **acc)
+        sigma_y = sigma * y_scale
+        epsilon = dpmix_epsilon(sigma=sigma, sigma_y=sigma_y, **acc)
         gen = seed_everything(seed)
         rx, ry, _ = mix_release(train.x.flatten(1), F.one_hot(train.y, k).float(), mixture_degree=ell,
-                                num_samples=t, sigma=sigma, generator=gen)
-        release = Release(rx.view(t, *train.input_shape), ry, "dpmix",
-                          {"sigma": sigma, "mixture_degree": ell, "num_samples": t})
-        x_in = rx.clamp(0.0, 1.0).view(t, *train.input_shape)
-        y_soft = ry.clamp_min(0.0)
-        mass = y_soft.sum(1, keepdim=True)
-        y_soft = torch.where(mass > 0, y_soft / mass.clamp_min(1e-12), torch.full_like(y_soft, 1.0 / k))
+                                num_samples=t, sigma=sigma, sigma_y=sigma_y, generator=gen)
+        release_params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t}
+        if y_scale != 1.0:
+            release_params["sigma_y"] = sigma_y
+        release = Release(rx.view(t, *train.input_shape), ry, "dpmix", release_params)
         model = self.build(train.input_shape, k, spec)
         keep = t - int(float(spec.params.get("validation_split", 0.0)) * t)
-        hist, seen, secs = fit_supervised(
-            model, x_in[:keep], y_soft[:keep], spec, generator=gen, device=device, loss_fn=soft_cross_entropy,
-            scheduler_step=int(spec.params.get("lr_halving_epochs", 10)), on_epoch=on_epoch)
+        if learner == "class-means":
+            t0 = time.perf_counter()
+            means, err = class_means_from_release(rx[:keep], ry[:keep], mixture_degree=ell, num_records=n)
+            with torch.no_grad():
+                model[-1].weight.copy_(means)
+                model[-1].bias.copy_(-(means.pow(2).sum(1) - err) / 2)  # nearest class mean, noise norm removed
+            hist, seen, secs = [], keep, max(time.perf_counter() - t0, 1e-9)
+            model.to(device)
+            if on_epoch is not None:
+                on_epoch(spec.epochs, spec.epochs, float("nan"))
+        else:
+            x_in = rx.clamp(0.0, 1.0).view(t, *train.input_shape)
+            y_soft = ry.clamp_min(0.0)
+            mass = y_soft.sum(1, keepdim=True)
+            y_soft = torch.where(mass > 0, y_soft / mass.clamp_min(1e-12), torch.full_like(y_soft, 1.0 / k))
+            hist, seen, secs = fit_supervised(
+                model, x_in[:keep], y_soft[:keep], spec, generator=gen, device=device, loss_fn=soft_cross_entropy,
+                scheduler_step=int(spec.params.get("lr_halving_epochs", 10)), on_epoch=on_epoch)
         privacy = PrivacySpent(epsilon, delta, ACCOUNTANT_NAMES[method], "dp-release")
         params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "accountant": method,
-                  "num_records": n}
+                  "num_records": n, **({"sigma_y": sigma_y, "learner": learner} if y_scale != 1.0 or
+                                       learner != "network" else {})}
         return TrainedModel(model, privacy, params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

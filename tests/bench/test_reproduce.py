@@ -97,6 +97,15 @@ def test_reproduced_means_within_one_and_a_half_points(offset, status):
     assert entry["corrected_privacy"] == {"guarantee": "none"}
 
 
+@pytest.mark.parametrize("values, status", [([80.9, 81.1], "target met (≥ 80 %)"),
+                                            ([79.8, 80.0], "target missed (≥ 80 %)")])
+def test_our_recipes_say_whether_their_target_was_met(values, status):
+    preset = PRESETS.get("weight-noise")
+    row = Row("x", "x", "weight-noise", preset.rows[0].training, published=68.35, target=80.0)
+    entry = reproduction_row(preset, row, _cells(values), command="c", wall_s=1.0, cut="")
+    assert entry["status"] == status and "the record 68.35 %" in entry["notes"]
+
+
 def test_every_seed_failing_is_not_reproduced_and_says_why():
     preset = PRESETS.get("weight-noise")
     cells = [{"status": "failed", "seed": 0, "error": "training loss became nan in epoch 1"}]

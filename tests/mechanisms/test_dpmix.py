@@ -211,3 +211,70 @@ def test_rejects_bad_target_and_accountant(digits_split):
             _fit(digits_split, _spec(), target=bad)
     with pytest.raises(ValueError, match="nope"):
         _fit(digits_split, _spec(accountant="nope"))
+
+
+# --- separate label noise and the class-means learner --------------------------------------------------------------
+
+
+def test_label_noise_scale_is_released_and_accounted(digits_split):
+    scale = math.sqrt(10 / 64)  # √(d_y/d_x): the σ_x·σ_y-minimising split of the noise
+    fit = _fit(digits_split, _spec(sigma_y_scale=scale))
+    sigma, sigma_y = fit.params["sigma"], fit.params["sigma_y"]
+    assert sigma_y == pytest.approx(scale * sigma, rel=1e-12) and fit.release.params["sigma_y"] == sigma_y
+    kw = _acc_kwargs(digits_split, "closed_form")
+    assert fit.privacy.epsilon == pytest.approx(dpmix_epsilon(sigma=sigma, sigma_y=sigma_y, **kw), rel=1e-12)
+    assert fit.privacy.epsilon <= TARGET < dpmix_epsilon(sigma=0.99 * sigma, sigma_y=0.99 * sigma_y, **kw)
+    # the noise on each part has its own std: the release minus the subsets' means
+    m = digits_split.members
+    rx, ry, idx = mix_release(m.x.flatten(1), F.one_hot(m.y, 10).float(), mixture_degree=ELL, num_samples=T,
+                              sigma=sigma, sigma_y=sigma_y, generator=_gen(0))
+    assert torch.equal(fit.release.x.flatten(1), rx)
+    noise_y = ry - F.one_hot(m.y, 10).float()[idx].mean(1)
+    noise_x = rx - m.x.flatten(1)[idx].mean(1)
+    assert noise_y.std().item() == pytest.approx(sigma_y, rel=0.05)
+    assert noise_x.std().item() == pytest.approx(sigma, rel=0.05)
+
+
+def test_class_means_estimate_matches_the_members_class_means_within_its_error(digits_split):
+    from mechanisms.dpmix import class_means_from_release
+
+    m = digits_split.members
+    x, y1 = m.x.flatten(1), F.one_hot(m.y, 10).float()
+    truth = torch.stack([x[m.y == k].mean(0) for k in range(10)])
+    rx, ry, _ = mix_release(x, y1, mixture_degree=8, num_samples=40_000, sigma=0.2, sigma_y=0.02, generator=_gen(3))
+    means, err = class_means_from_release(rx, ry, mixture_degree=8, num_records=len(m))
+    sq = (means - truth).pow(2).sum(1)
+    # err is the expected squared error of each estimate (64 coordinates, so it concentrates): within 2x either way
+    assert ((sq > err / 2) & (sq < 2 * err)).float().mean() >= 0.8 and (sq < 3 * err).all()
+    # and it is small next to the distances between the class means
+    assert err.max() < 0.05 * torch.cdist(truth, truth).pow(2).masked_fill(torch.eye(10, dtype=bool), 1e9).min()
+    with pytest.raises(ValueError, match="at least 2"):
+        class_means_from_release(rx[:1], ry[:1], mixture_degree=8, num_records=len(m))
+
+
+def test_class_means_learner_is_a_nearest_class_mean_rule_that_learns(digits_split):
+    from mechanisms.dpmix import class_means_from_release
+
+    # 300 members are far too few for a useful ε (σ ≈ 10 at ε = 8): a fixed small σ tests the learner itself
+    spec = TrainSpec(model="linear", epochs=1, batch_size=32, lr=1.0, optimizer="sgd",
+                     params={"mixture_degree": 8, "num_samples": 40_000, "learner": "class-means", "sigma": 0.02,
+                             "sigma_y_scale": math.sqrt(10 / 64)})
+    fit = _fit(digits_split, spec)
+    assert fit.params["learner"] == "class-means" and fit.params["sigma"] == 0.02
+    rel = fit.release
+    means, err = class_means_from_release(rel.x.flatten(1), rel.y, mixture_degree=8, num_records=300)
+    test = digits_split.test
+    with torch.no_grad():
+        pred = fit.model(test.x).argmax(1)
+    nearest = (torch.cdist(test.x.flatten(1), means).pow(2) - err).argmin(1)
+    assert (pred == nearest).float().mean() > 0.99  # the same rule (ties and float rounding aside)
+    clean = torch.stack([digits_split.members.x[digits_split.members.y == k].flatten(1).mean(0) for k in range(10)])
+    clean_acc = (torch.cdist(test.x.flatten(1), clean).argmin(1) == test.y).float().mean()
+    assert (pred == test.y).float().mean() > clean_acc - 0.05  # as good as the members' own class means
+
+
+def test_class_means_learner_needs_the_linear_model(digits_split):
+    with pytest.raises(ValueError, match="needs model 'linear'"):
+        _fit(digits_split, _spec(learner="class-means"))
+    with pytest.raises(ValueError, match="learner 'nope'"):
+        _fit(digits_split, _spec(learner="nope"))
