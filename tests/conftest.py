@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,3 +43,18 @@ def mnist_root() -> Path:
             pytest.fail(f"CI must set PRIVBENCH_DATA to a folder holding MNIST/raw (got {env!r})")
         pytest.skip("real MNIST not available: set PRIVBENCH_DATA to a folder holding MNIST/raw")
     return root
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory):
+    """The main job as a user runs it: ``python -m bench all --profile smoke`` (sklearn's bundled digits: real
+    data, every mechanism, every attack of the profile), once per session (a minute or two on two cores).
+
+    Returns:
+        (run folder, its model cache, the finished process). Tests that change the folder copy it first.
+    """
+    out, cache = tmp_path_factory.mktemp("smoke"), tmp_path_factory.mktemp("smoke-cache")
+    proc = subprocess.run([sys.executable, "-m", "bench", "all", "--profile", "smoke", "--output", str(out / "run"),
+                           "--cache-dir", str(cache)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out / "run", cache, proc

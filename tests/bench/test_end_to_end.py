@@ -33,14 +33,6 @@ def _check_privacy_claims(doc: dict) -> None:
             assert p["epsilon"] <= r["target_epsilon"] * (1 + 1e-6), r
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("smoke")
-    cache = tmp_path_factory.mktemp("smoke-cache")
-    proc = _bench("all", "--profile", "smoke", "--output", str(out / "run"), "--cache-dir", str(cache))
-    return out / "run", cache, proc
-
-
 def test_smoke_run_writes_every_cell_and_report(smoke_run):
     run, _, proc = smoke_run
     doc = json.loads((run / "results.json").read_text())
