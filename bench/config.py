@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import ConfigError
+from bench.executor import EXECUTORS
 from mechanisms.base import TrainSpec
 
 DEVICES = ("auto", "cpu", "cuda")
-EXECUTORS = ("local", "ray")  # bench.executor
 SPEC_KEYS = {"model", "epochs", "batch_size", "lr", "optimizer", "momentum", "params"}
 PARAM_KEYS = {
     "baseline": {"model_kwargs"},

@@ -42,8 +42,9 @@ def plot_alt(name: str) -> str:
         return PLOT_ALT[name]
     if name.startswith("pareto_"):
         return (f"Privacy-utility Pareto frontier on {name[7:]}: test accuracy against the strongest membership "
-                "attack's TPR at 0.1% FPR (AUC where no low-FPR TPR is measurable), every model labelled with its "
-                "target ε; the line joins the models no other model beats on both")
+                "attack's TPR at 0.1% FPR, or at the lowest FPR measurable on every model (the AUC where none is; "
+                "the y-axis says which), every model labelled with its target ε; the line joins the models no "
+                "other model beats on both")
     if name.startswith("roc_"):
         return (f"Log-log ROC curves of every membership attack on {name[4:]}, one panel per mechanism and ε, "
                 "with the bound TPR <= e^ε·FPR + δ")
