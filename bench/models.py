@@ -100,6 +100,66 @@ def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), num_classes))
 
 
+class Scattering(nn.Module):
+    """Fixed (data-independent) 2-D wavelet scattering transform of Oyallon & Mallat, as used by Tramèr & Boneh
+    (ICLR 2021, §3): ``(N, C, H, W)`` images -> ``(N, C·K, H/2^J, W/2^J)`` features, K = 1 + J·L + L²·J(J−1)/2
+    (81 for J = 2, L = 8). Kymatio's filters are buffers, not parameters: nothing here is trained, so the
+    transform costs no privacy. Raises ValueError when H or W is not a multiple of 2^J."""
+
+    def __init__(self, input_shape: tuple[int, ...], J: int = 2, L: int = 8) -> None:
+        super().__init__()
+        # kymatio's 2-D torch front end, imported directly: ``kymatio.torch`` also loads the 3-D transform,
+        # which imports ``scipy.special.sph_harm`` (removed in SciPy 1.17)
+        from kymatio.scattering2d.frontend.torch_frontend import ScatteringTorch2D
+
+        c, h, w = input_shape
+        if h % 2**J or w % 2**J:
+            raise ValueError(f"scattering with J = {J} needs H and W divisible by {2**J}; got {h}×{w}")
+        self.transform = ScatteringTorch2D(J=J, shape=(h, w), L=L)
+        self.out_shape = (c * (1 + J * L + L * L * J * (J - 1) // 2), h // 2**J, w // 2**J)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.transform(x.contiguous()).reshape(len(x), *self.out_shape)
+
+
+class FrozenFront(nn.Module):
+    """``head(front(x))`` where ``front`` has no trainable parameters. Trainers that know this class (fast DP-SGD)
+    compute ``front`` once over the training set and train ``head`` on the features; everything else (attacks,
+    evaluation) sees one module from images to logits."""
+
+    def __init__(self, front: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        if any(p.requires_grad for p in front.parameters()):
+            raise ValueError("FrozenFront: the front has trainable parameters")
+        self.front, self.head = front, head
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # no ``no_grad`` here: the front has no parameters, so autograd records it only when ``x`` requires a
+        # gradient — as model inversion (MI-Face) needs
+        return self.head(self.front(x))
+
+    @torch.no_grad()
+    def features(self, x: torch.Tensor, device: torch.device, batch_size: int = 1024) -> torch.Tensor:
+        """``front`` applied to ``x (N, C, H, W)`` in chunks of ``batch_size`` on ``device``; returns the
+        ``(N, ...)`` features on ``x``'s device."""
+        return torch.cat([self.front(x[i : i + batch_size].to(device)).to(x.device)
+                          for i in range(0, len(x), batch_size)])
+
+
+@MODELS.register("scatternet-linear")
+def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: int = 27, J: int = 2) -> nn.Module:
+    """Tramèr & Boneh's (ICLR 2021, §3) ScatterNet + linear classifier: the scattering transform (J = 2, L = 8;
+    81 × 7 × 7 features on 28×28 input), GroupNorm(``groups``, channels) — a per-sample normalisation, so it
+    needs no private statistics — and Linear(features→K). 39,700 trainable parameters on MNIST."""
+    front = Scattering(input_shape, J=J)
+    channels = front.out_shape[0]
+    if channels % groups:
+        raise ValueError(f"scatternet-linear groups {groups} must divide the {channels} scattering channels")
+    head = nn.Sequential(nn.GroupNorm(groups, channels, affine=False), nn.Flatten(),
+                         nn.Linear(math.prod(front.out_shape), num_classes))
+    return FrozenFront(front, head)
+
+
 @MODELS.register("autoencoder")
 def autoencoder(input_shape: tuple[int, ...], num_classes: int = 0, code: int = 64) -> nn.Module:
     """Dense autoencoder of the weight-noise system: d→code (ReLU)→d (sigmoid), on flattened images;

@@ -227,17 +227,35 @@ PRESETS.add("dpsgd-best", Preset(
         Row("eps1", "tanh CNN, batch 512, C = 0.1, SGD lr 0.5 momentum 0.9, 40 epochs, EMA 0.999, ε = 1", "dpsgd",
             _spec("cnn-small", 40, 512, 0.5, momentum=0.9, **_BEST), target_epsilon=1.0, published=94.63, target=97.0,
             claimed_privacy="ε = 1.16 (δ = 1e-5; record: Opacus MNIST example)"),
+        Row("scatternet-eps3", "ScatterNet (J = 2, L = 8) + GroupNorm(27) + linear, batch 4096, C = 0.1, SGD lr 8 "
+                               "momentum 0.9, 40 epochs, ε = 3", "dpsgd",
+            _spec("scatternet-linear", 40, 4096, 8.0, momentum=0.9, max_grad_norm=0.1, **_FAST), target_epsilon=3.0,
+            published=98.7, target=98.2,
+            claimed_privacy="ε = 3 (δ = 1e-5; Tramèr & Boneh 2021, ScatterNet + linear)",
+            note="Tramèr & Boneh's published ScatterNet + linear batch / lr, GroupNorm instead of their privately "
+                 "estimated BatchNorm (no privacy spent on feature statistics); chosen over batch 8192 / lr 16 on the "
+                 "validation split: 98.62 % vs 98.46 %. Handcrafted features, not end-to-end: the end-to-end record "
+                 "is the eps3 row's"),
     ), seeds=(0,), note="all 60,000 training images; hyper-parameters: Tramèr & Boneh's published ones (public), "
                         "EMA decay fixed in advance; the test set is not used to choose anything"))
 
 _BEST_FASHION = dict(_BEST, model_kwargs={"activation": "tanh", "standardize": [0.2860, 0.3530]})
 PRESETS.add("dpsgd-best-fashion", Preset(
     "dpsgd-best-fashion", "ours: the dpsgd-best recipe on Fashion-MNIST", "fashion-mnist", rows=(
-        Row("eps3", "tanh CNN, batch 512, C = 0.1, SGD lr 0.5 momentum 0.9, 40 epochs, EMA 0.999, ε = 3", "dpsgd",
-            _spec("cnn-small", 40, 512, 0.5, momentum=0.9, **_BEST_FASHION), target_epsilon=3.0, published=86.0,
+        Row("eps3", "tanh CNN, batch 1024, C = 0.1, SGD lr 1.0 momentum 0.9, 60 epochs, EMA 0.999, ε = 3", "dpsgd",
+            _spec("cnn-small", 60, 1024, 1.0, momentum=0.9, **_BEST_FASHION), target_epsilon=3.0, published=86.0,
             target=87.0,
-            claimed_privacy="ε = 3 (δ = 1e-5; record: Tramèr & Boneh 2021, end-to-end CNN)"),
-    ), seeds=(0,), note="all 60,000 training images; the MNIST recipe unchanged but for the pixel mean / std"))
+            claimed_privacy="ε = 3 (δ = 1e-5; record: Tramèr & Boneh 2021, end-to-end CNN)",
+            note="the MNIST eps3 recipe, chosen again on a Fashion-MNIST validation split (5,000 training images "
+                 "held out, seed 1234) over batch 512 / 40 epochs / lr 0.5: 84.96 % vs 84.48 %"),
+        Row("scatternet-eps3", "ScatterNet (J = 2, L = 8) + GroupNorm(27) + linear, batch 8192, C = 0.1, SGD lr 16 "
+                               "momentum 0.9, 40 epochs, ε = 3", "dpsgd",
+            _spec("scatternet-linear", 40, 8192, 16.0, momentum=0.9, max_grad_norm=0.1, **_FAST), target_epsilon=3.0,
+            published=89.7, target=87.0,
+            claimed_privacy="ε = 3 (δ = 1e-5; Tramèr & Boneh 2021, ScatterNet + linear)",
+            note="Tramèr & Boneh's published Fashion-MNIST ScatterNet + linear setting; chosen over batch 4096 / lr 8 "
+                 "on the validation split: 89.28 % vs 89.22 %. Handcrafted features, not end-to-end"),
+    ), seeds=(0,), note="all 60,000 training images; the MNIST recipes, with the Fashion-MNIST pixel mean / std"))
 
 PRESETS.add("dpmix-best", Preset(
     "dpmix-best", "ours: DPMix on the privacy-accuracy frontier at ε = 15 (closed form, δ = 1/n)", "mnist", rows=(

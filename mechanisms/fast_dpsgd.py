@@ -374,6 +374,9 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing of the private iterates, no
             privacy cost.
+        A ``bench.models.FrozenFront`` model (e.g. ``scatternet-linear``) has its fixed front applied once to
+        ``x`` and only its head trained, as Tramèr & Boneh (2021) train on precomputed ScatterNet features; the
+        clipped gradients are the same since the front has no parameters.
 
     Returns:
         (per-epoch mean loss, examples processed, wall seconds).
@@ -382,9 +385,12 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         bench.training.TrainingDiverged: on a NaN / infinite batch loss.
         ValueError: unsupported model for ``mode``.
     """
+    from bench.models import FrozenFront
     from bench.training import TrainingDiverged
 
     model.train()
+    if isinstance(model, FrozenFront):  # a fixed feature extractor: computed once, only the head is trained
+        x, model = model.features(x, device), model.head
     ema = None
     if ema_decay is not None:  # made before the clipper, so the copy carries none of its hooks
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn

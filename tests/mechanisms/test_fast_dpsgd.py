@@ -262,3 +262,22 @@ def test_config_validates_grad_sample_mode():
                       "training": {"dpsgd": {"params": {"grad_sample_mode": "x"}}}})
     cfg = build_config({"profile": "smoke", "mechanisms": ["dpsgd"]})
     assert cfg.spec_for("dpsgd").params["grad_sample_mode"] == "bk"
+
+
+def test_frozen_front_trains_on_precomputed_features_as_opacus_trains_end_to_end(digits_split):
+    """``scatternet-linear`` under ``bk`` computes the scattering once and trains only the head; Opacus (``hooks``)
+    runs the whole model on every batch. Same batches, same noise, so the same weights — and the scattering
+    filters (buffers) are left as built."""
+    spec = {mode: TrainSpec(model="scatternet-linear", epochs=3, batch_size=60, lr=2.0, momentum=0.9,
+                            params={"grad_sample_mode": mode, "accountant": "rdp", "model_kwargs": {"groups": 9}})
+            for mode in ("hooks", "bk")}
+    got = {mode: MECHANISMS.get("dpsgd")().fit(digits_split.members, s, target_epsilon=4.0, delta=1e-5, seed=0,
+                                               device=CPU) for mode, s in spec.items()}
+    ref, fast = got["hooks"], got["bk"]
+    assert fast.privacy == ref.privacy and fast.history == pytest.approx(ref.history, rel=1e-4)
+    fresh = build_model("scatternet-linear", (1, 8, 8), 10, groups=9).state_dict()
+    for (name, a), b in zip(ref.model.state_dict().items(), fast.model.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=name)
+        if name.startswith("front."):
+            torch.testing.assert_close(b, fresh[name], msg=name)
+    assert not torch.equal(fast.model.head[2].weight, fresh["head.2.weight"])  # the head did train
