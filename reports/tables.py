@@ -139,6 +139,13 @@ def is_failed(result: dict[str, Any]) -> bool:
     return result.get("status", "ok") != "ok"
 
 
+def model_label(r: dict[str, Any]) -> str | None:
+    """A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
+    (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one."""
+    mech, row = r.get("mechanism"), r.get("row")
+    return mech if not row or row == mech else f"{mech} ({row})"
+
+
 def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per RunResult, keyed by ``SUMMARY_COLUMNS``; the main table of every report.
 
@@ -146,12 +153,13 @@ def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         results: the whole results.json document.
 
     Returns:
-        Rows with raw numbers (``target_epsilon``, ``test_accuracy``, ``attack_auc`` of the attack with the
-        highest AUC, ``samples_per_s`` (training examples per second, wall clock), ``epsilon`` / ``delta`` of
-        the accountant (``None`` without a guarantee), ``tpr`` / ``tpr_lower`` / ``tpr_upper`` at 0.1 % FPR
-        of ``tpr_attack`` (``strongest_at_level``), ``epsilon_lb`` of ``epsilon_lb_attack``
-        (``best_lower_bound``): float or ``None``) and ready texts (``privacy`` from ``format_privacy``,
-        ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no attack is measurable there).
+        Rows with ``mechanism`` as ``model_label`` gives it, raw numbers (``target_epsilon``, ``test_accuracy``,
+        ``attack_auc`` of the attack with the highest AUC, ``samples_per_s`` (training examples per second, wall
+        clock), ``epsilon`` / ``delta`` of the accountant (``None`` without a guarantee), ``tpr`` / ``tpr_lower`` /
+        ``tpr_upper`` at 0.1 % FPR of ``tpr_attack`` (``strongest_at_level``), ``epsilon_lb`` of
+        ``epsilon_lb_attack`` (``best_lower_bound``): float or ``None``) and ready texts (``privacy`` from
+        ``format_privacy``, ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no attack is
+        measurable there).
     """
     rows = []
     for r in results.get("results") or []:
@@ -164,7 +172,7 @@ def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         guaranteed = p.get("guarantee", "none") != "none"
         rows.append({
             "dataset": r.get("dataset"),
-            "mechanism": r.get("mechanism"),
+            "mechanism": model_label(r),
             "seed": r.get("seed"),
             "target_epsilon": r.get("target_epsilon"),
             "privacy": format_privacy(r.get("privacy")),
