@@ -245,7 +245,8 @@ PRESETS.add("dpsgd-best", Preset(
                              "batch 8192 / lr 16 on the validation split: 98.62 % vs 98.46 %. Handcrafted features, "
                              "not end-to-end: the end-to-end record is the eps3 row's"),
     ), seeds=(0,), note="all 60,000 training images; hyper-parameters: Tramèr & Boneh's published ones (public), "
-                        "EMA decay fixed in advance; the test set is not used to choose anything"))
+                        "or chosen among them on a validation split (row notes); EMA decay fixed in advance; the "
+                        "test set is not used to choose anything"))
 
 _BEST_FASHION = dict(_BEST, model_kwargs={"activation": "tanh", "standardize": [0.2860, 0.3530]})
 PRESETS.add("dpsgd-best-fashion", Preset(
