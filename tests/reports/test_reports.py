@@ -331,3 +331,20 @@ def test_provenance_facts_and_rows(results):
     rows = provenance_rows(results)
     assert len(rows) == len(results["results"]) and rows[1][:8] == ["mnist", "dpsgd", "1", "0", "cnn-small", "3",
                                                                     "256", "0.5"]  # fmt: skip
+
+
+def test_a_reproductions_rows_of_one_mechanism_stay_apart():
+    """Two DP-SGD models of a preset at the same target ε (an end-to-end CNN and ScatterNet + linear) are two
+    models, not two seeds of one: each keeps its row in the tables, and the ranking lists both, never their mean."""
+    from reports.verdict import verdict_notes
+
+    cnn = {**_run("dpsgd", 3.0, _privacy(2.99, 1e-5, "opacus-prv", "central-dp"), 0.9811, {}), "row": "eps3"}
+    scatter = {**_run("dpsgd", 3.0, _privacy(3.0, 1e-5, "opacus-prv", "central-dp"), 0.9879, {}),
+               "row": "scatternet-eps3"}
+    plain = _run("baseline", None, _privacy(), 0.99, {})
+    doc = {"results": [cnn, scatter, {**plain, "row": "baseline"}]}
+    assert [r["mechanism"] for r in summary_rows(doc)] == ["dpsgd (eps3)", "dpsgd (scatternet-eps3)", "baseline"]
+    ranking = verdict_notes(doc)["mnist"][0]
+    assert ranking == ("At target ε 3, by test accuracy: dpsgd (scatternet-eps3) 98.8% (central DP), "
+                       "dpsgd (eps3) 98.1% (central DP).")
+    assert [r["mechanism"] for r in summary_rows({"results": [plain]})] == ["baseline"]  # bench all: no rows
