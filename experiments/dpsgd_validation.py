@@ -22,7 +22,7 @@ momentum 0.9, 40 epochs, no EMA: with ~300–600 steps a 0.999 average would sti
 
 Bold: chosen. The held-out images are members of nothing here, but tuning on them still uses private data: this is
 the usual practice, not a privacy-free one (a strict accounting would add the selection's own cost; Papernot &
-Steinke 2022). C and F are further candidates, not run.
+Steinke 2022).
 
 Usage (from the repository root): PRIVBENCH_DATA=../shared/data .venv/bin/python experiments/dpsgd_validation.py
 A|B|S1|S2 [mnist|fashion-mnist]; prints one JSON line.
