@@ -11,8 +11,8 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from bench.data import ArrayDataset, MembershipSplit
-    from mechanisms.base import TrainedModel
+    from bench.core.data import ArrayDataset, MembershipSplit
+    from bench.core.types import TrainedModel
 
 
 @dataclass
@@ -55,7 +55,7 @@ class InversionResult:
 class TrainLikeTarget(Protocol):
     """Trains shadow / reference / canary models exactly as the target was trained (same mechanism, settings,
     target ε and δ) on the attacker's data; results go through the model cache (a cached model is loaded,
-    never retrained). ``bench.harness`` implements it; ``OneAtATime`` makes one from a plain function."""
+    never retrained). ``bench.runner.harness`` implements it; ``OneAtATime`` makes one from a plain function."""
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         """One model on ``data`` with training seed ``seed``."""
@@ -64,7 +64,7 @@ class TrainLikeTarget(Protocol):
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
         """One model per independent ``(data, seed)`` job, yielded in the order of ``jobs``. Every job is
         submitted before the first model is yielded, so they can train in parallel (the ``ray`` executor) or
-        as one vectorised ensemble (non-private shadows, ``bench.ensemble``)."""
+        as one vectorised ensemble (non-private shadows, ``bench.runner.ensemble``)."""
         ...
 
 

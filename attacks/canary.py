@@ -10,9 +10,9 @@ from attacks.audit import one_run_guesses
 from attacks.base import AttackResult, TrainLikeTarget
 from attacks.metrics import membership_metrics
 from attacks.shadows import concat, shadow_seed
-from bench.data import ArrayDataset, MembershipSplit
-from bench.training import per_example_loss
-from mechanisms.base import TrainedModel
+from bench.core.data import ArrayDataset, MembershipSplit
+from bench.core.training import per_example_loss
+from bench.core.types import TrainedModel
 
 
 class CanaryAudit:

@@ -15,10 +15,10 @@ from torch import nn
 
 from attacks.base import InversionResult
 from attacks.metrics import clopper_pearson
-from bench.data import ArrayDataset, MembershipSplit
-from bench.models import build_model
-from bench.training import predict_logits
-from mechanisms.base import TrainedModel, TrainSpec
+from bench.core.data import ArrayDataset, MembershipSplit
+from bench.core.models import build_model
+from bench.core.training import predict_logits
+from bench.core.types import TrainedModel, TrainSpec
 
 INITS = ("zeros", "grey", "noise", "mean")
 OBJECTIVES = ("nll", "prob")

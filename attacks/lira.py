@@ -11,8 +11,8 @@ from attacks.base import AttackResult, TrainLikeTarget
 from attacks.membership import balanced_candidates, labels_for
 from attacks.metrics import membership_metrics
 from attacks.shadows import concat, default_size, offline_design, online_design, query
-from bench.data import MembershipSplit
-from mechanisms.base import TrainedModel
+from bench.core.data import MembershipSplit
+from bench.core.types import TrainedModel
 
 GLOBAL_VARIANCE_BELOW = 64  # Carlini et al. §VI-A: below 64 shadow models a global variance works better
 MIN_STD = 1e-4

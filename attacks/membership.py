@@ -7,9 +7,9 @@ import torch
 
 from attacks.base import AttackResult
 from attacks.metrics import membership_metrics
-from bench.data import ArrayDataset, MembershipSplit
-from bench.training import per_example_loss, predict_logits
-from mechanisms.base import TrainedModel
+from bench.core.data import ArrayDataset, MembershipSplit
+from bench.core.training import per_example_loss, predict_logits
+from bench.core.types import TrainedModel
 
 
 def balanced_candidates(split: MembershipSplit, *, max_per_side: int | None, seed: int

@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from attacks.base import AttackResult, InversionResult
 from attacks.inversion import gray, nearest_scores, ssim
 from attacks.metrics import clopper_pearson, membership_metrics
-from bench.data import ArrayDataset, MembershipSplit
-from mechanisms.base import TrainedModel
+from bench.core.data import ArrayDataset, MembershipSplit
+from bench.core.types import TrainedModel
 
 _CHUNK = 1024  # candidates per block of the (T, chunk) score matrices
 _MOMENTS: dict[tuple, tuple] = {}  # (population fingerprint, kind, label) -> moments, see population_moments

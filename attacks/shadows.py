@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from attacks.base import TrainLikeTarget
-from bench.data import ArrayDataset
-from bench.training import predict_logits
+from bench.core.data import ArrayDataset
+from bench.core.training import predict_logits
 
 _KIND_OFFSET = {"offline": 0, "online": 500_000, "canary": 900_000}
 

@@ -13,8 +13,8 @@ from attacks.base import AttackResult, TrainLikeTarget
 from attacks.membership import balanced_candidates, labels_for
 from attacks.metrics import membership_metrics
 from attacks.shadows import concat, default_size, log_softmax, offline_design
-from bench.data import MembershipSplit
-from mechanisms.base import TrainedModel
+from bench.core.data import MembershipSplit
+from bench.core.types import TrainedModel
 
 
 def attack_features(logp: np.ndarray, y: np.ndarray, *, per_class: bool) -> np.ndarray:

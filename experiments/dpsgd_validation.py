@@ -2,7 +2,7 @@
 
 Each candidate recipe trains DP-SGD at ε = 3 (δ = 1e-5, Opacus' PRV accountant, Poisson sampling) on the training
 set minus 5,000 images held out by a fixed permutation (seed 1234), and is scored on those 5,000 only. The winner
-then becomes the preset row (``bench/presets.py``), trained on all 60,000 images and tested once by
+then becomes the preset row (``bench/runner/presets.py``), trained on all 60,000 images and tested once by
 ``python -m bench reproduce dpsgd-best`` (``dpsgd-best-fashion``). Measured (seed 0, one CPU thread each):
 
 End-to-end tanh CNN (cnn-small, tanh; pixels standardised; C = 0.1; SGD momentum 0.9; EMA of the weights 0.999):
@@ -40,8 +40,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.data import ArrayDataset, load_dataset  # noqa: E402
-from bench.training import evaluate  # noqa: E402
+from bench.core.data import ArrayDataset, load_dataset  # noqa: E402
+from bench.core.training import evaluate  # noqa: E402
 from mechanisms import MECHANISMS  # noqa: E402
 from mechanisms.base import TrainSpec  # noqa: E402
 

@@ -30,11 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 torch.set_num_threads(1)
 
 from attacks import ATTACKS  # noqa: E402
-from bench.config import build_config  # noqa: E402
-from bench.data import ArrayDataset, MembershipSplit, load_dataset, make_split  # noqa: E402
-from bench.harness import Harness  # noqa: E402
+from bench.core.data import ArrayDataset, MembershipSplit, load_dataset, make_split  # noqa: E402
+from bench.core.types import PrivacySpent, Release  # noqa: E402
+from bench.runner.config import build_config  # noqa: E402
+from bench.runner.harness import Harness  # noqa: E402
 from mechanisms.accounting import dpmix_epsilon, dpmix_sigma, gaussian_sigma  # noqa: E402
-from mechanisms.base import PrivacySpent, Release, TrainedModel  # noqa: E402
+from mechanisms.base import TrainedModel  # noqa: E402
 from mechanisms.dpmix import mix_release  # noqa: E402
 from mechanisms.local_noise import SENSITIVITY, perturb  # noqa: E402
 

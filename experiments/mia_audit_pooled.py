@@ -35,10 +35,10 @@ torch.set_num_threads(1)
 from attacks import ATTACKS  # noqa: E402
 from attacks.audit import membership_audit, one_run_guesses  # noqa: E402
 from attacks.metrics import membership_metrics  # noqa: E402
-from bench.config import build_config  # noqa: E402
-from bench.data import MembershipSplit, load_dataset  # noqa: E402
-from bench.harness import Harness  # noqa: E402
-from bench.training import evaluate  # noqa: E402
+from bench.core.data import MembershipSplit, load_dataset  # noqa: E402
+from bench.core.training import evaluate  # noqa: E402
+from bench.runner.config import build_config  # noqa: E402
+from bench.runner.harness import Harness  # noqa: E402
 
 OUT = Path(os.environ.get("PRIVBENCH_OUT", "results/mia-audit"))
 CACHE = str(OUT / "cache")

@@ -1,6 +1,6 @@
 """Privacy mechanisms, registered by their standard names (one line each, imported on first use)."""
 
-from bench.registry import Registry
+from bench.core.registry import Registry
 
 MECHANISMS: Registry = Registry("mechanism")
 MECHANISMS.add_lazy("baseline", "mechanisms.baseline:Baseline")

@@ -1,134 +1,15 @@
-"""Core types shared by every mechanism: PrivacySpent, TrainSpec, TrainedModel and the protocol."""
+"""The mechanism protocol: a way of training on private data."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
     from torch import nn
 
-    from bench.data import ArrayDataset
-
-GUARANTEES = ("none", "central-dp", "local-dp", "dp-release")
-
-
-@dataclass(frozen=True)
-class PrivacySpent:
-    """The privacy a mechanism actually spent, as certified by a named accountant.
-
-    Attributes:
-        epsilon: ε (unitless), or ``None`` when there is no formal guarantee.
-        delta: δ (a probability), or ``None`` when there is no formal guarantee.
-        accountant: the accountant that produced ``epsilon`` (e.g. ``"opacus-prv"``,
-            ``"dpmix-closed-form"``, ``"analytic-gaussian"``), ``"none"`` for no guarantee.
-        guarantee: one of ``"none"``, ``"central-dp"``, ``"local-dp"``, ``"dp-release"``.
-        claimed_epsilon: the ε a source system *claimed* for the same noise, where it differs
-            from what holds (e.g. weight noise "std = sensitivity/ε"); shown beside, never instead.
-        note: free text shown in reports (e.g. why δ is weak).
-
-    Raises:
-        ValueError: unknown guarantee, or an ε without δ/accountant.
-    """
-
-    epsilon: float | None
-    delta: float | None
-    accountant: str
-    guarantee: str
-    claimed_epsilon: float | None = None
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        if self.guarantee not in GUARANTEES:
-            raise ValueError(f"guarantee {self.guarantee!r} not in {GUARANTEES}")
-        if self.guarantee == "none":
-            if self.epsilon is not None:
-                raise ValueError("a mechanism with no guarantee cannot report an epsilon")
-        elif self.epsilon is None or self.delta is None or self.accountant in ("", "none"):
-            raise ValueError("a formal guarantee needs epsilon, delta and an accountant name")
-
-    @classmethod
-    def no_guarantee(cls, *, claimed_epsilon: float | None = None, note: str = "") -> PrivacySpent:
-        return cls(None, None, "none", "none", claimed_epsilon=claimed_epsilon, note=note)
-
-    def describe(self) -> str:
-        """Human-readable ε with its δ and accountant, or "no guarantee"."""
-        if self.epsilon is None:
-            return "no guarantee"
-        eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.3g}"
-        return f"ε = {eps} (δ = {self.delta:.0e}, {self.accountant})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class TrainSpec:
-    """Everything that determines how a model is trained, apart from the data and privacy.
-
-    Attributes:
-        model: registered model name (``bench.models.MODELS``).
-        epochs: passes over the training data (or over the release for data-release mechanisms).
-        batch_size: (expected) batch size; for DP-SGD the Poisson sample rate is q = 1/ceil(n / batch_size).
-        lr: learning rate.
-        optimizer: ``"sgd"`` or ``"adam"``.
-        momentum: SGD momentum.
-        params: mechanism-specific hyper-parameters (e.g. ``max_grad_norm``, ``mixture_degree``).
-    """
-
-    model: str
-    epochs: int
-    batch_size: int
-    lr: float
-    optimizer: str = "sgd"
-    momentum: float = 0.0
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Release:
-    """A synthetic or perturbed data release, kept for attacks and report examples.
-
-    Attributes:
-        x: released features, shape ``(T, C, H, W)``, float32.
-        y: released labels, ``(T,)`` int64 class indices or ``(T, K)`` float soft labels.
-        kind: ``"dpmix"`` or ``"local-gaussian"``.
-        params: mechanism parameters needed to attack it (σ, ℓ, norm scaling, ...).
-    """
-
-    x: torch.Tensor
-    y: torch.Tensor
-    kind: str
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class TrainedModel:
-    """The outcome of ``Mechanism.fit``.
-
-    Attributes:
-        model: classifier taking raw images ``(N, C, H, W)`` in [0, 1] and returning logits ``(N, K)``;
-            any preprocessing (e.g. L2 normalisation) is part of the module.
-        privacy: what was spent and who certified it.
-        params: the mechanism's resolved parameters (σ, noise multiplier, q, ℓ, T, ...), JSON-able.
-        release: the released data for data-release mechanisms, else ``None``.
-        train_seconds: wall time of training (s).
-        samples_per_s: training throughput in samples per second (examples processed / train time).
-        history: per-epoch training loss.
-    """
-
-    model: nn.Module
-    privacy: PrivacySpent
-    params: dict[str, Any] = field(default_factory=dict)
-    release: Release | None = None
-    train_seconds: float = 0.0
-    samples_per_s: float = 0.0
-    history: list[float] = field(default_factory=list)
+    from bench.core.data import ArrayDataset
+    from bench.core.types import TrainedModel, TrainSpec
 
 
 class Mechanism(Protocol):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from bench.data import ArrayDataset
-from bench.models import build_model
-from bench.training import EpochCallback, TensorBatches, make_optimizer, seed_everything, train_loop
-from mechanisms.base import PrivacySpent, TrainedModel, TrainSpec
+from bench.core.data import ArrayDataset
+from bench.core.models import build_model
+from bench.core.training import EpochCallback, TensorBatches, make_optimizer, seed_everything, train_loop
+from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
 
 
 def fit_supervised(
@@ -31,7 +31,7 @@ def fit_supervised(
             ``loss_fn=soft_cross_entropy``). scheduler_step: halve the learning rate every that many epochs.
 
     Returns:
-        (per-epoch loss, examples processed, seconds) from ``bench.training.train_loop``.
+        (per-epoch loss, examples processed, seconds) from ``bench.core.training.train_loop``.
     """
     model.to(device)
     opt = make_optimizer(model.parameters(), spec)
@@ -66,6 +66,6 @@ class Baseline:
     @staticmethod
     def trained_model(model: nn.Module, *, history: list[float], seen: int, seconds: float) -> TrainedModel:
         """What ``fit`` returns for ``model`` after training: no guarantee; ``seen`` examples in ``seconds`` (s)
-        (also used by ``bench.ensemble.fit_ensemble`` for models trained as one ensemble)."""
+        (also used by ``bench.runner.ensemble.fit_ensemble`` for models trained as one ensemble)."""
         return TrainedModel(model, PrivacySpent.no_guarantee(note="non-private baseline"),
                             train_seconds=seconds, samples_per_s=seen / seconds, history=history)

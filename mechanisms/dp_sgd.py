@@ -8,9 +8,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from bench.data import ArrayDataset
-from bench.training import EpochCallback, make_optimizer, seed_everything, train_loop
-from mechanisms.base import PrivacySpent, TrainedModel, TrainSpec
+from bench.core.data import ArrayDataset
+from bench.core.training import EpochCallback, make_optimizer, seed_everything, train_loop
+from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
 from mechanisms.baseline import Baseline
 from mechanisms.fast_dpsgd import FAST_MODES, fit_fast
 

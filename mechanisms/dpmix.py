@@ -9,10 +9,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from bench.data import ArrayDataset
-from bench.training import EpochCallback, seed_everything, soft_cross_entropy
+from bench.core.data import ArrayDataset
+from bench.core.training import EpochCallback, seed_everything, soft_cross_entropy
+from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.base import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.baseline import Baseline, fit_supervised
 
 ACCOUNTANT_NAMES = {"closed_form": "dpmix-closed-form", "dp_accounting": "dp-accounting-rdp"}

@@ -22,10 +22,10 @@ import math
 import numpy as np
 import torch
 
-from bench.data import ArrayDataset
-from bench.training import EpochCallback, seed_everything
+from bench.core.data import ArrayDataset
+from bench.core.training import EpochCallback, seed_everything
+from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.accounting import dpmix_epsilon, gaussian_epsilon
-from mechanisms.base import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.baseline import Baseline, fit_supervised
 from mechanisms.dpmix import mix_release, sample_subsets
 

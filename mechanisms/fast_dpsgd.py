@@ -364,7 +364,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                expected_batch_size: int, accountant, generator: torch.Generator, device: torch.device,
                on_epoch: Callable[[int, int, float], None] | None = None, ema_decay: float | None = None
                ) -> tuple[list[float], int, float]:
-    """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.training.train_loop`` step for step.
+    """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
     Args:
         x: ``(N, ...)`` inputs and y: ``(N,)`` labels (CPU). accountant: an Opacus accountant; each
@@ -374,7 +374,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing of the private iterates, no
             privacy cost.
-        A ``bench.models.FrozenFront`` model (e.g. ``scatternet-linear``) has its fixed front applied once to
+        A ``bench.core.models.FrozenFront`` model (e.g. ``scatternet-linear``) has its fixed front applied once to
         ``x`` and only its head trained, as Tramèr & Boneh (2021) train on precomputed ScatterNet features; the
         clipped gradients are the same since the front has no parameters.
 
@@ -382,11 +382,11 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         (per-epoch mean loss, examples processed, wall seconds).
 
     Raises:
-        bench.training.TrainingDiverged: on a NaN / infinite batch loss.
+        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
         ValueError: unsupported model for ``mode``.
     """
-    from bench.models import FrozenFront
-    from bench.training import TrainingDiverged
+    from bench.core.models import FrozenFront
+    from bench.core.training import TrainingDiverged
 
     model.train()
     start = time.perf_counter()  # the wall time (and so samples/s) includes a fixed front's feature pass
@@ -453,7 +453,7 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
     from opacus.accountants.utils import get_noise_multiplier
     from opacus.validators import ModuleValidator
 
-    from mechanisms.base import PrivacySpent, TrainedModel
+    from bench.core.types import PrivacySpent, TrainedModel
 
     errors = ModuleValidator.validate(model, strict=False)
     if errors:

@@ -8,10 +8,10 @@ import math
 import torch
 from torch import nn
 
-from bench.data import ArrayDataset
-from bench.training import EpochCallback, seed_everything
+from bench.core.data import ArrayDataset
+from bench.core.training import EpochCallback, seed_everything
+from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.accounting import classic_gaussian_sigma, gaussian_epsilon, gaussian_sigma
-from mechanisms.base import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.baseline import Baseline, fit_supervised
 
 # Replacing one person's unit-norm image by another moves it by up to ||a - b|| <= 2.

@@ -7,10 +7,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.data import ArrayDataset
-from bench.models import build_model
-from bench.training import EpochCallback, seed_everything
-from mechanisms.base import PrivacySpent, TrainedModel, TrainSpec
+from bench.core.data import ArrayDataset
+from bench.core.models import build_model
+from bench.core.training import EpochCallback, seed_everything
+from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
 from mechanisms.baseline import Baseline, fit_supervised
 
 

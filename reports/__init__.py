@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.io import atomic_write_text
+from bench.core.io import atomic_write_text
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.plots import make_plots

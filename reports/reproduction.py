@@ -1,6 +1,6 @@
 """The reproduction table: each reference system's published figure next to our reproduction and, where the
 source's privacy claim was wrong, the ε that holds under correct accounting. Reads the optional top-level
-``reproduction`` list of results.json, as ``bench.reproduce`` writes it (shape in ``docs/results-schema.md``:
+``reproduction`` list of results.json, as ``bench.runner.reproduce`` writes it (shape in ``docs/results-schema.md``:
 accuracies in percent, ``corrected_privacy`` an ε with its δ and accountant); no key, no section."""
 
 from __future__ import annotations

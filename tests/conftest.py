@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.data import load_dataset, make_split
+from bench.core.data import load_dataset, make_split
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -19,8 +19,8 @@ from attacks.inversion import (
     nearest_scores,
     ssim,
 )
-from bench.models import build_model
-from mechanisms.base import TrainedModel, TrainSpec
+from bench.core.models import build_model
+from bench.core.types import TrainedModel, TrainSpec
 from mechanisms.baseline import Baseline
 
 CPU = torch.device("cpu")

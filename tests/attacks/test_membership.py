@@ -15,10 +15,10 @@ from attacks.lira import gaussian_fit, lira_scores
 from attacks.membership import output_statistics
 from attacks.rmia import rmia_scores
 from attacks.shadows import concat, logit_confidence, offline_design, online_design
-from bench.config import build_config
-from bench.data import load_dataset, make_split
-from bench.harness import Harness
-from mechanisms.base import TrainSpec
+from bench.core.data import load_dataset, make_split
+from bench.core.types import TrainSpec
+from bench.runner.config import build_config
+from bench.runner.harness import Harness
 from mechanisms.baseline import Baseline
 
 CPU = torch.device("cpu")

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from attacks import ATTACKS
 from attacks.metrics import clopper_pearson
-from mechanisms.base import PrivacySpent, Release, TrainedModel
+from bench.core.types import PrivacySpent, Release, TrainedModel
 from mechanisms.dpmix import mix_release
 from mechanisms.local_noise import perturb
 

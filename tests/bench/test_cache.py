@@ -1,4 +1,4 @@
-"""Tests for bench.cache: round trips of trained models, corruption handling, keys and safe loading."""
+"""Tests for bench.runner.cache: round trips of trained models, corruption handling, keys and safe loading."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import bench.cache as cache_mod
-from bench.cache import ModelCache, cache_key
+import bench.runner.cache as cache_mod
+from bench.core.types import TrainedModel, TrainSpec
+from bench.runner.cache import ModelCache, cache_key
 from mechanisms import MECHANISMS
-from mechanisms.base import TrainedModel, TrainSpec
 
 CPU = torch.device("cpu")
 SPEC = TrainSpec(model="mlp", epochs=2, batch_size=32, lr=0.1, momentum=0.9, params={"model_kwargs": {"hidden": 16}})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import PROFILES, build_config, load_yaml
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
+from bench.runner.config import PROFILES, build_config, load_yaml
 
 
 def test_profile_overrides_defaults():

@@ -1,4 +1,4 @@
-"""Tests for bench.data: the digits and MNIST loaders and the seeded membership split."""
+"""Tests for bench.core.data: the digits and MNIST loaders and the seeded membership split."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from bench.data import ArrayDataset, load_dataset, make_split
-from bench.errors import ConfigError, DataError
+from bench.core.data import ArrayDataset, load_dataset, make_split
+from bench.core.errors import ConfigError, DataError
 
 SIZES = dict(n_members=300, n_non_members=250, n_population=200, n_test=100)
 

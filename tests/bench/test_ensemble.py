@@ -1,4 +1,4 @@
-"""Tests for bench.ensemble: the vectorised ensemble trains every model exactly as sequential training does."""
+"""Tests for bench.runner.ensemble: the vectorised ensemble trains every model exactly as sequential training does."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from bench.ensemble import choose_path, init_model, train_ensemble, train_sequential
-from bench.models import build_model
+from bench.core.models import build_model
+from bench.core.types import TrainSpec
+from bench.runner.ensemble import choose_path, init_model, train_ensemble, train_sequential
 from mechanisms import MECHANISMS
-from mechanisms.base import TrainSpec
 
 CPU = torch.device("cpu")
 SGD = TrainSpec(model="cnn-small", epochs=2, batch_size=32, lr=0.05, optimizer="sgd", momentum=0.9)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import bench.executor
+import bench.runner.executor
 from bench.__main__ import main
-from bench.config import build_config
-from bench.data import ArrayDataset
-from bench.executor import JobFailed, RayExecutor, TrainJob, run_job
+from bench.core.data import ArrayDataset
+from bench.runner.config import build_config
+from bench.runner.executor import JobFailed, RayExecutor, TrainJob, run_job
 
 SWEEP = ["--profile", "smoke", "--mechanisms", "baseline,local-gaussian", "--epsilons", "2"]
 
@@ -78,7 +78,7 @@ def ray_2cpu():
 def one_thread():
     """The local executor with as many torch threads as a Ray job (CPUS_PER_JOB): the same kernels, the same bits."""
     before = torch.get_num_threads()
-    torch.set_num_threads(bench.executor.CPUS_PER_JOB)
+    torch.set_num_threads(bench.runner.executor.CPUS_PER_JOB)
     yield
     torch.set_num_threads(before)
 
@@ -108,7 +108,7 @@ def test_smoke_sweep_on_ray_equals_local(ray_2cpu, one_thread, tmp_path, capsys)
     assert _comparable(ray) == _comparable(local)
     assert local["executor"]["name"] == "local"
     assert ray["executor"]["name"] == "ray" and ray["executor"]["resources"]["CPU"] == 2.0
-    assert ray["executor"]["max_retries"] == bench.executor.MAX_RETRIES
+    assert ray["executor"]["max_retries"] == bench.runner.executor.MAX_RETRIES
     # the driver cached every model the workers trained: a rerun on Ray trains nothing and gives the same document
     assert main(["run", *SWEEP, "--config", str(cfg), "--executor", "ray", "--output", str(tmp_path / "again"),
                  "--cache-dir", str(tmp_path / "cache-ray")]) == 0
@@ -155,11 +155,11 @@ def _crashing(digits_split, marker: Path) -> ArrayDataset:
     return data
 
 
-@pytest.mark.parametrize("retries", [bench.executor.MAX_RETRIES, 0])
+@pytest.mark.parametrize("retries", [bench.runner.executor.MAX_RETRIES, 0])
 def test_a_dead_worker_is_retried_to_the_same_model(ray_2cpu, one_thread, digits_split, tmp_path, monkeypatch,
                                                     retries):
     ray_2cpu.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import the tests
-    monkeypatch.setattr(bench.executor, "MAX_RETRIES", retries)
+    monkeypatch.setattr(bench.runner.executor, "MAX_RETRIES", retries)
     executor = RayExecutor()
     pending = executor.submit(_job(digits_split, _crashing(digits_split, tmp_path / "died")))
     if retries == 0:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import build_config
-from bench.harness import Harness
+from bench.runner.config import build_config
+from bench.runner.harness import Harness
 
 FAST = ["--profile", "smoke", "--mechanisms", "baseline,local-gaussian,weight-noise", "--epsilons", "2,8"]
 
@@ -106,7 +106,7 @@ def test_full_disk_keeps_the_previous_results(tmp_path, monkeypatch):
     def full(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("bench.io.os.fsync", full)
+    monkeypatch.setattr("bench.core.io.os.fsync", full)
     with pytest.raises(OSError):
         Harness(cfg).run()
     assert (out / "results.json").read_bytes() == before
@@ -114,7 +114,7 @@ def test_full_disk_keeps_the_previous_results(tmp_path, monkeypatch):
 
 
 def test_different_seeds_draw_different_members():
-    from bench.data import load_dataset, make_split
+    from bench.core.data import load_dataset, make_split
 
     pool, test = load_dataset("digits")
     a, b = (make_split(pool, test, n_members=300, n_non_members=300, n_population=0, n_test=10, seed=s)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import bench.ensemble
-import bench.executor
-from bench.config import build_config
-from bench.ensemble import choose_path, init_model
-from bench.harness import Harness
+import bench.runner.ensemble
+import bench.runner.executor
+from bench.runner.config import build_config
+from bench.runner.ensemble import choose_path, init_model
+from bench.runner.harness import Harness
 from mechanisms.baseline import Baseline
 
 EPOCHS = 3  # a few epochs: long enough to move the weights far, short enough that float differences stay tiny
@@ -39,7 +39,7 @@ def _jobs(split, k: int = 3):
 
 
 def test_baseline_shadows_train_as_one_ensemble_equal_to_harness_train(digits_split, tmp_path, monkeypatch):
-    monkeypatch.setitem(bench.ensemble.PREFERRED_PATH, "cpu", "ensemble")  # CUDA's rule, tested on the CPU
+    monkeypatch.setitem(bench.runner.ensemble.PREFERRED_PATH, "cpu", "ensemble")  # CUDA's rule, tested on the CPU
     assert choose_path("cpu") == "ensemble"
     jobs = _jobs(digits_split)
     batch = _harness(tmp_path, "batch")
@@ -68,7 +68,7 @@ def test_baseline_shadows_train_as_one_ensemble_equal_to_harness_train(digits_sp
 
 
 def test_dp_mechanisms_keep_one_training_run_per_model(digits_split, tmp_path, monkeypatch):
-    monkeypatch.setitem(bench.ensemble.PREFERRED_PATH, "cpu", "ensemble")
+    monkeypatch.setitem(bench.runner.ensemble.PREFERRED_PATH, "cpu", "ensemble")
     harness = _harness(tmp_path, "dp", "local-gaussian")
     slots = harness.submit("local-gaussian", _jobs(digits_split, 2), target_epsilon=4.0)
     assert len({id(s.pending) for s in slots}) == 2 and all(len(s.pending.job) == 1 for s in slots)
@@ -76,13 +76,13 @@ def test_dp_mechanisms_keep_one_training_run_per_model(digits_split, tmp_path, m
 
 @pytest.mark.parametrize("path", ["ensemble", "sequential"])
 def test_cached_jobs_are_loaded_never_retrained(digits_split, tmp_path, monkeypatch, path):
-    monkeypatch.setitem(bench.ensemble.PREFERRED_PATH, "cpu", path)
+    monkeypatch.setitem(bench.runner.ensemble.PREFERRED_PATH, "cpu", path)
     harness = _harness(tmp_path, "resume")
     jobs = _jobs(digits_split, 3)
     first = [harness.collect(s)[0] for s in harness.submit("baseline", jobs[:2], target_epsilon=None)]
     trained: list[int] = []
-    real = bench.executor.run_job
-    monkeypatch.setattr(bench.executor, "run_job", lambda job, on_epoch=None: trained.append(len(job)) or
+    real = bench.runner.executor.run_job
+    monkeypatch.setattr(bench.runner.executor, "run_job", lambda job, on_epoch=None: trained.append(len(job)) or
                         real(job, on_epoch))
     slots = harness.submit("baseline", jobs, target_epsilon=None)
     assert [s.cached for s in slots] == [True, True, False]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from bench.models import FrozenFront, Scattering, build_model
+from bench.core.models import FrozenFront, Scattering, build_model
 
 
 def test_scatternet_linear_shapes_and_what_it_trains():

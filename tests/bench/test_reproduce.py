@@ -13,9 +13,9 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from bench.__main__ import main
-from bench.errors import ConfigError
-from bench.presets import PRESETS, Row, validate_preset, validate_presets
-from bench.reproduce import REPRODUCED_WITHIN, reproduction_row
+from bench.core.errors import ConfigError
+from bench.runner.presets import PRESETS, Row, validate_preset, validate_presets
+from bench.runner.reproduce import REPRODUCED_WITHIN, reproduction_row
 
 ROW_KEYS = {"preset", "source", "setting", "metric", "published", "reproduced", "status", "claimed_privacy",
             "corrected_privacy", "attacks", "notes", "command", "wall_s"}  # docs/results-schema.md
@@ -172,8 +172,8 @@ def test_local_gaussian_reports_what_the_sources_sigma_really_buys(tmp_path, mni
     ("peak", [77.5, 78.6, 79.3], False),
 ])
 def test_claimed_trends_are_checked(claim, accuracies, holds):
-    from bench.presets import Curve
-    from bench.reproduce import claim_row, curve_entry
+    from bench.runner.presets import Curve
+    from bench.runner.reproduce import claim_row, curve_entry
 
     preset = PRESETS.get("weight-noise")
     keys = tuple(f"k{i}" for i in range(len(accuracies)))

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from bench.config import build_config
-from bench.harness import Harness
+from bench.runner.config import build_config
+from bench.runner.harness import Harness
 
 
 def test_run_with_data_root_opens_no_connection(mnist_root, tmp_path, monkeypatch):
@@ -37,7 +37,7 @@ def test_html_report_escapes_config_strings(tmp_path):
 
 @pytest.mark.parametrize("key", ["../../etc/passwd", "a" * 63, "G" * 64])
 def test_cache_keys_cannot_escape(tmp_path, key):
-    from bench.cache import ModelCache
+    from bench.runner.cache import ModelCache
 
     with pytest.raises(ValueError):
         ModelCache(tmp_path)._dir(key)

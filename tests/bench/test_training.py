@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from bench.training import stable_cross_entropy
+from bench.core.training import stable_cross_entropy
 
 
 def test_stable_cross_entropy_equals_cross_entropy():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.models import build_model
-from bench.perf import _fast_step, _nonprivate_step
+from bench.core.models import build_model
+from bench.runner.perf import _fast_step, _nonprivate_step
 
 
 @pytest.fixture(scope="module")

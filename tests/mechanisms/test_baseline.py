@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.training import evaluate
+from bench.core.training import evaluate
+from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
-from mechanisms.base import TrainedModel, TrainSpec
 
 CPU = torch.device("cpu")
 SPEC = TrainSpec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9)

@@ -9,9 +9,9 @@ import torch
 from opacus.grad_sample.gsm_base import AbstractGradSampleModule
 from torch import nn
 
-from bench.training import evaluate, seed_everything
+from bench.core.training import evaluate, seed_everything
+from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
-from mechanisms.base import TrainedModel, TrainSpec
 
 CPU = torch.device("cpu")
 DELTA = 1e-5

@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 from scipy.stats import chisquare
 
+from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
 from mechanisms.accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.base import TrainedModel, TrainSpec
 from mechanisms.dpmix import mix_release, sample_subsets
 
 CPU = torch.device("cpu")

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from bench.training import evaluate
+from bench.core.training import evaluate
+from bench.core.types import TrainSpec
 from mechanisms.accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.base import TrainSpec
 from mechanisms.dp_sgd import DPSGD
 from mechanisms.dpmix_per_class import DPMixPerClass, per_class_release, reused_subset_epsilon
 

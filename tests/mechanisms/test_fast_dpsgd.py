@@ -15,11 +15,11 @@ from opacus.data_loader import DPDataLoader
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from bench.config import build_config
-from bench.errors import ConfigError
-from bench.models import build_model
+from bench.core.errors import ConfigError
+from bench.core.models import build_model
+from bench.core.types import TrainSpec
+from bench.runner.config import build_config
 from mechanisms import MECHANISMS
-from mechanisms.base import TrainSpec
 from mechanisms.fast_dpsgd import FAST_MODES, BookKeepingClipper, dp_step, make_clipper, poisson_batches
 
 CPU = torch.device("cpu")

@@ -8,10 +8,10 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from bench.training import evaluate
+from bench.core.training import evaluate
+from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
 from mechanisms.accounting import gaussian_sigma
-from mechanisms.base import TrainedModel, TrainSpec
 from mechanisms.local_noise import perturb
 
 CPU = torch.device("cpu")

@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 import mechanisms.weight_noise as wn
-from bench.training import evaluate
+from bench.core.training import evaluate
+from bench.core.types import TrainSpec
 from mechanisms import MECHANISMS
-from mechanisms.base import TrainSpec
 
 CPU = torch.device("cpu")
 EPS = 2.0

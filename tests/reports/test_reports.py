@@ -289,7 +289,7 @@ def test_reproduction_section_only_when_present(results, texts, tmp_path):
     from reports.reproduction import reproduction_rows
 
     assert reproduction_rows(results) == [] and "Reproduction" not in texts["html"] + texts["markdown"]
-    doc = {**results, "reproduction": [  # the shape bench.reproduce writes (accuracies in percent)
+    doc = {**results, "reproduction": [  # the shape bench.runner.reproduce writes (accuracies in percent)
         {"preset": "dpsgd-cnn", "source": "Opacus MNIST example", "setting": "DP-SGD, σ = 1.1, 10 epochs",
          "metric": "test accuracy (%)", "published": 93.4,
          "reproduced": {"mean": 92.5, "std": 0.3, "seeds": [0, 1, 2], "values": [92.5, 92.2, 92.8]},

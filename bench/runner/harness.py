@@ -23,16 +23,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 import attacks.audit as audit
 from attacks import ATTACKS
 from attacks.base import InversionResult
-from bench.cache import ModelCache, cache_key
-from bench.config import RunConfig
-from bench.data import ArrayDataset, MembershipSplit, load_dataset, make_split
-from bench.ensemble import choose_path, ensemble_supported
-from bench.errors import BenchError, ConfigError
-from bench.executor import JobFailed, Pending, TrainJob, make_executor
-from bench.io import atomic_write_json
-from bench.training import EpochCallback, TrainingDiverged, evaluate
+from bench.core.data import ArrayDataset, MembershipSplit, load_dataset, make_split
+from bench.core.errors import BenchError, ConfigError
+from bench.core.io import atomic_write_json
+from bench.core.training import EpochCallback, TrainingDiverged, evaluate
+from bench.core.types import TrainedModel
+from bench.runner.cache import ModelCache, cache_key
+from bench.runner.config import RunConfig
+from bench.runner.ensemble import choose_path, ensemble_supported
+from bench.runner.executor import JobFailed, Pending, TrainJob, make_executor
 from mechanisms import MECHANISMS
-from mechanisms.base import TrainedModel
 
 SCHEMA_VERSION = 1
 RELEASE_EXAMPLES = 8
@@ -294,7 +294,7 @@ class Harness:
         """Load every ``(data, seed)`` job that is in the model cache and submit the others to the executor:
         as one vectorised-ensemble job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else
         one job per model (DP mechanisms: privacy is accounted per training run). ``collect`` gives the models.
-        Each job is keyed by the content hash of everything that determines it (``bench.cache.cache_key``)."""
+        Each job is keyed by the content hash of everything that determines it (``bench.runner.cache.cache_key``)."""
         cfg, mech = self.cfg, MECHANISMS.get(mechanism)()
         spec = cfg.spec_for(mechanism)
         slots = []

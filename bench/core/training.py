@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mechanisms.base import TrainSpec
+    from bench.core.types import TrainSpec
 
 EpochCallback = Callable[[int, int, float], None]
 """``on_epoch(epoch, epochs, mean_loss)``, called after every epoch (progress bars)."""

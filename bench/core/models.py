@@ -9,7 +9,7 @@ import math
 import torch
 from torch import nn
 
-from bench.registry import Registry
+from bench.core.registry import Registry
 
 MODELS: Registry = Registry("model")
 

@@ -1,6 +1,7 @@
 """Presets: the six reference systems of REFERENCE.md §1 with their own settings and published figures, and our
 tuned recipes (``dpsgd-best``, ``dpmix-best``). Defined here, in one place, and checked by ``validate_presets``
-with the same rules as ``bench.config`` (``python -m bench reproduce PRESET`` runs them; ``bench.reproduce``).
+with the same rules as ``bench.runner.config`` (``python -m bench reproduce PRESET`` runs them;
+``bench.runner.reproduce``).
 
 A preset is a list of ``Row`` s: one training setting each (mechanism, full TrainSpec, target ε). A row with a
 ``published`` figure becomes one "published vs reproduced vs corrected" line of results.json's ``reproduction``;
@@ -14,8 +15,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bench.errors import ConfigError
-from bench.registry import Registry
+from bench.core.errors import ConfigError
+from bench.core.registry import Registry
 
 CHANCE = 10.0  # % test accuracy of a 10-class guess: the source's "learning fails"
 
@@ -52,7 +53,7 @@ class Row:
 @dataclass(frozen=True)
 class Curve:
     """Accuracy against one varied setting: the rows ``keys`` at ``x``; ``claim`` (``"increasing"`` or ``"peak"``,
-    see ``bench.reproduce.curve_entry``) is checked and becomes a reproduction row when the source claimed the
+    see ``bench.runner.reproduce.curve_entry``) is checked and becomes a reproduction row when the source claimed the
     trend; None when the curve is only plotted."""
 
     name: str
@@ -307,7 +308,7 @@ def cap_epochs(preset: Preset, epochs: int) -> Preset:
 
 
 def validate_presets() -> None:
-    """Check every preset with ``bench.config``'s rules (registered mechanism, complete TrainSpec with known
+    """Check every preset with ``bench.runner.config``'s rules (registered mechanism, complete TrainSpec with known
     params and valid values, attacks known, keys unique, curves naming existing rows). Raises ConfigError."""
     for name in PRESETS.names():
         validate_preset(PRESETS.get(name))
@@ -316,8 +317,8 @@ def validate_presets() -> None:
 def validate_preset(p: Preset) -> None:
     """Check one preset (see ``validate_presets``). Raises ConfigError naming the preset, row and value."""
     from attacks import ATTACKS
-    from bench.config import _validate_spec
-    from bench.data import DATASETS
+    from bench.core.data import DATASETS
+    from bench.runner.config import _validate_spec
     from mechanisms import MECHANISMS
 
     where = f"preset {p.name}"

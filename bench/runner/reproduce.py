@@ -1,4 +1,4 @@
-"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.presets``) and write
+"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.runner.presets``) and write
 results.json with the ``reproduction`` rows (published vs reproduced vs corrected; docs/results-schema.md),
 ``reproduction_curves``, every model's ordinary RunResult (LOSS attack included) and the reports.
 
@@ -23,12 +23,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import attacks.audit as audit
-from bench.config import RunConfig, validate
-from bench.data import ArrayDataset, MembershipSplit, load_dataset, make_split
-from bench.errors import ConfigError
-from bench.harness import SCHEMA_VERSION, Cell, Harness, _clean, git_dirty, git_hash, prepare_output, versions
-from bench.io import atomic_write_json
-from bench.presets import PRESETS, Curve, Preset, Row, cap_epochs, quick
+from bench.core.data import ArrayDataset, MembershipSplit, load_dataset, make_split
+from bench.core.errors import ConfigError
+from bench.core.io import atomic_write_json
+from bench.runner.config import RunConfig, validate
+from bench.runner.harness import SCHEMA_VERSION, Cell, Harness, _clean, git_dirty, git_hash, prepare_output, versions
+from bench.runner.presets import PRESETS, Curve, Preset, Row, cap_epochs, quick
 from mechanisms.accounting import dpmix_sigma, gaussian_epsilon
 
 REPRODUCED_WITHIN = 1.5  # points of accuracy
@@ -37,7 +37,7 @@ TPR_KEY = "0.001"
 
 
 def resolve(names: Sequence[str]) -> list[Preset]:
-    """Presets by name (``bench.presets.PRESETS``). Raises ConfigError naming the known presets."""
+    """Presets by name (``bench.runner.presets.PRESETS``). Raises ConfigError naming the known presets."""
     out = []
     for name in names:
         if name not in PRESETS:
@@ -217,7 +217,8 @@ def run_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is_
 
     Args:
         options: RunConfig fields ``device``, ``data_root``, ``cache_dir``, ``no_cache``, ``output``.
-        is_quick: ``bench.presets.quick`` every preset. max_epochs: ``bench.presets.cap_epochs`` (None: no cap).
+        is_quick: ``bench.runner.presets.quick`` every preset.
+        max_epochs: ``bench.runner.presets.cap_epochs`` (None: no cap).
         command: the command line, recorded in every row. on_row: called with each finished reproduction row.
 
     Returns:

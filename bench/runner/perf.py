@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from mechanisms.fast_dpsgd import FAST_MODES
 
 SCHEMA_VERSION = 1
@@ -227,7 +227,7 @@ def _input_shape(model: str) -> tuple[int, int, int]:
 
 def measure_steps(cfg: PerfConfig, device: torch.device, rounds: int, calls: int) -> list[Record]:
     """Non-private and DP-SGD steps of ``cfg.model`` at ``cfg.batch_size`` on one fixed batch."""
-    from bench.models import build_model
+    from bench.core.models import build_model
 
     gen = torch.Generator().manual_seed(0)
     shape = _input_shape(cfg.model)
@@ -274,7 +274,7 @@ def measure_dpmix(cfg: PerfConfig, rounds: int) -> Record:
     x, y, source = None, None, "synthetic 8-bit"
     root = os.environ.get("PRIVBENCH_DATA")
     if root and (Path(root) / "MNIST" / "raw").is_dir() and n <= 60_000:
-        from bench.data import load_dataset
+        from bench.core.data import load_dataset
 
         pool, _ = load_dataset("mnist", Path(root))
         x, y, source = pool.x[:n].flatten(1), F.one_hot(pool.y[:n], 10).float(), "mnist"
@@ -300,9 +300,9 @@ def measure_dpmix(cfg: PerfConfig, rounds: int) -> Record:
 def measure_shadows(cfg: PerfConfig, device: torch.device, rounds: int) -> list[Record]:
     """K shadow models of ``cfg.model`` (SGD, momentum 0.9, one epoch of ``shadow_examples`` images each):
     ``train_sequential`` vs ``train_ensemble``; samples/s = K · examples / seconds."""
-    from bench.ensemble import choose_path, init_model, train_ensemble, train_sequential
-    from bench.models import build_model
-    from mechanisms.base import TrainSpec
+    from bench.core.models import build_model
+    from bench.core.types import TrainSpec
+    from bench.runner.ensemble import choose_path, init_model, train_ensemble, train_sequential
 
     k, n = (min(cfg.shadow_models, 16) if cfg.quick else cfg.shadow_models), cfg.shadow_examples
     spec = TrainSpec(model=cfg.model, epochs=1, batch_size=cfg.shadow_batch, lr=0.05, optimizer="sgd", momentum=0.9)
@@ -343,7 +343,7 @@ def resolve_device(name: str) -> torch.device:
 
 def validate(cfg: PerfConfig) -> None:
     """Raise BenchError (one line) for a bad model, batch size or repeat count."""
-    from bench.models import MODELS
+    from bench.core.models import MODELS
 
     if cfg.model not in MODELS:
         raise BenchError(f"perf: model {cfg.model!r} is not known; allowed: {', '.join(MODELS.names())}")

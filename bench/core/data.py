@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.errors import ConfigError, DataError
-from bench.registry import Registry
+from bench.core.errors import ConfigError, DataError
+from bench.core.registry import Registry
 
 DATA_ENV = "PRIVBENCH_DATA"
 

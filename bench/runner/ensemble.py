@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.training import TrainingDiverged, make_optimizer, seed_everything
-from mechanisms.base import TrainedModel, TrainSpec
+from bench.core.training import TrainingDiverged, make_optimizer, seed_everything
+from bench.core.types import TrainedModel, TrainSpec
 
 Data = Any  # an ArrayDataset (``.x``, ``.y``) or an ``(x, y)`` pair of tensors
 

@@ -3,7 +3,7 @@
 framework for emerging AI applications").
 
 A job (``TrainJob``) trains one model — a target of the ε sweep, or one shadow / reference / canary model — or
-one vectorised ensemble of non-private shadows (``bench.ensemble.fit_ensemble``, one task per ensemble).
+one vectorised ensemble of non-private shadows (``bench.runner.ensemble.fit_ensemble``, one task per ensemble).
 ``run_job`` is a pure function of the job (every mechanism seeds itself from ``job.seeds``), so where a job runs
 does not change its result; on CPU the numbers are the same to the bit when jobs (and the driver, which evaluates
 and attacks) run with the same number of torch threads (a Ray task uses as many as the CPUs it requested,
@@ -11,7 +11,7 @@ and attacks) run with the same number of torch threads (a Ray task uses as many 
 
 The model cache across workers: workers never touch it. A Ray task returns its ``TrainedModel`` list (CPU weights,
 any released data, privacy spent, timings) through Ray's object store, and the driver writes it into its
-content-addressed cache (``bench.cache``) as soon as it sees the task finish (``on_done``), whichever job it is
+content-addressed cache (``bench.runner.cache``) as soon as it sees the task finish (``on_done``), whichever job it is
 waiting for. So ``--cache-dir`` is a folder on the driver's machine and needs no shared filesystem; a job already
 in the cache is never submitted, and a driver that is interrupted and restarted resumes from the cache.
 
@@ -31,10 +31,10 @@ from typing import Any
 
 import torch
 
-from bench.data import ArrayDataset
-from bench.errors import BenchError, ConfigError
-from bench.training import EpochCallback
-from mechanisms.base import TrainedModel, TrainSpec
+from bench.core.data import ArrayDataset
+from bench.core.errors import BenchError, ConfigError
+from bench.core.training import EpochCallback
+from bench.core.types import TrainedModel, TrainSpec
 
 EXECUTORS = ("local", "ray")
 CPUS_PER_JOB = 1  # Ray resource request of one job (its torch threads); a CUDA job also asks for one GPU
@@ -78,7 +78,7 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
     Raises:
         TrainingDiverged, ValueError: from training (e.g. a NaN loss, an unreachable ε).
     """
-    from bench.ensemble import fit_ensemble
+    from bench.runner.ensemble import fit_ensemble
     from mechanisms import MECHANISMS
 
     mech, device = MECHANISMS.get(job.mechanism)(), torch.device(job.device)
@@ -130,7 +130,7 @@ class LocalExecutor:
     name = "local"
 
     def resolve_device(self, name: str) -> torch.device:
-        from bench.harness import resolve_device
+        from bench.runner.harness import resolve_device
 
         return resolve_device(name)
 

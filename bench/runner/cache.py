@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from mechanisms.base import PrivacySpent, Release, TrainedModel
+from bench.core.types import PrivacySpent, Release, TrainedModel
 
 CACHE_VERSION = 1
 log = logging.getLogger("privbench.cache")

@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from bench.errors import ConfigError
-from bench.executor import EXECUTORS
-from mechanisms.base import TrainSpec
+from bench.core.errors import ConfigError
+from bench.core.types import TrainSpec
+from bench.runner.executor import EXECUTORS
 
 DEVICES = ("auto", "cpu", "cuda")
 SPEC_KEYS = {"model", "epochs", "batch_size", "lr", "optimizer", "momentum", "params"}
@@ -289,7 +289,7 @@ def _count(d: dict, name: str, minimum: int) -> int:
 def validate(d: dict[str, Any]) -> RunConfig:
     """Check every field of a merged config dict and build the RunConfig. Raises ConfigError."""
     from attacks import ATTACKS
-    from bench.data import DATASETS
+    from bench.core.data import DATASETS
     from mechanisms import MECHANISMS
 
     if d["dataset"] not in DATASETS:
@@ -369,7 +369,7 @@ def _validate_attack_params(params: Any, attacks: tuple[str, ...]) -> dict[str, 
 
 
 def _validate_spec(mech: str, spec: dict | None, n_members: int) -> None:
-    from bench.models import MODELS
+    from bench.core.models import MODELS
 
     where = f"training.{mech}"
     if not spec:

@@ -1,0 +1,268 @@
+"""Command line: ``python -m bench {all,run,report,list,perf,reproduce}`` (also installed as ``privbench``).
+
+Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
+no output folder created. ``all`` / ``run`` exit with 1 when a cell failed and with 3 when an empirical
+ε lower bound exceeds an accountant's ε (a privacy bug; it takes precedence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import NoReturn
+
+from bench.core.errors import BenchError
+
+EXIT_USAGE = 2
+EXIT_PRIVACY_BUG = 3  # an empirical ε lower bound exceeds an accountant's ε (see attacks.audit.privacy_bugs)
+
+
+def _console():
+    """A rich console on stdout, at least 120 columns wide when not a terminal (logs, CI)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=140)
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # "--epsilon" must not silently mean "--epsilons"
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+        self.exit(EXIT_USAGE, f"privbench: error: {message} (see --help)\n")
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE.yaml", help="YAML file of settings (overridden by flags)")
+    p.add_argument("--profile", help="smoke | default | full (sizes, epochs, ε grid)")
+    p.add_argument("--dataset", help="mnist | fashion-mnist | digits")
+    p.add_argument("--mechanisms", help="comma list: baseline,dpsgd,dpmix,local-gaussian,weight-noise")
+    p.add_argument("--attacks", help="comma list of attacks (default: the profile's; see 'list')")
+    p.add_argument("--epsilons", help="comma list of target ε values, each > 0 (e.g. 1,3,8)")
+    p.add_argument("--delta", type=_float, help="δ in (0, 1) (default 1e-5)")
+    p.add_argument("--seeds", help="comma list of integer seeds (default 0)")
+    p.add_argument("--device", help="cpu | cuda | auto (default auto)")
+    p.add_argument("--executor", help="local | ray: where training jobs run (default local)")
+    p.add_argument("--ray-address", metavar="ADDR", help="Ray cluster HOST:PORT (or $RAY_ADDRESS; default: "
+                   "a local Ray instance); needs --executor ray")
+    p.add_argument("--output", metavar="DIR", help="output folder (default results/<run-id>)")
+    p.add_argument("--data-root", metavar="DIR", help="folder holding MNIST/raw etc. (or $PRIVBENCH_DATA)")
+    p.add_argument("--cache-dir", metavar="DIR", help="model cache (or $PRIVBENCH_CACHE)")
+    p.add_argument("--no-cache", action="store_true", default=None, help="retrain everything, save nothing")
+    p.add_argument("--no-reference-epsilons", dest="reference_epsilons", action="store_false", default=None,
+                   help="do not add the reference systems' own ε values to the grid")
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="privbench", description="Train private models, attack them, report.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p_all = sub.add_parser("all", help="train, attack, and write every report (the main job)")
+    _run_options(p_all)
+    p_run = sub.add_parser("run", help="train and attack; write results.json only")
+    _run_options(p_run)
+    p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")
+    p_rep.add_argument("results_dir", metavar="RESULTS_DIR")
+    sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles")
+    p_perf = sub.add_parser("perf", help="throughput: non-private vs DP-SGD paths, DPMix, shadow ensembles")
+    p_perf.add_argument("--model", default="cnn-small", help="registered classifier (default cnn-small)")
+    p_perf.add_argument("--batch-size", type=int, default=256, help="examples per step (default 256)")
+    p_perf.add_argument("--device", default="cpu", help="cpu | cuda | auto (default cpu)")
+    p_perf.add_argument("--quick", action="store_true", help="fewer rounds (CI; under 2 minutes on 2 cores)")
+    p_perf.add_argument("--repeats", type=int, help="interleaved timing rounds (default 7 quick, 15 full)")
+    p_perf.add_argument("--json", metavar="PATH", default="perf.json", help="where to write perf.json")
+    p_perf.add_argument("--check", action="store_true", help="exit 1 if a same-run ratio is below its floor")
+    p_repro = sub.add_parser("reproduce", help="rerun reference systems (presets): published, reproduced, corrected")
+    p_repro.add_argument("preset", nargs="?", metavar="PRESET", help="a preset name (see 'list'), or use --all")
+    p_repro.add_argument("--all", action="store_true", help="the six reference systems of REFERENCE.md §1")
+    p_repro.add_argument("--seeds", help="comma list of integer seeds (default: each preset's own)")
+    p_repro.add_argument("--quick", action="store_true", help="1,000 images, 1 epoch: a smoke run, not a reproduction")
+    p_repro.add_argument("--max-epochs", type=int, metavar="N", help="train every row for at most N epochs (a cut "
+                         "the rows state)")
+    for flag, meta, text in (("--output", "DIR", "output folder (default results/<run-id>)"),
+                             ("--data-root", "DIR", "folder holding MNIST/raw etc. (or $PRIVBENCH_DATA)"),
+                             ("--cache-dir", "DIR", "model cache (or $PRIVBENCH_CACHE)")):
+        p_repro.add_argument(flag, metavar=meta, help=text)
+    p_repro.add_argument("--no-cache", action="store_true", help="retrain everything, save nothing")
+    p_repro.add_argument("--device", default="auto", help="cpu | cuda | auto (default auto)")
+    return parser
+
+
+REFERENCE_PRESETS = ("dpsgd-cnn", "dpsgd-resnet18", "dpmix", "dpmix-per-class", "local-gaussian", "weight-noise")
+
+
+def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
+    import shlex
+
+    from bench.runner.config import _tuple
+    from bench.runner.reproduce import describe_row, resolve, run_presets
+
+    if bool(args.preset) == bool(args.all):
+        raise BenchError("reproduce needs exactly one of PRESET or --all")
+    presets = resolve(REFERENCE_PRESETS if args.all else [args.preset])
+    seeds = _tuple("seeds", args.seeds, int) if args.seeds else None
+    if seeds and any(s < 0 for s in seeds):
+        raise BenchError(f"seeds = {list(seeds)} must be integers >= 0")
+    if args.max_epochs is not None and args.max_epochs < 1:
+        raise BenchError(f"--max-epochs {args.max_epochs} must be an integer >= 1")
+    options = {"device": args.device, "data_root": args.data_root, "cache_dir": args.cache_dir,
+               "no_cache": bool(args.no_cache), "output": args.output}
+    console = _console()
+    doc, out = run_presets(presets, seeds=seeds, is_quick=args.quick, options=options, max_epochs=args.max_epochs,
+                           command=f"python -m bench {shlex.join(argv)}",
+                           on_row=lambda e: console.print(describe_row(e), markup=False))
+    from reports import write_reports
+    from reports.empirical import privacy_bug_lines
+
+    try:
+        paths = write_reports(doc, out)
+        console.print(f"reports: {', '.join(str(p) for p in paths.values())}", markup=False)
+    except Exception as exc:  # a report bug must not lose the trained results: results.json is complete
+        console.print(f"privbench: reports could not be drawn ({type(exc).__name__}: {str(exc)[:120]}); "
+                      f"redraw with 'privbench report {out}'", markup=False)
+    console.print(f"results: {out / 'results.json'}", markup=False)
+    bugs = privacy_bug_lines(doc)
+    for line in bugs:
+        console.print(line, style="bold red", markup=False)
+    failed = [r for r in doc["results"] if r["status"] != "ok"]
+    return EXIT_PRIVACY_BUG if bugs else 1 if failed else 0
+
+
+def _config_from_args(args: argparse.Namespace):
+    from bench.runner.config import build_config, load_yaml
+
+    cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
+                                         "seeds", "device", "executor", "ray_address", "output", "data_root",
+                                         "cache_dir", "no_cache", "reference_epsilons")}
+    return build_config(load_yaml(args.config) if args.config else {}, cli)
+
+
+def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
+    from bench.runner.harness import Harness
+
+    cfg = _config_from_args(args)
+    console = _console()
+    doc, out = Harness(cfg).run()
+    from rich.text import Text
+
+    from reports import write_reports
+    from reports.empirical import privacy_bug_lines
+    from reports.tables import render_terminal
+
+    render_terminal(doc, console=console)
+    if reports:
+        paths = write_reports(doc, out)
+        console.print(f"reports: {', '.join(str(p) for p in paths.values())}")
+    console.print(f"results: {out / 'results.json'}")
+    failed = [r for r in doc["results"] if r["status"] != "ok"]
+    if failed:
+        console.print(f"[red]{len(failed)} cell(s) failed; see the table and results.json[/red]")
+    bugs = privacy_bug_lines(doc)
+    for line in bugs:
+        console.print(Text(line, style="bold red"))
+    return EXIT_PRIVACY_BUG if bugs else 1 if failed else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from reports import load_results, write_reports
+    from reports.tables import render_terminal
+
+    folder = Path(args.results_dir)
+    path = folder / "results.json"
+    if not path.is_file():
+        raise BenchError(f"{path} not found; RESULTS_DIR must hold a results.json written by 'privbench run'")
+    try:
+        doc = load_results(path)
+    except ValueError as exc:
+        raise BenchError(str(exc).splitlines()[0]) from None
+    console = _console()
+    render_terminal(doc, console=console)
+    for name, p in write_reports(doc, folder).items():
+        print(f"{name}: {p}")
+    from reports.empirical import privacy_bug_lines
+
+    for line in privacy_bug_lines(doc):  # shown again, red; redrawing a report is not a failed run
+        console.print(line, style="bold red", markup=False)
+    return 0
+
+
+def _cmd_list() -> int:
+    from attacks import ATTACKS
+    from bench.core.data import DATASETS
+    from bench.core.models import MODELS
+    from bench.runner.config import PROFILES
+    from bench.runner.presets import PRESETS
+    from mechanisms import MECHANISMS
+
+    for title, names in (("mechanisms", MECHANISMS.names()), ("attacks", ATTACKS.names()),
+                         ("models", MODELS.names()), ("datasets", DATASETS.names()), ("profiles", list(PROFILES)),
+                         ("presets", PRESETS.names())):
+        print(f"{title}: {', '.join(names)}")
+    return 0
+
+
+def _cmd_perf(args: argparse.Namespace) -> int:
+    from bench.runner.perf import PerfConfig, check, render, run_perf
+
+    console = _console()
+    cfg = PerfConfig(model=args.model, batch_size=args.batch_size, device=args.device, quick=args.quick,
+                     repeats=args.repeats, json_path=args.json)
+    doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))
+    render(doc, console=console)
+    console.print(f"perf.json: {args.json}")
+    failures = check(doc) if args.check else []
+    for line in failures:
+        console.print(f"[bold red]perf check failed: {line}[/bold red]")
+    return 1 if failures else 0
+
+
+def _terminate(signum, frame) -> NoReturn:
+    raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: finished models are cached, files are whole
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed as one line
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.WARNING, format="privbench: %(message)s")
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        if args.command in ("all", "run"):
+            return _cmd_run(args, reports=args.command == "all")
+        if args.command == "report":
+            return _cmd_report(args)
+        if args.command == "perf":
+            return _cmd_perf(args)
+        if args.command == "reproduce":
+            return _cmd_reproduce(args, argv)
+        return _cmd_list()
+    except BenchError as exc:
+        print(f"privbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # disk full, permissions: results written so far are whole (atomic writes)
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"privbench: error: {exc.strerror or exc}{where}; results written so far are intact",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("privbench: interrupted; rerun the same command to resume (finished models are cached)",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
