@@ -14,10 +14,10 @@ ATTACKS.add_lazy("rmia", "attacks.rmia:RMIA")
 ATTACKS.add_lazy("canary", "attacks.canary:CanaryAudit")
 
 ATTACKS.add_lazy("miface", "attacks.inversion:MIFace")
-ATTACKS.add_lazy("dpmix-mia-corr", "attacks.release:DPMixCorrelation")
-ATTACKS.add_lazy("dpmix-mia-lr", "attacks.release:DPMixLikelihoodRatio")
-ATTACKS.add_lazy("dpmix-reconstruct", "attacks.release:DPMixReconstruction")
-ATTACKS.add_lazy("local-linkage", "attacks.release:LocalLinkage")
-ATTACKS.add_lazy("local-reconstruct", "attacks.release:LocalReconstruction")
+ATTACKS.add_lazy("dpmix-mia-corr", "attacks.release_dpmix:DPMixCorrelation")
+ATTACKS.add_lazy("dpmix-mia-lr", "attacks.release_dpmix:DPMixLikelihoodRatio")
+ATTACKS.add_lazy("dpmix-reconstruct", "attacks.release_dpmix:DPMixReconstruction")
+ATTACKS.add_lazy("local-linkage", "attacks.release_local:LocalLinkage")
+ATTACKS.add_lazy("local-reconstruct", "attacks.release_local:LocalReconstruction")
 
 __all__ = ["ATTACKS"]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom
 
-from attacks.metrics import _validate, clopper_pearson
+from attacks.metrics import clopper_pearson, validate_scores
 
 THRESHOLD_POINTS = 12  # order-statistic indices per direction (0 and 11 log-spaced counts up to n / 2)
 GUESS_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # one-run audit: k = fraction · m top (and bottom) guesses
@@ -101,7 +101,7 @@ def threshold_counts(scores: Any, labels: Any, *, points: int = THRESHOLD_POINTS
         ``2 · len(order_statistic_indices)`` rows ``[tp, fn, fp, tn]`` (duplicates kept: the family size
         must not depend on the data).
     """
-    s, y = _validate(scores, labels)
+    s, y = validate_scores(scores, labels)
     pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
     n1, n0 = pos.size, neg.size
     rows = []
@@ -161,7 +161,7 @@ def one_run_guesses(scores: Any, included: Any, *, fractions: Sequence[float] = 
     """``[k_plus, k_minus, r, v]`` for each guessing rule of the one-run audit: the k_plus highest scores
     guessed "included", the k_minus lowest "excluded", the rest abstain; r = k_plus + k_minus guesses,
     v correct. Rules: k = fraction · m for each fraction, both one-sided (k_minus = 0) and two-sided."""
-    s, y = _validate(scores, included)
+    s, y = validate_scores(scores, included)
     m = s.size
     order = np.argsort(-s, kind="stable")
     ranked = y[order]

@@ -1,12 +1,21 @@
-"""The attack protocol and its result type: every attack has one signature and returns one thing."""
+"""The attack base classes and what attacks produce: membership scores (with the design that decided who is a
+member) or reconstructions. Attacks compute no metrics: the runner applies ``attacks.metrics`` and
+``attacks.audit`` to every attack's scores in one place.
+
+A new attack is one module: a subclass of ``MembershipAttack`` or ``ReconstructionAttack`` with its ``Params``,
+registered in one line (``ATTACKS.add_lazy`` in ``attacks/__init__.py``, or ``@ATTACKS.register("name")`` in a
+plug-in module loaded with ``--plugins``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
+
+from bench.core.params import NoParams, Params
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -14,39 +23,67 @@ if TYPE_CHECKING:  # pragma: no cover
     from bench.core.data import ArrayDataset, MembershipSplit
     from bench.core.types import TrainedModel
 
+THREAT_MODELS = ("black-box", "white-box")
+DESIGNS = ("heuristic", "one-run", "multi-run")
 
-@dataclass
-class AttackResult:
-    """Scores of one membership attack on one target.
+
+@dataclass(frozen=True)
+class AuditDesign:
+    """How the membership of the scored records was decided, which fixes what an ε lower bound from the scores
+    may claim (Jagielski et al. 2020; Steinke, Nasr, Jagielski 2023).
 
     Attributes:
-        attack: registered attack name (e.g. ``"loss"``).
-        scores: ``(N,)`` float, larger means "member".
-        labels: ``(N,)`` int in {0, 1}, 1 for members.
-        metrics: the dictionary returned by ``attacks.metrics.membership_metrics``.
-        audit: attack-specific audit counts merged into the stored audit block (the canary run's
-            ``{"one_run": {"m", "guesses"}}``); empty for ordinary attacks.
+        kind: ``"heuristic"`` — one model's natural members and non-members (the bound assumes independent
+            outcomes, which DP does not give; never a privacy-bug verdict); ``"one-run"`` — m canaries, each
+            included independently with probability ``inclusion``, in one training run; ``"multi-run"`` — m
+            independent training runs, each with or without one canary.
+        threat_model: ``"black-box"`` (the final model or the release only) or ``"white-box"`` (every
+            intermediate update seen).
+        size: m, the canaries (one-run) or training runs (multi-run); the scored records for a heuristic.
+        relation: the neighbouring relation the design tests (``"add-remove"`` or ``"replace-one"``), or None
+            for a heuristic.
+        inclusion: the probability with which each canary (or run's canary) was included.
     """
 
-    attack: str
-    scores: np.ndarray
-    labels: np.ndarray
-    metrics: dict[str, Any] = field(default_factory=dict)
-    audit: dict[str, Any] = field(default_factory=dict)
+    kind: str = "heuristic"
+    threat_model: str = "black-box"
+    size: int = 0
+    relation: str | None = None
+    inclusion: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.kind not in DESIGNS or self.threat_model not in THREAT_MODELS:
+            raise ValueError(f"design kind must be in {DESIGNS} and threat model in {THREAT_MODELS}, got "
+                             f"{self.kind!r}, {self.threat_model!r}")
 
 
 @dataclass
-class InversionResult:
-    """Reconstructions of one model-inversion or release-reconstruction attack.
+class MembershipScores:
+    """What a membership attack returns.
 
     Attributes:
-        attack: registered attack name (e.g. ``"miface"``).
+        scores: ``(N,)`` float, larger means "member" (±inf allowed; NaN is not).
+        labels: ``(N,)`` int in {0, 1}, 1 for members (or canaries included).
+        design: how ``labels`` were decided (the audit reads it).
+        extra: JSON-able facts the attack wants recorded (e.g. how many shadows it trained).
+    """
+
+    scores: np.ndarray
+    labels: np.ndarray
+    design: AuditDesign = field(default_factory=AuditDesign)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Reconstruction:
+    """What a reconstruction (inversion or release) attack returns.
+
+    Attributes:
         images: ``(K, H, W)`` float in [0, 1], one reconstruction per class (or per target record).
         labels: ``(K,)`` int, the class (or record label) each image reconstructs.
         metrics: JSON-able scores (attack accuracy, SSIM / MSE to class means, ...).
     """
 
-    attack: str
     images: np.ndarray
     labels: np.ndarray
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -55,7 +92,7 @@ class InversionResult:
 class TrainLikeTarget(Protocol):
     """Trains shadow / reference / canary models exactly as the target was trained (same mechanism, settings,
     target ε and δ) on the attacker's data; results go through the model cache (a cached model is loaded,
-    never retrained). ``bench.runner.harness`` implements it; ``OneAtATime`` makes one from a plain function."""
+    never retrained). The runner implements it; ``OneAtATime`` makes one from a plain function."""
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         """One model on ``data`` with training seed ``seed``."""
@@ -82,20 +119,88 @@ class OneAtATime:
         return (self.fn(data, seed=seed) for data, seed in jobs)
 
 
-class Attack(Protocol):
-    """A membership-inference attack. Attacks never retrain the target.
+@dataclass(frozen=True)
+class AttackContext:
+    """Everything an attack may use on one target.
 
-    Constructed as ``cls(max_per_side=..., **attack_params[name])``; an attack that needs no shadow
-    models ignores ``train_like_target``.
+    Attributes:
+        target: the trained model (and its release, if any).
+        split: the membership split; ``split.population`` is the attacker's own data.
+        member_index, non_member_index: ``(n,)`` int64 rows of ``split.members`` / ``split.non_members``
+            scored by every membership attack of the cell (balanced, drawn with ``seed``; the same people for
+            every attack, and an attack that scores fewer takes the first rows).
+        seed: the cell's seed. device: where to run the target. train_like_target: trains shadow models.
     """
 
-    name: str
+    target: TrainedModel
+    split: MembershipSplit
+    member_index: Any
+    non_member_index: Any
+    seed: int
+    device: torch.device
+    train_like_target: TrainLikeTarget
 
-    def run(
-        self, target: TrainedModel, split: MembershipSplit, *, seed: int, device: torch.device,
-        train_like_target: TrainLikeTarget,
-    ) -> AttackResult | InversionResult | None:
-        """Score ``split.members`` and ``split.non_members`` (balanced) against ``target`` (a membership
-        attack), or reconstruct data (an inversion attack); ``None`` when the attack does not apply
-        (e.g. a release attack on a mechanism that publishes no data)."""
-        ...
+    def sides(self, limit: int | None = None) -> tuple[ArrayDataset, ArrayDataset]:
+        """The scored members and non-members, the first ``limit`` of each (None: all)."""
+        m, n = self.member_index[:limit], self.non_member_index[:limit]
+        return self.split.members.subset(m), self.split.non_members.subset(n)
+
+    def labels(self, limit: int | None = None) -> np.ndarray:
+        """``(N,)`` int64 membership labels of the scored records, members first: ones then zeros."""
+        n = len(self.member_index[:limit])
+        return np.concatenate([np.ones(n, np.int64), np.zeros(len(self.non_member_index[:limit]), np.int64)])
+
+    def candidates(self, limit: int | None = None) -> ArrayDataset:
+        """The scored records as one dataset, members first (labels: ``labels``)."""
+        from bench.core.data import concat
+
+        return concat(*self.sides(limit))
+
+
+class Attack:
+    """Base of every attack (subclass ``MembershipAttack`` or ``ReconstructionAttack``).
+
+    Class attributes:
+        name: the registered name. kind: ``"membership"`` or ``"reconstruction"``.
+        Params: its settings (validated from the config's ``attack_params.<name>``).
+        needs_population: it trains or fits on the attacker's population (a config with ``n_population`` 0
+            is an error when it runs).
+        release_kind: the release it attacks (e.g. ``"dpmix"``); it applies only to targets that published one.
+    """
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = "membership"
+    Params: ClassVar[type[Params]] = NoParams
+    needs_population: ClassVar[bool] = False
+    release_kind: ClassVar[str | None] = None
+
+    def __init__(self, params: Params | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    def applies_to(self, target: TrainedModel) -> bool:
+        """Whether the attack can run on ``target`` (a release attack needs its kind of release)."""
+        return self.release_kind is None or (target.release is not None and target.release.kind == self.release_kind)
+
+
+class MembershipAttack(Attack):
+    """Scores records for membership; metrics and ε lower bounds are computed by the runner."""
+
+    kind = "membership"
+
+    def score(self, ctx: AttackContext) -> MembershipScores:
+        """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``.
+
+        Raises:
+            ValueError: the attack cannot run on this data (a failed part of the cell).
+        """
+        raise NotImplementedError
+
+
+class ReconstructionAttack(Attack):
+    """Reconstructs data from the target or its release."""
+
+    kind = "reconstruction"
+
+    def reconstruct(self, ctx: AttackContext) -> Reconstruction:
+        """Reconstruct from ``ctx.target``. Raises ValueError when it cannot run on this data."""
+        raise NotImplementedError

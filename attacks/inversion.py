@@ -1,145 +1,26 @@
-"""Model inversion: MI-Face class reconstruction (Fredrikson, Jha, Ristenpart, CCS 2015, Algorithm 1),
-and the scores shared by every reconstruction attack (SSIM / MSE to class means, nearest member vs
-nearest non-member, recognition by an independent evaluation classifier)."""
+"""Model inversion: MI-Face class reconstruction (Fredrikson, Jha, Ristenpart, CCS 2015, Algorithm 1), scored by
+``attacks.scoring``."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from skimage.metrics import structural_similarity
+from pydantic import Field
 from torch import nn
 
-from attacks.base import InversionResult
+from attacks.base import AttackContext, Reconstruction, ReconstructionAttack
 from attacks.metrics import clopper_pearson
-from bench.core.data import ArrayDataset, MembershipSplit
-from bench.core.models import build_model
+from attacks.scoring import class_mean_scores, evaluation_classifier, gray, nearest_scores
+from bench.core.params import Params
 from bench.core.training import predict_logits
-from bench.core.types import TrainedModel, TrainSpec
 
 INITS = ("zeros", "grey", "noise", "mean")
 OBJECTIVES = ("nll", "prob")
 OPTIMIZERS = ("adam", "gd")
-_EVALUATORS: dict[tuple, tuple[nn.Module, float]] = {}  # (population fingerprint, seed, device) -> model
-
-
-# ----------------------------------------------------------------------------------------- scores
-
-
-def ssim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """SSIM (scikit-image, data range 1) of each pair of ``(N, H, W)`` images in [0, 1] -> ``(N,)``."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    win = min(7, *a.shape[-2:])
-    win -= 1 - win % 2  # odd window, at most 7 (8×8 digits use 7)
-    return np.array([structural_similarity(x, y, data_range=1.0, win_size=win) for x, y in zip(a, b, strict=True)])
-
-
-def gray(x: torch.Tensor) -> np.ndarray:
-    """``(N, C, H, W)`` tensor -> ``(N, H, W)`` float64 array (channel mean), clipped to [0, 1]."""
-    return x.detach().float().cpu().mean(1).clamp(0, 1).double().numpy()
-
-
-def class_means(data: ArrayDataset) -> torch.Tensor:
-    """``(K, C, H, W)`` mean image of every class of ``data`` (zeros for an absent class)."""
-    out = torch.zeros(data.num_classes, *data.input_shape)
-    for k in range(data.num_classes):
-        rows = data.x[data.y == k]
-        if len(rows):
-            out[k] = rows.mean(0)
-    return out
-
-
-def nearest_scores(images: torch.Tensor, labels: torch.Tensor, split: MembershipSplit, *,
-                   max_per_side: int | None, seed: int, same_class: bool = True) -> dict[str, Any]:
-    """Memorisation signal: is each reconstruction closer to a training member than to a non-member?
-
-    Members and non-members are subsampled to the same size (per class when ``same_class``), since the
-    nearest of more images is nearer; distances are mean squared errors over pixels.
-
-    Args:
-        images: ``(R, C, H, W)`` reconstructions in [0, 1]. labels: ``(R,)`` their classes.
-
-    Returns:
-        ``nearest_member_mse``, ``nearest_non_member_mse`` (means over reconstructions),
-        ``nearest_member_ssim`` (SSIM to the nearest member), ``closer_to_member`` (fraction nearer to
-        a member; ties count ½; 0.5 = no memorisation signal — but reconstructions that are all alike
-        make it one coin flip), ``member_mse_ratio`` (nearest-member / nearest-non-member mean MSE: 1 = no
-        signal, 0 = copies of members) and ``pool_per_side``.
-    """
-    gen = torch.Generator().manual_seed(seed + 7919)
-    n = min(len(split.members), len(split.non_members), max_per_side or math.inf)
-    mem = split.members.subset(torch.randperm(len(split.members), generator=gen)[:n])
-    non = split.non_members.subset(torch.randperm(len(split.non_members), generator=gen)[:n])
-    flat = images.detach().float().cpu().flatten(1)
-    d_mem, d_non = torch.full((len(flat),), math.inf), torch.full((len(flat),), math.inf)
-    nearest = torch.zeros_like(images, device="cpu")
-    groups = labels.unique().tolist() if same_class else [None]
-    for k in groups:
-        rows = torch.arange(len(flat)) if k is None else (labels.cpu() == k).nonzero().flatten()
-        pools = [d if k is None else d.subset((d.y == k).nonzero().flatten()) for d in (mem, non)]
-        m = min(len(p) for p in pools)
-        if m == 0:
-            continue
-        pools = [p.subset(torch.arange(m)) for p in pools]
-        dm = torch.cdist(flat[rows].double(), pools[0].x.flatten(1).double()).pow(2) / flat.shape[1]
-        dn = torch.cdist(flat[rows].double(), pools[1].x.flatten(1).double()).pow(2) / flat.shape[1]
-        best_mem = dm.min(1)
-        d_mem[rows], d_non[rows] = best_mem.values.float(), dn.min(1).values.float()
-        nearest[rows] = pools[0].x[best_mem.indices]
-    ok = torch.isfinite(d_mem) & torch.isfinite(d_non)
-    if not ok.any():
-        return {"nearest_member_mse": None, "nearest_non_member_mse": None, "nearest_member_ssim": None,
-                "closer_to_member": None, "member_mse_ratio": None, "pool_per_side": 0}
-    closer = (d_mem[ok] < d_non[ok]).double() + 0.5 * (d_mem[ok] == d_non[ok]).double()
-    return {
-        "nearest_member_mse": float(d_mem[ok].mean()),
-        "nearest_non_member_mse": float(d_non[ok].mean()),
-        "nearest_member_ssim": float(ssim(gray(images[ok]), gray(nearest[ok])).mean()),
-        "closer_to_member": float(closer.mean()),
-        "member_mse_ratio": float(d_mem[ok].mean() / d_non[ok].mean().clamp_min(1e-12)),
-        "pool_per_side": int(n),
-    }
-
-
-def class_mean_scores(images: torch.Tensor, labels: torch.Tensor, members: ArrayDataset) -> dict[str, float]:
-    """``ssim_class_mean`` and ``mse_class_mean``: mean SSIM / MSE of each reconstruction to the mean
-    training-member image of its class (Fredrikson et al. 2015 score a class, not a person)."""
-    means = class_means(members)[labels.cpu()]
-    mse = (images.detach().float().cpu() - means).pow(2).flatten(1).mean(1)
-    return {"ssim_class_mean": float(ssim(gray(images), gray(means)).mean()), "mse_class_mean": float(mse.mean())}
-
-
-def evaluation_classifier(population: ArrayDataset, test: ArrayDataset, *, seed: int, device: torch.device
-                          ) -> tuple[nn.Module, float]:
-    """The attacker's independent judge: a non-private classifier trained on ``population`` (disjoint from
-    the target's members), ``cnn-small`` for images of side >= 16, else ``mlp``. Trained once per
-    (population, seed, device) in this process and reused by every target; deterministic given the seed;
-    the global RNG state is left untouched.
-
-    Returns:
-        (model in eval mode, its accuracy on ``test``).
-    """
-    from mechanisms.baseline import fit_supervised
-
-    key = (population.fingerprint(), population.input_shape, seed, device.type)
-    if key not in _EVALUATORS:
-        big = min(population.input_shape[1:]) >= 16
-        spec = TrainSpec(model="cnn-small" if big else "mlp", epochs=4 if big else 40, batch_size=64, lr=0.05,
-                         optimizer="sgd", momentum=0.9)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = build_model(spec.model, population.input_shape, population.num_classes)
-            fit_supervised(model, population.x, population.y, spec, generator=torch.Generator().manual_seed(seed),
-                           device=device)
-        model.eval()
-        acc = float((predict_logits(model, test.x, device=device).argmax(1) == test.y).float().mean())
-        _EVALUATORS[key] = (model, acc)
-    return _EVALUATORS[key]
-
-
 # ----------------------------------------------------------------------------------------- MI-Face
 
 
@@ -211,126 +92,142 @@ def mi_face(
     if max_iter < 1 or patience < 1 or lr <= 0 or not 0 < threshold <= 1:
         raise ValueError("need max_iter >= 1, patience >= 1, lr > 0 and threshold in (0, 1]")
     model.eval()
-    rows = len(classes)
     k = classes.to(device)
-    x = x0.to(device, torch.float32).clamp(0, 1).clone()
-    best_x, best = x.clone(), torch.full((rows,), math.inf, device=device)
-    wait = torch.zeros(rows, dtype=torch.long, device=device)
-    active = torch.ones(rows, dtype=torch.bool, device=device)
-    iters = torch.full((rows,), max_iter, dtype=torch.long, device=device)
-    stop = np.array(["max-iterations"] * rows, dtype=object)
-    m, v = torch.zeros_like(x), torch.zeros_like(x)
+    x = x0.to(device, torch.float32).clamp(0, 1).clone().requires_grad_(True)
+    step = torch.optim.Adam([x], lr=lr) if optimizer == "adam" else torch.optim.SGD([x], lr=lr)
+    rule = _StoppingRule(x, max_iter=max_iter, patience=patience, min_delta=min_delta, threshold=threshold)
     for it in range(max_iter + 1):
-        x.requires_grad_(True)
+        step.zero_grad(set_to_none=True)
         logp = F.log_softmax(model(x).float(), dim=1).gather(1, k[:, None]).squeeze(1)
         loss = -logp if objective == "nll" else 1.0 - logp.exp()
         cost = loss + tv_weight * total_variation(x) + l2_weight * x.pow(2).flatten(1).mean(1)
-        (grad,) = torch.autograd.grad(cost.sum(), x)
-        x = x.detach()
-        with torch.no_grad():
-            cost = cost.detach()
-            better = active & (cost < best - min_delta)
-            best = torch.where(better, cost, best)
-            best_x[better] = x[better]
-            wait = torch.where(better, 0, wait + active.long())
-            reached = active & (logp.detach().exp() >= threshold)
-            best_x[reached], best[reached] = x[reached], cost[reached]
-            stalled = active & ~reached & (wait >= patience)
-            for mask, why in ((reached, "threshold"), (stalled, "no-improvement")):
-                stop[mask.cpu().numpy()] = why
-                iters[mask] = it
-            active &= ~(reached | stalled)
-            if it == max_iter or not active.any():
-                break
-            if optimizer == "adam":
-                b1, b2 = 0.9, 0.999
-                m.mul_(b1).add_(grad, alpha=1 - b1)
-                v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-                step = lr * (m / (1 - b1 ** (it + 1))) / ((v / (1 - b2 ** (it + 1))).sqrt() + 1e-8)
-            else:
-                step = lr * grad
-            x = torch.where(active[:, None, None, None], (x - step).clamp(0, 1), x)
+        cost.sum().backward()
+        frozen = x.detach().clone()
+        if not rule.update(it, cost.detach(), logp.detach(), frozen):
+            break
+        step.step()  # torch's Adam (per-pixel step normalisation) or plain gradient descent
+        with torch.no_grad():  # project onto [0, 1]; rows that stopped keep their image
+            x.clamp_(0, 1)
+            x[~rule.active] = frozen[~rule.active]
     with torch.no_grad():
-        conf = F.softmax(model(best_x).float(), dim=1).gather(1, k[:, None]).squeeze(1)
-    info = {"iterations": iters.cpu().numpy(), "cost": best.cpu().numpy(), "confidence": conf.cpu().numpy(),
-            "stop": stop}
-    return best_x.detach().cpu(), info
+        conf = F.softmax(model(rule.best_x).float(), dim=1).gather(1, k[:, None]).squeeze(1)
+    info = {"iterations": rule.iters.cpu().numpy(), "cost": rule.best.cpu().numpy(),
+            "confidence": conf.cpu().numpy(), "stop": rule.stop}
+    return rule.best_x.cpu(), info
 
 
-class MIFace:
+class _StoppingRule:
+    """MI-Face's per-row stopping rule and best-so-far images (see :func:`mi_face`)."""
+
+    def __init__(self, x: torch.Tensor, *, max_iter: int, patience: int, min_delta: float, threshold: float) -> None:
+        rows, device = len(x), x.device
+        self.max_iter, self.patience, self.min_delta, self.threshold = max_iter, patience, min_delta, threshold
+        self.best_x, self.best = x.detach().clone(), torch.full((rows,), math.inf, device=device)
+        self.wait = torch.zeros(rows, dtype=torch.long, device=device)
+        self.active = torch.ones(rows, dtype=torch.bool, device=device)
+        self.iters = torch.full((rows,), max_iter, dtype=torch.long, device=device)
+        self.stop = np.array(["max-iterations"] * rows, dtype=object)
+
+    @torch.no_grad()
+    def update(self, it: int, cost: torch.Tensor, logp: torch.Tensor, now: torch.Tensor) -> bool:
+        """Record iteration ``it``'s costs, log target probabilities and images ``(R, ...)``; False when every row
+        has stopped or ``max_iter`` is reached."""
+        active = self.active
+        better = active & (cost < self.best - self.min_delta)
+        self.best = torch.where(better, cost, self.best)
+        self.best_x[better] = now[better]
+        self.wait = torch.where(better, 0, self.wait + active.long())
+        reached = active & (logp.exp() >= self.threshold)
+        self.best_x[reached], self.best[reached] = now[reached], cost[reached]
+        stalled = active & ~reached & (self.wait >= self.patience)
+        for mask, why in ((reached, "threshold"), (stalled, "no-improvement")):
+            self.stop[mask.cpu().numpy()] = why
+            self.iters[mask] = it
+        self.active = active & ~(reached | stalled)
+        return it < self.max_iter and bool(self.active.any())
+
+
+class MIFaceParams(Params):
+    """MI-Face's settings (see :func:`mi_face` for the optimisation and the stopping rule).
+
+    Attributes:
+        init: start ``zeros`` | ``grey`` | ``noise`` | ``mean`` (the population's mean image).
+        jitter: uniform noise U[0, jitter] added to the start (seeded; clipped to [0, 1]), in [0, 1].
+        restarts: reconstructions per class (>= 1; distinct only with ``init: noise`` or ``jitter`` > 0); scores
+            use all, the returned image per class is the lowest-cost restart.
+        max_iter, lr, optimizer, objective, patience, min_delta, threshold, tv_weight, l2_weight: as in
+            :func:`mi_face` (iterations, step size, ``adam`` | ``gd``, ``nll`` | ``prob``, stopping window,
+            minimum improvement, target confidence in (0, 1], prior weights >= 0).
+        stretch: rescale each final image to span [0, 1] (the paper's post-processing step, reduced to a
+            contrast stretch) before it is judged and scored; without it a scale-invariant target (the
+            local-noise model normalises its input) yields images too dim to judge fairly.
+    """
+
+    init: Literal["zeros", "grey", "noise", "mean"] = "zeros"
+    restarts: int = Field(1, ge=1)
+    max_iter: int = Field(1000, ge=1)
+    lr: float = Field(0.05, gt=0)
+    optimizer: Literal["adam", "gd"] = "adam"
+    objective: Literal["nll", "prob"] = "nll"
+    patience: int = Field(100, ge=1)
+    min_delta: float = Field(1e-4, ge=0)
+    threshold: float = Field(0.99, gt=0, le=1)
+    tv_weight: float = Field(0.0, ge=0)
+    l2_weight: float = Field(0.0, ge=0)
+    stretch: bool = True
+    jitter: float = Field(0.0, ge=0, le=1)
+
+
+class MIFace(ReconstructionAttack):
     """MI-Face model inversion (Fredrikson, Jha, Ristenpart, CCS 2015) of every class of the target.
 
     Scores: ``attack_accuracy`` (95% Clopper-Pearson interval; chance 1/K) — the fraction of
     reconstructions that an independent evaluation classifier (trained on the attacker's population,
     disjoint from the members) assigns to the attacked class; SSIM / MSE to the members' class mean
     (``init_ssim_class_mean``: what the starting images already score); nearest member vs nearest
-    non-member (``closer_to_member``, 0.5 = no memorisation signal). See :func:`mi_face` for the
-    optimisation and the stopping rule.
-
-    Args:
-        max_per_side: members (and as many non-members) searched for nearest neighbours (None: all).
-        init: ``zeros`` | ``grey`` | ``noise`` | ``mean`` (the population's mean image).
-        jitter: uniform noise U[0, jitter] added to the start (seeded; clipped to [0, 1]).
-        restarts: reconstructions per class (distinct only with ``init="noise"`` or ``jitter`` > 0);
-            scores use all, the returned image per class is the lowest-cost restart.
-        max_iter, lr, optimizer, objective, patience, min_delta, threshold, tv_weight, l2_weight:
-            as in :func:`mi_face`.
-        stretch: rescale each final image to span [0, 1] (the paper's post-processing step, reduced to a
-            contrast stretch) before it is judged and scored; without it a scale-invariant target (the
-            local-noise model normalises its input) yields images too dim to judge fairly.
+    non-member (``closer_to_member``, 0.5 = no memorisation signal), among as many members and non-members
+    as the cell scores. Settings: ``MIFaceParams``.
     """
 
     name = "miface"
+    Params = MIFaceParams
 
-    def __init__(self, max_per_side: int | None = None, *, init: str = "zeros", restarts: int = 1,
-                 max_iter: int = 1000, lr: float = 0.05, optimizer: str = "adam", objective: str = "nll",
-                 patience: int = 100, min_delta: float = 1e-4, threshold: float = 0.99, tv_weight: float = 0.0,
-                 l2_weight: float = 0.0, stretch: bool = True, jitter: float = 0.0) -> None:
-        if init not in INITS:
-            raise ValueError(f"init {init!r} not in {INITS}")
-        if restarts < 1 or not 0 <= jitter <= 1:
-            raise ValueError(f"need restarts >= 1 and jitter in [0, 1], got {restarts}, {jitter}")
-        self.max_per_side, self.init, self.restarts, self.stretch = max_per_side, init, restarts, stretch
-        self.jitter = jitter
-        self.opts = dict(max_iter=max_iter, lr=lr, optimizer=optimizer, objective=objective, patience=patience,
-                         min_delta=min_delta, threshold=threshold, tv_weight=tv_weight, l2_weight=l2_weight)
+    def _judge(self, ctx: AttackContext, images: torch.Tensor, classes: torch.Tensor) -> dict[str, Any]:
+        split = ctx.split
+        if not len(split.population):
+            return {"attack_accuracy": None, "note": "no attacker population: no evaluation classifier"}
+        judge, judge_acc = evaluation_classifier(split.population, split.test, seed=ctx.seed, device=ctx.device)
+        hits = int((predict_logits(judge, images, device=ctx.device).argmax(1) == classes).sum())
+        lower, upper = clopper_pearson(hits, len(classes))
+        return {"attack_accuracy": hits / len(classes), "attack_accuracy_lower": lower,
+                "attack_accuracy_upper": upper, "chance": 1.0 / split.members.num_classes,
+                "eval_classifier_test_accuracy": judge_acc}
 
-    def run(self, target: TrainedModel, split: MembershipSplit, *, seed: int, device: torch.device,
-            train_like_target=None) -> InversionResult:
+    def reconstruct(self, ctx: AttackContext) -> Reconstruction:
+        p, split = self.params, ctx.split
         members = split.members
         shape, num_classes = members.input_shape, members.num_classes
-        classes = torch.arange(num_classes).repeat(self.restarts)
+        classes = torch.arange(num_classes).repeat(p.restarts)
         mean = split.population.x.mean(0) if len(split.population) else None
-        gen = torch.Generator().manual_seed(seed)
-        x0 = initial_images(self.init, len(classes), shape, mean_image=mean, generator=gen)
-        if self.jitter > 0:
-            x0 = (x0 + self.jitter * torch.rand(x0.shape, generator=gen)).clamp(0, 1)
-        images, info = mi_face(target.model, classes, x0, device=device, **self.opts)
-        if self.stretch:
+        gen = torch.Generator().manual_seed(ctx.seed)
+        x0 = initial_images(p.init, len(classes), shape, mean_image=mean, generator=gen)
+        if p.jitter > 0:
+            x0 = (x0 + p.jitter * torch.rand(x0.shape, generator=gen)).clamp(0, 1)
+        opts = p.model_dump(exclude={"init", "restarts", "stretch", "jitter"})
+        images, info = mi_face(ctx.target.model, classes, x0, device=ctx.device, **opts)
+        if p.stretch:
             images = contrast_stretch(images)
-        metrics: dict[str, Any] = {"n_reconstructions": len(classes)}
-        if len(split.population):
-            judge, judge_acc = evaluation_classifier(split.population, split.test, seed=seed, device=device)
-            pred = predict_logits(judge, images, device=device).argmax(1)
-            hits = int((pred == classes).sum())
-            lower, upper = clopper_pearson(hits, len(classes))
-            metrics.update(attack_accuracy=hits / len(classes), attack_accuracy_lower=lower,
-                           attack_accuracy_upper=upper, chance=1.0 / num_classes,
-                           eval_classifier_test_accuracy=judge_acc)
-        else:
-            metrics["attack_accuracy"] = None
-            metrics["note"] = "no attacker population: no evaluation classifier"
+        metrics: dict[str, Any] = {"n_reconstructions": len(classes), **self._judge(ctx, images, classes)}
         metrics.update(class_mean_scores(images, classes, members))
         metrics["init_ssim_class_mean"] = class_mean_scores(x0, classes, members)["ssim_class_mean"]
-        metrics.update(nearest_scores(images, classes, split, max_per_side=self.max_per_side, seed=seed))
+        metrics.update(nearest_scores(images, classes, split, max_per_side=len(ctx.member_index), seed=ctx.seed))
         metrics.update({
             "target_confidence": float(info["confidence"].mean()),
             "mean_iterations": float(info["iterations"].mean()),
             "stops": {why: int((info["stop"] == why).sum()) for why in ("threshold", "no-improvement",
                                                                           "max-iterations")},
-            "settings": {"init": self.init, "jitter": self.jitter, "restarts": self.restarts, "stretch": self.stretch,
-                         **self.opts},
+            "settings": p.to_json(),
         })  # fmt: skip
-        pick = torch.from_numpy(info["cost"]).view(self.restarts, num_classes).argmin(0)
-        best = images.view(self.restarts, num_classes, *shape)[pick, torch.arange(num_classes)]
-        return InversionResult(self.name, gray(best), np.arange(num_classes), metrics)
+        pick = torch.from_numpy(info["cost"]).view(p.restarts, num_classes).argmin(0)
+        best = images.view(p.restarts, num_classes, *shape)[pick, torch.arange(num_classes)]
+        return Reconstruction(gray(best), np.arange(num_classes), metrics)

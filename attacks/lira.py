@@ -4,15 +4,12 @@ inference attacks from first principles", IEEE S&P), online and offline."""
 from __future__ import annotations
 
 import numpy as np
-import torch
+from pydantic import Field
 from scipy.stats import norm
 
-from attacks.base import AttackResult, TrainLikeTarget
-from attacks.membership import balanced_candidates, labels_for
-from attacks.metrics import membership_metrics
-from attacks.shadows import concat, default_size, offline_design, online_design, query
-from bench.core.data import MembershipSplit
-from bench.core.types import TrainedModel
+from attacks.base import AttackContext, MembershipAttack, MembershipScores
+from attacks.shadows import default_size, offline_design, online_design, query
+from bench.core.params import Params
 
 GLOBAL_VARIANCE_BELOW = 64  # Carlini et al. §VI-A: below 64 shadow models a global variance works better
 MIN_STD = 1e-4
@@ -67,66 +64,72 @@ def lira_scores(target: np.ndarray, shadows: np.ndarray, keep: np.ndarray | None
     return (norm.logpdf(target, mu_in, sd_in) - norm.logpdf(target, mu_out, sd_out)).mean(1)
 
 
-class LiRA:
-    """LiRA: per-example Gaussian fits of the logit-scaled confidence φ = log(p_y/(1 − p_y)) across shadow
-    models trained like the target, and a likelihood-ratio test on the target's φ.
+class LiRAParams(Params):
+    """LiRA's settings.
 
-    Online: shadows are trained on random halves of the (unlabeled) candidate set topped up with population
-    records, so each candidate is IN for half of them; score = Gaussian log-likelihood ratio IN vs OUT.
-    Offline: shadows train on population records only; score = one-sided test against the OUT Gaussian.
-
-    Args:
-        max_per_side: members (and as many non-members) scored; online, at most the shadow size each.
+    Attributes:
         num_shadow: shadow models (online: >= 4, rounded up to an even number; offline: >= 2).
-        online: online (True) or offline (False) variant.
         augment: also query the horizontal flip and four one-pixel shifts and average the per-query tests.
         shadow_size: records per shadow (None: ``attacks.shadows.default_size``).
         global_variance: one variance per query for all examples; None: when num_shadow < 64.
     """
 
+    num_shadow: int = Field(16, ge=4)
+    augment: bool = False
+    shadow_size: int | None = Field(None, ge=1)
+    global_variance: bool | None = None
+
+
+class LiRAOfflineParams(LiRAParams):
+    """LiRA offline's settings (as ``LiRAParams``; num_shadow >= 2)."""
+
+    num_shadow: int = Field(16, ge=2)
+
+
+class LiRA(MembershipAttack):
+    """LiRA: per-example Gaussian fits of the logit-scaled confidence φ = log(p_y/(1 − p_y)) across shadow
+    models trained like the target, and a likelihood-ratio test on the target's φ.
+
+    Online: shadows are trained on random halves of the (unlabeled) candidate set topped up with population
+    records, so each candidate is IN for half of them; score = Gaussian log-likelihood ratio IN vs OUT.
+    Offline (``lira-offline``): shadows train on population records only; score = one-sided test against the
+    OUT Gaussian. Settings: ``LiRAParams``.
+    """
+
     name = "lira"
+    Params = LiRAParams
+    online = True
 
-    def __init__(self, max_per_side: int | None = None, num_shadow: int = 16, online: bool = True,
-                 augment: bool = False, shadow_size: int | None = None, global_variance: bool | None = None) -> None:
-        if num_shadow < (4 if online else 2):  # a variance needs two shadows in each group (IN / OUT)
-            raise ValueError(f"lira needs num_shadow >= {4 if online else 2} ({'online' if online else 'offline'})"
-                             f", got {num_shadow}")
-        self.max_per_side, self.online, self.augment = max_per_side, online, augment
-        self.num_shadow = num_shadow + (num_shadow % 2 if online else 0)
-        self.shadow_size = shadow_size
-        self.global_variance = num_shadow < GLOBAL_VARIANCE_BELOW if global_variance is None else global_variance
-
-    def run(self, target: TrainedModel, split: MembershipSplit, *, seed: int, device: torch.device,
-            train_like_target: TrainLikeTarget) -> AttackResult | None:
-        pop = split.population
+    def score(self, ctx: AttackContext) -> MembershipScores:
+        p, split, pop = self.params, ctx.split, ctx.split.population
+        num_shadow = p.num_shadow + (p.num_shadow % 2 if self.online else 0)
+        global_variance = p.num_shadow < GLOBAL_VARIANCE_BELOW if p.global_variance is None else p.global_variance
         if self.online:
-            n_side = min(len(split.members), len(split.non_members), self.max_per_side or len(split.members))
-            size = self.shadow_size or default_size(len(split.members), len(pop), online=True,
-                                                    n_candidates=2 * n_side)
-            members, non_members = balanced_candidates(split, max_per_side=min(n_side, size), seed=seed)
-            cands = concat(members, non_members)
+            n_side = len(ctx.member_index)
+            size = p.shadow_size or default_size(len(split.members), len(pop), online=True, n_candidates=2 * n_side)
+            limit = min(n_side, size)
+            cands = ctx.candidates(limit)
             half = (len(cands) + 1) // 2  # every shadow holds half of the candidates, topped up from the population
-            design, keep = online_design(cands, pop, num=self.num_shadow, size=min(max(size, half), half + len(pop)),
-                                         seed=seed)
+            design, keep = online_design(cands, pop, num=num_shadow, size=min(max(size, half), half + len(pop)),
+                                         seed=ctx.seed)
         else:
-            size = self.shadow_size or default_size(len(split.members), len(pop), online=False)
+            size = p.shadow_size or default_size(len(split.members), len(pop), online=False)
             if size < 1:
-                return None  # no attacker data to train OUT shadows on
-            members, non_members = balanced_candidates(split, max_per_side=self.max_per_side, seed=seed)
-            cands = concat(members, non_members)
-            design, keep = offline_design(pop, num=self.num_shadow, size=size, seed=seed), None
-        stats = design.train(train_like_target, lambda m: query(m, cands, device=device, augment=self.augment))
-        phi = query(target.model, cands, device=device, augment=self.augment)
-        scores = lira_scores(phi, stats, keep, global_variance=self.global_variance)
-        labels = labels_for(members, non_members)
-        return AttackResult(self.name, scores, labels, membership_metrics(scores, labels))
+                raise ValueError("lira-offline needs an attacker population to train OUT shadows on (n_population)")
+            limit = None
+            cands = ctx.candidates()
+            design, keep = offline_design(pop, num=num_shadow, size=size, seed=ctx.seed), None
+        stats = design.train(ctx.train_like_target,
+                             lambda m: query(m, cands, device=ctx.device, augment=p.augment))
+        phi = query(ctx.target.model, cands, device=ctx.device, augment=p.augment)
+        scores = lira_scores(phi, stats, keep, global_variance=global_variance)
+        return MembershipScores(scores, ctx.labels(limit), extra={"num_shadow": num_shadow})
 
 
 class LiRAOffline(LiRA):
     """LiRA offline (population-only shadows), registered as ``lira-offline`` so both variants can run."""
 
     name = "lira-offline"
-
-    def __init__(self, max_per_side: int | None = None, num_shadow: int = 16, augment: bool = False,
-                 shadow_size: int | None = None, global_variance: bool | None = None) -> None:
-        super().__init__(max_per_side, num_shadow, False, augment, shadow_size, global_variance)
+    Params = LiRAOfflineParams
+    online = False
+    needs_population = True

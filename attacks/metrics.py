@@ -15,12 +15,13 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta
+from scipy.stats import binomtest
 from sklearn.metrics import auc as _area_under_curve
 from sklearn.metrics import roc_curve
 
@@ -29,7 +30,9 @@ _SIDES = ("two", "lower", "upper")
 
 
 def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "two") -> tuple[float, float]:
-    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n.
+    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n, by SciPy's
+    ``binomtest(k, n).proportion_ci(method="exact")``; a one-sided bound at level c is the matching end of the
+    two-sided interval at level 2c − 1.
 
     Args:
         k: number of successes, 0 <= k <= n.
@@ -42,8 +45,8 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "t
         ``(lower, upper)`` as floats in [0, 1]. The bound at k = 0 (lower) or k = n (upper) is exact.
 
     Raises:
-        ValueError: non-integer counts, k outside [0, n], n < 1, confidence outside (0, 1) or an
-            unknown ``sided``.
+        ValueError: non-integer counts, k outside [0, n], n < 1, confidence outside (0, 1) (one-sided: outside
+            (0.5, 1)) or an unknown ``sided``.
     """
     if sided not in _SIDES:
         raise ValueError(f"sided must be one of {_SIDES}, got {sided!r}")
@@ -54,18 +57,22 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "t
     k, n = int(k), int(n)
     if n < 1 or not 0 <= k <= n:
         raise ValueError(f"need n >= 1 and 0 <= k <= n, got k={k}, n={n}")
-    alpha = 1.0 - confidence
-    tail = alpha / 2.0 if sided == "two" else alpha
-    lower = 0.0 if k == 0 else float(beta.ppf(tail, k, n - k + 1))
-    upper = 1.0 if k == n else float(beta.ppf(1.0 - tail, k + 1, n - k))
-    if sided == "lower":
-        return lower, 1.0
-    if sided == "upper":
-        return 0.0, upper
-    return lower, upper
+    if sided == "two":
+        return _exact_interval(k, n, confidence)
+    if confidence <= 0.5:
+        raise ValueError(f"a one-sided bound needs confidence > 0.5, got {confidence!r}")
+    lower, upper = _exact_interval(k, n, 2.0 * confidence - 1.0)
+    return (lower, 1.0) if sided == "lower" else (0.0, upper)
 
 
-def _validate(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+@functools.lru_cache(maxsize=65536)
+def _exact_interval(k: int, n: int, level: float) -> tuple[float, float]:
+    """SciPy's exact two-sided interval at ``level`` (cached: audits re-evaluate the same counts)."""
+    ci = binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def validate_scores(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     """Check and convert inputs; returns ``(scores float64 (N,), labels int8 (N,))``."""
     s = np.asarray(scores)
     y = np.asarray(labels)
@@ -105,14 +112,8 @@ def _downsample_roc(fpr: np.ndarray, tpr: np.ndarray, max_points: int) -> tuple[
     return fpr[idx], tpr[idx]
 
 
-def membership_metrics(
-    scores: Any,
-    labels: Any,
-    *,
-    fpr_levels: Sequence[float] = (0.01, 0.001, 0.0001),
-    confidence: float = 0.95,
-    max_roc_points: int = 400,
-) -> dict[str, Any]:
+def membership_metrics(scores: Any, labels: Any, *, fpr_levels: Sequence[float] = (0.01, 0.001, 0.0001),
+                       confidence: float = 0.95, max_roc_points: int = 400) -> dict[str, Any]:
     """All membership-inference metrics of one attack, from one ROC curve (scikit-learn's ``roc_curve``).
 
     Args:
@@ -131,13 +132,12 @@ def membership_metrics(
         Clopper-Pearson interval from the count of members at or above that threshold -- all three
         ``None`` and ``measurable`` False when f < 10 / n_non_members; and ``roc`` =
         ``{"fpr": [...], "tpr": [...]}``, non-decreasing, from (0, 0) to (1, 1), log-spaced in FPR.
-        The harness stores ``roc`` next to the other keys (its ``metrics``).
 
     Raises:
         ValueError: shapes differ or are not ``(N,)``, NaN scores, labels outside {0, 1}, no members
             or no non-members, a level outside (0, 1], or ``max_roc_points`` < 4.
     """
-    s, y = _validate(scores, labels)
+    s, y = validate_scores(scores, labels)
     if max_roc_points < 4:
         raise ValueError(f"max_roc_points must be >= 4, got {max_roc_points}")
     bad = [f for f in fpr_levels if not 0.0 < float(f) <= 1.0]

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from pydantic import Field
 from scipy.special import logsumexp
 
-from attacks.base import AttackResult, TrainLikeTarget
-from attacks.membership import balanced_candidates, labels_for
-from attacks.metrics import membership_metrics
-from attacks.shadows import concat, default_size, log_softmax, offline_design
-from bench.core.data import MembershipSplit
-from bench.core.types import TrainedModel
+from attacks.base import AttackContext, MembershipAttack, MembershipScores
+from attacks.shadows import default_size, log_softmax, offline_design
+from bench.core.data import concat
+from bench.core.params import Params
 
 
 def _log_marginal(log_p_refs: np.ndarray, out_mask: np.ndarray, a: float) -> np.ndarray:
@@ -49,50 +48,50 @@ def rmia_scores(target_x: np.ndarray, refs_x: np.ndarray, target_z: np.ndarray, 
     return (dominated + tie_break) / (ratio_z.size + 1)
 
 
-class RMIA:
-    """RMIA offline. Reference models are trained like the target on population records (the offline
-    shadow design, shared with ``lira-offline`` and ``shadow``); z-samples are population records, with
-    Pr(z) taken over the references that did not train on them.
+class RMIAParams(Params):
+    """RMIA's settings.
 
-    Args:
-        max_per_side: members (and as many non-members) scored.
+    Attributes:
         num_shadow: reference models (>= 1; the paper's low-cost regime is 1-4).
-        a: offline correction of Pr(x) (0.3 here; the paper tunes it per dataset with a reference model).
-        gamma: γ > 0, threshold on the pairwise likelihood ratio LR(x, z) (default 1).
-        num_z: population z-samples (at most the population).
+        a: offline correction of Pr(x), in [0, 1] (0.3 here; the paper tunes it per dataset with a reference model).
+        gamma: γ > 0, threshold on the pairwise likelihood ratio LR(x, z).
+        num_z: population z-samples (>= 1; at most the population).
         shadow_size: records per reference model (None: ``attacks.shadows.default_size``).
     """
 
+    num_shadow: int = Field(4, ge=1)
+    a: float = Field(0.3, ge=0, le=1)
+    gamma: float = Field(1.0, gt=0)
+    num_z: int = Field(2500, ge=1)
+    shadow_size: int | None = Field(None, ge=1)
+
+
+class RMIA(MembershipAttack):
+    """RMIA offline. Reference models are trained like the target on population records (the offline
+    shadow design, shared with ``lira-offline`` and ``shadow``); z-samples are population records, with
+    Pr(z) taken over the references that did not train on them. Settings: ``RMIAParams``.
+    """
+
     name = "rmia"
+    Params = RMIAParams
+    needs_population = True
 
-    def __init__(self, max_per_side: int | None = None, num_shadow: int = 4, a: float = 0.3, gamma: float = 1.0,
-                 num_z: int = 2500, shadow_size: int | None = None) -> None:
-        if num_shadow < 1 or not 0.0 <= a <= 1.0 or gamma <= 0 or num_z < 1:
-            raise ValueError(f"rmia needs num_shadow >= 1, a in [0, 1], gamma > 0, num_z >= 1; got "
-                             f"{num_shadow}, {a}, {gamma}, {num_z}")
-        self.max_per_side, self.num_shadow, self.a, self.gamma = max_per_side, num_shadow, a, gamma
-        self.num_z, self.shadow_size = num_z, shadow_size
-
-    def run(self, target: TrainedModel, split: MembershipSplit, *, seed: int, device: torch.device,
-            train_like_target: TrainLikeTarget) -> AttackResult | None:
-        pop = split.population
+    def score(self, ctx: AttackContext) -> MembershipScores:
+        p, pop = self.params, ctx.split.population
         if len(pop) < 2:
-            return None
-        members, non_members = balanced_candidates(split, max_per_side=self.max_per_side, seed=seed)
-        cands = concat(members, non_members)
-        size = self.shadow_size or max(1, default_size(len(split.members), len(pop), online=False))
-        design = offline_design(pop, num=self.num_shadow, size=size, seed=seed)
-        z_idx = torch.randperm(len(pop), generator=torch.Generator().manual_seed(seed + 7))[: self.num_z]
-        z = pop.subset(z_idx)
-        probe = concat(cands, z)
+            raise ValueError(f"rmia needs at least 2 attacker population records (n_population), got {len(pop)}")
+        cands = ctx.candidates()
+        size = p.shadow_size or max(1, default_size(len(ctx.split.members), len(pop), online=False))
+        design = offline_design(pop, num=p.num_shadow, size=size, seed=ctx.seed)
+        z_idx = torch.randperm(len(pop), generator=torch.Generator().manual_seed(ctx.seed + 7))[: p.num_z]
+        probe = concat(cands, pop.subset(z_idx))
 
         def true_class_logp(model) -> np.ndarray:
-            return log_softmax(model, probe, device=device)[np.arange(len(probe)), probe.y.numpy()]
+            return log_softmax(model, probe, device=ctx.device)[np.arange(len(probe)), probe.y.numpy()]
 
-        refs = design.train(train_like_target, true_class_logp)  # (k, C + Z)
-        tgt = true_class_logp(target.model)
+        refs = design.train(ctx.train_like_target, true_class_logp)  # (k, C + Z)
+        tgt = true_class_logp(ctx.target.model)
         n = len(cands)
         out_z = ~design.inclusion[:, z_idx.numpy()]
-        scores = rmia_scores(tgt[:n], refs[:, :n], tgt[n:], refs[:, n:], out_z, a=self.a, gamma=self.gamma)
-        labels = labels_for(members, non_members)
-        return AttackResult(self.name, scores, labels, membership_metrics(scores, labels))
+        scores = rmia_scores(tgt[:n], refs[:, :n], tgt[n:], refs[:, n:], out_z, a=p.a, gamma=p.gamma)
+        return MembershipScores(scores, ctx.labels(), extra={"num_shadow": p.num_shadow})

@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from attacks.base import TrainLikeTarget
-from bench.core.data import ArrayDataset
-from bench.core.training import predict_logits
+from bench.core.data import ArrayDataset, concat
+from bench.core.training import logit_confidence, predict_logits
 
 _KIND_OFFSET = {"offline": 0, "online": 500_000, "canary": 900_000}
 
@@ -35,13 +35,6 @@ _KIND_OFFSET = {"offline": 0, "online": 500_000, "canary": 900_000}
 def shadow_seed(seed: int, kind: str, index: int) -> int:
     """Training seed of shadow ``index`` of a design: distinct from the target's seed and across designs."""
     return (seed + 1) * 1_000_003 + _KIND_OFFSET[kind] + index
-
-
-def concat(*parts: ArrayDataset) -> ArrayDataset:
-    """Rows of ``parts`` one after another (same classes and name as the first)."""
-    first = parts[0]
-    return ArrayDataset(torch.cat([p.x for p in parts]), torch.cat([p.y for p in parts]), first.num_classes,
-                        first.name)
 
 
 def canonical_order(data: ArrayDataset) -> np.ndarray:
@@ -143,15 +136,6 @@ def online_design(candidates: ArrayDataset, population: ArrayDataset, *, num: in
 # ---- what a model says about a set of examples -------------------------------------------------------------
 
 
-def logit_confidence(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
-    """φ = log(p_y / (1 − p_y)) = z_y − logsumexp_{j≠y} z_j, ``(N,)`` float64, computed without forming p_y
-    (Carlini et al. 2022, §IV-B: the logit-scaled confidence is close to Gaussian across shadow models)."""
-    z = logits.double()
-    true = z.gather(1, y.view(-1, 1)).squeeze(1)
-    others = z.scatter(1, y.view(-1, 1), float("-inf"))
-    return (true - torch.logsumexp(others, dim=1)).numpy()
-
-
 def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
     """Queries of an augmented LiRA: the image, its horizontal flip and four one-pixel shifts (zero padded)."""
     padded = F.pad(x, (1, 1, 1, 1))
@@ -163,7 +147,8 @@ def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
 def query(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device, augment: bool = False) -> np.ndarray:
     """Logit-scaled confidences of ``model`` on ``data``: ``(N, A)``, A = 1 (or 6 with ``augment``)."""
     views = augmentations(data.x) if augment else [data.x]
-    return np.stack([logit_confidence(predict_logits(model, v, device=device), data.y) for v in views], axis=1)
+    return np.stack([logit_confidence(predict_logits(model, v, device=device), data.y).numpy() for v in views],
+                    axis=1)
 
 
 def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device) -> np.ndarray:

@@ -1,4 +1,5 @@
 """Command line: ``python -m bench {all,run,report,list,perf,reproduce}`` (also installed as ``privbench``).
+The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
 no output folder created. ``all`` / ``run`` exit with 1 when a cell failed and with 3 when an empirical
@@ -56,6 +57,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", default=None, help="retrain everything, save nothing")
     p.add_argument("--no-reference-epsilons", dest="reference_epsilons", action="store_false", default=None,
                    help="do not add the reference systems' own ε values to the grid")
+    p.add_argument("--plugins", metavar="MODULES", help="comma list of modules to import first (they register "
+                   "mechanisms, attacks, models or datasets)")
 
 
 def _float(text: str) -> float:
@@ -85,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_perf.add_argument("--check", action="store_true", help="exit 1 if a same-run ratio is below its floor")
     p_repro = sub.add_parser("reproduce", help="rerun reference systems (presets): published, reproduced, corrected")
     p_repro.add_argument("preset", nargs="?", metavar="PRESET", help="a preset name (see 'list'), or use --all")
-    p_repro.add_argument("--all", action="store_true", help="the six reference systems of REFERENCE.md §1")
+    p_repro.add_argument("--all", action="store_true", help="the six reference systems (dpsgd-cnn, dpsgd-resnet18, "
+                         "dpmix, dpmix-per-class, local-gaussian, weight-noise)")
     p_repro.add_argument("--seeds", help="comma list of integer seeds (default: each preset's own)")
     p_repro.add_argument("--quick", action="store_true", help="1,000 images, 1 epoch: a smoke run, not a reproduction")
     p_repro.add_argument("--max-epochs", type=int, metavar="N", help="train every row for at most N epochs (a cut "
@@ -99,43 +103,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-REFERENCE_PRESETS = ("dpsgd-cnn", "dpsgd-resnet18", "dpmix", "dpmix-per-class", "local-gaussian", "weight-noise")
-
-
 def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     import shlex
 
-    from bench.runner.config import _tuple
-    from bench.runner.reproduce import describe_row, resolve, run_presets
+    from bench.runner.config import RunConfig
+    from bench.runner.harness import Harness
+    from bench.runner.presets import REFERENCE_PRESETS
+    from bench.runner.reproduce import describe_row, plan_presets, resolve
+    from bench.runner.validation import MAX_SEED, as_tuple
 
     if bool(args.preset) == bool(args.all):
         raise BenchError("reproduce needs exactly one of PRESET or --all")
     presets = resolve(REFERENCE_PRESETS if args.all else [args.preset])
-    seeds = _tuple("seeds", args.seeds, int) if args.seeds else None
-    if seeds and any(s < 0 for s in seeds):
-        raise BenchError(f"seeds = {list(seeds)} must be integers >= 0")
+    seeds = as_tuple("seeds", args.seeds, int) if args.seeds else None
+    if seeds and (any(not 0 <= s <= MAX_SEED for s in seeds) or len(set(seeds)) != len(seeds)):
+        raise BenchError(f"seeds = {list(seeds)} must be distinct integers in [0, 2^63 - 1]")
     if args.max_epochs is not None and args.max_epochs < 1:
         raise BenchError(f"--max-epochs {args.max_epochs} must be an integer >= 1")
-    options = {"device": args.device, "data_root": args.data_root, "cache_dir": args.cache_dir,
+    cache = RunConfig(cache_dir=args.cache_dir).resolved_cache_dir()
+    options = {"device": args.device, "data_root": args.data_root, "cache_dir": str(cache),
                "no_cache": bool(args.no_cache), "output": args.output}
     console = _console()
-    doc, out = run_presets(presets, seeds=seeds, is_quick=args.quick, options=options, max_epochs=args.max_epochs,
-                           command=f"python -m bench {shlex.join(argv)}",
-                           on_row=lambda e: console.print(describe_row(e), markup=False))
-    from reports import write_reports
-    from reports.empirical import privacy_bug_lines
+    plan = plan_presets(presets, seeds=seeds, is_quick=args.quick, options=options, max_epochs=args.max_epochs,
+                        command=f"python -m bench {shlex.join(argv)}",
+                        on_row=lambda e: console.print(describe_row(e), markup=False))
+    doc, out = Harness(plan).run()
+    return _finish(doc, out, console, reports=True, table=False)
 
-    try:
-        paths = write_reports(doc, out)
-        console.print(f"reports: {', '.join(str(p) for p in paths.values())}", markup=False)
-    except Exception as exc:  # a report bug must not lose the trained results: results.json is complete
-        console.print(f"privbench: reports could not be drawn ({type(exc).__name__}: {str(exc)[:120]}); "
-                      f"redraw with 'privbench report {out}'", markup=False)
+
+def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
+    """Draw the reports of a finished run, print its privacy bugs and failures; the exit status."""
+    from rich.text import Text
+
+    from reports.empirical import privacy_bug_lines
+    from reports.tables import render_terminal
+
+    if table:
+        render_terminal(doc, console=console)
+    if reports:
+        from reports import write_reports
+
+        try:
+            paths = write_reports(doc, out)
+            console.print(f"reports: {', '.join(str(p) for p in paths.values())}", markup=False)
+        except Exception as exc:  # a report bug must not lose the trained results: results.json is complete
+            console.print(f"privbench: reports could not be drawn ({type(exc).__name__}: {str(exc)[:120]}); "
+                          f"redraw with 'privbench report {out}'", markup=False)
     console.print(f"results: {out / 'results.json'}", markup=False)
+    failed = [r for r in doc.results if not r.ok or r.attack_errors]
+    if failed:
+        console.print(Text(f"{len(failed)} cell(s) failed or have failed attacks; see the table and results.json",
+                           style="red"))
     bugs = privacy_bug_lines(doc)
     for line in bugs:
-        console.print(line, style="bold red", markup=False)
-    failed = [r for r in doc["results"] if r["status"] != "ok"]
+        console.print(Text(line, style="bold red"))
     return EXIT_PRIVACY_BUG if bugs else 1 if failed else 0
 
 
@@ -144,38 +165,23 @@ def _config_from_args(args: argparse.Namespace):
 
     cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
                                          "seeds", "device", "executor", "ray_address", "output", "data_root",
-                                         "cache_dir", "no_cache", "reference_epsilons")}
+                                         "cache_dir", "no_cache", "reference_epsilons", "plugins")}
     return build_config(load_yaml(args.config) if args.config else {}, cli)
 
 
 def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
     from bench.runner.harness import Harness
+    from bench.runner.planning import plan_from_config
 
-    cfg = _config_from_args(args)
-    console = _console()
-    doc, out = Harness(cfg).run()
-    from rich.text import Text
-
-    from reports import write_reports
-    from reports.empirical import privacy_bug_lines
-    from reports.tables import render_terminal
-
-    render_terminal(doc, console=console)
-    if reports:
-        paths = write_reports(doc, out)
-        console.print(f"reports: {', '.join(str(p) for p in paths.values())}")
-    console.print(f"results: {out / 'results.json'}")
-    failed = [r for r in doc["results"] if r["status"] != "ok"]
-    if failed:
-        console.print(f"[red]{len(failed)} cell(s) failed; see the table and results.json[/red]")
-    bugs = privacy_bug_lines(doc)
-    for line in bugs:
-        console.print(Text(line, style="bold red"))
-    return EXIT_PRIVACY_BUG if bugs else 1 if failed else 0
+    plan = plan_from_config(_config_from_args(args))
+    doc, out = Harness(plan).run()
+    return _finish(doc, out, _console(), reports=reports, table=True)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from reports import load_results, write_reports
+    from bench.results import read
+    from reports import write_reports
+    from reports.empirical import privacy_bug_lines
     from reports.tables import render_terminal
 
     folder = Path(args.results_dir)
@@ -183,15 +189,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise BenchError(f"{path} not found; RESULTS_DIR must hold a results.json written by 'privbench run'")
     try:
-        doc = load_results(path)
+        doc = read(path)
     except ValueError as exc:
         raise BenchError(str(exc).splitlines()[0]) from None
     console = _console()
     render_terminal(doc, console=console)
     for name, p in write_reports(doc, folder).items():
         print(f"{name}: {p}")
-    from reports.empirical import privacy_bug_lines
-
     for line in privacy_bug_lines(doc):  # shown again, red; redrawing a report is not a failed run
         console.print(line, style="bold red", markup=False)
     return 0
@@ -199,8 +203,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_list() -> int:
     from attacks import ATTACKS
-    from bench.core.data import DATASETS
-    from bench.core.models import MODELS
+    from bench.core.catalog import DATASETS, MODELS
     from bench.runner.config import PROFILES
     from bench.runner.presets import PRESETS
     from mechanisms import MECHANISMS

@@ -1,43 +1,92 @@
-"""The mechanism protocol: a way of training on private data."""
+"""The mechanism base class: a way of training on private data, declared in one module.
+
+A mechanism is a subclass of ``Mechanism`` with its typed settings (``Params``), its training recipe per profile
+(``recipes``) and ``fit``; registering it is one line (``MECHANISMS.add_lazy`` in ``mechanisms/__init__.py``, or
+``@MECHANISMS.register("name")`` in a plug-in module loaded with ``--plugins``). The runner, the cache, the
+reports and the presets need no edit: they read what the class declares.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field
+
+from bench.core.params import Params
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
     from torch import nn
 
     from bench.core.data import ArrayDataset
+    from bench.core.training import EpochCallback
     from bench.core.types import TrainedModel, TrainSpec
 
 
-class Mechanism(Protocol):
-    """A way of training on private data. One module, one registration line, one test file.
+class ModelParams(Params):
+    """Settings of a mechanism that trains ``spec.model``.
+
+    Attributes:
+        model_kwargs: keyword arguments of the model factory (checked against its signature, e.g.
+            ``{"activation": "tanh"}`` for ``cnn-small``).
+    """
+
+    model_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Mechanism:
+    """A way of training on private data (subclass it; one module per mechanism).
+
+    Class attributes:
+        name: the registered name. guarantee: ``"none"``, ``"central-dp"``, ``"local-dp"`` or ``"dp-release"``.
+        needs_epsilon: the grid trains it at every target ε (else once, with no target).
+        reference_epsilons: ε values of the source system, added to the grid unless ``--no-reference-epsilons``.
+        Params: its settings (``spec.params`` is an instance; unknown keys and bad values are config errors).
+        recipes: training settings per profile name (``TrainSpec`` fields; ``params`` as a mapping), used where
+            the configuration gives none. A profile without a recipe needs ``training.<name>`` in the config.
 
     ``fit`` must be deterministic given ``seed`` on CPU.
     """
 
-    name: str
-    guarantee: str
+    name: ClassVar[str] = ""
+    guarantee: ClassVar[str] = "none"
+    needs_epsilon: ClassVar[bool] = True
+    reference_epsilons: ClassVar[tuple[float, ...]] = ()
+    Params: ClassVar[type[Params]] = ModelParams
+    recipes: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    @classmethod
+    def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:
+        """A ``TrainSpec`` with this mechanism's settings: ``fields`` are TrainSpec's, ``params`` a mapping parsed
+        by ``Params``. Raises ConfigError for an unknown key or a bad value."""
+        from bench.core.params import parse
+        from bench.core.types import TrainSpec
+
+        return TrainSpec(**fields, params=parse(cls.Params, params, f"{cls.name or cls.__name__}.params"))
+
+    def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        """Checks across settings that their types cannot express (e.g. ℓ <= n). Raises ValueError (one line,
+        naming the setting as ``params.<key> = value``)."""
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
-        """The untrained architecture of the model ``fit`` returns (used to reload cached weights)."""
-        ...
+        """The untrained architecture of the model ``fit`` returns (used to reload cached weights):
+        ``spec.model`` with ``params.model_kwargs``."""
+        from bench.core.models import build_model
 
-    def fit(
-        self,
-        train: ArrayDataset,
-        spec: TrainSpec,
-        *,
-        target_epsilon: float | None,
-        delta: float,
-        seed: int,
-        device: torch.device,
-    ) -> TrainedModel:
+        return build_model(spec.model, input_shape, num_classes, **getattr(spec.params, "model_kwargs", {}))
+
+    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float, seed: int,
+            device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
         """Train on ``train`` so that the result is (target ε, δ)-DP where the mechanism gives a guarantee.
+
+        Args:
+            train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
+            spec: the training settings (``spec.params`` an instance of ``Params``).
+            target_epsilon: ε to calibrate to (unitless, > 0), or None for no target. delta: δ (a probability).
+            seed: seeds every random draw. device: where to train. on_epoch: progress callback.
 
         Raises:
             ValueError: if the target cannot be met (e.g. ε <= 0).
+            bench.core.training.TrainingDiverged: a NaN or infinite loss.
         """
-        ...
+        raise NotImplementedError

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from bench.core.data import ArrayDataset
-from bench.core.training import EpochCallback, seed_everything, soft_cross_entropy
+from bench.core.training import EpochCallback, fit_supervised, seed_everything, soft_cross_entropy
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
-from mechanisms.accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.baseline import Baseline, fit_supervised
+from mechanisms.base import ModelParams
+from mechanisms.baseline import Baseline
+from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
 
 ACCOUNTANT_NAMES = {"closed_form": "dpmix-closed-form", "dp_accounting": "dp-accounting-rdp"}
 
@@ -125,6 +128,32 @@ def _bytes_with_scale(data: torch.Tensor, scale: float, rows: int = 8192) -> tor
 LEARNERS = ("network", "class-means")
 
 
+class DPMixParams(ModelParams):
+    """DPMix's settings.
+
+    Attributes:
+        mixture_degree: ℓ, records averaged per released sample (1 <= ℓ <= n).
+        num_samples: T, samples released (>= 1).
+        accountant: ``closed_form`` (Lee et al. 2019, Thm. 1) or ``dp_accounting`` (Google's RDP accountant,
+            sampling without replacement).
+        lr_halving_epochs: the network learner halves its learning rate every that many epochs.
+        sigma: a fixed noise std σ_x (> 0, pixel units), e.g. a source's; the target ε is then ignored.
+        sigma_y_scale: σ_y/σ_x, label noise relative to feature noise (> 0; 1: the source's equal noise).
+        validation_split: fraction of the release held out of training (the last rows), in [0, 1).
+        learner: ``network`` (``spec.model`` on the release, soft labels, KL loss) or ``class-means`` (a
+            nearest-class-mean classifier from the release's moments; ``spec.model`` must be ``linear``).
+    """
+
+    mixture_degree: int = Field(256, ge=1)
+    num_samples: int = Field(10_000, ge=1)
+    accountant: Literal["closed_form", "dp_accounting"] = "closed_form"
+    lr_halving_epochs: int = Field(10, ge=1)
+    sigma: float | None = Field(None, gt=0)
+    sigma_y_scale: float = Field(1.0, gt=0)
+    validation_split: float = Field(0.0, ge=0, lt=1)
+    learner: Literal["network", "class-means"] = "network"
+
+
 @torch.no_grad()
 def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degree: int, num_records: int
                              ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -162,14 +191,8 @@ def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degr
 class DPMix(Baseline):
     """Train a classifier on a DPMix release calibrated to the target (ε, δ).
 
-    ``spec.params``: ``mixture_degree`` ℓ (default 256), ``num_samples`` T (default 10,000),
-    ``accountant`` (``closed_form`` = Lee et al. 2019 Theorem, or ``dp_accounting`` = Google's RDP
-    accountant, sampling without replacement, REPLACE_ONE), ``lr_halving_epochs`` (default 10),
-    ``sigma`` (a fixed σ, e.g. a source's; the target ε is then ignored and the reported ε is what σ buys),
-    ``sigma_y_scale`` (σ_y/σ_x, label noise relative to feature noise; default 1, the source's equal noise),
-    ``validation_split`` (fraction of the release held out of training, as Keras' ``validation_split``: the
-    last rows; default 0), ``learner``. Otherwise σ is the smallest noise (by bisection) whose accountant ε
-    meets the target.
+    Settings: ``DPMixParams``. Without a fixed ``sigma``, σ is the smallest noise (by bisection) whose
+    accountant ε meets the target; the ε holds for the replace-one relation (sampling without replacement).
 
     Learners (both see only the release): ``network`` (default, the source's) trains ``spec.model`` on features
     clipped to [0, 1] and labels clipped at 0 and renormalised into a soft-label distribution, with a
@@ -181,24 +204,33 @@ class DPMix(Baseline):
     name = "dpmix"
     guarantee = "dp-release"
     needs_epsilon = True
-    reference_epsilons = (15.0,)  # the source system's own ε (REFERENCE.md §1)
+    reference_epsilons = (15.0,)  # the source system's own ε (Lee et al. 2019)
+    Params = DPMixParams
+    recipes: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {"model": "mlp", "epochs": 20, "batch_size": 64, "lr": 3e-3, "optimizer": "adam",
+                  "params": {"mixture_degree": 8, "num_samples": 2000}},
+        "default": {"model": "cnn-dpmix", "epochs": 12, "batch_size": 128, "lr": 1e-3, "optimizer": "adam",
+                    "params": {"mixture_degree": 256, "num_samples": 10_000}},
+        "full": {"model": "cnn-dpmix", "epochs": 50, "batch_size": 128, "lr": 1e-4, "optimizer": "adam",
+                 "params": {"mixture_degree": 256, "num_samples": 10_000}},
+    }
+
+    def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        p = spec.params
+        if p.mixture_degree > n_members:
+            raise ValueError(f"params.mixture_degree = {p.mixture_degree!r} must be an integer in [1, n_members="
+                             f"{n_members}]")
+        if p.learner == "class-means" and spec.model != "linear":
+            raise ValueError(f"params.learner 'class-means' needs model 'linear', got {spec.model!r}")
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
-        fixed_sigma = spec.params.get("sigma")
+        p = spec.params
+        fixed_sigma = p.sigma
         if fixed_sigma is None and (target_epsilon is None or target_epsilon <= 0):
             raise ValueError(f"dpmix needs a target epsilon > 0 or a sigma, got {target_epsilon}")
-        ell = int(spec.params.get("mixture_degree", 256))
-        t = int(spec.params.get("num_samples", 10_000))
-        method = spec.params.get("accountant", "closed_form")
-        if method not in ACCOUNTANT_NAMES:
-            raise ValueError(f"dpmix accountant {method!r} not in {tuple(ACCOUNTANT_NAMES)}")
-        learner = spec.params.get("learner", "network")
-        if learner not in LEARNERS:
-            raise ValueError(f"dpmix learner {learner!r} not in {LEARNERS}")
-        if learner == "class-means" and spec.model != "linear":
-            raise ValueError(f"dpmix learner 'class-means' needs model 'linear', got {spec.model!r}")
-        y_scale = float(spec.params.get("sigma_y_scale", 1.0))
+        self.check(spec, n_members=len(train))
+        ell, t, method, learner, y_scale = p.mixture_degree, p.num_samples, p.accountant, p.learner, p.sigma_y_scale
         n, k = len(train), train.num_classes
         d_x = math.prod(train.input_shape)
         acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=d_x, d_y=k, delta=delta, method=method)
@@ -216,7 +248,7 @@ class DPMix(Baseline):
             release_params["sigma_y"] = sigma_y
         release = Release(rx.view(t, *train.input_shape), ry, "dpmix", release_params)
         model = self.build(train.input_shape, k, spec)
-        keep = t - int(float(spec.params.get("validation_split", 0.0)) * t)
+        keep = t - int(p.validation_split * t)
         if learner == "class-means":
             t0 = time.perf_counter()
             means, err = class_means_from_release(rx[:keep], ry[:keep], mixture_degree=ell, num_records=n)
@@ -234,8 +266,8 @@ class DPMix(Baseline):
             y_soft = torch.where(mass > 0, y_soft / mass.clamp_min(1e-12), torch.full_like(y_soft, 1.0 / k))
             hist, seen, secs = fit_supervised(
                 model, x_in[:keep], y_soft[:keep], spec, generator=gen, device=device, loss_fn=soft_cross_entropy,
-                scheduler_step=int(spec.params.get("lr_halving_epochs", 10)), on_epoch=on_epoch)
-        privacy = PrivacySpent(epsilon, delta, ACCOUNTANT_NAMES[method], "dp-release")
+                scheduler_step=p.lr_halving_epochs, on_epoch=on_epoch)
+        privacy = PrivacySpent(epsilon, delta, ACCOUNTANT_NAMES[method], "dp-release", relation="replace-one")
         params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "accountant": method,
                   "num_records": n, **({"sigma_y": sigma_y, "learner": learner} if y_scale != 1.0 or
                                        learner != "network" else {})}

@@ -21,13 +21,16 @@ import math
 
 import numpy as np
 import torch
+from pydantic import Field
 
 from bench.core.data import ArrayDataset
-from bench.core.training import EpochCallback, seed_everything
+from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
-from mechanisms.accounting import dpmix_epsilon, gaussian_epsilon
-from mechanisms.baseline import Baseline, fit_supervised
+from mechanisms.accounting import gaussian_epsilon
+from mechanisms.base import ModelParams
+from mechanisms.baseline import Baseline
 from mechanisms.dpmix import mix_release, sample_subsets
+from mechanisms.dpmix_accounting import dpmix_epsilon
 
 # The label of a per-class mix is its class, released without noise: Lee et al.'s Δ² gets no label term.
 # dpmix_epsilon needs σ_y; one this large makes d_y/σ_y² vanish (1e-24).
@@ -75,11 +78,28 @@ def per_class_release(train: ArrayDataset, *, mixture_degree: int, samples_per_c
     return torch.cat(xs).view(-1, *train.input_shape), torch.cat(ys)
 
 
+class DPMixPerClassParams(ModelParams):
+    """Per-class DPMix's settings.
+
+    Attributes:
+        sigma: the noise std σ per pixel (> 0; required: the source swept σ, not ε).
+        mixture_degree: ℓ, records of one class averaged per sample (>= 1).
+        samples_per_class: T_c, samples released per class (>= 1).
+        reuse_subset: one ℓ-subset per class for every sample (the source), or a fresh one per sample.
+        lr_halving_epochs: halve the learner's learning rate every that many epochs (None: never).
+    """
+
+    sigma: float | None = Field(None, gt=0)
+    mixture_degree: int = Field(128, ge=1)
+    samples_per_class: int = Field(1200, ge=1)
+    reuse_subset: bool = True
+    lr_halving_epochs: int | None = Field(None, ge=1)
+
+
 class DPMixPerClass(Baseline):
     """Train ``spec.model`` on a per-class DPMix release with a fixed σ (the source swept σ, not ε).
 
-    ``spec.params``: ``mixture_degree`` ℓ (default 128), ``samples_per_class`` T_c (default 1,200), ``sigma``
-    (required), ``reuse_subset`` (default True, the source), ``lr_halving_epochs`` (default none). The learner
+    Settings: ``DPMixPerClassParams``. The learner
     sees the release with pixels clipped to [0, 1] and hard labels (cross-entropy). ``privacy`` is the ε that
     holds; ``claimed_epsilon`` the source's formula (Lee et al. with ℓ/n_c), which is void when subsets are reused.
     """
@@ -87,24 +107,28 @@ class DPMixPerClass(Baseline):
     name = "dpmix-per-class"
     guarantee = "dp-release"
     needs_epsilon = False
+    Params = DPMixPerClassParams
+
+    def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        if spec.params.sigma is None:
+            raise ValueError("params.sigma is missing: dpmix-per-class needs a fixed noise std")
+        if spec.params.mixture_degree > n_members:
+            raise ValueError(f"params.mixture_degree = {spec.params.mixture_degree!r} must be an integer in "
+                             f"[1, n_members={n_members}]")
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
-        if spec.params.get("sigma") is None:
-            raise ValueError("dpmix-per-class needs params.sigma (a fixed noise std)")
-        sigma = float(spec.params["sigma"])
-        ell = int(spec.params.get("mixture_degree", 128))
-        t_c = int(spec.params.get("samples_per_class", 1200))
-        reuse = bool(spec.params.get("reuse_subset", True))
+        self.check(spec, n_members=len(train))
+        p = spec.params
+        sigma, ell, t_c, reuse = p.sigma, p.mixture_degree, p.samples_per_class, p.reuse_subset
         class_size = int(torch.bincount(train.y, minlength=train.num_classes).min())
         d_x = math.prod(train.input_shape)
         gen = seed_everything(seed)
         x, y = per_class_release(train, mixture_degree=ell, samples_per_class=t_c, sigma=sigma, reuse_subset=reuse,
                                  generator=gen)
         model = self.build(train.input_shape, train.num_classes, spec)
-        halve = spec.params.get("lr_halving_epochs")
         hist, seen, secs = fit_supervised(model, x.clamp(0.0, 1.0), y, spec, generator=gen, device=device,
-                                          scheduler_step=int(halve) if halve else None, on_epoch=on_epoch)
+                                          scheduler_step=p.lr_halving_epochs, on_epoch=on_epoch)
         claimed = dpmix_epsilon(sigma=sigma, sigma_y=_NO_LABEL_NOISE_TERM, mixture_degree=ell, num_samples=t_c,
                                 num_records=class_size, d_x=d_x, d_y=1, delta=delta)
         if reuse:
@@ -114,10 +138,11 @@ class DPMixPerClass(Baseline):
                     f"{t_c}-fold composition of the Gaussian mechanism and one subsampling draw "
                     f"(q = {ell}/{class_size})")
             privacy = PrivacySpent(epsilon, delta, "analytic-gaussian", "dp-release", claimed_epsilon=claimed,
-                                   note=note)
+                                   note=note, relation="replace-one-same-class")
         else:
             privacy = PrivacySpent(claimed, delta, "dpmix-closed-form", "dp-release",
-                                   note="fresh subset per sample, Lee et al. per class (n = smallest class)")
+                                   note="fresh subset per sample, Lee et al. per class (n = smallest class)",
+                                   relation="replace-one-same-class")
         params = {"sigma": sigma, "mixture_degree": ell, "samples_per_class": t_c, "reuse_subset": reuse,
                   "class_size": class_size, "num_samples": len(y)}
         release = Release(x, y, "dpmix-per-class", {"sigma": sigma, "mixture_degree": ell})

@@ -4,19 +4,20 @@ Gaussian mechanism before any training (the `local-gaussian` reference system, c
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import nn
 
 from bench.core.data import ArrayDataset
-from bench.core.training import EpochCallback, seed_everything
+from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.accounting import classic_gaussian_sigma, gaussian_epsilon, gaussian_sigma
-from mechanisms.baseline import Baseline, fit_supervised
+from mechanisms.base import ModelParams
+from mechanisms.baseline import Baseline
 
 # Replacing one person's unit-norm image by another moves it by up to ||a - b|| <= 2.
 SENSITIVITY = 2.0
-CALIBRATIONS = ("analytic", "classic")
 
 
 class L2Normalize(nn.Module):
@@ -37,6 +38,20 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
 
 
 
+class LocalGaussianParams(ModelParams):
+    """Local Gaussian noise's settings.
+
+    Attributes:
+        calibration: ``analytic`` (Balle & Wang 2018, sensitivity 2) or ``classic`` (the source's
+            σ = √(2 ln(1.25/δ))/ε at "sensitivity 1", kept to reproduce it; ε is then what that σ really buys).
+    """
+
+    calibration: Literal["analytic", "classic"] = "analytic"
+
+
+_CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
+
+
 class LocalGaussian(Baseline):
     """Each person releases ``x/||x||₂ + N(0, σ² I)`` with σ from the analytic Gaussian mechanism
     (Balle & Wang, ICML 2018) at replace-one sensitivity 2: (ε, δ) local DP per image. The learner
@@ -44,14 +59,19 @@ class LocalGaussian(Baseline):
     s = 1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get
     the same normalisation and the same s.
 
-    ``spec.params``: ``calibration`` — ``"analytic"`` (default, the above) or ``"classic"``: the source's
-    σ = √(2 ln(1.25/δ))/ε with "sensitivity 1" (REFERENCE.md §1), kept to reproduce it; the reported ε is
-    then what that σ really buys (analytic Gaussian, sensitivity 2) and the target is only ``claimed_epsilon``."""
+    Settings: ``LocalGaussianParams``; with ``calibration: classic`` the target is only ``claimed_epsilon``.
+    The ε holds for the replace-one relation (one person's image replaced by any other)."""
 
     name = "local-gaussian"
     guarantee = "local-dp"
     needs_epsilon = True
-    reference_epsilons = (150.0, 2000.0)  # the source system's own ε (REFERENCE.md §1)
+    reference_epsilons = (150.0, 2000.0)  # the source system's own ε (README, "Presets")
+    Params = LocalGaussianParams
+    recipes: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {"model": "mlp", "epochs": 20, "batch_size": 32, "lr": 0.02, "optimizer": "sgd", "momentum": 0.9},
+        "default": {**_CNN, "epochs": 5, "batch_size": 64, "lr": 0.02},
+        "full": {**_CNN, "epochs": 10, "batch_size": 64, "lr": 0.02},
+    }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
         return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec))
@@ -60,9 +80,7 @@ class LocalGaussian(Baseline):
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
         if target_epsilon is None or target_epsilon <= 0:
             raise ValueError(f"local-gaussian needs a target epsilon > 0, got {target_epsilon}")
-        calibration = spec.params.get("calibration", "analytic")
-        if calibration not in CALIBRATIONS:
-            raise ValueError(f"local-gaussian calibration {calibration!r} not in {CALIBRATIONS}")
+        calibration = spec.params.calibration
         if calibration == "analytic":
             sigma = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=SENSITIVITY)
         else:
@@ -77,10 +95,12 @@ class LocalGaussian(Baseline):
         epsilon = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=SENSITIVITY)
         params = {"sigma": sigma, "sensitivity": SENSITIVITY,
                   "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)}
-        release = Release(noisy, train.y, "local-gaussian", {"sigma": sigma, "sensitivity": SENSITIVITY})
+        release = Release(noisy, train.y, "local-gaussian", {"sigma": sigma, "sensitivity": SENSITIVITY},
+                          display="minmax")
         claimed = None if calibration == "analytic" else target_epsilon
         note = "" if claimed is None else "source's σ: classic formula, sensitivity 1; ε is what it really buys"
-        privacy = PrivacySpent(epsilon, delta, "analytic-gaussian", "local-dp", claimed_epsilon=claimed, note=note)
+        privacy = PrivacySpent(epsilon, delta, "analytic-gaussian", "local-dp", claimed_epsilon=claimed, note=note,
+                               relation="replace-one")
         return TrainedModel(model, privacy,
                             params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

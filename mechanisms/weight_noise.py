@@ -3,15 +3,20 @@ reference system). There is no accountant for it: it reports "no guarantee" and 
 
 from __future__ import annotations
 
+import math
+from typing import Any, ClassVar
+
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 from torch import nn
 
 from bench.core.data import ArrayDataset
 from bench.core.models import build_model
-from bench.core.training import EpochCallback, seed_everything
+from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
-from mechanisms.baseline import Baseline, fit_supervised
+from mechanisms.base import ModelParams
+from mechanisms.baseline import Baseline
 
 
 class ReconstructThenClassify(nn.Module):
@@ -33,43 +38,67 @@ def add_weight_noise(module: nn.Module, *, std: float, generator: torch.Generato
 
 
 
+class WeightNoiseParams(ModelParams):
+    """Weight noise's settings (``model_kwargs`` go to the classifier ``spec.model``).
+
+    Attributes:
+        ae_epochs: autoencoder epochs (None: ``spec.epochs``). ae_lr: its Adam learning rate (> 0).
+        code: the autoencoder's code width (>= 1).
+        weight_noise_std: an explicit noise std (>= 0) instead of 1/ε; 0 gives the source's clean reference.
+        classifier_before_noise: train the classifier on the clean autoencoder's reconstructions, then add the
+            noise (one classifier measured before and after the noise).
+    """
+
+    ae_epochs: int | None = Field(None, ge=1)
+    ae_lr: float = Field(1e-3, gt=0)
+    code: int = Field(64, ge=1)
+    weight_noise_std: float | None = Field(None, ge=0)
+    classifier_before_noise: bool = False
+
+
+_MLP = {"model": "mlp", "batch_size": 64, "lr": 0.05, "optimizer": "sgd", "momentum": 0.9}
+
+
 class WeightNoise(Baseline):
     """Train a dense autoencoder (784→64→784, MSE, Adam), add Gaussian noise of std = 1/ε to every
     weight and bias ("std = sensitivity/ε" with sensitivity 1, as the source claimed), then train a
     dense classifier (``spec.model``, default ``mlp``) on the noisy autoencoder's reconstructions of
     the members. The target ε is only the source's *claimed* ε: the guarantee is "none".
 
-    ``spec.params``: ``ae_epochs`` (default ``spec.epochs``), ``ae_lr`` (default 1e-3), ``code`` (64),
-    ``weight_noise_std`` (an explicit std ≥ 0 instead of 1/ε; 0 gives the source's clean reference),
-    ``classifier_before_noise`` (train the classifier on the clean autoencoder's reconstructions, then add the
-    noise: the same classifier measured before and after noise; default False).
+    Settings: ``WeightNoiseParams``.
     """
 
     name = "weight-noise"
     guarantee = "none"
     needs_epsilon = True
-    reference_epsilons = (10.0,)  # the source system's own ε (REFERENCE.md §1)
+    reference_epsilons = (10.0,)  # the source system's own ε (README, "Presets")
+    Params = WeightNoiseParams
+    recipes: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {**_MLP, "epochs": 30, "batch_size": 32, "params": {"code": 32, "ae_lr": 3e-3}},
+        "default": {**_MLP, "epochs": 8, "params": {"ae_epochs": 8}},
+        "full": {**_MLP, "epochs": 20, "params": {"ae_epochs": 20}},
+    }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
-        ae = build_model("autoencoder", input_shape, 0, code=int(spec.params.get("code", 64)))
-        flat = (int(torch.tensor(input_shape).prod()),)
-        return ReconstructThenClassify(ae, build_model(spec.model, flat, num_classes))
+        ae = build_model("autoencoder", input_shape, 0, code=spec.params.code)
+        flat = (math.prod(input_shape),)
+        return ReconstructThenClassify(ae, build_model(spec.model, flat, num_classes, **spec.params.model_kwargs))
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
-        std = spec.params.get("weight_noise_std")
+        p = spec.params
+        std = p.weight_noise_std
         if std is None and (target_epsilon is None or target_epsilon <= 0):
             raise ValueError(f"weight-noise needs a (claimed) target epsilon > 0, got {target_epsilon}")
         std = 1.0 / target_epsilon if std is None else float(std)
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
-        ae_spec = TrainSpec(model="autoencoder", epochs=int(spec.params.get("ae_epochs", spec.epochs)),
-                            batch_size=spec.batch_size, lr=float(spec.params.get("ae_lr", 1e-3)),
-                            optimizer="adam")
+        ae_spec = TrainSpec(model="autoencoder", epochs=p.ae_epochs or spec.epochs, batch_size=spec.batch_size,
+                            lr=p.ae_lr, optimizer="adam")
         flat = train.x.flatten(1)
         ae_hist, ae_seen, ae_secs = fit_supervised(model.autoencoder, train.x, flat, ae_spec, generator=gen,
                                                    device=device, loss_fn=F.mse_loss)
-        before = bool(spec.params.get("classifier_before_noise", False))
+        before = p.classifier_before_noise
         if std > 0 and not before:
             add_weight_noise(model.autoencoder, std=std, generator=gen)
         model.autoencoder.eval()

@@ -1,8 +1,9 @@
 """The self-contained HTML report: Jinja2 (autoescape on), inline CSS, PNGs embedded as data URIs.
 
 The first screen answers "which mechanism should I ship?": per dataset the verdict table, the privacy-utility
-Pareto frontier and plain-language notes (``reports.verdict``); the evidence follows, and a collapsed
-section holds the exact configuration, seeds, versions and git hash (``reports.provenance``).
+Pareto frontier and plain-language notes (``reports.verdict``, ``reports.verdict_notes``); the evidence follows,
+then the failures, and a collapsed section holds the exact configuration, seeds, versions and git hash
+(``reports.provenance``).
 """
 
 from __future__ import annotations
@@ -15,20 +16,16 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from bench.results import Results
+from reports.common import one_line
 from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
 from reports.plots import SECTION_NAMES, plot_alt, plot_section, slug
 from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
+from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
 from reports.reproduction import REPRODUCTION_HEADERS, reproduction_commands, reproduction_rows
-from reports.tables import (
-    RECONSTRUCTION_HEADERS,
-    RECONSTRUCTION_NOTE,
-    attack_rows,
-    privacy_notes,
-    reconstruction_rows,
-    setup_note,
-    summary_rows,
-)
-from reports.verdict import VERDICT_HEADERS, verdict_headline, verdict_notes, verdict_tables
+from reports.tables import attack_rows, failed_attack_lines, privacy_notes, setup_note, summary_rows
+from reports.verdict import VERDICT_HEADERS, verdict_tables
+from reports.verdict_notes import verdict_headline, verdict_notes
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "report.html.j2"
@@ -55,67 +52,72 @@ def _image(name: str, path: Path) -> dict[str, str]:
     return {"alt": plot_alt(name), "src": data_uri(path), "name": name}
 
 
-def html_context(results: dict[str, Any], plots: dict[str, Path]) -> dict[str, Any]:
-    """Everything the template shows, as plain strings and lists (the template holds no logic)."""
-    rows = summary_rows(results)
-    sections: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for name, path in plots.items():
-        sections[plot_section(name)].append(_image(name, path))
+def _verdicts(results: Results, sections: dict[str, list[dict[str, str]]]) -> list[dict[str, Any]]:
     notes, headline = verdict_notes(results), verdict_headline(results)
-    verdicts = [
+    return [
         {"dataset": t["dataset"], "axis": t["axis"].description, "rows": t["rows"],
          "notes": notes.get(t["dataset"], []), "headline": headline.get(t["dataset"], []),
          "pareto": [i for i in sections["verdict"] if i["name"] == f"pareto_{slug(t['dataset'])}"]}
         for t in verdict_tables(results)
     ]  # fmt: skip
+
+
+def _evidence(results: Results) -> dict[str, Any]:
+    """The tables of the evidence sections (attacks, empirical privacy, reconstruction, reproduction)."""
     attack_headers, attack_table = attack_rows(results)
     empirical_headers, empirical_table, empirical_bugs = empirical_rows(results)
-    failed = [
-        {
-            "where": f"{r['dataset']} / {r['mechanism']} (seed {r['seed']})",
-            "error": r.get("error") or "unknown error",
-        }
-        for r in rows
-        if r["status"] != "ok"
-    ]
-    cfg = results.get("config") or {}
-    datasets = ", ".join(dict.fromkeys(str(r["dataset"]) for r in rows)) or str(cfg.get("dataset", "no dataset"))
-    commit = str(results.get("git_hash") or "unknown")[:10]
     return {
-        "run_id": str(results.get("run_id", "unnamed run")),
-        "status": str(results.get("status", "unknown")),
-        "lede": f"{datasets} · profile {cfg.get('profile', 'unknown')} · {len(rows)} models · "
-                f"{results.get('created', 'unknown')} · {results.get('device', 'unknown')} · git {commit}",
-        "facts": run_facts(results),
-        "setup": setup_note(results),
-        "verdict_headers": list(VERDICT_HEADERS),
-        "verdicts": verdicts,
         "attack_headers": attack_headers,
         "attack_rows": attack_table,
         "empirical_headers": empirical_headers,
         "empirical_rows": [{"cells": c, "bug": b} for c, b in zip(empirical_table, empirical_bugs, strict=True)],
         "audit_note": audit_note(results),
-        "privacy_bugs": privacy_bug_lines(results),
-        "images": {name: sections[name] for name in SECTION_NAMES},
         "reconstruction_headers": list(RECONSTRUCTION_HEADERS),
         "reconstruction_rows": reconstruction_rows(results),
         "reconstruction_note": RECONSTRUCTION_NOTE,
         "reproduction_headers": list(REPRODUCTION_HEADERS),
         "reproduction_rows": reproduction_rows(results),
         "reproduction_commands": reproduction_commands(results),
+    }
+
+
+def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
+    """Everything the template shows, as plain strings and lists (the template holds no logic)."""
+    rows = summary_rows(results)
+    sections: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for name, path in plots.items():
+        sections[plot_section(name)].append(_image(name, path))
+    failed = [{"where": f"{r['dataset']} / {r['mechanism']} (seed {r['seed']})", "error": one_line(r["error"])}
+              for r in rows if r["status"] != "ok"]  # fmt: skip
+    cfg = results.config
+    datasets = ", ".join(dict.fromkeys(str(r["dataset"]) for r in rows)) or str(cfg.get("dataset", "no dataset"))
+    commit = (results.git_hash or "unknown")[:10]
+    return {
+        "run_id": results.run_id,
+        "status": results.status,
+        "lede": f"{datasets} · profile {cfg.get('profile', 'unknown')} · {len(rows)} models · "
+                f"{results.created} · {results.device or 'unknown'} · git {commit}",
+        "facts": run_facts(results),
+        "setup": setup_note(results),
+        "verdict_headers": list(VERDICT_HEADERS),
+        "verdicts": _verdicts(results, sections),
+        "privacy_bugs": privacy_bug_lines(results),
+        "images": {name: sections[name] for name in SECTION_NAMES},
+        **_evidence(results),
         "provenance_headers": list(PROVENANCE_HEADERS),
         "provenance_rows": provenance_rows(results),
         "notes": privacy_notes(results),
         "failed": failed,
+        "failed_attacks": failed_attack_lines(results),
         "config_json": json.dumps(cfg, indent=2, sort_keys=True, default=str),
     }
 
 
-def render_html(results: dict[str, Any], plots: dict[str, Path]) -> str:
+def render_html(results: Results, plots: dict[str, Path]) -> str:
     """Render the whole report as one self-contained HTML page.
 
     Args:
-        results: the whole results.json document; every string from it is HTML-escaped.
+        results: the whole results document; every string from it is HTML-escaped.
         plots: ``{stem: path}`` from ``reports.plots.make_plots``; the PNGs are embedded as base64.
 
     Returns:

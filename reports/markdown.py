@@ -1,4 +1,5 @@
-"""The Markdown report (GitHub flavour): the verdict per dataset, the evidence (tables and plots), provenance."""
+"""The Markdown report (GitHub flavour): the verdict per dataset, the evidence (tables and plots), the failures and
+the provenance, from a ``bench.results.Results``."""
 
 from __future__ import annotations
 
@@ -6,20 +7,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.results import Results
+from reports.common import target_text
 from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
 from reports.plots import plot_alt, plot_section, slug
 from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
+from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
 from reports.reproduction import REPRODUCTION_HEADERS, reproduction_commands, reproduction_rows
-from reports.tables import (
-    RECONSTRUCTION_HEADERS,
-    RECONSTRUCTION_NOTE,
-    attack_rows,
-    privacy_notes,
-    reconstruction_rows,
-    setup_note,
-    summary_rows,
+from reports.tables import attack_rows, failed_attack_lines, privacy_notes, setup_note, summary_rows
+from reports.verdict import VERDICT_HEADERS, verdict_tables
+from reports.verdict_notes import verdict_headline, verdict_notes
+
+VERDICT_LEGEND = (
+    "TPR at 0.1% FPR: the attack with the highest TPR there, its 95% Clopper-Pearson interval "
+    "(chance 0.1%; not corrected for picking the best attack). "
+    "Empirical ε lower bound: the largest over all audits, 95% confidence."
 )
-from reports.verdict import VERDICT_HEADERS, verdict_headline, verdict_notes, verdict_tables
 
 
 def _cell(text: Any) -> str:
@@ -41,25 +44,22 @@ def _images(plots: dict[str, Path], section: str) -> list[str]:
     return out
 
 
-def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
-    """Render the whole report as GitHub Markdown, in the order of the HTML page: verdict first, then the
-    evidence, then the provenance.
-
-    Args:
-        results: the whole results.json document.
-        plots: ``{stem: path}`` from ``reports.plots.make_plots``; images are linked by file name,
-            so the report must sit in the same directory as the PNGs.
-
-    Returns:
-        The Markdown text (ends with a newline).
-    """
-    status = results.get("status", "unknown")
-    out = [f"# privbench report: {results.get('run_id', 'unnamed run')}", ""]
-    if status != "complete":
-        out += [f"> **Run status: {status}.** Some cells may be missing; the tables show what finished.", ""]
+def _head(results: Results) -> list[str]:
+    """Title, run status, privacy bugs and the failed-attack notice."""
+    out = [f"# privbench report: {results.run_id}", ""]
+    if results.status != "complete":
+        out += [f"> **Run status: {results.status}.** Some cells may be missing; the tables show what finished.", ""]
     bug_lines = privacy_bug_lines(results)
     if bug_lines:
         out += ["## Privacy bugs", ""] + [f"> **{_cell(line)}**" for line in bug_lines] + [""]
+    failed = failed_attack_lines(results)
+    if failed:
+        out += [f"> **{len(failed)} attack(s) failed on finished models; see Failed attacks.**", ""]
+    return out
+
+
+def _verdicts(results: Results, plots: dict[str, Path]) -> list[str]:
+    out: list[str] = []
     notes, headline = verdict_notes(results), verdict_headline(results)
     for v in verdict_tables(results):
         out += [f"## Verdict: {v['dataset']}", ""]
@@ -70,13 +70,15 @@ def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
                 if name == f"pareto_{slug(v['dataset'])}"] + [""]  # fmt: skip
         out += [f"- {_cell(note)}" for note in notes.get(v["dataset"], [])] + [""]
         out += [f"Pareto-optimal: no other model has both higher test accuracy and lower leakage "
-                f"({v['axis'].description}). "
-                "TPR at 0.1% FPR: the attack with the highest TPR there, its 95% Clopper-Pearson interval "
-                "(chance 0.1%; not corrected for picking the best attack). "
-                "Empirical ε lower bound: the largest over all audits, 95% confidence.", ""]  # fmt: skip
+                f"({v['axis'].description}). " + VERDICT_LEGEND, ""]
+    return out
+
+
+def _evidence(results: Results, plots: dict[str, Path]) -> list[str]:
+    """Privacy vs utility, Empirical privacy, Membership attacks, Throughput, Released data, Reconstruction and
+    Reproduction (each only where it has something to show)."""
     tradeoff = _images(plots, "tradeoff")
-    if tradeoff:
-        out += ["## Privacy vs utility", ""] + tradeoff
+    out = ["## Privacy vs utility", ""] + tradeoff if tradeoff else []
     eheaders, erows, _ = empirical_rows(results)
     audit_images = _images(plots, "audit")
     if erows or audit_images:
@@ -99,25 +101,55 @@ def render_markdown(results: dict[str, Any], plots: dict[str, Path]) -> str:
         out += ["## Reproduction", ""] + _table(REPRODUCTION_HEADERS, repro) + [""]
         out += _images(plots, "reproduction")
         out += [f"- `{command}`" for command in reproduction_commands(results)] + [""]
-    out += ["## Setup and guarantees", "", _cell(setup_note(results)), ""]
-    out += [f"- {_cell(note)}" for note in privacy_notes(results)]
-    out += [
-        "- Every ε above is the accountant's upper bound for the stated δ; a mechanism marked "
-        "\"no guarantee\" has none, whatever ε its source claimed.",
-        "- A TPR at an FPR below 10 / (number of non-members) cannot be measured and is shown as "
-        "\"not measurable\".",
-        "",
-    ]
+    return out
+
+
+def _failures(results: Results) -> list[str]:
+    """The Failed cells and Failed attacks sections (each only where something failed)."""
+    out: list[str] = []
     failed = [r for r in summary_rows(results) if r["status"] != "ok"]
     if failed:
         out += ["## Failed cells", ""]
         for r in failed:
-            target = "no target ε" if r["target_epsilon"] is None else f"target ε {r['target_epsilon']:g}"
+            target = "no target ε" if r["target_epsilon"] is None else f"target ε {target_text(r['target_epsilon'])}"
             out.append(f"- {r['dataset']} / {r['mechanism']} ({target}, seed {r['seed']}): "
-                       f"{_cell(r.get('error') or 'unknown error')}")  # fmt: skip
+                       f"{_cell(r['error'] or 'unknown error')}")  # fmt: skip
         out.append("")
+    attacks = failed_attack_lines(results)
+    if attacks:
+        out += ["## Failed attacks", ""] + [f"- {_cell(line)}" for line in attacks] + [""]
+    return out
+
+
+def _setup_and_provenance(results: Results) -> list[str]:
+    out = ["## Setup and guarantees", "", _cell(setup_note(results)), ""]
+    out += [f"- {_cell(note)}" for note in privacy_notes(results)]
+    out += [
+        "- Every ε above is the accountant's upper bound for the stated δ and neighbouring relation; a mechanism "
+        "marked \"no guarantee\" has none, whatever ε its source claimed.",
+        "- A TPR at an FPR below 10 / (number of non-members) cannot be measured and is shown as "
+        "\"not measurable\".",
+        "",
+    ]
+    out += _failures(results)
     out += ["## Provenance", ""] + [f"- **{key}:** {_cell(value)}" for key, value in run_facts(results)] + [""]
     out += _table(PROVENANCE_HEADERS, provenance_rows(results)) + [""]
-    config = json.dumps(results.get("config") or {}, indent=2, sort_keys=True, default=str)
-    out += ["<details><summary>Resolved configuration</summary>", "", "```json", config, "```", "", "</details>", ""]
+    config = json.dumps(results.config, indent=2, sort_keys=True, default=str)
+    return out + ["<details><summary>Resolved configuration</summary>", "", "```json", config, "```", "",
+                  "</details>", ""]
+
+
+def render_markdown(results: Results, plots: dict[str, Path]) -> str:
+    """Render the whole report as GitHub Markdown, in the order of the HTML page: verdict first, then the
+    evidence, then the failures and the provenance.
+
+    Args:
+        results: the whole results document.
+        plots: ``{stem: path}`` from ``reports.plots.make_plots``; images are linked by file name,
+            so the report must sit in the same directory as the PNGs.
+
+    Returns:
+        The Markdown text (ends with a newline).
+    """
+    out = _head(results) + _verdicts(results, plots) + _evidence(results, plots) + _setup_and_provenance(results)
     return "\n".join(out)

@@ -1,54 +1,54 @@
 """The verdict's figures: the privacy-utility Pareto frontier, attack TPR at 0.1 % FPR against ε, the empirical
 ε lower bound against the accountant's ε, and training throughput. Same conventions as ``reports.plots``
-(object API, explicit Agg canvas; hollow markers and dotted lines for mechanisms without a guarantee)."""
+(``reports.figures``: object API, explicit Agg canvas; hollow markers and dotted lines for mechanisms without a
+guarantee)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from reports.plots import Run, _by_dataset, _colors, _epsilon_x, _figure, _versus_epsilon, slug
-from reports.tables import MAIN_LEVEL, best_lower_bound, strongest_at_level
+from bench.results import RunResult
+from reports.common import MAIN_LEVEL, best_lower_bound, has_guarantee, strongest_at_level
+from reports.figures import by_dataset, colors, epsilon_x, figure, slug, versus_epsilon
 from reports.verdict import LeakageAxis, leakage_axis, pareto_optimal
 
 
-def _guaranteed(r: Run) -> bool:
-    p = r.get("privacy") or {}
-    return p.get("guarantee", "none") != "none" and p.get("epsilon") is not None
+def _filled(r: RunResult) -> bool:
+    """Whether a model's marker is filled: a guarantee, or no ε at all (the baseline)."""
+    return has_guarantee(r.privacy) or r.target_epsilon is None
 
 
-def _point_label(r: Run) -> str:
-    target = r.get("target_epsilon")
+def _point_label(r: RunResult) -> str:
+    target = r.target_epsilon
     if target is None:
         return ""
-    return f"{target:g}" if _guaranteed(r) else f"claimed {target:g}"
+    return f"{target:g}" if has_guarantee(r.privacy) else f"claimed {target:g}"
 
 
-def pareto_figure(rs: list[Run], axis: LeakageAxis) -> Figure | None:
+def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
     """Test accuracy (x, %) against the strongest attack's leakage (y: TPR at ``axis.level`` FPR in % with its
     95 % Clopper-Pearson interval, or AUC) for every model of one dataset; points labelled with their target ε,
     the Pareto frontier (no other model has higher accuracy and lower leakage) joined by a line."""
     points = []
     for r in rs:
-        acc, leak = (r.get("utility") or {}).get("test_accuracy"), axis.value(r)
-        if acc is not None and leak is not None:
-            points.append((r, 100.0 * acc, leak))
+        leak = axis.value(r)
+        if r.utility is not None and leak is not None:
+            points.append((r, 100.0 * r.utility.test_accuracy, leak))
     if not points:
         return None
-    colors = _colors(rs)
-    fig, (ax,) = _figure(1, size=(6.6, 4.8))
+    palette = colors(rs)
+    fig, (ax,) = figure(1, size=(6.6, 4.8))
     seen: set[str] = set()
     for r, x, (y, lo, hi, _) in points:
-        mech = str(r.get("mechanism"))
-        yerr = None if lo is None else [[y - lo], [hi - y]]
-        label = None if mech in seen else (mech if _guaranteed(r) or r.get("target_epsilon") is None
-                                           else f"{mech} (no guarantee)")  # fmt: skip
+        mech = r.mechanism
+        yerr = None if lo is None or hi is None else [[y - lo], [hi - y]]
+        label = None if mech in seen else (mech if _filled(r) else f"{mech} (no guarantee)")
         seen.add(mech)
-        ax.errorbar(x, y, yerr=yerr, fmt="o", ms=5, color=colors[mech], capsize=2, elinewidth=0.8,
-                    mfc=colors[mech] if _guaranteed(r) or r.get("target_epsilon") is None else "white", label=label)
+        ax.errorbar(x, y, yerr=yerr, fmt="o", ms=5, color=palette[mech], capsize=2, elinewidth=0.8,
+                    mfc=palette[mech] if _filled(r) else "white", label=label)
         ax.annotate(_point_label(r), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=6, color="0.25")
     front = pareto_optimal([(x, leak[0]) for _, x, leak in points])
     xy = sorted((x, leak[0]) for (_, x, leak), on in zip(points, front, strict=True) if on)
@@ -56,7 +56,7 @@ def pareto_figure(rs: list[Run], axis: LeakageAxis) -> Figure | None:
     chance = 0.5 if axis.level is None else 100.0 * axis.level
     ax.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
     ax.set(xlabel="test accuracy (%)", ylabel=axis.label,
-           title=f"{rs[0].get('dataset')}: privacy vs utility (better: right and low)")
+           title=f"{rs[0].dataset}: privacy vs utility (better: right and low)")
     if axis.reason:
         ax.text(0.99, 0.01, axis.reason, transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.35")
     ax.grid(True, alpha=0.3)
@@ -64,20 +64,20 @@ def pareto_figure(rs: list[Run], axis: LeakageAxis) -> Figure | None:
     return fig
 
 
-def _tpr_percent(r: Run) -> float | None:
+def _tpr_percent(r: RunResult) -> float | None:
     found = strongest_at_level(r, MAIN_LEVEL)
-    return None if found is None else 100.0 * found[1]["tpr"]
+    return None if found is None or found[1].tpr is None else 100.0 * found[1].tpr
 
 
-def _lower_bound(r: Run) -> float | None:
+def _lower_bound(r: RunResult) -> float | None:
     found = best_lower_bound(r)
     return None if found is None else found[0]
 
 
-def lower_bound_figure(runs: list[Run]) -> Figure | None:
+def lower_bound_figure(runs: list[RunResult]) -> Figure | None:
     """The largest empirical ε lower bound of every model against its accountant's ε (hollow: the claimed ε of
     a mechanism without a guarantee), with the diagonal ε_LB = ε above which a guarantee would be violated."""
-    fig = _versus_epsilon(runs, _lower_bound, "largest empirical ε lower bound (95%)", None)
+    fig = versus_epsilon(runs, _lower_bound, "largest empirical ε lower bound (95%)", None)
     if fig is None:
         return None
     for ax in (a for a in fig.axes if a.get_visible()):
@@ -89,27 +89,27 @@ def lower_bound_figure(runs: list[Run]) -> Figure | None:
     return fig
 
 
-def throughput_figure(runs: list[Run]) -> Figure | None:
+def throughput_figure(runs: list[RunResult]) -> Figure | None:
     """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε,
     one panel per dataset; hatched bars are cached models (their original training's timing)."""
-    timed = [r for r in runs if (r.get("timings") or {}).get("samples_per_s")]
+    timed = [r for r in runs if r.timings.samples_per_s]
     if not timed:
         return None
-    groups = _by_dataset(timed)
-    colors = _colors(timed)
+    groups = by_dataset(timed)
+    palette = colors(timed)
     height = 0.3 * max(len(rs) for rs in groups.values()) + 1.4
-    fig, axes = _figure(len(groups), ncols=2, size=(6.4, height))
+    fig, axes = figure(len(groups), ncols=2, size=(6.4, height))
     for ax, (dataset, rs) in zip(axes, groups.items(), strict=True):
-        rs = sorted(rs, key=lambda r: (str(r.get("mechanism")), _epsilon_x(r)[0] or 0.0, r.get("seed") or 0))
-        values = [float(r["timings"]["samples_per_s"]) for r in rs]
-        bars = ax.barh(range(len(rs)), values, color=[colors[str(r.get("mechanism"))] for r in rs],
-                       hatch=None, edgecolor="white")
+        rs = sorted(rs, key=lambda r: (r.mechanism, epsilon_x(r)[0] or 0.0, r.seed))
+        values = [float(r.timings.samples_per_s or 0.0) for r in rs]
+        bars = ax.barh(range(len(rs)), values, color=[palette[r.mechanism] for r in rs], hatch=None,
+                       edgecolor="white")
         for bar, r, v in zip(bars, rs, values, strict=True):
-            if r["timings"].get("cached"):
+            if r.timings.cached:
                 bar.set_hatch("//")
             ax.annotate(f"{v:,.0f}", (v, bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                         textcoords="offset points", va="center", fontsize=6)
-        ax.set_yticks(range(len(rs)), [f"{r.get('mechanism')} {_point_label(r)}".strip() for r in rs], fontsize=7)
+        ax.set_yticks(range(len(rs)), [f"{r.mechanism} {_point_label(r)}".strip() for r in rs], fontsize=7)
         ax.invert_yaxis()
         ax.set_xscale("log")
         ax.set_xlim(right=max(values) * 4)
@@ -118,13 +118,13 @@ def throughput_figure(runs: list[Run]) -> Figure | None:
     return fig
 
 
-def verdict_figures(runs: list[Run]) -> dict[str, Figure | None]:
+def verdict_figures(runs: list[RunResult]) -> dict[str, Figure | None]:
     """Every verdict figure of the successful RunResults ``runs``, keyed by file stem: ``pareto_<dataset>``,
     ``attack_tpr_vs_epsilon``, ``epsilon_lb_vs_epsilon`` and ``throughput`` (``None`` where there is no data)."""
-    figures: dict[str, Any] = {
-        f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs)) for dataset, rs in _by_dataset(runs).items()
+    figures: dict[str, Figure | None] = {
+        f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs)) for dataset, rs in by_dataset(runs).items()
     }
-    figures["attack_tpr_vs_epsilon"] = _versus_epsilon(
+    figures["attack_tpr_vs_epsilon"] = versus_epsilon(
         runs, _tpr_percent, "TPR at 0.1% FPR of the strongest attack (%)", 100.0 * MAIN_LEVEL
     )
     figures["epsilon_lb_vs_epsilon"] = lower_bound_figure(runs)

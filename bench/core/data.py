@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bench.core.catalog import DATASETS
 from bench.core.errors import ConfigError, DataError
-from bench.core.registry import Registry
 
 DATA_ENV = "PRIVBENCH_DATA"
 
@@ -58,6 +58,13 @@ class ArrayDataset:
         return h.hexdigest()
 
 
+def concat(*parts: ArrayDataset) -> ArrayDataset:
+    """Rows of ``parts`` one after another (same classes and name as the first)."""
+    first = parts[0]
+    return ArrayDataset(torch.cat([p.x for p in parts]), torch.cat([p.y for p in parts]), first.num_classes,
+                        first.name)
+
+
 @dataclass(frozen=True)
 class MembershipSplit:
     """Disjoint parts of one dataset for a membership experiment.
@@ -76,8 +83,16 @@ class MembershipSplit:
     test: ArrayDataset
     seed: int
 
-
-DATASETS: Registry = Registry("dataset")
+    def scored(self, max_per_side: int | None, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows of ``members`` and of ``non_members`` scored by membership attacks: equally many of each (at most
+        ``max_per_side``), ``(n,)`` int64 each, the first n of a permutation drawn with ``seed`` (so a smaller
+        cap takes a prefix of the same people)."""
+        n = min(len(self.members), len(self.non_members))
+        if max_per_side is not None:
+            n = min(n, max_per_side)
+        gen = torch.Generator().manual_seed(seed)
+        return (torch.randperm(len(self.members), generator=gen)[:n],
+                torch.randperm(len(self.non_members), generator=gen)[:n])
 
 
 def default_data_root() -> Path:
@@ -113,11 +128,11 @@ def _torchvision(cls_name: str, folder: str):
     return load
 
 
-DATASETS.add("mnist", _torchvision("MNIST", "MNIST"))
-DATASETS.add("fashion-mnist", _torchvision("FashionMNIST", "FashionMNIST"))
+load_mnist = _torchvision("MNIST", "MNIST")
+load_fashion_mnist = _torchvision("FashionMNIST", "FashionMNIST")
 
 
-def _digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
+def load_digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
     """scikit-learn's bundled 8×8 digits (1,797 images, values 0..16): 1,400 pool / 397 test, fixed."""
     from sklearn.datasets import load_digits
 
@@ -129,8 +144,6 @@ def _digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
     full = ArrayDataset(x, y, 10, "digits")
     return full.subset(pool), full.subset(test)
 
-
-DATASETS.add("digits", _digits)
 
 
 def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, ArrayDataset]:

@@ -1,17 +1,17 @@
-"""Reference architectures (REFERENCE.md §1), registered by name; each factory takes
+"""Reference architectures (the reference systems' models and our recipes'), registered by name in
+``bench.core.catalog``; each factory takes
 ``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns an untrained module
 mapping ``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N, C·H·W)``)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from bench.core.registry import Registry
-
-MODELS: Registry = Registry("model")
+from bench.core.catalog import MODELS
 
 
 def _flat_dim(features: nn.Module, input_shape: tuple[int, ...]) -> int:
@@ -34,9 +34,8 @@ class Standardize(nn.Module):
         return (x - self.mean) / self.std
 
 
-@MODELS.register("cnn-small")
 def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = "relu",
-              standardize: tuple[float, float] | None = None) -> nn.Module:
+              standardize: Sequence[float] | None = None) -> nn.Module:
     """The Opacus MNIST example CNN: Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2),
     MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010 parameters on 28×28 input.
 
@@ -52,7 +51,6 @@ def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = 
     return nn.Sequential(features, nn.Linear(d, 32), act(), nn.Linear(32, num_classes))
 
 
-@MODELS.register("cnn-dpmix")
 def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """The DPMix paper's CNN (Lee et al. 2019): Conv(32, 5×5) MaxPool 2, Conv(48, 5×5) MaxPool 2,
     FC 100, FC 100, FC K, ReLU throughout, no padding."""
@@ -66,7 +64,6 @@ def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     )
 
 
-@MODELS.register("resnet18-gn")
 def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "small") -> nn.Module:
     """torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
     per-sample-independent layers) and K outputs. ``stem="small"``: a C-channel 3×3 stride-1 first conv and
@@ -85,7 +82,6 @@ def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "sma
     return net
 
 
-@MODELS.register("mlp")
 def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int = 128) -> nn.Module:
     """Dense classifier: Flatten, Linear(d→hidden) ReLU, Linear(hidden→K). Used for 8×8 digits and
     as the weight-noise system's classifier."""
@@ -93,7 +89,6 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int = 128) -> nn
     return nn.Sequential(nn.Flatten(), nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
 
 
-@MODELS.register("linear")
 def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Linear classifier on the flattened image: Linear(d→K). DPMix's ``class-means`` learner sets its weights in
     closed form (a nearest-class-mean classifier)."""
@@ -146,7 +141,6 @@ class FrozenFront(nn.Module):
                           for i in range(0, len(x), batch_size)])
 
 
-@MODELS.register("scatternet-linear")
 def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: int = 27, J: int = 2) -> nn.Module:
     """Tramèr & Boneh's (ICLR 2021, §3) ScatterNet + linear classifier: the scattering transform (J = 2, L = 8;
     81 × 7 × 7 features on 28×28 input), GroupNorm(``groups``, channels) — a per-sample normalisation, so it
@@ -160,7 +154,6 @@ def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: in
     return FrozenFront(front, head)
 
 
-@MODELS.register("autoencoder")
 def autoencoder(input_shape: tuple[int, ...], num_classes: int = 0, code: int = 64) -> nn.Module:
     """Dense autoencoder of the weight-noise system: d→code (ReLU)→d (sigmoid), on flattened images;
     maps ``(N, C, H, W)`` to ``(N, C·H·W)`` reconstructions in [0, 1]."""

@@ -92,11 +92,12 @@ def train_loop(
     for epoch in range(epochs):
         total, count = 0.0, 0
         for xb, yb in batches:
-            if len(xb) == 0:  # Poisson sampling can draw an empty batch
-                continue
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
             optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xb), yb)
+            out = model(xb)
+            # an empty Poisson batch is still a step (zero loss): Opacus' optimizer adds its noise, its accountant
+            # counts it, and the update is as observable as any other
+            loss = loss_fn(out, yb) if len(xb) else out.sum()
             if not torch.isfinite(loss):
                 raise TrainingDiverged(f"training loss became {loss.item()} in epoch {epoch + 1}")
             loss.backward()
@@ -122,17 +123,21 @@ def predict_logits(model: nn.Module, x: torch.Tensor, *, device: torch.device, b
     return torch.cat(out) if out else torch.empty(0)
 
 
-def stable_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Per-example cross-entropy ``(N,)`` in float64, accurate for tiny losses.
-
-    Computed as softplus(logsumexp_{j≠y} z_j − z_y): a confidently right example keeps a distinct loss
-    around e^-margin instead of rounding to exactly 0 (which would tie members with non-members and
-    make low-FPR membership metrics meaningless).
-    """
+def logit_confidence(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """φ = log(p_y / (1 − p_y)) = z_y − logsumexp_{j≠y} z_j of logits (or log-probabilities) ``(N, K)`` at labels
+    ``(N,)``, as ``(N,)`` float64, computed without forming p_y, so confident outputs stay finite and distinct
+    (Carlini et al. 2022, §IV-B: close to Gaussian across shadow models)."""
     z = logits.double()
     true = z.gather(1, y.view(-1, 1)).squeeze(1)
     others = z.scatter(1, y.view(-1, 1), float("-inf")).logsumexp(dim=1)
-    return F.softplus(others - true)
+    return true - others
+
+
+def stable_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example cross-entropy ``(N,)`` in float64, accurate for tiny losses: softplus(−φ) with φ the
+    ``logit_confidence``. A confidently right example keeps a distinct loss around e^-margin instead of rounding
+    to exactly 0 (which would tie members with non-members and make low-FPR membership metrics meaningless)."""
+    return F.softplus(-logit_confidence(logits, y))
 
 
 def per_example_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torch.device) -> np.ndarray:
@@ -147,3 +152,35 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torc
         "accuracy": float((logits.argmax(1) == y).float().mean()),
         "loss": float(F.cross_entropy(logits, y)),
     }
+
+
+def fit_supervised(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    spec: TrainSpec,
+    *,
+    generator: torch.Generator,
+    device: torch.device,
+    loss_fn=None,
+    scheduler_step: int | None = None,
+    on_epoch: EpochCallback | None = None,
+) -> tuple[list[float], int, float]:
+    """Non-private mini-batch training of ``model`` on ``(x, y)``; shared by every mechanism that
+    trains an ordinary model (on real, released or perturbed data).
+
+    Args:
+        x: ``(N, ...)`` inputs; y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass
+            ``loss_fn=soft_cross_entropy``). scheduler_step: halve the learning rate every that many epochs.
+
+    Returns:
+        (per-epoch loss, examples processed, seconds) from ``bench.core.training.train_loop``.
+    """
+    model.to(device)
+    opt = make_optimizer(model.parameters(), spec)
+    sched = torch.optim.lr_scheduler.StepLR(opt, scheduler_step, 0.5) if scheduler_step else None
+    kwargs = {"loss_fn": loss_fn} if loss_fn is not None else {}
+    return train_loop(
+        model, opt, TensorBatches(x, y, spec.batch_size, generator),
+        epochs=spec.epochs, device=device, scheduler=sched, on_epoch=on_epoch, **kwargs,
+    )

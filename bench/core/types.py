@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, SerializeAsAny
+
+from bench.core.params import NoParams, Params
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
     from torch import nn
 
 GUARANTEES = ("none", "central-dp", "local-dp", "dp-release")
+RELATIONS = ("add-remove", "replace-one", "replace-one-same-class")
 
 
 @dataclass(frozen=True)
@@ -27,9 +32,12 @@ class PrivacySpent:
         claimed_epsilon: the ε a source system *claimed* for the same noise, where it differs
             from what holds (e.g. weight noise "std = sensitivity/ε"); shown beside, never instead.
         note: free text shown in reports (e.g. why δ is weak).
+        relation: the neighbouring relation the ε holds for (``RELATIONS``): ``"add-remove"`` (one record added
+            or removed), ``"replace-one"`` (one record replaced by any other) or ``"replace-one-same-class"``;
+            ``None`` without a guarantee.
 
     Raises:
-        ValueError: unknown guarantee, or an ε without δ/accountant.
+        ValueError: unknown guarantee or relation, or an ε without δ, accountant and relation.
     """
 
     epsilon: float | None
@@ -38,6 +46,7 @@ class PrivacySpent:
     guarantee: str
     claimed_epsilon: float | None = None
     note: str = ""
+    relation: str | None = None
 
     def __post_init__(self) -> None:
         if self.guarantee not in GUARANTEES:
@@ -47,46 +56,49 @@ class PrivacySpent:
                 raise ValueError("a mechanism with no guarantee cannot report an epsilon")
         elif self.epsilon is None or self.delta is None or self.accountant in ("", "none"):
             raise ValueError("a formal guarantee needs epsilon, delta and an accountant name")
+        elif self.relation not in RELATIONS:
+            raise ValueError(f"a formal guarantee needs its neighbouring relation in {RELATIONS}, "
+                             f"got {self.relation!r}")
 
     @classmethod
     def no_guarantee(cls, *, claimed_epsilon: float | None = None, note: str = "") -> PrivacySpent:
         return cls(None, None, "none", "none", claimed_epsilon=claimed_epsilon, note=note)
 
     def describe(self) -> str:
-        """Human-readable ε with its δ and accountant, or "no guarantee"."""
+        """Human-readable ε with its δ, accountant and neighbouring relation, or "no guarantee"."""
         if self.epsilon is None:
             return "no guarantee"
         eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.3g}"
-        return f"ε = {eps} (δ = {self.delta:.0e}, {self.accountant})"
+        return f"ε = {eps} (δ = {self.delta:.0e}, {self.accountant}, {self.relation})"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class TrainSpec:
+class TrainSpec(Params):
     """Everything that determines how a model is trained, apart from the data and privacy.
 
     Attributes:
         model: registered model name (``bench.core.models.MODELS``).
-        epochs: passes over the training data (or over the release for data-release mechanisms).
-        batch_size: (expected) batch size; for DP-SGD the Poisson sample rate is q = 1/ceil(n / batch_size).
-        lr: learning rate.
+        epochs: passes over the training data (or over the release for data-release mechanisms), >= 1.
+        batch_size: (expected) batch size, >= 1; for DP-SGD the Poisson sample rate is q = 1/ceil(n / batch_size).
+        lr: learning rate, > 0.
         optimizer: ``"sgd"`` or ``"adam"``.
-        momentum: SGD momentum.
-        params: mechanism-specific hyper-parameters (e.g. ``max_grad_norm``, ``mixture_degree``).
+        momentum: SGD momentum, >= 0.
+        params: the mechanism's own settings, an instance of its ``Params`` (e.g. ``max_grad_norm``).
     """
 
     model: str
-    epochs: int
-    batch_size: int
-    lr: float
-    optimizer: str = "sgd"
-    momentum: float = 0.0
-    params: dict[str, Any] = field(default_factory=dict)
+    epochs: int = Field(ge=1)
+    batch_size: int = Field(ge=1)
+    lr: float = Field(gt=0)
+    optimizer: Literal["sgd", "adam"] = "sgd"
+    momentum: float = Field(0.0, ge=0)
+    params: SerializeAsAny[Params] = NoParams()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON form, every default of the mechanism's settings filled in (cache keys, results.json)."""
+        return self.to_json()
 
 
 @dataclass
@@ -96,14 +108,17 @@ class Release:
     Attributes:
         x: released features, shape ``(T, C, H, W)``, float32.
         y: released labels, ``(T,)`` int64 class indices or ``(T, K)`` float soft labels.
-        kind: ``"dpmix"`` or ``"local-gaussian"``.
+        kind: what was released (e.g. ``"dpmix"``, ``"local-gaussian"``); release attacks match on it.
         params: mechanism parameters needed to attack it (σ, ℓ, norm scaling, ...).
+        display: how report examples map ``x`` to pixels: ``"clip"`` to [0, 1], or ``"minmax"`` per image
+            (for releases on another scale, e.g. noisy unit-norm images).
     """
 
     x: torch.Tensor
     y: torch.Tensor
     kind: str
     params: dict[str, Any] = field(default_factory=dict)
+    display: str = "clip"
 
 
 @dataclass

@@ -24,7 +24,7 @@ from torch import nn
 
 from bench.core.types import PrivacySpent, Release, TrainedModel
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: typed settings in the key; the release display and the relation stored
 log = logging.getLogger("privbench.cache")
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
@@ -80,7 +80,8 @@ class ModelCache:
             release = None
             if "release.pt" in meta["files"]:
                 r = torch.load(d / "release.pt", map_location="cpu", weights_only=True)
-                release = Release(r["x"], r["y"], meta["release_kind"], meta["release_params"])
+                release = Release(r["x"], r["y"], meta["release_kind"], meta["release_params"],
+                                  display=meta["release_display"])
             return TrainedModel(model, PrivacySpent(**meta["privacy"]), params=meta["params"], release=release,
                                 train_seconds=meta["train_seconds"], samples_per_s=meta["samples_per_s"],
                                 history=meta["history"])
@@ -109,6 +110,7 @@ class ModelCache:
                 torch.save({"x": trained.release.x, "y": trained.release.y}, tmp / "release.pt")
                 meta["release_kind"] = trained.release.kind
                 meta["release_params"] = trained.release.params
+                meta["release_display"] = trained.release.display
             meta["files"] = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
             meta["meta_sha256"] = _meta_digest(meta)
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1))

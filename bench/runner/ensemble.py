@@ -209,19 +209,3 @@ def fit_ensemble(mechanism: Any, datasets: Sequence[Any], spec: TrainSpec, seeds
     seconds = (time.perf_counter() - start) / len(models)
     return [mechanism.trained_model(m, history=h, seen=len(d) * spec.epochs, seconds=seconds)
             for m, h, d in zip(models, history, datasets, strict=True)]
-
-
-def time_paths(models_fn: Callable[[], list[nn.Module]], datasets: Sequence[Data], spec: TrainSpec,
-               seeds: Sequence[int], device: torch.device | str) -> dict[str, float]:
-    """Wall seconds of ``train_sequential`` and ``train_ensemble`` on fresh models from ``models_fn()``
-    (synchronised on CUDA); a building block for ``bench perf``."""
-    device = torch.device(device)
-    out = {}
-    for name, fn in (("sequential", train_sequential), ("ensemble", train_ensemble)):
-        models = models_fn()
-        start = time.perf_counter()
-        fn(models, datasets, spec, seeds, device)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        out[name] = time.perf_counter() - start
-    return out

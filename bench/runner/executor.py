@@ -32,11 +32,12 @@ from typing import Any
 import torch
 
 from bench.core.data import ArrayDataset
+from bench.core.device import resolve_device
 from bench.core.errors import BenchError, ConfigError
 from bench.core.training import EpochCallback
 from bench.core.types import TrainedModel, TrainSpec
+from bench.runner.validation import EXECUTORS
 
-EXECUTORS = ("local", "ray")
 CPUS_PER_JOB = 1  # Ray resource request of one job (its torch threads); a CUDA job also asks for one GPU
 MAX_RETRIES = 3  # Ray re-runs of a job whose worker died (not of one whose training raised)
 
@@ -130,8 +131,6 @@ class LocalExecutor:
     name = "local"
 
     def resolve_device(self, name: str) -> torch.device:
-        from bench.runner.harness import resolve_device
-
         return resolve_device(name)
 
     def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:

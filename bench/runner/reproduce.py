@@ -1,38 +1,41 @@
-"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.runner.presets``) and write
-results.json with the ``reproduction`` rows (published vs reproduced vs corrected; docs/results-schema.md),
-``reproduction_curves``, every model's ordinary RunResult (LOSS attack included) and the reports.
-
-Every model goes through ``Harness`` (model cache, evaluation, attacks, audits); this module only chooses the
-data, settings and seeds of each preset row and turns the finished cells into rows. Accuracies are in percent.
+"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.runner.presets``) through the
+harness, and turn their finished models into ``reproduction`` rows (published vs reproduced vs corrected) and
+``reproduction_curves``. This module only chooses each row's data, settings and seeds and reads the results;
+training, evaluation, attacks, audits and writing are the harness's. Accuracies are in percent.
 """
 
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import math
-import platform
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-import attacks.audit as audit
 from bench.core.data import ArrayDataset, MembershipSplit, load_dataset, make_split
 from bench.core.errors import ConfigError
-from bench.core.io import atomic_write_json
-from bench.runner.config import RunConfig, validate
-from bench.runner.harness import SCHEMA_VERSION, Cell, Harness, _clean, git_dirty, git_hash, prepare_output, versions
-from bench.runner.presets import PRESETS, Curve, Preset, Row, cap_epochs, quick
-from mechanisms.accounting import dpmix_sigma, gaussian_epsilon
+from bench.results import (
+    REPRODUCED_WITHIN,
+    DatasetInfo,
+    ReproducedValues,
+    ReproductionCurve,
+    ReproductionRow,
+    Results,
+    RunResult,
+)
+from bench.runner.cells import Cell
+from bench.runner.harness import Plan, PlannedCell
+from bench.runner.jobs import Recipe
+from bench.runner.presets import PRESETS, VALIDATION_SEED, VALIDATION_SIZE, Curve, Preset, Row, cap_epochs, quick
+from bench.runner.provenance import run_id
+from bench.runner.validation import training_spec
+from mechanisms.dpmix_accounting import dpmix_sigma
 
-REPRODUCED_WITHIN = 1.5  # points of accuracy
 METRIC = "test accuracy (%)"
+VALIDATION_METRIC = "validation accuracy (%)"
 TPR_KEY = "0.001"
 
 
@@ -48,7 +51,12 @@ def resolve(names: Sequence[str]) -> list[Preset]:
 
 def preset_split(preset: Preset, pool: ArrayDataset, test: ArrayDataset, seed: int) -> MembershipSplit:
     """The data of one seed: with ``n_train`` None the whole training set (members) and test set (utility, and
-    the membership attacks' non-members); else a seeded ``make_split`` with as many non-members as members."""
+    the membership attacks' non-members); else a seeded ``make_split`` with as many non-members as members. A
+    ``validation`` preset holds ``VALIDATION_SIZE`` training images out (fixed permutation) and scores on them."""
+    if preset.validation:
+        perm = torch.randperm(len(pool), generator=torch.Generator().manual_seed(VALIDATION_SEED))
+        held = pool.subset(perm[-VALIDATION_SIZE:])
+        return MembershipSplit(pool.subset(perm[:-VALIDATION_SIZE]), held, pool.subset(torch.arange(0)), held, seed)
     if preset.n_train is None:
         empty = pool.subset(torch.arange(0))
         return MembershipSplit(pool, test, empty, test.subset(torch.arange(len(test))), seed)
@@ -58,8 +66,8 @@ def preset_split(preset: Preset, pool: ArrayDataset, test: ArrayDataset, seed: i
 
 
 def row_training(row: Row, split: MembershipSplit, delta: float) -> dict[str, Any]:
-    """The row's TrainSpec dict, with a DPMix source σ resolved (the source's formula: 1/n where Lee et al. have
-    ℓ/n) when ``row.source_sigma``."""
+    """The row's TrainSpec settings, with a DPMix source σ resolved (the source's formula: 1/n where Lee et al.
+    have ℓ/n) when ``row.source_sigma``."""
     training = copy.deepcopy(row.training)
     if row.source_sigma:
         p, n = training["params"], len(split.members)
@@ -69,37 +77,36 @@ def row_training(row: Row, split: MembershipSplit, delta: float) -> dict[str, An
     return training
 
 
-def row_config(preset: Preset, row: Row, training: dict[str, Any], split: MembershipSplit, *, delta: float,
-               seeds: tuple[int, ...], options: dict[str, Any]) -> RunConfig:
-    """A validated RunConfig for one row (``options``: device, data_root, cache_dir, no_cache, output)."""
-    d = {**asdict(RunConfig()), "dataset": preset.dataset, "profile": "default", "mechanisms": (row.mechanism,),
-         "attacks": preset.attacks, "seeds": seeds, "delta": delta, "reference_epsilons": False,
-         "epsilons": (row.target_epsilon or 1.0,), "n_members": len(split.members),
-         "n_non_members": len(split.non_members), "n_population": 0, "n_test": len(split.test),
-         "training": {row.mechanism: training}, "attack_params": {}, **options}
-    return validate(d)
+def _stats(values: list[float]) -> dict[str, Any]:
+    return {"mean": float(np.mean(values)) if values else None,
+            "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0 if values else None}
 
 
-def _attack_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    names = sorted({a for c in cells for a in c.get("attacks", {})})
-    for name in names:
-        got = [c["attacks"][name]["metrics"] for c in cells if name in c.get("attacks", {})]
-        tprs = [m["tpr_at_fpr"].get(TPR_KEY, {}).get("tpr") for m in got]
-        out[name] = {"auc": float(np.mean([m["auc"] for m in got])),
+def _accuracies(cells: list[RunResult]) -> ReproducedValues:
+    ok = [c for c in cells if c.ok]
+    values = [100.0 * c.utility.test_accuracy for c in ok]
+    return ReproducedValues(**_stats(values), seeds=[c.seed for c in ok], values=values)
+
+
+def _attack_summary(cells: list[RunResult]) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {}
+    for name in sorted({a for c in cells for a in c.attacks}):
+        got = [c.attacks[name].metrics for c in cells if name in c.attacks]
+        tprs = [m.tpr_at_fpr[TPR_KEY].tpr if TPR_KEY in m.tpr_at_fpr else None for m in got]
+        out[name] = {"auc": float(np.mean([m.auc for m in got])),
                      "tpr_at_0.1%_fpr": None if any(t is None for t in tprs) else float(np.mean(tprs))}
     return out
 
 
-def _corrected(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
-    ok = [c for c in cells if c["status"] == "ok"]
+def _corrected(cells: list[RunResult]) -> dict[str, Any] | None:
+    ok = [c for c in cells if c.ok]
     if not ok:
         return None
-    p = ok[0]["privacy"]
-    if p["epsilon"] is None:
+    p = ok[0].privacy
+    if p.epsilon is None:
         return {"guarantee": "none"}
-    eps = [c["privacy"]["epsilon"] for c in ok]
-    return {"epsilon": float(max(eps)), "delta": p["delta"], "accountant": p["accountant"]}
+    return {"epsilon": float(max(c.privacy.epsilon for c in ok)), "delta": p.delta, "accountant": p.accountant,
+            "relation": p.relation}
 
 
 def _join(notes: Sequence[str]) -> str:
@@ -107,93 +114,78 @@ def _join(notes: Sequence[str]) -> str:
     return " ".join(n.strip().rstrip(".") + "." for n in notes if n and n.strip())
 
 
-def _stats(values: list[float]) -> dict[str, Any]:
-    return {"mean": float(np.mean(values)) if values else None,
-            "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0 if values else None}
-
-
-def reproduction_row(preset: Preset, row: Row, cells: list[dict[str, Any]], *, command: str, wall_s: float,
-                     cut: str) -> dict[str, Any]:
-    """One ``reproduction`` entry (docs/results-schema.md) from the row's finished cells (one per seed)."""
-    ok = [c for c in cells if c["status"] == "ok"]
-    values = [100.0 * c["utility"]["test_accuracy"] for c in ok]
-    stats = _stats(values)
+def reproduction_row(preset: Preset, row: Row, cells: list[RunResult], *, command: str, cut: str) -> ReproductionRow:
+    """One ``reproduction`` row from the row's finished cells (one per seed)."""
+    rep, ok = _accuracies(cells), [c for c in cells if c.ok]
     notes = [row.note, preset.note, cut]
-    if stats["mean"] is None:
+    if rep.mean is None:
         status = "not reproduced"
-        notes.insert(0, "every seed failed: " + "; ".join(str(c.get("error")) for c in cells))
+        notes.insert(0, "every seed failed: " + "; ".join(str(c.error) for c in cells))
+    elif preset.validation:
+        status = "candidate (validation split)"
+        notes.insert(0, f"validation accuracy {rep.mean:.2f} % on {VALIDATION_SIZE:,} held-out training images")
+    elif row.target is not None:  # our recipe: the published figure is the record to beat
+        status = f"target {'met' if rep.mean >= row.target else 'missed'} (≥ {row.target:g} %)"
+        notes.insert(0, f"ours {rep.mean:.2f} % vs the record {row.published:g} % ({rep.mean - row.published:+.2f} "
+                        f"points); our target {row.target:g} %")
     else:
-        diff = stats["mean"] - row.published
+        diff = rep.mean - row.published
         status = "reproduced" if abs(diff) <= REPRODUCED_WITHIN else "not reproduced"
-        notes.insert(0, f"ours {stats['mean']:.2f} % vs published {row.published:g} % ({diff:+.2f} points)")
-        if row.target is not None:  # our recipe: the published figure is the record to beat
-            status = f"target {'met' if stats['mean'] >= row.target else 'missed'} (≥ {row.target:g} %)"
-            notes[0] = (f"ours {stats['mean']:.2f} % vs the record {row.published:g} % ({diff:+.2f} points); "
-                        f"our target {row.target:g} %")
-    sigma = row.training["params"].get("noise_multiplier")
-    if row.mechanism == "dpsgd" and sigma is not None and ok:
-        epochs, delta = row.training["epochs"], ok[0]["privacy"]["delta"]
-        shuffled = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=math.sqrt(epochs))
-        notes.append(f"For the source's shuffled batches (each record in one batch per epoch) only the {epochs}-fold "
-                     f"composition of the Gaussian mechanism is certain, without amplification: ε = {shuffled:.3g} "
-                     f"(δ = {delta:.0e}, analytic Gaussian).")
+        notes.insert(0, f"ours {rep.mean:.2f} % vs published {row.published:g} % ({diff:+.2f} points)")
     claimed = row.claimed_privacy
-    if ok and ok[0]["privacy"].get("claimed_epsilon") is not None and claimed is None:
-        claimed = f"ε = {ok[0]['privacy']['claimed_epsilon']:.4g} (claimed by the source)"
-    if ok and ok[0]["privacy"].get("note"):
-        notes.append(ok[0]["privacy"]["note"])
-    if ok and row.mechanism == "dpmix-per-class":
-        claimed = (f"ε = {ok[0]['privacy']['claimed_epsilon']:.4g} (δ = {ok[0]['privacy']['delta']:.0e}, Lee et al. "
-                   "closed form with ℓ/n_c) — void: that bound needs a fresh subset per sample")
-    return {"preset": preset.name, "source": preset.source, "setting": row.setting, "metric": METRIC,
-            "published": row.published,
-            "reproduced": {**stats, "seeds": [c["seed"] for c in ok], "values": values},
-            "status": status, "claimed_privacy": claimed, "corrected_privacy": _corrected(cells),
-            "attacks": _attack_summary(ok), "notes": _join(notes),
-            "command": command, "wall_s": wall_s}
+    if ok and ok[0].privacy.claimed_epsilon is not None:
+        p = ok[0].privacy
+        claimed = (f"{claimed}; " if claimed else "") + f"ε = {p.claimed_epsilon:.4g} claimed by the source"
+    if ok and ok[0].privacy.note:
+        notes.append(ok[0].privacy.note)
+    metric = VALIDATION_METRIC if preset.validation else METRIC
+    return ReproductionRow(preset=preset.name, source=preset.source, setting=row.setting, metric=metric,
+                           published=row.published, reproduced=rep, status=status, claimed_privacy=claimed,
+                           corrected_privacy=_corrected(cells), attacks=_attack_summary(ok), notes=_join(notes),
+                           command=command, wall_s=_wall(cells))
 
 
-def curve_entry(preset: Preset, curve: Curve, by_key: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _wall(cells: list[RunResult]) -> float:
+    """Training + evaluation + attack seconds of the cells (as recorded, so it does not shrink with the cache)."""
+    return float(sum((c.timings.train_s or 0.0) + (c.timings.eval_s or 0.0) + (c.timings.attack_s or 0.0)
+                     for c in cells))
+
+
+def curve_entry(preset: Preset, curve: Curve, by_key: dict[str, list[RunResult]]) -> ReproductionCurve:
     """Accuracy (mean, std over seeds) at each x of ``curve``; ``holds`` checks the source's claim: ``increasing``,
     the last point at least 1.5 points above the first and no step down by more than 1.5 points; ``peak``, the
     best point strictly inside the range (a sweet spot)."""
-    means, stds, pubs = [], [], []
     rows = {r.key: r for r in preset.rows}
-    for key in curve.keys:
-        vals = [100.0 * c["utility"]["test_accuracy"] for c in by_key.get(key, []) if c["status"] == "ok"]
-        s = _stats(vals)
-        means.append(s["mean"])
-        stds.append(s["std"])
-        pubs.append(rows[key].published)
+    points = [_accuracies(by_key.get(key, [])) for key in curve.keys]
+    means = [p.mean for p in points]
     holds = None
     if curve.claim == "increasing" and None not in means:
         steps = np.diff(means)
         holds = bool(means[-1] - means[0] >= REPRODUCED_WITHIN and (steps >= -REPRODUCED_WITHIN).all())
     elif curve.claim == "peak" and None not in means:
         holds = bool(0 < int(np.argmax(means)) < len(means) - 1)
-    return {"preset": preset.name, "name": curve.name, "x_label": curve.x_label, "x": list(curve.x),
-            "mean": means, "std": stds, "published": pubs, "claim": curve.claim_text or None, "holds": holds,
-            "log_x": curve.log_x, "plot": f"reproduction_{preset.name}_{curve.name}.png"}
+    return ReproductionCurve(preset=preset.name, name=curve.name, x_label=curve.x_label, x=list(curve.x),
+                             mean=means, std=[p.std for p in points], published=[rows[k].published for k in curve.keys],
+                             claim=curve.claim_text or None, holds=holds, log_x=curve.log_x,
+                             plot=f"reproduction_{preset.name}_{curve.name}.png")
 
 
-def claim_row(preset: Preset, curve: Curve, entry: dict[str, Any], by_key: dict[str, list[dict[str, Any]]], *,
-              command: str, wall_s: float, cut: str) -> dict[str, Any]:
-    """A ``reproduction`` entry for a trend the source claimed without a figure (``published`` null): reproduced
-    when the trend holds; ``reproduced`` gives the accuracies at the largest x, the notes every point."""
-    last = [c for c in by_key.get(curve.keys[-1], []) if c["status"] == "ok"]
-    values = [100.0 * c["utility"]["test_accuracy"] for c in last]
-    points = ", ".join(f"{x:g}: {'—' if m is None else f'{m:.2f} %'}" for x, m in zip(entry["x"], entry["mean"],
+def claim_row(preset: Preset, curve: Curve, entry: ReproductionCurve, by_key: dict[str, list[RunResult]], *,
+              command: str, cut: str) -> ReproductionRow:
+    """A row for a trend the source claimed without a figure (``published`` null): reproduced when the trend holds;
+    ``reproduced`` gives the accuracies at the largest x, the notes every point."""
+    last = by_key.get(curve.keys[-1], [])
+    points = ", ".join(f"{x:g}: {'—' if m is None else f'{m:.2f} %'}" for x, m in zip(entry.x, entry.mean,
                                                                                        strict=True))
-    verdict = {True: "holds", False: "does not hold", None: "could not be checked"}[entry["holds"]]
-    return {"preset": preset.name, "source": preset.source,
-            "setting": f"{curve.claim_text} ({curve.x_label} from {curve.x[0]:g} to {curve.x[-1]:g})",
-            "metric": METRIC, "published": None,
-            "reproduced": {**_stats(values), "seeds": [c["seed"] for c in last], "values": values},
-            "status": "reproduced" if entry["holds"] else "not reproduced", "claimed_privacy": None,
-            "corrected_privacy": None, "attacks": _attack_summary(last),
-            "notes": _join([f"the source's claim '{curve.claim_text}' {verdict}; accuracy at {curve.x_label} = "
-                            f"{points}", preset.note, cut]),
-            "command": command, "wall_s": wall_s}
+    verdict = {True: "holds", False: "does not hold", None: "could not be checked"}[entry.holds]
+    return ReproductionRow(
+        preset=preset.name, source=preset.source,
+        setting=f"{curve.claim_text} ({curve.x_label} from {curve.x[0]:g} to {curve.x[-1]:g})", metric=METRIC,
+        published=None, reproduced=_accuracies(last), status="reproduced" if entry.holds else "not reproduced",
+        claimed_privacy=None, corrected_privacy=None, attacks=_attack_summary([c for c in last if c.ok]),
+        notes=_join([f"the source's claim '{curve.claim_text}' {verdict}; accuracy at {curve.x_label} = {points}",
+                     preset.note, cut]),
+        command=command, wall_s=_wall([c for k in set(curve.keys) for c in by_key.get(k, [])]))
 
 
 def _cut_note(preset: Preset, seeds: tuple[int, ...], is_quick: bool, max_epochs: int | None) -> str:
@@ -209,108 +201,96 @@ def _cut_note(preset: Preset, seeds: tuple[int, ...], is_quick: bool, max_epochs
     return "; ".join(parts)
 
 
-def run_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is_quick: bool, options: dict[str, Any],
-                command: str, max_epochs: int | None = None, console: Console | None = None,
-                on_row: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict[str, Any], Path]:
-    """Run every row of every preset for each seed (``None``: the preset's own) and write results.json
-    atomically after every cell.
+class _Collector:
+    """Turns finished cells into reproduction rows (after a row's last seed) and curves (after a preset's last
+    row), as the harness finishes them."""
+
+    def __init__(self, command: str, presets: dict[str, Preset], cuts: dict[str, str],
+                 seeds: dict[str, tuple[int, ...]], on_row: Callable[[ReproductionRow], None] | None) -> None:
+        self.command, self.presets, self.cuts, self.seeds, self.on_row = command, presets, cuts, seeds, on_row
+        self.by_key: dict[str, dict[str, list[RunResult]]] = {}
+
+    def __call__(self, res: RunResult, pc: PlannedCell, doc: Results) -> None:
+        preset = self.presets[pc.preset]
+        row = next(r for r in preset.rows if r.key == pc.row)
+        cells = self.by_key.setdefault(preset.name, {}).setdefault(row.key, [])
+        cells.append(res)
+        if len(cells) < len(self.seeds[preset.name]):
+            return
+        cut = self.cuts[preset.name]
+        if row.published is not None or preset.validation:
+            self._add(doc, reproduction_row(preset, row, cells, command=self.command, cut=cut))
+        if row.key == preset.rows[-1].key:
+            for curve in preset.curves:
+                entry = curve_entry(preset, curve, self.by_key[preset.name])
+                doc.reproduction_curves.append(entry)
+                if curve.claim:
+                    self._add(doc, claim_row(preset, curve, entry, self.by_key[preset.name], command=self.command,
+                                             cut=cut))
+
+    def _add(self, doc: Results, row: ReproductionRow) -> None:
+        doc.reproduction.append(row)
+        if self.on_row:
+            self.on_row(row)
+
+
+def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is_quick: bool, options: dict[str, Any],
+                 command: str, max_epochs: int | None = None,
+                 on_row: Callable[[ReproductionRow], None] | None = None) -> Plan:
+    """The plan of every row of every preset for each seed (``None``: the preset's own), validated.
 
     Args:
-        options: RunConfig fields ``device``, ``data_root``, ``cache_dir``, ``no_cache``, ``output``.
-        is_quick: ``bench.runner.presets.quick`` every preset.
-        max_epochs: ``bench.runner.presets.cap_epochs`` (None: no cap).
-        command: the command line, recorded in every row. on_row: called with each finished reproduction row.
-
-    Returns:
-        (results document, output folder).
+        options: ``device``, ``data_root``, ``cache_dir`` (a resolved path), ``no_cache``, ``output``.
+        is_quick: ``quick`` every preset. max_epochs: ``cap_epochs`` (None: no cap). command: recorded in every row.
 
     Raises:
-        BenchError: missing data, unwritable output, invalid settings.
+        BenchError: missing data, invalid settings.
     """
-    console = console or Console(stderr=True)
-    run_id = f"reproduce-{'-'.join(p.name for p in presets) if len(presets) < 3 else 'all'}-" \
-             f"{dt.datetime.now():%Y%m%dT%H%M%S}"
-    data: dict[str, tuple[ArrayDataset, ArrayDataset]] = {}
-    for p in presets:
-        if p.dataset not in data:
-            data[p.dataset] = load_dataset(p.dataset, Path(options["data_root"]) if options.get("data_root") else None)
-    presets = [quick(p) if is_quick else p for p in presets]
-    if max_epochs is not None:
-        presets = [cap_epochs(p, max_epochs) for p in presets]
-    plans = []  # everything validated before the output folder is made
-    for preset in presets:
+    data = {p.dataset: load_dataset(p.dataset, Path(options["data_root"]) if options.get("data_root") else None)
+            for p in presets}
+    cells, cuts, used, run_seeds_of, infos = [], {}, {}, {}, {}
+    for original in presets:
+        preset = quick(original) if is_quick else original
+        preset = cap_epochs(preset, max_epochs) if max_epochs is not None else preset
         run_seeds = tuple(seeds) if seeds else preset.seeds
+        used[preset.name], run_seeds_of[preset.name] = preset, run_seeds
         pool, test = data[preset.dataset]
         splits = {s: preset_split(preset, pool, test, s) for s in run_seeds}
         first = splits[run_seeds[0]]
         delta = preset.delta if preset.delta is not None else 1.0 / len(first.members)
-        cfgs = [row_config(preset, row, row_training(row, first, delta), first, delta=delta, seeds=run_seeds,
-                           options=options) for row in preset.rows]
-        plans.append((preset, run_seeds, splits, delta, cfgs))
-    out = prepare_output(cfgs[0], run_id)
-    doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "run_id": run_id, "status": "partial",
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "config": {"command": command, "presets": [p.name for p in presets], "seeds": seeds, "quick": is_quick,
-                   "max_epochs": max_epochs, **options},
-        "versions": versions(), "git_hash": git_hash(), "git_dirty": git_dirty(), "platform": platform.platform(),
-        "device": None, "datasets": {}, "results": [], "reproduction": [], "reproduction_curves": [],
-    }
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
-        for preset, run_seeds, splits, _delta, cfgs in plans:
-            cut = _cut_note(PRESETS.get(preset.name), run_seeds, is_quick, max_epochs)
-            first = splits[run_seeds[0]]
-            doc["datasets"][preset.dataset] = {"n_members": len(first.members), "n_non_members": len(first.non_members),
-                                               "n_population": 0, "n_test": len(first.test),
-                                               "input_shape": list(first.members.input_shape),
-                                               "num_classes": first.members.num_classes}
-            by_key: dict[str, list[dict[str, Any]]] = {}
-            walls: dict[str, float] = {}
-            for row, cfg in zip(preset.rows, cfgs, strict=True):
-                harness = Harness(cfg, console=console)
-                doc["device"] = str(harness.device)
-                try:
-                    for seed in run_seeds:
-                        res = harness.run_cell(Cell(row.mechanism, row.target_epsilon, seed), splits[seed], progress)
-                        res = {**_clean(res), "preset": preset.name, "row": row.key}
-                        by_key.setdefault(row.key, []).append(res)
-                        walls[row.key] = walls.get(row.key, 0.0) + sum(
-                            res["timings"].get(k) or 0.0 for k in ("train_s", "eval_s", "attack_s"))
-                        doc["results"].append(res)
-                        atomic_write_json(out / "results.json", doc)
-                finally:
-                    harness.executor.close()
-                if row.published is not None:
-                    entry = reproduction_row(preset, row, by_key[row.key], command=command, wall_s=walls[row.key],
-                                             cut=cut)
-                    doc["reproduction"].append(entry)
-                    if on_row:
-                        on_row(entry)
-                    atomic_write_json(out / "results.json", doc)
-            for curve in preset.curves:
-                entry = curve_entry(preset, curve, by_key)  # its PNG is drawn with the reports
-                doc["reproduction_curves"].append(entry)
-                if curve.claim:
-                    row_entry = claim_row(preset, curve, entry, by_key, command=command,
-                                          wall_s=sum(walls.get(k, 0.0) for k in set(curve.keys)), cut=cut)
-                    doc["reproduction"].append(row_entry)
-                    if on_row:
-                        on_row(row_entry)
-            atomic_write_json(out / "results.json", doc)
-    doc["privacy_bugs"], comparisons = audit.privacy_bugs(doc["results"])
-    doc["audit"] = {"confidence": 0.95, "comparisons": comparisons}
-    doc["status"] = "complete"
-    atomic_write_json(out / "results.json", doc)
-    return doc, out
+        cuts[preset.name] = _cut_note(original, run_seeds, is_quick, max_epochs)
+        infos[preset.dataset] = DatasetInfo(n_members=len(first.members), n_non_members=len(first.non_members),
+                                            n_population=0, n_test=len(first.test),
+                                            input_shape=list(first.members.input_shape),
+                                            num_classes=first.members.num_classes)
+        for row in preset.rows:
+            spec = training_spec(row.mechanism, row_training(row, first, delta), n_members=len(first.members),
+                                 where=f"preset {preset.name}.{row.key}")
+            recipe = Recipe(row.mechanism, spec, row.target_epsilon, delta, preset.dataset)
+            cells += [PlannedCell(Cell(row.mechanism, row.target_epsilon, s), recipe, splits[s], preset.attacks,
+                                  preset=preset.name, row=row.key) for s in run_seeds]
+    names = [p.name for p in presets]
+    attacks = {a: _attack(a) for pc in cells for a in pc.attacks}
+    return Plan(run_id=run_id(f"reproduce-{'-'.join(names) if len(names) < 3 else 'all'}"), output=options["output"],
+                config={"command": command, "presets": names, "seeds": list(seeds) if seeds else None,
+                        "quick": is_quick, "max_epochs": max_epochs, **options},
+                cells=cells, attacks=attacks, datasets=infos, max_attack_examples=None,
+                cache_dir=Path(options["cache_dir"]), device=options["device"], no_cache=options["no_cache"],
+                after_cell=_Collector(command, used, cuts, run_seeds_of, on_row), reproduction=True)
 
 
-def describe_row(entry: dict[str, Any]) -> str:
+def _attack(name: str):
+    from attacks import ATTACKS
+
+    return ATTACKS.get(name)()
+
+
+def describe_row(entry: ReproductionRow) -> str:
     """One plain line per reproduction row (terminal and logs)."""
-    rep = entry["reproduced"]
-    got = "—" if rep["mean"] is None else f"{rep['mean']:.2f} ± {rep['std']:.2f} % ({len(rep['seeds'])} seeds)"
-    pub = "—" if entry["published"] is None else f"{entry['published']:g} %"
-    cor = entry["corrected_privacy"]
+    rep = entry.reproduced
+    got = "—" if rep.mean is None else f"{rep.mean:.2f} ± {rep.std:.2f} % ({len(rep.seeds)} seeds)"
+    pub = "—" if entry.published is None else f"{entry.published:g} %"
+    cor = entry.corrected_privacy
     priv = "" if cor is None else ", no guarantee" if cor.get("guarantee") == "none" else \
-        f", corrected ε = {cor['epsilon']:.4g} (δ = {cor['delta']:.2g}, {cor['accountant']})"
-    return f"{entry['preset']}: {entry['setting']}: published {pub}, reproduced {got}{priv}: {entry['status']}"
+        f", corrected ε = {cor['epsilon']:.4g} (δ = {cor['delta']:.2g}, {cor['accountant']}, {cor.get('relation')})"
+    return f"{entry.preset}: {entry.setting}: published {pub}, reproduced {got}{priv}: {entry.status}"

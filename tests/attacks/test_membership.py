@@ -7,22 +7,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers import CPU, context
 
 from attacks import ATTACKS
-from attacks.base import OneAtATime
-from attacks.canary import CanaryAudit
+from attacks.base import AuditDesign, OneAtATime
+from attacks.canary import CanaryAudit, CanaryParams
 from attacks.lira import gaussian_fit, lira_scores
-from attacks.membership import output_statistics
+from attacks.membership import ConfidenceAttack, LossAttack, ThresholdParams, modified_entropy
+from attacks.metrics import membership_metrics
 from attacks.rmia import rmia_scores
-from attacks.shadows import concat, logit_confidence, offline_design, online_design
-from bench.core.data import load_dataset, make_split
-from bench.core.types import TrainSpec
-from bench.runner.config import build_config
-from bench.runner.harness import Harness
+from attacks.shadows import offline_design, online_design
+from bench.core.data import concat, load_dataset, make_split
+from bench.core.training import logit_confidence, per_example_loss
+from bench.runner.cache import ModelCache
+from bench.runner.executor import LocalExecutor
+from bench.runner.jobs import Recipe, Trainer
 from mechanisms.baseline import Baseline
 
-CPU = torch.device("cpu")
-SPEC = TrainSpec(model="mlp", epochs=30, batch_size=32, lr=0.05, optimizer="sgd", momentum=0.9)
+SPEC = Baseline.spec(model="mlp", epochs=30, batch_size=32, lr=0.05, optimizer="sgd", momentum=0.9)
+MEMBERSHIP = ("loss", "confidence", "entropy", "shadow", "lira", "lira-offline", "rmia", "canary")
+
+
+def _attack(name: str, **params):
+    """The registered attack ``name`` with settings ``params`` (as the runner builds it from a config)."""
+    cls = ATTACKS.get(name)
+    return cls(cls.Params(**params))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -63,27 +72,36 @@ def target(split):
 
 @pytest.fixture(scope="module")
 def results(split, target):
-    """Every registered membership attack on the target, with few shadows (fast)."""
+    """Every registered membership attack's scores on the target (all 300 members and 300 non-members), with
+    few shadows (fast)."""
     settings = {"shadow": {"num_shadow": 4}, "lira": {"num_shadow": 16}, "lira-offline": {"num_shadow": 8},
                 "rmia": {"num_shadow": 4}, "canary": {"num_canaries": 400}}
-    return {name: ATTACKS.get(name)(max_per_side=None, **settings.get(name, {})).run(
-        target, split, seed=0, device=CPU, train_like_target=fit) for name in
-        ("loss", "confidence", "entropy", "shadow", "lira", "lira-offline", "rmia", "canary")}
+    ctx = context(target, split, seed=0, train_like_target=fit)
+    return {name: _attack(name, **settings.get(name, {})).score(ctx) for name in MEMBERSHIP}
+
+
+@pytest.fixture(scope="module")
+def auc(results):
+    """AUC of every attack, as the runner computes it from the scores (``attacks.metrics``)."""
+    return {name: membership_metrics(res.scores, res.labels)["auc"] for name, res in results.items()}
 
 
 def test_every_attack_returns_balanced_finite_scores(results):
     for name, res in results.items():
-        assert res.attack == name
+        assert ATTACKS.get(name).name == name  # registered under its own name
         n = 400 if name == "canary" else 600
         assert res.scores.shape == res.labels.shape == (n,)
         assert np.isfinite(res.scores).all() and set(np.unique(res.labels)) == {0, 1}
         if name != "canary":  # the canary coins are fair, not balanced
             assert res.labels.sum() == 300 and (res.labels[:300] == 1).all()
-        assert 0.0 <= res.metrics["auc"] <= 1.0
+            assert res.design == AuditDesign()  # a single model's natural members: a heuristic audit
+        # Every record gets its own score: the target's outputs are computed so that confident ones stay finite
+        # and distinct (log-sum-exp losses and φ, tie-broken RMIA fractions). A tie between a member and a
+        # non-member is a coin flip for every threshold at it, which makes low-FPR read-outs meaningless.
+        assert len(np.unique(res.scores)) == n, name
 
 
-def test_attacks_find_members_of_an_overfit_target(results):
-    auc = {name: res.metrics["auc"] for name, res in results.items()}
+def test_attacks_find_members_of_an_overfit_target(auc):
     assert auc["loss"] > 0.53
     for name in ("confidence", "entropy", "shadow", "lira", "lira-offline", "rmia"):
         assert auc[name] > 0.5, (name, auc)
@@ -93,35 +111,39 @@ def test_attacks_find_members_of_an_overfit_target(results):
 
 
 def test_confidence_without_class_thresholds_is_the_loss_attack(split, target):
-    conf = ATTACKS.get("confidence")(per_class=False).run(target, split, seed=0, device=CPU)
-    loss = ATTACKS.get("loss")().run(target, split, seed=0, device=CPU)
-    assert conf.metrics["auc"] == pytest.approx(loss.metrics["auc"], abs=1e-3)  # both monotone in p_y
+    ctx = context(target, split, seed=0)
+    conf = ConfidenceAttack(ThresholdParams(per_class=False)).score(ctx)
+    loss = LossAttack().score(ctx)
+    np.testing.assert_array_equal(conf.labels, loss.labels)
+    auc_conf, auc_loss = (membership_metrics(r.scores, r.labels)["auc"] for r in (conf, loss))
+    assert auc_conf == pytest.approx(auc_loss, abs=1e-3)  # both monotone in p_y
 
 
 def test_shadows_go_through_the_model_cache(split, tmp_path):
-    cfg = build_config({}, {"profile": "smoke", "dataset": "digits", "cache_dir": str(tmp_path), "device": "cpu",
-                            "mechanisms": "baseline"})
-    harness = Harness(cfg)
+    # the runner's training path (trainer, executor, content-addressed model cache) for the smoke recipe
+    trainer = Trainer(LocalExecutor(), ModelCache(tmp_path), train_device=CPU, device=CPU)
+    recipe = Recipe("baseline", Baseline.spec(**Baseline.recipes["smoke"]), None, 1e-5, "digits")
     fresh: list[bool] = []
 
-    class TrainLikeTarget:  # the harness' batch path (vectorised ensemble + cache), recording cache misses
+    class TrainLikeTarget:  # the runner's batch path (``Trainer.submit`` / ``collect``), recording cache misses
+        def __call__(self, data, *, seed):
+            return next(self.many([(data, seed)]))
+
         def many(self, jobs):
-            for slot in harness.submit("baseline", jobs, target_epsilon=None):
-                model, cached, _ = harness.collect(slot)
-                fresh.append(not cached)
-                yield model
+            for slot in trainer.submit(recipe, jobs):
+                fresh.append(not slot.cached)
+                yield trainer.collect(slot)
 
     train_like_target = TrainLikeTarget()
 
-    target = harness.train("baseline", split.members, target_epsilon=None, seed=0)[0]
+    target = trainer.collect(trainer.submit(recipe, [(split.members, 0)])[0])
+    ctx = context(target, split, seed=0, train_like_target=train_like_target)
     runs = []
     for _ in range(2):
         fresh.clear()
         for name in ("shadow", "lira-offline", "rmia"):  # one offline design: 2 shadows shared by all three
-            runs.append(ATTACKS.get(name)(num_shadow=2).run(target, split, seed=0, device=CPU,
-                                                            train_like_target=train_like_target).scores)
-        runs.append(ATTACKS.get("lira")(num_shadow=4).run(target, split, seed=0, device=CPU,
-                                                          train_like_target=train_like_target).scores)
+            runs.append(_attack(name, num_shadow=2).score(ctx).scores)
+        runs.append(_attack("lira", num_shadow=4).score(ctx).scores)
         if len(runs) == 4:
             assert sum(fresh) == 6  # 2 offline shadows trained once, then 4 online ones
     assert sum(fresh) == 0  # the second run trains nothing
@@ -155,24 +177,32 @@ def test_canary_run_trains_once_on_members_plus_included_canaries(split, target)
     seen = []
 
     def record(data, *, seed):
-        seen.append((len(data), seed))
+        seen.append((data, seed))
         return fit(data, seed=seed)
 
-    attack = CanaryAudit(num_canaries=200)
-    res = attack.run(target, split, seed=0, device=CPU, train_like_target=record)
+    attack = CanaryAudit(CanaryParams(num_canaries=200))
+    res = attack.score(context(target, split, seed=0, train_like_target=OneAtATime(record)))
     canaries, included = attack.canaries(split.population, seed=0)
-    assert len(seen) == 1 and seen[0][0] == len(split.members) + included.sum()
+    assert len(seen) == 1 and len(seen[0][0]) == len(split.members) + included.sum()
     np.testing.assert_array_equal(res.labels, included)
-    assert 60 < included.sum() < 140  # independent fair coins
-    one_run = res.audit["one_run"]
-    assert one_run["m"] == 200 and all(r == kp + km and 0 <= v <= r for kp, km, r, v in one_run["guesses"])
+    assert 60 < included.sum() < 140  # independent fair coins (Binomial(200, ½): 4.2 std either side)
+    # the design the audit reads: one black-box run, m = 200 canaries, add/remove (Opacus' relation)
+    assert res.design == AuditDesign("one-run", "black-box", size=200, relation="add-remove", inclusion=0.5)
+    # scores: minus the canary model's loss on every canary, included or not
+    data, seed = seen[0]
+    canary_model = fit(data, seed=seed).model  # memoised: the very model the attack scored with
+    np.testing.assert_allclose(res.scores, -per_example_loss(canary_model, canaries.x, canaries.y, device=CPU))
 
 
-def test_attacks_without_population_are_not_applicable(split, target):
+def test_attacks_without_population_raise(split, target):
     empty = make_split(*load_dataset("digits"), n_members=300, n_non_members=300, n_population=0, n_test=10,
                        seed=0)
+    ctx = context(target, empty, seed=0, train_like_target=fit)
     for name in ("shadow", "lira-offline", "rmia", "canary"):
-        assert ATTACKS.get(name)().run(target, empty, seed=0, device=CPU, train_like_target=fit) is None
+        assert ATTACKS.get(name).needs_population
+        with pytest.raises(ValueError, match="population") as info:  # a failed part of the cell, one line
+            _attack(name).score(ctx)
+        assert "\n" not in str(info.value)
 
 
 # ---- the maths of the scores ------------------------------------------------------------------------------
@@ -181,16 +211,16 @@ def test_attacks_without_population_are_not_applicable(split, target):
 def test_output_statistics_by_hand():
     logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 50.0]])
     y = torch.tensor([0, 0])
-    stats = output_statistics(logits, y)
+    mentr, phi = modified_entropy(logits, y), logit_confidence(logits, y).numpy()
     p = torch.softmax(logits.double(), 1).numpy()
     # row 0: p = (0.7870, 0.1065, 0.1065); Mentr = −(1 − p0) ln p0 − 2 · p1 ln(1 − p1)
     mentr0 = -(1 - p[0, 0]) * np.log(p[0, 0]) - 2 * p[0, 1] * np.log(1 - p[0, 1])
-    assert stats["modified_entropy"][0] == pytest.approx(mentr0)
-    assert stats["logit_confidence"][0] == pytest.approx(np.log(p[0, 0] / (1 - p[0, 0])))
+    assert mentr[0] == pytest.approx(mentr0)
+    assert phi[0] == pytest.approx(np.log(p[0, 0] / (1 - p[0, 0])))
     # row 1: confidently wrong (p_2 = 1 − 2e^−50 in floats): −ln p_0 = 50 + ln(1 + 2e^−50) and
     # −p_2·ln(1 − p_2) = 50 − ln 2, both finite; φ = ln(p_0 / (1 − p_0)) = −50 − ln(1 + e^−50) ≈ −50
-    assert stats["modified_entropy"][1] == pytest.approx(100 - np.log(2), rel=1e-9)
-    assert stats["logit_confidence"][1] == pytest.approx(-50, abs=1e-6)
+    assert mentr[1] == pytest.approx(100 - np.log(2), rel=1e-9)
+    assert phi[1] == pytest.approx(-50, abs=1e-6)
     assert logit_confidence(torch.tensor([[800.0, 0.0]]), torch.tensor([0]))[0] == pytest.approx(800.0)
 
 

@@ -1,4 +1,5 @@
-"""Attacks on released data: near-perfect without noise, chance under huge noise, None without a release."""
+"""Attacks on released data: near-perfect without noise, chance under huge noise, not applicable without their
+release."""
 
 from __future__ import annotations
 
@@ -7,20 +8,34 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import context
 
 from attacks import ATTACKS
-from attacks.metrics import clopper_pearson
+from attacks.base import MembershipAttack
+from attacks.metrics import clopper_pearson, membership_metrics
 from bench.core.types import PrivacySpent, Release, TrainedModel
 from mechanisms.dpmix import mix_release
 from mechanisms.local_noise import perturb
 
-CPU = torch.device("cpu")
 HUGE = 1e3
 
 
-def _run(name: str, target: TrainedModel, split, **kwargs):
-    return ATTACKS.get(name)(max_per_side=kwargs.pop("max_per_side", None), **kwargs).run(
-        target, split, seed=0, device=CPU, train_like_target=None)
+def _attack(name: str, **params):
+    cls = ATTACKS.get(name)
+    return cls(cls.Params(**params))
+
+
+def _run(name: str, target: TrainedModel, split, *, max_per_side: int | None = None, **params):
+    """Attack ``name`` with ``params`` on ``target`` as the runner does it (seed 0): membership scores, or a
+    reconstruction."""
+    attack = _attack(name, **params)
+    assert attack.applies_to(target)
+    ctx = context(target, split, seed=0, max_per_side=max_per_side)
+    return attack.score(ctx) if isinstance(attack, MembershipAttack) else attack.reconstruct(ctx)
+
+
+def _auc(res) -> float:
+    return membership_metrics(res.scores, res.labels)["auc"]
 
 
 def _auc_null_sd(n1: int, n0: int) -> float:
@@ -48,14 +63,14 @@ def _local(split, *, sigma: float) -> TrainedModel:
 def test_dpmix_membership_is_perfect_without_noise_or_mixing(digits_split, name):
     # ℓ = 1, σ = 0: the release is the records themselves; T = 10·n, so every member is in it.
     res = _run(name, _dpmix(digits_split, ell=1, num_samples=3000, sigma=0.0), digits_split)
-    assert res.metrics["auc"] > 0.99 and res.labels.sum() == len(res.labels) // 2 == 300
+    assert _auc(res) > 0.99 and res.labels.sum() == len(res.labels) // 2 == 300
 
 
 def test_dpmix_likelihood_ratio_uses_what_it_knows(digits_split):
     # ℓ = 2, σ = 0: knowing ℓ and σ, the likelihood ratio separates members almost perfectly; the
     # correlation attack, which knows neither, does much worse.
     target = _dpmix(digits_split, ell=2, num_samples=3000, sigma=0.0)
-    lr, corr = (_run(n, target, digits_split).metrics["auc"] for n in ("dpmix-mia-lr", "dpmix-mia-corr"))
+    lr, corr = (_auc(_run(n, target, digits_split)) for n in ("dpmix-mia-lr", "dpmix-mia-corr"))
     assert lr > 0.95 and lr > corr + 0.1
 
 
@@ -63,15 +78,17 @@ def test_dpmix_likelihood_ratio_uses_what_it_knows(digits_split):
 def test_dpmix_membership_is_chance_under_huge_noise(digits_split, name):
     res = _run(name, _dpmix(digits_split, ell=8, num_samples=2000, sigma=HUGE), digits_split)
     n1 = int(res.labels.sum())
-    assert abs(res.metrics["auc"] - 0.5) < 4 * _auc_null_sd(n1, len(res.labels) - n1)
-    assert res.metrics["tpr_at_fpr"]["0.01"]["measurable"] is False  # 1% of 300 non-members < 10 events
+    metrics = membership_metrics(res.scores, res.labels)
+    assert abs(metrics["auc"] - 0.5) < 4 * _auc_null_sd(n1, len(res.labels) - n1)
+    assert metrics["tpr_at_fpr"]["0.01"]["measurable"] is False  # 1% of 300 non-members < 10 events
 
 
 def test_dpmix_membership_respects_max_candidates(digits_split):
     target = _dpmix(digits_split, ell=4, num_samples=500, sigma=0.1)
-    res = ATTACKS.get("dpmix-mia-lr")(max_per_side=200, max_candidates=50).run(target, digits_split, seed=0,
-                                                                              device=CPU)
-    assert len(res.labels) == 100
+    res = _run("dpmix-mia-lr", target, digits_split, max_per_side=200, max_candidates=50)
+    assert len(res.labels) == len(res.scores) == 100 and res.labels.sum() == 50
+    # the run's cap alone: 200 members and 200 non-members
+    assert len(_run("dpmix-mia-lr", target, digits_split, max_per_side=200).labels) == 400
 
 
 def test_dpmix_reconstruction_zero_and_huge_noise(digits_split):
@@ -107,9 +124,11 @@ def test_local_reconstruction_tiny_and_huge_noise(digits_split):
 
 @pytest.mark.parametrize("name", ["dpmix-mia-corr", "dpmix-mia-lr", "dpmix-reconstruct", "local-linkage",
                                   "local-reconstruct"])
-def test_release_attacks_skip_targets_without_their_release(digits_split, name):
-    plain = TrainedModel(None, PrivacySpent.no_guarantee())
-    assert _run(name, plain, digits_split) is None
-    other = _local(digits_split, sigma=0.1) if name.startswith("dpmix") else _dpmix(
-        digits_split, ell=2, num_samples=50, sigma=0.1)
-    assert _run(name, other, digits_split) is None
+def test_release_attacks_apply_only_to_targets_with_their_release(digits_split, name):
+    attack = _attack(name)
+    own, other = _dpmix(digits_split, ell=2, num_samples=50, sigma=0.1), _local(digits_split, sigma=0.1)
+    if name.startswith("local"):
+        own, other = other, own
+    assert attack.applies_to(own)
+    assert not attack.applies_to(TrainedModel(None, PrivacySpent.no_guarantee()))  # no release at all
+    assert not attack.applies_to(other)  # another mechanism's release

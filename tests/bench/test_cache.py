@@ -10,12 +10,14 @@ import pytest
 import torch
 
 import bench.runner.cache as cache_mod
-from bench.core.types import TrainedModel, TrainSpec
+from bench.core.types import TrainedModel
 from bench.runner.cache import ModelCache, cache_key
 from mechanisms import MECHANISMS
 
 CPU = torch.device("cpu")
-SPEC = TrainSpec(model="mlp", epochs=2, batch_size=32, lr=0.1, momentum=0.9, params={"model_kwargs": {"hidden": 16}})
+SETTINGS = dict(model="mlp", epochs=2, batch_size=32, lr=0.1, momentum=0.9, params={"model_kwargs": {"hidden": 16}})
+SPEC = MECHANISMS.get("baseline").spec(**SETTINGS)
+LOCAL_SPEC = MECHANISMS.get("local-gaussian").spec(**SETTINGS)
 
 
 def _key(name: str) -> str:
@@ -30,12 +32,12 @@ def baseline_fit(digits_split) -> TrainedModel:
 
 @pytest.fixture(scope="module")
 def local_fit(digits_split) -> TrainedModel:
-    return MECHANISMS.get("local-gaussian")().fit(digits_split.members, SPEC, target_epsilon=8.0, delta=1e-5,
+    return MECHANISMS.get("local-gaussian")().fit(digits_split.members, LOCAL_SPEC, target_epsilon=8.0, delta=1e-5,
                                                   seed=0, device=CPU)
 
 
 def _fresh(name: str, split):
-    return MECHANISMS.get(name)().build(split.members.input_shape, 10, SPEC)
+    return MECHANISMS.get(name)().build(split.members.input_shape, 10, LOCAL_SPEC if name == "local-gaussian" else SPEC)
 
 
 def _logits(model, x):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
+from bench.cli import main
 
 YAML_CASES = {
     "malformed": ("epsilons: [1, 3\n", "malformed YAML"),

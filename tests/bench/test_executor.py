@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import bench.runner.executor
-from bench.__main__ import main
+from bench.cli import main
 from bench.core.data import ArrayDataset
 from bench.runner.config import build_config
 from bench.runner.executor import JobFailed, RayExecutor, TrainJob, run_job
@@ -89,6 +89,7 @@ def _comparable(doc: dict) -> dict:
             **{k: doc[k] for k in ("status", "device", "datasets", "audit", "privacy_bugs")}}
 
 
+@pytest.mark.slow
 def test_smoke_sweep_on_ray_equals_local(ray_2cpu, one_thread, tmp_path, capsys):
     cfg = tmp_path / "two-references.yaml"  # two reference models per cell: a batch the executor runs in parallel
     cfg.write_text("attack_params: {rmia: {num_shadow: 2}}\n")
@@ -124,6 +125,7 @@ def _job(digits_split, dataset: ArrayDataset | None = None, **kw) -> TrainJob:
                     kw.get("target_epsilon"), 1e-5, "cpu")
 
 
+@pytest.mark.slow
 def test_training_errors_reach_the_driver_as_themselves(ray_2cpu, digits_split):
     executor = RayExecutor()
     pending = executor.submit(_job(digits_split, mechanism="local-gaussian", target_epsilon=None))
@@ -155,6 +157,7 @@ def _crashing(digits_split, marker: Path) -> ArrayDataset:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("retries", [bench.runner.executor.MAX_RETRIES, 0])
 def test_a_dead_worker_is_retried_to_the_same_model(ray_2cpu, one_thread, digits_split, tmp_path, monkeypatch,
                                                     retries):

@@ -14,6 +14,7 @@ import pytest
 
 from bench.runner.config import build_config
 from bench.runner.harness import Harness
+from bench.runner.planning import plan_from_config
 
 FAST = ["--profile", "smoke", "--mechanisms", "baseline,local-gaussian,weight-noise", "--epsilons", "2,8"]
 
@@ -49,6 +50,7 @@ def reference_run(tmp_path_factory):
     return json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["KILL", "TERM", "INT"])
 def test_interrupted_run_resumes_to_the_same_results(sig, tmp_path, reference_run):
     out, cache = tmp_path / "run", tmp_path / "cache"
@@ -70,6 +72,7 @@ def test_interrupted_run_resumes_to_the_same_results(sig, tmp_path, reference_ru
     assert _numbers(doc) == _numbers(reference_run)
 
 
+@pytest.mark.slow
 def test_corrupt_cache_entry_is_detected_and_retrained(tmp_path, reference_run):
     out, cache = tmp_path / "run", tmp_path / "cache"
     args = [sys.executable, "-m", "bench", "run", *FAST, "--cache-dir", str(cache)]
@@ -84,6 +87,7 @@ def test_corrupt_cache_entry_is_detected_and_retrained(tmp_path, reference_run):
     assert _numbers(doc) == _numbers(reference_run)
 
 
+@pytest.mark.slow
 def test_divergence_marks_the_cell_failed_and_the_run_goes_on(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("training:\n  baseline: {lr: 1.0e+12, momentum: 0.9}\n")
@@ -100,7 +104,7 @@ def test_divergence_marks_the_cell_failed_and_the_run_goes_on(tmp_path):
 def test_full_disk_keeps_the_previous_results(tmp_path, monkeypatch):
     out = tmp_path / "o"
     cfg = build_config({}, {"profile": "smoke", "mechanisms": "baseline", "output": str(out), "no_cache": True})
-    Harness(cfg).run()
+    Harness(plan_from_config(cfg)).run()
     before = (out / "results.json").read_bytes()
 
     def full(*a, **k):
@@ -108,7 +112,7 @@ def test_full_disk_keeps_the_previous_results(tmp_path, monkeypatch):
 
     monkeypatch.setattr("bench.core.io.os.fsync", full)
     with pytest.raises(OSError):
-        Harness(cfg).run()
+        Harness(plan_from_config(cfg)).run()
     assert (out / "results.json").read_bytes() == before
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from bench import perf
-from bench.__main__ import main
+from bench.cli import main
+from bench.runner import perf
 
 SMALL = dict(dpmix_records=2_000, dpmix_degree=16, dpmix_samples=500, shadow_models=3, shadow_examples=64,
              shadow_batch=32)

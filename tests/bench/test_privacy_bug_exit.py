@@ -8,7 +8,9 @@ import json
 import pytest
 
 import attacks.audit
-from bench.__main__ import EXIT_PRIVACY_BUG, main
+from bench.cli import EXIT_PRIVACY_BUG, main
+
+pytestmark = pytest.mark.slow  # whole CLI jobs
 
 ARGS = ["all", "--profile", "smoke", "--mechanisms", "local-gaussian", "--epsilons", "1", "--attacks", "loss",
         "--device", "cpu"]

@@ -12,10 +12,11 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from bench.__main__ import main
+from bench.cli import main
 from bench.core.errors import ConfigError
+from bench.results import REPRODUCED_WITHIN, RunResult
 from bench.runner.presets import PRESETS, Row, validate_preset, validate_presets
-from bench.runner.reproduce import REPRODUCED_WITHIN, reproduction_row
+from bench.runner.reproduce import reproduction_row
 
 ROW_KEYS = {"preset", "source", "setting", "metric", "published", "reproduced", "status", "claimed_privacy",
             "corrected_privacy", "attacks", "notes", "command", "wall_s"}  # docs/results-schema.md
@@ -54,7 +55,7 @@ def test_every_reference_system_and_recipe_is_a_valid_preset():
 def test_a_preset_with_a_bad_setting_is_rejected_with_its_row():
     p = PRESETS.get("dpsgd-cnn")
     bad = replace(p.rows[1], training={**p.rows[1].training, "params": {"noise_multiplier": -1.0}})
-    with pytest.raises(ConfigError, match=r"preset dpsgd-cnn\.dpsgd: .*noise_multiplier = -1\.0"):
+    with pytest.raises(ConfigError, match=r"preset dpsgd-cnn\.dpsgd\.params\.noise_multiplier = -1\.0"):
         validate_preset(replace(p, rows=(p.rows[0], bad)))
 
 
@@ -75,10 +76,15 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, needle, mnist_
     assert not out.exists()
 
 
-def _cells(values: list[float]) -> list[dict]:
-    return [{"status": "ok", "seed": i, "utility": {"test_accuracy": v / 100},
-             "privacy": {"epsilon": None, "delta": None, "accountant": "none", "claimed_epsilon": None, "note": ""},
-             "attacks": {}} for i, v in enumerate(values)]
+_HEAD = {"dataset": "mnist", "mechanism": "weight-noise", "target_epsilon": None, "model": "mlp", "spec": {},
+         "timings": {"train_s": 1.0, "eval_s": 0.5, "attack_s": 0.25}}
+
+
+def _cells(values: list[float]) -> list[RunResult]:
+    return [RunResult.model_validate({
+        **_HEAD, "seed": i, "utility": {"test_accuracy": v / 100, "test_loss": 0.3, "train_accuracy": v / 100},
+        "privacy": {"epsilon": None, "delta": None, "accountant": "none", "guarantee": "none"}})
+        for i, v in enumerate(values)]
 
 
 @pytest.mark.parametrize("offset, status", [(REPRODUCED_WITHIN - 0.1, "reproduced"),
@@ -88,13 +94,13 @@ def _cells(values: list[float]) -> list[dict]:
 def test_reproduced_means_within_one_and_a_half_points(offset, status):
     preset = PRESETS.get("weight-noise")
     row = Row("x", "x", "weight-noise", preset.rows[0].training, published=80.0)
-    entry = reproduction_row(preset, row, _cells([80.0 + offset - 0.5, 80.0 + offset + 0.5]), command="c",
-                             wall_s=1.0, cut="")
-    assert set(entry) == ROW_KEYS
-    assert entry["status"] == status
-    assert entry["reproduced"]["mean"] == pytest.approx(80.0 + offset)
-    assert entry["reproduced"]["std"] == pytest.approx(math.sqrt(0.5))
-    assert entry["corrected_privacy"] == {"guarantee": "none"}
+    entry = reproduction_row(preset, row, _cells([80.0 + offset - 0.5, 80.0 + offset + 0.5]), command="c", cut="")
+    assert set(entry.model_dump()) == ROW_KEYS
+    assert entry.status == status
+    assert entry.reproduced.mean == pytest.approx(80.0 + offset)
+    assert entry.reproduced.std == pytest.approx(math.sqrt(0.5))
+    assert entry.corrected_privacy == {"guarantee": "none"}
+    assert entry.wall_s == pytest.approx(2 * 1.75)  # training + evaluation + attacks of both seeds
 
 
 @pytest.mark.parametrize("values, status", [([80.9, 81.1], "target met (≥ 80 %)"),
@@ -102,18 +108,20 @@ def test_reproduced_means_within_one_and_a_half_points(offset, status):
 def test_our_recipes_say_whether_their_target_was_met(values, status):
     preset = PRESETS.get("weight-noise")
     row = Row("x", "x", "weight-noise", preset.rows[0].training, published=68.35, target=80.0)
-    entry = reproduction_row(preset, row, _cells(values), command="c", wall_s=1.0, cut="")
-    assert entry["status"] == status and "the record 68.35 %" in entry["notes"]
+    entry = reproduction_row(preset, row, _cells(values), command="c", cut="")
+    assert entry.status == status and "the record 68.35 %" in entry.notes
 
 
 def test_every_seed_failing_is_not_reproduced_and_says_why():
     preset = PRESETS.get("weight-noise")
-    cells = [{"status": "failed", "seed": 0, "error": "training loss became nan in epoch 1"}]
-    entry = reproduction_row(preset, preset.rows[0], cells, command="c", wall_s=0.0, cut="")
-    assert entry["status"] == "not reproduced" and "nan" in entry["notes"]
-    assert entry["reproduced"]["values"] == [] and entry["corrected_privacy"] is None
+    cells = [RunResult.model_validate({**_HEAD, "seed": 0, "status": "failed",
+                                       "error": "training loss became nan in epoch 1"})]
+    entry = reproduction_row(preset, preset.rows[0], cells, command="c", cut="")
+    assert entry.status == "not reproduced" and "nan" in entry.notes
+    assert entry.reproduced.values == [] and entry.corrected_privacy is None
 
 
+@pytest.mark.slow
 def test_dpsgd_cnn_quick_rows_and_poisson_epsilon(tmp_path, mnist_root):
     """The DP-SGD row's corrected ε is Opacus' PRV accountant for the preset's σ, its Poisson rate and steps,
     computed here from the accountant's own API; seeded reruns give the same accuracies."""
@@ -129,8 +137,10 @@ def test_dpsgd_cnn_quick_rows_and_poisson_epsilon(tmp_path, mnist_root):
         assert rep["mean"] == pytest.approx(sum(rep["values"]) / 2)
         assert (r["status"] == "reproduced") == (abs(rep["mean"] - r["published"]) <= 1.5)
         assert "--quick" in r["notes"] and r["command"].startswith("python -m bench reproduce dpsgd-cnn")
-        assert 0.0 <= r["attacks"]["loss"]["auc"] <= 1.0
     cells = {(c["row"], c["seed"]): c for c in doc["results"]}
+    for r, key in zip(rows, ("non-private", "dpsgd"), strict=True):  # the row's attack: the mean over its seeds
+        aucs = [cells[(key, s)]["attacks"]["loss"]["metrics"]["auc"] for s in (0, 1)]
+        assert r["attacks"]["loss"]["auc"] == pytest.approx(sum(aucs) / 2)
     assert rows[1]["reproduced"]["values"] == [100 * cells[("dpsgd", s)]["utility"]["test_accuracy"] for s in (0, 1)]
     assert rows[0]["corrected_privacy"] == {"guarantee": "none"}
     params = cells[("dpsgd", 0)]["params"]
@@ -139,10 +149,12 @@ def test_dpsgd_cnn_quick_rows_and_poisson_epsilon(tmp_path, mnist_root):
     acct.history = [(1.1, params["sample_rate"], params["steps"])]
     assert rows[1]["corrected_privacy"]["epsilon"] == pytest.approx(acct.get_epsilon(1e-5), rel=1e-6)
     assert rows[1]["corrected_privacy"]["accountant"] == "opacus-prv"
+    assert rows[1]["corrected_privacy"]["relation"] == "add-remove"
     again = _reproduce(tmp_path / "again", mnist_root, "dpsgd-cnn", "--seeds", "0,1", "--no-cache")
     assert [r["reproduced"]["values"] for r in again["reproduction"]] == [r["reproduced"]["values"] for r in rows]
 
 
+@pytest.mark.slow
 def test_local_gaussian_reports_what_the_sources_sigma_really_buys(tmp_path, mnist_root):
     doc = _reproduce(tmp_path, mnist_root, "local-gaussian", "--seeds", "0")
     delta = 1 / 784**2
@@ -181,12 +193,13 @@ def test_claimed_trends_are_checked(claim, accuracies, holds):
     by_key = {k: _cells([a]) for k, a in zip(keys, accuracies, strict=True)}
     rows = tuple(Row(k, k, "weight-noise", preset.rows[0].training) for k in keys)
     entry = curve_entry(replace(preset, rows=rows), curve, by_key)
-    assert entry["holds"] is holds and entry["mean"] == pytest.approx(accuracies)
-    row = claim_row(preset, curve, entry, by_key, command="c", wall_s=0.0, cut="")
-    assert set(row) == ROW_KEYS and row["published"] is None
-    assert row["status"] == ("reproduced" if holds else "not reproduced")
+    assert entry.holds is holds and entry.mean == pytest.approx(accuracies)
+    row = claim_row(preset, curve, entry, by_key, command="c", cut="")
+    assert set(row.model_dump()) == ROW_KEYS and row.published is None
+    assert row.status == ("reproduced" if holds else "not reproduced")
 
 
+@pytest.mark.slow
 def test_dpsgd_best_quick_trains_every_recipe_row_to_its_epsilon(tmp_path, mnist_root):
     """Our recipes, ScatterNet + linear included, run end to end on real MNIST: each row is calibrated to its target
     ε by Opacus' PRV accountant, is attacked, and says whether its target was met (a quick run is far from it)."""
@@ -196,6 +209,6 @@ def test_dpsgd_best_quick_trains_every_recipe_row_to_its_epsilon(tmp_path, mnist
     scatter = next(r for r in rows if r["setting"].startswith("ScatterNet"))
     for r in rows:
         assert r["corrected_privacy"]["accountant"] == "opacus-prv" and r["corrected_privacy"]["delta"] == 1e-5
-        assert r["status"].startswith("target") and 0.0 <= r["attacks"]["loss"]["auc"] <= 1.0
+        assert r["status"].startswith("target") and set(r["attacks"]) == {"loss"}
     assert scatter["corrected_privacy"]["epsilon"] == pytest.approx(3.0, abs=0.05)
     assert scatter["reproduced"]["values"][0] > 20.0  # one epoch on 1,000 images: far above chance (10 %)

@@ -11,15 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from mechanisms.accounting import (
-    MAX_ORDER,
-    classic_gaussian_sigma,
-    dpmix_epsilon,
-    dpmix_sigma,
-    gaussian_delta,
-    gaussian_epsilon,
-    gaussian_sigma,
-)
+from mechanisms.accounting import classic_gaussian_sigma, gaussian_delta, gaussian_epsilon, gaussian_sigma
+from mechanisms.dpmix_accounting import MAX_ORDER, dpmix_epsilon, dpmix_sigma
 
 MNIST = dict(mixture_degree=256, num_samples=10_000, num_records=60_000, d_x=784, d_y=10, delta=1 / 60_000)
 SMALL = dict(mixture_degree=5, num_samples=10, num_records=100, d_x=4, d_y=2, delta=1e-5)
@@ -80,14 +73,6 @@ def test_closed_form_large_sigma_limit():
     # For σ → ∞ the RDP term vanishes, so ε → min_α log(1/δ)/(α−1) = log(1/δ)/(MAX_ORDER − 1).
     eps = dpmix_epsilon(sigma=1e6, **MNIST)
     assert eps == pytest.approx(math.log(60_000) / (MAX_ORDER - 1), rel=1e-3)
-
-
-def test_closed_form_one_call_is_fast():
-    import time
-
-    start = time.perf_counter()
-    dpmix_epsilon(sigma=1.2345, **MNIST)
-    assert time.perf_counter() - start < 1.0  # target 0.3 s; loose for slow CI machines
 
 
 _SETTING = dict(mixture_degree=16, num_records=1000, d_x=16, d_y=4, delta=1e-5)

@@ -8,9 +8,10 @@ import torch
 from bench.core.training import evaluate
 from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
+from mechanisms.baseline import Baseline
 
 CPU = torch.device("cpu")
-SPEC = TrainSpec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9)
+SPEC = Baseline.spec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9)
 
 
 def _fit(split, seed: int, spec: TrainSpec = SPEC) -> TrainedModel:

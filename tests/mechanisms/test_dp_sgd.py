@@ -9,14 +9,17 @@ import torch
 from opacus.grad_sample.gsm_base import AbstractGradSampleModule
 from torch import nn
 
+from bench.core.data import load_dataset
+from bench.core.errors import ConfigError
 from bench.core.training import evaluate, seed_everything
 from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
+from mechanisms.dp_sgd import DPSGD
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
-# 300 members and batch 60: q = 60/300 = 0.2 exactly, 5 Poisson batches per epoch.
-SPEC = TrainSpec(model="mlp", epochs=5, batch_size=60, lr=1.0)
+# 300 members and batch 60: q = 60/300 = 0.2 exactly, 5 Poisson batches per epoch. Default clipping: ``bk``.
+SPEC = DPSGD.spec(model="mlp", epochs=5, batch_size=60, lr=1.0)
 
 
 def _fit(split, eps: float, spec: TrainSpec = SPEC, seed: int = 0) -> TrainedModel:
@@ -27,6 +30,13 @@ def _fit(split, eps: float, spec: TrainSpec = SPEC, seed: int = 0) -> TrainedMod
 @pytest.fixture(scope="module")
 def fits(digits_split):
     return {1.0: _fit(digits_split, 1.0), 4.0: _fit(digits_split, 4.0)}
+
+
+@pytest.fixture(scope="module")
+def hooks_fit(digits_split):
+    """ε = 4 with Opacus' own per-sample gradient hooks (``GradSampleModule``) instead of ``bk``."""
+    return _fit(digits_split, 4.0, DPSGD.spec(model="mlp", epochs=5, batch_size=60, lr=1.0,
+                                             params={"grad_sample_mode": "hooks"}))
 
 
 @pytest.mark.parametrize("target", [1.0, 4.0])
@@ -40,7 +50,8 @@ def test_achieved_epsilon_close_to_target(fits, target):
     assert p.delta == DELTA
     assert p.accountant == "opacus-prv"
     assert p.guarantee == "central-dp"
-    assert p.describe().startswith("ε = ")
+    assert p.relation == "add-remove"  # Opacus' accountants: one record added or removed
+    assert p.describe().startswith("ε = ") and p.describe().endswith("add-remove)")
 
 
 def test_params_record_the_mechanism(fits, digits_split):
@@ -50,7 +61,7 @@ def test_params_record_the_mechanism(fits, digits_split):
         assert params["sample_rate"] == pytest.approx(SPEC.batch_size / n, abs=1e-9)
         assert params["max_grad_norm"] == 1.0
         assert params["noise_multiplier"] > 0
-        assert params["accountant"] == "prv"
+        assert params["accountant"] == "prv" and params["grad_sample_mode"] == "bk"
         # Poisson sampling at q = 1/5 gives 1/q = 5 expected batches per epoch.
         assert params["steps"] == SPEC.epochs * round(1 / params["sample_rate"])
 
@@ -59,8 +70,11 @@ def test_higher_epsilon_means_less_noise(fits):
     assert fits[4.0].params["noise_multiplier"] < fits[1.0].params["noise_multiplier"]
 
 
-def test_returned_model_is_plain_module_without_hooks(fits, digits_split):
-    model = fits[4.0].model
+@pytest.mark.parametrize("mode", ["bk", "hooks"])
+def test_returned_model_is_plain_module_without_hooks(fits, hooks_fit, digits_split, mode):
+    fit = fits[4.0] if mode == "bk" else hooks_fit
+    assert fit.params["grad_sample_mode"] == mode
+    model = fit.model
     assert isinstance(model, nn.Module)
     assert not isinstance(model, AbstractGradSampleModule)
     assert type(model).__module__.split(".")[0] != "opacus"
@@ -102,10 +116,11 @@ def test_rejects_non_positive_target(digits_split, bad):
         _fit(digits_split, bad)
 
 
-def test_rejects_unknown_accountant(digits_split):
-    spec = TrainSpec(model="mlp", epochs=1, batch_size=60, lr=1.0, params={"accountant": "moments"})
-    with pytest.raises(ValueError, match="moments"):
-        _fit(digits_split, 4.0, spec)
+def test_rejects_unknown_accountant():
+    # rejected when the spec is built (before any training), with one line naming the key and the value
+    with pytest.raises(ConfigError, match=r"dpsgd\.params\.accountant = 'moments'") as info:
+        DPSGD.spec(model="mlp", epochs=1, batch_size=60, lr=1.0, params={"accountant": "moments"})
+    assert "\n" not in str(info.value)
 
 
 def _flat(model: nn.Module) -> torch.Tensor:
@@ -120,8 +135,8 @@ def test_clipping_bounds_total_parameter_movement(fits, digits_split):
     ||θ_S − θ_0|| ≤ lr·S·C·(n + σ(√P + 6))/B. With C = 1e-6 this is tiny; without per-sample clipping the
     raw gradients (norm O(1) each) would move the weights by orders of magnitude more."""
     c = 1e-6
-    spec = TrainSpec(model="mlp", epochs=SPEC.epochs, batch_size=SPEC.batch_size, lr=SPEC.lr,
-                     params={"max_grad_norm": c})
+    spec = DPSGD.spec(model="mlp", epochs=SPEC.epochs, batch_size=SPEC.batch_size, lr=SPEC.lr,
+                      params={"max_grad_norm": c})
     fit = _fit(digits_split, 4.0, spec)
     mech = MECHANISMS.get("dpsgd")()
     seed_everything(0)  # fit() seeds with the same seed, then builds: same initial weights
@@ -142,3 +157,25 @@ def test_clipping_bounds_total_parameter_movement(fits, digits_split):
     assert fits[4.0].params["noise_multiplier"] == pytest.approx(sigma)
     moved_c1 = float((_flat(fits[4.0].model) - init).norm())
     assert moved_c1 > 100 * bound(c)
+
+
+@pytest.mark.parametrize("mode", ["bk", "vmap", "hooks"])
+def test_an_empty_poisson_batch_is_a_noisy_step_the_accountant_counts(mode):
+    """3 records at q = 1/3 draw empty batches often (P = 8/27 a step). Each is still a step of the mechanism (the
+    noise alone, as Opacus' optimizer makes it) and of the accountant: ε equals Opacus' RDP accountant run for every
+    scheduled step, and the three gradient paths end with the same weights."""
+    from opacus.accountants import RDPAccountant
+
+    train = load_dataset("digits")[0].subset(torch.arange(3))
+    fits = {}
+    for m in (mode, "hooks"):
+        spec = DPSGD.spec(model="mlp", epochs=10, batch_size=1, lr=0.1,
+                          params={"noise_multiplier": 1.0, "accountant": "rdp", "grad_sample_mode": m})
+        fits[m] = DPSGD().fit(train, spec, target_epsilon=None, delta=1e-5, seed=0, device=CPU)
+    trained = fits[mode]
+    reference = RDPAccountant()
+    reference.history = [(1.0, trained.params["sample_rate"], trained.params["steps"])]
+    assert trained.params["steps"] == 30
+    assert trained.privacy.epsilon == pytest.approx(reference.get_epsilon(1e-5), rel=1e-9)
+    for a, b in zip(trained.model.parameters(), fits["hooks"].model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

@@ -11,10 +11,11 @@ import torch
 import torch.nn.functional as F
 from scipy.stats import chisquare
 
+from bench.core.errors import ConfigError
 from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
-from mechanisms.accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.dpmix import mix_release, sample_subsets
+from mechanisms.dpmix import DPMix, mix_release, sample_subsets
+from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
@@ -131,8 +132,8 @@ def test_release_is_reproducible_from_the_generator_seed(records):
 
 
 def _spec(**params) -> TrainSpec:
-    return TrainSpec(model="mlp", epochs=2, batch_size=32, lr=1e-2, optimizer="adam",
-                     params={"mixture_degree": ELL, "num_samples": T, **params})
+    return DPMix.spec(model="mlp", epochs=2, batch_size=32, lr=1e-2, optimizer="adam",
+                      params={"mixture_degree": ELL, "num_samples": T, **params})
 
 
 def _fit(split, spec: TrainSpec, target=TARGET) -> TrainedModel:
@@ -160,6 +161,7 @@ def test_fit_privacy(closed):
     assert p.guarantee == "dp-release"
     assert p.accountant == "dpmix-closed-form"
     assert p.delta == DELTA
+    assert p.relation == "replace-one"  # sampling without replacement: one record replaced by another
     assert 0 < p.epsilon <= TARGET
 
 
@@ -174,7 +176,7 @@ def test_fit_sigma_is_the_calibrated_one(closed, digits_split):
 
 def test_fit_release_shapes_and_content(closed, digits_split):
     rel = closed.release
-    assert rel.kind == "dpmix"
+    assert rel.kind == "dpmix" and rel.display == "clip"
     assert rel.x.shape == (T, 1, 8, 8)
     assert rel.y.shape == (T, 10)
     assert rel.params["sigma"] == closed.params["sigma"]
@@ -209,8 +211,9 @@ def test_rejects_bad_target_and_accountant(digits_split):
     for bad in (0.0, -2.0, None):
         with pytest.raises(ValueError):
             _fit(digits_split, _spec(), target=bad)
-    with pytest.raises(ValueError, match="nope"):
-        _fit(digits_split, _spec(accountant="nope"))
+    # an unknown accountant is rejected when the spec is built, before any training
+    with pytest.raises(ConfigError, match=r"dpmix\.params\.accountant = 'nope'"):
+        _spec(accountant="nope")
 
 
 # --- separate label noise and the class-means learner --------------------------------------------------------------
@@ -256,9 +259,9 @@ def test_class_means_learner_is_a_nearest_class_mean_rule_that_learns(digits_spl
     from mechanisms.dpmix import class_means_from_release
 
     # 300 members are far too few for a useful ε (σ ≈ 10 at ε = 8): a fixed small σ tests the learner itself
-    spec = TrainSpec(model="linear", epochs=1, batch_size=32, lr=1.0, optimizer="sgd",
-                     params={"mixture_degree": 8, "num_samples": 40_000, "learner": "class-means", "sigma": 0.02,
-                             "sigma_y_scale": math.sqrt(10 / 64)})
+    spec = DPMix.spec(model="linear", epochs=1, batch_size=32, lr=1.0, optimizer="sgd",
+                      params={"mixture_degree": 8, "num_samples": 40_000, "learner": "class-means", "sigma": 0.02,
+                              "sigma_y_scale": math.sqrt(10 / 64)})
     fit = _fit(digits_split, spec)
     assert fit.params["learner"] == "class-means" and fit.params["sigma"] == 0.02
     rel = fit.release
@@ -274,7 +277,19 @@ def test_class_means_learner_is_a_nearest_class_mean_rule_that_learns(digits_spl
 
 
 def test_class_means_learner_needs_the_linear_model(digits_split):
+    # a rule across settings: ``check`` (what validation runs before any work) and ``fit`` both reject it
+    spec = _spec(learner="class-means")
     with pytest.raises(ValueError, match="needs model 'linear'"):
-        _fit(digits_split, _spec(learner="class-means"))
-    with pytest.raises(ValueError, match="learner 'nope'"):
-        _fit(digits_split, _spec(learner="nope"))
+        DPMix().check(spec, n_members=len(digits_split.members))
+    with pytest.raises(ValueError, match="needs model 'linear'"):
+        _fit(digits_split, spec)
+    # an unknown learner is rejected when the spec is built
+    with pytest.raises(ConfigError, match=r"params\.learner = 'nope'"):
+        _spec(learner="nope")
+
+
+def test_mixture_degree_above_the_members_is_rejected(digits_split):
+    n = len(digits_split.members)
+    with pytest.raises(ValueError, match=rf"params\.mixture_degree = {n + 1}.*n_members={n}"):
+        DPMix().check(_spec(mixture_degree=n + 1), n_members=n)
+    DPMix().check(_spec(mixture_degree=n), n_members=n)  # ℓ = n is allowed

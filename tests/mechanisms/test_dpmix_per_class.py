@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
+from bench.core.errors import ConfigError
 from bench.core.training import evaluate
-from bench.core.types import TrainSpec
-from mechanisms.accounting import dpmix_epsilon, dpmix_sigma
 from mechanisms.dp_sgd import DPSGD
+from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
 from mechanisms.dpmix_per_class import DPMixPerClass, per_class_release, reused_subset_epsilon
 
 CPU = torch.device("cpu")
@@ -60,11 +60,13 @@ def test_per_class_release_reuses_one_subset_per_class(digits_split):
 
 
 def test_dpmix_per_class_learns_and_reports_the_epsilon_that_holds(digits_split):
-    spec = TrainSpec("mlp", 10, 32, 3e-3, "adam", params={"mixture_degree": 4, "samples_per_class": 60, "sigma": 0.1})
+    spec = DPMixPerClass.spec(model="mlp", epochs=10, batch_size=32, lr=3e-3, optimizer="adam",
+                              params={"mixture_degree": 4, "samples_per_class": 60, "sigma": 0.1})
     tm = DPMixPerClass().fit(digits_split.members, spec, target_epsilon=None, delta=1e-5, seed=0, device=CPU)
     acc = evaluate(tm.model, digits_split.test.x, digits_split.test.y, device=CPU)["accuracy"]
     assert acc > 0.5  # class means of 4 digits + small noise are learnable
     assert tm.privacy.guarantee == "dp-release" and tm.privacy.accountant == "analytic-gaussian"
+    assert tm.privacy.relation == "replace-one-same-class"
     smallest_class = int(torch.bincount(digits_split.members.y).min())
     assert tm.privacy.epsilon == reused_subset_epsilon(sigma=0.1, mixture_degree=4, samples_per_class=60,
                                                        class_size=smallest_class, d_x=64, delta=1e-5)
@@ -88,8 +90,8 @@ def test_source_dpmix_formula_understates_epsilon():
 def test_dpsgd_with_a_fixed_noise_multiplier_reports_its_epsilon(digits_split):
     from opacus.accountants import RDPAccountant
 
-    spec = TrainSpec("mlp", 2, 100, 0.5, params={"noise_multiplier": 1.3, "accountant": "rdp",
-                                                  "grad_sample_mode": "bk"})
+    spec = DPSGD.spec(model="mlp", epochs=2, batch_size=100, lr=0.5,
+                      params={"noise_multiplier": 1.3, "accountant": "rdp", "grad_sample_mode": "bk"})
     tm = DPSGD().fit(digits_split.members, spec, target_epsilon=None, delta=1e-5, seed=0, device=CPU)
     assert tm.params["noise_multiplier"] == 1.3
     acct = RDPAccountant()
@@ -101,7 +103,7 @@ def test_ema_of_weights_is_the_last_iterate_at_decay_zero_and_differs_otherwise(
     base = {"noise_multiplier": 1.0, "grad_sample_mode": "bk"}
 
     def weights(**extra):
-        spec = TrainSpec("mlp", 3, 100, 0.5, params={**base, **extra})
+        spec = DPSGD.spec(model="mlp", epochs=3, batch_size=100, lr=0.5, params={**base, **extra})
         tm = DPSGD().fit(digits_split.members, spec, target_epsilon=None, delta=1e-5, seed=0, device=CPU)
         return torch.cat([p.detach().flatten() for p in tm.model.parameters()])
 
@@ -110,3 +112,12 @@ def test_ema_of_weights_is_the_last_iterate_at_decay_zero_and_differs_otherwise(
     averaged = weights(ema_decay=0.9)
     assert not torch.allclose(averaged, plain, atol=1e-4)
     assert torch.equal(averaged, weights(ema_decay=0.9))
+
+
+def test_ema_needs_a_fast_clipper_and_a_decay_below_one():
+    spec = DPSGD.spec(model="mlp", epochs=1, batch_size=100, lr=0.5,
+                      params={"ema_decay": 0.9, "grad_sample_mode": "hooks"})
+    with pytest.raises(ValueError, match=r"params\.ema_decay = 0\.9 needs grad_sample_mode in \('bk', 'vmap'\)"):
+        DPSGD().check(spec, n_members=300)
+    with pytest.raises(ConfigError, match=r"params\.ema_decay = 1\.0"):
+        DPSGD.spec(model="mlp", epochs=1, batch_size=100, lr=0.5, params={"ema_decay": 1.0})

@@ -17,10 +17,11 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from bench.core.errors import ConfigError
 from bench.core.models import build_model
-from bench.core.types import TrainSpec
 from bench.runner.config import build_config
 from mechanisms import MECHANISMS
-from mechanisms.fast_dpsgd import FAST_MODES, BookKeepingClipper, dp_step, make_clipper, poisson_batches
+from mechanisms.clipping import FAST_MODES, BookKeepingClipper, make_clipper
+from mechanisms.dp_sgd import DPSGD
+from mechanisms.fast_dpsgd import dp_step, poisson_batches
 
 CPU = torch.device("cpu")
 
@@ -159,7 +160,7 @@ def test_noise_has_std_sigma_c_over_b(mode):
 def test_bk_blocked_and_recomputed_conv_sums(monkeypatch, block, keep):
     """Conv per-sample gradients in several blocks, kept (first case) or too large to keep, so the clipped sum
     is recomputed as one weight gradient of the c-scaled output gradients (second case): same update."""
-    import mechanisms.fast_dpsgd as fast
+    import mechanisms.clipping as fast
 
     torch.manual_seed(5)
     base = build_model("cnn-small", (1, 28, 28), 10)
@@ -226,8 +227,8 @@ def test_poisson_batches_are_opacus_batches():
 def fits(digits_split):
     out = {}
     for mode in ("hooks", *FAST_MODES):
-        spec = TrainSpec(model="mlp", epochs=4, batch_size=60, lr=1.0,
-                         params={"grad_sample_mode": mode, "accountant": "rdp"})
+        spec = DPSGD.spec(model="mlp", epochs=4, batch_size=60, lr=1.0,
+                          params={"grad_sample_mode": mode, "accountant": "rdp"})
         out[mode] = MECHANISMS.get("dpsgd")().fit(digits_split.members, spec, target_epsilon=4.0, delta=1e-5,
                                                   seed=0, device=CPU)
     return out
@@ -249,7 +250,7 @@ def test_whole_fit_equals_opacus(fits, mode):
 
 
 def test_fit_rejects_batchnorm(digits_split):
-    spec = TrainSpec(model="mlp", epochs=1, batch_size=60, lr=1.0, params={"grad_sample_mode": "bk"})
+    spec = DPSGD.spec(model="mlp", epochs=1, batch_size=60, lr=1.0, params={"grad_sample_mode": "bk"})
     mech = MECHANISMS.get("dpsgd")()
     mech.build = lambda *a: nn.Sequential(nn.Flatten(), nn.Linear(64, 8), nn.BatchNorm1d(8), nn.Linear(8, 10))
     with pytest.raises(ValueError, match="BatchNorm"):
@@ -257,19 +258,23 @@ def test_fit_rejects_batchnorm(digits_split):
 
 
 def test_config_validates_grad_sample_mode():
+    # the mechanism's Params reject an unknown mode when a spec is built, and so does the run configuration
+    with pytest.raises(ConfigError, match=r"params\.grad_sample_mode = 'x'"):
+        DPSGD.spec(model="mlp", epochs=1, batch_size=60, lr=1.0, params={"grad_sample_mode": "x"})
     with pytest.raises(ConfigError, match="grad_sample_mode"):
         build_config({"profile": "smoke", "mechanisms": ["dpsgd"],
                       "training": {"dpsgd": {"params": {"grad_sample_mode": "x"}}}})
     cfg = build_config({"profile": "smoke", "mechanisms": ["dpsgd"]})
-    assert cfg.spec_for("dpsgd").params["grad_sample_mode"] == "bk"
+    assert cfg.spec_for("dpsgd").params.grad_sample_mode == "bk"
+    assert DPSGD.spec(model="mlp", epochs=1, batch_size=60, lr=1.0).params.grad_sample_mode == "bk"  # the default
 
 
 def test_frozen_front_trains_on_precomputed_features_as_opacus_trains_end_to_end(digits_split):
     """``scatternet-linear`` under ``bk`` computes the scattering once and trains only the head; Opacus (``hooks``)
     runs the whole model on every batch. Same batches, same noise, so the same weights — and the scattering
     filters (buffers) are left as built."""
-    spec = {mode: TrainSpec(model="scatternet-linear", epochs=3, batch_size=60, lr=2.0, momentum=0.9,
-                            params={"grad_sample_mode": mode, "accountant": "rdp", "model_kwargs": {"groups": 9}})
+    spec = {mode: DPSGD.spec(model="scatternet-linear", epochs=3, batch_size=60, lr=2.0, momentum=0.9,
+                             params={"grad_sample_mode": mode, "accountant": "rdp", "model_kwargs": {"groups": 9}})
             for mode in ("hooks", "bk")}
     got = {mode: MECHANISMS.get("dpsgd")().fit(digits_split.members, s, target_epsilon=4.0, delta=1e-5, seed=0,
                                                device=CPU) for mode, s in spec.items()}

@@ -9,14 +9,14 @@ import torch
 from scipy.stats import norm
 
 from bench.core.training import evaluate
-from bench.core.types import TrainedModel, TrainSpec
+from bench.core.types import TrainedModel
 from mechanisms import MECHANISMS
 from mechanisms.accounting import gaussian_sigma
-from mechanisms.local_noise import perturb
+from mechanisms.local_noise import LocalGaussian, perturb
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
-SPEC = TrainSpec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9)
+SPEC = LocalGaussian.spec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9)
 HIGH, LOW = 1e4, 0.5
 
 
@@ -90,11 +90,13 @@ def test_privacy_record(fits, eps):
     assert p.delta == DELTA
     assert p.guarantee == "local-dp"
     assert p.accountant == "analytic-gaussian"
+    assert p.relation == "replace-one"  # one person's image replaced by any other: sensitivity 2
 
 
 def test_release_is_the_noisy_members(fits, digits_split):
     rel = fits[LOW].release
     assert rel.kind == "local-gaussian"
+    assert rel.display == "minmax"  # unit-norm images plus noise are not on the [0, 1] pixel scale
     assert rel.x.shape == digits_split.members.x.shape
     assert torch.equal(rel.y, digits_split.members.y)
     # the release is the perturbation of the members with the fit's seed (fit seeds a fresh generator)

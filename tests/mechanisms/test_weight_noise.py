@@ -10,12 +10,11 @@ from torch import nn
 
 import mechanisms.weight_noise as wn
 from bench.core.training import evaluate
-from bench.core.types import TrainSpec
 from mechanisms import MECHANISMS
 
 CPU = torch.device("cpu")
 EPS = 2.0
-SPEC = TrainSpec(model="mlp", epochs=3, batch_size=32, lr=0.1, momentum=0.9, params={"ae_epochs": 3})
+SPEC = wn.WeightNoise.spec(model="mlp", epochs=3, batch_size=32, lr=0.1, momentum=0.9, params={"ae_epochs": 3})
 
 
 def _flat(module: nn.Module) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """The HTML report as a person sees it: rendered by headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``, driven by Selenium; nothing is downloaded), and an accessibility / semantics check.
 
-Both use the report of a real smoke run (``smoke_report`` in conftest.py). The browser test writes a
+Both use the report of a real smoke run (``smoke_report`` in conftest.py); the semantics check also runs on a
+constructed document (``mnist_results``) and on an empty one, which need no run. The browser test writes a
 screenshot of the first screen and of the whole page to its output folder (and to ``$PRIVBENCH_CI_OUT`` when
 that is set) and prints their paths, for a human to look at.
 """
@@ -74,10 +75,10 @@ def render(html: Path, screenshot: Path, *, full_page: Path | None = None) -> di
         driver.quit()
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not all(chromium_paths()),
+                    reason="headless Chromium not installed: apt-get install chromium chromium-driver (.ci/run does)")
 def test_report_renders_in_chromium(smoke_report, tmp_path):
-    browser, driver = chromium_paths()
-    if not browser or not driver:
-        pytest.skip("headless Chromium not installed: apt-get install chromium chromium-driver (.ci/run does)")
     first, full = tmp_path / "report-first-screen.png", tmp_path / "report-full-page.png"
     state = render(smoke_report / "report.html", first, full_page=full)
     print(f"\nscreenshots of {smoke_report / 'report.html'}:\n  {first}\n  {full}")
@@ -149,6 +150,7 @@ def _check_semantics(html: str) -> _Semantics:
     return page
 
 
+@pytest.mark.slow
 def test_html_semantics_of_a_real_report(smoke_report):
     page = _check_semantics((smoke_report / "report.html").read_text(encoding="utf-8"))
     assert len(page.images) >= 8 and len(page.tables) >= 4  # verdict, empirical, attacks, reconstruction, ...
@@ -156,7 +158,15 @@ def test_html_semantics_of_a_real_report(smoke_report):
     assert len(set(alts)) == len(alts)  # every plot says what it shows, not just "plot"
 
 
-def test_html_semantics_of_an_empty_run(tmp_path):
-    doc = {"schema_version": 1, "run_id": "empty", "status": "partial", "config": {}, "results": []}
+def test_html_semantics_of_a_constructed_report(mnist_results, tmp_path):
+    page = _check_semantics(write_reports(mnist_results, tmp_path)["html"].read_text(encoding="utf-8"))
+    assert len(page.images) == 7 and len(page.tables) == 4  # verdict, empirical, attacks, provenance
+    alts = [img["alt"] for img in page.images]
+    assert len(set(alts)) == len(alts)
+    assert page.headings.count("h3") == 2  # Failed cells, Failed attacks
+
+
+def test_html_semantics_of_an_empty_run(tmp_path, build):
+    doc = build.results([], run_id="empty", status="partial")
     page = _check_semantics(write_reports(doc, tmp_path)["html"].read_text(encoding="utf-8"))
-    assert page.images == []
+    assert page.images == [] and page.title.strip() == "privbench report: empty"

@@ -1,4 +1,4 @@
-"""The Reconstruction section: a score table and one image grid per (dataset, attack), from results.json alone."""
+"""The Reconstruction section: a score table and one image grid per (dataset, attack), from a typed ``Results``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from reports import write_reports
 from reports.plots import plot_alt
-from reports.tables import RECONSTRUCTION_HEADERS, reconstruction_rows
+from reports.reconstruction import RECONSTRUCTION_HEADERS, reconstruction_rows
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -20,34 +20,27 @@ def _inversion(attack: str, metrics: dict, classes: int = 10) -> dict:
             "labels": list(range(classes)), "metrics": metrics}
 
 
-def _run(mechanism: str, target, privacy: dict, inversion: dict) -> dict:
-    return {"dataset": "digits", "mechanism": mechanism, "seed": 0, "target_epsilon": target, "model": "mlp",
-            "privacy": privacy, "utility": {"test_accuracy": 0.9, "test_loss": 0.3, "train_accuracy": 0.95},
-            "attacks": {}, "inversion": inversion, "release": None, "status": "ok", "error": None,
-            "timings": {"train_s": 1.0, "samples_per_s": 100.0, "eval_s": 0.1, "attack_s": 0.1, "cached": False},
-            "history": [], "params": {}}  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def results() -> dict:
-    none = {"epsilon": None, "delta": None, "accountant": "none", "guarantee": "none", "claimed_epsilon": None,
-            "note": "", "weak_delta": False}
-    local = {**none, "epsilon": 8.0, "delta": 1e-5, "accountant": "analytic-gaussian", "guarantee": "local-dp"}
+def results(build):
+    none = build.privacy()
+    local = build.privacy(8.0, 1e-5, "analytic-gaussian", "local-dp", relation="replace-one")
     miface = {"attack_accuracy": 0.7, "attack_accuracy_lower": 0.35, "attack_accuracy_upper": 0.93, "chance": 0.1,
               "ssim_class_mean": 0.21, "mse_class_mean": 0.0812, "nearest_member_ssim": 0.3,
               "closer_to_member": 0.6, "member_mse_ratio": 0.97}
     runs = [
-        _run("baseline", None, none, {"miface": _inversion("miface", miface)}),
-        _run("local-gaussian", 8.0, local, {
+        build.run("baseline", None, none, 0.9, {}, dataset="digits", model="mlp",
+                  inversion={"miface": _inversion("miface", miface)}),
+        build.run("local-gaussian", 8.0, local, 0.9, {}, dataset="digits", model="mlp", inversion={
             "miface": _inversion("miface", {**miface, "attack_accuracy": 0.1}),
             "local-linkage": _inversion("local-linkage", {"linkage_accuracy": 0.25, "lower": 0.2, "upper": 0.3,
                                                           "chance": 0.0167}),
             "local-reconstruct": _inversion("local-reconstruct", {"ssim_to_source": 0.62,
                                                                   "prior_ssim_to_source": 0.5}),
         }),
+        build.run("dpsgd", 1.0, None, None, {}, dataset="digits", status="failed", error="boom",
+                  inversion={"miface": _inversion("miface", miface)}),  # a failed cell shows no reconstruction
     ]  # fmt: skip
-    return {"schema_version": 1, "run_id": "digits-smoke-test", "status": "complete", "config": {},
-            "versions": {}, "datasets": {}, "results": runs}
+    return build.results(runs, run_id="digits-smoke-test")
 
 
 def test_reconstruction_rows_show_every_score(results):
@@ -60,7 +53,7 @@ def test_reconstruction_rows_show_every_score(results):
     assert linkage[9] == "25.0% [20.0, 30.0] (1.7%)" and linkage[4] == "—"
     recon = next(r for r in rows if r[3] == "local-reconstruct")
     assert recon[7] == "0.620 (label alone 0.500)"
-    assert "analytic-gaussian" in linkage[2]
+    assert linkage[2] == "ε = 8 (δ = 1e-05, analytic-gaussian, replace-one)"
 
 
 def test_grids_and_tables_in_every_report(results, tmp_path):

@@ -1,0 +1,148 @@
+"""One cell of a run: a mechanism at a target ε for one seed — its model trained (or loaded), evaluated and
+attacked. Metrics and ε lower bounds are applied here, in one place, to every membership attack's scores."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attacks.audit import membership_audit, one_run_guesses
+from attacks.base import AttackContext, MembershipAttack, MembershipScores, Reconstruction
+from attacks.metrics import membership_metrics
+from bench.core.data import MembershipSplit
+from bench.core.training import EpochCallback, TrainingDiverged, evaluate
+from bench.core.types import TrainedModel
+from bench.results import AttackRecord, Audit, Design, Images, Privacy, RunResult, Timings, Utility
+from bench.runner.executor import JobFailed
+from bench.runner.jobs import Recipe, Slot, Trainer
+
+RELEASE_EXAMPLES = 8
+TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed)  # a failed cell or attack, not a failed run
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the grid: a mechanism at a target ε (None: no target) for one seed."""
+
+    mechanism: str
+    target_epsilon: float | None
+    seed: int
+
+
+def membership_record(name: str, res: MembershipScores, *, delta: float) -> AttackRecord:
+    """Metrics (``attacks.metrics``) and the audit (``attacks.audit``) of one membership attack's scores."""
+    metrics = membership_metrics(res.scores, res.labels)
+    roc = metrics.pop("roc")
+    one_run = None
+    if res.design.kind == "one-run":
+        one_run = {"m": int(len(res.labels)), "guesses": one_run_guesses(res.scores, res.labels)}
+    block = membership_audit(res.scores, res.labels, delta=delta, one_run=one_run)
+    d = res.design
+    design = Design(kind=d.kind, threat_model=d.threat_model, size=d.size or int(len(res.labels)),
+                    relation=d.relation, inclusion=d.inclusion)
+    n_members = int(res.labels.sum())
+    return AttackRecord(attack=name, n_members=n_members, n_non_members=int(len(res.labels) - n_members),
+                        metrics=metrics, roc=roc, audit=Audit(**block, design=design), extra=res.extra)
+
+
+def images_record(images: np.ndarray, labels: np.ndarray, **fields) -> Images:
+    """8-bit grey images ``(K, H, W)`` in [0, 1] as results.json stores them."""
+    img = np.clip(np.rint(np.asarray(images, dtype=np.float64) * 255), 0, 255).astype(np.uint8)
+    return Images(shape=list(img.shape[-2:]), images=[im.ravel().tolist() for im in img],
+                  labels=np.asarray(labels).astype(int).tolist(), **fields)
+
+
+def release_examples(trained: TrainedModel) -> Images | None:
+    """The first ``RELEASE_EXAMPLES`` released records, as the release's ``display`` says to show them."""
+    rel = trained.release
+    if rel is None:
+        return None
+    x = rel.x[:RELEASE_EXAMPLES]
+    if rel.display == "minmax":  # on another scale (e.g. noisy unit-norm images): min-max per image
+        flat = x.flatten(1)
+        lo, hi = flat.min(1, keepdim=True).values, flat.max(1, keepdim=True).values
+        x = ((flat - lo) / (hi - lo).clamp_min(1e-12)).view_as(x)
+    img = (x.clamp(0, 1) * 255).round().to(torch.uint8).float().mean(1).round().to(torch.uint8)  # channel mean
+    y = rel.y[:RELEASE_EXAMPLES]
+    labels = y.argmax(1) if y.ndim == 2 else y
+    return Images(kind=rel.kind, shape=list(img.shape[-2:]), images=img.flatten(1).tolist(),
+                  labels=labels.tolist())
+
+
+@dataclass
+class CellRunner:
+    """Evaluates and attacks one cell's model.
+
+    Args:
+        trainer: gives models. attacks: the attacks to run, by name, already built with their settings.
+        max_attack_examples: members (and as many non-members) scored per membership attack (None: all).
+        dataset: the dataset's name. on_status: called with a one-line status (progress display).
+    """
+
+    trainer: Trainer
+    attacks: dict[str, object]
+    max_attack_examples: int | None
+    dataset: str
+    on_status: Callable[[str], None] = lambda line: None
+
+    def run(self, cell: Cell, recipe: Recipe, split: MembershipSplit, target: Slot | None = None,
+            on_epoch: EpochCallback | None = None) -> RunResult:
+        """The cell's RunResult; a training failure gives a ``failed`` result, an attack failure an entry in
+        ``attack_errors``."""
+        spec = recipe.spec
+        head = dict(dataset=self.dataset, mechanism=cell.mechanism, seed=cell.seed,
+                    target_epsilon=cell.target_epsilon, model=spec.model, spec=spec.to_dict())
+        t0 = time.perf_counter()
+        try:
+            if target is None:
+                (target,) = self.trainer.submit(recipe, [(split.members, cell.seed)])
+            trained = self.trainer.collect(target, on_epoch=on_epoch)
+        except TRAINING_ERRORS as exc:
+            return RunResult(**head, status="failed", error=str(exc).splitlines()[0] if str(exc) else
+                             type(exc).__name__, timings=Timings(train_s=time.perf_counter() - t0))
+        t1 = time.perf_counter()
+        device = self.trainer.device
+        test_m = evaluate(trained.model, split.test.x, split.test.y, device=device)
+        train_m = evaluate(trained.model, split.members.x, split.members.y, device=device)
+        t2 = time.perf_counter()
+        result = RunResult(
+            **head, cache_key=target.key, params=trained.params, privacy=self._privacy(trained, split),
+            utility=Utility(test_accuracy=test_m["accuracy"], test_loss=test_m["loss"],
+                            train_accuracy=train_m["accuracy"]),
+            history=trained.history, release=release_examples(trained),
+            timings=Timings(train_s=trained.train_seconds, samples_per_s=trained.samples_per_s, eval_s=t2 - t1,
+                            cached=target.cached))
+        self._attack(result, cell, recipe, split, trained)
+        result.timings.attack_s = time.perf_counter() - t2
+        return result
+
+    @staticmethod
+    def _privacy(trained: TrainedModel, split: MembershipSplit) -> Privacy:
+        p = trained.privacy
+        return Privacy(epsilon=p.epsilon, delta=p.delta, accountant=p.accountant, guarantee=p.guarantee,
+                       claimed_epsilon=p.claimed_epsilon, note=p.note, relation=p.relation,
+                       weak_delta=p.delta is not None and p.delta >= 1.0 / len(split.members))
+
+    def _attack(self, result: RunResult, cell: Cell, recipe: Recipe, split: MembershipSplit,
+                trained: TrainedModel) -> None:
+        members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
+        ctx = AttackContext(trained, split, members, non_members, cell.seed, self.trainer.device,
+                            self.trainer.like(recipe))
+        delta = trained.privacy.delta if trained.privacy.delta is not None else recipe.delta
+        for name, attack in self.attacks.items():
+            if not attack.applies_to(trained):
+                continue
+            self.on_status(f"{cell.mechanism} seed {cell.seed}: attack {name}")
+            try:
+                if isinstance(attack, MembershipAttack):
+                    result.attacks[name] = membership_record(name, attack.score(ctx), delta=delta)
+                else:
+                    rec: Reconstruction = attack.reconstruct(ctx)
+                    result.inversion[name] = images_record(rec.images, rec.labels, attack=name, metrics=rec.metrics)
+            except TRAINING_ERRORS as exc:  # e.g. a shadow model diverged: a failed part of the cell
+                result.attack_errors[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.on_status(f"attack {name} failed on {cell.mechanism}: {result.attack_errors[name]}")

@@ -1,0 +1,133 @@
+"""Training jobs of a run: each model is looked up in the content-addressed cache, or submitted to the executor
+(alone, or with other non-private shadows as one vectorised ensemble) and cached as soon as it finishes."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from bench.core.data import ArrayDataset
+from bench.core.training import EpochCallback
+from bench.core.types import TrainedModel, TrainSpec
+from bench.runner.cache import ModelCache, cache_key
+from bench.runner.ensemble import choose_path, ensemble_supported
+from bench.runner.executor import Executor, Pending, TrainJob
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How every model of one cell is trained: the target and its shadow / reference / canary models alike.
+
+    Attributes:
+        mechanism: registered name. spec: its validated TrainSpec. target_epsilon: ε to calibrate to (None: no
+        target). delta: δ. dataset: the dataset's name (part of the cache key).
+    """
+
+    mechanism: str
+    spec: TrainSpec
+    target_epsilon: float | None
+    delta: float
+    dataset: str
+
+
+@dataclass
+class Slot:
+    """One model asked of ``Trainer.submit``: loaded from the cache, or model ``index`` of a pending job."""
+
+    key: str
+    trained: TrainedModel | None = None
+    pending: Pending | None = None
+    index: int = 0
+    cached: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.cached = self.trained is not None
+
+
+class Trainer:
+    """Gives the models of training jobs, from the cache or from the executor.
+
+    Args:
+        executor: where jobs run. cache: the model cache. train_device: where jobs train (on Ray: the workers).
+        device: where this process evaluates and attacks. on_jobs: called with (models asked, models already
+            done) on every submit and (0, models finished) when a job finishes (progress display).
+    """
+
+    def __init__(self, executor: Executor, cache: ModelCache, *, train_device: torch.device, device: torch.device,
+                 on_jobs: Callable[[int, int], None] | None = None) -> None:
+        self.executor, self.cache = executor, cache
+        self.train_device, self.device = train_device, device
+        self.on_jobs = on_jobs or (lambda asked, done: None)
+
+    def key(self, recipe: Recipe, data: ArrayDataset, seed: int) -> str:
+        """The cache key of one model: a content hash of everything that determines it."""
+        return cache_key({"mechanism": recipe.mechanism, "spec": recipe.spec.to_dict(),
+                          "target_epsilon": recipe.target_epsilon, "delta": recipe.delta, "seed": seed,
+                          "dataset": recipe.dataset, "members": data.fingerprint(),
+                          "device": self.train_device.type})
+
+    def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]]) -> list[Slot]:
+        """Load every ``(data, seed)`` job that is in the cache and submit the others: as one vectorised-ensemble
+        job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else one job per model (DP
+        mechanisms: privacy is accounted per training run). ``collect`` gives the models."""
+        from mechanisms import MECHANISMS
+
+        mech = MECHANISMS.get(recipe.mechanism)()
+        slots = []
+        for data, seed in jobs:
+            arch = mech.build(data.input_shape, data.num_classes, recipe.spec)
+            key = self.key(recipe, data, seed)
+            slots.append(Slot(key, self.cache.load(key, arch)))
+        missing = [i for i, slot in enumerate(slots) if slot.trained is None]
+        together = len(missing) > 1 and choose_path(self.train_device) == "ensemble" and ensemble_supported(mech, arch)
+        for group in [missing] if together else [[i] for i in missing]:
+            job = TrainJob(recipe.mechanism, recipe.spec, tuple(jobs[i][0] for i in group),
+                           tuple(jobs[i][1] for i in group), recipe.target_epsilon, recipe.delta,
+                           self.train_device.type)
+            pending = self.executor.submit(job, on_done=lambda models, g=group: self._store(
+                [slots[i].key for i in g], models))
+            for index, i in enumerate(group):
+                slots[i].pending, slots[i].index = pending, index
+        self.on_jobs(len(slots), len(slots) - len(missing))
+        return slots
+
+    def _store(self, keys: list[str], models: list[TrainedModel]) -> None:
+        """A job finished (seen by the driver): cache its models at once, whichever job the driver awaits."""
+        for key, trained in zip(keys, models, strict=True):
+            self.cache.save(key, trained)
+        self.on_jobs(0, len(models))
+
+    def collect(self, slot: Slot, *, on_epoch: EpochCallback | None = None) -> TrainedModel:
+        """The model of ``slot`` on ``self.device``, waiting for its job.
+
+        Raises:
+            TrainingDiverged, ValueError, JobFailed: its job failed.
+        """
+        if slot.trained is None:
+            assert slot.pending is not None
+            slot.trained = self.executor.result(slot.pending, on_epoch=on_epoch)[slot.index]
+            slot.pending = None
+        slot.trained.model.to(self.device)
+        return slot.trained
+
+    def like(self, recipe: Recipe) -> LikeTarget:
+        """``attacks.base.TrainLikeTarget`` for models trained as ``recipe``'s."""
+        return LikeTarget(self, recipe)
+
+
+@dataclass(frozen=True)
+class LikeTarget:
+    """``attacks.base.TrainLikeTarget`` of one cell: its mechanism, settings, target ε and δ."""
+
+    trainer: Trainer
+    recipe: Recipe
+
+    def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
+        return next(self.many([(data, seed)]))
+
+    def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
+        slots = deque(self.trainer.submit(self.recipe, jobs))
+        return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))  # yielded models are let go

@@ -1,0 +1,82 @@
+"""From a validated ``RunConfig`` to a ``Plan``: the data loaded and split, the grid of cells, the attacks built,
+and every check that needs the data (a model that does not fit it, an attack without the data it needs) done
+before any training starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.core.data import load_dataset, make_split
+from bench.core.errors import ConfigError
+from bench.results import DatasetInfo
+from bench.runner.cells import Cell
+from bench.runner.config import RunConfig
+from bench.runner.harness import Plan, PlannedCell
+from bench.runner.jobs import Recipe
+from bench.runner.provenance import run_id
+
+
+def grid(cfg: RunConfig) -> list[Cell]:
+    """Every cell of the run: seeds × mechanisms × (ε grid + the mechanism's reference ε)."""
+    from mechanisms import MECHANISMS
+
+    cells = []
+    for seed in cfg.seeds:
+        for name in cfg.mechanisms:
+            mech = MECHANISMS.get(name)
+            if not mech.needs_epsilon:
+                cells.append(Cell(name, None, seed))
+                continue
+            eps = list(cfg.epsilons)
+            if cfg.reference_epsilons:
+                eps += [e for e in mech.reference_epsilons if e not in eps]
+            cells += [Cell(name, e, seed) for e in sorted(eps)]
+    return cells
+
+
+def check_models(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> None:
+    """Every mechanism's model must accept the data's shape. Raises ConfigError naming the model."""
+    from mechanisms import MECHANISMS
+
+    for name in cfg.mechanisms:
+        spec = cfg.spec_for(name)
+        try:
+            MECHANISMS.get(name)().build(shape, num_classes, spec)
+        except (RuntimeError, ValueError) as exc:
+            raise ConfigError(
+                f"training.{name}.model {spec.model!r} does not fit {cfg.dataset} images of shape "
+                f"{tuple(shape)} ({str(exc).splitlines()[0][:80]}); choose another model, e.g. mlp"
+            ) from None
+
+
+def build_attacks(cfg: RunConfig) -> dict[str, object]:
+    """Each attack of the run with its settings. Raises ConfigError when one needs an attacker population and
+    ``n_population`` is 0."""
+    attacks = {name: cfg.attack(name) for name in cfg.attacks}
+    needy = [name for name, a in attacks.items() if a.needs_population]
+    if needy and cfg.n_population < 2:
+        raise ConfigError(f"attack {needy[0]} needs an attacker population, but n_population = {cfg.n_population}; "
+                          f"set n_population >= 2 or drop {', '.join(needy)} from --attacks")
+    return attacks
+
+
+def plan_from_config(cfg: RunConfig) -> Plan:
+    """The plan of ``bench run`` / ``bench all``.
+
+    Raises:
+        ConfigError, DataError: missing data, sizes the dataset cannot give, a model that does not fit the data,
+            an attack without the data it needs.
+    """
+    attacks = build_attacks(cfg)
+    pool, test = load_dataset(cfg.dataset, Path(cfg.data_root) if cfg.data_root else None)
+    check_models(cfg, pool.input_shape, pool.num_classes)
+    splits = {s: make_split(pool, test, n_members=cfg.n_members, n_non_members=cfg.n_non_members,
+                            n_population=cfg.n_population, n_test=cfg.n_test, seed=s) for s in cfg.seeds}
+    cells = [PlannedCell(cell, Recipe(cell.mechanism, cfg.spec_for(cell.mechanism), cell.target_epsilon, cfg.delta,
+                                      cfg.dataset), splits[cell.seed], cfg.attacks) for cell in grid(cfg)]
+    info = DatasetInfo(n_members=cfg.n_members, n_non_members=cfg.n_non_members, n_population=cfg.n_population,
+                       n_test=cfg.n_test, input_shape=list(pool.input_shape), num_classes=pool.num_classes)
+    return Plan(run_id=run_id(f"{cfg.dataset}-{cfg.profile}"), output=cfg.output, config=cfg.to_dict(), cells=cells,
+                attacks=attacks, datasets={cfg.dataset: info}, max_attack_examples=cfg.max_attack_examples,
+                cache_dir=cfg.resolved_cache_dir(), executor=cfg.executor, ray_address=cfg.ray_address,
+                device=cfg.device, no_cache=cfg.no_cache)

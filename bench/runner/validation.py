@@ -1,0 +1,253 @@
+"""Validation of a merged configuration into a ``RunConfig``: every value checked before any work starts.
+
+Run-level fields are checked here; a mechanism's training settings against ``TrainSpec`` and the mechanism's
+``Params`` (and ``model_kwargs`` against the model factory's signature); an attack's settings against the
+attack's ``Params``. Each error is one line naming the setting, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from bench.core.device import DEVICES
+from bench.core.errors import ConfigError
+from bench.core.params import describe, parse, signature_params
+
+log = logging.getLogger("privbench.config")
+MAX_SEED = 2**63 - 1  # seeds reach torch.Generator.manual_seed, which takes a signed 64-bit integer
+_SPEC_KEYS = ("model", "epochs", "batch_size", "lr", "optimizer", "momentum", "params")
+EXECUTORS = ("local", "ray")
+
+
+def load_plugins(modules: Any) -> tuple[str, ...]:
+    """Import each plug-in module (it registers its mechanisms, attacks, models or datasets on import).
+
+    Raises:
+        ConfigError: not a list of module names, or a module that cannot be imported (one line).
+    """
+    if isinstance(modules, str):
+        modules = [m.strip() for m in modules.split(",") if m.strip()]
+    if not isinstance(modules, (list, tuple)) or not all(isinstance(m, str) and m for m in modules):
+        raise ConfigError(f"plugins = {modules!r} must be a list of module names")
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # the plug-in's own error: one line naming the module
+            raise ConfigError(f"plugin {name!r} cannot be imported ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''}); check --plugins / PYTHONPATH"
+                              ) from None
+    return tuple(modules)
+
+
+def as_tuple(name: str, value: Any, kind: type) -> tuple:
+    """A non-empty tuple of ``kind`` from a list, a comma-separated string or one value. Raises ConfigError."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{name} = {value!r} must be a non-empty list")
+    out = []
+    for i, v in enumerate(value):
+        try:
+            if kind is str:
+                if not isinstance(v, str):
+                    raise TypeError
+                out.append(v)
+            elif kind is int:
+                if isinstance(v, bool) or float(v) != int(v):
+                    raise TypeError
+                out.append(int(v))
+            else:
+                if isinstance(v, bool):
+                    raise TypeError
+                out.append(float(v))
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{name}[{i}] = {v!r} is not a {kind.__name__}") from None
+    return tuple(out)
+
+
+def _count(d: dict, name: str, minimum: int) -> int:
+    v = d[name]
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ConfigError(f"{name} = {v!r} must be an integer >= {minimum}")
+    return v
+
+
+def training_spec(mechanism: str, raw: Any, *, n_members: int, where: str | None = None):
+    """The validated ``TrainSpec`` of ``mechanism`` from its settings mapping.
+
+    Raises:
+        ConfigError: missing or unknown keys, a bad value, an unknown model, ``model_kwargs`` the model does not
+            take, or a cross-setting check of the mechanism (``Mechanism.check``) that fails.
+    """
+    from bench.core.catalog import MODELS
+    from bench.core.types import TrainSpec
+    from mechanisms import MECHANISMS
+
+    where = where or f"training.{mechanism}"
+    mech = MECHANISMS.get(mechanism)
+    if not raw:
+        raise ConfigError(f"{where} is missing: give model, epochs, batch_size and lr")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a mapping, got {raw!r}")
+    unknown = sorted(set(raw) - set(_SPEC_KEYS), key=str)
+    if unknown:
+        raise ConfigError(f"{where} has unknown key {unknown[0]!r}; allowed: {', '.join(_SPEC_KEYS)}")
+    missing = [k for k in ("model", "epochs", "batch_size", "lr") if k not in raw]
+    if missing:
+        raise ConfigError(f"{where} is missing {missing[0]!r}")
+    if not isinstance(raw["model"], str) or raw["model"] not in MODELS:
+        raise ConfigError(f"{where}.model {raw['model']!r} is not known; allowed: {', '.join(MODELS.names())}")
+    params = parse(mech.Params, raw.get("params"), f"{where}.params")
+    try:
+        spec = TrainSpec.model_validate({**raw, "params": params})
+    except ValidationError as exc:
+        raise ConfigError(describe(exc, where, list(_SPEC_KEYS))) from None
+    kwargs = getattr(params, "model_kwargs", None)
+    if kwargs:
+        parse(signature_params(MODELS.get(spec.model), skip=2), kwargs, f"{where}.params.model_kwargs")
+    try:
+        mech().check(spec, n_members=n_members)
+    except ValueError as exc:
+        raise ConfigError(f"{where}.{exc}") from None
+    return spec
+
+
+def _recipes(d: dict[str, Any], user_training: dict[str, Any]) -> dict[str, Any]:
+    """Each selected mechanism's training settings: its recipe for the profile, overridden by the config's."""
+    from mechanisms import MECHANISMS
+
+    out = {}
+    for name in d["mechanisms"]:
+        base = MECHANISMS.get(name).recipes.get(d["profile"])
+        over = user_training.get(name)
+        if base is None or over is None:
+            out[name] = over if over is not None else base
+            continue
+        merged = {**base, **over}
+        if isinstance(base.get("params"), dict) and isinstance(over.get("params"), dict):
+            merged["params"] = {**base["params"], **over["params"]}
+        out[name] = merged
+    return out
+
+
+def _plugins_lists(d: dict[str, Any]) -> None:
+    from attacks import ATTACKS
+    from mechanisms import MECHANISMS
+
+    d["mechanisms"] = as_tuple("mechanisms", d["mechanisms"], str)
+    d["attacks"] = as_tuple("attacks", d["attacks"], str)
+    for name, reg, kind in (("mechanisms", MECHANISMS, "mechanism"), ("attacks", ATTACKS, "attack")):
+        for v in d[name]:
+            if v not in reg:
+                raise ConfigError(f"{kind} {v!r} is not known; allowed: {', '.join(reg.names())}")
+        if len(set(d[name])) != len(d[name]):
+            raise ConfigError(f"{name} = {list(d[name])} lists a name twice")
+
+
+def _grid(d: dict[str, Any]) -> None:
+    d["epsilons"] = as_tuple("epsilons", d["epsilons"], float)
+    for v in d["epsilons"]:
+        if not (math.isfinite(v) and v > 0):
+            raise ConfigError(f"epsilon {v!r} is invalid; each target ε must be a finite number > 0")
+    if len(set(d["epsilons"])) != len(d["epsilons"]):
+        raise ConfigError(f"epsilons = {list(d['epsilons'])} lists a value twice")
+    d["seeds"] = as_tuple("seeds", d["seeds"], int)
+    if any(not 0 <= s <= MAX_SEED for s in d["seeds"]):
+        raise ConfigError(f"seeds = {list(d['seeds'])} must be integers in [0, 2^63 - 1]")
+    if len(set(d["seeds"])) != len(d["seeds"]):
+        raise ConfigError(f"seeds = {list(d['seeds'])} lists a seed twice")
+    delta = d["delta"]
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
+        raise ConfigError(f"delta = {delta!r} is invalid; δ must be a probability in (0, 1)")
+    d["delta"] = float(delta)
+
+
+def _environment(d: dict[str, Any]) -> None:
+    for name, allowed in (("device", DEVICES), ("executor", EXECUTORS)):
+        if d[name] not in allowed:
+            raise ConfigError(f"{name} {d[name]!r} is not known; allowed: {', '.join(allowed)}")
+    if d["ray_address"] is not None:
+        if not isinstance(d["ray_address"], str) or not d["ray_address"].strip():
+            raise ConfigError(f"ray_address = {d['ray_address']!r} must be HOST:PORT, ray://HOST:PORT or auto")
+        if d["executor"] != "ray":
+            raise ConfigError(f"ray_address {d['ray_address']!r} is given but executor is {d['executor']!r}; "
+                              "add --executor ray")
+    for flag in ("no_cache", "reference_epsilons"):
+        if not isinstance(d[flag], bool):
+            raise ConfigError(f"{flag} = {d[flag]!r} must be true or false")
+    for name in ("output", "data_root", "cache_dir"):
+        if d[name] is not None and not isinstance(d[name], (str, Path)):
+            raise ConfigError(f"{name} = {d[name]!r} must be a path")
+        d[name] = None if d[name] is None else str(d[name])
+    _count(d, "n_members", 2)
+    _count(d, "n_non_members", 2)
+    _count(d, "n_population", 0)
+    _count(d, "n_test", 1)
+    if d["max_attack_examples"] is not None:
+        _count(d, "max_attack_examples", 2)
+
+
+def _attack_params(params: Any, attacks: tuple[str, ...], user: set[str]) -> dict[str, Any]:
+    """Each attack's settings parsed by its ``Params``; settings given by the user for an attack that does not run
+    are named in a warning (the profile's own are not)."""
+    from attacks import ATTACKS
+
+    if not isinstance(params, dict):
+        raise ConfigError(f"attack_params = {params!r} must be a mapping of attack -> settings")
+    out = {}
+    for name, values in params.items():
+        if name not in ATTACKS:
+            raise ConfigError(f"attack_params.{name}: attack {name!r} is not known; "
+                              f"allowed: {', '.join(ATTACKS.names())}")
+        parsed = parse(ATTACKS.get(name).Params, values, f"attack_params.{name}")
+        if name in attacks:
+            out[name] = parsed
+        elif name in user:
+            log.warning("attack_params.%s is set but attack %s does not run (see --attacks); ignored", name, name)
+    return out
+
+
+def validate(d: dict[str, Any], *, user_training: dict[str, Any] | None = None,
+             user_attack_params: set[str] | None = None) -> dict[str, Any]:
+    """Check every field of a merged config dict; return the validated fields of a ``RunConfig``.
+
+    Args:
+        d: every RunConfig field (``training``: the config's own settings per mechanism, merged over each
+            mechanism's recipe for ``profile``). user_training / user_attack_params: what the user set (for the
+            "set but not used" warnings); default: ``d``'s.
+
+    Raises:
+        ConfigError: the first invalid value, one line.
+    """
+    from bench.core.catalog import DATASETS
+
+    d = dict(d)
+    d["plugins"] = load_plugins(d.get("plugins") or ())
+    if not isinstance(d["dataset"], str) or d["dataset"] not in DATASETS:
+        raise ConfigError(f"dataset {d['dataset']!r} is not known; allowed: {', '.join(DATASETS.names())}")
+    _plugins_lists(d)
+    _grid(d)
+    _environment(d)
+    training = d["training"] if isinstance(d["training"], dict) else {}
+    if not isinstance(d["training"], dict):
+        raise ConfigError(f"training = {d['training']!r} must be a mapping of mechanism -> settings")
+    from mechanisms import MECHANISMS
+
+    for name in training:
+        if name not in MECHANISMS:
+            raise ConfigError(f"training.{name} is not a mechanism; known: {', '.join(MECHANISMS.names())}")
+        if name not in d["mechanisms"] and name in (user_training if user_training is not None else training):
+            log.warning("training.%s is set but mechanism %s does not run (see --mechanisms); ignored", name, name)
+    d["training"] = {name: training_spec(name, raw, n_members=d["n_members"])
+                     for name, raw in _recipes(d, training).items()}
+    given = set(d["attack_params"]) if user_attack_params is None else user_attack_params
+    d["attack_params"] = _attack_params(d["attack_params"], d["attacks"], given)
+    return d

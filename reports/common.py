@@ -1,0 +1,180 @@
+"""Cell texts and lookups shared by every report module: how an ε, a TPR or a failure is written, and which
+attack is the strongest on one model. Reads the typed ``bench.results`` objects only; imports no other module of
+``reports`` (every other module builds on this one).
+
+Every ε is printed with its δ, its accountant and, where the model has one, its neighbouring relation; a
+mechanism without a formal guarantee prints "no guarantee".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from bench.results import AttackRecord, Metrics, Privacy, RunResult, TprAtFpr
+
+MAIN_LEVEL = 0.001  # the headline low-FPR level: TPR at 0.1 % FPR
+DASH = "—"
+GUARANTEE_WORDS = {
+    "central-dp": "central (ε, δ)-DP of the trained model",
+    "local-dp": "local (ε, δ)-DP: every record is noised before any training",
+    "dp-release": "(ε, δ)-DP of the released data set",
+    "none": "no formal guarantee",
+}
+GUARANTEE_SHORT = {"central-dp": "central DP", "local-dp": "local DP", "dp-release": "DP of the release",
+                   "none": "none"}  # fmt: skip
+RELATION_WORDS = {"add-remove": "add/remove", "replace-one": "replace-one",
+                  "replace-one-same-class": "replace-one, same class"}  # fmt: skip
+
+
+def num(x: float, fmt: str = ".3g") -> str:
+    """``x`` formatted with ``fmt``; ``"∞"`` for an infinite value."""
+    return "∞" if math.isinf(x) else format(x, fmt)
+
+
+def delta_text(delta: float) -> str:
+    """δ with two significant digits, in exponent form below 0.01: ``1e-05``, ``1.7e-05``, ``0.05``."""
+    text = format(delta, ".2g")
+    return f"{delta:.1e}".replace(".0e", "e") if "e" not in text and 0 < delta < 0.01 else text
+
+
+def relation_text(relation: str | None) -> str:
+    """The neighbouring relation as printed: ``"add-remove" -> "add/remove"``; ``""`` when there is none."""
+    return "" if not relation else RELATION_WORDS.get(relation, relation)
+
+
+def one_line(text: object, default: str = "unknown error") -> str:
+    """``text`` on one line (runs of whitespace folded), or ``default`` when empty."""
+    return " ".join(str(text or "").split()) or default
+
+
+def has_guarantee(privacy: Privacy | None) -> bool:
+    """Whether a model's privacy record carries a formal guarantee with an ε."""
+    return privacy is not None and privacy.guarantee != "none" and privacy.epsilon is not None
+
+
+def format_privacy(privacy: Privacy | None) -> str:
+    """One cell of text for a model's ``privacy`` record.
+
+    Args:
+        privacy: the RunResult's ``Privacy``, or ``None`` for a failed cell.
+
+    Returns:
+        ``"ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)"`` (the relation only where the record names one), with
+        ``" — weak δ ≥ 1/n"`` appended when ``weak_delta``; ``"no guarantee"`` (``"no guarantee (claimed ε = 10,
+        not a guarantee)"`` when a source claimed an ε); ``"—"`` when there is no record. An ε whose δ or
+        accountant is missing is never printed.
+    """
+    if privacy is None:
+        return DASH
+    eps, delta, accountant = privacy.epsilon, privacy.delta, privacy.accountant
+    if eps is None or privacy.guarantee == "none":
+        if privacy.claimed_epsilon is None:
+            return "no guarantee"
+        return f"no guarantee (claimed ε = {num(privacy.claimed_epsilon)}, not a guarantee)"
+    if delta is None or not accountant or accountant == "none":
+        return "invalid privacy record (ε without δ or accountant)"
+    relation = relation_text(privacy.relation)
+    text = f"ε = {num(eps)} (δ = {delta_text(delta)}, {accountant}{', ' + relation if relation else ''})"
+    return text + " — weak δ ≥ 1/n" if privacy.weak_delta else text
+
+
+def format_tpr(entry: TprAtFpr | None) -> str:
+    """One cell of text for a ``tpr_at_fpr`` entry: ``"1.2% [0.8, 1.9]"`` (the CI in percent too).
+
+    Returns:
+        The TPR in percent with its Clopper-Pearson interval, ``"not measurable"``, or ``"—"`` without an entry.
+    """
+    if entry is None:
+        return DASH
+    if not entry.measurable or entry.tpr is None or entry.lower is None or entry.upper is None:
+        return "not measurable"
+    tpr, lower, upper = 100 * entry.tpr, 100 * entry.lower, 100 * entry.upper
+    digits = 1 if upper >= 1 else 2  # one precision for the three numbers, enough to show small TPRs
+    return f"{tpr:.{digits}f}% [{lower:.{digits}f}, {upper:.{digits}f}]"
+
+
+def level_label(level: float) -> str:
+    """``0.001 -> "0.1%"``."""
+    return f"{100 * float(level):g}%"
+
+
+def tpr_entry(metrics: Metrics, level: float) -> TprAtFpr | None:
+    """The ``tpr_at_fpr`` entry for ``level`` (keys are matched as floats, not as strings)."""
+    for key, entry in metrics.tpr_at_fpr.items():
+        if math.isclose(float(key), level, rel_tol=1e-9):
+            return entry
+    return None
+
+
+def measurable_tpr(entry: TprAtFpr | None) -> bool:
+    """Whether ``entry`` holds a TPR with its interval."""
+    return entry is not None and entry.measurable and None not in (entry.tpr, entry.lower, entry.upper)
+
+
+def strongest_attack(result: RunResult) -> tuple[str, AttackRecord] | None:
+    """``(name, attack)`` of the attack with the highest AUC on one RunResult, or ``None`` without attacks."""
+    scored = list(result.attacks.items())
+    return max(scored, key=lambda na: na[1].metrics.auc) if scored else None
+
+
+def strongest_at_level(result: RunResult, level: float = MAIN_LEVEL) -> tuple[str, TprAtFpr] | None:
+    """``(name, tpr_at_fpr entry)`` of the attack with the highest measurable TPR at FPR ``level`` on one
+    RunResult (ties: the higher Clopper-Pearson lower bound), or ``None`` when no attack is measurable there.
+
+    At low FPR the strongest attack is the one that identifies the most members with confidence (Carlini et al.
+    2022), which need not be the one with the highest AUC.
+    """
+    found = [(n, tpr_entry(a.metrics, level)) for n, a in sorted(result.attacks.items())]
+    found = [(n, e) for n, e in found if e is not None and measurable_tpr(e)]
+    return max(found, key=lambda ne: (ne[1].tpr, ne[1].lower)) if found else None
+
+
+def best_lower_bound(result: RunResult) -> tuple[float, str] | None:
+    """``(bound, attack)``: the largest empirical ε lower bound on one RunResult, over every attack's
+    ``audit.epsilon_lb`` (Jagielski et al. 2020) and the one-run ``audit.one_run.epsilon_hat`` (Steinke et al.
+    2023), both at 95 % confidence; ``None`` when no attack ran."""
+    bounds = []
+    for name, a in sorted(result.attacks.items()):
+        bounds.append((float(a.audit.epsilon_lb), name))
+        if a.audit.one_run is not None:
+            bounds.append((float(a.audit.one_run.epsilon_hat), name))
+    return max(bounds, key=lambda vn: vn[0]) if bounds else None
+
+
+def is_failed(result: RunResult) -> bool:
+    """Whether a RunResult is a failed cell."""
+    return not result.ok
+
+
+def model_label(r: RunResult) -> str:
+    """A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
+    (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one."""
+    return r.mechanism if not r.row or r.row == r.mechanism else f"{r.mechanism} ({r.row})"
+
+
+def target_text(target: float | None) -> str:
+    """A target ε as printed in a cell: ``"1"``, ``"0.5"``, or ``"—"`` without a target."""
+    return DASH if target is None else f"{target:g}"
+
+
+def fpr_levels(runs: Iterable[RunResult]) -> list[float]:
+    """Every FPR level found in any attack's ``tpr_at_fpr`` of ``runs``, largest first."""
+    levels = {float(k) for r in runs for a in r.attacks.values() for k in a.metrics.tpr_at_fpr}
+    return sorted(levels, reverse=True)
+
+
+def failed_attack_names(r: RunResult) -> str:
+    """``"attack failed: lira"`` / ``"attacks failed: lira, rmia"`` for a model with ``attack_errors``; ``""``."""
+    names = sorted(r.attack_errors)
+    if not names:
+        return ""
+    return f"attack{'s' if len(names) > 1 else ''} failed: {', '.join(names)}"
+
+
+def with_failed_attacks(text: str, r: RunResult) -> str:
+    """A cell's ``text`` with the model's failed attacks named after it (the cell alone when there is none)."""
+    failed = failed_attack_names(r)
+    if not failed:
+        return text
+    return failed if text == DASH else f"{text}; {failed}"

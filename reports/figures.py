@@ -1,0 +1,115 @@
+"""Figure helpers shared by ``reports.plots`` and ``reports.verdict_plots``: matplotlib's object API with an
+explicit Agg canvas on every figure (no pyplot, no global backend switch, nothing left open), so plots run
+headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a guarantee."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bench.results import RunResult
+from reports.common import has_guarantee
+
+
+def slug(name: Any) -> str:
+    """A file-name-safe stem part for a dataset, mechanism or attack name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(name)).strip("-") or "unnamed"
+
+
+def figure(n_panels: int, *, ncols: int = 3, size: tuple[float, float] = (5.2, 3.8)) -> tuple[Figure, list[Axes]]:
+    """A figure with ``n_panels`` axes on a grid of at most ``ncols`` columns (spare cells hidden)."""
+    ncols = max(1, min(ncols, n_panels))
+    nrows = math.ceil(n_panels / ncols)
+    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel().tolist()
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes[:n_panels]
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as a PNG to ``path`` atomically (temporary file, then ``os.replace``)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format="png", dpi=110)
+    os.replace(tmp, path)
+    return path
+
+
+def colors(runs: list[RunResult]) -> dict[str, str]:
+    """One matplotlib colour per mechanism, in sorted order of the names."""
+    mechs = sorted({r.mechanism for r in runs})
+    return {m: f"C{i % 10}" for i, m in enumerate(mechs)}
+
+
+def by_dataset(runs: list[RunResult]) -> dict[str, list[RunResult]]:
+    """``runs`` grouped by dataset, in document order."""
+    groups: dict[str, list[RunResult]] = defaultdict(list)
+    for r in runs:
+        groups[r.dataset].append(r)
+    return groups
+
+
+def epsilon_x(r: RunResult) -> tuple[float | None, bool]:
+    """(x position, has guarantee): the achieved ε, else the target or claimed ε (no guarantee)."""
+    p, guaranteed = r.privacy, has_guarantee(r.privacy)
+    if p is not None and guaranteed:
+        x = p.epsilon
+    else:
+        x = r.target_epsilon or (p.claimed_epsilon if p else None)
+    return (float(x), guaranteed) if x is not None and 0 < float(x) < math.inf else (None, guaranteed)
+
+
+def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | None], palette: dict[str, str]) -> None:
+    """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε."""
+    points: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    flat: dict[str, list[float]] = defaultdict(list)
+    guaranteed: dict[str, bool] = {}
+    for r in rs:
+        y = y_of(r)
+        if y is None:
+            continue
+        x, guaranteed[r.mechanism] = epsilon_x(r)
+        (points[r.mechanism][x] if x is not None else flat[r.mechanism]).append(y)
+    for mech, by_x in sorted(points.items()):
+        xs = sorted(by_x)
+        ys = [float(np.mean(by_x[x])) for x in xs]
+        label = mech if guaranteed[mech] else f"{mech} (no guarantee: x = target/claimed ε)"
+        face = palette[mech] if guaranteed[mech] else "none"
+        ax.plot(xs, ys, marker="o", color=palette[mech], mfc=face, ls="-" if guaranteed[mech] else ":", label=label)
+    for mech, ys in sorted(flat.items()):
+        if mech not in points:
+            ax.axhline(float(np.mean(ys)), color=palette[mech], ls="--", label=f"{mech} (no ε)")
+
+
+def versus_epsilon(runs: list[RunResult], y_of: Callable[[RunResult], float | None], ylabel: str,
+                   chance: float | None) -> Figure | None:
+    """One panel per dataset, one line per mechanism (mean over seeds) of ``y_of`` against ε; ``None`` when there
+    are no points."""
+
+    def has_point(r: RunResult) -> bool:
+        return epsilon_x(r)[0] is not None and y_of(r) is not None
+
+    datasets = {d: rs for d, rs in by_dataset(runs).items() if any(has_point(r) for r in rs)}
+    if not datasets:
+        return None
+    palette = colors(runs)
+    fig, axes = figure(len(datasets))
+    for ax, (dataset, rs) in zip(axes, datasets.items(), strict=True):
+        _panel(ax, rs, y_of, palette)
+        if chance is not None:
+            ax.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
+        ax.set(xscale="log", xlabel="ε (achieved; hollow = no guarantee)", ylabel=ylabel, title=dataset)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
