@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
     from bench.core.data import ArrayDataset, MembershipSplit
-    from bench.core.types import TrainedModel
+    from bench.core.types import PrivacySpent, Release, TrainedModel
 
 THREAT_MODELS = ("black-box", "white-box")
 DESIGNS = ("heuristic", "one-run", "multi-run")
@@ -43,6 +43,9 @@ class AuditDesign:
         relation: the neighbouring relation the design tests (``"add-remove"`` or ``"replace-one"``), or None
             for a heuristic.
         inclusion: the probability with which each canary (or run's canary) was included.
+        gaussian: True when the scores are Gaussian by construction (the mechanism's Gaussian noise read through a
+            score linear in it, e.g. a local release projected on its canary): Gaussian analyses of a one-run or
+            multi-run design are then valid bounds, provided a normality test of the scores does not reject.
     """
 
     kind: str = "heuristic"
@@ -50,6 +53,7 @@ class AuditDesign:
     size: int = 0
     relation: str | None = None
     inclusion: float = 0.5
+    gaussian: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in DESIGNS or self.threat_model not in THREAT_MODELS:
@@ -66,12 +70,15 @@ class MembershipScores:
         labels: ``(N,)`` int in {0, 1}, 1 for members (or canaries included).
         design: how ``labels`` were decided (the audit reads it).
         extra: JSON-able facts the attack wants recorded (e.g. how many shadows it trained).
+        privacy: the certified privacy of the run that produced the scores, when it is not the target (an audit run
+            on the members plus canaries): audits are compared with it.
     """
 
     scores: np.ndarray
     labels: np.ndarray
     design: AuditDesign = field(default_factory=AuditDesign)
     extra: dict[str, Any] = field(default_factory=dict)
+    privacy: Any = None
 
 
 @dataclass
@@ -92,7 +99,10 @@ class Reconstruction:
 class TrainLikeTarget(Protocol):
     """Trains shadow / reference / canary models exactly as the target was trained (same mechanism, settings,
     target ε and δ) on the attacker's data; results go through the model cache (a cached model is loaded,
-    never retrained). The runner implements it; ``OneAtATime`` makes one from a plain function."""
+    never retrained). The runner implements it; ``OneAtATime`` makes one from a plain function. ``batch_size``:
+    the target's batch size (None: unknown)."""
+
+    batch_size: int | None
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         """One model on ``data`` with training seed ``seed``."""
@@ -104,6 +114,22 @@ class TrainLikeTarget(Protocol):
         as one vectorised ensemble (non-private shadows, ``bench.runner.ensemble``)."""
         ...
 
+    def audit_run(self, data: ArrayDataset, *, seed: int, request: Any) -> TrainedModel:
+        """One model on ``data`` with an audit ``request`` passed to ``Mechanism.fit`` (e.g. white-box gradient
+        canaries); its observations are in ``TrainedModel.audit``. Through the cache like any model."""
+        ...
+
+    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> Iterator[TrainedModel]:
+        """Models trained like the target, one per ``(data, seed, request)`` (``request``: ``Mechanism.fit``'s
+        ``audit``, or None), all submitted at once (the executor spreads them; Ray runs them in parallel) and
+        yielded in order. Through the cache like any model."""
+        ...
+
+    def release(self, data: ArrayDataset, *, seed: int) -> tuple[Release, PrivacySpent]:
+        """The mechanism's own release of ``data`` (``Mechanism.release``, for mechanisms that publish data) with
+        the target's settings, ε and δ, and the privacy that release spent."""
+        ...
+
 
 @dataclass(frozen=True)
 class OneAtATime:
@@ -111,12 +137,19 @@ class OneAtATime:
     job after job (tests, notebooks)."""
 
     fn: Callable[..., TrainedModel]
+    batch_size: int | None = None
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         return self.fn(data, seed=seed)
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
         return (self.fn(data, seed=seed) for data, seed in jobs)
+
+    def audit_run(self, data: ArrayDataset, *, seed: int, request: Any) -> TrainedModel:
+        return self.fn(data, seed=seed, audit=request)
+
+    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> Iterator[TrainedModel]:
+        return (self.fn(d, seed=s) if r is None else self.fn(d, seed=s, audit=r) for d, s, r in jobs)
 
 
 @dataclass(frozen=True)
@@ -129,7 +162,9 @@ class AttackContext:
         member_index, non_member_index: ``(n,)`` int64 rows of ``split.members`` / ``split.non_members``
             scored by every membership attack of the cell (balanced, drawn with ``seed``; the same people for
             every attack, and an attack that scores fewer takes the first rows).
-        seed: the cell's seed. device: where to run the target. train_like_target: trains shadow models.
+        seed: the cell's seed. device: where to run the target. train_like_target: trains shadow models (and, with
+            ``audit_run``, audit runs). mechanism: the target's registered mechanism (what audit runs it supports:
+            ``Mechanism.audits``).
     """
 
     target: TrainedModel
@@ -139,6 +174,7 @@ class AttackContext:
     seed: int
     device: torch.device
     train_like_target: TrainLikeTarget
+    mechanism: str = ""
 
     def sides(self, limit: int | None = None) -> tuple[ArrayDataset, ArrayDataset]:
         """The scored members and non-members, the first ``limit`` of each (None: all)."""
@@ -187,8 +223,9 @@ class MembershipAttack(Attack):
 
     kind = "membership"
 
-    def score(self, ctx: AttackContext) -> MembershipScores:
-        """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``.
+    def score(self, ctx: AttackContext) -> MembershipScores | dict[str, MembershipScores]:
+        """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``; an audit that gets two
+        designs from one run returns them by name (the first under the attack's own name).
 
         Raises:
             ValueError: the attack cannot run on this data (a failed part of the cell).

@@ -1,5 +1,11 @@
-"""The one-run canary audit (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run"):
-one extra training run, like the target's, on the members plus a random half of m population canaries."""
+"""One-run canary audits (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run"): one extra
+training run, like the target's, on the members plus a random half of m canaries.
+
+Black-box: input canaries (records of the attacker's population, optionally mislabelled), scored by the final
+model's loss. White-box, where the mechanism supports it (DP-SGD): in the same run, Dirac gradient canaries scored
+from every noisy update (``mechanisms.dpsgd_canaries``; Nasr et al. 2023). Both designs add a canary to or leave it
+out of the training set: the add/remove neighbouring relation.
+"""
 
 from __future__ import annotations
 
@@ -18,32 +24,34 @@ class CanaryParams(Params):
     """Settings of the one-run canary audit.
 
     Attributes:
-        num_canaries: m, canaries drawn from the attacker's population (>= 2; at most the population).
-        mislabel: give every canary a random wrong label (a stronger, more memorable canary; it also tests
-            labels, which a local-noise mechanism may release in the clear).
+        num_canaries: m, input canaries drawn from the attacker's population (>= 2; at most the population).
+        mislabel: give every input canary a random wrong label (a stronger, more memorable canary; it also tests
+            labels).
+        gradient_canaries: white-box Dirac gradient canaries in the same run, where the mechanism supports them
+            (0: none); at most the model's trainable coordinates.
+        gradient_norm: their raw norm in units of the clipping norm C (>= 1: a correct mechanism clips it to C; a
+            mechanism that does not clip lets it through).
     """
 
     num_canaries: int = Field(1000, ge=2)
     mislabel: bool = False
+    gradient_canaries: int = Field(5000, ge=0)
+    gradient_norm: float = Field(10.0, ge=1)
 
 
 class CanaryAudit(MembershipAttack):
-    """m canaries are drawn from the attacker's population; each is included independently with
-    probability ½ in a training set made of the target's members plus the included canaries, and one model
-    is trained on it exactly like the target (same mechanism, settings, ε and δ; through the cache).
-    Every canary is then scored by that model's loss (score = −loss, larger means "included").
-
-    The design (one run, black-box, m canaries under independent inclusion) lets the audit turn the top / bottom
-    guesses into a valid ε lower bound. The added records change the dataset by add/remove, the neighbouring
-    relation of the Opacus accountant. Settings: ``CanaryParams``.
-    """
+    """The input canaries are drawn from the attacker's population; each is included independently with probability
+    ½ in a training set made of the target's members plus the included canaries, and one model is trained on it
+    exactly like the target (same mechanism, settings, ε and δ; through the cache), with the white-box gradient
+    canaries where the mechanism supports them. Returns ``{"canary": input canaries (black-box), "canary-whitebox":
+    gradient canaries (white-box)}``; scores: larger means "included". Settings: ``CanaryParams``."""
 
     name = "canary"
     Params = CanaryParams
     needs_population = True
 
     def canaries(self, population: ArrayDataset, *, seed: int) -> tuple[ArrayDataset, np.ndarray]:
-        """The m canaries and their inclusion coins ``(m,)`` bool, drawn with ``seed``."""
+        """The m input canaries and their inclusion coins ``(m,)`` bool, drawn with ``seed``."""
         gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 0))
         m = min(self.params.num_canaries, len(population))
         canaries = population.subset(torch.randperm(len(population), generator=gen)[:m])
@@ -54,14 +62,36 @@ class CanaryAudit(MembershipAttack):
         included = torch.rand(m, generator=gen) < 0.5
         return canaries, included.numpy()
 
-    def score(self, ctx: AttackContext) -> MembershipScores:
+    def _request(self, ctx: AttackContext):
+        """The white-box gradient canaries of the audit run, or None where the mechanism cannot take them."""
+        from mechanisms import MECHANISMS
+
+        if not self.params.gradient_canaries or ctx.mechanism not in MECHANISMS.names() \
+                or "gradient-canaries" not in MECHANISMS.get(ctx.mechanism).audits:
+            return None
+        from mechanisms.dpsgd_canaries import GradientCanaries
+
+        return GradientCanaries(self.params.gradient_canaries, shadow_seed(ctx.seed, "canary", 2),
+                                self.params.gradient_norm)
+
+    def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
         if len(ctx.split.population) < 2:
             raise ValueError(f"canary needs at least 2 attacker population records, got {len(ctx.split.population)}")
         canaries, included = self.canaries(ctx.split.population, seed=ctx.seed)
         if included.all() or not included.any():
             raise ValueError(f"canary: all {len(included)} canaries fell on one side of the coin; use more canaries")
         data = concat(ctx.split.members, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
-        model = ctx.train_like_target(data, seed=shadow_seed(ctx.seed, "canary", 1)).model
-        scores = -per_example_loss(model, canaries.x, canaries.y, device=ctx.device)
-        design = AuditDesign("one-run", "black-box", size=len(included), relation="add-remove")
-        return MembershipScores(scores, included.astype(np.int64), design=design)
+        seed, request = shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
+        run = ctx.train_like_target(data, seed=seed) if request is None else \
+            ctx.train_like_target.audit_run(data, seed=seed, request=request)
+        scores = -per_example_loss(run.model, canaries.x, canaries.y, device=ctx.device)
+        out = {self.name: MembershipScores(scores, included.astype(np.int64), privacy=run.privacy, design=AuditDesign(
+            "one-run", "black-box", size=len(included), relation="add-remove"))}
+        if request is not None:
+            wb = run.audit
+            out["canary-whitebox"] = MembershipScores(
+                np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64),
+                design=AuditDesign("one-run", "white-box", size=request.count, relation="add-remove"),
+                privacy=run.privacy, extra={"gradient_norm": request.norm, "observations": "every noisy update",
+                                            "sigma_hat": wb.get("sigma_hat"), "claimed_sigma": wb.get("claimed_sigma")})
+        return out

@@ -1,9 +1,9 @@
-"""Command line: ``python -m bench {all,run,report,list,perf,reproduce}`` (also installed as ``privbench``).
+"""Command line: ``python -m bench {all,run,audit,report,list,perf,reproduce}`` (also installed as ``privbench``).
 The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
-no output folder created. ``all`` / ``run`` exit with 1 when a cell failed and with 3 when an empirical
-ε lower bound exceeds an accountant's ε (a privacy bug; it takes precedence).
+no output folder created. ``all`` / ``run`` / ``audit`` exit with 1 when a cell failed and with 3 when a valid
+audit refutes an accountant's ε (a privacy bug; it takes precedence).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import NoReturn
 from bench.core.errors import BenchError
 
 EXIT_USAGE = 2
-EXIT_PRIVACY_BUG = 3  # an empirical ε lower bound exceeds an accountant's ε (see attacks.audit.privacy_bugs)
+EXIT_PRIVACY_BUG = 3  # a valid audit refutes an accountant's ε (bench.runner.bugs.privacy_bugs)
 
 
 def _console():
@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(p_all)
     p_run = sub.add_parser("run", help="train and attack; write results.json only")
     _run_options(p_run)
+    p_audit = sub.add_parser("audit", help="multi-run audit: R trainings per model, each with one canary in or out "
+                             "(then every report, like 'all')")
+    _run_options(p_audit)
+    p_audit.add_argument("--runs", type=int, metavar="R", help="independent training runs per model (default 200)")
+    p_audit.add_argument("--members", type=int, metavar="N", help="members each run trains on (default 1000)")
+    p_audit.add_argument("--canary", help="the black-box input canary: mislabelled | blank (default mislabelled)")
     p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")
     p_rep.add_argument("results_dir", metavar="RESULTS_DIR")
     sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles")
@@ -135,7 +141,7 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
     """Draw the reports of a finished run, print its privacy bugs and failures; the exit status."""
     from rich.text import Text
 
-    from reports.empirical import privacy_bug_lines
+    from reports.empirical import bug_lines, refuted_claim_lines
     from reports.tables import render_terminal
 
     if table:
@@ -154,10 +160,11 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
     if failed:
         console.print(Text(f"{len(failed)} cell(s) failed or have failed attacks; see the table and results.json",
                            style="red"))
-    bugs = privacy_bug_lines(doc)
-    for line in bugs:
+    for line in bug_lines(doc):  # one line per privacy bug (exit 3)
         console.print(Text(line, style="bold red"))
-    return EXIT_PRIVACY_BUG if bugs else 1 if failed else 0
+    for line in refuted_claim_lines(doc):  # a source's claim refuted: no guarantee, so no exit status
+        console.print(Text(line, style="yellow"))
+    return EXIT_PRIVACY_BUG if doc.privacy_bugs else 1 if failed else 0
 
 
 def _config_from_args(args: argparse.Namespace):
@@ -166,7 +173,15 @@ def _config_from_args(args: argparse.Namespace):
     cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
                                          "seeds", "device", "executor", "ray_address", "output", "data_root",
                                          "cache_dir", "no_cache", "reference_epsilons", "plugins")}
-    return build_config(load_yaml(args.config) if args.config else {}, cli)
+    values = load_yaml(args.config) if args.config else {}
+    if args.command == "audit":  # the multi-run audit (attacks.multi_run) unless --attacks says otherwise
+        cli["attacks"] = cli["attacks"] or "multi-run"
+        given = {k: getattr(args, k) for k in ("runs", "members", "canary") if getattr(args, k) is not None}
+        if given:
+            params = dict(values.get("attack_params") or {})
+            params["multi-run"] = {**(params.get("multi-run") or {}), **given}
+            values = {**values, "attack_params": params}
+    return build_config(values, cli)
 
 
 def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
@@ -181,7 +196,7 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from bench.results import read
     from reports import write_reports
-    from reports.empirical import privacy_bug_lines
+    from reports.empirical import bug_lines, refuted_claim_lines
     from reports.tables import render_terminal
 
     folder = Path(args.results_dir)
@@ -196,8 +211,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     render_terminal(doc, console=console)
     for name, p in write_reports(doc, folder).items():
         print(f"{name}: {p}")
-    for line in privacy_bug_lines(doc):  # shown again, red; redrawing a report is not a failed run
+    for line in bug_lines(doc):  # shown again, red; redrawing a report is not a failed run
         console.print(line, style="bold red", markup=False)
+    for line in refuted_claim_lines(doc):
+        console.print(line, style="yellow", markup=False)
     return 0
 
 
@@ -244,8 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
-        if args.command in ("all", "run"):
-            return _cmd_run(args, reports=args.command == "all")
+        if args.command in ("all", "run", "audit"):
+            return _cmd_run(args, reports=args.command != "run")
         if args.command == "report":
             return _cmd_report(args)
         if args.command == "perf":

@@ -1,10 +1,14 @@
 """Privacy accounting of the Gaussian mechanism: the analytic calibration (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1,
-evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed. Pure maths, no torch. ε is
-unitless, δ a probability. DPMix's accountant: ``mechanisms.dpmix_accounting``."""
+evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed; DP-SGD's Opacus calibration
+and ε, memoised. Pure maths (Opacus imported only inside the functions that wrap it). ε is unitless, δ a
+probability. DPMix's accountant: ``mechanisms.dpmix_accounting``."""
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
+from collections.abc import Callable
 
 
 def require(ok: bool, message: str) -> None:
@@ -101,3 +105,53 @@ def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float =
     """
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+
+
+PROFILE_DELTAS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3)
+"""δ values at which mechanisms record their privacy profile (plus the run's δ): audits test the whole curve."""
+
+
+def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple[tuple[float, float], ...]:
+    """``((ε(δᵢ), δᵢ), ...)`` at ``PROFILE_DELTAS`` and ``delta``, from a function δ -> ε of one accountant."""
+    return tuple((float(epsilon_of(d)), d) for d in sorted({*PROFILE_DELTAS, float(delta)}))
+
+
+@functools.lru_cache(maxsize=512)
+def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, epochs: int,
+                            accountant: str) -> float:
+    """σ for (ε, δ) after ``epochs`` epochs of Poisson sampling at rate q by Opacus' ``get_noise_multiplier`` with
+    ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the same one many times)."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    with warnings.catch_warnings():  # the RDP "largest alpha" notices
+        warnings.simplefilter("ignore")
+        return float(get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta, sample_rate=sample_rate,
+                                          epochs=epochs, accountant=accountant))
+
+
+@functools.lru_cache(maxsize=512)
+def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: float, accountant: str) -> float:
+    """ε at δ of an Opacus accountant whose history is ``((σ, q, steps), ...)``, memoised."""
+    from opacus.accountants import create_accountant
+
+    acct = create_accountant(mechanism=accountant)
+    acct.history = list(history)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(acct.get_epsilon(delta))
+
+
+@functools.lru_cache(maxsize=512)
+def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
+                  relation: str = "add-remove") -> tuple[tuple[float, float], ...]:
+    """DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
+    multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
+    (``add-remove`` or ``replace-one``); see ``privacy_profile``."""
+    from dp_accounting import dp_event, pld
+    from dp_accounting.privacy_accountant import NeighboringRelation
+
+    rel = {"add-remove": NeighboringRelation.ADD_OR_REMOVE_ONE, "replace-one": NeighboringRelation.REPLACE_ONE}
+    acct = pld.PLDAccountant(neighboring_relation=rel[relation], value_discretization_interval=1e-3)
+    step = dp_event.PoissonSampledDpEvent(sample_rate, dp_event.GaussianDpEvent(noise_multiplier))
+    acct.compose(dp_event.SelfComposedDpEvent(step, int(steps)))
+    return privacy_profile(acct.get_epsilon, delta)

@@ -44,6 +44,9 @@ class Mechanism:
         Params: its settings (``spec.params`` is an instance; unknown keys and bad values are config errors).
         recipes: training settings per profile name (``TrainSpec`` fields; ``params`` as a mapping), used where
             the configuration gives none. A profile without a recipe needs ``training.<name>`` in the config.
+        audits: the audit runs ``fit`` accepts through its ``audit`` argument (e.g. ``"gradient-canaries"``:
+            white-box gradient canaries, ``mechanisms.dpsgd_canaries``); a mechanism with none takes no such
+            argument.
 
     ``fit`` must be deterministic given ``seed`` on CPU.
     """
@@ -54,6 +57,7 @@ class Mechanism:
     reference_epsilons: ClassVar[tuple[float, ...]] = ()
     Params: ClassVar[type[Params]] = ModelParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {}
+    audits: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:

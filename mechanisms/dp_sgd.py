@@ -15,9 +15,10 @@ from torch.utils.data import DataLoader, TensorDataset
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, make_optimizer, seed_everything, train_loop
 from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
-from mechanisms.accounting import gaussian_epsilon
+from mechanisms.accounting import dpsgd_profile, gaussian_epsilon
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
+from mechanisms.dpsgd_canaries import GradientCanaries
 from mechanisms.fast_dpsgd import FAST_MODES, fit_fast
 
 ACCOUNTANTS = ("prv", "rdp", "gdp")
@@ -62,6 +63,7 @@ class DPSGD(Baseline):
     name = "dpsgd"
     guarantee = "central-dp"
     needs_epsilon = True
+    audits = frozenset({"gradient-canaries"})
     Params = DPSGDParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"model": "mlp", "epochs": 15, "batch_size": 100, "lr": 0.5, "optimizer": "sgd",
@@ -77,7 +79,11 @@ class DPSGD(Baseline):
                              f"got {p.grad_sample_mode!r}")
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
-            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+            seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
+            audit: GradientCanaries | None = None) -> TrainedModel:
+        """As ``Mechanism.fit``; ``audit``: an audit run with white-box gradient canaries (their scores in
+        ``TrainedModel.audit``), trained by our step (``bk`` where the settings name an Opacus mode: tests show the
+        two give the same updates)."""
         from opacus import PrivacyEngine
 
         p = spec.params
@@ -89,10 +95,11 @@ class DPSGD(Baseline):
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
         optimizer = make_optimizer(model.parameters(), spec)
-        if mode in FAST_MODES:  # our per-sample clipping; Opacus' sampling, calibration and accountant
-            return self._with_note(fit_fast(model, optimizer, train, spec, mode=mode, target_epsilon=target_epsilon,
-                                            delta=delta, accountant=accountant, max_grad_norm=max_grad_norm,
-                                            generator=gen, device=device, on_epoch=on_epoch), spec)
+        if mode in FAST_MODES or audit is not None:  # our per-sample clipping; Opacus' sampling and accountant
+            return self._with_note(fit_fast(model, optimizer, train, spec, mode=mode if mode in FAST_MODES else "bk",
+                                            target_epsilon=target_epsilon, delta=delta, accountant=accountant,
+                                            max_grad_norm=max_grad_norm, generator=gen, device=device,
+                                            on_epoch=on_epoch, canaries=audit), spec)
         loader = DataLoader(TensorDataset(train.x, train.y), batch_size=spec.batch_size, generator=gen)
         with warnings.catch_warnings():  # Opacus warns about secure RNG; we want seeded, reproducible runs
             warnings.simplefilter("ignore")
@@ -117,15 +124,18 @@ class DPSGD(Baseline):
 
     @staticmethod
     def _with_note(trained: TrainedModel, spec: TrainSpec) -> TrainedModel:
-        """With a fixed σ (a source's setting), the note says what shuffled fixed-size batches — each record in
-        one batch per epoch, as such sources trained — would certify: only the ``epochs``-fold composition of the
-        Gaussian mechanism, without amplification by sampling (analytic Gaussian, sensitivity √epochs)."""
-        sigma, p = spec.params.noise_multiplier, trained.privacy
-        if sigma is None:
-            return trained
-        shuffled = gaussian_epsilon(sigma=sigma, delta=p.delta, sensitivity=math.sqrt(spec.epochs))
-        note = (f"For shuffled batches (each record in one batch per epoch) only the {spec.epochs}-fold composition "
-                f"of the Gaussian mechanism is certain, without amplification: ε = {shuffled:.3g} (δ = {p.delta:.0e}, "
-                "analytic Gaussian)")
-        trained.privacy = dataclasses.replace(p, note=note)
+        """Add the privacy profile (``dpsgd_profile``: audits test the whole certified curve) and, with a fixed σ (a
+        source's setting), a note on what shuffled fixed-size batches — each record in one batch per epoch, as such
+        sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism, without
+        amplification by sampling (analytic Gaussian, sensitivity √epochs)."""
+        p, params = trained.privacy, trained.params
+        profile = dpsgd_profile(noise_multiplier=params["noise_multiplier"], sample_rate=params["sample_rate"],
+                                steps=params["steps"], delta=p.delta, relation=p.relation)
+        note, sigma = p.note, spec.params.noise_multiplier
+        if sigma is not None:
+            shuffled = gaussian_epsilon(sigma=sigma, delta=p.delta, sensitivity=math.sqrt(spec.epochs))
+            note = (f"For shuffled batches (each record in one batch per epoch) only the {spec.epochs}-fold "
+                    f"composition of the Gaussian mechanism is certain, without amplification: ε = {shuffled:.3g} "
+                    f"(δ = {p.delta:.0e}, analytic Gaussian)")
+        trained.privacy = dataclasses.replace(p, note=note, profile=profile)
         return trained

@@ -14,6 +14,7 @@ from pydantic import Field
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, fit_supervised, seed_everything, soft_cross_entropy
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
+from mechanisms.accounting import privacy_profile
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
 from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
@@ -204,6 +205,7 @@ class DPMix(Baseline):
     name = "dpmix"
     guarantee = "dp-release"
     needs_epsilon = True
+    audits = frozenset({"release"})
     reference_epsilons = (15.0,)  # the source system's own ε (Lee et al. 2019)
     Params = DPMixParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
@@ -223,30 +225,44 @@ class DPMix(Baseline):
         if p.learner == "class-means" and spec.model != "linear":
             raise ValueError(f"params.learner 'class-means' needs model 'linear', got {spec.model!r}")
 
-    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
-            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+    def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+                seed: int) -> tuple[Release, PrivacySpent]:
+        """The DPMix release of ``data`` (its noisy mixtures), as ``fit`` makes it with ``seed``; audits call it on
+        the members plus their canaries. Raises ValueError for neither a target ε > 0 nor a fixed σ."""
+        return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
+
+    def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+                 generator: torch.Generator) -> tuple[Release, PrivacySpent]:
         p = spec.params
-        fixed_sigma = p.sigma
-        if fixed_sigma is None and (target_epsilon is None or target_epsilon <= 0):
+        if p.sigma is None and (target_epsilon is None or target_epsilon <= 0):
             raise ValueError(f"dpmix needs a target epsilon > 0 or a sigma, got {target_epsilon}")
-        self.check(spec, n_members=len(train))
-        ell, t, method, learner, y_scale = p.mixture_degree, p.num_samples, p.accountant, p.learner, p.sigma_y_scale
-        n, k = len(train), train.num_classes
-        d_x = math.prod(train.input_shape)
+        self.check(spec, n_members=len(data))
+        ell, t, method, y_scale = p.mixture_degree, p.num_samples, p.accountant, p.sigma_y_scale
+        n, k, d_x = len(data), data.num_classes, math.prod(data.input_shape)
         acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=d_x, d_y=k, delta=delta, method=method)
-        if fixed_sigma is not None:
-            sigma = float(fixed_sigma)
+        if p.sigma is not None:
+            sigma = float(p.sigma)
         else:
             sigma = dpmix_sigma(target_epsilon=target_epsilon, sigma_y_scale=y_scale, **acc)
         sigma_y = sigma * y_scale
-        epsilon = dpmix_epsilon(sigma=sigma, sigma_y=sigma_y, **acc)
-        gen = seed_everything(seed)
-        rx, ry, _ = mix_release(train.x.flatten(1), F.one_hot(train.y, k).float(), mixture_degree=ell,
-                                num_samples=t, sigma=sigma, sigma_y=sigma_y, generator=gen)
-        release_params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t}
+        rx, ry, _ = mix_release(data.x.flatten(1), F.one_hot(data.y, k).float(), mixture_degree=ell,
+                                num_samples=t, sigma=sigma, sigma_y=sigma_y, generator=generator)
+        release_params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "num_records": n}
         if y_scale != 1.0:
             release_params["sigma_y"] = sigma_y
-        release = Release(rx.view(t, *train.input_shape), ry, "dpmix", release_params)
+        profile = privacy_profile(lambda d: dpmix_epsilon(sigma=sigma, sigma_y=sigma_y, **{**acc, "delta": d}), delta)
+        privacy = PrivacySpent(dpmix_epsilon(sigma=sigma, sigma_y=sigma_y, **acc), delta, ACCOUNTANT_NAMES[method],
+                               "dp-release", relation="replace-one", profile=profile)
+        return Release(rx.view(t, *data.input_shape), ry, "dpmix", release_params), privacy
+
+    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+        p = spec.params
+        gen = seed_everything(seed)
+        release, privacy = self._release(train, spec, target_epsilon=target_epsilon, delta=delta, generator=gen)
+        ell, t, learner, n, k = p.mixture_degree, p.num_samples, p.learner, len(train), train.num_classes
+        sigma, sigma_y = release.params["sigma"], release.params.get("sigma_y", release.params["sigma"])
+        rx, ry = release.x.flatten(1), release.y
         model = self.build(train.input_shape, k, spec)
         keep = t - int(p.validation_split * t)
         if learner == "class-means":
@@ -267,9 +283,8 @@ class DPMix(Baseline):
             hist, seen, secs = fit_supervised(
                 model, x_in[:keep], y_soft[:keep], spec, generator=gen, device=device, loss_fn=soft_cross_entropy,
                 scheduler_step=p.lr_halving_epochs, on_epoch=on_epoch)
-        privacy = PrivacySpent(epsilon, delta, ACCOUNTANT_NAMES[method], "dp-release", relation="replace-one")
-        params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "accountant": method,
-                  "num_records": n, **({"sigma_y": sigma_y, "learner": learner} if y_scale != 1.0 or
+        params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "accountant": p.accountant,
+                  "num_records": n, **({"sigma_y": sigma_y, "learner": learner} if p.sigma_y_scale != 1.0 or
                                        learner != "network" else {})}
         return TrainedModel(model, privacy, params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

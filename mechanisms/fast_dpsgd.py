@@ -16,27 +16,30 @@ equal Opacus' to float tolerance (tests/mechanisms/test_fast_dpsgd.py). Poisson 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
 
 from mechanisms.clipping import FAST_MODES, make_clipper
+from mechanisms.dpsgd_canaries import CanaryTracker, GradientCanaries
 
 __all__ = ["FAST_MODES", "dp_step", "fit_fast", "make_clipper", "noisy_step", "poisson_batches", "train_fast"]
 
 
 def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.Tensor], *,
                noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
-               generator: torch.Generator | None = None) -> None:
+               generator: torch.Generator | None = None, canaries: CanaryTracker | None = None) -> None:
     """Add N(0, (σC)²) to each summed clipped gradient, divide by the expected batch size, step.
 
     Noise is drawn per parameter in the optimizer's order with the same ``torch.normal`` call as Opacus'
     ``_generate_noise`` (non-secure mode; none drawn when σC = 0), so the same generator state gives the
-    same noise.
+    same noise. ``canaries`` (an audit run): its sampled gradient canaries join the clipped sum before the noise,
+    and it reads every noisy sum (``mechanisms.dpsgd_canaries``).
     """
     std = noise_multiplier * max_grad_norm
+    if canaries is not None:
+        canaries.add(sums, max_grad_norm)
     for group in optimizer.param_groups:
         for p in group["params"]:
             if not p.requires_grad:
@@ -45,20 +48,22 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
             if std > 0:
                 s = s + torch.normal(mean=0, std=std, size=s.shape, device=s.device, generator=generator,
                                      dtype=s.dtype)
+            if canaries is not None:
+                canaries.observe(p, s, max_grad_norm)
             p.grad = s.view_as(p) / expected_batch_size
     optimizer.step()
 
 
 def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
             noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
-            generator: torch.Generator | None = None) -> torch.Tensor:
+            generator: torch.Generator | None = None, canaries: CanaryTracker | None = None) -> torch.Tensor:
     """One full DP-SGD step on a batch ``x (B, ...)``, ``y (B,)``; returns the per-sample losses ``(B,)``."""
     if len(x):
         sums, losses = clipper.clipped_sum(x, y, max_grad_norm=max_grad_norm)
     else:  # an empty Poisson batch: no gradient, the noise alone
         sums, losses = {p: torch.zeros_like(p) for p in clipper.params}, x.new_zeros(0)
     noisy_step(optimizer, sums, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
-               expected_batch_size=expected_batch_size, generator=generator)
+               expected_batch_size=expected_batch_size, generator=generator, canaries=canaries)
     return losses
 
 
@@ -100,11 +105,17 @@ def _ema(model: nn.Module, decay: float | None):
     return AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
 
 
+def _update(ema, model: nn.Module) -> None:
+    """One step of the weights' moving average, if there is one."""
+    if ema is not None:
+        ema.update_parameters(model)
+
+
 def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
                mode: str, epochs: int, sample_rate: float, noise_multiplier: float, max_grad_norm: float,
                expected_batch_size: int, accountant, generator: torch.Generator, device: torch.device,
-               on_epoch: Callable[[int, int, float], None] | None = None, ema_decay: float | None = None
-               ) -> tuple[list[float], int, float]:
+               on_epoch: Callable[[int, int, float], None] | None = None, ema_decay: float | None = None,
+               canaries: GradientCanaries | None = None) -> tuple[list[float], int, float, dict | None]:
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
     Args:
@@ -113,15 +124,16 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
             uses torch's global RNG (as Opacus without ``noise_generator``).
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
+        canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd_canaries``).
         A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
         trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
 
     Returns:
-        (per-epoch mean loss, examples processed, wall seconds).
+        (per-epoch mean loss, examples processed, wall seconds, the canaries' scores and coins or None).
 
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
-        ValueError: unsupported model for ``mode``.
+        ValueError: unsupported model for ``mode``, or more canaries than coordinates.
     """
     from bench.core.models import FrozenFront
 
@@ -131,7 +143,10 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         x, model = model.features(x, device), model.head
     ema = _ema(model, ema_decay)  # made before the clipper, so the copy carries none of its hooks
     clipper = make_clipper(mode, model)
-    step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size)
+    tracker = None if canaries is None else CanaryTracker(canaries, clipper.params, sample_rate=sample_rate,
+                                                          noise_multiplier=noise_multiplier)
+    step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
+                canaries=tracker)
     history: list[float] = []
     seen = 0
     try:
@@ -142,11 +157,9 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                 loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
                              step, epoch)
                 accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
-                if ema is not None:
-                    ema.update_parameters(model)
+                _update(ema, model)
                 total, count = total + loss * len(xb), count + len(xb)
-            seen += count
-            history.append(total / max(count, 1))
+            seen, history = seen + count, [*history, total / max(count, 1)]
             if on_epoch is not None:
                 on_epoch(epoch + 1, epochs, history[-1])
     finally:
@@ -156,12 +169,13 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         model.load_state_dict(ema.module.state_dict())
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return history, seen, time.perf_counter() - start
+    return history, seen, time.perf_counter() - start, None if tracker is None else tracker.result()
 
 
 def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *, mode: str, target_epsilon: float,
              delta: float, accountant: str, max_grad_norm: float, generator: torch.Generator,
-             device: torch.device, on_epoch: Callable[[int, int, float], None] | None = None):
+             device: torch.device, on_epoch: Callable[[int, int, float], None] | None = None,
+             canaries: GradientCanaries | None = None):
     """DP-SGD's ``fit`` with a fast clipper and everything else Opacus': the module validator, Poisson
     sampling at q = 1/ceil(n / batch_size), σ from ``get_noise_multiplier`` for the target (ε, δ), and ε
     from the same accountant after training (reported as ``opacus-<accountant>``).
@@ -169,6 +183,7 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
     Args:
         model: freshly built module on ``device``; optimizer: over its parameters; train: an ArrayDataset;
         spec: its TrainSpec; mode: ``"vmap"`` or ``"bk"``; generator: seeded, draws the batches.
+        canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
 
     Returns:
         A ``TrainedModel`` whose params record σ, C, q, accountant, steps and ``grad_sample_mode``.
@@ -177,10 +192,10 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
         ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle.
     """
     from opacus.accountants import create_accountant
-    from opacus.accountants.utils import get_noise_multiplier
     from opacus.validators import ModuleValidator
 
     from bench.core.types import PrivacySpent, TrainedModel
+    from mechanisms.accounting import opacus_epsilon, opacus_noise_multiplier
 
     errors = ModuleValidator.validate(model, strict=False)
     if errors:
@@ -190,19 +205,17 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
     expected_batch_size = int(n * sample_rate)
     sigma = spec.params.noise_multiplier  # fixed σ (a source's setting): ε is whatever it buys
     if sigma is None:
-        with warnings.catch_warnings():  # as DPSGD.fit around Opacus: the RDP "largest alpha" notices
-            warnings.simplefilter("ignore")
-            sigma = get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta, sample_rate=sample_rate,
-                                         epochs=spec.epochs, accountant=accountant)
+        sigma = opacus_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
+                                        sample_rate=float(sample_rate), epochs=int(spec.epochs), accountant=accountant)
     acct = create_accountant(mechanism=accountant)
-    hist, seen, secs = train_fast(model, optimizer, train.x, train.y, mode=mode, epochs=spec.epochs,
-                                  sample_rate=sample_rate, noise_multiplier=sigma, max_grad_norm=max_grad_norm,
-                                  expected_batch_size=expected_batch_size, accountant=acct, generator=generator,
-                                  device=device, on_epoch=on_epoch, ema_decay=spec.params.ema_decay)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        epsilon = float(acct.get_epsilon(delta))
+    hist, seen, secs, audit = train_fast(model, optimizer, train.x, train.y, mode=mode, epochs=spec.epochs,
+                                         sample_rate=sample_rate, noise_multiplier=sigma, max_grad_norm=max_grad_norm,
+                                         expected_batch_size=expected_batch_size, accountant=acct,
+                                         generator=generator, device=device, on_epoch=on_epoch,
+                                         ema_decay=spec.params.ema_decay, canaries=canaries)
+    epsilon = opacus_epsilon(tuple(tuple(h) for h in acct.history), delta=float(delta), accountant=accountant)
     params = {"noise_multiplier": float(sigma), "max_grad_norm": max_grad_norm, "sample_rate": float(sample_rate),
               "accountant": accountant, "steps": int(spec.epochs * int(1 / sample_rate)), "grad_sample_mode": mode}
     privacy = PrivacySpent(epsilon, delta, f"opacus-{accountant}", "central-dp", relation="add-remove")
-    return TrainedModel(model, privacy, params=params, train_seconds=secs, samples_per_s=seen / secs, history=hist)
+    return TrainedModel(model, privacy, params=params, train_seconds=secs, samples_per_s=seen / secs, history=hist,
+                        audit=audit)

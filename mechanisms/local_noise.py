@@ -12,7 +12,7 @@ from torch import nn
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
-from mechanisms.accounting import classic_gaussian_sigma, gaussian_epsilon, gaussian_sigma
+from mechanisms.accounting import classic_gaussian_sigma, gaussian_epsilon, gaussian_sigma, privacy_profile
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
 
@@ -65,6 +65,7 @@ class LocalGaussian(Baseline):
     name = "local-gaussian"
     guarantee = "local-dp"
     needs_epsilon = True
+    audits = frozenset({"release"})
     reference_epsilons = (150.0, 2000.0)  # the source system's own ε (README, "Presets")
     Params = LocalGaussianParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
@@ -76,31 +77,42 @@ class LocalGaussian(Baseline):
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
         return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec))
 
-    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
-            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+    def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+                seed: int) -> tuple[Release, PrivacySpent]:
+        """The local release of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``; audits
+        call it on their canaries. Raises ValueError for a target ε <= 0."""
+        return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
+
+    def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+                 generator: torch.Generator) -> tuple[Release, PrivacySpent]:
         if target_epsilon is None or target_epsilon <= 0:
             raise ValueError(f"local-gaussian needs a target epsilon > 0, got {target_epsilon}")
-        calibration = spec.params.calibration
-        if calibration == "analytic":
+        if spec.params.calibration == "analytic":
             sigma = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=SENSITIVITY)
         else:
             sigma = classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)
+        noisy = perturb(data.x, sigma=sigma, generator=generator)
+        release = Release(noisy, data.y, "local-gaussian", {"sigma": sigma, "sensitivity": SENSITIVITY},
+                          display="minmax")
+        claimed = None if spec.params.calibration == "analytic" else target_epsilon
+        note = "" if claimed is None else "source's σ: classic formula, sensitivity 1; ε is what it really buys"
+        profile = privacy_profile(lambda d: gaussian_epsilon(sigma=sigma, delta=d, sensitivity=SENSITIVITY), delta)
+        privacy = PrivacySpent(gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=SENSITIVITY), delta,
+                               "analytic-gaussian", "local-dp", claimed_epsilon=claimed, note=note,
+                               relation="replace-one", profile=profile)
+        return release, privacy
+
+    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
         gen = seed_everything(seed)
-        noisy = perturb(train.x, sigma=sigma, generator=gen)
+        release, privacy = self._release(train, spec, target_epsilon=target_epsilon, delta=delta, generator=gen)
+        sigma = release.params["sigma"]
         model = self.build(train.input_shape, train.num_classes, spec)
         scale = 1.0 / math.sqrt(1.0 / math.prod(train.input_shape) + sigma**2)
         model[0].scale.fill_(scale)
-        hist, seen, secs = fit_supervised(model[1], noisy * scale, train.y, spec, generator=gen,
+        hist, seen, secs = fit_supervised(model[1], release.x * scale, train.y, spec, generator=gen,
                                           device=device, on_epoch=on_epoch)
-        epsilon = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=SENSITIVITY)
         params = {"sigma": sigma, "sensitivity": SENSITIVITY,
                   "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)}
-        release = Release(noisy, train.y, "local-gaussian", {"sigma": sigma, "sensitivity": SENSITIVITY},
-                          display="minmax")
-        claimed = None if calibration == "analytic" else target_epsilon
-        note = "" if claimed is None else "source's σ: classic formula, sensitivity 1; ε is what it really buys"
-        privacy = PrivacySpent(epsilon, delta, "analytic-gaussian", "local-dp", claimed_epsilon=claimed, note=note,
-                               relation="replace-one")
-        return TrainedModel(model, privacy,
-                            params=params, release=release, train_seconds=secs,
+        return TrainedModel(model, privacy, params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

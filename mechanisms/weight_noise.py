@@ -4,6 +4,7 @@ reference system). There is no accountant for it: it reports "no guarantee" and 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -56,6 +57,13 @@ class WeightNoiseParams(ModelParams):
     classifier_before_noise: bool = False
 
 
+@dataclass(frozen=True)
+class CleanWeights:
+    """An audit request: train the autoencoder exactly as ``fit`` does but add no weight noise (and skip the
+    classifier), so the auditor holds the clean weights the noise is added to; ``TrainedModel.audit`` records
+    ``{"weight_noise_std"}``, the std the mechanism would have added."""
+
+
 _MLP = {"model": "mlp", "batch_size": 64, "lr": 0.05, "optimizer": "sgd", "momentum": 0.9}
 
 
@@ -72,6 +80,7 @@ class WeightNoise(Baseline):
     guarantee = "none"
     needs_epsilon = True
     reference_epsilons = (10.0,)  # the source system's own ε (README, "Presets")
+    audits = frozenset({"clean-weights"})
     Params = WeightNoiseParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {**_MLP, "epochs": 30, "batch_size": 32, "params": {"code": 32, "ae_lr": 3e-3}},
@@ -85,7 +94,11 @@ class WeightNoise(Baseline):
         return ReconstructThenClassify(ae, build_model(spec.model, flat, num_classes, **spec.params.model_kwargs))
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
-            seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+            seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
+            audit: CleanWeights | None = None) -> TrainedModel:
+        """Train the autoencoder, add its weight noise, train the classifier (``WeightNoise``). With ``audit``
+        (``CleanWeights``) no noise is added and only the autoencoder is trained (what the audit reads). Raises
+        ValueError without a claimed target ε > 0 or a noise std."""
         p = spec.params
         std = p.weight_noise_std
         if std is None and (target_epsilon is None or target_epsilon <= 0):
@@ -98,21 +111,24 @@ class WeightNoise(Baseline):
         flat = train.x.flatten(1)
         ae_hist, ae_seen, ae_secs = fit_supervised(model.autoencoder, train.x, flat, ae_spec, generator=gen,
                                                    device=device, loss_fn=F.mse_loss)
-        before = p.classifier_before_noise
-        if std > 0 and not before:
-            add_weight_noise(model.autoencoder, std=std, generator=gen)
+        before, noise = p.classifier_before_noise, std if audit is None else 0.0
+        if noise > 0 and not before:
+            add_weight_noise(model.autoencoder, std=noise, generator=gen)
         model.autoencoder.eval()
-        with torch.no_grad():
-            recon = torch.cat([model.autoencoder(train.x[i : i + 4096].to(device)).cpu()
-                               for i in range(0, len(train), 4096)])
-        hist, seen, secs = fit_supervised(model.classifier, recon, train.y, spec, generator=gen,
-                                          device=device, on_epoch=on_epoch)
-        if std > 0 and before:
-            add_weight_noise(model.autoencoder, std=std, generator=gen)
+        hist, seen, secs = [], 0, 0.0  # an audit run reads only the autoencoder: its classifier stays untrained
+        if audit is None:
+            with torch.no_grad():
+                recon = torch.cat([model.autoencoder(train.x[i : i + 4096].to(device)).cpu()
+                                   for i in range(0, len(train), 4096)])
+            hist, seen, secs = fit_supervised(model.classifier, recon, train.y, spec, generator=gen,
+                                              device=device, on_epoch=on_epoch)
+        if noise > 0 and before:
+            add_weight_noise(model.autoencoder, std=noise, generator=gen)
         privacy = PrivacySpent.no_guarantee(
             claimed_epsilon=target_epsilon,
             note=f"Gaussian noise std {std:.3g} on autoencoder weights; no accountant exists")
         params = {"weight_noise_std": std, "autoencoder_final_mse": ae_hist[-1] if ae_hist else None}
         total = ae_secs + secs
         return TrainedModel(model, privacy, params=params, train_seconds=total,
-                            samples_per_s=(ae_seen + seen) / total, history=hist)
+                            samples_per_s=(ae_seen + seen) / total, history=hist,
+                            audit=None if audit is None else {"weight_noise_std": std})

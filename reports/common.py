@@ -112,34 +112,35 @@ def measurable_tpr(entry: TprAtFpr | None) -> bool:
     return entry is not None and entry.measurable and None not in (entry.tpr, entry.lower, entry.upper)
 
 
+def is_audit(record: AttackRecord) -> bool:
+    """Whether an attack is an audit (canaries in one run, or several runs) rather than a membership attack on the
+    model's natural members (a ``heuristic`` design)."""
+    return record.audit.design.kind in ("one-run", "multi-run")
+
+
+def membership_attacks(result: RunResult) -> dict[str, AttackRecord]:
+    """The membership attacks on a model's natural members (every attack that is not an audit), by name."""
+    return {n: a for n, a in sorted(result.attacks.items()) if not is_audit(a)}
+
+
 def strongest_attack(result: RunResult) -> tuple[str, AttackRecord] | None:
-    """``(name, attack)`` of the attack with the highest AUC on one RunResult, or ``None`` without attacks."""
-    scored = list(result.attacks.items())
+    """``(name, attack)`` of the membership attack (audits excluded) with the highest AUC on one RunResult, or
+    ``None`` without one."""
+    scored = list(membership_attacks(result).items())
     return max(scored, key=lambda na: na[1].metrics.auc) if scored else None
 
 
 def strongest_at_level(result: RunResult, level: float = MAIN_LEVEL) -> tuple[str, TprAtFpr] | None:
-    """``(name, tpr_at_fpr entry)`` of the attack with the highest measurable TPR at FPR ``level`` on one
-    RunResult (ties: the higher Clopper-Pearson lower bound), or ``None`` when no attack is measurable there.
+    """``(name, tpr_at_fpr entry)`` of the membership attack (audits excluded) with the highest measurable TPR at
+    FPR ``level`` on one RunResult (ties: the higher Clopper-Pearson lower bound), or ``None`` when none is
+    measurable there.
 
     At low FPR the strongest attack is the one that identifies the most members with confidence (Carlini et al.
     2022), which need not be the one with the highest AUC.
     """
-    found = [(n, tpr_entry(a.metrics, level)) for n, a in sorted(result.attacks.items())]
+    found = [(n, tpr_entry(a.metrics, level)) for n, a in membership_attacks(result).items()]
     found = [(n, e) for n, e in found if e is not None and measurable_tpr(e)]
     return max(found, key=lambda ne: (ne[1].tpr, ne[1].lower)) if found else None
-
-
-def best_lower_bound(result: RunResult) -> tuple[float, str] | None:
-    """``(bound, attack)``: the largest empirical ε lower bound on one RunResult, over every attack's
-    ``audit.epsilon_lb`` (Jagielski et al. 2020) and the one-run ``audit.one_run.epsilon_hat`` (Steinke et al.
-    2023), both at 95 % confidence; ``None`` when no attack ran."""
-    bounds = []
-    for name, a in sorted(result.attacks.items()):
-        bounds.append((float(a.audit.epsilon_lb), name))
-        if a.audit.one_run is not None:
-            bounds.append((float(a.audit.one_run.epsilon_hat), name))
-    return max(bounds, key=lambda vn: vn[0]) if bounds else None
 
 
 def is_failed(result: RunResult) -> bool:

@@ -17,8 +17,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bench.results import Results
+from reports.audit import DETAIL_HEADERS, audit_detail_rows, audit_note, audit_rows
 from reports.common import one_line
-from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
+from reports.empirical import bug_lines, heuristic_note, heuristic_rows, refuted_claim_lines
 from reports.plots import SECTION_NAMES, plot_alt, plot_section, slug
 from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
 from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
@@ -63,15 +64,21 @@ def _verdicts(results: Results, sections: dict[str, list[dict[str, str]]]) -> li
 
 
 def _evidence(results: Results) -> dict[str, Any]:
-    """The tables of the evidence sections (attacks, empirical privacy, reconstruction, reproduction)."""
+    """The tables of the evidence sections (audit, heuristic bounds, attacks, reconstruction, reproduction)."""
     attack_headers, attack_table = attack_rows(results)
-    empirical_headers, empirical_table, empirical_bugs = empirical_rows(results)
+    audit_headers, audit_table, audit_flags = audit_rows(results)
+    heuristic_headers, heuristic_table = heuristic_rows(results)
     return {
         "attack_headers": attack_headers,
         "attack_rows": attack_table,
-        "empirical_headers": empirical_headers,
-        "empirical_rows": [{"cells": c, "bug": b} for c, b in zip(empirical_table, empirical_bugs, strict=True)],
+        "audit_headers": audit_headers,
+        "audit_rows": [{"cells": c, "flag": f} for c, f in zip(audit_table, audit_flags, strict=True)],
         "audit_note": audit_note(results),
+        "audit_detail_headers": list(DETAIL_HEADERS),
+        "audit_detail_rows": audit_detail_rows(results),
+        "heuristic_headers": heuristic_headers,
+        "heuristic_rows": heuristic_table,
+        "heuristic_note": heuristic_note(),
         "reconstruction_headers": list(RECONSTRUCTION_HEADERS),
         "reconstruction_rows": reconstruction_rows(results),
         "reconstruction_note": RECONSTRUCTION_NOTE,
@@ -101,7 +108,8 @@ def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
         "setup": setup_note(results),
         "verdict_headers": list(VERDICT_HEADERS),
         "verdicts": _verdicts(results, sections),
-        "privacy_bugs": privacy_bug_lines(results),
+        "privacy_bugs": bug_lines(results),
+        "refuted_claims": refuted_claim_lines(results),
         "images": {name: sections[name] for name in SECTION_NAMES},
         **_evidence(results),
         "provenance_headers": list(PROVENANCE_HEADERS),

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.results import Results
+from reports.audit import DETAIL_HEADERS, audit_detail_rows, audit_note, audit_rows
+from reports.bounds import BUG_MARK, REFUTED_MARK
 from reports.common import target_text
-from reports.empirical import audit_note, empirical_rows, privacy_bug_lines
+from reports.empirical import bug_lines, heuristic_note, heuristic_rows, refuted_claim_lines
 from reports.plots import plot_alt, plot_section, slug
 from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
 from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
@@ -19,9 +21,10 @@ from reports.verdict import VERDICT_HEADERS, verdict_tables
 from reports.verdict_notes import verdict_headline, verdict_notes
 
 VERDICT_LEGEND = (
-    "TPR at 0.1% FPR: the attack with the highest TPR there, its 95% Clopper-Pearson interval "
-    "(chance 0.1%; not corrected for picking the best attack). "
-    "Empirical ε lower bound: the largest over all audits, 95% confidence."
+    "TPR at 0.1% FPR: the membership attack with the highest TPR there, its 95% Clopper-Pearson interval "
+    "(chance 0.1%; the interval is not corrected for picking the best attack: the notes above say what survives "
+    "the correction). Audit ε_LB: the tightest valid bound of the model's audits (one-run canaries or multi-run), "
+    "95% on its own, with its audit, threat model, design and method (see Audit); heuristic bounds never appear here."
 )
 
 
@@ -49,9 +52,13 @@ def _head(results: Results) -> list[str]:
     out = [f"# privbench report: {results.run_id}", ""]
     if results.status != "complete":
         out += [f"> **Run status: {results.status}.** Some cells may be missing; the tables show what finished.", ""]
-    bug_lines = privacy_bug_lines(results)
-    if bug_lines:
-        out += ["## Privacy bugs", ""] + [f"> **{_cell(line)}**" for line in bug_lines] + [""]
+    bugs = bug_lines(results)
+    if bugs:
+        out += ["## Privacy bugs", ""] + [f"> **{_cell(line)}**" for line in bugs] + [""]
+    refuted = refuted_claim_lines(results)
+    if refuted:
+        out += [f"> **{len(refuted)} claimed ε value(s) refuted by valid audits** (mechanisms without a guarantee: "
+                "not privacy bugs); see Audit.", ""]
     failed = failed_attack_lines(results)
     if failed:
         out += [f"> **{len(failed)} attack(s) failed on finished models; see Failed attacks.**", ""]
@@ -74,21 +81,40 @@ def _verdicts(results: Results, plots: dict[str, Path]) -> list[str]:
     return out
 
 
+def _audit(results: Results, plots: dict[str, Path]) -> list[str]:
+    """The Audit section (first of the evidence): the table, its note, the tightness plot and the details."""
+    headers, rows, flags = audit_rows(results)
+    images = _images(plots, "audit")
+    if not rows and not images:
+        return []
+    out = ["## Audit", ""] + [f"- {_cell(line)}" for line in refuted_claim_lines(results)]
+    out += [""] if out[-1] else []
+    if rows:
+        marks = {"bug": f"**{BUG_MARK}** ", "refuted": f"**{REFUTED_MARK}** "}
+        out += _table(headers, [[marks.get(f, "") + row[0], *row[1:]] for row, f in zip(rows, flags, strict=True)])
+        out += ["", _cell(audit_note(results)), ""]
+    out += images
+    details = audit_detail_rows(results)
+    if details:
+        out += ["<details><summary>Every analysis of every audit</summary>", ""]
+        out += _table(DETAIL_HEADERS, details) + ["", "</details>", ""]
+    return out
+
+
 def _evidence(results: Results, plots: dict[str, Path]) -> list[str]:
-    """Privacy vs utility, Empirical privacy, Membership attacks, Throughput, Released data, Reconstruction and
-    Reproduction (each only where it has something to show)."""
+    """Audit, Privacy vs utility, Heuristic bounds, Membership attacks, Throughput, Released data, Reconstruction
+    and Reproduction (each only where it has something to show)."""
+    out = _audit(results, plots)
     tradeoff = _images(plots, "tradeoff")
-    out = ["## Privacy vs utility", ""] + tradeoff if tradeoff else []
-    eheaders, erows, _ = empirical_rows(results)
-    audit_images = _images(plots, "audit")
-    if erows or audit_images:
-        out += ["## Empirical privacy", ""]
-    if erows:
-        out += _table(eheaders, erows) + ["", _cell(audit_note(results)), ""]
-    out += audit_images
+    out += ["## Privacy vs utility", ""] + tradeoff if tradeoff else []
+    hheaders, hrows = heuristic_rows(results)
+    if hrows:
+        out += ["## Heuristic ε lower bounds (assume independent outcomes)", ""] + _table(hheaders, hrows)
+        out += ["", _cell(heuristic_note()), ""]
     headers, arows = attack_rows(results)
     if arows:
         out += ["## Membership attacks", ""] + _table(headers, arows) + [""]
+    out += _images(plots, "attacks")
     for section, title in (("throughput", "Throughput"), ("releases", "Released data")):
         images = _images(plots, section)
         out += [f"## {title}", ""] + images if images else []

@@ -12,31 +12,40 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bench.results import Images, Privacy, ReproductionCurve, Results, RunResult
-from reports.common import format_privacy, has_guarantee, is_failed, strongest_attack
+from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Results, RunResult
+from reports.audit_plots import tightness_figure
+from reports.bounds import design_text
+from reports.common import format_privacy, has_guarantee, is_audit, is_failed, strongest_attack
 from reports.figures import by_dataset, epsilon_x, figure, save, slug, versus_epsilon
 from reports.verdict_plots import verdict_figures
 
 PLOT_ALT = {
     "accuracy_vs_epsilon": "Test accuracy against ε for every mechanism; dashed line: non-private baseline",
     "attack_auc_vs_epsilon": "AUC of the strongest membership attack against ε for every mechanism",
-    "attack_tpr_vs_epsilon": "TPR at 0.1% FPR of the strongest membership attack against ε; dotted line: chance",
-    "epsilon_lb_vs_epsilon": "Largest empirical ε lower bound (95%) of every model against its accountant's ε; "
-                             "a point above the dashed diagonal would mean the ε does not hold",
+    "attack_tpr_vs_epsilon": "TPR at 0.1% FPR of the strongest membership attack against ε; dotted line: chance "
+                             "(per-model maxima, not corrected for multiplicity)",
+    "audit_tightness": "Audit tightness: per model, the tightest valid ε lower bound (95% each) of its one-run "
+                       "canary audits (m canaries) and multi-run audits (R runs), triangles white-box and circles "
+                       "black-box, one colour per mechanism, against the ε of the audited run (hollow: a mechanism "
+                       "without a guarantee at its claimed ε), with the dashed diagonal ε_LB = ε; heuristic bounds "
+                       "are not plotted; red rings: privacy bugs or refuted claims of the Bonferroni-corrected "
+                       "run-level check",
     "throughput": "Training throughput in samples per second of every model, log scale",
 }
 SECTIONS = (  # (stem prefix, report section), first match wins; every other plot goes to "tradeoff"
-    ("pareto_", "verdict"), ("epsilon_lb_vs_epsilon", "audit"), ("roc_", "audit"), ("throughput", "throughput"),
+    ("pareto_", "verdict"), ("audit_", "audit"), ("roc_", "attacks"), ("throughput", "throughput"),
     ("release_", "releases"), ("inversion_", "reconstruction"), ("reproduction_", "reproduction"),
 )
-SECTION_NAMES = ("verdict", "tradeoff", "audit", "throughput", "releases", "reconstruction", "reproduction")
+SECTION_NAMES = ("verdict", "audit", "tradeoff", "attacks", "throughput", "releases", "reconstruction", "reproduction")
 PREFIX_ALT = {  # stem prefix -> alt text of the rest of the stem
     "pareto_": lambda rest: (
         f"Privacy-utility Pareto frontier on {rest}: test accuracy against the strongest membership attack's TPR "
         "at 0.1% FPR, or at the lowest FPR measurable on every model (the AUC where none is; the y-axis says "
         "which), every model labelled with its target ε; the line joins the models no other model beats on both"),
-    "roc_": lambda rest: (f"Log-log ROC curves of every membership attack on {rest}, one panel per mechanism and ε, "
-                          "with the bound TPR <= e^ε·FPR + δ"),
+    "roc_": lambda rest: (f"Log-log ROC curves on {rest}, one panel per mechanism and ε: membership attacks on "
+                          "natural members (solid) and canary audits (dashed, labelled with threat model and "
+                          "design: one-run with m canaries, multi-run with R runs), with the bound "
+                          "TPR <= e^ε·FPR + δ"),
     "reproduction_": lambda rest: (f"Reproduction curve {rest.replace('_', ' ')}: test accuracy (mean ± std over "
                                    "seeds) against the varied setting; crosses: the source's published figures"),
     "release_": lambda rest: f"Example images released by {rest.replace('_', ' / ', 1)}, one row per ε",
@@ -83,9 +92,16 @@ def _bound_line(ax: Axes, p: Privacy | None, grid: np.ndarray) -> None:
     ax.plot(grid, bound, color="k", ls="--" if guaranteed else ":", lw=1, label=label)
 
 
+def _roc_label(name: str, a: AttackRecord) -> str:
+    if not is_audit(a):
+        return f"{name} (AUC {a.metrics.auc:.3f})"
+    return f"{name} ({a.audit.design.threat_model}, {design_text(a.audit.design)}; AUC {a.metrics.auc:.3f})"
+
+
 def roc_figure(rs: list[RunResult]) -> Figure | None:
-    """One log-log panel per model (mechanism and ε), every attack on it, with the bound
-    TPR <= e^ε·FPR + δ of a guaranteed ε (dashed) or of a merely claimed ε (dotted)."""
+    """One log-log panel per model (mechanism and ε): every membership attack on it (solid) and every canary audit
+    (dashed, labelled with its threat model and design), with the bound TPR <= e^ε·FPR + δ of a guaranteed ε
+    (dashed black) or of a merely claimed ε (dotted black)."""
     panels = [r for r in rs if any(a.roc.fpr for a in r.attacks.values())]
     if not panels:
         return None
@@ -98,7 +114,9 @@ def roc_figure(rs: list[RunResult]) -> Figure | None:
         attacks = {n: a for n, a in sorted(r.attacks.items()) if a.roc.fpr}
         lo = min((f for a in attacks.values() for f in a.roc.fpr if f > 0), default=1e-4)
         for name, a in attacks.items():
-            ax.plot(a.roc.fpr, a.roc.tpr, color=palette[name], lw=1.2, label=f"{name} (AUC {a.metrics.auc:.3f})")
+            audit = is_audit(a)
+            ax.plot(a.roc.fpr, a.roc.tpr, color=palette[name], lw=1.7 if audit else 1.2, ls="--" if audit else "-",
+                    label=_roc_label(name, a))
         _bound_line(ax, r.privacy, np.logspace(math.log10(lo), 0, 200))
         ax.plot([lo, 1], [lo, 1], color="0.6", ls=":", lw=1, label="chance")
         ax.set_xscale("log", nonpositive="mask")
@@ -219,8 +237,8 @@ def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
 
     Returns:
         ``{stem: path}`` for the files written, among ``pareto_<dataset>``, ``accuracy_vs_epsilon``,
-        ``attack_auc_vs_epsilon``, ``attack_tpr_vs_epsilon``, ``epsilon_lb_vs_epsilon``, ``throughput``
-        (``reports.verdict_plots``), ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
+        ``attack_auc_vs_epsilon``, ``attack_tpr_vs_epsilon``, ``throughput`` (``reports.verdict_plots``),
+        ``audit_tightness`` (``reports.audit_plots``), ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
         ``inversion_<dataset>_<attack>`` (reconstruction grids) and ``reproduction_<preset>_<curve>``
         (``bench reproduce``'s curves).
     """
@@ -231,6 +249,7 @@ def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
         "accuracy_vs_epsilon": versus_epsilon(runs, _accuracy, "test accuracy (%)", None),
         "attack_auc_vs_epsilon": versus_epsilon(runs, _auc, "AUC of the strongest attack", 0.5),
         **verdict_figures(runs),
+        "audit_tightness": tightness_figure(runs, [*results.privacy_bugs, *results.refuted_claims]),
     }
     for dataset, rs in by_dataset(runs).items():
         figures.update(_dataset_figures(dataset, rs))

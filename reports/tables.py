@@ -15,14 +15,16 @@ from rich.table import Table
 from rich.text import Text
 
 from bench.results import Privacy, Results, RunResult
+from reports.audit import audit_rows
+from reports.bounds import design_text, tightest_valid
 from reports.common import (
     DASH,
     GUARANTEE_WORDS,
-    best_lower_bound,
     format_privacy,
     format_tpr,
     fpr_levels,
     has_guarantee,
+    is_audit,
     is_failed,
     level_label,
     model_label,
@@ -35,13 +37,14 @@ from reports.common import (
     tpr_entry,
     with_failed_attacks,
 )
-from reports.empirical import empirical_rows
+from reports.empirical import heuristic_rows
 
 SUMMARY_COLUMNS = (
     "dataset", "mechanism", "seed", "target_epsilon", "privacy", "test_accuracy",
     "strongest_attack", "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error",
     "guarantee", "epsilon", "delta", "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper",
-    "epsilon_lb", "epsilon_lb_attack", "relation", "attack_errors",
+    "epsilon_lb", "epsilon_lb_attack", "relation", "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design",
+    "epsilon_lb_method", "epsilon_lb_confidence", "epsilon_lb_ratio",
 )  # fmt: skip
 TERMINAL_HEADERS = (
     "mechanism", "target ε", "achieved ε (δ, accountant, relation)", "test acc.", "attack AUC",
@@ -51,7 +54,7 @@ TERMINAL_HEADERS = (
 
 def summary_row(r: RunResult) -> dict[str, Any]:
     """One row of ``summary_rows`` (see there)."""
-    best, at_level, lower_bound = strongest_attack(r), strongest_at_level(r), best_lower_bound(r)
+    best, at_level, lower = strongest_attack(r), strongest_at_level(r), tightest_valid(r)
     entry = at_level[1] if at_level else None
     p = r.privacy
     guaranteed = p is not None and p.guarantee != "none"
@@ -70,10 +73,15 @@ def summary_row(r: RunResult) -> dict[str, Any]:
         "tpr_attack": at_level[0] if at_level else None,
         "tpr": entry.tpr if entry else None, "tpr_lower": entry.lower if entry else None,
         "tpr_upper": entry.upper if entry else None,
-        "epsilon_lb": lower_bound[0] if lower_bound else None,
-        "epsilon_lb_attack": lower_bound[1] if lower_bound else None,
+        "epsilon_lb": lower.value if lower else None,
+        "epsilon_lb_attack": lower.attack if lower else None,
         "relation": p.relation if p and guaranteed else None,
         "attack_errors": "; ".join(f"{n}: {one_line(e)}" for n, e in sorted(r.attack_errors.items())) or None,
+        "epsilon_lb_threat_model": lower.threat_model if lower else None,
+        "epsilon_lb_design": design_text(lower.design) if lower else None,
+        "epsilon_lb_method": lower.bound.method if lower else None,
+        "epsilon_lb_confidence": lower.record.audit.confidence if lower else None,
+        "epsilon_lb_ratio": lower.ratio if lower else None,
     }  # fmt: skip
 
 
@@ -85,7 +93,10 @@ def summary_rows(results: Results) -> list[dict[str, Any]]:
         ``attack_auc`` of the attack with the highest AUC, ``samples_per_s`` (training examples per second, wall
         clock), ``epsilon`` / ``delta`` / ``accountant`` / ``relation`` of the guarantee (``None`` without one),
         ``tpr`` / ``tpr_lower`` / ``tpr_upper`` at 0.1 % FPR of ``tpr_attack`` (``strongest_at_level``),
-        ``epsilon_lb`` of ``epsilon_lb_attack`` (``best_lower_bound``): float or ``None``) and ready texts
+        ``epsilon_lb`` of ``epsilon_lb_attack``: the tightest valid audit bound (``reports.bounds.tightest_valid``;
+        never a heuristic one) with its ``epsilon_lb_threat_model``, ``epsilon_lb_design`` ("one-run, m = 2000"),
+        ``epsilon_lb_method``, ``epsilon_lb_confidence`` and ``epsilon_lb_ratio`` (ε_LB / the ε it is compared
+        with, ``None`` when it is not comparable): float or ``None``) and ready texts
         (``privacy`` from ``format_privacy``, ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no
         attack is measurable there; ``attack_errors``: ``"lira: reason; ..."`` or ``None``).
     """
@@ -111,10 +122,11 @@ def row_cells(row: dict[str, Any], r: RunResult) -> list[str]:
 
 
 def attack_rows(results: Results) -> tuple[list[str], list[list[str]]]:
-    """Headers and text rows of the per-attack table: one row per attack per successful RunResult, and one per
-    attack that failed on it (``failed: <reason>`` in the AUC column)."""
+    """Headers and text rows of the per-attack table: one row per attack per successful RunResult (its design:
+    natural members, or an audit with its threat model and design), and one per attack that failed on it
+    (``failed: <reason>`` in the AUC column). The TPR intervals are 95% each, not corrected for multiplicity."""
     levels = fpr_levels(results.results)
-    headers = ["dataset", "mechanism", "privacy", "attack", "AUC", "bal. acc.", "advantage"]
+    headers = ["dataset", "mechanism", "privacy", "attack", "design", "AUC", "bal. acc.", "advantage"]
     headers += [f"TPR@{level_label(lv)} FPR" for lv in levels]
     rows = []
     for r in results.results:
@@ -123,10 +135,13 @@ def attack_rows(results: Results) -> tuple[list[str], list[list[str]]]:
         head = [r.dataset, r.mechanism, format_privacy(r.privacy)]
         for name in sorted({*r.attacks, *r.attack_errors}):
             if name not in r.attacks:
-                rows.append(head + [name, f"failed: {one_line(r.attack_errors[name])}"] + [DASH] * (2 + len(levels)))
+                rows.append(head + [name, DASH, f"failed: {one_line(r.attack_errors[name])}"]
+                            + [DASH] * (2 + len(levels)))
                 continue
-            m = r.attacks[name].metrics
-            rows.append(head + [name] + [f"{x:.3f}" for x in (m.auc, m.balanced_accuracy, m.advantage)]
+            a = r.attacks[name]
+            m, d = a.metrics, a.audit.design
+            design = f"audit: {d.threat_model}, {design_text(d)}" if is_audit(a) else "natural members, heuristic"
+            rows.append(head + [name, design] + [f"{x:.3f}" for x in (m.auc, m.balanced_accuracy, m.advantage)]
                         + [format_tpr(tpr_entry(m, lv)) for lv in levels])
     return headers, rows
 
@@ -204,8 +219,8 @@ def _main_tables(results: Results, console: Console) -> None:
 
 
 def render_terminal(results: Results, console: Console | None = None) -> None:
-    """Print the main table(s) with rich, one table per dataset, the failed attacks, and the Empirical privacy
-    table.
+    """Print the main table(s) with rich, one table per dataset, the failed attacks, the Audit table and the
+    heuristic bounds (the lines of the privacy bugs and refuted claims are ``reports.empirical.privacy_bug_lines``).
 
     Args:
         results: the whole results document.
@@ -219,11 +234,30 @@ def render_terminal(results: Results, console: Console | None = None) -> None:
         console.print(Text("Failed attacks:", style="bold red"))
         for line in failed:
             console.print(Text(f"  {line}", style="red"))
-    headers, erows, bugs = empirical_rows(results)
-    if erows:
-        table = Table(title=Text("Empirical privacy (95% lower bounds)"), header_style="bold")
-        for header in headers:
-            table.add_column(header, overflow="fold")
-        for row, bug in zip(erows, bugs, strict=True):
-            table.add_row(*map(Text, row), style="bold red" if bug else None)
-        console.print(table)
+    _audit_table(results, console)
+    headers, hrows = heuristic_rows(results)
+    if hrows:
+        console.print(_table("Heuristic ε lower bounds (assume independent outcomes; never a verdict)", headers, hrows))
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]], styles: list[str | None] | None = None) -> Table:
+    """A rich table whose cells fold on narrow terminals, except that an accountant's ε column is kept wide enough
+    for each ε to stay on one line with its δ, accountant and relation (an audit run's ε on a line of its own)."""
+    table = Table(title=Text(title), header_style="bold")
+    rows = [[c.replace("; audit run: ", "\naudit run: ") for c in row] for row in rows]
+    for i, header in enumerate(headers):
+        wide = header.startswith("accountant ε")
+        width = min(64, max((len(line) for row in rows for line in row[i].splitlines()), default=0))
+        table.add_column(header, overflow="fold", min_width=width if wide else None)
+    for row, style in zip(rows, styles or [None] * len(rows), strict=True):
+        table.add_row(*map(Text, row), style=style)
+    return table
+
+
+def _audit_table(results: Results, console: Console) -> None:
+    """The Audit table: privacy bugs bold red, refuted claims yellow (their lines are ``privacy_bug_lines``, which
+    ``bench`` prints after the reports)."""
+    headers, rows, flags = audit_rows(results)
+    if rows:
+        styles = [{"bug": "bold red", "refuted": "yellow"}.get(f) for f in flags]
+        console.print(_table("Audit: accountant ε vs valid ε lower bounds (95% each)", headers, rows, styles))

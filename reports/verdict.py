@@ -3,9 +3,9 @@ the empirical ε lower bound next to the accountant's ε, throughput, guarantee)
 frontier; the plain-language notes computed from those numbers are in ``reports.verdict_notes``. Reads a
 ``bench.results.Results``.
 
-The strongest attack at a low FPR is the one with the highest TPR there (Carlini et al. 2022, "Membership
-Inference Attacks From First Principles"); the ε lower bounds are those of ``attacks/audit.py`` (Jagielski et
-al. 2020; Steinke, Nasr, Jagielski 2023).
+The strongest attack at a low FPR is the membership attack with the highest TPR there (Carlini et al. 2022,
+"Membership Inference Attacks From First Principles"); the ε lower bound is the tightest valid bound of the audits
+(``reports.bounds``: one-run canaries or multi-run designs, never the membership attacks' heuristic bounds).
 """
 
 from __future__ import annotations
@@ -15,25 +15,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.results import Results, RunResult
+from reports.bounds import BUG_MARK, REFUTED_MARK, bugs_for, refuted_for, tightest_text, tightest_valid
 from reports.common import (
     DASH,
     GUARANTEE_SHORT,
     MAIN_LEVEL,
     fpr_levels,
+    has_guarantee,
     is_failed,
     level_label,
+    membership_attacks,
     one_line,
     strongest_at_level,
     strongest_attack,
     target_text,
     with_failed_attacks,
 )
-from reports.empirical import BUG_MARK, bugs_for
 from reports.tables import summary_rows
 
 VERDICT_HEADERS = (
     "mechanism", "target ε", "guarantee", "accountant ε (δ, accountant, relation)",
-    "empirical ε lower bound (attack)", "test acc.", "TPR @ 0.1% FPR (attack)", "train samples/s", "Pareto",
+    "audit ε_LB (tightest valid; audit: threat model, design, method, confidence)", "test acc.",
+    "TPR @ 0.1% FPR (membership attack)", "train samples/s", "Pareto",
 )  # fmt: skip
 Row = dict[str, Any]  # a summary row (``reports.tables.summary_rows``)
 Pair = tuple[RunResult, Row]
@@ -73,12 +76,12 @@ class LeakageAxis:
 
 def leakage_axis(runs: list[RunResult]) -> LeakageAxis:
     """The ``LeakageAxis`` of a list of successful RunResults of one dataset (see the class)."""
-    attacked = [r for r in runs if r.attacks]
+    attacked = [r for r in runs if membership_attacks(r)]
     larger = sorted(lv for lv in fpr_levels(attacked) if lv > MAIN_LEVEL)
     for level in [MAIN_LEVEL, *larger]:
         if attacked and all(strongest_at_level(r, level) for r in attacked):
             return LeakageAxis(level, f"TPR at {level_label(level)} FPR of the strongest attack (%)")
-    n = max((a.n_non_members for r in attacked for a in r.attacks.values()), default=0)
+    n = max((a.n_non_members for r in attacked for a in membership_attacks(r).values()), default=0)
     return LeakageAxis(None, "AUC of the strongest attack",
                        f"TPR at ≤ 1% FPR is not measurable with {n} non-members per attack")
 
@@ -117,17 +120,19 @@ def _frontier(pairs: list[Pair], axis: LeakageAxis) -> list[bool | None]:
     return pareto_optimal(points)
 
 
-def _lower_bound_cell(results: Results, r: RunResult, row: Row) -> str:
-    if row["epsilon_lb"] is None:
-        return DASH
-    # a bound of 0 certifies nothing: naming "its" attack would only name the last one tried
-    text = f"{row['epsilon_lb']:.2f}" + (f" ({row['epsilon_lb_attack']})" if row["epsilon_lb"] > 0 else "")
+def _lower_bound_cell(results: Results, r: RunResult) -> str:
+    """The tightest valid audit bound of a model (never a heuristic one), marked where the run-level check found a
+    privacy bug or refuted a claim."""
+    lower = tightest_valid(r)
+    if lower is None:
+        return "no audit"
+    text = tightest_text(r) or lower.text()
     if bugs_for(results, r):
         return f"{text} — {BUG_MARK}: see Privacy bugs"
-    claimed = r.privacy.claimed_epsilon if r.privacy else None
-    if row["epsilon"] is None and claimed is not None and row["epsilon_lb"] > claimed:
-        return f"{text} > claimed ε: the claim is false"
-    return text
+    if refuted_for(results, r):
+        return f"{text} — {REFUTED_MARK}: the claimed ε is false"
+    mismatch = lower.mismatch()
+    return f"{text}; not compared: {mismatch}" if mismatch and has_guarantee(lower.privacy) else text
 
 
 def _verdict_row(results: Results, r: RunResult, row: Row, front: bool | None, seeds: bool) -> dict[str, Any]:
@@ -140,7 +145,7 @@ def _verdict_row(results: Results, r: RunResult, row: Row, front: bool | None, s
     tpr = row["tpr_at_0.1%_fpr"] + ("" if row["tpr_attack"] is None else f" ({row['tpr_attack']})")
     cells = [
         mech, target, GUARANTEE_SHORT.get(str(row["guarantee"]), str(row["guarantee"])), row["privacy"],
-        _lower_bound_cell(results, r, row), DASH if acc is None else f"{100 * acc:.2f}%", with_failed_attacks(tpr, r),
+        _lower_bound_cell(results, r), DASH if acc is None else f"{100 * acc:.2f}%", with_failed_attacks(tpr, r),
         DASH if sps is None else f"{sps:,.0f}", DASH if front is None else ("yes" if front else "no"),
     ]  # fmt: skip
     return {"cells": cells, "failed": False, "bug": bool(bugs_for(results, r)), "frontier": front,

@@ -1,29 +1,31 @@
 """The verdict in words: per dataset, the headline a reader needs first and one note per mechanism, computed from
 the numbers of the verdict tables (``reports.verdict``). Every ε printed with "=" comes with its δ, accountant and
-relation elsewhere; here ε appears only as "target ε" or "claimed ε" values."""
+relation elsewhere; here ε appears only as "target ε" or "claimed ε" values and as ratios. A membership attack
+"beats chance" only after a Bonferroni correction over every comparison of the document
+(``reports.significance``); the audits' sentences cite valid bounds only (``reports.audit_notes``)."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 
-from bench.results import Results, RunResult, TprAtFpr
+from bench.results import Results
+from reports.audit_notes import at_target as _at
+from reports.audit_notes import audit_headline, bound_sentence
 from reports.common import (
     GUARANTEE_SHORT,
     GUARANTEE_WORDS,
     MAIN_LEVEL,
     format_tpr,
     is_failed,
+    level_label,
+    membership_attacks,
     relation_text,
     strongest_at_level,
     strongest_attack,
 )
-from reports.empirical import BUG_MARK, bugs_for
+from reports.significance import ChanceFamily, chance_family
 from reports.verdict import Pair, Row, pairs_by_dataset
-
-
-def _at(target: float | None) -> str:
-    return "" if target is None else f" at target ε {target:g}"
 
 
 def _guaranteed_accuracy(row: Row) -> bool:
@@ -52,57 +54,26 @@ def _ship_note(rows: list[Row]) -> list[str]:
     return notes
 
 
-def _beats_chance(found: tuple[str, TprAtFpr]) -> bool:
-    """Whether the 95 % interval of a TPR at 0.1 % FPR lies above chance (0.1 %)."""
-    return (found[1].lower or 0.0) > MAIN_LEVEL
-
-
-def _attack_sentence(pairs: list[Pair]) -> str:
-    best = [(found, row) for r, row in pairs if (found := strongest_at_level(r))]
-    if best:
-        (name, e), row = max(best, key=lambda fr: (fr[0][1].tpr, fr[0][1].lower or 0.0))
-        where = _at(row["target_epsilon"])
-        if _beats_chance((name, e)) and e.tpr is not None:
-            return (f"{name} recovers membership at TPR {format_tpr(e)} at 0.1% FPR{where}, "
-                    f"{e.tpr / MAIN_LEVEL:.0f}× chance")  # fmt: skip
-        return f"no attack beats chance (0.1%) at 0.1% FPR; the best, {name}{where}, reaches TPR {format_tpr(e)}"
+def _attack_sentence(pairs: list[Pair], chance: ChanceFamily) -> str:
+    """What the membership attacks on one mechanism's models achieve against chance, after the correction."""
+    found = [t for r, _ in pairs for t in chance.significant(r)]
+    if found:
+        best = min(found, key=lambda t: (t.level, -float(t.entry.tpr or 0.0)))
+        return (f"{best.attack} beats chance{_at(best.result.target_epsilon)}: {best.detail()}, significant after "
+                f"{chance.correction_text()}")
+    best_at = [(found, row) for r, row in pairs if (found := strongest_at_level(r))]
+    if best_at:
+        (name, e), row = max(best_at, key=lambda fr: (fr[0][1].tpr, fr[0][1].lower or 0.0))
+        return (f"no membership attack beats chance after {chance.correction_text()}; the best at "
+                f"{level_label(MAIN_LEVEL)} FPR, {name}{_at(row['target_epsilon'])}, reaches TPR {format_tpr(e)}")
     by_auc = [(b, row) for r, row in pairs if (b := strongest_attack(r))]
     if not by_auc:
         return "no membership attack ran"
-    n = max(a.n_non_members for r, _ in pairs for a in r.attacks.values())
+    n = max(a.n_non_members for r, _ in pairs for a in membership_attacks(r).values())
     (name, a), row = max(by_auc, key=lambda br: br[0][1].metrics.auc)
     return (f"TPR at 0.1% FPR is not measurable with {n} non-members (needs {math.ceil(10 / MAIN_LEVEL):,}); "
-            f"the strongest attack by AUC is {name} (AUC {a.metrics.auc:.3f}{_at(row['target_epsilon'])})")
-
-
-def _claim_refuted(r: RunResult, row: Row) -> bool:
-    """Whether a model without a guarantee has an empirical ε lower bound above the ε its source claimed."""
-    claimed = r.privacy.claimed_epsilon if r.privacy else None
-    return row["epsilon"] is None and row["epsilon_lb"] is not None and claimed is not None \
-        and row["epsilon_lb"] > claimed
-
-
-def _bound_sentence(results: Results, pairs: list[Pair]) -> str:
-    bounded = [(r, row) for r, row in pairs if row["epsilon_lb"] is not None]
-    if not bounded:
-        return ""
-    r, row = max(bounded, key=lambda rr: rr[1]["epsilon_lb"])
-    lb, who = row["epsilon_lb"], f"{row['epsilon_lb_attack']}{_at(row['target_epsilon'])}"
-    claimed = [row2 for r2, row2 in bounded if _claim_refuted(r2, row2)]
-    if any(bugs_for(results, r2) for r2, _ in bounded):
-        return f"an empirical ε lower bound exceeds the accountant's ε significantly: {BUG_MARK} (see Privacy bugs)"
-    if claimed:
-        row2 = claimed[0]
-        return (f"the empirical ε lower bound {row2['epsilon_lb']:.2f} ({row2['epsilon_lb_attack']}"
-                f"{_at(row2['target_epsilon'])}) exceeds the claimed ε: that claim is false")
-    if lb <= 0:
-        return "no attack certifies any leakage (every empirical ε lower bound is 0)"
-    if row["epsilon"] is None:
-        return f"the largest empirical ε lower bound is {lb:.2f} ({who}), with no guarantee to hold it to"
-    if any(row2["epsilon"] is not None and row2["epsilon_lb"] > row2["epsilon"] for _, row2 in bounded):
-        return (f"the largest empirical ε lower bound, {lb:.2f} ({who}), is above an accountant's ε but not "
-                "significantly after the Bonferroni correction over the run")
-    return f"empirical ε lower bounds reach {lb:.2f} ({who}), below the accountant's ε of every model"
+            f"the strongest membership attack by AUC is {name} (AUC {a.metrics.auc:.3f}{_at(row['target_epsilon'])}; "
+            "an AUC is not tested against chance here)")
 
 
 def _guarantee_words(ok: list[Pair]) -> str:
@@ -126,10 +97,10 @@ def _accuracy_words(ok: list[Pair]) -> str:
     return "no test accuracy"
 
 
-def _mechanism_note(results: Results, mech: str, pairs: list[Pair]) -> str:
+def _mechanism_note(results: Results, mech: str, pairs: list[Pair], chance: ChanceFamily) -> str:
     ok = sorted(((r, row) for r, row in pairs if not is_failed(r)),
                 key=lambda rr: (rr[1]["target_epsilon"] is not None, rr[1]["target_epsilon"] or 0.0))
-    parts = [_accuracy_words(ok), _attack_sentence(ok), _bound_sentence(results, ok)]
+    parts = [_accuracy_words(ok), _attack_sentence(ok, chance), bound_sentence(results, [r for r, _ in ok])]
     failed = len(pairs) - len(ok)
     if failed:
         parts.append(f"{failed} model(s) failed")
@@ -142,10 +113,10 @@ def _mechanism_note(results: Results, mech: str, pairs: list[Pair]) -> str:
 
 def verdict_notes(results: Results) -> dict[str, list[str]]:
     """Plain-language notes per dataset, computed from the numbers: the guaranteed mechanisms ranked by
-    accuracy at each target ε, then one sentence per mechanism (guarantee, accuracy range, what the strongest
-    attack achieves at 0.1 % FPR against chance, how the empirical ε lower bounds compare with the accountant's
+    accuracy at each target ε, then one sentence per mechanism (guarantee, accuracy range, whether a membership
+    attack beats chance after the Bonferroni correction, how the valid audit bounds compare with the accountant's
     or the claimed ε, and which attacks failed)."""
-    notes = {}
+    notes, chance = {}, chance_family(results)
     for dataset, pairs in pairs_by_dataset(results).items():
         lines = _ship_note([row for r, row in pairs if not is_failed(r)])
         by_mech: dict[str, list[Pair]] = defaultdict(list)
@@ -153,7 +124,7 @@ def verdict_notes(results: Results) -> dict[str, list[str]]:
             by_mech[str(row["mechanism"])].append((r, row))
         for mech, mine in by_mech.items():
             if any(not is_failed(r) for r, _ in mine):
-                lines.append(_mechanism_note(results, mech, mine))
+                lines.append(_mechanism_note(results, mech, mine, chance))
             else:
                 lines.append(f"{mech}: every model failed (see Failed cells).")
         notes[dataset] = lines
@@ -194,37 +165,27 @@ def _best_line(ok: list[Pair]) -> str:
     return line + (f" The non-private baseline reaches {100 * max(baseline):.1f}%." if baseline else "")
 
 
-def _leak_line(ok: list[Pair]) -> str:
-    leaks = [(row, found) for r, row in ok if (found := strongest_at_level(r))]
-    beating = [f"{row['mechanism']}{_at(row['target_epsilon'])} ({found[0]}, TPR {format_tpr(found[1])})"
-               for row, found in leaks if _beats_chance(found)]  # fmt: skip
+def _leak_line(ok: list[Pair], chance: ChanceFamily) -> str:
+    beating = [f"{row['mechanism']}{_at(row['target_epsilon'])} ({found[0].text()})"
+               for r, row in ok if (found := chance.significant(r))]  # fmt: skip
     if beating:
-        return "Membership attacks beat chance at 0.1% FPR on: " + "; ".join(beating) + "."
-    if leaks:
-        return "No membership attack beats chance at 0.1% FPR on any model (95% intervals)."
-    return "TPR at 0.1% FPR is not measurable in this run (too few non-members); see the AUCs below."
+        return (f"Membership attacks beat chance on: {'; '.join(beating)}; significant after "
+                f"{chance.correction_text()}.")
+    if chance.size:
+        return f"No membership attack beats chance on any model after {chance.correction_text()}."
+    return "TPR at ≤ 1% FPR is not measurable in this run (too few non-members); see the AUCs below."
 
 
 def verdict_headline(results: Results) -> dict[str, list[str]]:
-    """Per dataset, the two or three sentences a reader needs first: which mechanism with a formal guarantee is
-    the most accurate at the target ε values tried (against the non-private baseline), whether any attack beats
-    chance at 0.1 % FPR, which claimed ε values the attacks refute or which accountant ε a privacy bug breaks,
-    and how many attacks failed.
+    """Per dataset, the sentences a reader needs first: which mechanism with a formal guarantee is the most
+    accurate at the target ε values tried (against the non-private baseline), whether any membership attack beats
+    chance after a Bonferroni correction over every comparison, the tightest valid audit bound against its
+    accountant's ε, the privacy bugs and refuted claims of the run-level check, and how many attacks failed.
     """
-    out = {}
+    out, chance = {}, chance_family(results)
     for dataset, pairs in pairs_by_dataset(results).items():
         ok = [(r, row) for r, row in pairs if not is_failed(r)]
-        lines = [_best_line(ok), _leak_line(ok)]
-        refuted = [f"{row['mechanism']}'s claimed ε {r.privacy.claimed_epsilon:g} (lower bound "
-                   f"{row['epsilon_lb']:.2f}, {row['epsilon_lb_attack']})"
-                   for r, row in ok if _claim_refuted(r, row) and r.privacy is not None
-                   and r.privacy.claimed_epsilon is not None]  # fmt: skip
-        if refuted:
-            lines.append("Refuted by the audits: " + "; ".join(refuted) + ".")
-        bugs = sum(bool(bugs_for(results, r)) for r, _ in ok)
-        if bugs:
-            lines.append(f"{BUG_MARK}: {bugs} model(s) with an empirical ε lower bound significantly above the "
-                         "accountant's ε (red lines above).")
+        lines = [_best_line(ok), _leak_line(ok, chance), *audit_headline(results, [r for r, _ in ok])]
         broken = sum(len(r.attack_errors) for r, _ in ok)
         if broken:
             lines.append(f"{broken} attack(s) failed on finished models (see Failed attacks); their rows show the "

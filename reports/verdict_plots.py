@@ -1,17 +1,14 @@
-"""The verdict's figures: the privacy-utility Pareto frontier, attack TPR at 0.1 % FPR against ε, the empirical
-ε lower bound against the accountant's ε, and training throughput. Same conventions as ``reports.plots``
+"""The verdict's figures: the privacy-utility Pareto frontier, membership-attack TPR at 0.1 % FPR against ε, and
+training throughput (the audits' tightness plot is ``reports.audit_plots``). Same conventions as ``reports.plots``
 (``reports.figures``: object API, explicit Agg canvas; hollow markers and dotted lines for mechanisms without a
 guarantee)."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 from matplotlib.figure import Figure
 
 from bench.results import RunResult
-from reports.common import MAIN_LEVEL, best_lower_bound, has_guarantee, strongest_at_level
+from reports.common import MAIN_LEVEL, has_guarantee, strongest_at_level
 from reports.figures import by_dataset, colors, epsilon_x, figure, slug, versus_epsilon
 from reports.verdict import LeakageAxis, leakage_axis, pareto_optimal
 
@@ -69,26 +66,6 @@ def _tpr_percent(r: RunResult) -> float | None:
     return None if found is None or found[1].tpr is None else 100.0 * found[1].tpr
 
 
-def _lower_bound(r: RunResult) -> float | None:
-    found = best_lower_bound(r)
-    return None if found is None else found[0]
-
-
-def lower_bound_figure(runs: list[RunResult]) -> Figure | None:
-    """The largest empirical ε lower bound of every model against its accountant's ε (hollow: the claimed ε of
-    a mechanism without a guarantee), with the diagonal ε_LB = ε above which a guarantee would be violated."""
-    fig = versus_epsilon(runs, _lower_bound, "largest empirical ε lower bound (95%)", None)
-    if fig is None:
-        return None
-    for ax in (a for a in fig.axes if a.get_visible()):
-        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-        xs = np.logspace(math.log10(x0), math.log10(x1), 200)
-        ax.plot(xs, xs, color="k", ls="--", lw=1, label="ε_LB = ε (above: the ε does not hold)")
-        ax.set(xlim=(x0, x1), ylim=(min(0.0, y0), max(y1, 1.0)))
-        ax.legend(fontsize=7)
-    return fig
-
-
 def throughput_figure(runs: list[RunResult]) -> Figure | None:
     """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε,
     one panel per dataset; hatched bars are cached models (their original training's timing)."""
@@ -120,13 +97,12 @@ def throughput_figure(runs: list[RunResult]) -> Figure | None:
 
 def verdict_figures(runs: list[RunResult]) -> dict[str, Figure | None]:
     """Every verdict figure of the successful RunResults ``runs``, keyed by file stem: ``pareto_<dataset>``,
-    ``attack_tpr_vs_epsilon``, ``epsilon_lb_vs_epsilon`` and ``throughput`` (``None`` where there is no data)."""
+    ``attack_tpr_vs_epsilon`` and ``throughput`` (``None`` where there is no data)."""
     figures: dict[str, Figure | None] = {
         f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs)) for dataset, rs in by_dataset(runs).items()
     }
     figures["attack_tpr_vs_epsilon"] = versus_epsilon(
         runs, _tpr_percent, "TPR at 0.1% FPR of the strongest attack (%)", 100.0 * MAIN_LEVEL
     )
-    figures["epsilon_lb_vs_epsilon"] = lower_bound_figure(runs)
     figures["throughput"] = throughput_figure(runs)
     return figures

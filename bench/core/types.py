@@ -35,6 +35,8 @@ class PrivacySpent:
         relation: the neighbouring relation the ε holds for (``RELATIONS``): ``"add-remove"`` (one record added
             or removed), ``"replace-one"`` (one record replaced by any other) or ``"replace-one-same-class"``;
             ``None`` without a guarantee.
+        profile: the accountant's privacy profile ``((ε, δ), ...)``: (ε, δ)-DP at each point under ``relation``
+            (audits test the whole certified curve); empty when unknown or without a guarantee.
 
     Raises:
         ValueError: unknown guarantee or relation, or an ε without δ, accountant and relation.
@@ -47,8 +49,10 @@ class PrivacySpent:
     claimed_epsilon: float | None = None
     note: str = ""
     relation: str | None = None
+    profile: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "profile", tuple((float(e), float(d)) for e, d in self.profile))
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee {self.guarantee!r} not in {GUARANTEES}")
         if self.guarantee == "none":
@@ -134,6 +138,7 @@ class TrainedModel:
         train_seconds: wall time of training (s).
         samples_per_s: training throughput in samples per second (examples processed / train time).
         history: per-epoch training loss.
+        audit: an audit run's observations (e.g. white-box canary scores and inclusion coins), JSON-able; else None.
     """
 
     model: nn.Module
@@ -143,3 +148,4 @@ class TrainedModel:
     train_seconds: float = 0.0
     samples_per_s: float = 0.0
     history: list[float] = field(default_factory=list)
+    audit: dict[str, Any] | None = None

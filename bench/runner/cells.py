@@ -10,18 +10,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attacks.audit import membership_audit, one_run_guesses
+from attacks.audit import membership_audit
 from attacks.base import AttackContext, MembershipAttack, MembershipScores, Reconstruction
 from attacks.metrics import membership_metrics
 from bench.core.data import MembershipSplit
 from bench.core.training import EpochCallback, TrainingDiverged, evaluate
-from bench.core.types import TrainedModel
+from bench.core.types import PrivacySpent, TrainedModel
 from bench.results import AttackRecord, Audit, Design, Images, Privacy, RunResult, Timings, Utility
 from bench.runner.executor import JobFailed
 from bench.runner.jobs import Recipe, Slot, Trainer
 
 RELEASE_EXAMPLES = 8
 TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed)  # a failed cell or attack, not a failed run
+ATTACK_ERRORS = (*TRAINING_ERRORS, ArithmeticError)  # an attack whose numbers broke fails visibly, the run goes on
 
 
 @dataclass(frozen=True)
@@ -33,20 +34,31 @@ class Cell:
     seed: int
 
 
-def membership_record(name: str, res: MembershipScores, *, delta: float) -> AttackRecord:
-    """Metrics (``attacks.metrics``) and the audit (``attacks.audit``) of one membership attack's scores."""
+def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent, delta: float,
+                      weak_delta: bool = False) -> AttackRecord:
+    """Metrics (``attacks.metrics``) and the audit (``attacks.audit``, every analysis the attack's design allows) of
+    one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces it. Its
+    certified profile is tested when the design tests the neighbouring relation the profile is stated for."""
     metrics = membership_metrics(res.scores, res.labels)
     roc = metrics.pop("roc")
-    one_run = None
-    if res.design.kind == "one-run":
-        one_run = {"m": int(len(res.labels)), "guesses": one_run_guesses(res.scores, res.labels)}
-    block = membership_audit(res.scores, res.labels, delta=delta, one_run=one_run)
     d = res.design
     design = Design(kind=d.kind, threat_model=d.threat_model, size=d.size or int(len(res.labels)),
-                    relation=d.relation, inclusion=d.inclusion)
+                    relation=d.relation, inclusion=d.inclusion, gaussian=d.gaussian)
+    audited = res.privacy or privacy
+    profile = [list(x) for x in audited.profile] if d.relation and d.relation == audited.relation else None
+    block = membership_audit(res.scores, res.labels, delta=audited.delta if audited.delta is not None else delta,
+                             design=design.model_dump(), profile=profile)
     n_members = int(res.labels.sum())
     return AttackRecord(attack=name, n_members=n_members, n_non_members=int(len(res.labels) - n_members),
-                        metrics=metrics, roc=roc, audit=Audit(**block, design=design), extra=res.extra)
+                        metrics=metrics, roc=roc, audit=Audit(**block, design=design), extra=res.extra,
+                        audited_privacy=None if res.privacy is None else privacy_record(res.privacy, weak_delta))
+
+
+def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:
+    """The results.json form of a ``PrivacySpent``."""
+    return Privacy(epsilon=p.epsilon, delta=p.delta, accountant=p.accountant, guarantee=p.guarantee,
+                   claimed_epsilon=p.claimed_epsilon, note=p.note, relation=p.relation, weak_delta=weak_delta,
+                   profile=[list(x) for x in p.profile])
 
 
 def images_record(images: np.ndarray, labels: np.ndarray, **fields) -> Images:
@@ -123,15 +135,13 @@ class CellRunner:
     @staticmethod
     def _privacy(trained: TrainedModel, split: MembershipSplit) -> Privacy:
         p = trained.privacy
-        return Privacy(epsilon=p.epsilon, delta=p.delta, accountant=p.accountant, guarantee=p.guarantee,
-                       claimed_epsilon=p.claimed_epsilon, note=p.note, relation=p.relation,
-                       weak_delta=p.delta is not None and p.delta >= 1.0 / len(split.members))
+        return privacy_record(p, p.delta is not None and p.delta >= 1.0 / len(split.members))
 
     def _attack(self, result: RunResult, cell: Cell, recipe: Recipe, split: MembershipSplit,
                 trained: TrainedModel) -> None:
         members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
         ctx = AttackContext(trained, split, members, non_members, cell.seed, self.trainer.device,
-                            self.trainer.like(recipe))
+                            self.trainer.like(recipe), recipe.mechanism)
         delta = trained.privacy.delta if trained.privacy.delta is not None else recipe.delta
         for name, attack in self.attacks.items():
             if not attack.applies_to(trained):
@@ -139,10 +149,13 @@ class CellRunner:
             self.on_status(f"{cell.mechanism} seed {cell.seed}: attack {name}")
             try:
                 if isinstance(attack, MembershipAttack):
-                    result.attacks[name] = membership_record(name, attack.score(ctx), delta=delta)
+                    out = attack.score(ctx)
+                    for key, scores in (out if isinstance(out, dict) else {name: out}).items():
+                        result.attacks[key] = membership_record(key, scores, privacy=trained.privacy, delta=delta,
+                                                                weak_delta=result.privacy.weak_delta)
                 else:
                     rec: Reconstruction = attack.reconstruct(ctx)
                     result.inversion[name] = images_record(rec.images, rec.labels, attack=name, metrics=rec.metrics)
-            except TRAINING_ERRORS as exc:  # e.g. a shadow model diverged: a failed part of the cell
+            except ATTACK_ERRORS as exc:  # e.g. a shadow model diverged: a failed part of the cell
                 result.attack_errors[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 self.on_status(f"attack {name} failed on {cell.mechanism}: {result.attack_errors[name]}")

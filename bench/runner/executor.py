@@ -56,6 +56,7 @@ class TrainJob:
         datasets: the training set of every model (one; several for a vectorised ensemble).
         seeds: one training seed per model. target_epsilon: target ε (None: no target). delta: δ.
         device: device type to train on (``"cpu"`` / ``"cuda"``), on whichever machine runs the job.
+        audit: an audit request for ``Mechanism.fit`` (one model only; e.g. ``GradientCanaries``), or None.
     """
 
     mechanism: str
@@ -65,6 +66,7 @@ class TrainJob:
     target_epsilon: float | None
     delta: float
     device: str
+    audit: Any = None
 
     def __len__(self) -> int:
         return len(self.seeds)
@@ -85,8 +87,9 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
     mech, device = MECHANISMS.get(job.mechanism)(), torch.device(job.device)
     if len(job) > 1:
         return fit_ensemble(mech, job.datasets, job.spec, job.seeds, device)
+    extra = {} if job.audit is None else {"audit": job.audit}
     return [mech.fit(job.datasets[0], job.spec, target_epsilon=job.target_epsilon, delta=job.delta,
-                     seed=job.seeds[0], device=device, on_epoch=on_epoch)]
+                     seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)]
 
 
 def _ray_job(job: TrainJob, threads: int) -> list[TrainedModel]:

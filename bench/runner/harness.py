@@ -14,9 +14,9 @@ import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from attacks.audit import privacy_bugs
 from bench.core.data import MembershipSplit
-from bench.results import AuditSummary, DatasetInfo, PrivacyBug, Results, RunResult, write
+from bench.results import AuditSummary, DatasetInfo, Results, RunResult, write
+from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
 from bench.runner.cells import Cell, CellRunner
 from bench.runner.executor import make_executor
@@ -167,8 +167,7 @@ class Harness:
                 write(doc, out / "results.json")
                 progress.advance(bars.overall)
         self.trainer.on_jobs = lambda asked, done: None
-        bugs, comparisons = privacy_bugs([r.model_dump() for r in doc.results])
-        doc.privacy_bugs = [PrivacyBug(**b) for b in bugs]
+        doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
         doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons)
         doc.status = "complete"
         write(doc, out / "results.json")

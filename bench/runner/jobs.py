@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from collections import deque
+import dataclasses
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -15,6 +17,8 @@ from bench.core.types import TrainedModel, TrainSpec
 from bench.runner.cache import ModelCache, cache_key
 from bench.runner.ensemble import choose_path, ensemble_supported
 from bench.runner.executor import Executor, Pending, TrainJob
+
+RECENT = 16  # models kept in memory by a Trainer
 
 
 @dataclass(frozen=True)
@@ -61,32 +65,37 @@ class Trainer:
         self.executor, self.cache = executor, cache
         self.train_device, self.device = train_device, device
         self.on_jobs = on_jobs or (lambda asked, done: None)
+        self._recent: OrderedDict[str, TrainedModel] = OrderedDict()  # the last models, also when the cache is off
 
-    def key(self, recipe: Recipe, data: ArrayDataset, seed: int) -> str:
+    def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: Any = None) -> str:
         """The cache key of one model: a content hash of everything that determines it."""
-        return cache_key({"mechanism": recipe.mechanism, "spec": recipe.spec.to_dict(),
-                          "target_epsilon": recipe.target_epsilon, "delta": recipe.delta, "seed": seed,
-                          "dataset": recipe.dataset, "members": data.fingerprint(),
-                          "device": self.train_device.type})
+        parts = {"mechanism": recipe.mechanism, "spec": recipe.spec.to_dict(), "target_epsilon": recipe.target_epsilon,
+                 "delta": recipe.delta, "seed": seed, "dataset": recipe.dataset, "members": data.fingerprint(),
+                 "device": self.train_device.type}
+        if audit is not None:
+            parts["audit"] = {"kind": type(audit).__name__, **dataclasses.asdict(audit)}
+        return cache_key(parts)
 
-    def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]]) -> list[Slot]:
+    def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]], *, audit: Any = None) -> list[Slot]:
         """Load every ``(data, seed)`` job that is in the cache and submit the others: as one vectorised-ensemble
         job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else one job per model (DP
-        mechanisms: privacy is accounted per training run). ``collect`` gives the models."""
+        mechanisms: privacy is accounted per training run). ``collect`` gives the models. ``audit``: an audit
+        request for every job (``Mechanism.fit``'s ``audit``; one model per job)."""
         from mechanisms import MECHANISMS
 
         mech = MECHANISMS.get(recipe.mechanism)()
         slots = []
         for data, seed in jobs:
             arch = mech.build(data.input_shape, data.num_classes, recipe.spec)
-            key = self.key(recipe, data, seed)
-            slots.append(Slot(key, self.cache.load(key, arch)))
+            key = self.key(recipe, data, seed, audit)
+            slots.append(Slot(key, self._recent.get(key) or self.cache.load(key, arch)))
         missing = [i for i, slot in enumerate(slots) if slot.trained is None]
-        together = len(missing) > 1 and choose_path(self.train_device) == "ensemble" and ensemble_supported(mech, arch)
+        together = (audit is None and len(missing) > 1 and choose_path(self.train_device) == "ensemble"
+                    and ensemble_supported(mech, arch))
         for group in [missing] if together else [[i] for i in missing]:
             job = TrainJob(recipe.mechanism, recipe.spec, tuple(jobs[i][0] for i in group),
                            tuple(jobs[i][1] for i in group), recipe.target_epsilon, recipe.delta,
-                           self.train_device.type)
+                           self.train_device.type, audit)
             pending = self.executor.submit(job, on_done=lambda models, g=group: self._store(
                 [slots[i].key for i in g], models))
             for index, i in enumerate(group):
@@ -98,7 +107,16 @@ class Trainer:
         """A job finished (seen by the driver): cache its models at once, whichever job the driver awaits."""
         for key, trained in zip(keys, models, strict=True):
             self.cache.save(key, trained)
+            self._remember(key, trained)
         self.on_jobs(0, len(models))
+
+    def _remember(self, key: str, trained: TrainedModel) -> None:
+        """Keep the last ``RECENT`` models in memory: attacks that share models (offline shadows, an audit run) reuse
+        them even with the cache off."""
+        self._recent[key] = trained
+        self._recent.move_to_end(key)
+        while len(self._recent) > RECENT:
+            self._recent.popitem(last=False)
 
     def collect(self, slot: Slot, *, on_epoch: EpochCallback | None = None) -> TrainedModel:
         """The model of ``slot`` on ``self.device``, waiting for its job.
@@ -125,9 +143,33 @@ class LikeTarget:
     trainer: Trainer
     recipe: Recipe
 
+    @property
+    def batch_size(self) -> int:
+        return self.recipe.spec.batch_size
+
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         return next(self.many([(data, seed)]))
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
         slots = deque(self.trainer.submit(self.recipe, jobs))
         return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))  # yielded models are let go
+
+    def audit_run(self, data: ArrayDataset, *, seed: int, request: Any) -> TrainedModel:
+        """One model trained like the target with an audit ``request`` (``Mechanism.fit``'s ``audit``)."""
+        (slot,) = self.trainer.submit(self.recipe, [(data, seed)], audit=request)
+        return self.trainer.collect(slot)
+
+    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> Iterator[TrainedModel]:
+        """Models trained like the target with per-model audit requests: all submitted first (Ray spreads them), then
+        yielded in order, each let go once yielded."""
+        slots = deque(slot for data, seed, request in jobs
+                      for slot in self.trainer.submit(self.recipe, [(data, seed)], audit=request))
+        return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))
+
+    def release(self, data: ArrayDataset, *, seed: int):
+        """The mechanism's own release of ``data`` with the recipe's settings, target ε and δ (not cached: cheap)."""
+        from mechanisms import MECHANISMS
+
+        r = self.recipe
+        return MECHANISMS.get(r.mechanism)().release(data, r.spec, target_epsilon=r.target_epsilon, delta=r.delta,
+                                                     seed=seed)

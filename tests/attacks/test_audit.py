@@ -1,5 +1,9 @@
-"""Tests for attacks.audit: ε lower bounds (Jagielski et al. 2020) and the one-run audit (Steinke et al. 2023)
-on hand-computed cases, independent implementations and simulated mechanisms with a known ε."""
+"""attacks.audit: the Clopper-Pearson bound over a threshold family (Jagielski, Ullman, Oprea 2020) on hand-computed
+cases and exact Beta quantiles, and ``membership_audit`` / ``audit_bounds``: which analyses each design allows, which
+are valid, and the recomputation of stored bounds at another confidence.
+
+Expected values come from closed forms derived in the comments or from ``scipy.stats.beta`` quantiles (the exact
+Clopper-Pearson bounds: lower Beta⁻¹(α; k, n − k + 1), upper Beta⁻¹(1 − α; k + 1, n − k)), never from the code."""
 
 from __future__ import annotations
 
@@ -7,62 +11,68 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import binom, binomtest, norm
+from scipy.stats import beta
 
 from attacks.audit import (
+    METHODS,
+    NORMALITY_LEVEL,
     audit_bounds,
     best_epsilon,
     epsilon_lower_bound,
+    gaussian_valid,
     membership_audit,
-    one_run_epsilon,
     one_run_guesses,
-    one_run_p_value,
     order_statistic_indices,
-    privacy_bugs,
     threshold_counts,
 )
 
 
 def _perfect_limit(n: int, confidence: float = 0.95) -> float:
-    """By hand: with n/n members found and 0/n non-members called members, the one-sided Clopper-Pearson
-    bounds at level 1 − α/2 (α = 1 − confidence) are TPR_lower = (α/2)^(1/n) and FPR_upper = 1 − (α/2)^(1/n)."""
+    """By hand: n/n members found and 0/n non-members called members; the one-sided Clopper-Pearson bounds at level
+    1 − α/2 (α = 1 − confidence) are TPR_lower = (α/2)^(1/n) and FPR_upper = 1 − (α/2)^(1/n)."""
     a = ((1 - confidence) / 2) ** (1 / n)
     return math.log(a / (1 - a))
+
+
+def _cp_lower(k: int, n: int, level: float) -> float:
+    return 0.0 if k == 0 else float(beta.ppf(1 - level, k, n - k + 1))
+
+
+def _cp_upper(k: int, n: int, level: float) -> float:
+    return 1.0 if k == n else float(beta.ppf(level, k + 1, n - k))
 
 
 # ---- one threshold --------------------------------------------------------------------------------------
 
 
 def test_perfect_single_threshold_matches_the_closed_form():
-    # n = 10: 0.025^(1/10) = 0.691503...; ln(0.691503 / 0.308497) = 0.80714...
-    assert epsilon_lower_bound(10, 0, 0, 10) == pytest.approx(0.8071, abs=1e-4)
+    # n = 10: 0.025^(1/10) = e^(−0.368888) = 0.691503; ln(0.691503 / 0.308497) = ln(2.24153) = 0.80715
+    assert epsilon_lower_bound(10, 0, 0, 10) == pytest.approx(0.80715, abs=1e-5)
     for n in (10, 100, 10_000):
         assert epsilon_lower_bound(n, 0, 0, n) == pytest.approx(_perfect_limit(n), rel=1e-9)
     assert epsilon_lower_bound(1, 0, 0, 1) == 0.0  # ln(0.025 / 0.975) < 0: one example proves nothing
 
 
-def test_bound_equals_independent_exact_binomial_intervals():
-    # scipy's exact (Clopper-Pearson) two-sided 95% interval has 2.5% in each tail: our one-sided bounds at
-    # 97.5% each, i.e. 95% jointly.
-    tpr_lo = binomtest(90, 100).proportion_ci(0.95, method="exact").low
-    fpr_hi = binomtest(10, 100).proportion_ci(0.95, method="exact").high
-    expected = math.log(tpr_lo / fpr_hi)
-    assert epsilon_lower_bound(90, 10, 10, 90) == pytest.approx(expected, rel=1e-9)
-    # with δ: ln((TPR_lower − δ) / FPR_upper); the mirror direction (TNR vs FNR) gives the same here
-    assert epsilon_lower_bound(90, 10, 10, 90, delta=0.1) == pytest.approx(math.log((tpr_lo - 0.1) / fpr_hi))
+def test_bound_equals_exact_beta_quantiles():
+    # one-sided bounds at 97.5 % each (95 % jointly), from the Beta quantiles
+    lo, hi = _cp_lower(90, 100, 0.975), _cp_upper(10, 100, 0.975)
+    assert epsilon_lower_bound(90, 10, 10, 90) == pytest.approx(math.log(lo / hi), rel=1e-9)
+    # with δ: ln((TPR_lower − δ) / FPR_upper); the mirror direction (TNR vs FNR) is the same here by symmetry
+    assert epsilon_lower_bound(90, 10, 10, 90, delta=0.1) == pytest.approx(math.log((lo - 0.1) / hi), rel=1e-9)
+    # at 99 %: each bound at 99.5 %
+    lo, hi = _cp_lower(90, 100, 0.995), _cp_upper(10, 100, 0.995)
+    assert epsilon_lower_bound(90, 10, 10, 90, confidence=0.99) == pytest.approx(math.log(lo / hi), rel=1e-9)
 
 
 def test_the_other_direction_counts():
-    # few members found, but the attack is sure about non-members: TNR high, FNR low.
-    # tp = 50 of 100, fp = 0 of 100: direction 1 gives ln(lo(50/100) / hi(0/100)),
-    # direction 2 ln(lo(100/100) / hi(50/100)) = ln(0.9638 / 0.6108); the larger one is reported.
-    lo50 = binomtest(50, 100).proportion_ci(0.95, method="exact").low
-    hi50 = binomtest(50, 100).proportion_ci(0.95, method="exact").high
-    hi0 = 1 - 0.025 ** (1 / 100)
-    d1, d2 = math.log(lo50 / hi0), math.log((1 - hi0) / hi50)
-    assert epsilon_lower_bound(50, 50, 0, 100) == pytest.approx(max(d1, d2), rel=1e-9)
-    # mirror image: members and non-members swapped, predictions inverted
-    assert epsilon_lower_bound(100, 0, 50, 50) == pytest.approx(max(d1, d2), rel=1e-9)
+    # tp = 100 of 100, fp = 50 of 100: "called member" gives ln(lo(100/100) / hi(50/100)), small; the mirror test
+    # ("called non-member") gives ln(TNR_lower / FNR_upper) = ln((1 − hi(50/100)) / (1 − lo(100/100))), large.
+    lo100, hi50 = 0.025 ** (1 / 100), _cp_upper(50, 100, 0.975)
+    called_member, called_non_member = math.log(lo100 / hi50), math.log((1 - hi50) / (1 - lo100))
+    assert called_non_member > 2 > 1 > called_member
+    assert epsilon_lower_bound(100, 0, 50, 50) == pytest.approx(called_non_member, rel=1e-9)
+    # mirror image (members and non-members swapped, predictions inverted): the first direction carries it
+    assert epsilon_lower_bound(50, 50, 0, 100) == pytest.approx(called_non_member, rel=1e-9)
 
 
 def test_no_bound_follows_gives_zero():
@@ -71,7 +81,7 @@ def test_no_bound_follows_gives_zero():
     assert epsilon_lower_bound(0, 10, 10, 0) == 0.0  # everything wrong
 
 
-def test_monotone_in_sample_size():
+def test_monotone_in_sample_size_and_below_the_plug_in_value():
     bounds = [epsilon_lower_bound(9 * k, k, k, 9 * k) for k in (1, 3, 10, 30, 100, 1000)]
     assert all(a < b for a, b in zip(bounds, bounds[1:], strict=False))
     assert bounds[-1] < math.log(9)  # never above the plug-in value ln(0.9 / 0.1)
@@ -90,154 +100,161 @@ def test_invalid_delta_or_confidence_raise():
         epsilon_lower_bound(1, 1, 1, 1, confidence=1.0)
 
 
-# ---- the best of a family of thresholds -----------------------------------------------------------------
+# ---- the family of thresholds ---------------------------------------------------------------------------
+
+
+def test_order_statistic_indices_by_hand():
+    # n = 200: 0 and round(10^(0.2·i)) for i = 0..10 (log-spaced from 1 to 100)
+    assert order_statistic_indices(200) == [0, 1, 2, 3, 4, 6, 10, 16, 25, 40, 63, 100]
+    assert order_statistic_indices(4) == [0, 1, 2]  # geomspace(1, 2, 11) rounds to 1 and 2
+
+
+def test_threshold_counts_by_hand():
+    scores = np.array([5.0, 6.0, 7.0, 8.0, 1.0, 2.0, 3.0, 9.0])
+    labels = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+    # high = member, threshold the (j+1)-th highest non-member (9, 3, 2): members strictly above it, fp = j
+    # low = non-member, threshold the (j+1)-th lowest member (5, 6, 7): non-members strictly below it, fn = j
+    assert threshold_counts(scores, labels) == [[0, 4, 0, 4], [4, 0, 1, 3], [4, 0, 2, 2],
+                                                [4, 0, 1, 3], [3, 1, 1, 3], [2, 2, 1, 3]]
 
 
 def test_family_is_fixed_by_n_and_bonferroni_corrected():
     rng = np.random.default_rng(0)
-    scores, labels = rng.normal(size=400), np.repeat([1, 0], 200)
-    counts = threshold_counts(scores, labels)
-    assert len(counts) == 2 * len(order_statistic_indices(200))
+    counts = threshold_counts(rng.normal(size=400), np.repeat([1, 0], 200))
+    assert len(counts) == 2 * 12  # 12 indices per direction for n = 200, whatever the scores
     assert all(sum(c[:2]) == 200 and sum(c[2:]) == 200 for c in counts)
-    each = 1 - 0.05 / len(counts)
-    assert best_epsilon(counts, delta=0.0) == max(epsilon_lower_bound(*c, confidence=each) for c in counts)
+    # a family of F perfect thresholds: each tested at 1 − 0.05/F, the closed form at that level
+    for family in (1, 24):
+        got = best_epsilon([[500, 0, 0, 500]] * family, delta=0.0)
+        assert got == pytest.approx(_perfect_limit(500, confidence=1 - 0.05 / family), rel=1e-9)
+    assert best_epsilon([], delta=0.0) == 0.0
 
 
 def test_random_attacker_gives_zero():
     rng = np.random.default_rng(1)
-    values = []
-    for _ in range(20):
-        scores = rng.normal(size=2000)
-        values.append(membership_audit(scores, np.repeat([1, 0], 1000), delta=1e-5)["epsilon_lb"])
-    assert sum(v == 0.0 for v in values) >= 18
-    assert max(values) < 0.3
+    design = {"kind": "multi-run", "relation": "add-remove"}
+    values = [membership_audit(rng.normal(size=2000), np.repeat([1, 0], 1000), delta=1e-5, design=design)
+              ["epsilon_lb"] for _ in range(20)]
+    assert sum(v == 0.0 for v in values) >= 18 and max(values) < 0.3
 
 
 @pytest.mark.parametrize("n", [100, 1000, 10_000])
-def test_perfect_attacker_approaches_the_sample_size_limit(n):
+def test_perfect_attacker_reaches_the_bonferroni_limit(n):
     scores = np.concatenate([np.arange(n) + n + 1.0, np.arange(n, dtype=float)])
     labels = np.repeat([1, 0], n)
-    got = membership_audit(scores, labels, delta=0.0)["epsilon_lb"]
-    limit = _perfect_limit(n)  # the best any single 95% test can certify with n members and n non-members
-    # the price of searching 2·12 thresholds (fewer distinct ones at small n): α/2 per bound becomes α/48,
-    # i.e. about ln(ln(48/α) / ln(2/α)) = ln(6.87 / 3.69) = 0.62 nats at large n
+    got = membership_audit(scores, labels, delta=0.0, design={"kind": "multi-run"})["epsilon_lb"]
     family = len(threshold_counts(scores, labels))
     assert family == 2 * len(order_statistic_indices(n)) <= 24
-    assert limit - 0.7 < got < limit
+    # the price of searching the family: α/2 per bound becomes α/(2·family), about 0.6 nats at large n
     assert got == pytest.approx(_perfect_limit(n, confidence=1 - 0.05 / family), rel=1e-9)
+    assert _perfect_limit(n) - 0.7 < got < _perfect_limit(n)
 
 
-def test_perfect_attacker_bound_grows_with_n_and_its_ratio_to_the_limit_tends_to_one():
-    ratios, values = [], []
-    for n in (100, 1000, 10_000, 100_000):
-        counts = [[n, 0, 0, n]] * 24  # what a perfect attacker's threshold family looks like
-        values.append(best_epsilon(counts, delta=0.0))
-        ratios.append(values[-1] / _perfect_limit(n))
-    assert values == sorted(values) and ratios == sorted(ratios) and ratios[-1] > 0.93
+# ---- designs, validity and recomputation ----------------------------------------------------------------
 
 
-def _gaussian_dp_epsilon(mu: float, delta: float) -> float:
-    """The exact ε(δ) of μ-Gaussian DP (Dong, Roth, Su 2019): δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)."""
-    lo, hi = 0.0, 50.0
-    for _ in range(200):
-        eps = (lo + hi) / 2
-        d = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
-        lo, hi = (eps, hi) if d > delta else (lo, eps)
-    return hi
+def _gaussian_scores(n: int, mu: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(mu, 1, n), rng.normal(0, 1, n)]), np.repeat([1, 0], n)
 
 
-def test_bounds_hold_for_a_mechanism_with_known_epsilon():
-    """Scores of a μ-GDP test (members N(μ, 1), non-members N(0, 1)): the 95% bound exceeds the true ε in at
-    most a few of 100 simulated audits, and gets close to it."""
-    mu, delta = 2.0, 1e-5
-    true_eps = _gaussian_dp_epsilon(mu, delta)
-    rng = np.random.default_rng(2)
-    labels = np.repeat([1, 0], 5000)
-    values = [membership_audit(np.concatenate([rng.normal(mu, 1, 5000), rng.normal(0, 1, 5000)]), labels,
-                               delta=delta)["epsilon_lb"] for _ in range(100)]
-    assert sum(v > true_eps for v in values) <= 5
-    assert np.median(values) > 0.2 * true_eps
+def _bimodal_scores(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clearly non-Gaussian scores: each group a 50/50 mixture of N(±4, 0.5²) (shifted by 1 for members)."""
+    rng = np.random.default_rng(seed)
+    modes = rng.choice([-4.0, 4.0], size=2 * n)
+    scores = modes + rng.normal(0, 0.5, 2 * n) + np.repeat([1.0, 0.0], n)
+    return scores, np.repeat([1, 0], n)
 
 
-def test_stored_counts_recompute_the_bound_at_any_confidence():
-    rng = np.random.default_rng(3)
-    scores, labels = np.concatenate([rng.normal(1.5, 1, 3000), rng.normal(0, 1, 3000)]), np.repeat([1, 0], 3000)
-    block = membership_audit(scores, labels, delta=1e-5)
-    assert audit_bounds(block, confidence=0.95)["epsilon_lb"] == pytest.approx(block["epsilon_lb"])
-    assert audit_bounds(block, confidence=0.999)["epsilon_lb"] < block["epsilon_lb"]
+def _by_method(block: dict) -> dict:
+    return {b["method"]: b for b in block["bounds"]}
 
 
-# ---- one-run audit ----------------------------------------------------------------------------------------
+def test_heuristic_design_has_no_valid_bound():
+    scores, labels = _gaussian_scores(2000, 3.0, seed=0)
+    block = membership_audit(scores, labels, delta=1e-5)  # no design: one model's natural members
+    assert [b["method"] for b in block["bounds"]] == ["clopper-pearson"]
+    [bound] = block["bounds"]
+    assert not bound["valid"] and not bound["parametric"] and bound["assumption"] is None
+    # shown, never a verdict: the heuristic bound is the audit's number, and there is nothing to recompute
+    assert block["epsilon_lb"] == bound["epsilon_lb"] == best_epsilon(block["counts"], delta=1e-5) > 1
+    assert audit_bounds(block, confidence=0.95) == {}
+    assert "one_run" not in block and "profile_rejected" not in block
 
 
-def test_one_run_p_value_is_the_binomial_tail_without_delta():
-    q = 1 / (1 + math.exp(-1.0))
-    assert one_run_p_value(1000, 100, 70, epsilon=1.0) == pytest.approx(binom.sf(69, 100, q))
-    # the δ term (Steinke et al. §5) only adds: 2·m·δ·max_i P[v − i <= Bin < v] / i
-    below = [binom.pmf(70 - i, 100, q) for i in range(1, 71)]
-    extra = 2 * 1000 * 1e-5 * max(sum(below[:i]) / i for i in range(1, 71))
-    assert one_run_p_value(1000, 100, 70, epsilon=1.0, delta=1e-5) == pytest.approx(binom.sf(69, 100, q) + extra)
+def test_multi_run_gaussian_design_validity_follows_the_design_and_normality():
+    scores, labels = _gaussian_scores(3000, 1.5, seed=1)
+    gaussian = {"kind": "multi-run", "threat_model": "black-box", "gaussian": True, "relation": "add-remove"}
+    bounds = _by_method(membership_audit(scores, labels, delta=1e-5, design=gaussian))
+    assert set(bounds) == {"clopper-pearson", "gdp-fit", "gaussian-pair"}
+    assert bounds["gaussian-pair"]["fit"]["normality_p"] >= NORMALITY_LEVEL
+    assert all(b["valid"] for b in bounds.values())
+    assert [m for m, b in bounds.items() if b["parametric"]] == ["gdp-fit", "gaussian-pair"]
+    assert all(b["assumption"] == METHODS[m][1] for m, b in bounds.items())
+    # the same scores without "Gaussian by construction": the Gaussian analyses are shown, not valid
+    plain = _by_method(membership_audit(scores, labels, delta=1e-5, design={**gaussian, "gaussian": False}))
+    assert plain["clopper-pearson"]["valid"] and not plain["gdp-fit"]["valid"] and not plain["gaussian-pair"]["valid"]
+    # a design that claims Gaussian scores but whose scores are clearly bimodal: normality rejected, not valid
+    bimodal = _by_method(membership_audit(*_bimodal_scores(3000, seed=2), delta=1e-5, design=gaussian))
+    assert bimodal["gaussian-pair"]["fit"]["normality_p"] < NORMALITY_LEVEL
+    assert bimodal["clopper-pearson"]["valid"]
+    assert not bimodal["gdp-fit"]["valid"] and not bimodal["gaussian-pair"]["valid"]
 
 
-def test_one_run_perfect_guesses_match_the_closed_form():
-    # all r guesses right: p(ε) = q^r, so ε̂ = ln(q / (1 − q)) with q = α^(1/r)
-    for r in (10, 100, 1000):
-        q = 0.05 ** (1 / r)
-        assert one_run_epsilon(2000, r, r) == pytest.approx(math.log(q / (1 - q)), abs=1e-6)
+def test_gaussian_valid_needs_every_condition():
+    design = {"kind": "multi-run", "gaussian": True}
+    assert gaussian_valid(design, NORMALITY_LEVEL)
+    assert not gaussian_valid(design, NORMALITY_LEVEL / 2)
+    assert not gaussian_valid(design, None)
+    assert not gaussian_valid({**design, "gaussian": False}, 0.5)
+    assert not gaussian_valid({**design, "kind": "heuristic"}, 0.5)
+    assert gaussian_valid({**design, "kind": "one-run"}, 0.5)
 
 
-def test_one_run_perfect_versus_random_guesses():
-    rng = np.random.default_rng(4)
-    included = rng.random(1000) < 0.5
-    perfect = membership_audit(included + 0.01 * rng.random(1000), included.astype(int), delta=1e-5,
-                               one_run={"m": 1000, "guesses": one_run_guesses(included + 0.01 * rng.random(1000),
-                                                                              included.astype(int))})
-    assert perfect["one_run"]["epsilon_hat"] > 3.0
-    hats = []
-    for _ in range(10):
-        s = rng.random(1000)
-        hats.append(membership_audit(s, included.astype(int), delta=1e-5,
-                                     one_run={"m": 1000, "guesses": one_run_guesses(s, included.astype(int))}
-                                     )["one_run"]["epsilon_hat"])
-    assert sum(h == 0.0 for h in hats) >= 8 and max(hats) < 0.5
+def test_epsilon_lb_is_the_tightest_valid_bound():
+    scores, labels = _bimodal_scores(3000, seed=3)
+    block = membership_audit(scores, labels, delta=1e-5, design={"kind": "multi-run", "gaussian": True})
+    valid = [b for b in block["bounds"] if b["valid"]]
+    assert [b["method"] for b in valid] == ["clopper-pearson"]
+    # the parametric bounds (invalid here) may be larger; they never become the audit's number
+    assert block["method"] == "clopper-pearson" and block["epsilon_lb"] == valid[0]["epsilon_lb"]
+    scores, labels = _gaussian_scores(3000, 2.0, seed=4)
+    block = membership_audit(scores, labels, delta=1e-5, design={"kind": "multi-run", "gaussian": True})
+    best = max(block["bounds"], key=lambda b: b["epsilon_lb"])
+    assert block["epsilon_lb"] == best["epsilon_lb"] and block["method"] == best["method"] != "clopper-pearson"
 
 
-def test_one_run_guesses_count_top_and_bottom():
-    scores = np.arange(100, dtype=float)
-    included = (scores >= 50).astype(int)  # the top half is included: every guess is right
-    rows = one_run_guesses(scores, included, fractions=(0.1,))
-    assert rows == [[10, 0, 10, 10], [10, 10, 20, 20]]
+def test_one_run_design_block():
+    rng = np.random.default_rng(5)
+    included = (rng.random(1000) < 0.5).astype(int)
+    scores = included + rng.normal(0, 0.5, 1000)
+    design = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}
+    block = membership_audit(scores, included, delta=1e-5, design=design, profile=[[1.0, 1e-5], [0.5, 1e-2]])
+    assert block["one_run"] == {"m": 1000, "guesses": one_run_guesses(scores, included)}
+    assert isinstance(block["profile_rejected"], bool)
+    bounds = _by_method(block)
+    assert set(bounds) == {"one-run", "f-dp", "f-dp-gaussian", "gaussian-pair"}  # white-box: the Gaussian pair too
+    assert bounds["one-run"]["valid"] and bounds["f-dp"]["valid"]
+    assert not bounds["f-dp-gaussian"]["valid"] and not bounds["gaussian-pair"]["valid"]  # not Gaussian by design
+    # a black-box one-run design reads no Gaussian pair
+    assert "gaussian-pair" not in _by_method(membership_audit(scores, included, delta=1e-5,
+                                                              design={**design, "threat_model": "black-box"}))
 
 
-def test_one_run_epsilon_is_monotone_in_m_with_the_same_accuracy():
-    hats = [one_run_epsilon(10 * r, r, int(0.9 * r)) for r in (20, 200, 2000)]
-    assert hats == sorted(hats) and hats[0] < hats[-1] < math.log(9)
-
-
-# ---- the run-level check ----------------------------------------------------------------------------------
-
-
-def _result(eps, counts, *, guarantee="central-dp", status="ok"):
-    return {"mechanism": "dpsgd", "target_epsilon": eps, "seed": 0, "status": status,
-            "privacy": {"epsilon": eps if guarantee != "none" else None, "delta": 1e-5, "accountant": "opacus-prv",
-                        "guarantee": guarantee},
-            "attacks": {"lira": {"audit": {"delta": 1e-5, "confidence": 0.95, "counts": counts}}}}
-
-
-def test_privacy_bugs_flag_bounds_above_the_accountant_after_bonferroni():
-    perfect = [[1000, 0, 0, 1000]] * 24  # ε_LB ≈ 4.9 at 95% family-wise
-    chance = [[500, 500, 500, 500]] * 24
-    results = [_result(1.0, perfect), _result(8.0, perfect), _result(1.0, chance),
-               _result(None, perfect, guarantee="none"), _result(1.0, perfect, status="failed")]
-    bugs, comparisons = privacy_bugs(results)
-    assert comparisons == 3  # no guarantee and failed cells are not compared
-    assert [(b["target_epsilon"], b["attack"], b["bound"]) for b in bugs] == [(1.0, "lira", "epsilon_lb")]
-    assert bugs[0]["confidence"] == pytest.approx(1 - 0.05 / 3)
-    assert bugs[0]["lower_bound"] == pytest.approx(best_epsilon(perfect, delta=1e-5, confidence=1 - 0.05 / 3))
-
-
-def test_bonferroni_over_the_run_can_clear_a_marginal_bound():
-    counts = [[1000, 0, 0, 1000]] * 24
-    marginal = best_epsilon(counts, delta=1e-5) - 0.01  # exceeded at 95%, not after correcting for many
-    assert privacy_bugs([_result(marginal, counts)])[0]
-    assert not privacy_bugs([_result(marginal, counts)] + [_result(100.0, counts)] * 50)[0]
+@pytest.mark.parametrize("kind", ["one-run", "multi-run"])
+def test_audit_bounds_recompute_the_stored_bounds(kind):
+    scores, labels = _gaussian_scores(1500, 2.0, seed=6)
+    block = membership_audit(scores, labels, delta=1e-5, design={"kind": kind, "gaussian": True})
+    stored = {b["method"]: b["epsilon_lb"] for b in block["bounds"] if b["valid"]}
+    k = 4 if kind == "one-run" else 3
+    assert len(stored) == k
+    # each of the k valid analyses is made at 1 − 0.05/k, so that the tightest of them holds at 95 %
+    assert block["confidence"] == 0.95 and block["method_confidence"] == pytest.approx(1 - 0.05 / k)
+    same = audit_bounds(block, confidence=block["method_confidence"])
+    assert same.keys() == stored.keys()
+    for method, value in stored.items():
+        assert same[method] == pytest.approx(value, rel=1e-9, abs=1e-12), method
+    stricter = audit_bounds(block, confidence=0.999)
+    for method, value in stored.items():
+        assert stricter[method] <= value + 1e-9, method
+    assert sum(stricter[m] < stored[m] - 1e-3 for m in stored) >= len(stored) - 1  # most strictly lower

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from bench.results import SCHEMA_VERSION
+
 pytestmark = pytest.mark.slow  # whole CLI jobs
 
 MECHANISMS = {"baseline", "dpsgd", "dpmix", "local-gaussian", "weight-noise"}
@@ -38,7 +40,7 @@ def _check_privacy_claims(doc: dict) -> None:
 def test_smoke_run_writes_every_cell_and_report(smoke_run):
     run, _, proc = smoke_run
     doc = json.loads((run / "results.json").read_text())
-    assert doc["schema_version"] == 2 and doc["status"] == "complete"
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["status"] == "complete"
     assert {r["mechanism"] for r in doc["results"]} == MECHANISMS
     assert all(r["status"] == "ok" for r in doc["results"]), [r["error"] for r in doc["results"]]
     assert len(doc["results"]) == 1 + 4 * len(doc["config"]["epsilons"])

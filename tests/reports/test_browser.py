@@ -153,14 +153,15 @@ def _check_semantics(html: str) -> _Semantics:
 @pytest.mark.slow
 def test_html_semantics_of_a_real_report(smoke_report):
     page = _check_semantics((smoke_report / "report.html").read_text(encoding="utf-8"))
-    assert len(page.images) >= 8 and len(page.tables) >= 4  # verdict, empirical, attacks, reconstruction, ...
+    assert len(page.images) >= 8 and len(page.tables) >= 6  # verdict, audit (and details), heuristic, attacks, ...
     alts = [img["alt"] for img in page.images]
     assert len(set(alts)) == len(alts)  # every plot says what it shows, not just "plot"
 
 
 def test_html_semantics_of_a_constructed_report(mnist_results, tmp_path):
     page = _check_semantics(write_reports(mnist_results, tmp_path)["html"].read_text(encoding="utf-8"))
-    assert len(page.images) == 7 and len(page.tables) == 4  # verdict, empirical, attacks, provenance
+    # verdict, audit, every analysis of every audit, heuristic bounds, attacks, provenance
+    assert len(page.images) == 7 and len(page.tables) == 6
     alts = [img["alt"] for img in page.images]
     assert len(set(alts)) == len(alts)
     assert page.headings.count("h3") == 2  # Failed cells, Failed attacks

@@ -1,84 +1,238 @@
-"""The Empirical privacy table, privacy-bug lines and the every-attack ROC panels, from a typed ``Results``."""
+"""The Audit section, the privacy-bug and refuted-claim lines, the heuristic table, the tightness plot and the ROC
+panels, from typed ``Results`` checked by the runner's own run-level check (``bench.runner.bugs``)."""
 
 from __future__ import annotations
 
+import io
+import re
+
 import numpy as np
 import pytest
+from rich.console import Console
 
-from attacks.audit import privacy_bugs
-from reports.empirical import BUG_MARK, audit_note, empirical_rows, privacy_bug_lines
+from reports import write_reports
+from reports.audit import audit_rows
+from reports.audit_plots import tightness_figure, tightness_points
+from reports.bounds import BUG_MARK, REFUTED_MARK
+from reports.common import num
+from reports.empirical import bug_lines, heuristic_rows, privacy_bug_lines, refuted_claim_lines
 from reports.markdown import render_markdown
 from reports.plots import roc_figure
+from reports.tables import render_terminal, summary_rows
+from reports.verdict import verdict_tables
+from reports.verdict_notes import verdict_headline, verdict_notes
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EPS_RE = re.compile(r"(claimed )?ε = ([0-9][0-9.e+-]*)")
+WITH_DELTA = re.compile(r" \(δ = [0-9.e+-]+, (opacus-prv|dpmix-closed-form), (add/remove|replace-one)\)")
 
 
 @pytest.fixture(scope="module")
 def doc(build):
-    """A baseline (loss, lira and a canary audit), DP-SGD at ε 0.5 with a lira attack strong enough to be a privacy
-    bug, and weight noise whose claimed ε 1 the loss attack refutes; the run-level check as the runner makes it."""
-    rng = np.random.default_rng(0)
-    dp = build.privacy(0.5, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
-    none = build.privacy()
-    results = [
-        build.run("baseline", None, none, 0.9, {"loss": build.attack("loss", rng, 2000, 1.0),
-                                                "lira": build.attack("lira", rng, 2000, 3.0),
-                                                "canary": build.attack("canary", rng, 2000, 1.0, canary=True)}),
-        build.run("dpsgd", 0.5, dp, 0.9, {"loss": build.attack("loss", rng, 2000, 0.0),
-                                          "lira": build.attack("lira", rng, 2000, 3.0)}),
-        build.run("weight-noise", 1.0, build.privacy(claimed=1.0), 0.9, {"loss": build.attack("loss", rng, 2000, 3.0)}),
+    """A baseline (a heuristic attack only); DP-SGD at target ε 0.5 whose white-box one-run canaries (m = 2000,
+    trained in an audit run certified at ε 0.5) separate at 3σ — a privacy bug — and whose heuristic loss attack
+    separates as well (never a bug); DPMix (replace-one) audited only by add/remove input canaries (not comparable);
+    weight noise whose claimed ε 1 a multi-run audit (R = 1000, Gaussian by construction) refutes."""
+    rng = np.random.default_rng(1)
+    dp = {"accountant": "opacus-prv", "guarantee": "central-dp", "relation": "add-remove"}
+    audit_run = build.privacy(0.5, 1e-5, **dp, profile=[[0.5, 1e-5], [1.0, 1e-7]])
+    runs = [
+        build.run("baseline", None, build.privacy(), 0.9, {"loss": build.attack("loss", rng, 2000, 1.0)}),
+        build.run("dpsgd", 0.5, build.privacy(0.52, 1e-5, **dp), 0.9, {
+            "loss": build.attack("loss", rng, 2000, 3.0),
+            "canary-whitebox": build.canary("canary-whitebox", rng, 2000, 3.0, audited=audit_run,
+                                            profile=audit_run["profile"])}),
+        build.run("dpmix", 4.0, build.privacy(4.0, 1e-5, "dpmix-closed-form", "dp-release", relation="replace-one"),
+                  0.5, {"canary": build.canary("canary", rng, 400, 2.0, threat_model="black-box")}),
+        build.run("weight-noise", 1.0, build.privacy(claimed=1.0), 0.9, {
+            "weight-canary": build.canary("weight-canary", rng, 1000, 4.0, threat_model="black-box",
+                                          kind="multi-run", gaussian=True)}),
     ]  # fmt: skip
-    bugs, comparisons = privacy_bugs(results)
-    return build.results(results, privacy_bugs=bugs, audit={"confidence": 0.95, "comparisons": comparisons})
+    return build.checked(runs)
 
 
-def test_empirical_table_has_a_column_per_attack_and_flags_bugs(doc):
-    headers, rows, flags = empirical_rows(doc)
-    assert headers == ["dataset", "mechanism", "target ε", "accountant ε (δ, accountant, relation)", "ε_LB lira",
-                       "ε_LB loss", "ε̂ one-run (canary)"]
-    assert [r[1] for r in rows] == ["baseline", "dpsgd", "weight-noise"] and flags == [False, True, False]
-    baseline, dpsgd, weight = rows
-    assert baseline[3] == "no guarantee" and float(baseline[6]) > 0  # the canary column
-    assert dpsgd[3] == "ε = 0.5 (δ = 1e-05, opacus-prv, add/remove)" and BUG_MARK in dpsgd[4]
-    assert BUG_MARK not in dpsgd[5] and dpsgd[6] == "—"
-    assert "claimed ε" in weight[5]  # a lower bound above a merely claimed ε refutes the claim
+def _valid(doc, mechanism, attack):
+    r = next(r for r in doc.results if r.mechanism == mechanism)
+    return [b for b in r.attacks[attack].audit.bounds if b.valid]
 
 
-def test_privacy_bug_lines_and_markdown(doc):
-    [line] = privacy_bug_lines(doc)
-    assert line.startswith("PRIVACY BUG: dpsgd (target ε 0.5, seed 0): ε lower bound of attack lira")
-    assert "exceeds the accountant's ε = 0.5 (δ = 1e-05, opacus-prv, add/remove) at " in line and "Bonferroni" in line
+def test_the_run_level_check_counts_what_the_design_allows(doc):
+    """DP-SGD's one-run canaries: one-run and f-dp (non-parametric) plus the certified-curve test = 3 comparisons;
+    DPMix's add/remove canaries are not compared with a replace-one ε; weight noise's multi-run audit compares its
+    clopper-pearson bound and, as the scores are Gaussian by construction and normality is not rejected, its
+    gdp-fit and gaussian-pair bounds with the claimed ε."""
+    pair = next(b for b in _valid(doc, "weight-noise", "weight-canary") if b.method == "gaussian-pair")
+    assert pair.fit["normality_p"] >= 0.01
+    assert {b.method for b in _valid(doc, "dpsgd", "canary-whitebox")} == {"one-run", "f-dp"}
+    assert doc.audit.comparisons == 3 + 3
+    assert [(b.mechanism, b.attack) for b in doc.privacy_bugs] == [("dpsgd", "canary-whitebox")]
+    assert [(b.mechanism, b.attack) for b in doc.refuted_claims] == [("weight-noise", "weight-canary")]
+
+
+def test_privacy_bug_line_names_audit_design_accountant_and_correction(doc):
+    [line] = bug_lines(doc)
+    assert privacy_bug_lines(doc) == [line, *refuted_claim_lines(doc)]  # what bench prints: bugs, then claims
+    m = re.fullmatch(r"PRIVACY BUG: dpsgd \(target ε 0\.5, seed 0\): canary-whitebox \(white-box, one-run, m = 2000, "
+                     r"(one-run|f-dp)\) ε_LB ([0-9.]+) exceeds the accountant's ε = 0\.5 \(δ = 1e-05, opacus-prv, "
+                     r"add/remove\), at 99\.17% \(Bonferroni over 6 comparisons\)", line)
+    assert m, line
+    assert float(m.group(2)) > 0.5  # compared with the audit run's ε 0.5, not the model's 0.52
     md = render_markdown(doc, {})
-    assert md.index("## Privacy bugs") < md.index("## Verdict: mnist") < md.index("## Empirical privacy")
-    empirical = md.split("## Empirical privacy", 1)[1].split("\n## ", 1)[0]
-    comparisons = doc.audit.comparisons
-    assert comparisons == 2  # loss and lira on dpsgd, the only model with a guarantee
-    assert f"compared {comparisons} bounds" in empirical and audit_note(doc) in empirical
-    assert privacy_bug_lines(doc.model_copy(update={"privacy_bugs": []})) == []
+    assert md.index("## Privacy bugs") < md.index("## Verdict: mnist") < md.index("## Audit")
+    assert f"> **{line}**" in md
+    assert privacy_bug_lines(doc.model_copy(update={"privacy_bugs": [], "refuted_claims": []})) == []
 
 
-def test_roc_panels_one_per_model_with_every_attack_and_the_bound(doc):
-    fig = roc_figure(doc.results)
-    axes = [ax for ax in fig.axes if ax.get_visible()]
-    assert len(axes) == 3
-    labels = {ax.get_title(): [line.get_label() for line in ax.get_lines()] for ax in axes}
-    base = labels["baseline"]
-    assert sum(lbl.startswith(("loss", "lira", "canary")) for lbl in base) == 3 and "chance" in base
-    assert any(lbl.startswith("DP bound") for lbl in labels["dpsgd, target ε = 0.5"])
-    assert any("claimed" in lbl for lbl in labels["weight-noise, target ε = 1"])
+def test_a_rejected_certified_curve_is_a_privacy_bug_line(doc):
+    """The one-run test of the accountant's whole (ε, δ) curve has no ε_LB: its line says what it rejects."""
+    curve = doc.privacy_bugs[0].model_copy(update={"method": "certified-curve", "lower_bound": None})
+    [line] = bug_lines(doc.model_copy(update={"privacy_bugs": [curve]}))
+    assert line == ("PRIVACY BUG: dpsgd (target ε 0.5, seed 0): canary-whitebox (white-box, one-run, m = 2000) rejects "
+                    "the accountant's whole certified (ε, δ) curve, of which ε = 0.5 (δ = 1e-05, opacus-prv, "
+                    "add/remove) is one point, at 99.17% (Bonferroni over 6 comparisons)")
+    _, rows, flags = audit_rows(doc.model_copy(update={"privacy_bugs": [curve]}))
+    assert flags[1] == "bug" and rows[1][-1] == (
+        f"{BUG_MARK}: canary-whitebox (white-box, one-run, m = 2000) rejects the accountant's whole certified (ε, δ) "
+        "curve at 99.17% (Bonferroni over 6 comparisons)")
 
 
-def test_verdict_flags_privacy_bugs_and_refuted_claims(doc):
-    from reports.verdict import verdict_tables
-    from reports.verdict_notes import verdict_headline
-    from reports.verdict_plots import lower_bound_figure
+def test_refuted_claim_is_shown_and_is_not_a_privacy_bug(doc, tmp_path):
+    [line] = refuted_claim_lines(doc)
+    assert line.startswith(f"{REFUTED_MARK}: weight-noise (target ε 1, seed 0), no guarantee: weight-canary "
+                           "(black-box, multi-run, R = 1000, ")
+    assert "exceeds the claimed ε 1 " in line and "not a privacy bug" in line and "Bonferroni over 6" in line
+    assert all("weight-noise" not in bug for bug in bug_lines(doc)) and privacy_bug_lines(doc)[-1] == line
+    headers, rows, flags = audit_rows(doc)
+    weight = rows[3]
+    assert flags == ["", "bug", "", "refuted"] and weight[-1].startswith(f"{REFUTED_MARK}: weight-canary")
+    md = render_markdown(doc, {})
+    audit = md.split("## Audit", 1)[1].split("\n## ", 1)[0]
+    assert "**1 claimed ε value(s) refuted by valid audits**" in md and f"- {line}" in audit
+    assert any(h.startswith("Refuted by the audits") for h in verdict_headline(doc)["mnist"])
+    html = write_reports(doc, tmp_path)["html"].read_text()
+    assert '<tr class="refuted">' in html and '<tr class="bug">' in html and '<ul class="refuted">' in html
 
+
+def test_audit_rows_compare_each_threat_model_with_the_audited_runs_epsilon(doc):
+    headers, rows, _ = audit_rows(doc)
+    assert headers[:3] == ["mechanism", "target ε", "accountant ε (δ, accountant, relation)"]
+    assert headers[3].startswith("white-box ε_LB") and headers[5].startswith("black-box ε_LB")
+    base, dpsgd, dpmix, weight = rows
+    assert base[3] == "no audit" and base[-1] == "no ε to test"
+    # DP-SGD: the audit ran in its own run (ε 0.5); the ratio is to that ε
+    assert dpsgd[2] == ("ε = 0.52 (δ = 1e-05, opacus-prv, add/remove); "
+                        "audit run: ε = 0.5 (δ = 1e-05, opacus-prv, add/remove)")
+    best = max(_valid(doc, "dpsgd", "canary-whitebox"), key=lambda b: b.epsilon_lb)
+    assert dpsgd[3] == f"{num(best.epsilon_lb)} (canary-whitebox: white-box, one-run, m = 2000, {best.method}, 95%)"
+    assert dpsgd[4] == num(best.epsilon_lb / 0.5) and dpsgd[5] == "no audit"
+    assert dpsgd[-1].startswith(f"{BUG_MARK}: canary-whitebox (white-box, one-run, m = 2000, ")
+    # DPMix: the add/remove canaries are shown but not compared with the replace-one ε
+    assert dpmix[5].startswith("") and "(canary: black-box, one-run, m = 400, " in dpmix[5]
+    assert dpmix[6] == "— (the audit tests add/remove, the ε is for replace-one)"
+    assert dpmix[-1] == "no comparable audit (the audit tests add/remove, the ε is for replace-one)"
+    assert weight[6].endswith("(claimed ε)")
+
+
+def test_the_largest_of_several_audits_says_so(build):
+    """A model with black-box and white-box canaries: the verdict's single ε_LB is a maximum over both audits."""
+    rng = np.random.default_rng(4)
+    dp = build.privacy(4.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
+    doc = build.checked([build.run("dpsgd", 4.0, dp, 0.9, {
+        "canary": build.canary("canary", rng, 400, 0.0, threat_model="black-box"),
+        "canary-whitebox": build.canary("canary-whitebox", rng, 2000, 1.0)})])
     (table,) = verdict_tables(doc)
-    base, dpsgd, weight = table["rows"]
-    assert dpsgd["bug"] and BUG_MARK in dpsgd["cells"][4] and not base["bug"]
-    assert weight["cells"][4].endswith("> claimed ε: the claim is false")
-    assert base["cells"][4].endswith(("(lira)", "(loss)", "(canary)"))  # the largest bound names its attack
-    headline = verdict_headline(doc)["mnist"]
-    assert any(line.startswith("Refuted by the audits: weight-noise's claimed ε 1") for line in headline)
-    assert any(line.startswith(BUG_MARK) for line in headline)
-    fig = lower_bound_figure(doc.results)
+    cell = table["rows"][0]["cells"][4]
+    assert cell.startswith(f"{num(doc.results[0].attacks['canary-whitebox'].audit.epsilon_lb)} (canary-whitebox: ")
+    assert cell.endswith("95%); the largest of 2 audits")
+    _, (row,), _ = audit_rows(doc)
+    assert "largest of" not in row[3] + row[5]  # one audit per threat model
+
+
+def test_parametric_column_names_assumption_and_normality(build):
+    """White-box canaries: the Gaussian pair is shown with its assumption when normality is not rejected, and as
+    "assumption rejected" when it is (skewed scores)."""
+    rng = np.random.default_rng(2)
+    dp = build.privacy(4.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
+    runs = [build.run("dpsgd", 4.0, dp, 0.9, {"canary-whitebox": build.canary("canary-whitebox", rng, 2000, 0.5)}),
+            build.run("dpsgd", 8.0, dp, 0.9, {"canary-whitebox": build.canary("canary-whitebox", rng, 2000, 0.5,
+                                                                              dist="exponential")})]
+    doc = build.checked(runs)
+    p_normal, p_skewed = (next(b.fit["normality_p"] for b in r.attacks["canary-whitebox"].audit.bounds
+                               if b.method == "gaussian-pair") for r in doc.results)
+    assert p_normal >= 0.01 > p_skewed
+    _, (normal, skewed), _ = audit_rows(doc)
+    # made at 1 − 0.05/2 = 97.5 %: the audit's two valid analyses (one-run, f-dp) share its 95 %
+    assert "gaussian-pair, 97.5%); assumes scores Gaussian and independent across canaries (plausible: normality " \
+           f"p = {p_normal:.2g}, level 0.01)" in normal[7]
+    assert skewed[7] == f"assumption rejected (normality p = {p_skewed:.2g} < 0.01)"
+
+
+def test_audit_section_comes_first_with_delta_accountant_relation_beside_every_epsilon(doc, tmp_path):
+    md = render_markdown(doc, {})
+    order = ["## Audit", "## Heuristic ε lower bounds", "## Membership attacks"]
+    assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
+    audit = md.split("## Audit", 1)[1].split("\n## ", 1)[0]
+    found = [m for m in EPS_RE.finditer(audit) if not m.group(1)]
+    assert [m.group(2) for m in found] == ["0.52", "0.5", "4"]  # the model, its audit run, DPMix
+    for m in found:
+        assert WITH_DELTA.match(audit[m.end():m.end() + 60]), audit[m.start():m.end() + 60]
+    html = write_reports(doc, tmp_path)["html"].read_text()
+    assert html.index('<section id="audit">') < html.index('<section id="tradeoff">') \
+        < html.index('<section id="heuristic">') < html.index('<section id="attacks">')
+    console = Console(record=True, width=300, file=io.StringIO())
+    render_terminal(doc, console=console)
+    text = console.export_text()
+    assert text.index("Audit: accountant ε") < text.index("Heuristic ε lower bounds")
+    assert "REFUTED:" in text and "PRIVACY BUG:" in text  # the check cells of the refuted and bugged rows
+
+
+def test_a_heuristic_bound_is_never_a_finding(build):
+    """DP-SGD at ε 0.5 whose membership attack separates members at 3σ: its heuristic bound is far above 0.5, yet
+    without an audit nothing calls it leakage or a bug."""
+    rng = np.random.default_rng(3)
+    dp = build.privacy(0.5, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
+    doc = build.checked([build.run("dpsgd", 0.5, dp, 0.9, {"loss": build.attack("loss", rng, 2000, 3.0)})])
+    heuristic = doc.results[0].attacks["loss"].audit
+    assert heuristic.epsilon_lb > 1.0 and not any(b.valid for b in heuristic.bounds)
+    assert doc.privacy_bugs == [] and doc.audit.comparisons == 0
+    headers, rows = heuristic_rows(doc)
+    assert headers[-1] == "ε_LB loss (heuristic)" and rows[0][-1] == num(heuristic.epsilon_lb)
+    (row,) = summary_rows(doc)
+    assert row["epsilon_lb"] is None and row["epsilon_lb_attack"] is None
+    (table,) = verdict_tables(doc)
+    assert table["rows"][0]["cells"][4] == "no audit" and not table["rows"][0]["bug"]
+    words = " ".join(verdict_headline(doc)["mnist"] + verdict_notes(doc)["mnist"])
+    assert BUG_MARK not in words and num(heuristic.epsilon_lb) not in words
+    assert "heuristic (they assume independent outcomes) and are evidence neither of leakage nor of a bug" in words
+    md = render_markdown(doc, {})
+    assert md.count(num(heuristic.epsilon_lb)) == 1  # the heuristic table's cell, nowhere else
+
+
+def test_tightness_plot_shows_valid_compared_bounds_only(doc, tmp_path):
+    points = tightness_points(doc.results)
+    assert [(b.result.mechanism, b.threat_model, b.reference) for b in points] == [
+        ("dpsgd", "white-box", 0.5), ("weight-noise", "black-box", 1.0)]
+    fig = tightness_figure(doc.results, [*doc.privacy_bugs, *doc.refuted_claims])
     (ax,) = [a for a in fig.axes if a.get_visible()]
-    assert any("ε_LB = ε" in t.get_text() for t in ax.get_legend().get_texts())
+    ys = sorted(float(y) for c in ax.collections for _, y in c.get_offsets())
+    heuristic = doc.results[1].attacks["loss"].audit.epsilon_lb
+    assert heuristic not in ys and {round(b.value, 9) for b in points} <= {round(y, 9) for y in ys}
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("ε_LB = ε" in t for t in texts) and any("one-run, m = 2000" in t for t in texts)
+    assert any("claimed ε" in t for t in texts) and ax.get_xscale() == "log"
+    paths = write_reports(doc, tmp_path)
+    assert paths["audit_tightness"].read_bytes()[:8] == PNG_MAGIC
+
+
+def test_roc_panels_draw_canary_audits_dashed_with_their_design(doc):
+    fig = roc_figure(doc.results)
+    axes = {ax.get_title(): ax for ax in fig.axes if ax.get_visible()}
+    lines = {line.get_label(): line for line in axes["dpsgd, target ε = 0.5"].get_lines()}
+    canary = next(lbl for lbl in lines if lbl.startswith("canary-whitebox"))
+    assert canary.startswith("canary-whitebox (white-box, one-run, m = 2000; AUC ")
+    assert lines[canary].get_linestyle() == "--"
+    loss = next(lbl for lbl in lines if lbl.startswith("loss"))
+    assert lines[loss].get_linestyle() == "-"
+    weight = [line.get_label() for line in axes["weight-noise, target ε = 1"].get_lines()]
+    assert any(lbl.startswith("weight-canary (black-box, multi-run, R = 1000;") for lbl in weight)
+    assert any("claimed" in lbl for lbl in weight)

@@ -16,7 +16,8 @@ from rich.console import Console
 
 from bench.results import Privacy, TprAtFpr
 from reports import render_terminal, write_reports
-from reports.common import format_privacy, format_tpr
+from reports.bounds import tightest_valid
+from reports.common import format_privacy, format_tpr, num
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.tables import SUMMARY_COLUMNS, summary_rows
@@ -92,7 +93,8 @@ def test_failed_attack_in_markdown_and_html_sections(texts):
     failed = md.split("## Failed attacks", 1)[1].split("##", 1)[0]
     assert failed.strip() == "- mnist / dpsgd (target ε 8, seed 0): " + LIRA_ERROR
     attacks = md.split("## Membership attacks", 1)[1].split("\n## ", 1)[0]
-    assert re.search(r"\| dpsgd \| [^|]*7\.93[^|]* \| lira \| failed: RuntimeError: shadow model 3 diverged", attacks)
+    assert re.search(r"\| dpsgd \| [^|]*7\.93[^|]* \| lira \| — \| failed: RuntimeError: shadow model 3 diverged",
+                     attacks)
     assert '<h3 id="failed-attacks" class="bug">Failed attacks</h3>' in html
     assert html.count('class="attack-failed') == 1 and 'href="#failed-attacks"' in html
     assert "(see Failed attacks)" in md  # the verdict note of dpsgd
@@ -101,10 +103,10 @@ def test_failed_attack_in_markdown_and_html_sections(texts):
 def test_markdown_structure(texts, written):
     md = texts["markdown"]
     out, paths = written
-    for heading in ("## Verdict: mnist", "## Empirical privacy", "## Membership attacks", "## Setup and guarantees",
-                    "## Failed cells", "## Failed attacks", "## Provenance"):
-        assert heading in md
-    assert md.index("## Verdict: mnist") < md.index("## Membership attacks") < md.index("## Provenance")
+    headings = ("## Verdict: mnist", "## Audit", "## Privacy vs utility", "## Heuristic ε lower bounds",
+                "## Membership attacks", "## Setup and guarantees", "## Failed cells", "## Failed attacks",
+                "## Provenance")
+    assert [md.index(h) for h in headings] == sorted(md.index(h) for h in headings)  # the Audit leads the evidence
     for name in ("mnist-default-20261122T0540", "abc123def", "cpu", "opacus 1.5.2", "Profile default"):
         assert name in md
     links = re.findall(r"!\[([^\]]+)\]\(([^)]+)\)", md)
@@ -136,7 +138,7 @@ def test_html_escapes_config_and_is_self_contained(texts, build):
 def test_plots_are_valid_pngs(written):
     out, paths = written
     # no model with an ε has a TPR measurable at 0.1 % FPR: no TPR-vs-ε plot
-    expected = {"accuracy_vs_epsilon", "attack_auc_vs_epsilon", "epsilon_lb_vs_epsilon", "pareto_mnist", "throughput",
+    expected = {"accuracy_vs_epsilon", "attack_auc_vs_epsilon", "audit_tightness", "pareto_mnist", "throughput",
                 "roc_mnist", "release_mnist_dpmix"}
     assert {k for k, p in paths.items() if p.suffix == ".png"} == expected
     for name in expected:
@@ -155,7 +157,8 @@ def test_summary_csv(written):
         "dataset", "mechanism", "seed", "target_epsilon", "privacy", "test_accuracy", "strongest_attack",
         "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error", "guarantee", "epsilon", "delta",
         "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper", "epsilon_lb", "epsilon_lb_attack", "relation",
-        "attack_errors",
+        "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design", "epsilon_lb_method", "epsilon_lb_confidence",
+        "epsilon_lb_ratio",
     ]  # fmt: skip
     assert len(rows) == 6
     assert [r["status"] for r in rows].count("failed") == 1
@@ -168,6 +171,13 @@ def test_summary_csv(written):
     assert (float(dpsgd["epsilon"]), float(dpsgd["delta"]), dpsgd["accountant"]) == (0.99, 1e-5, "opacus-prv")
     assert dpsgd["relation"] == "add-remove"
     assert rows[2]["attack_errors"] == "lira: RuntimeError: shadow model 3 diverged (loss nan)"
+    # the tightest valid audit bound, never a heuristic one: the baseline has no audit, DP-SGD at ε 1 its canaries
+    assert baseline["epsilon_lb"] == "" and float(baseline["tpr"]) > 0.001  # (its loss attack is heuristic)
+    assert (dpsgd["epsilon_lb_attack"], dpsgd["epsilon_lb_threat_model"], dpsgd["epsilon_lb_design"]) == (
+        "canary-whitebox", "white-box", "one-run, m = 2000")
+    assert float(dpsgd["epsilon_lb_confidence"]) == 0.95 and dpsgd["epsilon_lb_method"] in ("one-run", "f-dp")
+    # compared with the audit run's ε 0.98, not the model's 0.99
+    assert float(dpsgd["epsilon_lb_ratio"]) == pytest.approx(float(dpsgd["epsilon_lb"]) / 0.98)
     assert float(baseline["tpr_lower"]) <= float(baseline["tpr"]) <= float(baseline["tpr_upper"])
 
 
@@ -246,7 +256,10 @@ def test_verdict_table_rows_frontier_and_notes(mnist_results):
     assert all(r["frontier"] is not None for k, r in rows.items() if k != "local-gaussian 1")
     notes = verdict_notes(mnist_results)["mnist"]
     base_note = next(n for n in notes if n.startswith("baseline:"))
-    assert "loss recovers membership at TPR" in base_note and "× chance" in base_note  # shift 0.8, 10,000 each
+    # shift 0.8 with 10,000 each: far above chance even after the correction over 8 comparisons (baseline loss
+    # and entropy at 1 % and 0.1 %; one 1 % level for each of the four other models' loss attacks)
+    assert "loss beats chance: TPR " in base_note and "× chance" in base_note
+    assert "significant after Bonferroni over 8 comparisons" in base_note
     assert any(n.startswith("weight-noise: no formal guarantee") for n in notes)
     assert any(n.startswith("At target ε 1, by test accuracy: dpsgd 90.0% (central DP)") for n in notes)
     dpsgd_note = next(n for n in notes if n.startswith("dpsgd:"))
@@ -256,7 +269,14 @@ def test_verdict_table_rows_frontier_and_notes(mnist_results):
     headline = verdict_headline(mnist_results)["mnist"]
     assert headline[0].startswith("Most accurate with a formal guarantee: dpsgd at target ε 1 (90.0%); dpsgd at "
                                   "target ε 8 (95.0%); dpmix at target ε 15 (68.0%). The non-private baseline reaches")
-    assert "Membership attacks beat chance at 0.1% FPR on: baseline (loss" in headline[1]
+    assert headline[1].startswith("Membership attacks beat chance on: baseline (loss, TPR ")
+    assert headline[2].startswith("Audits (valid bounds only): the tightest against its accountant's ε is ε_LB ")
+    # run-level comparisons: DP-SGD's canaries (one-run, f-dp, its certified curve) 3, DPMix's (one-run, f-dp) 2,
+    # weight noise's multi-run audit, Gaussian by construction (clopper-pearson, gdp-fit, gaussian-pair) 3
+    assert mnist_results.audit.comparisons == 8 and mnist_results.privacy_bugs == []
+    assert "(canary-whitebox: white-box, one-run, m = 2000, " in headline[2] and "Bonferroni over 8" in headline[2]
+    assert base["cells"][4] == "no audit" and rows["dpsgd 1"]["cells"][4].startswith(
+        f"{num(tightest_valid(mnist_results.results[1]).value)} (canary-whitebox: white-box, one-run, m = 2000, ")
     assert headline[-1].startswith("1 attack(s) failed on finished models")
 
 

@@ -1,0 +1,81 @@
+"""The run-level privacy-bug check: a valid audit that refutes an accountant's guarantee fails the run (exit 3).
+
+Only designs whose outcomes are independent by construction count (canaries with independent random inclusion in
+one run, or independent runs), only bounds valid under the design alone (``attacks.audit``: non-parametric ones,
+and Gaussian ones on scores Gaussian by construction), and only when the audit tests the neighbouring relation the
+accountant's ε is stated for. A mechanism without a guarantee has no accountant to refute; a valid bound above the
+ε its source claimed is a refuted claim, reported beside. Every (model, audit, analysis) pair is one comparison;
+each is made at confidence 1 − (1 − ``confidence``)/M for M comparisons (Bonferroni over the run), so the chance
+that any flag of a correct run is a false alarm is at most 1 − ``confidence``.
+"""
+
+from __future__ import annotations
+
+from attacks.audit import audit_bounds, profile_rejected
+from bench.results import AttackRecord, Privacy, PrivacyBug, RunResult
+
+VALID_DESIGNS = ("one-run", "multi-run")
+Comparison = tuple[RunResult, str, AttackRecord, str, Privacy]
+
+
+def _comparisons(results: list[RunResult]) -> list[Comparison]:
+    items = []
+    for r in results:
+        if not r.ok:
+            continue
+        for name, record in sorted(r.attacks.items()):
+            p, design = record.audited_privacy or r.privacy, record.audit.design
+            if p is None or design.kind not in VALID_DESIGNS:
+                continue
+            guaranteed = p.guarantee != "none" and p.epsilon is not None
+            if guaranteed and design.relation != p.relation or not guaranteed and p.claimed_epsilon is None:
+                continue
+            items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.valid]
+            if guaranteed and design.kind == "one-run" and p.profile and record.audit.one_run is not None:
+                items.append((r, name, record, "certified-curve", p))
+    return items
+
+
+def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float) -> tuple[bool, float | None]:
+    audit = record.audit
+    if method == "certified-curve":
+        return profile_rejected(audit.one_run.m, audit.one_run.guesses, p.profile, confidence=confidence), None
+    value = audit_bounds(audit.model_dump(), confidence=confidence)[method]
+    epsilon = p.epsilon if p.epsilon is not None else p.claimed_epsilon
+    return value > epsilon * (1.0 + 1e-9), value
+
+
+def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
+                 ) -> tuple[list[PrivacyBug], list[PrivacyBug], int]:
+    """Every valid audit that refutes its model's accountant (or a source's claim), and the comparisons made.
+
+    Args:
+        results: the run's RunResults.
+        confidence: the family-wise confidence of the whole check.
+
+    Returns:
+        (privacy bugs, refuted claims, M comparisons).
+    """
+    items = _comparisons(results)
+    if not items:
+        return [], [], 0
+    corrected = 1.0 - (1.0 - confidence) / len(items)
+    found: dict[tuple[int, str], PrivacyBug] = {}  # the strongest refutation per (model, audit)
+    for r, name, record, method, p in items:
+        refuted, value = _refutes(record, method, p, corrected)
+        if not refuted:
+            continue
+        d, claim = record.audit.design, p.epsilon is None
+        bug = PrivacyBug(
+            dataset=r.dataset, mechanism=r.mechanism, target_epsilon=r.target_epsilon, seed=r.seed, row=r.row,
+            attack=name, method=method,
+            threat_model=d.threat_model, design=f"{d.kind}, {'m' if d.kind == 'one-run' else 'R'} = {d.size}",
+            relation=d.relation, lower_bound=value, epsilon=p.claimed_epsilon if claim else p.epsilon,
+            delta=record.audit.delta if claim else p.delta, accountant=None if claim else p.accountant,
+            confidence=corrected)
+        old = found.get((id(r), name))
+        if old is None or old.lower_bound is None or (value is not None and value > old.lower_bound):
+            found[(id(r), name)] = bug
+    bugs = [b for b in found.values() if b.accountant is not None]
+    claims = [b for b in found.values() if b.accountant is None]
+    return bugs, claims, len(items)

@@ -1,0 +1,132 @@
+"""White-box gradient canaries for auditing DP-SGD (Nasr et al. 2023, "Tight Auditing of Differentially Private
+Machine Learning", Dirac canaries; Steinke, Nasr, Jagielski 2023, §6).
+
+Canary i is a crafted per-example gradient, zero except at one coordinate of the trainable parameters (distinct
+coordinates for distinct canaries), with raw norm ``norm``·C. Each canary is included with probability ½ (a seeded
+coin). An included canary is treated as one more training example: at every step it is Poisson-sampled at the
+mechanism's rate q, clipped by the mechanism's own clip factor (``clip_factors``: to C unless clipping is broken),
+and added to the clipped sum before the mechanism adds its noise. The auditor sees every noisy update (the
+white-box threat model the accountant covers); knowing every other record's clipped contribution (the worst case
+DP guarantees against), it reads x_t = (noisy sum at the canary's coordinate − the other records' part) / C, which
+is b_t + N(0, σ²) with b_t the canary's clipped contribution / C when sampled (Bernoulli q), 0 otherwise. Its score
+is the log-likelihood ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))):
+the Neyman-Pearson test of one canary, with q the mechanism's rate and σ̂ the noise the updates really carry,
+estimated from coordinates that hold no canary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from mechanisms.clipping import clip_factors
+
+
+@dataclass(frozen=True)
+class GradientCanaries:
+    """An audit request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C (>= 1).
+    ``included``: the canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its coin
+    drawn outside the run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run)."""
+
+    count: int
+    seed: int
+    norm: float = 10.0
+    included: tuple[bool, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or self.norm < 1:
+            raise ValueError(f"gradient canaries need count >= 1 and norm >= 1, got {self.count}, {self.norm}")
+        if self.included is not None and len(self.included) != self.count:
+            raise ValueError(f"included has {len(self.included)} coins for {self.count} gradient canaries")
+
+
+REFERENCE_COORDINATES = 1000  # coordinates without a canary, observed to estimate the noise the updates really carry
+
+
+class CanaryTracker:
+    """The canaries of one DP-SGD run: their coordinates, inclusion coins, per-step sampling and scores.
+
+    Besides the canaries' coordinates, up to ``REFERENCE_COORDINATES`` other coordinates are observed: no canary is
+    ever there, so after the other records' part is removed they hold the noise alone. Its standard deviation,
+    estimated from them, is the σ the scores use (never the claimed σ: a mechanism that adds less noise than it
+    claims is scored by the noise it really adds; the claimed σ is used only when the model has no spare
+    coordinate).
+
+    Args:
+        request: what to insert. params: the trainable parameters, in the optimizer's order.
+        sample_rate: q. noise_multiplier: the claimed σ.
+
+    Raises:
+        ValueError: more canaries than trainable coordinates.
+    """
+
+    def __init__(self, request: GradientCanaries, params: list[nn.Parameter], *, sample_rate: float,
+                 noise_multiplier: float) -> None:
+        sizes = [p.numel() for p in params]
+        if request.count > sum(sizes):
+            raise ValueError(f"{request.count} gradient canaries need as many coordinates; the model has {sum(sizes)}")
+        gen = torch.Generator().manual_seed(request.seed)
+        refs = min(REFERENCE_COORDINATES, sum(sizes) - request.count)
+        flat = torch.randperm(sum(sizes), generator=gen)[: request.count + refs]
+        coins = (torch.rand(request.count, generator=gen) < 0.5).numpy()
+        included = coins if request.included is None else np.asarray(request.included, dtype=bool)
+        self.count, self.included = request.count, np.concatenate([included, np.zeros(refs, bool)])
+        self.generator = gen  # draws the included canaries' Poisson sampling at every step
+        bounds = np.cumsum([0, *sizes])
+        owner = np.searchsorted(bounds, flat.numpy(), side="right") - 1
+        self.where = {params[k]: (torch.from_numpy(np.flatnonzero(owner == k)),
+                                  flat[torch.from_numpy(owner == k)] - int(bounds[k]))
+                      for k in np.unique(owner)}  # param -> (coordinate ids, flat indices in it)
+        self.q, self.claimed_sigma, self.norm = sample_rate, noise_multiplier, request.norm
+        self.others = np.zeros(len(self.included))
+        self.steps: list[np.ndarray] = []  # per step: (count + refs,) observations x_t, in units of C
+
+    def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
+        """Record the other records' clipped sum at the observed coordinates, then add the sampled included
+        canaries' clipped gradients (each clipped by the mechanism's clip factor)."""
+        raw = torch.tensor([self.norm * max_grad_norm])
+        self.value = float(clip_factors(raw.square(), max_grad_norm)[0]) * self.norm * max_grad_norm
+        sampled = (torch.rand(self.count, generator=self.generator) < self.q).numpy() & self.included[: self.count]
+        sampled = np.concatenate([sampled, np.zeros(len(self.included) - self.count, bool)])
+        self.steps.append(np.zeros(len(self.included), np.float32))
+        for p, (ids, idx) in self.where.items():
+            s = sums[p].reshape(-1)
+            self.others[ids.numpy()] = s[idx].double().cpu().numpy()
+            hit = torch.from_numpy(sampled[ids.numpy()])
+            if hit.any():
+                s = s.clone()
+                s[idx[hit]] += self.value
+                sums[p] = s.view_as(sums[p])
+
+    def observe(self, p: nn.Parameter, noisy: torch.Tensor, max_grad_norm: float) -> None:
+        """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates:
+        x_t = (noisy − the other records' part) / C."""
+        if p in self.where:
+            ids, idx = self.where[p]
+            x = (noisy.reshape(-1)[idx].double().cpu().numpy() - self.others[ids.numpy()]) / max_grad_norm
+            self.steps[-1][ids.numpy()] = x
+
+    def noise_estimate(self) -> float:
+        """σ̂: the root mean square of the reference coordinates' observations (the claimed σ without any)."""
+        if len(self.included) == self.count or not self.steps:
+            return self.claimed_sigma
+        refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
+        return float(np.sqrt(np.mean(refs**2)))
+
+    def result(self) -> dict[str, list | float]:
+        """``{"scores": (m,), "included": (m,), "sigma_hat", "claimed_sigma"}`` (JSON-able; score: larger means
+        included). The score of canary i is the log-likelihood ratio of "included" vs "excluded" summed over
+        steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the estimated noise; with no noise at all,
+        Σ_t x_t."""
+        sigma = self.noise_estimate()
+        x = np.stack(self.steps)[:, : self.count].astype(np.float64) if self.steps else np.zeros((0, self.count))
+        if sigma <= 1e-12:
+            scores = x.sum(0)
+        else:
+            z = (2 * x - 1) / (2 * sigma**2)
+            scores = (np.logaddexp(np.log1p(-self.q), np.log(self.q) + z) if self.q < 1 else z).sum(0)
+        return {"scores": scores.tolist(), "included": self.included[: self.count].astype(int).tolist(),
+                "sigma_hat": sigma, "claimed_sigma": self.claimed_sigma}

@@ -1,0 +1,164 @@
+"""The "Audit" section, first of the evidence: per model, the accountant's ε next to the tightest valid ε lower
+bound per threat model (white-box, black-box) with its audit, design, method and confidence, the ratio ε_LB / ε,
+the best plausible parametric bound (its assumption and normality p-value named), and the run-level verdict
+(privacy bug, refuted claim, or not refuted); and the details: every analysis of every audit. Reads
+``reports.bounds`` (which bounds are evidence) and the ``privacy_bugs`` / ``refuted_claims`` of the run-level check.
+"""
+
+from __future__ import annotations
+
+from attacks.audit import METHODS, NORMALITY_LEVEL
+from bench.results import Results, RunResult
+from reports.bounds import (
+    BUG_MARK,
+    REFUTED_MARK,
+    THREAT_MODELS,
+    AuditBound,
+    assumption_text,
+    audit_bounds_of,
+    bug_audit,
+    bug_value,
+    bugs_for,
+    design_text,
+    family,
+    family_text,
+    percent,
+    plausible_bounds,
+    ratio_text,
+    refuted_for,
+    tightest_text,
+    tightest_valid,
+    value_text,
+)
+from reports.common import DASH, format_privacy, has_guarantee, is_failed, model_label, target_text
+
+DETAIL_HEADERS = ("mechanism", "target ε", "audit", "threat model", "design", "method", "ε_LB", "confidence",
+                  "valid", "assumption")  # fmt: skip
+
+
+def _several(results: Results) -> tuple[bool, bool]:
+    ok = [r for r in results.results if not is_failed(r)]
+    return len({r.dataset for r in ok}) > 1, len({r.seed for r in ok}) > 1
+
+
+def _model(r: RunResult, seeds: bool) -> str:
+    return model_label(r) + (f" (seed {r.seed})" if seeds else "")
+
+
+def audit_headers(results: Results) -> list[str]:
+    """The Audit table's headers (``dataset`` first only when the run has several)."""
+    datasets, _ = _several(results)
+    heads = ["mechanism", "target ε", "accountant ε (δ, accountant, relation)"]
+    for tm in THREAT_MODELS:
+        heads += [f"{tm} ε_LB (audit: design, method, confidence)", f"{tm} ε_LB / ε"]
+    heads += ["plausible parametric ε_LB (assumption not guaranteed)", "run-level check"]
+    return (["dataset"] if datasets else []) + heads
+
+
+def _privacy_cell(r: RunResult) -> str:
+    """The model's ε, and the audit run's where an audit ran in one with a different certified ε."""
+    text = format_privacy(r.privacy)
+    runs = dict.fromkeys(format_privacy(a.audited_privacy) for a in r.attacks.values() if a.audited_privacy)
+    others = [t for t in runs if t != text]
+    return text + "".join(f"; audit run: {t}" for t in others)
+
+
+def _plausible_cell(r: RunResult) -> str:
+    best, rejected = plausible_bounds(r)
+    if best is not None:
+        return f"{best.text()}; assumes {assumption_text(best)}"
+    if rejected is not None:
+        return f"assumption rejected (normality p = {rejected:.2g} < {NORMALITY_LEVEL:g})"
+    return DASH
+
+
+def _check_cell(results: Results, r: RunResult, bounds: list[AuditBound]) -> tuple[str, str]:
+    """The run-level verdict of one model and its flag (``"bug"``, ``"refuted"`` or ``""``)."""
+    bugs, refuted = bugs_for(results, r), refuted_for(results, r)
+    m, conf = family(results)
+    if bugs:
+        return "; ".join(f"{BUG_MARK}: {bug_audit(b)} {bug_value(b)} at {percent(b.confidence)}" for b in bugs) \
+            + f" ({family_text(results)})", "bug"
+    if refuted:
+        return "; ".join(f"{REFUTED_MARK}: {bug_audit(b)} {bug_value(b)} at {percent(b.confidence)}" for b in refuted) \
+            + f" ({family_text(results)}; no guarantee, so not a privacy bug)", "refuted"
+    compared = [b for b in bounds if b.comparable]
+    if compared and m:
+        return (f"not refuted: none of {len(compared)} comparable valid bound(s) exceeds ε at {percent(conf)} "
+                f"({family_text(results)})"), ""
+    if compared:
+        return "not checked (the run did not complete)", ""
+    if not has_guarantee(r.privacy) and (r.privacy is None or r.privacy.claimed_epsilon is None):
+        return "no ε to test", ""
+    return ("not audited (no canary audit ran)" if not bounds else f"no comparable audit ({bounds[0].mismatch()})"), ""
+
+
+def _bound_cells(r: RunResult, threat_model: str) -> list[str]:
+    b = tightest_valid(r, threat_model)
+    return ["no audit", DASH] if b is None else [tightest_text(r, threat_model) or DASH, ratio_text(b)]
+
+
+def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]:
+    """Headers, text rows and a per-row flag (``"bug"``, ``"refuted"`` or ``""``) of the Audit table: one row per
+    successful model."""
+    datasets, seeds = _several(results)
+    rows, flags = [], []
+    for r in results.results:
+        if is_failed(r):
+            continue
+        cells = [r.dataset] if datasets else []
+        cells += [_model(r, seeds), target_text(r.target_epsilon), _privacy_cell(r)]
+        for tm in THREAT_MODELS:
+            cells += _bound_cells(r, tm)
+        check, flag = _check_cell(results, r, [b for b in audit_bounds_of(r) if b.bound.valid])
+        rows.append(cells + [_plausible_cell(r), check])
+        flags.append(flag)
+    return audit_headers(results), rows, flags
+
+
+def audit_detail_rows(results: Results) -> list[list[str]]:
+    """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (an audit's k valid analyses at
+    1 − 0.05/k each, so that the largest holds at 95 %), and the one-run test of the accountant's whole certified
+    (ε, δ) curve where one was made."""
+    _, seeds = _several(results)
+    rows = []
+    for r in results.results:
+        if is_failed(r):
+            continue
+        head = [_model(r, seeds), target_text(r.target_epsilon)]
+        for b in audit_bounds_of(r):
+            rows.append(head + [b.attack, b.threat_model, design_text(b.design), b.bound.method, value_text(b.value),
+                                percent(b.record.audit.method_confidence), "yes" if b.bound.valid else "no",
+                                assumption_text(b)])
+        for name, a in sorted(r.attacks.items()):
+            if a.audit.profile_rejected is not None:
+                verdict = "rejected" if a.audit.profile_rejected else "not rejected"
+                rows.append(head + [name, a.audit.design.threat_model, design_text(a.audit.design),
+                                    "certified-curve test", f"curve {verdict}", percent(a.audit.confidence), "yes",
+                                    "none (non-parametric)"])
+    return rows
+
+
+def audit_note(results: Results) -> str:
+    """How to read the Audit table: the designs, the validity rule, the run-level Bonferroni check, and the methods
+    that appear in the run."""
+    m, conf = family(results)
+    methods = sorted({b.bound.method for r in results.results if r.ok for b in audit_bounds_of(r)})
+    text = (
+        "ε_LB: the tightest valid lower bound per threat model, at 95% (an audit's largest valid analysis; its k "
+        "valid analyses are each made at 1 − 0.05/k). Valid means it holds under "
+        "the audit's design alone: one-run audits (m canaries, each included independently with probability ½ in "
+        "one training run) and multi-run audits (R independent runs or independently released canaries), analysed "
+        "non-parametrically, or with Gaussian analyses where the scores are Gaussian by construction and a normality "
+        f"test does not reject at {NORMALITY_LEVEL:g}. An audit in a separate audit run (canaries trained beside "
+        "the members, calibrated to the same target ε) is compared with that run's ε, and only with an ε of the "
+        "neighbouring relation it tests. ")
+    if m:
+        text += (f"Only the run-level check decides a privacy bug: it compares each of {m} valid bounds with its ε "
+                 f"at {percent(conf)} ({family_text(results)}, family-wise 95%). ")
+    text += ("A plausible parametric bound needs an assumption the design does not guarantee: shown with it and "
+             "the normality test's p-value, never a verdict. The membership attacks' bounds on natural members are "
+             "heuristic (they assume independent outcomes) and appear only in the heuristic table.")
+    if methods:
+        text += " Methods: " + "; ".join(f"{name}: {METHODS[name][0]}" for name in methods if name in METHODS) + "."
+    return text

@@ -1,0 +1,257 @@
+"""Audit bounds as every report shows them: which ε lower bounds are evidence, what each one names (threat model,
+design with m canaries or R runs, method, confidence), which accountant's ε it is compared with, and the run-level
+Bonferroni family that alone decides a privacy bug.
+
+A bound is evidence only when it is *valid* (``Bound.valid``: it holds at its confidence under its design alone)
+and its design is an audit (``one-run`` canaries or ``multi-run``); the bounds of the membership attacks on a model's
+natural members (``heuristic`` designs) assume independent outcomes that DP does not give and are never evidence.
+An audit run in a separate audit run (``AttackRecord.audited_privacy``) is compared with that run's ε, and only with
+an ε of the neighbouring relation it tests (``bench/runner/bugs.py`` makes the same choice for the run-level check).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from attacks.audit import METHODS, NORMALITY_LEVEL, audit_bounds
+from attacks.audit.fdp import EPSILON_CAP
+from bench.results import AttackRecord, Bound, Design, Privacy, PrivacyBug, Results, RunResult
+from reports.common import DASH, has_guarantee, is_audit, num, relation_text
+
+HEURISTIC = "heuristic (assumes independent outcomes)"
+THREAT_MODELS = ("white-box", "black-box")
+BUG_MARK = "PRIVACY BUG"
+REFUTED_MARK = "CLAIM REFUTED"
+
+
+def percent(confidence: float) -> str:
+    """A confidence as printed: ``0.95 -> "95%"``, ``0.99902 -> "99.9%"``."""
+    return f"{100 * confidence:.4g}%"
+
+
+def design_text(design: Design) -> str:
+    """``"one-run, m = 2000"``, ``"multi-run, R = 4000"`` (as in ``PrivacyBug.design``), or the heuristic label."""
+    if design.kind == "one-run":
+        return f"one-run, m = {design.size}"
+    if design.kind == "multi-run":
+        return f"multi-run, R = {design.size}"
+    return HEURISTIC
+
+
+def value_text(value: float) -> str:
+    """An ε lower bound as printed: three significant digits; ``"≥ 100 (cap)"`` at the audits' cap, where the bound
+    stops growing (capping keeps it a lower bound)."""
+    return f"≥ {num(EPSILON_CAP)} (cap)" if value >= EPSILON_CAP * (1 - 1e-9) else num(value)
+
+
+def reference_epsilon(privacy: Privacy | None) -> float | None:
+    """The ε a bound is held to: the accountant's, else the ε a source claimed (no guarantee), else None."""
+    if privacy is None:
+        return None
+    return privacy.epsilon if has_guarantee(privacy) else privacy.claimed_epsilon
+
+
+@dataclass(frozen=True)
+class AuditBound:
+    """One analysis (``bound``) of one audit (``attack``, ``record``) of a model (``result``)."""
+
+    result: RunResult
+    attack: str
+    record: AttackRecord
+    bound: Bound
+
+    @property
+    def design(self) -> Design:
+        return self.record.audit.design
+
+    @property
+    def threat_model(self) -> str:
+        return self.design.threat_model
+
+    @property
+    def value(self) -> float:
+        return float(self.bound.epsilon_lb)
+
+    @property
+    def capped(self) -> bool:
+        return self.value >= EPSILON_CAP * (1 - 1e-9)
+
+    @property
+    def privacy(self) -> Privacy | None:
+        """The privacy the bound is compared with: the audit run's, else the model's own."""
+        return self.record.audited_privacy or self.result.privacy
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the run-level check compares this bound: an accountant's ε of the relation the design tests, or
+        a claimed ε of a mechanism without a guarantee (``bench/runner/bugs.py``)."""
+        p = self.privacy
+        if has_guarantee(p):
+            return p is not None and self.design.relation == p.relation
+        return p is not None and p.claimed_epsilon is not None
+
+    @property
+    def reference(self) -> float | None:
+        """The ε this bound is held to (None when it is not comparable)."""
+        return reference_epsilon(self.privacy) if self.comparable else None
+
+    @property
+    def ratio(self) -> float | None:
+        """ε_LB / ε for a comparable bound with a positive ε; None otherwise."""
+        ref = self.reference
+        return None if ref is None or ref <= 0 else self.value / ref
+
+    @property
+    def confidence(self) -> float:
+        """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
+        the largest of its k valid analyses, each at 1 − 0.05/k), else its own ``method_confidence``."""
+        audit = self.record.audit
+        tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
+        return audit.confidence if tightest else audit.method_confidence
+
+    def label(self) -> str:
+        """``"canary-whitebox: white-box, one-run, m = 2000, f-dp, 95%"``."""
+        return (f"{self.attack}: {self.threat_model}, {design_text(self.design)}, {self.bound.method}, "
+                f"{percent(self.confidence)}")
+
+    def text(self) -> str:
+        """``"1.52 (canary-whitebox: white-box, one-run, m = 2000, f-dp, 95%)"``."""
+        return f"{value_text(self.value)} ({self.label()})"
+
+    def mismatch(self) -> str:
+        """Why a valid bound is not compared with the model's ε (empty when it is)."""
+        p = self.privacy
+        if self.comparable:
+            return ""
+        if p is None or reference_epsilon(p) is None:
+            return "no ε to compare with"
+        return (f"the audit tests {relation_text(self.design.relation) or 'an unstated relation'}, the ε is for "
+                f"{relation_text(p.relation) or 'an unstated relation'}")
+
+    def at_confidence(self, confidence: float) -> float | None:
+        """The bound recomputed at ``confidence`` (``attacks.audit.audit_bounds``); None for an invalid bound."""
+        return audit_bounds(self.record.audit.model_dump(), confidence=confidence).get(self.bound.method)
+
+
+def audit_bounds_of(r: RunResult) -> list[AuditBound]:
+    """Every analysis of every audit (one-run or multi-run design) of one model, valid or not."""
+    return [AuditBound(r, name, a, b) for name, a in sorted(r.attacks.items()) if is_audit(a) for b in a.audit.bounds]
+
+
+def valid_bounds(r: RunResult, threat_model: str | None = None) -> list[AuditBound]:
+    """The valid bounds of one model's audits (of ``threat_model`` only, when given)."""
+    return [b for b in audit_bounds_of(r) if b.bound.valid and threat_model in (None, b.threat_model)]
+
+
+def tightest(bounds: list[AuditBound]) -> AuditBound | None:
+    """The largest of ``bounds``, preferring those compared with the model's ε (then the larger ratio)."""
+    if not bounds:
+        return None
+    return max(bounds, key=lambda b: (b.comparable, b.value, b.ratio or 0.0))
+
+
+def tightest_valid(r: RunResult, threat_model: str | None = None) -> AuditBound | None:
+    """The tightest valid bound of one model (per threat model when given); see ``tightest``."""
+    return tightest(valid_bounds(r, threat_model))
+
+
+def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
+    """``tightest_valid``'s text, saying so when it is the largest of several audits' bounds (each audit's bound
+    holds at its own confidence; their maximum is not corrected here: the run-level check is)."""
+    valid = valid_bounds(r, threat_model)
+    best = tightest(valid)
+    if best is None:
+        return None
+    audits = {b.attack for b in valid if b.comparable == best.comparable}
+    return best.text() + (f"; the largest of {len(audits)} audits" if len(audits) > 1 else "")
+
+
+def normality_p(b: AuditBound) -> float | None:
+    """The normality test's p-value of a fitted Gaussian bound; None without a fit."""
+    p = (b.bound.fit or {}).get("normality_p")
+    return None if p is None else float(p)
+
+
+def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
+    """``(best, rejected_p)``: the largest parametric bound of an audit whose assumption is not guaranteed by the
+    design but whose fit's normality test does not reject (p >= ``attacks.audit.NORMALITY_LEVEL``), and the smallest
+    p-value of those the test rejects (None when none is rejected). Bounds without a fitted test (``f-dp-gaussian``,
+    ``gdp-fit`` on scores not Gaussian by construction) are listed only in the audit details."""
+    tested = [(b, p) for b in audit_bounds_of(r) if b.bound.parametric and not b.bound.valid
+              and (p := normality_p(b)) is not None]
+    kept = [b for b, p in tested if p >= NORMALITY_LEVEL]
+    rejected = [p for _, p in tested if p < NORMALITY_LEVEL]
+    return tightest(kept), min(rejected) if rejected else None
+
+
+def assumption_text(b: AuditBound) -> str:
+    """The assumption of a bound and how it stands: ``"none (non-parametric)"``, ``"scores Gaussian ... (Gaussian by
+    construction; normality p = 0.61)"``, ``"... (plausible: normality p = 0.067)"``, ``"... (rejected: ...)"`` or
+    ``"... (untested)"``."""
+    assumption = b.bound.assumption or METHODS.get(b.bound.method, ("", None))[1]
+    if not b.bound.parametric or not assumption:
+        return "none (non-parametric)"
+    p = normality_p(b)
+    if b.bound.valid:
+        return f"{assumption} (Gaussian by construction" + (f"; normality p = {p:.2g})" if p is not None else ")")
+    if p is None:
+        return f"{assumption} (untested)"
+    verdict = "plausible" if p >= NORMALITY_LEVEL else "rejected"
+    return f"{assumption} ({verdict}: normality p = {p:.2g}, level {NORMALITY_LEVEL:g})"
+
+
+def family(results: Results) -> tuple[int, float]:
+    """``(M, confidence)`` of the run-level check: M comparisons, each at 1 − (1 − confidence) / M (Bonferroni);
+    ``(0, 0.95)`` before the run completed."""
+    if results.audit is None or results.audit.comparisons <= 0:
+        return 0, 0.95
+    m = results.audit.comparisons
+    return m, 1.0 - (1.0 - results.audit.confidence) / m
+
+
+def family_text(results: Results) -> str:
+    """``"Bonferroni over 51 comparisons"`` (or ``"Bonferroni over the run"`` without a run-level record)."""
+    m, _ = family(results)
+    return f"Bonferroni over {m} comparison{'s' if m != 1 else ''}" if m else "Bonferroni over the run"
+
+
+def same_model(b: PrivacyBug, r: RunResult) -> bool:
+    """Whether a privacy bug (or refuted claim) was found on model ``r``."""
+    return (b.dataset, b.mechanism, b.target_epsilon, b.seed, b.row) == \
+        (r.dataset, r.mechanism, r.target_epsilon, r.seed, r.row)
+
+
+def bugs_for(results: Results, r: RunResult) -> list[PrivacyBug]:
+    """The run-level privacy bugs of one model."""
+    return [b for b in results.privacy_bugs if same_model(b, r)]
+
+
+def refuted_for(results: Results, r: RunResult) -> list[PrivacyBug]:
+    """The refuted claims of one model (no guarantee: a valid bound above the ε its source claimed)."""
+    return [b for b in results.refuted_claims if same_model(b, r)]
+
+
+def bug_audit(b: PrivacyBug) -> str:
+    """The audit of a privacy bug or refuted claim: ``"canary-whitebox (white-box, one-run, m = 2000, f-dp)"``."""
+    method = "" if b.method == "certified-curve" else f", {b.method}"
+    return f"{b.attack} ({b.threat_model}, {b.design}{method})"
+
+
+def bug_value(b: PrivacyBug) -> str:
+    """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim), or the rejection of the
+    accountant's whole certified (ε, δ) curve."""
+    if b.lower_bound is None:
+        return "rejects the accountant's whole certified (ε, δ) curve"
+    return f"ε_LB {value_text(b.lower_bound)} > " + ("ε" if b.accountant is not None else f"claimed ε {b.epsilon:g}")
+
+
+def ratio_text(b: AuditBound | None) -> str:
+    """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim), or why there is no ratio."""
+    if b is None:
+        return DASH
+    ratio = b.ratio
+    if ratio is None:
+        return f"{DASH} ({b.mismatch()})" if b.mismatch() else DASH
+    text = ("≥ " if b.capped else "") + num(ratio)
+    return text if has_guarantee(b.privacy) else f"{text} (claimed ε)"

@@ -1,0 +1,172 @@
+"""bench.runner.bugs.privacy_bugs on hand-built results: only valid bounds of one-run / multi-run designs, tested
+against an ε of the same neighbouring relation, decide a privacy bug; every comparison is Bonferroni-corrected over
+the run; a mechanism without a guarantee has its claim refuted instead; the audited run's privacy is the one compared;
+a one-run design also tests the accountant's whole certified curve.
+
+Expected bounds are the audit functions' own at the Bonferroni level 1 − 0.05/M with M counted by hand here (the
+functions themselves are tested against independent implementations in tests/attacks/test_audit*.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attacks.audit import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
+from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Privacy, Roc, RunResult, Timings
+from bench.runner.bugs import privacy_bugs
+
+DELTA = 1e-5
+WHITE_BOX = {"kind": "one-run", "threat_model": "white-box", "size": 1000, "relation": "add-remove"}
+
+
+def _privacy(epsilon: float | None, *, relation: str = "add-remove", profile=(), claimed: float | None = None
+             ) -> Privacy:
+    if epsilon is None:
+        return Privacy(epsilon=None, delta=None, accountant="none", guarantee="none", claimed_epsilon=claimed)
+    return Privacy(epsilon=epsilon, delta=DELTA, accountant="opacus-prv", guarantee="central-dp", relation=relation,
+                   profile=[list(p) for p in profile])
+
+
+def _record(audit: Audit, audited: Privacy | None = None) -> AttackRecord:
+    return AttackRecord(attack="canary", n_members=500, n_non_members=500,
+                        metrics=Metrics(auc=0.5, balanced_accuracy=0.5, advantage=0.0, tpr_at_fpr={}),
+                        roc=Roc(fpr=[0.0, 1.0], tpr=[0.0, 1.0]), audit=audit, audited_privacy=audited)
+
+
+def _result(attacks: dict[str, AttackRecord], privacy: Privacy | None, *, status: str = "ok", seed: int = 0
+            ) -> RunResult:
+    return RunResult(dataset="digits", mechanism="dpsgd", seed=seed, target_epsilon=1.0, model="mlp", spec={},
+                     status=status, privacy=privacy, attacks=attacks, timings=Timings(train_s=0.0))
+
+
+def _audit(scores, labels, design: dict, profile=None) -> Audit:
+    """The audit block exactly as the runner stores it (bench.runner.cells)."""
+    d = Design(**design)
+    return Audit(**membership_audit(scores, labels, delta=DELTA, design=d.model_dump(), profile=profile), design=d)
+
+
+def _canaries(seed: int = 0, m: int = 1000, mu: float = 6.0):
+    """m canaries with fair coins and well-separated scores: the one-run bounds reach ~4 (after Bonferroni)."""
+    rng = np.random.default_rng(seed)
+    coins = (rng.random(m) < 0.5).astype(int)
+    return mu * coins + rng.normal(0, 1, m), coins
+
+
+def _hand_audit(one_run_rows, *, gaussian_valid: bool) -> Audit:
+    """A one-run audit of m = 1000 with the given guessing rules; f-dp-gaussian valid or not."""
+    bounds = [Bound(method="one-run", epsilon_lb=0.0, parametric=False, valid=True),
+              Bound(method="f-dp", epsilon_lb=0.0, parametric=False, valid=True),
+              Bound(method="f-dp-gaussian", epsilon_lb=0.0, parametric=True, valid=gaussian_valid)]
+    each = 1 - 0.05 / sum(b.valid for b in bounds)
+    return Audit(delta=DELTA, confidence=0.95, method_confidence=each, counts=[], epsilon_lb=0.0, method="f-dp",
+                 bounds=bounds, design=Design(**WHITE_BOX), one_run=OneRun(m=1000, guesses=one_run_rows))
+
+
+def test_a_valid_one_run_bound_above_the_accountant_is_a_bug():
+    scores, coins = _canaries()
+    audit = _audit(scores, coins, WHITE_BOX)
+    assert [b.method for b in audit.bounds if b.valid] == ["one-run", "f-dp"]  # gaussian-pair, f-dp-gaussian: not
+    results = [_result({"canary-whitebox": _record(audit)}, _privacy(1.0)),
+               _result({"canary-whitebox": _record(audit)}, _privacy(8.0), seed=1)]
+    bugs, claims, comparisons = privacy_bugs(results)
+    assert comparisons == 4 and claims == []  # 2 valid bounds per model
+    [bug] = bugs
+    level = 1 - 0.05 / 4
+    rules = audit.one_run.guesses
+    values = {"one-run": best_one_run_epsilon(1000, rules, delta=DELTA, confidence=level),
+              "f-dp": fdp_epsilon(1000, rules, delta=DELTA, confidence=level)}
+    assert min(values.values()) > 3  # both refute ε = 1; the stronger one is reported
+    assert bug.method == max(values, key=values.get) and bug.lower_bound == pytest.approx(max(values.values()))
+    assert (bug.seed, bug.attack, bug.mechanism, bug.target_epsilon) == (0, "canary-whitebox", "dpsgd", 1.0)
+    assert (bug.threat_model, bug.design, bug.relation) == ("white-box", "one-run, m = 1000", "add-remove")
+    assert (bug.epsilon, bug.delta, bug.accountant) == (1.0, DELTA, "opacus-prv")
+    assert bug.confidence == pytest.approx(level)
+
+
+def test_other_relations_heuristic_designs_and_failed_runs_are_not_compared():
+    scores, coins = _canaries()
+    replace = _result({"canary": _record(_audit(scores, coins, WHITE_BOX))}, _privacy(1.0, relation="replace-one"))
+    heuristic = _result({"loss": _record(_audit(scores, coins, {"kind": "heuristic", "size": 1000}))}, _privacy(1.0))
+    failed = _result({"canary": _record(_audit(scores, coins, WHITE_BOX))}, _privacy(1.0), status="failed")
+    unknown = _result({"canary": _record(_audit(scores, coins, WHITE_BOX))}, None)
+    assert heuristic.attacks["loss"].audit.epsilon_lb > 3  # the same evidence, only heuristic
+    assert privacy_bugs([replace, heuristic, failed, unknown]) == ([], [], 0)
+    # the same audit against an add/remove ε is a bug
+    bugs, _, comparisons = privacy_bugs([replace, _result(replace.attacks, _privacy(1.0))])
+    assert comparisons == 2 and len(bugs) == 1
+
+
+def test_a_parametric_bound_decides_only_when_valid():
+    # 600 of 600 guesses right among m = 1000 (one rule): one-run and f-dp certify ~5, the μ-GDP curve ~9
+    rows = [[300, 300, 600, 600]]
+    invalid = _result({"canary": _record(_hand_audit(rows, gaussian_valid=False))}, _privacy(7.0))
+    assert privacy_bugs([invalid]) == ([], [], 2)
+    valid = _result({"canary": _record(_hand_audit(rows, gaussian_valid=True))}, _privacy(7.0))
+    [bug], _, comparisons = privacy_bugs([valid])
+    assert comparisons == 3 and bug.method == "f-dp-gaussian"
+    assert bug.lower_bound == pytest.approx(fdp_gdp_epsilon(1000, rows, delta=DELTA, confidence=1 - 0.05 / 3))
+    assert bug.lower_bound > 8.5
+
+
+def test_bonferroni_over_the_run_clears_a_marginal_bound():
+    counts = [[1000, 0, 0, 1000]] * 24  # a perfect attacker's threshold family over 1000 + 1000 runs
+    bounds = [Bound(method="clopper-pearson", epsilon_lb=0.0, parametric=False, valid=True)]
+    design = Design(kind="multi-run", size=2000, relation="add-remove")
+    audit = Audit(delta=DELTA, confidence=0.95, method_confidence=0.95, counts=counts, epsilon_lb=0.0, bounds=bounds,
+                  design=design)
+    marginal = best_epsilon(counts, delta=DELTA, confidence=0.95) - 0.01  # refuted at 95 %, not after correcting
+    alone = _result({"multi-run": _record(audit)}, _privacy(marginal))
+    [bug], _, comparisons = privacy_bugs([alone])
+    assert comparisons == 1 and bug.lower_bound == pytest.approx(marginal + 0.01)
+    assert bug.design == "multi-run, R = 2000"
+    others = [_result({"multi-run": _record(audit)}, _privacy(100.0), seed=s) for s in range(1, 51)]
+    bugs, _, comparisons = privacy_bugs([alone, *others])
+    assert comparisons == 51 and bugs == []
+    assert best_epsilon(counts, delta=DELTA, confidence=1 - 0.05 / 51) < marginal  # why: the corrected bound
+
+
+def test_a_refuted_claim_is_not_a_bug():
+    # a weight-noise-like record: no guarantee, a source's claimed ε = 1, a multi-run Gaussian audit certifying ~5
+    rng = np.random.default_rng(1)
+    scores = np.concatenate([rng.normal(1.3, 1, 2000), rng.normal(0, 1, 2000)])
+    design = {"kind": "multi-run", "size": 4000, "relation": "add-remove", "gaussian": True}
+    audit = _audit(scores, np.repeat([1, 0], 2000), design)
+    assert all(b.valid for b in audit.bounds) and audit.epsilon_lb > 4
+    claimed = _result({"weight-canary": _record(audit)}, _privacy(None, claimed=1.0))
+    bugs, [claim], comparisons = privacy_bugs([claimed])
+    assert bugs == [] and comparisons == 3
+    assert (claim.epsilon, claim.delta, claim.accountant, claim.attack) == (1.0, DELTA, None, "weight-canary")
+    assert claim.lower_bound > 4 and claim.method in ("gdp-fit", "gaussian-pair")
+    # no guarantee and no claim: nothing to compare
+    assert privacy_bugs([_result({"weight-canary": _record(audit)}, _privacy(None))]) == ([], [], 0)
+
+
+def test_the_audited_run_privacy_is_the_one_compared():
+    scores, coins = _canaries()
+    audit = _audit(scores, coins, WHITE_BOX)
+    # the model's own ε is large, the audit run's (members + canaries) is 1: a bug against the audit run's
+    [bug], _, _ = privacy_bugs([_result({"canary": _record(audit, audited=_privacy(1.0))}, _privacy(50.0))])
+    assert bug.epsilon == 1.0
+    # and the other way round: the audit run's large ε is not refuted, whatever the model's
+    assert privacy_bugs([_result({"canary": _record(audit, audited=_privacy(50.0))}, _privacy(1.0))])[0] == []
+    # a relation mismatch is the audit run's too
+    assert privacy_bugs([_result({"canary": _record(audit, audited=_privacy(1.0, relation="replace-one"))},
+                                 _privacy(1.0))])[2] == 0
+
+
+def test_the_certified_curve_of_a_one_run_audit():
+    scores, coins = _canaries()
+    # ε = 6 at δ = 1e-5 is not refuted by the bounds (~4), but the curve also claims (1, 1e-3): refuted (f-dp at
+    # δ = 1e-3 certifies ~2.2 here)
+    optimistic = [[6.0, DELTA], [1.0, 1e-3]]
+    audit = _audit(scores, coins, WHITE_BOX, profile=optimistic)
+    assert audit.profile_rejected is True
+    [bug], _, comparisons = privacy_bugs([_result({"canary": _record(audit)}, _privacy(6.0, profile=optimistic))])
+    assert comparisons == 3 and bug.method == "certified-curve" and bug.lower_bound is None
+    assert bug.epsilon == 6.0 and bug.confidence == pytest.approx(1 - 0.05 / 3)
+    # a curve the audit cannot refute
+    honest = [[6.0, DELTA], [5.0, 1e-3], [4.0, 0.02]]
+    assert privacy_bugs([_result({"canary": _record(audit)}, _privacy(6.0, profile=honest))]) == ([], [], 3)
+    # a multi-run design has no certified-curve test
+    multi = _audit(scores, coins, {**WHITE_BOX, "kind": "multi-run"})
+    assert privacy_bugs([_result({"canary": _record(multi)}, _privacy(6.0, profile=optimistic))])[2] == 1

@@ -1,0 +1,96 @@
+"""The null test: correct mechanisms are not flagged. Over 20 seeds, each seed is one run's family of comparisons
+(the white-box and black-box canaries of DP-SGD at ε 1 and 4, the local-Gaussian canaries at ε 1 and 4, the DPMix
+canaries at ε 4; small sizes, real 8×8 digits), checked by the run-level privacy-bug check
+(``bench.runner.bugs.privacy_bugs``, Bonferroni over the run). Its promise: at most 5 % of correct runs flagged. The
+same audits must also see something (a null test that a blind audit passes proves nothing)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from helpers import CPU, context
+
+from attacks.canary import CanaryAudit, CanaryParams
+from attacks.release_canaries import DPMixCanaryAudit, DPMixCanaryParams, LocalCanaryAudit, ReleaseCanaryParams
+from bench.core.data import load_dataset, make_split
+from bench.results import RunResult, Timings
+from bench.runner.bugs import privacy_bugs
+from bench.runner.cells import membership_record, privacy_record
+from mechanisms.dp_sgd import DPSGD
+from mechanisms.dpmix import DPMix
+from mechanisms.local_noise import LocalGaussian
+
+pytestmark = pytest.mark.slow  # 20 seeds × 7 audits
+DELTA = 1e-5
+SEEDS = range(20)
+
+
+@dataclasses.dataclass
+class _Like:
+    """A train_like_target for one mechanism at ε: DP-SGD's fit (with audit requests) or a release."""
+
+    mechanism: str
+    epsilon: float
+    batch_size: int | None = None
+
+    def audit_run(self, data, *, seed, request):
+        spec = DPSGD.spec(model="mlp", epochs=5, batch_size=60, lr=1.0)
+        return DPSGD().fit(data, spec, target_epsilon=self.epsilon, delta=DELTA, seed=seed, device=CPU, audit=request)
+
+    def release(self, data, *, seed):
+        mech = {"local-gaussian": LocalGaussian, "dpmix": DPMix}[self.mechanism]
+        spec = mech.spec(**mech.recipes["smoke"])
+        return mech().release(data, spec, target_epsilon=self.epsilon, delta=DELTA, seed=seed)
+
+
+def _record(mechanism: str, epsilon: float, seed: int, scores: dict) -> RunResult:
+    privacy = next(iter(scores.values())).privacy
+    attacks = {name: membership_record(name, s, privacy=privacy, delta=DELTA) for name, s in scores.items()}
+    return RunResult(dataset="digits", mechanism=mechanism, seed=seed, target_epsilon=epsilon, model="mlp", spec={},
+                     privacy=privacy_record(privacy, False), attacks=attacks, timings=Timings(train_s=0.0))
+
+
+def _one_run(split, seed: int) -> list[RunResult]:
+    results = []
+    for eps in (1.0, 4.0):
+        ctx = dataclasses.replace(context(None, split, seed=seed, train_like_target=_Like("dpsgd", eps)),
+                                  mechanism="dpsgd")
+        results.append(_record("dpsgd", eps, seed, CanaryAudit(CanaryParams(num_canaries=100,
+                                                                            gradient_canaries=1000)).score(ctx)))
+        ctx = context(None, split, seed=seed, train_like_target=_Like("local-gaussian", eps))
+        local = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=2000)).score(ctx)
+        results.append(_record("local-gaussian", eps, seed, {"local-canary": local}))
+    ctx = context(None, split, seed=seed, train_like_target=_Like("dpmix", 4.0))
+    mix = DPMixCanaryAudit(DPMixCanaryParams(num_canaries=64, releases=4)).score(ctx)
+    results.append(_record("dpmix", 4.0, seed, {"dpmix-canary": mix}))
+    return results
+
+
+@pytest.fixture(scope="module")
+def runs():
+    torch.set_num_threads(1)
+    pool, test = load_dataset("digits")
+    split = make_split(pool, test, n_members=300, n_non_members=100, n_population=400, n_test=100, seed=0)
+    return {seed: _one_run(split, seed) for seed in SEEDS}
+
+
+def test_correct_mechanisms_are_flagged_in_at_most_5_percent_of_runs(runs):
+    flagged = []
+    for seed, results in runs.items():
+        bugs, claims, comparisons = privacy_bugs(results)
+        assert comparisons >= 7 and claims == []  # every audit of the run is a comparison
+        flagged += [seed] if bugs else []
+    assert len(flagged) <= 0.05 * len(runs), flagged  # measured: 0 of 20
+
+
+def test_the_audits_are_not_blind(runs):
+    """The same audits see the mechanisms: the local canaries at ε = 4 are nearly tight, DP-SGD's white-box
+    canaries at ε = 4 give a positive bound in most runs."""
+    local = [r.attacks["local-canary"].audit.epsilon_lb for rs in runs.values() for r in rs
+             if r.mechanism == "local-gaussian" and r.target_epsilon == 4.0]
+    white = [r.attacks["canary-whitebox"].audit.epsilon_lb for rs in runs.values() for r in rs
+             if r.mechanism == "dpsgd" and r.target_epsilon == 4.0]
+    assert np.median(local) > 2.5 and np.mean(np.array(white) > 0) > 0.8, (local, white)
