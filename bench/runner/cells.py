@@ -147,6 +147,7 @@ class CellRunner:
             if not attack.applies_to(trained):
                 continue
             self.on_status(f"{cell.mechanism} seed {cell.seed}: attack {name}")
+            start = time.perf_counter()
             try:
                 if isinstance(attack, MembershipAttack):
                     out = attack.score(ctx)
@@ -159,3 +160,4 @@ class CellRunner:
             except ATTACK_ERRORS as exc:  # e.g. a shadow model diverged: a failed part of the cell
                 result.attack_errors[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 self.on_status(f"attack {name} failed on {cell.mechanism}: {result.attack_errors[name]}")
+            result.timings.attacks[name] = time.perf_counter() - start
