@@ -1,0 +1,43 @@
+"""The one contract between the runner and the reports: the typed ``results.json`` document.
+
+The runner (``bench.runner``) builds these objects and writes them with ``write``; the reports read them with
+``read`` and nothing else. One ``SCHEMA_VERSION``; a document of another version fails with one line.
+``docs/results-schema.md`` is generated from these classes (``python -m bench.results``); a test keeps it in step.
+No torch import. Units: ε unitless, δ a probability, accuracies and rates fractions in [0, 1], times in seconds,
+throughput in samples/s.
+"""
+
+from bench.results.base import REPRODUCED_WITHIN, SCHEMA_VERSION
+from bench.results.document import (
+    AuditSummary,
+    DatasetInfo,
+    PrivacyBug,
+    ReproducedValues,
+    ReproductionCurve,
+    ReproductionRow,
+    Results,
+    read,
+    write,
+)
+from bench.results.runs import (
+    AttackRecord,
+    Audit,
+    Bound,
+    Design,
+    Images,
+    Metrics,
+    OneRun,
+    Privacy,
+    Roc,
+    RunResult,
+    Timings,
+    TprAtFpr,
+    Utility,
+)
+from bench.results.schema_doc import schema_markdown
+
+__all__ = [
+    "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "DatasetInfo", "Design",
+    "Images", "Metrics", "OneRun", "Privacy", "PrivacyBug", "ReproducedValues", "ReproductionCurve", "ReproductionRow",
+    "Results", "Roc", "RunResult", "Timings", "TprAtFpr", "Utility", "read", "write", "schema_markdown",
+]

@@ -1,0 +1,237 @@
+"""The whole results.json: the run's identity, its datasets, every model's record, the run-level audit, and the
+reproduction rows and curves of ``bench reproduce``; reading and writing it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from bench.results.base import SCHEMA_VERSION, Model
+from bench.results.runs import RunResult
+
+
+class DatasetInfo(Model):
+    """The split sizes of one dataset and its records' shape ``[C, H, W]`` and number of classes."""
+
+    n_members: int
+    """Training members."""
+    n_non_members: int
+    """Held-out non-members (the attacks' negatives)."""
+    n_population: int
+    """The attacker's own population (shadow models, reference models)."""
+    n_test: int
+    """Test records (utility)."""
+    input_shape: list[int]
+    """``[C, H, W]`` of one record."""
+    num_classes: int
+    """Number of classes."""
+
+
+class PrivacyBug(Model):
+    """A valid audit that refutes an accountant's guarantee (or, in ``Results.refuted_claims``, a source's claimed ε
+    of a mechanism without a guarantee) at ``confidence`` (Bonferroni over the run): a valid ε lower bound
+    (``attacks.audit``: non-parametric, or Gaussian on scores Gaussian by construction) above the ε, or a rejection
+    of the accountant's whole certified trade-off curve (``method`` ``certified-curve``). Heuristic designs and
+    bounds that are only plausibly valid never make one."""
+
+    dataset: str
+    """Dataset of the model."""
+    mechanism: str
+    """Mechanism of the model."""
+    target_epsilon: float | None
+    """Target ε of the model (null: none)."""
+    seed: int
+    """Seed of the model."""
+    row: str | None = None
+    """The preset's row key of the model (``bench reproduce``); null otherwise."""
+    attack: str
+    """The audit (attack) that refutes the guarantee."""
+    method: str
+    """The analysis: ``clopper-pearson``, ``one-run``, ``f-dp``, ``f-dp-gaussian``, ``gaussian-pair``, ``gdp-fit``
+    or ``certified-curve``."""
+    threat_model: str
+    """The audit's threat model (``white-box`` or ``black-box``)."""
+    design: str
+    """The audit's design (``one-run`` or ``multi-run``) with its size, e.g. ``one-run, m = 1000``."""
+    relation: str | None
+    """The neighbouring relation both the audit and the accountant's ε are stated for."""
+    lower_bound: float | None
+    """The ε lower bound recomputed at ``confidence`` (null for ``certified-curve``)."""
+    epsilon: float
+    """The accountant's ε (a refuted claim: the claimed ε)."""
+    delta: float | None
+    """δ of that ε (a refuted claim: the run's δ, at which the bound was computed)."""
+    accountant: str | None
+    """The accountant of that ε; null for a refuted claim."""
+    confidence: float
+    """The Bonferroni-corrected confidence of the comparison: 1 − 0.05 / comparisons."""
+
+
+class AuditSummary(Model):
+    """The run-level check: each bound compared at ``confidence`` family-wise over ``comparisons``."""
+
+    confidence: float
+    """Family-wise confidence of the run-level check (0.95)."""
+    comparisons: int
+    """Number of (model, audit, analysis) comparisons in the run: valid bounds of one-run and multi-run designs
+    against an accountant's ε of the same neighbouring relation, or against a source's claimed ε."""
+
+
+class ReproducedValues(Model):
+    """Accuracy (%) over seeds: mean, sample std (0 for one seed), the seeds and each value."""
+
+    mean: float | None
+    """Mean accuracy (%) over seeds; null when every seed failed."""
+    std: float | None
+    """Sample standard deviation (%) over seeds (0 for one seed); null when every seed failed."""
+    seeds: list[int]
+    """The seeds run."""
+    values: list[float]
+    """The accuracy (%) of each seed."""
+
+
+class ReproductionRow(Model):
+    """One published figure a preset reproduces: published vs reproduced vs corrected (accuracies in %)."""
+
+    preset: str
+    """The preset (``python -m bench reproduce PRESET``)."""
+    source: str
+    """The publication or code the figure comes from."""
+    setting: str
+    """The setting of the figure in words (e.g. "DP-SGD, σ = 1.1, 10 epochs")."""
+    metric: str
+    """What is compared (e.g. "test accuracy (%)")."""
+    published: float | None
+    """The published figure (%); null for a trend the source claimed without a figure."""
+    reproduced: ReproducedValues
+    """Our accuracies over seeds (for a trend row: at the largest setting)."""
+    status: str
+    """``reproduced`` when abs(mean − published) <= REPRODUCED_WITHIN points, else ``not reproduced``; for our own
+    recipes ``target met (…)`` / ``target missed (…)``; for a trend row whether it holds."""
+    claimed_privacy: str | None
+    """The source's privacy claim as text; null when it made none."""
+    corrected_privacy: dict[str, Any] | None
+    """The privacy that holds for the run as trained (the largest ε over seeds): ``{"epsilon", "delta", "accountant",
+    "relation"}``, ``{"guarantee": "none"}``, or null for a trend row."""
+    attacks: dict[str, dict[str, float | None]]
+    """Attack name -> ``{"auc", "tpr_at_0.1%_fpr"}`` on the reproduced model, means over seeds (null where not
+    measurable)."""
+    notes: str
+    """Why it is or is not reproduced (every point of a trend row)."""
+    command: str
+    """The command that produced the row."""
+    wall_s: float
+    """Training, evaluation and attack seconds summed over seeds (from ``timings``, so cached models do not
+    shrink it)."""
+
+
+class ReproductionCurve(Model):
+    """Accuracy (%) against one varied setting of a preset; ``holds`` checks the source's ``claim``."""
+
+    preset: str
+    """The preset."""
+    name: str
+    """The curve's name (e.g. ``accuracy_vs_T``)."""
+    x_label: str
+    """The varied setting in words."""
+    x: list[float]
+    """The values of the varied setting."""
+    mean: list[float | None]
+    """Mean accuracy (%) over seeds at each ``x`` (null where every seed failed)."""
+    std: list[float | None]
+    """Standard deviation (%) over seeds at each ``x``."""
+    published: list[float | None]
+    """The source's figure (%) at each ``x``, null where it has none."""
+    claim: str | None
+    """The source's claim the curve checks; null when it made none."""
+    holds: bool | None
+    """Whether the claim holds; null without a claim."""
+    log_x: bool
+    """Whether the x-axis is logarithmic."""
+    plot: str
+    """File name of the plot the reports draw (``reproduction_<preset>_<name>.png``)."""
+
+
+class Results(Model):
+    """The whole ``results.json``: written atomically after every finished model (``status`` "partial" until the
+    run completes), so an interrupted run leaves a valid document."""
+
+    schema_version: int = SCHEMA_VERSION
+    """The contract's version (``SCHEMA_VERSION``); ``read`` rejects any other."""
+    run_id: str
+    """The run's name (also its output folder's)."""
+    status: str = "partial"
+    """``partial`` while running or after an interruption, ``complete`` when the run finished."""
+    created: str
+    """When the run started (ISO 8601 with time zone)."""
+    config: dict[str, Any]
+    """The resolved run configuration (every field of ``bench.runner.config.RunConfig``), free-form."""
+    versions: dict[str, str]
+    """Package -> version of python, privbench, torch, opacus, dp-accounting, numpy, ... ("not installed" where
+    absent)."""
+    git_hash: str | None
+    """``git rev-parse HEAD`` of the checkout; null outside a checkout."""
+    git_dirty: bool | None
+    """True when tracked files differed from ``git_hash``; null outside a checkout."""
+    platform: str
+    """``platform.platform()`` of the driver."""
+    device: str | None
+    """Where the driver evaluates and attacks (``cpu``, ``cuda``); null when unknown."""
+    executor: dict[str, Any] = Field(default_factory=dict)
+    """Where training jobs ran: ``{"name": "local" | "ray", "resources": {...}, ...}``, free-form."""
+    datasets: dict[str, DatasetInfo] = Field(default_factory=dict)
+    """Split sizes and record shape by dataset name."""
+    results: list[RunResult] = Field(default_factory=list)
+    """One entry per model, in the order they finished."""
+    audit: AuditSummary | None = None
+    """The run-level check of every bound against its accountant's ε; written when the run completes."""
+    privacy_bugs: list[PrivacyBug] = Field(default_factory=list)
+    """Every valid bound that exceeds its accountant's ε significantly (``bench all`` then exits with status 3)."""
+    refuted_claims: list[PrivacyBug] = Field(default_factory=list)
+    """Every valid bound that exceeds a source's claimed ε for a mechanism without a guarantee (reported, not an
+    exit status: there was no guarantee to break)."""
+    reproduction: list[ReproductionRow] | None = None
+    """Published vs reproduced vs corrected rows, written by ``bench reproduce``; null otherwise (no report section)."""
+    reproduction_curves: list[ReproductionCurve] | None = None
+    """Accuracy against one varied setting of a preset, written by ``bench reproduce``; null otherwise."""
+
+    def to_json(self) -> str:
+        """Strict JSON text (non-finite floats as null), indented."""
+        return json.dumps(json.loads(self.model_dump_json()), indent=1, allow_nan=False) + "\n"
+
+
+def read(path: str | Path) -> Results:
+    """Read and check a results.json.
+
+    Raises:
+        ValueError: not JSON, not an object, a schema version other than ``SCHEMA_VERSION``, or a document that
+            does not fit the schema (one line naming the first problem).
+        OSError: the file cannot be read.
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(doc).__name__}")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version {version!r} is not supported (this privbench reads "
+                         f"{SCHEMA_VERSION}; redraw with the privbench that wrote it, or rerun)")
+    try:
+        return Results.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise ValueError(f"{path}: {where}: {err['msg']}") from None
+
+
+def write(results: Results, path: str | Path) -> Path:
+    """Write ``results`` to ``path`` atomically (``bench.core.io``)."""
+    from bench.core.io import atomic_write_text
+
+    return atomic_write_text(path, results.to_json())
