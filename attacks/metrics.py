@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest
+from scipy.stats import beta, rankdata
 from sklearn.metrics import auc as _area_under_curve
 from sklearn.metrics import roc_curve
 
@@ -30,8 +30,10 @@ _SIDES = ("two", "lower", "upper")
 
 
 def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "two") -> tuple[float, float]:
-    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n, by SciPy's
-    ``binomtest(k, n).proportion_ci(method="exact")``; a one-sided bound at level c is the matching end of the
+    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n: the Beta quantiles
+    ``beta.ppf(a, k, n − k + 1)`` and ``beta.isf(a, k + 1, n − k)`` (SciPy; the same interval as
+    ``binomtest(k, n).proportion_ci(method="exact")``, without its root finding, so an upper end near 0 or a lower
+    end near 1 keeps its relative precision at any level); a one-sided bound at level c is the matching end of the
     two-sided interval at level 2c − 1.
 
     Args:
@@ -67,13 +69,17 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "t
 
 @functools.lru_cache(maxsize=65536)
 def _exact_interval(k: int, n: int, level: float) -> tuple[float, float]:
-    """SciPy's exact two-sided interval at ``level`` (cached: audits re-evaluate the same counts)."""
-    ci = binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
+    """The exact two-sided interval at ``level`` (cached: audits re-evaluate the same counts)."""
+    a = (1.0 - level) / 2
+    lower = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    upper = 1.0 if k == n else float(beta.isf(a, k + 1, n - k))
+    return lower, upper
 
 
 def validate_scores(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Check and convert inputs; returns ``(scores float64 (N,), labels int8 (N,))``."""
+    """Check and convert inputs; returns ``(scores float64 (N,), labels int8 (N,))``. Scores with ±inf are replaced
+    by their dense ranks (the order and every tie kept exactly: a finite stand-in such as max + 1 would tie with
+    finite scores at or above 2⁵³). Raises ValueError for shapes, NaN, labels outside {0, 1} or a single class."""
     s = np.asarray(scores)
     y = np.asarray(labels)
     if s.ndim != 1 or y.ndim != 1 or s.shape != y.shape:
@@ -89,10 +95,8 @@ def validate_scores(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     n_pos = int(y.sum())
     if n_pos == 0 or n_pos == y.size:
         raise ValueError(f"need both members and non-members, got {n_pos} members of {y.size}")
-    if np.isinf(s).any():  # the ROC depends only on the order: replace ±inf by finite stand-ins
-        finite = s[np.isfinite(s)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
-        s = np.where(s == np.inf, hi + 1.0, np.where(s == -np.inf, lo - 1.0, s))
+    if np.isinf(s).any():  # the ROC depends only on the order: dense ranks keep it, ties and ±inf included
+        s = rankdata(s, method="dense").astype(np.float64)
     return s, y
 
 

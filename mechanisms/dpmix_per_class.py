@@ -29,8 +29,8 @@ from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 from mechanisms.accounting import gaussian_epsilon
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.dpmix import mix_release, sample_subsets
 from mechanisms.dpmix_accounting import dpmix_epsilon
+from mechanisms.mixing import mix_release, sample_subsets
 
 # The label of a per-class mix is its class, released without noise: Lee et al.'s Δ² gets no label term.
 # dpmix_epsilon needs σ_y; one this large makes d_y/σ_y² vanish (1e-24).

@@ -170,3 +170,20 @@ def test_bad_input_raises_one_line_value_error(scores, labels, match):
 def test_infinite_scores_are_ordered_not_rejected():
     m = membership_metrics([np.inf, 5.0, -np.inf, 1.0], [1, 1, 0, 0])
     assert m["auc"] == pytest.approx(1.0)
+
+
+def test_infinite_scores_never_tie_with_huge_finite_ones():
+    # members {+inf, -1e16}, non-members {1e16, 0, -inf}: +inf beats all three, -1e16 beats -inf: AUC 4/6. A finite
+    # stand-in max + 1 = 1e16 + 1 == 1e16 in float64 would tie +inf with 1e16 (AUC 3.5/6).
+    m = membership_metrics([np.inf, 1e16, 0.0, -1e16, -np.inf], [1, 0, 0, 1, 0])
+    assert m["auc"] == pytest.approx(4 / 6)
+
+
+def test_clopper_pearson_keeps_relative_precision_far_in_the_tail():
+    # k = 0 of n: the exact upper end solves (1 - p)^n = a, p = 1 - a^(1/n) = -expm1(log(a) / n) (a = 0.025 each
+    # side at 95 %); a root finder with an absolute tolerance (binomtest's) is off by ~1e-7 relative down here
+    n, a = 10**6, 0.025
+    _, upper = clopper_pearson(0, n, confidence=0.95)
+    assert upper == pytest.approx(-np.expm1(np.log(a) / n), rel=1e-12)
+    lower, _ = clopper_pearson(n, n, confidence=0.95)  # k = n: the lower end is a^(1/n) by symmetry
+    assert lower == pytest.approx(np.exp(np.log(a) / n), rel=1e-12)

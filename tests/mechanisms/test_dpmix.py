@@ -14,8 +14,9 @@ from scipy.stats import chisquare
 from bench.core.errors import ConfigError
 from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
-from mechanisms.dpmix import DPMix, mix_release, sample_subsets
+from mechanisms.dpmix import DPMix
 from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
+from mechanisms.mixing import mix_release, sample_subsets
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
@@ -293,3 +294,15 @@ def test_mixture_degree_above_the_members_is_rejected(digits_split):
     with pytest.raises(ValueError, match=rf"params\.mixture_degree = {n + 1}.*n_members={n}"):
         DPMix().check(_spec(mixture_degree=n + 1), n_members=n)
     DPMix().check(_spec(mixture_degree=n), n_members=n)  # ℓ = n is allowed
+
+
+@pytest.mark.parametrize(("x", "y", "match"), [
+    (torch.tensor([[0.5, 1.5]]), torch.tensor([[1.0, 0.0]]), r"feature 1\.5 of record 0"),
+    (torch.tensor([[0.5, float("nan")]]), torch.tensor([[1.0, 0.0]]), "feature nan of record 0"),
+    (torch.tensor([[0.5, 0.5], [0.1, 0.2]]), torch.tensor([[1.0, 0.0], [-0.5, 1.5]]), r"label -0\.5 of record 1"),
+    (torch.tensor([[0.5, 0.5]]), torch.tensor([[1.0, 1.0]]), r"label sum 2\.0 of record 0"),
+])
+def test_release_rejects_records_outside_the_accountants_assumption(x, y, match):
+    with pytest.raises(ValueError, match=match) as info:
+        mix_release(x, y, mixture_degree=1, num_samples=2, sigma=1.0, generator=torch.Generator().manual_seed(0))
+    assert "\n" not in str(info.value)

@@ -1,4 +1,4 @@
-"""Tests for the fast DPMix synthesis kernels (mechanisms.dpmix): same subsets as the plain rejection sampler,
+"""Tests for the fast DPMix synthesis kernels (mechanisms.mixing): same subsets as the plain rejection sampler,
 exact repeat detection, and the byte and float mean-of-rows paths agreeing with an explicit mean."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-import mechanisms.dpmix as dpmix
-from mechanisms.dpmix import _rows_with_repeats, mean_of_rows, mix_release, sample_subsets
+import mechanisms.mixing as mixing
+from mechanisms.mixing import _rows_with_repeats, mean_of_rows, mix_release, sample_subsets
 
 
 def _reference_subsets(n: int, size: int, count: int, generator: torch.Generator) -> torch.Tensor:
@@ -49,7 +49,7 @@ def test_mean_of_rows_byte_and_float_paths(monkeypatch):
     idx = sample_subsets(300, 7, 400, generator=torch.Generator().manual_seed(2))
     for grid in (255, 16):  # on the 1/255 grid: bytes; 1/16 (8×8 digits): float32
         data = _records(grid=grid)
-        assert (dpmix._bytes_with_scale(data, 1.0) is not None) == (grid == 255)
+        assert (mixing._bytes_with_scale(data, 1.0) is not None) == (grid == 255)
         expected = data.double()[idx].mean(1)
         torch.testing.assert_close(mean_of_rows(data, idx).double(), expected, rtol=0, atol=1e-6)
     # a build without FBGEMM's byte kernel falls back to float32

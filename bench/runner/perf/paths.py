@@ -108,7 +108,7 @@ def measure_steps(cfg, device: torch.device, rounds: int, calls: int) -> list[Re
 def measure_dpmix(cfg, rounds: int) -> Record:
     """``mix_release`` of T samples from n records with mixture degree ℓ (real MNIST when found under
     ``$PRIVBENCH_DATA``, else synthetic 8-bit images), on CPU; samples/s = T / seconds."""
-    from mechanisms.dpmix import mix_release
+    from mechanisms.mixing import mix_release
 
     n, ell, t = cfg.dpmix_records, cfg.dpmix_degree, cfg.dpmix_samples
     x, y, source = None, None, "synthetic 8-bit"

@@ -1,0 +1,127 @@
+"""DPMix's mixing (Lee, Kim, Lee, Suh, ISIT 2019): uniform ℓ-subsets of the records, their means by one fused
+kernel, and the noisy release built from them. The mechanism (accounting, learners) is ``mechanisms.dpmix``."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def sample_subsets(n: int, size: int, count: int, *, generator: torch.Generator) -> torch.Tensor:
+    """``count`` independent uniform ``size``-subsets of ``range(n)``, as a ``(count, size)`` int64 tensor.
+
+    Rows are drawn with replacement and rows holding a repeated index are redrawn (rejection sampling,
+    exact and fast when size² ≪ n); when repeats are likely, a Gumbel top-k over all n is used instead.
+
+    Raises:
+        ValueError: if ``size`` is not in [1, n].
+    """
+    if not 1 <= size <= n:
+        raise ValueError(f"mixture degree {size} must be in [1, {n}] (the number of records)")
+    if size * size > 4 * n:
+        return torch.rand(count, n, generator=generator).topk(size, dim=1).indices
+    idx = torch.randint(n, (count, size), generator=generator)
+    check = torch.arange(count)  # rows not yet known to be repeat-free; a good row is never redrawn
+    while True:
+        bad = check[_rows_with_repeats(idx[check], n)]
+        if len(bad) == 0:
+            return idx
+        idx[bad] = torch.randint(n, (len(bad), size), generator=generator)
+        check = bad
+
+
+def _rows_with_repeats(rows: torch.Tensor, n: int, chunk_bytes: int = 8 << 20) -> torch.Tensor:
+    """``(R,)`` bool: which rows of ``rows (R, ℓ)`` (values in [0, n)) hold a repeated value.
+
+    Each row scatters its positions 0..ℓ-1 into a scratch row of length n and gathers them back: a position
+    reads another position's stamp exactly when its value occurs twice. O(R·ℓ), no sort, no zeroing.
+    """
+    r, size = rows.shape
+    dtype = torch.int16 if size <= torch.iinfo(torch.int16).max else torch.int32
+    c = max(1, min(r, chunk_bytes // (dtype.itemsize * n)))
+    scratch = torch.empty(c, n, dtype=dtype)
+    stamp = torch.arange(size, dtype=dtype).expand(c, size).contiguous()
+    out = torch.empty(r, dtype=torch.bool)
+    for i in range(0, r, c):
+        part = rows[i : i + c]
+        buf, pos = scratch[: len(part)], stamp[: len(part)]
+        buf.scatter_(1, part, pos)
+        out[i : i + c] = (buf.gather(1, part) != pos).any(dim=1)
+    return out
+
+
+def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
+    """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ): features in
+    [0, 1], label rows distributions. Raises ValueError naming the first offending value and its record."""
+    sums = y.double().sum(1) if y.shape[1] else torch.ones(len(y), dtype=torch.float64)  # per-class: no label part
+    for what, t, bad in (("feature", x, (x < 0) | (x > 1) | x.isnan()), ("label", y, (y < 0) | (y > 1) | y.isnan()),
+                         ("label sum", sums[:, None], (sums[:, None] - 1).abs() > 1e-6)):
+        if bad.any():
+            i, j = (int(v) for v in torch.nonzero(bad)[0])
+            raise ValueError(f"dpmix: {what} {float(t[i, j])!r} of record {i} is not allowed; DPMix's sensitivity "
+                             f"needs features in [0, 1] and one-hot (or soft, summing to 1) labels")
+
+
+def mix_release(
+    x: torch.Tensor, y_onehot: torch.Tensor, *, mixture_degree: int, num_samples: int, sigma: float,
+    generator: torch.Generator, sigma_y: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The DPMix release: each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and
+    N(0, σ_y²) per label coordinate.
+
+    Args:
+        x: ``(n, d_x)`` records in [0, 1]. y_onehot: ``(n, d_y)`` one-hot (or any [0, 1]) labels.
+        mixture_degree: ℓ. num_samples: T. sigma: noise std σ_x on the features. sigma_y: noise std on the
+            labels (default ``sigma``, the source's equal noise).
+
+    Returns:
+        ``(T, d_x)`` released features, ``(T, d_y)`` released labels, ``(T, ℓ)`` the subsets used
+        (secret: kept for tests and attack ground truth, never part of the release).
+
+    Raises:
+        ValueError: a feature outside [0, 1] or a label row that is not a distribution (``check_records``).
+    """
+    check_records(x, y_onehot)
+    n = x.shape[0]
+    idx = sample_subsets(n, mixture_degree, num_samples, generator=generator)
+    data = torch.cat([x, y_onehot], dim=1).to(torch.float32)
+    noisy = torch.randn((num_samples, data.shape[1]), generator=generator).mul_(sigma)
+    if sigma_y is not None and sigma_y != sigma:
+        noisy[:, x.shape[1]:] *= sigma_y / sigma
+    noisy += mean_of_rows(data, idx)  # = mean + σ·N(0, 1), the same draws as before
+    return noisy[:, : x.shape[1]], noisy[:, x.shape[1] :], idx
+
+
+def mean_of_rows(data: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)``: one fused gather-and-sum kernel
+    (``embedding_bag``), no Python loop and no ``(T, ℓ, d)`` intermediate.
+
+    Data on the 1/255 grid (8-bit images, one-hot labels) are read as bytes (FBGEMM's row-wise 8-bit
+    embedding bag, exact values, float32 sums), a quarter of the memory traffic; other data as float32.
+    """
+    t, ell = idx.shape
+    flat, offsets = idx.reshape(-1), torch.arange(0, t * ell, ell)
+    packed = _bytes_with_scale(data, 1.0 / (255 * ell))
+    if packed is not None:
+        try:
+            return torch.ops.quantized.embedding_bag_byte_rowwise_offsets(
+                packed, flat, offsets, False, 0, False, None, None, False)
+        except (RuntimeError, AttributeError, NotImplementedError):  # a build without FBGEMM's kernels
+            pass
+    return F.embedding_bag(flat, data, offsets, mode="mean")
+
+
+def _bytes_with_scale(data: torch.Tensor, scale: float, rows: int = 8192) -> torch.Tensor | None:
+    """``data (n, d)`` as FBGEMM's row-wise 8-bit layout ``(n, d + 8)`` uint8 (255·data, then float32
+    scale and bias 0), or ``None`` unless every value is exactly k/255 for an integer k in [0, 255].
+    Checked in cache-sized row blocks."""
+    n, d = data.shape
+    out = torch.empty(n, d + 8, dtype=torch.uint8)
+    out[:, d:] = torch.tensor([scale, 0.0]).view(torch.uint8)
+    for i in range(0, n, rows):
+        block = data[i : i + rows]
+        q = (block * 255).round_().clamp_(0, 255)
+        if not torch.equal(q / 255, block):
+            return None
+        out[i : i + rows, :d] = q
+    return out
