@@ -119,9 +119,21 @@ def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple
 @functools.lru_cache(maxsize=512)
 def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, epochs: int,
                             accountant: str) -> float:
-    """σ for (ε, δ) after ``epochs`` epochs of Poisson sampling at rate q by Opacus' ``get_noise_multiplier`` with
-    ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the same one many times)."""
+    """σ for (ε, δ) under add/remove after ``epochs`` epochs of Poisson sampling at rate q by Opacus'
+    ``get_noise_multiplier`` with ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the
+    same one many times).
+
+    Raises:
+        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there).
+    """
     from opacus.accountants.utils import get_noise_multiplier
+
+    steps = int(epochs * round(1 / sample_rate))
+    floor = pld_epsilon(noise_multiplier=SIGMA_SEARCH[0], sample_rate=sample_rate, steps=steps, delta=delta,
+                        relation="add-remove")
+    require(target_epsilon < floor, f"dpsgd: target ε = {target_epsilon:g} at δ = {delta:g} is met even at "
+            f"σ = {SIGMA_SEARCH[0]:g}; allowed: ε < {floor:.4g} at these settings (add-remove), or a fixed "
+            "params.noise_multiplier")
 
     with warnings.catch_warnings():  # the RDP "largest alpha" notices
         warnings.simplefilter("ignore")
@@ -141,12 +153,9 @@ def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: floa
         return float(acct.get_epsilon(delta))
 
 
-@functools.lru_cache(maxsize=512)
-def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
-                  relation: str = "add-remove") -> tuple[tuple[float, float], ...]:
-    """DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
-    multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
-    (``add-remove`` or ``replace-one``); see ``privacy_profile``."""
+def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation: str):
+    """dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
+    steps (rate q, noise multiplier σ) under ``relation``."""
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation
 
@@ -154,4 +163,63 @@ def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, de
     acct = pld.PLDAccountant(neighboring_relation=rel[relation], value_discretization_interval=1e-3)
     step = dp_event.PoissonSampledDpEvent(sample_rate, dp_event.GaussianDpEvent(noise_multiplier))
     acct.compose(dp_event.SelfComposedDpEvent(step, int(steps)))
-    return privacy_profile(acct.get_epsilon, delta)
+    return acct
+
+
+@functools.lru_cache(maxsize=512)
+def pld_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float, relation: str) -> float:
+    """DP-SGD's ε at δ by dp_accounting's PLD accountant (``_dpsgd_pld``), memoised.
+
+    Raises:
+        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation.
+    """
+    require(noise_multiplier > 0 and 0 < sample_rate <= 1 and steps >= 1 and 0 < delta < 1,
+            f"pld_epsilon: need σ > 0, 0 < q <= 1, steps >= 1 and 0 < δ < 1, got σ = {noise_multiplier!r}, "
+            f"q = {sample_rate!r}, steps = {steps!r}, δ = {delta!r}")
+    return float(_dpsgd_pld(noise_multiplier, sample_rate, steps, relation).get_epsilon(delta))
+
+
+SIGMA_SEARCH = (0.25, 1e4)
+"""The noise multipliers σ a DP-SGD calibration searches; a target ε needing σ outside is refused with one line
+(below σ ≈ 0.25 the ε of any useful run is in the hundreds, and PLD and PRV accountants slow down sharply: a search
+that does not bound σ runs for minutes at ε = 1,000)."""
+
+
+@functools.lru_cache(maxsize=512)
+def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, steps: int,
+                         relation: str) -> float:
+    """The smallest σ (to 1e-4 relative) whose PLD ε at δ after ``steps`` Poisson-subsampled Gaussian steps is at most
+    ``target_epsilon`` under ``relation``: bisection on σ in ``SIGMA_SEARCH`` (ε falls as σ grows), memoised.
+    This is how DP-SGD is calibrated under replace-one, the relation every mechanism's budget is matched on
+    (dp_accounting's ``NeighboringRelation.REPLACE_ONE``; Opacus' accountants are add/remove only).
+
+    Raises:
+        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it).
+    """
+    require(target_epsilon > 0 and math.isfinite(target_epsilon),
+            f"dpsgd: target ε must be a finite number > 0, got {target_epsilon!r}")
+    lo, hi = SIGMA_SEARCH
+
+    def eps(sigma: float) -> float:
+        return pld_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta,
+                           relation=relation)
+
+    if eps(hi) > target_epsilon:
+        raise ValueError(f"dpsgd: target ε = {target_epsilon:g} at δ = {delta:g} needs σ > {hi:g}; allowed: an ε "
+                         f"reachable with σ <= {hi:g}")
+    if eps(lo) <= target_epsilon:
+        raise ValueError(f"dpsgd: target ε = {target_epsilon:g} at δ = {delta:g} is met even at σ = {lo:g}; allowed: "
+                         f"ε < {eps(lo):.4g} at these settings ({relation}), or a fixed params.noise_multiplier")
+    while hi / lo > 1 + 1e-4:  # geometric bisection; invariant eps(lo) > target >= eps(hi)
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if eps(mid) <= target_epsilon else (mid, hi)
+    return hi
+
+
+@functools.lru_cache(maxsize=512)
+def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
+                  relation: str = "add-remove") -> tuple[tuple[float, float], ...]:
+    """DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
+    multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
+    (``add-remove`` or ``replace-one``); see ``privacy_profile``."""
+    return privacy_profile(_dpsgd_pld(noise_multiplier, sample_rate, steps, relation).get_epsilon, delta)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from typing import Any, ClassVar, Literal
@@ -14,8 +13,15 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, make_optimizer, seed_everything, train_loop
-from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
-from mechanisms.accounting import dpsgd_profile, gaussian_epsilon
+from bench.core.types import PrivacySpent, RelationEpsilon, TrainedModel, TrainSpec
+from mechanisms.accounting import (
+    dpsgd_profile,
+    gaussian_epsilon,
+    opacus_epsilon,
+    opacus_noise_multiplier,
+    pld_epsilon,
+    pld_noise_multiplier,
+)
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
 from mechanisms.dpsgd_canaries import GradientCanaries
@@ -37,6 +43,10 @@ class DPSGDParams(ModelParams):
         noise_multiplier: a fixed σ (> 0), as a source system set it; the target ε is then ignored.
         ema_decay: end with the exponential moving average of the weights at this decay (in (0, 1); ``bk`` or
             ``vmap`` only; De et al. 2022) — post-processing, no privacy cost.
+        relation: the neighbouring relation σ is calibrated and ε certified under. ``replace-one`` (default): the
+            relation every mechanism of the suite is matched on, by dp_accounting's PLD accountant
+            (``NeighboringRelation.REPLACE_ONE``); ``add-remove``: Opacus' ``accountant``, as papers and the
+            source systems quote. The other relation's ε is reported beside either way.
     """
 
     max_grad_norm: float = Field(1.0, gt=0)
@@ -44,6 +54,7 @@ class DPSGDParams(ModelParams):
     grad_sample_mode: Literal["hooks", "functorch", "ew", "bk", "vmap"] = "bk"
     noise_multiplier: float | None = Field(None, gt=0)
     ema_decay: float | None = Field(None, gt=0, lt=1)
+    relation: Literal["replace-one", "add-remove"] = "replace-one"
 
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.0}
@@ -55,9 +66,12 @@ class DPSGD(Baseline):
     (Abadi et al. 2016, Algorithm 1), via Opacus' ``PrivacyEngine.make_private_with_epsilon``.
 
     Batches are drawn by Poisson sampling with rate q = 1/ceil(n / batch_size) (Opacus derives it from
-    the loader length; equal to batch_size / n when batch_size divides n), which is what Opacus'
-    accountants certify. Settings: ``DPSGDParams``. The reported ε is the accountant's after training, at the
-    requested δ, for the add/remove-one relation (Opacus' accountants, Poisson sampling).
+    the loader length; equal to batch_size / n only when batch_size divides n), which is what the accountants
+    certify. Settings: ``DPSGDParams``. σ is calibrated to the target (ε, δ) under ``params.relation``: replace-one
+    by dp_accounting's PLD accountant (``accounting.pld_noise_multiplier``; the default, so that DP-SGD is compared
+    with DPMix and local noise at the same ε under the same relation), add/remove by Opacus' accountant. The
+    reported ε is certified after training under that relation, with the other relation's ε beside it
+    (``PrivacySpent.other_relations``): add/remove by Opacus' ``accountant``, replace-one by the PLD accountant.
     """
 
     name = "dpsgd"
@@ -92,50 +106,72 @@ class DPSGD(Baseline):
             raise ValueError(f"dpsgd needs a target epsilon > 0 or a noise_multiplier, got {target_epsilon}")
         self.check(spec, n_members=len(train))
         accountant, max_grad_norm, mode = p.accountant, p.max_grad_norm, p.grad_sample_mode
+        batches = -(-len(train) // spec.batch_size)  # q = 1 / batches, as Opacus' Poisson loader samples
+        sample_rate, steps = 1.0 / batches, int(spec.epochs * batches)
+        if fixed_sigma is not None:
+            sigma = float(fixed_sigma)
+        elif p.relation == "replace-one":
+            sigma = pld_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
+                                         sample_rate=sample_rate, steps=steps, relation="replace-one")
+        else:
+            sigma = opacus_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
+                                            sample_rate=sample_rate, epochs=int(spec.epochs), accountant=accountant)
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
         optimizer = make_optimizer(model.parameters(), spec)
-        if mode in FAST_MODES or audit is not None:  # our per-sample clipping; Opacus' sampling and accountant
-            return self._with_note(fit_fast(model, optimizer, train, spec, mode=mode if mode in FAST_MODES else "bk",
-                                            target_epsilon=target_epsilon, delta=delta, accountant=accountant,
-                                            max_grad_norm=max_grad_norm, generator=gen, device=device,
-                                            on_epoch=on_epoch, canaries=audit), spec)
-        loader = DataLoader(TensorDataset(train.x, train.y), batch_size=spec.batch_size, generator=gen)
-        with warnings.catch_warnings():  # Opacus warns about secure RNG; we want seeded, reproducible runs
-            warnings.simplefilter("ignore")
-            engine = PrivacyEngine(accountant=accountant)
-            common = dict(module=model, optimizer=optimizer, data_loader=loader, max_grad_norm=max_grad_norm,
-                          poisson_sampling=True, grad_sample_mode=mode)
-            if fixed_sigma is None:
-                gsm, dp_opt, dp_loader = engine.make_private_with_epsilon(
-                    target_epsilon=target_epsilon, target_delta=delta, epochs=spec.epochs, **common)
-            else:
-                gsm, dp_opt, dp_loader = engine.make_private(noise_multiplier=float(fixed_sigma), **common)
-            hist, seen, secs = train_loop(gsm, dp_opt, dp_loader, epochs=spec.epochs, device=device,
-                                          on_epoch=on_epoch)
-            epsilon = float(engine.get_epsilon(delta))
-        plain: nn.Module = gsm.to_standard_module()  # hooks removed: what we evaluate, cache and attack
-        params = {"noise_multiplier": float(dp_opt.noise_multiplier), "max_grad_norm": max_grad_norm,
-                  "sample_rate": float(dp_loader.sample_rate), "accountant": accountant,
-                  "steps": int(spec.epochs * len(dp_loader)), "grad_sample_mode": mode}
-        privacy = PrivacySpent(epsilon, delta, f"opacus-{accountant}", "central-dp", relation="add-remove")
-        return self._with_note(TrainedModel(plain, privacy, params=params, train_seconds=secs,
-                                            samples_per_s=seen / secs, history=hist), spec)
+        if mode in FAST_MODES or audit is not None:  # our per-sample clipping; Opacus' sampling
+            trained = fit_fast(model, optimizer, train, spec, mode=mode if mode in FAST_MODES else "bk",
+                               noise_multiplier=sigma, max_grad_norm=max_grad_norm, generator=gen, device=device,
+                               on_epoch=on_epoch, canaries=audit)
+        else:
+            loader = DataLoader(TensorDataset(train.x, train.y), batch_size=spec.batch_size, generator=gen)
+            with warnings.catch_warnings():  # Opacus warns about secure RNG; we want seeded, reproducible runs
+                warnings.simplefilter("ignore")
+                engine = PrivacyEngine(accountant=accountant)
+                gsm, dp_opt, dp_loader = engine.make_private(
+                    module=model, optimizer=optimizer, data_loader=loader, max_grad_norm=max_grad_norm,
+                    poisson_sampling=True, grad_sample_mode=mode, noise_multiplier=sigma)
+                hist, seen, secs = train_loop(gsm, dp_opt, dp_loader, epochs=spec.epochs, device=device,
+                                              on_epoch=on_epoch)
+            plain: nn.Module = gsm.to_standard_module()  # hooks removed: what we evaluate, cache and attack
+            trained = TrainedModel(plain, PrivacySpent.no_guarantee(), train_seconds=secs,
+                                   samples_per_s=seen / secs, history=hist)
+        trained.params = {"noise_multiplier": sigma, "max_grad_norm": max_grad_norm, "sample_rate": sample_rate,
+                          "accountant": accountant, "steps": steps, "grad_sample_mode": mode,
+                          "relation": p.relation}
+        trained.privacy = self.privacy(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)
+        return trained
 
     @staticmethod
-    def _with_note(trained: TrainedModel, spec: TrainSpec) -> TrainedModel:
-        """Add the privacy profile (``dpsgd_profile``: audits test the whole certified curve) and, with a fixed σ (a
-        source's setting), a note on what shuffled fixed-size batches — each record in one batch per epoch, as such
-        sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism, without
-        amplification by sampling (analytic Gaussian, sensitivity √epochs)."""
-        p, params = trained.privacy, trained.params
-        profile = dpsgd_profile(noise_multiplier=params["noise_multiplier"], sample_rate=params["sample_rate"],
-                                steps=params["steps"], delta=p.delta, relation=p.relation)
-        note, sigma = p.note, spec.params.noise_multiplier
-        if sigma is not None:
-            shuffled = gaussian_epsilon(sigma=sigma, delta=p.delta, sensitivity=math.sqrt(spec.epochs))
+    def privacy(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
+        """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ: ε under
+        ``params.relation`` with its profile (``dpsgd_profile``: audits test the whole certified curve), the other
+        relation's ε beside (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one:
+        dp_accounting's PLD), and, with a fixed σ (a source's setting), a note on what shuffled fixed-size batches —
+        each record in one batch per epoch, as such sources trained — would certify: only the ``epochs``-fold
+        composition of the Gaussian mechanism, without amplification by sampling (analytic Gaussian, sensitivity
+        √epochs; replace-one doubles it, so the note states add/remove)."""
+        p = spec.params
+        history = ((float(sigma), float(sample_rate), int(steps)),)
+        add_remove = opacus_epsilon(history, delta=float(delta), accountant=p.accountant)
+        replace_one = pld_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta,
+                                  relation="replace-one")
+        stated = {"add-remove": (add_remove, f"opacus-{p.accountant}"),
+                  "replace-one": (replace_one, "dp_accounting-pld")}
+
+        def profile(relation: str) -> tuple[tuple[float, float], ...]:
+            return dpsgd_profile(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta,
+                                 relation=relation)
+
+        other = "add-remove" if p.relation == "replace-one" else "replace-one"
+        note = ""
+        if p.noise_multiplier is not None:
+            shuffled = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=math.sqrt(spec.epochs))
             note = (f"For shuffled batches (each record in one batch per epoch) only the {spec.epochs}-fold "
                     f"composition of the Gaussian mechanism is certain, without amplification: ε = {shuffled:.3g} "
-                    f"(δ = {p.delta:.0e}, analytic Gaussian)")
-        trained.privacy = dataclasses.replace(p, note=note, profile=profile)
-        return trained
+                    f"(δ = {delta:.0e}, analytic Gaussian, add-remove)")
+        epsilon, accountant = stated[p.relation]
+        return PrivacySpent(epsilon, delta, accountant, "central-dp", note=note, relation=p.relation,
+                            profile=profile(p.relation),
+                            other_relations=(RelationEpsilon(other, stated[other][0], stated[other][1],
+                                                             profile(other)),))

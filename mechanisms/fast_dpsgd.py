@@ -119,9 +119,9 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
     Args:
-        x: ``(N, ...)`` inputs, y: ``(N,)`` labels (CPU). accountant: an Opacus accountant, stepped at every step (an
-            empty Poisson batch too) as Opacus' optimizer does. generator: draws the Poisson batches; the noise
-            uses torch's global RNG (as Opacus without ``noise_generator``).
+        x: ``(N, ...)`` inputs, y: ``(N,)`` labels (CPU). accountant: an Opacus accountant (or None), stepped at
+            every step (an empty Poisson batch too) as Opacus' optimizer does. generator: draws the Poisson
+            batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
         canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd_canaries``).
@@ -156,7 +156,8 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                 # an empty batch is a step too (noise only), as Opacus' optimizer makes it and its accountant counts it
                 loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
                              step, epoch)
-                accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+                if accountant is not None:
+                    accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
                 _update(ema, model)
                 total, count = total + loss * len(xb), count + len(xb)
             seen, history = seen + count, [*history, total / max(count, 1)]
@@ -172,30 +173,28 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     return history, seen, time.perf_counter() - start, None if tracker is None else tracker.result()
 
 
-def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *, mode: str, target_epsilon: float,
-             delta: float, accountant: str, max_grad_norm: float, generator: torch.Generator,
-             device: torch.device, on_epoch: Callable[[int, int, float], None] | None = None,
+def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *, mode: str, noise_multiplier: float,
+             max_grad_norm: float, generator: torch.Generator, device: torch.device,
+             on_epoch: Callable[[int, int, float], None] | None = None,
              canaries: GradientCanaries | None = None):
-    """DP-SGD's ``fit`` with a fast clipper and everything else Opacus': the module validator, Poisson
-    sampling at q = 1/ceil(n / batch_size), σ from ``get_noise_multiplier`` for the target (ε, δ), and ε
-    from the same accountant after training (reported as ``opacus-<accountant>``).
+    """DP-SGD's training with a fast clipper and everything else as Opacus does it: the module validator and Poisson
+    sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the result (``mechanisms.dp_sgd``).
 
     Args:
         model: freshly built module on ``device``; optimizer: over its parameters; train: an ArrayDataset;
-        spec: its TrainSpec; mode: ``"vmap"`` or ``"bk"``; generator: seeded, draws the batches.
+        spec: its TrainSpec; mode: ``"vmap"`` or ``"bk"``; noise_multiplier: σ (> 0); max_grad_norm: C;
+        generator: seeded, draws the batches.
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
 
     Returns:
-        A ``TrainedModel`` whose params record σ, C, q, accountant, steps and ``grad_sample_mode``.
+        A ``TrainedModel`` (privacy and params left to the caller) with its history and audit scores.
 
     Raises:
         ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle.
     """
-    from opacus.accountants import create_accountant
     from opacus.validators import ModuleValidator
 
     from bench.core.types import PrivacySpent, TrainedModel
-    from mechanisms.accounting import opacus_epsilon, opacus_noise_multiplier
 
     errors = ModuleValidator.validate(model, strict=False)
     if errors:
@@ -203,19 +202,10 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
     n = len(train)
     sample_rate = 1 / -(-n // spec.batch_size)  # Opacus: 1 / len(DataLoader(batch_size))
     expected_batch_size = int(n * sample_rate)
-    sigma = spec.params.noise_multiplier  # fixed σ (a source's setting): ε is whatever it buys
-    if sigma is None:
-        sigma = opacus_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
-                                        sample_rate=float(sample_rate), epochs=int(spec.epochs), accountant=accountant)
-    acct = create_accountant(mechanism=accountant)
     hist, seen, secs, audit = train_fast(model, optimizer, train.x, train.y, mode=mode, epochs=spec.epochs,
-                                         sample_rate=sample_rate, noise_multiplier=sigma, max_grad_norm=max_grad_norm,
-                                         expected_batch_size=expected_batch_size, accountant=acct,
-                                         generator=generator, device=device, on_epoch=on_epoch,
+                                         sample_rate=sample_rate, noise_multiplier=noise_multiplier,
+                                         max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
+                                         accountant=None, generator=generator, device=device, on_epoch=on_epoch,
                                          ema_decay=spec.params.ema_decay, canaries=canaries)
-    epsilon = opacus_epsilon(tuple(tuple(h) for h in acct.history), delta=float(delta), accountant=accountant)
-    params = {"noise_multiplier": float(sigma), "max_grad_norm": max_grad_norm, "sample_rate": float(sample_rate),
-              "accountant": accountant, "steps": int(spec.epochs * int(1 / sample_rate)), "grad_sample_mode": mode}
-    privacy = PrivacySpent(epsilon, delta, f"opacus-{accountant}", "central-dp", relation="add-remove")
-    return TrainedModel(model, privacy, params=params, train_seconds=secs, samples_per_s=seen / secs, history=hist,
-                        audit=audit)
+    return TrainedModel(model, PrivacySpent.no_guarantee(), train_seconds=secs, samples_per_s=seen / secs,
+                        history=hist, audit=audit)

@@ -60,7 +60,8 @@ def format_privacy(privacy: Privacy | None) -> str:
         privacy: the RunResult's ``Privacy``, or ``None`` for a failed cell.
 
     Returns:
-        ``"ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)"`` (the relation only where the record names one), with
+        ``"ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)"`` (the relation only where the record names one; the same
+        guarantee under other relations after it, ``"; add/remove: ε = 0.5 (opacus-prv)"``), with
         ``" — weak δ ≥ 1/n"`` appended when ``weak_delta``; ``"no guarantee"`` (``"no guarantee (claimed ε = 10,
         not a guarantee)"`` when a source claimed an ε); ``"—"`` when there is no record. An ε whose δ or
         accountant is missing is never printed.
@@ -76,6 +77,8 @@ def format_privacy(privacy: Privacy | None) -> str:
         return "invalid privacy record (ε without δ or accountant)"
     relation = relation_text(privacy.relation)
     text = f"ε = {num(eps)} (δ = {delta_text(delta)}, {accountant}{', ' + relation if relation else ''})"
+    for o in privacy.other_relations:  # e.g. DP-SGD's add/remove ε, the figure papers quote
+        text += f"; {relation_text(o.relation)}: ε = {num(o.epsilon)} ({o.accountant})"
     return text + " — weak δ ≥ 1/n" if privacy.weak_delta else text
 
 

@@ -4,7 +4,7 @@ it spent. Frozen where they are values; ``TrainedModel`` holds a live module."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SerializeAsAny
@@ -17,6 +17,27 @@ if TYPE_CHECKING:  # pragma: no cover
 
 GUARANTEES = ("none", "central-dp", "local-dp", "dp-release")
 RELATIONS = ("add-remove", "replace-one", "replace-one-same-class")
+
+
+@dataclass(frozen=True)
+class RelationEpsilon:
+    """The same guarantee stated under another neighbouring relation (e.g. DP-SGD's add/remove ε, the figure papers
+    quote, beside the replace-one ε its budget is matched on).
+
+    Attributes:
+        relation: one of ``RELATIONS``. epsilon: ε (unitless) at the guarantee's δ. accountant: what certified it.
+        profile: ``((ε, δ), ...)`` under ``relation`` (empty when unknown).
+    """
+
+    relation: str
+    epsilon: float
+    accountant: str
+    profile: tuple[tuple[float, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "profile", tuple((float(e), float(d)) for e, d in self.profile))
+        if self.relation not in RELATIONS:
+            raise ValueError(f"relation {self.relation!r} not in {RELATIONS}")
 
 
 @dataclass(frozen=True)
@@ -37,6 +58,7 @@ class PrivacySpent:
             ``None`` without a guarantee.
         profile: the accountant's privacy profile ``((ε, δ), ...)``: (ε, δ)-DP at each point under ``relation``
             (audits test the whole certified curve); empty when unknown or without a guarantee.
+        other_relations: the same guarantee under other neighbouring relations (``RelationEpsilon``), same δ.
 
     Raises:
         ValueError: unknown guarantee or relation, or an ε without δ, accountant and relation.
@@ -50,9 +72,12 @@ class PrivacySpent:
     note: str = ""
     relation: str | None = None
     profile: tuple[tuple[float, float], ...] = ()
+    other_relations: tuple[RelationEpsilon, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "profile", tuple((float(e), float(d)) for e, d in self.profile))
+        object.__setattr__(self, "other_relations", tuple(
+            o if isinstance(o, RelationEpsilon) else RelationEpsilon(**o) for o in self.other_relations))
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee {self.guarantee!r} not in {GUARANTEES}")
         if self.guarantee == "none":
@@ -64,6 +89,19 @@ class PrivacySpent:
             raise ValueError(f"a formal guarantee needs its neighbouring relation in {RELATIONS}, "
                              f"got {self.relation!r}")
 
+    def under(self, relation: str | None) -> PrivacySpent | None:
+        """This guarantee stated under ``relation`` (ε, accountant and profile of that relation; no other relations),
+        or None when it has none for that relation (or no guarantee at all)."""
+        if self.epsilon is None or relation is None:
+            return None
+        if relation == self.relation:
+            return self
+        for o in self.other_relations:
+            if o.relation == relation:
+                return replace(self, epsilon=o.epsilon, accountant=o.accountant, relation=o.relation,
+                               profile=o.profile, other_relations=())
+        return None
+
     @classmethod
     def no_guarantee(cls, *, claimed_epsilon: float | None = None, note: str = "") -> PrivacySpent:
         return cls(None, None, "none", "none", claimed_epsilon=claimed_epsilon, note=note)
@@ -73,7 +111,8 @@ class PrivacySpent:
         if self.epsilon is None:
             return "no guarantee"
         eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.3g}"
-        return f"ε = {eps} (δ = {self.delta:.0e}, {self.accountant}, {self.relation})"
+        other = "".join(f"; {o.relation}: ε = {o.epsilon:.3g}, {o.accountant}" for o in self.other_relations)
+        return f"ε = {eps} (δ = {self.delta:.0e}, {self.accountant}, {self.relation}{other})"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

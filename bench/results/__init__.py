@@ -19,6 +19,7 @@ from bench.results.document import (
     read,
     write,
 )
+from bench.results.privacy import OtherRelation, Privacy
 from bench.results.runs import (
     AttackRecord,
     Audit,
@@ -27,7 +28,6 @@ from bench.results.runs import (
     Images,
     Metrics,
     OneRun,
-    Privacy,
     Roc,
     RunResult,
     Timings,
@@ -38,6 +38,7 @@ from bench.results.schema_doc import schema_markdown
 
 __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "DatasetInfo", "Design",
-    "Images", "Metrics", "OneRun", "Privacy", "PrivacyBug", "ReproducedValues", "ReproductionCurve", "ReproductionRow",
+    "Images", "Metrics", "OneRun", "OtherRelation", "Privacy", "PrivacyBug",
+    "ReproducedValues", "ReproductionCurve", "ReproductionRow",
     "Results", "Roc", "RunResult", "Timings", "TprAtFpr", "Utility", "read", "write", "schema_markdown",
 ]

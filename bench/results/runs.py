@@ -7,36 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from bench.results.base import Model
-
-
-class Privacy(Model):
-    """What a model's mechanism spent, as certified by a named accountant (``bench.core.types.PrivacySpent``).
-
-    ``epsilon``, ``delta`` and ``relation`` are null without a formal guarantee (``guarantee: "none"``);
-    ``claimed_epsilon`` is a source's claim shown beside, never instead; ``weak_delta``: δ >= 1 / n_members."""
-
-    epsilon: float | None
-    """The accountant's ε at ``delta``; null without a formal guarantee."""
-    delta: float | None
-    """δ of the guarantee; null without one."""
-    accountant: str
-    """The accountant that certified ``epsilon`` (e.g. ``opacus-prv``, ``dpmix-closed-form``); ``none`` without a
-    guarantee."""
-    guarantee: str
-    """``central-dp`` (the trained model), ``local-dp`` (every record noised before training), ``dp-release`` (the
-    released data set) or ``none``."""
-    claimed_epsilon: float | None = None
-    """The ε a source claimed for a mechanism without a guarantee: shown beside, never instead."""
-    note: str = ""
-    """One line on how the privacy was accounted (shown in the reports' notes)."""
-    relation: str | None = None
-    """The neighbouring relation of ``epsilon``: ``add-remove``, ``replace-one`` or ``replace-one-same-class``; null
-    without a guarantee."""
-    weak_delta: bool = False
-    """True when δ >= 1 / n_members (releasing one record outright satisfies such a δ)."""
-    profile: list[list[float]] = Field(default_factory=list)
-    """The accountant's privacy profile ``[[ε, δ], ...]``: the mechanism is (ε, δ)-DP at each point (under
-    ``relation``); one-run audits test the whole curve. Empty without a guarantee."""
+from bench.results.privacy import Privacy
 
 
 class Utility(Model):

@@ -2,11 +2,12 @@
 
 Only designs whose outcomes are independent by construction count (canaries with independent random inclusion in
 one run, or independent runs), only bounds valid under the design alone (``attacks.audit``: non-parametric ones,
-and Gaussian ones on scores Gaussian by construction), and only when the audit tests the neighbouring relation the
-accountant's ε is stated for. A mechanism without a guarantee has no accountant to refute; a valid bound above the
-ε its source claimed is a refuted claim, reported beside. Every (model, audit, analysis) pair is one comparison;
-each is made at confidence 1 − (1 − ``confidence``)/M for M comparisons (Bonferroni over the run), so the chance
-that any flag of a correct run is a false alarm is at most 1 − ``confidence``.
+and Gaussian ones on scores Gaussian by construction), and only when the audit tests a neighbouring relation the
+accountant states an ε for (DP-SGD states add/remove and replace-one). A mechanism without a guarantee has no
+accountant to refute; a valid bound above the ε its source claimed is a refuted claim, reported beside. Every
+(model, audit, analysis) pair is one comparison; each is made at confidence 1 − (1 − ``confidence``)/M for M
+comparisons (Bonferroni over the run), so the chance that any flag of a correct run is a false alarm is at most
+1 − ``confidence``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
             if p is None or design.kind not in VALID_DESIGNS:
                 continue
             guaranteed = p.guarantee != "none" and p.epsilon is not None
-            if guaranteed and design.relation != p.relation or not guaranteed and p.claimed_epsilon is None:
+            if guaranteed:  # compared with the ε of the relation the design tests (DP-SGD states both)
+                p = p.under(design.relation)
+                if p is None:
+                    continue
+            elif p.claimed_epsilon is None:
                 continue
             items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.valid]
             if guaranteed and design.kind == "one-run" and p.profile and record.audit.one_run is not None:

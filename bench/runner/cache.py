@@ -24,7 +24,7 @@ from torch import nn
 
 from bench.core.types import PrivacySpent, Release, TrainedModel
 
-CACHE_VERSION = 2  # 2: typed settings in the key; the release display and the relation stored
+CACHE_VERSION = 3  # 2: typed settings in the key, the release display and the relation stored; 3: other relations
 log = logging.getLogger("privbench.cache")
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 

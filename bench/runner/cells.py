@@ -16,7 +16,7 @@ from attacks.metrics import membership_metrics
 from bench.core.data import MembershipSplit
 from bench.core.training import EpochCallback, TrainingDiverged, evaluate
 from bench.core.types import PrivacySpent, TrainedModel
-from bench.results import AttackRecord, Audit, Design, Images, Privacy, RunResult, Timings, Utility
+from bench.results import AttackRecord, Audit, Design, Images, OtherRelation, Privacy, RunResult, Timings, Utility
 from bench.runner.executor import JobFailed
 from bench.runner.jobs import Recipe, Slot, Trainer
 
@@ -45,7 +45,8 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
     design = Design(kind=d.kind, threat_model=d.threat_model, size=d.size or int(len(res.labels)),
                     relation=d.relation, inclusion=d.inclusion, gaussian=d.gaussian)
     audited = res.privacy or privacy
-    profile = [list(x) for x in audited.profile] if d.relation and d.relation == audited.relation else None
+    same = audited.under(d.relation)  # the guarantee under the relation the design tests, if it has one
+    profile = [list(x) for x in same.profile] if same is not None else None
     block = membership_audit(res.scores, res.labels, delta=audited.delta if audited.delta is not None else delta,
                              design=design.model_dump(), profile=profile)
     n_members = int(res.labels.sum())
@@ -58,7 +59,9 @@ def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:
     """The results.json form of a ``PrivacySpent``."""
     return Privacy(epsilon=p.epsilon, delta=p.delta, accountant=p.accountant, guarantee=p.guarantee,
                    claimed_epsilon=p.claimed_epsilon, note=p.note, relation=p.relation, weak_delta=weak_delta,
-                   profile=[list(x) for x in p.profile])
+                   profile=[list(x) for x in p.profile],
+                   other_relations=[OtherRelation(relation=o.relation, epsilon=o.epsilon, accountant=o.accountant,
+                                                  profile=[list(x) for x in o.profile]) for o in p.other_relations])
 
 
 def images_record(images: np.ndarray, labels: np.ndarray, **fields) -> Images:

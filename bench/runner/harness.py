@@ -76,7 +76,8 @@ def log_line(r: RunResult) -> str:
         return f"{head}: failed: {r.error}"
     p, t = r.privacy, r.timings
     priv = "no guarantee" if p.epsilon is None else \
-        f"ε={p.epsilon:.3g} (δ={p.delta:.0e}, {p.accountant}, {p.relation})"
+        f"ε={p.epsilon:.3g} (δ={p.delta:.0e}, {p.accountant}, {p.relation}" + "".join(
+            f"; {o.relation} ε={o.epsilon:.3g}, {o.accountant}" for o in p.other_relations) + ")"
     auc = " ".join(f"{k} AUC {a.metrics.auc:.3f}" for k, a in r.attacks.items())
     failed = "".join(f"; attack {k} FAILED: {why}" for k, why in r.attack_errors.items())
     return (f"{head}: {priv}, test acc {r.utility.test_accuracy:.2%}, {auc}, "

@@ -233,3 +233,35 @@ def test_dpmix_invalid_inputs(kwargs, bad):
 def test_gaussian_invalid_inputs(fn, kwargs, bad):
     with pytest.raises(ValueError, match=bad):
         fn(**kwargs)
+
+
+@pytest.mark.parametrize(("sigma", "steps"), [(1.0, 1), (2.0, 4), (5.0, 9)])
+def test_dpsgd_pld_without_sampling_is_the_gaussian_mechanism(sigma, steps):
+    # q = 1: every step uses every record, so k steps are one Gaussian mechanism of sensitivity √k·C under add/remove
+    # and 2·√k·C under replace-one (a replaced record moves the clipped sum by up to 2C). The exact ε of that
+    # Gaussian (closed form, _exact_delta) pins down the relation handed to dp_accounting; its pessimistic PLD
+    # discretisation (1e-3) may only add.
+    from mechanisms.accounting import pld_epsilon
+
+    for relation, factor in (("add-remove", 1.0), ("replace-one", 2.0)):
+        sens = factor * math.sqrt(steps)
+        exact = gaussian_epsilon(sigma=sigma, delta=1e-5, sensitivity=sens)
+        assert _exact_delta(sigma, exact, sens) == pytest.approx(1e-5, rel=1e-6)
+        lib = pld_epsilon(noise_multiplier=sigma, sample_rate=1.0, steps=steps, delta=1e-5, relation=relation)
+        assert exact - 1e-6 <= lib <= exact + 0.02
+
+
+def test_dpsgd_calibration_bounded_and_one_line():
+    # a target ε that even σ = 0.25 meets is refused at once (an unbounded σ search ran for minutes at ε = 1,000)
+    from mechanisms.accounting import SIGMA_SEARCH, pld_noise_multiplier
+
+    kw = dict(delta=1e-5, sample_rate=0.01, steps=1000, relation="replace-one")
+    with pytest.raises(ValueError, match=r"target ε = 1e\+09 .* met even at σ = 0.25; allowed: ε < ") as err:
+        pld_noise_multiplier(target_epsilon=1e9, **kw)
+    assert "\n" not in str(err.value) and SIGMA_SEARCH[0] == 0.25
+    with pytest.raises(ValueError, match=r"needs σ > 10000"):
+        pld_noise_multiplier(target_epsilon=1e-4, **kw)
+    sigma = pld_noise_multiplier(target_epsilon=2.0, **kw)
+    from mechanisms.accounting import pld_epsilon
+
+    assert pld_epsilon(noise_multiplier=sigma, **kw) <= 2.0 < pld_epsilon(noise_multiplier=sigma * 0.999, **kw)

@@ -91,7 +91,8 @@ def test_dpsgd_with_a_fixed_noise_multiplier_reports_its_epsilon(digits_split):
     from opacus.accountants import RDPAccountant
 
     spec = DPSGD.spec(model="mlp", epochs=2, batch_size=100, lr=0.5,
-                      params={"noise_multiplier": 1.3, "accountant": "rdp", "grad_sample_mode": "bk"})
+                      params={"noise_multiplier": 1.3, "accountant": "rdp", "grad_sample_mode": "bk",
+                              "relation": "add-remove"})
     tm = DPSGD().fit(digits_split.members, spec, target_epsilon=None, delta=1e-5, seed=0, device=CPU)
     assert tm.params["noise_multiplier"] == 1.3
     acct = RDPAccountant()

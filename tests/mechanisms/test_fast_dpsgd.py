@@ -228,7 +228,7 @@ def fits(digits_split):
     out = {}
     for mode in ("hooks", *FAST_MODES):
         spec = DPSGD.spec(model="mlp", epochs=4, batch_size=60, lr=1.0,
-                          params={"grad_sample_mode": mode, "accountant": "rdp"})
+                          params={"grad_sample_mode": mode, "accountant": "rdp", "relation": "add-remove"})
         out[mode] = MECHANISMS.get("dpsgd")().fit(digits_split.members, spec, target_epsilon=4.0, delta=1e-5,
                                                   seed=0, device=CPU)
     return out

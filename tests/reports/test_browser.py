@@ -83,8 +83,10 @@ def test_report_renders_in_chromium(smoke_report, tmp_path):
     state = render(smoke_report / "report.html", first, full_page=full)
     print(f"\nscreenshots of {smoke_report / 'report.html'}:\n  {first}\n  {full}")
     if os.environ.get("PRIVBENCH_CI_OUT"):
+        ci_out = Path(os.environ["PRIVBENCH_CI_OUT"])
+        ci_out.mkdir(parents=True, exist_ok=True)
         for shot in (first, full):
-            shutil.copy(shot, Path(os.environ["PRIVBENCH_CI_OUT"]) / shot.name)
+            shutil.copy(shot, ci_out / shot.name)
 
     assert first.read_bytes()[:8] == PNG_MAGIC and full.read_bytes()[:8] == PNG_MAGIC
     doc = json.loads((smoke_report / "results.json").read_text())
