@@ -223,3 +223,62 @@ def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, de
     multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
     (``add-remove`` or ``replace-one``); see ``privacy_profile``."""
     return privacy_profile(_dpsgd_pld(noise_multiplier, sample_rate, steps, relation).get_epsilon, delta)
+
+
+def randomized_response_keep(epsilon: float, num_classes: int) -> float:
+    """k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016): the probability e^ε/(e^ε + k − 1) of
+    releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under replace-one. Raises ValueError for
+    ε ≤ 0 or k < 2."""
+    require(epsilon > 0 and num_classes >= 2, f"randomized response needs ε > 0 and k >= 2 classes, got ε = "
+            f"{epsilon!r}, k = {num_classes!r}")
+    return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
+
+
+def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
+    """ε at δ of one record released as (unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``) under
+    replace-one: dp_accounting's PLD accountant composes ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian
+    event moves by 2, our image sensitivity) with ``RandomizedResponseDpEvent`` (pessimistic discretisation
+    max(1e-4, ε·1e-4)); never above the basic composition ε_image + ε_label, which it is capped by."""
+    from dp_accounting import dp_event, pld
+    from dp_accounting.privacy_accountant import NeighboringRelation
+
+    basic = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=2.0) + label_epsilon
+    noise = num_classes / (math.exp(label_epsilon) + num_classes - 1)  # dp_accounting: P(uniform over k buckets)
+    acct = pld.PLDAccountant(NeighboringRelation.REPLACE_ONE, value_discretization_interval=max(1e-4, basic * 1e-4))
+    acct.compose(dp_event.ComposedDpEvent([dp_event.GaussianDpEvent(sigma),
+                                           dp_event.RandomizedResponseDpEvent(noise, num_classes)]))
+    return min(float(acct.get_epsilon(delta)), basic)
+
+
+@functools.lru_cache(maxsize=512)
+def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
+    """ε (unitless) at δ of the local release of one (image, label) record: the analytic-Gaussian image channel at
+    replace-one sensitivity 2 composed with k-ary randomized response on the label (``_record_pld_epsilon``)."""
+    return _record_pld_epsilon(sigma, delta, label_epsilon, num_classes)
+
+
+@functools.lru_cache(maxsize=512)
+def local_record_sigma(*, target_epsilon: float, delta: float, label_share: float, num_classes: int
+                       ) -> tuple[float, float]:
+    """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one: the
+    label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6
+    relative, by bisection) for which the composition (``local_record_epsilon``) is at most the target. σ lies
+    between the analytic σ for the whole ε and for (1 − share)·ε (basic composition).
+
+    Raises:
+        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2.
+    """
+    require(target_epsilon > 0 and 0 < label_share < 1 and num_classes >= 2,
+            f"local-gaussian: need ε > 0, label share in (0, 1) and k >= 2, got ε = {target_epsilon!r}, "
+            f"share = {label_share!r}, k = {num_classes!r}")
+    label_epsilon = label_share * target_epsilon
+    lo = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=2.0)
+    hi = gaussian_sigma(epsilon=target_epsilon - label_epsilon, delta=delta, sensitivity=2.0)
+
+    def eps(sigma: float) -> float:
+        return local_record_epsilon(sigma=sigma, delta=delta, label_epsilon=label_epsilon, num_classes=num_classes)
+
+    while hi / lo > 1 + 1e-6:  # invariant: eps(hi) <= target (basic composition at hi meets it exactly)
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if eps(mid) <= target_epsilon else (mid, hi)
+    return hi, label_epsilon

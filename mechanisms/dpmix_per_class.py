@@ -134,14 +134,16 @@ class DPMixPerClass(Baseline):
         if reuse:
             epsilon = reused_subset_epsilon(sigma=sigma, mixture_degree=ell, samples_per_class=t_c,
                                             class_size=class_size, d_x=d_x, delta=delta)
-            note = (f"one {ell}-subset per class reused for all {t_c} samples: no sampling amplification; ε from "
-                    f"{t_c}-fold composition of the Gaussian mechanism and one subsampling draw "
-                    f"(q = {ell}/{class_size})")
+            note = (f"one {ell}-subset per class reused for all {t_c} samples: amplification by that single "
+                    f"subset draw only (q = {ell}/{class_size}), none per sample; ε from the {t_c}-fold composition "
+                    "of the Gaussian mechanism, amplified once; neighbouring relation: one record replaced by "
+                    "another of the same class")
             privacy = PrivacySpent(epsilon, delta, "analytic-gaussian", "dp-release", claimed_epsilon=claimed,
                                    note=note, relation="replace-one-same-class")
         else:
             privacy = PrivacySpent(claimed, delta, "dpmix-closed-form", "dp-release",
-                                   note="fresh subset per sample, Lee et al. per class (n = smallest class)",
+                                   note="fresh subset per sample, Lee et al. per class (n = smallest class); "
+                                        "neighbouring relation: one record replaced by another of the same class",
                                    relation="replace-one-same-class")
         params = {"sigma": sigma, "mixture_degree": ell, "samples_per_class": t_c, "reuse_subset": reuse,
                   "class_size": class_size, "num_samples": len(y)}

@@ -1,5 +1,6 @@
-"""Local DP by input perturbation: every image scaled to unit L2 norm and perturbed by the analytic
-Gaussian mechanism before any training (the `local-gaussian` reference system, corrected)."""
+"""Local DP by input perturbation: every image scaled to unit L2 norm and perturbed by the analytic Gaussian mechanism,
+and its label by k-ary randomized response, before any training (the `local-gaussian` reference system, corrected: the
+source left labels in the clear, which ``labels: public`` keeps as an explicit option)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,21 @@ import math
 from typing import Any, ClassVar, Literal
 
 import torch
+from pydantic import Field
 from torch import nn
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
-from mechanisms.accounting import classic_gaussian_sigma, gaussian_epsilon, gaussian_sigma, privacy_profile
+from mechanisms.accounting import (
+    classic_gaussian_sigma,
+    gaussian_epsilon,
+    gaussian_sigma,
+    local_record_epsilon,
+    local_record_sigma,
+    privacy_profile,
+    randomized_response_keep,
+)
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
 
@@ -37,6 +47,16 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
     return L2Normalize()(x) + sigma * torch.randn(x.shape, generator=generator)
 
 
+def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, generator: torch.Generator
+                     ) -> torch.Tensor:
+    """k-ary randomized response on ``(N,)`` int64 labels: each kept with probability e^ε/(e^ε + k − 1), else
+    replaced by one of the k − 1 other labels uniformly (Warner 1965; Kairouz, Oh, Viswanath 2016); ε-DP per label.
+    Raises ValueError for ε ≤ 0 or k < 2."""
+    keep = randomized_response_keep(epsilon, num_classes)
+    flip = torch.rand(y.shape, generator=generator) >= keep
+    shift = torch.randint(1, num_classes, y.shape, generator=generator)  # another label, uniformly
+    return torch.where(flip, (y + shift) % num_classes, y)
+
 
 class LocalGaussianParams(ModelParams):
     """Local Gaussian noise's settings.
@@ -44,23 +64,33 @@ class LocalGaussianParams(ModelParams):
     Attributes:
         calibration: ``analytic`` (Balle & Wang 2018, sensitivity 2) or ``classic`` (the source's
             σ = √(2 ln(1.25/δ))/ε at "sensitivity 1", kept to reproduce it; ε is then what that σ really buys).
+        labels: ``randomized-response`` (default: the whole (image, label) record is protected; the label by k-ary
+            randomized response at ε_label = ``label_share``·ε, the image by the rest, the composition accounted by
+            dp_accounting's PLD accountant) or ``public`` (labels released in the clear, as the source did: the
+            ε then covers the image only, and every report's accountant name says so).
+        label_share: the share of ε spent on the label, in (0, 1); 0.25 by default: the image carries the features,
+            and symmetric label noise keeps the true label the most likely one at any ε_label > 0.
     """
 
     calibration: Literal["analytic", "classic"] = "analytic"
+    labels: Literal["randomized-response", "public"] = "randomized-response"
+    label_share: float = Field(0.25, gt=0, lt=1)
 
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
 
 
 class LocalGaussian(Baseline):
-    """Each person releases ``x/||x||₂ + N(0, σ² I)`` with σ from the analytic Gaussian mechanism
-    (Balle & Wang, ICML 2018) at replace-one sensitivity 2: (ε, δ) local DP per image. The learner
-    trains ``spec.model`` on the noisy images only, multiplied by the public constant
+    """Each person releases ``x/||x||₂ + N(0, σ² I)`` (the analytic Gaussian mechanism at replace-one sensitivity 2;
+    Balle & Wang, ICML 2018) and a label by k-ary randomized response: (ε, δ) local DP per (image, label) record,
+    the two channels composed by dp_accounting's PLD accountant (``accounting.local_record_sigma``). The learner
+    trains ``spec.model`` on the noisy images and labels only, the images multiplied by the public constant
     s = 1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get
     the same normalisation and the same s.
 
-    Settings: ``LocalGaussianParams``; with ``calibration: classic`` the target is only ``claimed_epsilon``.
-    The ε holds for the replace-one relation (one person's image replaced by any other)."""
+    Settings: ``LocalGaussianParams``; with ``calibration: classic`` the target is only ``claimed_epsilon``; with
+    ``labels: public`` the ε covers the image only. The ε holds for the replace-one relation (one person's record
+    replaced by any other)."""
 
     name = "local-gaussian"
     guarantee = "local-dp"
@@ -87,19 +117,41 @@ class LocalGaussian(Baseline):
                  generator: torch.Generator) -> tuple[Release, PrivacySpent]:
         if target_epsilon is None or target_epsilon <= 0:
             raise ValueError(f"local-gaussian needs a target epsilon > 0, got {target_epsilon}")
-        if spec.params.calibration == "analytic":
-            sigma = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=SENSITIVITY)
-        else:
+        p, k = spec.params, data.num_classes
+        private_labels = p.labels == "randomized-response"
+        label_epsilon = None
+        if p.calibration == "classic":  # the source's σ; a label at the same share of the claimed ε
             sigma = classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)
+            label_epsilon = p.label_share * target_epsilon if private_labels else None
+        elif private_labels:
+            sigma, label_epsilon = local_record_sigma(target_epsilon=float(target_epsilon), delta=float(delta),
+                                                      label_share=float(p.label_share), num_classes=k)
+        else:
+            sigma = gaussian_sigma(epsilon=target_epsilon, delta=delta, sensitivity=SENSITIVITY)
         noisy = perturb(data.x, sigma=sigma, generator=generator)
-        release = Release(noisy, data.y, "local-gaussian", {"sigma": sigma, "sensitivity": SENSITIVITY},
-                          display="minmax")
-        claimed = None if spec.params.calibration == "analytic" else target_epsilon
+        y = data.y if label_epsilon is None else randomize_labels(data.y, epsilon=label_epsilon, num_classes=k,
+                                                                  generator=generator)
+        params = {"sigma": sigma, "sensitivity": SENSITIVITY, "labels": p.labels, "label_epsilon": label_epsilon}
+        release = Release(noisy, y, "local-gaussian", params, display="minmax")
+        claimed = None if p.calibration == "analytic" else target_epsilon
         note = "" if claimed is None else "source's σ: classic formula, sensitivity 1; ε is what it really buys"
-        profile = privacy_profile(lambda d: gaussian_epsilon(sigma=sigma, delta=d, sensitivity=SENSITIVITY), delta)
-        privacy = PrivacySpent(gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=SENSITIVITY), delta,
-                               "analytic-gaussian", "local-dp", claimed_epsilon=claimed, note=note,
-                               relation="replace-one", profile=profile)
+
+        def epsilon_at(d: float) -> float:
+            if label_epsilon is None:
+                return gaussian_epsilon(sigma=sigma, delta=d, sensitivity=SENSITIVITY)
+            return local_record_epsilon(sigma=sigma, delta=d, label_epsilon=label_epsilon, num_classes=k)
+
+        if private_labels:
+            accountant = "analytic-gaussian + randomized-response (PLD)"
+            note = (note + "; " if note else "") + (
+                f"label by {k}-ary randomized response at ε = {label_epsilon:.3g} (kept with probability "
+                f"{randomized_response_keep(label_epsilon, k):.3f}), composed with the image channel by "
+                "dp_accounting's PLD accountant")
+        else:
+            accountant = "analytic-gaussian, image only (labels public)"
+            note = (note + "; " if note else "") + "labels released in the clear: the ε covers the image only"
+        privacy = PrivacySpent(epsilon_at(delta), delta, accountant, "local-dp", claimed_epsilon=claimed,
+                               note=note, relation="replace-one", profile=privacy_profile(epsilon_at, delta))
         return release, privacy
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
@@ -110,9 +162,9 @@ class LocalGaussian(Baseline):
         model = self.build(train.input_shape, train.num_classes, spec)
         scale = 1.0 / math.sqrt(1.0 / math.prod(train.input_shape) + sigma**2)
         model[0].scale.fill_(scale)
-        hist, seen, secs = fit_supervised(model[1], release.x * scale, train.y, spec, generator=gen,
+        hist, seen, secs = fit_supervised(model[1], release.x * scale, release.y, spec, generator=gen,
                                           device=device, on_epoch=on_epoch)
-        params = {"sigma": sigma, "sensitivity": SENSITIVITY,
+        params = {**release.params,
                   "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)}
         return TrainedModel(model, privacy, params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

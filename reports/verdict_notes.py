@@ -33,19 +33,23 @@ def _guaranteed_accuracy(row: Row) -> bool:
 
 
 def _ship_note(rows: list[Row]) -> list[str]:
-    """Per target ε, the guaranteed mechanisms ranked by test accuracy (mean over seeds), and the baseline."""
-    acc: dict[tuple[float, str], list[float]] = defaultdict(list)
+    """Per target ε and neighbouring relation, the guaranteed mechanisms calibrated to that ε under that relation,
+    ranked by test accuracy (mean over seeds), and the baseline. Mechanisms calibrated under different relations are
+    never ranked together (the same ε means different protection)."""
+    acc: dict[tuple[float, str, str], list[float]] = defaultdict(list)
     kinds: dict[str, str] = {}
     baseline = [row["test_accuracy"] for row in rows if row["guarantee"] == "none" and row["target_epsilon"] is None]
     for row in rows:
         if _guaranteed_accuracy(row):
-            acc[(row["target_epsilon"], row["mechanism"])].append(row["test_accuracy"])
+            acc[(row["target_epsilon"], row["relation"] or "", row["mechanism"])].append(row["test_accuracy"])
             kinds[row["mechanism"]] = GUARANTEE_SHORT.get(row["guarantee"], row["guarantee"])
     notes = []
-    for target in sorted({t for t, _ in acc}):
-        ranked = sorted(((sum(v) / len(v), m) for (t, m), v in acc.items() if t == target), reverse=True)
+    for target, relation in sorted({(t, rel) for t, rel, _ in acc}):
+        ranked = sorted(((sum(v) / len(v), m) for (t, rel, m), v in acc.items() if (t, rel) == (target, relation)),
+                        reverse=True)
         listing = ", ".join(f"{m} {100 * a:.1f}% ({kinds[m]})" for a, m in ranked)
-        notes.append(f"At target ε {target:g}, by test accuracy: {listing}.")
+        under = f" under {relation_text(relation)}" if relation else ""
+        notes.append(f"At target ε {target:g}{under}, by test accuracy: {listing}.")
     if baseline and notes:
         notes.append(f"Without privacy the baseline reaches {100 * sum(baseline) / len(baseline):.1f}%. The "
                      "guarantees differ in kind: central DP protects the training set from whoever sees the model, "

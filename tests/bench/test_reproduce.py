@@ -171,7 +171,7 @@ def test_local_gaussian_reports_what_the_sources_sigma_really_buys(tmp_path, mni
         assert true > claimed  # the source understated ε
     rows = doc["reproduction"]
     assert [r["published"] for r in rows] == [10.0, 10.0]
-    assert all(r["corrected_privacy"]["accountant"] == "analytic-gaussian" for r in rows)
+    assert all(r["corrected_privacy"]["accountant"] == "analytic-gaussian, image only (labels public)" for r in rows)
     assert {c["name"] for c in doc["reproduction_curves"]} == {"accuracy_vs_claimed_epsilon"}
     assert (tmp_path / "out" / doc["reproduction_curves"][0]["plot"]).is_file()
 

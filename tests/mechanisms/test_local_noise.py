@@ -1,4 +1,5 @@
-"""Tests for mechanisms.local_noise: unit-norm input perturbation with the analytic Gaussian mechanism."""
+"""Tests for mechanisms.local_noise: unit-norm input perturbation with the analytic Gaussian mechanism, labels by
+k-ary randomized response (default) or public."""
 
 from __future__ import annotations
 
@@ -6,17 +7,20 @@ import math
 
 import pytest
 import torch
-from scipy.stats import norm
+from scipy.optimize import brentq
+from scipy.stats import binom, norm
 
 from bench.core.training import evaluate
 from bench.core.types import TrainedModel
 from mechanisms import MECHANISMS
-from mechanisms.accounting import gaussian_sigma
-from mechanisms.local_noise import LocalGaussian, perturb
+from mechanisms.accounting import gaussian_sigma, local_record_epsilon
+from mechanisms.local_noise import LocalGaussian, perturb, randomize_labels
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
-SPEC = LocalGaussian.spec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9)
+# labels public: the image channel alone, as the source released it (the default protects labels too: below)
+SPEC = LocalGaussian.spec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9, params={"labels": "public"})
+RECORD = LocalGaussian.spec(model="mlp", epochs=10, batch_size=32, lr=0.1, momentum=0.9)
 HIGH, LOW = 1e4, 0.5
 
 
@@ -24,8 +28,8 @@ def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def _fit(split, eps) -> TrainedModel:
-    return MECHANISMS.get("local-gaussian")().fit(split.members, SPEC, target_epsilon=eps, delta=DELTA, seed=0,
+def _fit(split, eps, spec=SPEC) -> TrainedModel:
+    return MECHANISMS.get("local-gaussian")().fit(split.members, spec, target_epsilon=eps, delta=DELTA, seed=0,
                                                   device=CPU)
 
 
@@ -89,7 +93,8 @@ def test_privacy_record(fits, eps):
     assert p.epsilon == pytest.approx(eps, rel=1e-6)
     assert p.delta == DELTA
     assert p.guarantee == "local-dp"
-    assert p.accountant == "analytic-gaussian"
+    assert p.accountant == "analytic-gaussian, image only (labels public)"  # every report prints the accountant
+    assert "labels released in the clear" in p.note
     assert p.relation == "replace-one"  # one person's image replaced by any other: sensitivity 2
 
 
@@ -149,3 +154,62 @@ def test_scale_buffer_is_saved_with_the_weights(fits, digits_split):
 def test_rejects_non_positive_target(digits_split, bad):
     with pytest.raises(ValueError):
         _fit(digits_split, bad)
+
+
+def test_randomized_response_keeps_and_flips_at_the_stated_rates():
+    # k = 10, ε = 1: keep with e/(e + 9) ≈ 0.232, else each of the 9 other labels with 1/(e + 9) ≈ 0.0853;
+    # 100,000 labels: every count inside its two-sided 1e-6 binomial band.
+    k, eps, n = 10, 1.0, 100_000
+    y = torch.arange(n) % k
+    out = randomize_labels(y, epsilon=eps, num_classes=k, generator=_gen(3))
+    keep = math.e / (math.e + k - 1)
+    lo, hi = binom.ppf(5e-7, n, keep), binom.isf(5e-7, n, keep)
+    assert lo <= int((out == y).sum()) <= hi
+    other = (1 - keep) / (k - 1)
+    for shift in range(1, k):
+        count = int(((out - y) % k == shift).sum())
+        assert binom.ppf(5e-7, n, other) <= count <= binom.isf(5e-7, n, other)
+
+
+def _exact_record_epsilon(sigma: float, delta: float, eps_y: float, k: int) -> float:
+    """ε at δ of (unit-norm image + N(0, σ²) at sensitivity 2) composed with k-ary RR at ε_y, independently of
+    dp_accounting: the privacy loss is L_G + L_RR with L_G ~ N(μ²/2, μ²), μ = 2/σ, and L_RR = ε_y, −ε_y, 0 with
+    the probabilities of the worst pair of labels; δ(ε) = E[(1 − e^{ε − L})₊] = Σᵢ pᵢ δ_G(ε − lᵢ)."""
+    mu = 2 / sigma
+    keep = math.exp(eps_y) / (math.exp(eps_y) + k - 1)
+    other = (1 - keep) / (k - 1)
+    parts = [(keep, eps_y), (other, -eps_y), ((k - 2) * other, 0.0)]
+
+    def delta_g(e: float) -> float:
+        return norm.cdf(mu / 2 - e / mu) - math.exp(e) * norm.cdf(-mu / 2 - e / mu)
+
+    return brentq(lambda e: sum(p * delta_g(e - l) for p, l in parts) - delta, 0.0, 100.0, xtol=1e-12)
+
+
+@pytest.mark.parametrize(("sigma", "eps_y"), [(8.4, 0.25), (1.47, 2.0), (3.0, 0.01), (50.0, 1.0)])
+def test_record_epsilon_is_the_exact_composition(sigma, eps_y):
+    # dp_accounting's pessimistic PLD may only add, and by little (discretisation 1e-4)
+    exact = _exact_record_epsilon(sigma, DELTA, eps_y, 10)
+    got = local_record_epsilon(sigma=sigma, delta=DELTA, label_epsilon=eps_y, num_classes=10)
+    assert exact - 1e-6 <= got <= exact + 0.005
+    # the label channel alone (image noise huge): ε → ε_y; and the composition never exceeds basic composition
+    assert got <= eps_y + float(brentq(lambda e: norm.cdf(1 / sigma - e * sigma / 2)
+                                       - math.exp(e) * norm.cdf(-1 / sigma - e * sigma / 2) - DELTA, 0, 100)) + 1e-9
+
+
+@pytest.mark.parametrize("eps", [1.0, 4.0])
+def test_default_protects_the_whole_record(digits_split, eps):
+    fit = _fit(digits_split, eps, RECORD)
+    p, params = fit.privacy, fit.params
+    assert params["labels"] == "randomized-response" and params["label_epsilon"] == pytest.approx(0.25 * eps)
+    # the composed ε meets the target, tight (σ to 1e-6), and checked against the exact composition
+    assert 0.999 * eps <= p.epsilon <= eps
+    assert _exact_record_epsilon(params["sigma"], DELTA, params["label_epsilon"], 10) <= eps + 1e-6
+    # the image gets less budget than alone: more noise than the labels-public σ
+    assert params["sigma"] > gaussian_sigma(epsilon=eps, delta=DELTA, sensitivity=2.0)
+    assert p.accountant == "analytic-gaussian + randomized-response (PLD)" and p.relation == "replace-one"
+    assert "randomized response" in p.note
+    # the release's labels are the randomized ones the model was trained on: 300 labels, keep rate in its band
+    keep = math.exp(params["label_epsilon"]) / (math.exp(params["label_epsilon"]) + 9)
+    kept = int((fit.release.y == digits_split.members.y).sum())
+    assert binom.ppf(1e-6, 300, keep) <= kept <= binom.isf(1e-6, 300, keep)

@@ -265,7 +265,7 @@ def test_verdict_table_rows_frontier_and_notes(mnist_results):
     assert "loss beats chance: TPR " in base_note and "× chance" in base_note
     assert "significant after Bonferroni over 8 comparisons" in base_note
     assert any(n.startswith("weight-noise: no formal guarantee") for n in notes)
-    assert any(n.startswith("At target ε 1, by test accuracy: dpsgd 90.0% (central DP)") for n in notes)
+    assert "At target ε 1 under add/remove, by test accuracy: dpsgd 90.0% (central DP)." in notes
     dpsgd_note = next(n for n in notes if n.startswith("dpsgd:"))
     assert dpsgd_note.startswith("dpsgd: central (ε, δ)-DP of the trained model (opacus-prv accountant, δ = 1e-05, "
                                  "add/remove);")
@@ -320,3 +320,17 @@ def test_a_reproductions_rows_of_one_mechanism_stay_apart(build):
     assert ranking == ("At target ε 3, by test accuracy: dpsgd (scatternet-eps3) 98.8% (central DP), "
                        "dpsgd (eps3) 98.1% (central DP).")
     assert [r["mechanism"] for r in summary_rows(build.results([plain]))] == ["baseline"]  # bench all: no rows
+
+
+def test_the_ranking_never_mixes_neighbouring_relations(build):
+    """A DP-SGD model calibrated under add/remove and a DPMix one under replace-one at the same target ε are ranked
+    apart, each line naming its relation (the same ε protects differently under the two)."""
+    from reports.verdict_notes import verdict_notes
+
+    ar = build.run("dpsgd", 1.0, build.privacy(1.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove"),
+                   0.95, {})
+    ro = build.run("dpmix", 1.0, build.privacy(1.0, 1e-5, "dpmix-closed-form", "dp-release",
+                                               relation="replace-one"), 0.5, {})
+    notes = verdict_notes(build.results([ar, ro]))["mnist"]
+    assert "At target ε 1 under add/remove, by test accuracy: dpsgd 95.0% (central DP)." in notes
+    assert "At target ε 1 under replace-one, by test accuracy: dpmix 50.0% (DP of the release)." in notes

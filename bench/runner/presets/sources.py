@@ -20,8 +20,8 @@ DPSGD_CNN = Preset(
             spec_dict("cnn-small", 10, 64, 0.05, noise_multiplier=1.1, max_grad_norm=1.0, **FAST), published=93.4,
             claimed_privacy="σ = 1.1 (δ = 1e-5) with shuffled fixed-size batches; Opacus' accountant assumes "
                             "Poisson sampling, so its ε does not certify that run",
-            note="σ = 1.1, the middle of the source's 1.0–1.2; we sample batches by Poisson sampling (q = 64/60,000), "
-                 "which the corrected ε certifies"),
+            note="σ = 1.1, the middle of the source's 1.0–1.2; we sample batches by Poisson sampling (q = 1/938, "
+                 "expected batch 63.97), which the corrected ε certifies"),
     ), note="all 60,000 training images; the 10,000 test images are also the LOSS attack's non-members")
 
 
@@ -107,7 +107,7 @@ _LOCAL_EPS = (150.0, 2000.0, 3000.0, 5000.0, 200000.0)
 LOCAL_GAUSSIAN = Preset(
     "local-gaussian", "local DP by input perturbation (Gaussian noise on unit-norm images)", "mnist", rows=tuple(
         Row(f"eps{e:g}", f"source's σ for ε = {e:g} (classic formula, sensitivity 1, δ = 1/784²); our CNN learner",
-            "local-gaussian", spec_dict("cnn-small", 5, 64, 0.02, momentum=0.9, calibration="classic"),
+            "local-gaussian", spec_dict("cnn-small", 5, 64, 0.02, momentum=0.9, calibration="classic", labels="public"),
             target_epsilon=e, published=CHANCE if e <= 2000 else None,
             claimed_privacy=f"ε = {e:g} (δ = 1/784², classic Gaussian σ with sensitivity 1)",
             note=("source: learning fails (read: chance accuracy). At the source's σ the noise per pixel "
