@@ -42,3 +42,17 @@ def test_reports_import_at_module_level():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(node))]
     assert late == []
+
+
+def test_list_and_the_configuration_never_import_torch():
+    """``bench list`` and loading the run configuration stay light (the registries name plug-ins without importing
+    them); ``bench report`` is checked the same way in tests/bench/test_end_to_end.py."""
+    import subprocess
+    import sys
+
+    code = ("import contextlib, io, sys; import bench.runner.config; from bench.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): rc = main(['list'])\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', 'opacus')]\n"
+            "assert rc == 0 and not heavy, heavy[:5]")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
