@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from bench.core.models import build_model
+from bench.runner.perf.paths import nonprivate_step
 from mechanisms.fast_dpsgd import dp_step, make_clipper
 
 
@@ -22,16 +22,6 @@ def batch():
 def _model():
     torch.manual_seed(0)
     return build_model("cnn-small", (1, 28, 28), 10)
-
-
-def _nonprivate_step(model, x, y):
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-    return step
 
 
 def _dpsgd_step(mode, model, x, y):
@@ -48,7 +38,7 @@ def _dpsgd_step(mode, model, x, y):
 def test_bench_nonprivate_step(benchmark, batch):
     model = _model()
     before = [p.detach().clone() for p in model.parameters()]
-    benchmark(_nonprivate_step(model, *batch))
+    benchmark(nonprivate_step(model, *batch))
     assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters(), strict=True))
 
 
