@@ -16,15 +16,19 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from bench.core.errors import BenchError
 from bench.core.types import PrivacySpent, Release, TrainedModel
 
-CACHE_VERSION = 3  # 2: typed settings in the key, the release display and the relation stored; 3: other relations
+CACHE_VERSION = 4  # 2: typed settings in the key, the release display and the relation stored; 3: other relations;
+# 4: the code and library fingerprint in the key (bench.runner.fingerprint)
+STALE_TMP_S = 600.0  # a temporary entry folder this old was left by a process killed while saving
 log = logging.getLogger("privbench.cache")
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
@@ -58,6 +62,38 @@ class ModelCache:
 
     def __init__(self, root: Path, *, enabled: bool = True) -> None:
         self.root, self.enabled = Path(root), enabled
+
+    def prepare(self) -> int:
+        """Check that the cache folder can be created and written, and remove temporary entry folders left by a
+        process killed while saving (older than ``STALE_TMP_S`` seconds: a save in progress elsewhere is kept).
+
+        Returns:
+            the number of leftovers removed.
+        Raises:
+            BenchError: the folder (or a parent) is a file, or is not writable (one line, before any training).
+        """
+        if not self.enabled:
+            return 0
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = Path(tempfile.mkdtemp(prefix=".tmp-probe-", dir=self.root))
+            probe.rmdir()
+        except OSError as exc:
+            why = "not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror or exc
+            raise BenchError(f"cache folder {self.root} cannot be used ({why}); choose another with "
+                             "--cache-dir DIR (or $PRIVBENCH_CACHE), or pass --no-cache") from None
+        now, removed = time.time(), 0
+        for tmp in [*self.root.glob(".tmp-*"), *self.root.glob("??/.tmp-*")]:
+            try:
+                if now - tmp.stat().st_mtime > STALE_TMP_S:
+                    shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+                    removed += 1
+            except OSError:  # removed by another process meanwhile
+                continue
+        if removed:
+            log.warning("removed %d unfinished cache entr%s left by an interrupted save", removed,
+                        "y" if removed == 1 else "ies")
+        return removed
 
     def _dir(self, key: str) -> Path:
         if not _KEY.match(key):

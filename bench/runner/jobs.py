@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from bench.core.types import TrainedModel, TrainSpec
 from bench.runner.cache import ModelCache, cache_key
 from bench.runner.ensemble import choose_path, ensemble_supported
 from bench.runner.executor import Executor, Pending, TrainJob
+from bench.runner.fingerprint import fingerprint
 
 RECENT = 16  # models kept in memory by a Trainer
 
@@ -51,6 +53,15 @@ class Slot:
         self.cached = self.trained is not None
 
 
+@functools.cache
+def code_fingerprint(mechanism: str, model: str) -> dict[str, object]:
+    """``bench.runner.fingerprint.fingerprint`` of the modules of registered ``mechanism`` and ``model``."""
+    from bench.core.catalog import MODELS
+    from mechanisms import MECHANISMS
+
+    return fingerprint(MECHANISMS.get(mechanism).__module__, MODELS.get(model).__module__)
+
+
 class Trainer:
     """Gives the models of training jobs, from the cache or from the executor.
 
@@ -68,10 +79,11 @@ class Trainer:
         self._recent: OrderedDict[str, TrainedModel] = OrderedDict()  # the last models, also when the cache is off
 
     def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: Any = None) -> str:
-        """The cache key of one model: a content hash of everything that determines it."""
+        """The cache key of one model: a content hash of everything that determines it, the code and library
+        versions that train it included (``bench.runner.fingerprint``)."""
         parts = {"mechanism": recipe.mechanism, "spec": recipe.spec.to_dict(), "target_epsilon": recipe.target_epsilon,
                  "delta": recipe.delta, "seed": seed, "dataset": recipe.dataset, "members": data.fingerprint(),
-                 "device": self.train_device.type}
+                 "device": self.train_device.type, "code": code_fingerprint(recipe.mechanism, recipe.spec.model)}
         if audit is not None:
             parts["audit"] = {"kind": type(audit).__name__, **dataclasses.asdict(audit)}
         return cache_key(parts)

@@ -275,3 +275,35 @@ def test_edited_meta_value_fails_its_checksum(tmp_path, baseline_fit, digits_spl
     with caplog.at_level(logging.WARNING, logger="privbench.cache"):
         assert cache.load(key, _fresh("baseline", digits_split)) is None
     assert any("meta.json" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file"])
+def test_unusable_cache_folder_is_one_line_before_any_work(tmp_path, capsys, where):
+    from bench.cli import main
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    cache = blocker if where == "file" else blocker / "models"
+    out = tmp_path / "out"
+    code = main(["run", "--profile", "smoke", "--mechanisms", "baseline", "--attacks", "loss",
+                 "--cache-dir", str(cache), "--output", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(f"privbench: error: cache folder {cache} cannot be used (not a folder)")
+    assert not out.exists()
+
+
+def test_leftovers_of_an_interrupted_save_are_removed_but_a_save_in_progress_is_kept(tmp_path, caplog):
+    import os
+    import time
+
+    old, fresh = tmp_path / "ab" / ".tmp-old", tmp_path / "cd" / ".tmp-fresh"
+    for d in (old, fresh):
+        d.mkdir(parents=True)
+        (d / "model.pt").write_bytes(b"half")
+    then = time.time() - cache_mod.STALE_TMP_S - 5
+    os.utime(old, (then, then))
+    with caplog.at_level(logging.WARNING, logger="privbench.cache"):
+        assert ModelCache(tmp_path).prepare() == 1
+    assert not old.exists() and fresh.exists()
+    assert "removed 1 unfinished cache entry" in caplog.text
