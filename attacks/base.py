@@ -193,6 +193,13 @@ class AttackContext:
         return concat(*self.sides(limit))
 
 
+def at_most(attack: str, setting: str, value: int | None, limit: int, what: str) -> str | None:
+    """``"attack_params.<attack>.<setting> = v exceeds <what> (limit)"`` when ``value`` > ``limit``, else None."""
+    if value is None or value <= limit:
+        return None
+    return f"attack_params.{attack}.{setting} = {value} exceeds {what} ({limit}); lower it or enlarge the data"
+
+
 class Attack:
     """Base of every attack (subclass ``MembershipAttack`` or ``ReconstructionAttack``).
 
@@ -212,6 +219,11 @@ class Attack:
 
     def __init__(self, params: Params | None = None) -> None:
         self.params = params if params is not None else self.Params()
+
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """Why this attack's settings do not fit the run's data (one line naming the setting, its value and what is
+        allowed), or None. Checked before any training: a count is never silently clipped to the data."""
+        return None
 
     def applies_to(self, target: TrainedModel) -> bool:
         """Whether the attack can run on ``target`` (a release attack needs its kind of release)."""

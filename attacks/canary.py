@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
@@ -28,14 +28,14 @@ class CanaryParams(Params):
         mislabel: give every input canary a random wrong label (a stronger, more memorable canary; it also tests
             labels).
         gradient_canaries: white-box Dirac gradient canaries in the same run, where the mechanism supports them
-            (0: none); at most the model's trainable coordinates.
+            (0 to 1,000,000: none to many); at most the model's trainable coordinates.
         gradient_norm: their raw norm in units of the clipping norm C (>= 1: a correct mechanism clips it to C; a
             mechanism that does not clip lets it through).
     """
 
     num_canaries: int = Field(1000, ge=2)
     mislabel: bool = False
-    gradient_canaries: int = Field(5000, ge=0)
+    gradient_canaries: int = Field(5000, ge=0, le=1_000_000)
     gradient_norm: float = Field(10.0, ge=1)
 
 
@@ -50,10 +50,16 @@ class CanaryAudit(MembershipAttack):
     Params = CanaryParams
     needs_population = True
 
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """The canaries are drawn from the attacker's population: at most ``n_population`` of them."""
+        return at_most(self.name, "num_canaries", self.params.num_canaries, n_population, "n_population")
+
     def canaries(self, population: ArrayDataset, *, seed: int) -> tuple[ArrayDataset, np.ndarray]:
         """The m input canaries and their inclusion coins ``(m,)`` bool, drawn with ``seed``."""
         gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 0))
-        m = min(self.params.num_canaries, len(population))
+        m = self.params.num_canaries
+        if m > len(population):
+            raise ValueError(f"{m} canaries need as many population records; there are {len(population)}")
         canaries = population.subset(torch.randperm(len(population), generator=gen)[:m])
         if self.params.mislabel:
             shift = torch.randint(1, canaries.num_classes, (m,), generator=gen)

@@ -7,7 +7,7 @@ import numpy as np
 from pydantic import Field
 from scipy.stats import norm
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores
+from attacks.base import AttackContext, MembershipAttack, MembershipScores, at_most
 from attacks.shadows import default_size, offline_design, online_design, query
 from bench.core.params import Params
 
@@ -100,6 +100,11 @@ class LiRA(MembershipAttack):
     Params = LiRAParams
     online = True
 
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """Online shadows hold half of the candidates (members and non-members) topped up from the population."""
+        return at_most(self.name, "shadow_size", self.params.shadow_size, n_members + n_population,
+                       "n_members + n_population")
+
     def score(self, ctx: AttackContext) -> MembershipScores:
         p, split, pop = self.params, ctx.split, ctx.split.population
         num_shadow = p.num_shadow + (p.num_shadow % 2 if self.online else 0)
@@ -133,3 +138,7 @@ class LiRAOffline(LiRA):
     Params = LiRAOfflineParams
     online = False
     needs_population = True
+
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """Offline shadows train on records of the attacker's population only."""
+        return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")

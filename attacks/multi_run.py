@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
@@ -59,6 +59,10 @@ class MultiRunAudit(MembershipAttack):
     name = "multi-run"
     Params = MultiRunParams
     needs_population = True
+
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """Every run trains on the first ``members`` of the target's members."""
+        return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def canary(self, ctx: AttackContext) -> ArrayDataset:
         """The input canary, drawn with the cell's seed."""

@@ -30,10 +30,10 @@ class ReleaseCanaryParams(Params):
     """Settings of a release canary audit.
 
     Attributes:
-        num_canaries: m, canary slots (>= 2).
+        num_canaries: m, canary slots (2 to 100,000: memory grows as m × pixels).
     """
 
-    num_canaries: int = Field(1000, ge=2)
+    num_canaries: int = Field(1000, ge=2, le=100_000)
 
 
 def _coins(m: int, generator: torch.Generator) -> np.ndarray:
@@ -100,12 +100,13 @@ class DPMixCanaryParams(Params):
         num_canaries: canary slots per release (>= 2), at most the largest power of two <= the pixels (their
             difference patterns are rows of a Hadamard matrix: mutually orthogonal, so no slot's signal leaks
             into another's score through the release's mean).
-        releases: independent releases, each on the members plus its own slots (>= 1); the canaries of all of them
+        releases: independent releases, each on the members plus its own slots (1 to 1,000; time grows linearly,
+            one DPMix release each); the canaries of all of them
             form one one-run experiment.
     """
 
     num_canaries: int = Field(512, ge=2)
-    releases: int = Field(4, ge=1)
+    releases: int = Field(4, ge=1, le=1_000)
 
 
 def hadamard_pairs(members: ArrayDataset, count: int, gen: torch.Generator) -> tuple[ArrayDataset, ArrayDataset]:

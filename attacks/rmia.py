@@ -9,7 +9,7 @@ import torch
 from pydantic import Field
 from scipy.special import logsumexp
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores
+from attacks.base import AttackContext, MembershipAttack, MembershipScores, at_most
 from attacks.shadows import default_size, log_softmax, offline_design
 from bench.core.data import concat
 from bench.core.params import Params
@@ -48,6 +48,9 @@ def rmia_scores(target_x: np.ndarray, refs_x: np.ndarray, target_z: np.ndarray, 
     return (dominated + tie_break) / (ratio_z.size + 1)
 
 
+DEFAULT_Z = 2500  # z-samples when num_z is not set (at most the population)
+
+
 class RMIAParams(Params):
     """RMIA's settings.
 
@@ -55,14 +58,14 @@ class RMIAParams(Params):
         num_shadow: reference models (>= 1; the paper's low-cost regime is 1-4).
         a: offline correction of Pr(x), in [0, 1] (0.3 here; the paper tunes it per dataset with a reference model).
         gamma: γ > 0, threshold on the pairwise likelihood ratio LR(x, z).
-        num_z: population z-samples (>= 1; at most the population).
+        num_z: population z-samples (1 to n_population; None: min(2500, the population), the paper's scale).
         shadow_size: records per reference model (None: ``attacks.shadows.default_size``).
     """
 
     num_shadow: int = Field(4, ge=1)
     a: float = Field(0.3, ge=0, le=1)
     gamma: float = Field(1.0, gt=0)
-    num_z: int = Field(2500, ge=1)
+    num_z: int | None = Field(None, ge=1)
     shadow_size: int | None = Field(None, ge=1)
 
 
@@ -76,6 +79,12 @@ class RMIA(MembershipAttack):
     Params = RMIAParams
     needs_population = True
 
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """z-samples and reference models' records come from the attacker's population."""
+        p = self.params
+        return at_most(self.name, "num_z", p.num_z, n_population, "n_population") or \
+            at_most(self.name, "shadow_size", p.shadow_size, n_population, "n_population")
+
     def score(self, ctx: AttackContext) -> MembershipScores:
         p, pop = self.params, ctx.split.population
         if len(pop) < 2:
@@ -83,7 +92,7 @@ class RMIA(MembershipAttack):
         cands = ctx.candidates()
         size = p.shadow_size or max(1, default_size(len(ctx.split.members), len(pop), online=False))
         design = offline_design(pop, num=p.num_shadow, size=size, seed=ctx.seed)
-        z_idx = torch.randperm(len(pop), generator=torch.Generator().manual_seed(ctx.seed + 7))[: p.num_z]
+        z_idx = torch.randperm(len(pop), generator=torch.Generator().manual_seed(ctx.seed + 7))[: p.num_z or DEFAULT_Z]
         probe = concat(cands, pop.subset(z_idx))
 
         def true_class_logp(model) -> np.ndarray:

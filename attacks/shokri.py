@@ -10,7 +10,7 @@ from pydantic import Field
 from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores
+from attacks.base import AttackContext, MembershipAttack, MembershipScores, at_most
 from attacks.shadows import default_size, log_softmax, offline_design
 from bench.core.params import Params
 from bench.core.training import logit_confidence
@@ -56,6 +56,10 @@ class ShadowModelAttack(MembershipAttack):
     name = "shadow"
     Params = ShadowParams
     needs_population = True
+
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """Shadow models train on records of the attacker's population."""
+        return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")
 
     def _fit(self, features: np.ndarray, labels: np.ndarray, seed: int) -> HistGradientBoostingClassifier:
         clf = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, random_state=seed)

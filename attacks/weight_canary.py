@@ -33,10 +33,10 @@ class WeightCanaryParams(Params):
     """Settings of the weight-noise canary audit.
 
     Attributes:
-        draws: R, noisy releases drawn (>= 20), each from D or D' by a fair coin.
+        draws: R, noisy releases drawn (20 to 100,000; time grows linearly), each from D or D' by a fair coin.
     """
 
-    draws: int = Field(2000, ge=20)
+    draws: int = Field(2000, ge=20, le=100_000)
 
 
 def _flat(module: torch.nn.Module) -> torch.Tensor:

@@ -61,7 +61,12 @@ def as_tuple(name: str, value: Any, kind: type) -> tuple:
                     raise TypeError
                 out.append(v)
             elif kind is int:
-                if isinstance(v, bool) or float(v) != int(v):
+                if isinstance(v, bool):
+                    raise TypeError
+                if isinstance(v, str):  # exact: "2**64" digits must not round through a float
+                    out.append(int(v))
+                    continue
+                if float(v) != int(v):
                     raise TypeError
                 out.append(int(v))
             else:
@@ -69,7 +74,8 @@ def as_tuple(name: str, value: Any, kind: type) -> tuple:
                     raise TypeError
                 out.append(float(v))
         except (TypeError, ValueError, OverflowError):
-            raise ConfigError(f"{name}[{i}] = {v!r} is not a {kind.__name__}") from None
+            what = {int: "an integer", float: "a number", str: "a string"}.get(kind, kind.__name__)
+            raise ConfigError(f"{name}[{i}] = {v!r} is not {what}") from None
     return tuple(out)
 
 
