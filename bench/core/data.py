@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +35,17 @@ class ArrayDataset:
     name: str
 
     def __post_init__(self) -> None:
-        if self.x.ndim != 4 or self.x.shape[0] != self.y.shape[0]:
+        if self.x.ndim != 4 or self.y.ndim != 1 or self.x.shape[0] != self.y.shape[0]:
             raise DataError(
                 f"{self.name}: images of shape {tuple(self.x.shape)} do not match labels "
                 f"{tuple(self.y.shape)}; expected (N, C, H, W) and (N,)"
             )
+        if self.y.dtype.is_floating_point or self.y.dtype.is_complex or self.y.dtype == torch.bool:
+            raise DataError(f"{self.name}: labels are {self.y.dtype}; expected integer class indices")
+        if len(self.y) and (int(self.y.min()) < 0 or int(self.y.max()) >= self.num_classes):
+            bad = int(self.y.min()) if int(self.y.min()) < 0 else int(self.y.max())
+            raise DataError(f"{self.name}: label {bad} is outside the {self.num_classes} classes; "
+                            f"labels must be integers in [0, {self.num_classes - 1}]")
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
@@ -103,12 +111,43 @@ def default_data_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "privbench" / "data"
 
 
+IDX_FILES = {"train-images-idx3-ubyte": (2051, 60_000), "train-labels-idx1-ubyte": (2049, 60_000),
+             "t10k-images-idx3-ubyte": (2051, 10_000), "t10k-labels-idx1-ubyte": (2049, 10_000)}
+
+
+def _check_idx(path: Path, magic: int, count: int, name: str) -> None:
+    """A present IDX file (LeCun's MNIST format: big-endian magic 2051 for images, 2049 for labels, then the
+    dimensions) must have its header and exactly the bytes its header announces. A missing file is left to
+    torchvision (which downloads it, or says it is missing).
+
+    Raises:
+        DataError: naming the file: unreadable, wrong magic number or count, or truncated / too long.
+    """
+    if not path.is_file():
+        return
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            ndim = head[3] if len(head) == 4 else 0
+            dims = struct.unpack(f">{ndim}I", f.read(4 * ndim)) if ndim else ()
+        size = path.stat().st_size
+    except (OSError, struct.error) as exc:
+        raise DataError(f"{name}: cannot read {path} ({getattr(exc, 'strerror', None) or exc})") from None
+    got_magic = int.from_bytes(head, "big") if len(head) == 4 else None
+    expected = 4 + 4 * len(dims) + math.prod(dims) if dims else None
+    if got_magic != magic or not dims or dims[0] != count or size != expected:
+        raise DataError(f"{name}: {path} is corrupt or truncated ({size:,} bytes; expected an IDX file of {count:,} "
+                        f"records, magic {magic}); replace it, or delete it and let torchvision download it again")
+
+
 def _torchvision(cls_name: str, folder: str):
     def load(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
         import torchvision.datasets as tvd
 
         cls = getattr(tvd, cls_name)
         name = "mnist" if folder == "MNIST" else "fashion-mnist"
+        for stem, (magic, count) in IDX_FILES.items():
+            _check_idx(root / folder / "raw" / stem, magic, count, name)
         try:
             train = cls(str(root), train=True, download=download)
             test = cls(str(root), train=False, download=download)
@@ -119,11 +158,14 @@ def _torchvision(cls_name: str, folder: str):
                 f"or set {DATA_ENV} to a folder holding {folder}/raw/*-ubyte"
             ) from None
 
-        def to_ds(d) -> ArrayDataset:
+        def to_ds(d, stem: str) -> ArrayDataset:
             x = d.data.to(torch.float32).div_(255.0).unsqueeze(1)
-            return ArrayDataset(x, d.targets.to(torch.int64), 10, name)
+            try:
+                return ArrayDataset(x, d.targets.to(torch.int64), 10, name)
+            except DataError as exc:  # e.g. a label byte out of range: name the file
+                raise DataError(f"{exc} (in {root / folder / 'raw' / stem})") from None
 
-        return to_ds(train), to_ds(test)
+        return to_ds(train, "train-labels-idx1-ubyte"), to_ds(test, "t10k-labels-idx1-ubyte")
 
     return load
 

@@ -133,3 +133,49 @@ def test_mnist_from_data_root(mnist_root):
     assert abs(float(train.x.double().std()) - 0.3081) <= 5e-5
     assert train.y[:5].tolist() == [5, 0, 4, 1, 9]
     assert torch.bincount(train.y, minlength=10).sum() == 60_000
+
+
+def _mnist_copy(mnist_root, tmp_path):
+    import shutil
+
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for f in (mnist_root / "MNIST" / "raw").glob("*-ubyte"):
+        shutil.copyfile(f, raw / f.name)
+    return raw
+
+
+@pytest.mark.parametrize("damage", ["truncated", "wrong magic", "one byte too many"])
+def test_corrupt_mnist_file_is_named(mnist_root, tmp_path, damage):
+    raw = _mnist_copy(mnist_root, tmp_path)
+    target = raw / "t10k-images-idx3-ubyte"
+    data = bytearray(target.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "wrong magic":
+        data[2] = 9
+    else:
+        data += b"\0"
+    target.write_bytes(bytes(data))
+    with pytest.raises(DataError) as err:
+        load_dataset("mnist", tmp_path)
+    msg = str(err.value)
+    assert str(target) in msg and "corrupt or truncated" in msg and "\n" not in msg
+
+
+def test_label_outside_the_classes_is_named_with_its_file(mnist_root, tmp_path):
+    raw = _mnist_copy(mnist_root, tmp_path)
+    labels = raw / "train-labels-idx1-ubyte"
+    data = bytearray(labels.read_bytes())
+    data[8 + 123] = 42  # the 124th training label
+    labels.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"label 42 is outside the 10 classes.*train-labels-idx1-ubyte"):
+        load_dataset("mnist", tmp_path)
+
+
+@pytest.mark.parametrize("y, needle", [([0, 10], "label 10 is outside the 10 classes"),
+                                       ([-1, 0], "label -1 is outside"),
+                                       ([0.0, 1.0], "expected integer class indices")])
+def test_dataset_labels_must_be_class_indices(y, needle):
+    with pytest.raises(DataError, match=needle):
+        ArrayDataset(torch.zeros(2, 1, 2, 2), torch.tensor(y), 10, "toy")
