@@ -22,7 +22,9 @@ from bench.runner.jobs import Recipe, Slot, Trainer
 
 RELEASE_EXAMPLES = 8
 TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed)  # a failed cell or attack, not a failed run
-ATTACK_ERRORS = (*TRAINING_ERRORS, ArithmeticError)  # an attack whose numbers broke fails visibly, the run goes on
+# Any error inside one attack (a diverged shadow, broken numbers, a bug in a plug-in) fails that attack visibly:
+# recorded in results.json and every report, exit 1, and the rest of the run goes on. Interrupts are not errors.
+ATTACK_ERRORS = (Exception,)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ class CellRunner:
                     rec: Reconstruction = attack.reconstruct(ctx)
                     result.inversion[name] = images_record(rec.images, rec.labels, attack=name, metrics=rec.metrics)
             except ATTACK_ERRORS as exc:  # e.g. a shadow model diverged: a failed part of the cell
-                result.attack_errors[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                why = str(exc).splitlines()[0] if str(exc) else ""
+                result.attack_errors[name] = why if isinstance(exc, TRAINING_ERRORS) and why else \
+                    f"{type(exc).__name__}: {why}".rstrip(": ")
                 self.on_status(f"attack {name} failed on {cell.mechanism}: {result.attack_errors[name]}")
             result.timings.attacks[name] = time.perf_counter() - start
