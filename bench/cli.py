@@ -20,6 +20,7 @@ from bench.core.errors import BenchError
 
 EXIT_USAGE = 2
 EXIT_PRIVACY_BUG = 3  # a valid audit refutes an accountant's ε (bench.runner.bugs.privacy_bugs)
+OVERWRITE_HELP = "replace another run's results and reports in --output (default: refuse; a rerun resumes)"
 
 
 def _console():
@@ -52,6 +53,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", metavar="ADDR", help="Ray cluster HOST:PORT (or $RAY_ADDRESS; default: "
                    "a local Ray instance); needs --executor ray")
     p.add_argument("--output", metavar="DIR", help="output folder (default results/<run-id>)")
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     p.add_argument("--data-root", metavar="DIR", help="folder holding MNIST/raw etc. (or $PRIVBENCH_DATA)")
     p.add_argument("--cache-dir", metavar="DIR", help="model cache (or $PRIVBENCH_CACHE)")
     p.add_argument("--no-cache", action="store_true", default=None, help="retrain everything, save nothing")
@@ -105,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
                              ("--cache-dir", "DIR", "model cache (or $PRIVBENCH_CACHE)")):
         p_repro.add_argument(flag, metavar=meta, help=text)
     p_repro.add_argument("--no-cache", action="store_true", help="retrain everything, save nothing")
+    p_repro.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     p_repro.add_argument("--device", default="auto", help="cpu | cuda | auto (default auto)")
     return parser
 
@@ -133,6 +136,7 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     plan = plan_presets(presets, seeds=seeds, is_quick=args.quick, options=options, max_epochs=args.max_epochs,
                         command=f"python -m bench {shlex.join(argv)}",
                         on_row=lambda e: console.print(describe_row(e), markup=False))
+    plan.overwrite = args.overwrite
     doc, out = Harness(plan).run()
     return _finish(doc, out, console, reports=True, table=False)
 
@@ -147,10 +151,12 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
     if table:
         render_terminal(doc, console=console)
     if reports:
+        from bench.runner.outfolder import FolderLock
         from reports import write_reports
 
         try:
-            paths = write_reports(doc, out)
+            with FolderLock(out):  # taken again: nothing writes here while the reports are drawn
+                paths = write_reports(doc, out)
             console.print(f"reports: {', '.join(str(p) for p in paths.values())}", markup=False)
         except Exception as exc:  # a report bug must not lose the trained results: results.json is complete
             console.print(f"privbench: reports could not be drawn ({type(exc).__name__}: {str(exc)[:120]}); "
@@ -188,13 +194,15 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
     from bench.runner.harness import Harness
     from bench.runner.planning import plan_from_config
 
-    plan = plan_from_config(_config_from_args(args))
+    plan = plan_from_config(_config_from_args(args), overwrite=args.overwrite)
     doc, out = Harness(plan).run()
     return _finish(doc, out, _console(), reports=reports, table=True)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from bench.core.io import remove_temp_files
     from bench.results import read
+    from bench.runner.outfolder import FolderLock
     from reports import write_reports
     from reports.empirical import bug_lines, refuted_claim_lines
     from reports.tables import render_terminal
@@ -208,9 +216,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise BenchError(str(exc).splitlines()[0]) from None
     console = _console()
-    render_terminal(doc, console=console)
-    for name, p in write_reports(doc, folder).items():
-        print(f"{name}: {p}")
+    with FolderLock(folder):  # one writer at a time; leftovers of a killed write go first
+        remove_temp_files(folder)
+        render_terminal(doc, console=console)
+        for name, p in write_reports(doc, folder).items():
+            print(f"{name}: {p}")
     for line in bug_lines(doc):  # shown again, red; redrawing a report is not a failed run
         console.print(line, style="bold red", markup=False)
     for line in refuted_claim_lines(doc):

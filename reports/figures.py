@@ -4,8 +4,8 @@ headless and inside other programs alike; hollow markers and dotted lines for me
 
 from __future__ import annotations
 
+import io
 import math
-import os
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from bench.core.io import atomic_write_bytes
 from bench.results import RunResult
 from reports.common import has_guarantee
 
@@ -39,11 +40,11 @@ def figure(n_panels: int, *, ncols: int = 3, size: tuple[float, float] = (5.2, 3
 
 
 def save(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as a PNG to ``path`` atomically (temporary file, then ``os.replace``)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format="png", dpi=110)
-    os.replace(tmp, path)
-    return path
+    """Write ``fig`` as a PNG to ``path`` atomically (``bench.core.io.atomic_write_bytes``: its temporary file, its
+    mode). Raises OSError (unwritable folder, full disk; the previous file stays)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return atomic_write_bytes(path, buf.getvalue())
 
 
 def colors(runs: list[RunResult]) -> dict[str, str]:

@@ -8,17 +8,42 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+TEMP_PREFIX = ".tmp-"
+"""Every temporary file ``atomic_write_bytes`` makes is named ``.tmp-<name>-<random>`` in the target's folder."""
+
+
+def temp_prefix(name: str) -> str:
+    """The name prefix of ``name``'s temporary files (``.tmp-<name>-``; ``mkstemp`` adds a random suffix)."""
+    return f"{TEMP_PREFIX}{name}-"
+
+
+def umask() -> int:
+    """This process's umask (permission bits), read without changing it where Linux shows it in /proc (so other
+    threads never see a umask of 0); elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to a temporary file in the same folder, fsync, then ``os.replace`` it into place.
+    """Write ``data`` to a temporary file in the same folder, fsync, then ``os.replace`` it into place. The file gets
+    mode ``0o666 & ~umask``, as with a plain ``open`` (not ``mkstemp``'s 0600).
 
     Raises:
         OSError: the folder is unwritable or the disk is full (the previous file stays intact).
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~umask())
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -27,6 +52,21 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def remove_temp_files(folder: str | Path) -> list[Path]:
+    """Delete every temporary file of ``atomic_write_bytes`` in ``folder`` (``.tmp-*``): leftovers of a process
+    killed mid-write. Call it only while no other process writes there (the output folder's lock).
+
+    Returns:
+        The files deleted (none when the folder does not exist).
+    """
+    folder, gone = Path(folder), []
+    for p in folder.glob(f"{TEMP_PREFIX}*") if folder.is_dir() else ():
+        if p.is_file() and not p.is_symlink():
+            p.unlink(missing_ok=True)
+            gone.append(p)
+    return gone
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

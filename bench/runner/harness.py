@@ -50,6 +50,7 @@ class Plan:
         executor, ray_address, device, cache_dir, no_cache: where and how models train.
         after_cell: called with (finished result, its planned cell, the document) before each write.
         reproduction: the document carries ``reproduction`` rows (``bench reproduce``).
+        overwrite: replace another run's results and reports in ``output`` (``--overwrite``; default: refuse).
     """
 
     run_id: str
@@ -66,6 +67,7 @@ class Plan:
     no_cache: bool = False
     after_cell: Callable[[RunResult, PlannedCell, Results], None] | None = None
     reproduction: bool = False
+    overwrite: bool = False
 
 
 def log_line(r: RunResult) -> str:
@@ -108,12 +110,13 @@ class Harness:
     def __init__(self, plan: Plan, *, console: Console | None = None) -> None:
         self.plan = plan
         self.console = console or Console(stderr=True)
+        cache = ModelCache(plan.cache_dir, enabled=not plan.no_cache)
+        cache.prepare()  # an unusable cache folder is a one-line error before any work
         self.executor = make_executor(plan.executor, plan.ray_address)
         train_device = self.executor.resolve_device(plan.device)  # where jobs train (on Ray: the workers)
         # evaluation and attacks run here: on the training device type where this machine has it
         device = torch.device("cpu") if train_device.type == "cuda" and not torch.cuda.is_available() \
             else train_device
-        cache = ModelCache(plan.cache_dir, enabled=not plan.no_cache)
         self.trainer = Trainer(self.executor, cache, train_device=train_device, device=device)
 
     @property
@@ -125,10 +128,13 @@ class Harness:
         at the end (Ray: jobs finished by then go into the cache, the rest are cancelled).
 
         Raises:
-            BenchError: unwritable output.
+            BenchError: unwritable output, another privbench run writing into it, or another run's results in it
+                (``provenance.prepare_output``; before any training).
         """
+        plan = self.plan
         try:
-            return self._run()
+            with prepare_output(plan.output, plan.run_id, config=plan.config, overwrite=plan.overwrite) as out:
+                return self._run(out)
         finally:
             self.executor.close()
 
@@ -140,9 +146,8 @@ class Harness:
                        reproduction=[] if plan.reproduction else None,
                        reproduction_curves=[] if plan.reproduction else None)
 
-    def _run(self) -> tuple[Results, Path]:
+    def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
-        out = prepare_output(plan.output, plan.run_id)
         doc = self._document()
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:

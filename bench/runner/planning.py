@@ -51,17 +51,21 @@ def check_models(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> No
 
 def build_attacks(cfg: RunConfig) -> dict[str, object]:
     """Each attack of the run with its settings. Raises ConfigError when one needs an attacker population and
-    ``n_population`` is 0."""
+    ``n_population`` is 0, or asks for more records than the run has (``Attack.size_problem``)."""
     attacks = {name: cfg.attack(name) for name in cfg.attacks}
     needy = [name for name, a in attacks.items() if a.needs_population]
     if needy and cfg.n_population < 2:
         raise ConfigError(f"attack {needy[0]} needs an attacker population, but n_population = {cfg.n_population}; "
                           f"set n_population >= 2 or drop {', '.join(needy)} from --attacks")
+    for attack in attacks.values():
+        problem = attack.size_problem(n_members=cfg.n_members, n_population=cfg.n_population)
+        if problem:
+            raise ConfigError(problem)
     return attacks
 
 
-def plan_from_config(cfg: RunConfig) -> Plan:
-    """The plan of ``bench run`` / ``bench all``.
+def plan_from_config(cfg: RunConfig, *, overwrite: bool = False) -> Plan:
+    """The plan of ``bench run`` / ``bench all``; ``overwrite``: replace another run's results in ``cfg.output``.
 
     Raises:
         ConfigError, DataError: missing data, sizes the dataset cannot give, a model that does not fit the data,
@@ -79,4 +83,4 @@ def plan_from_config(cfg: RunConfig) -> Plan:
     return Plan(run_id=run_id(f"{cfg.dataset}-{cfg.profile}"), output=cfg.output, config=cfg.to_dict(), cells=cells,
                 attacks=attacks, datasets={cfg.dataset: info}, max_attack_examples=cfg.max_attack_examples,
                 cache_dir=cfg.resolved_cache_dir(), executor=cfg.executor, ray_address=cfg.ray_address,
-                device=cfg.device, no_cache=cfg.no_cache)
+                device=cfg.device, no_cache=cfg.no_cache, overwrite=overwrite)

@@ -1,15 +1,20 @@
 """Where a run's numbers came from: package versions, the git commit and whether the tree was dirty, and the
-output folder's preparation."""
+output folder's preparation (checked and locked for the run: ``bench.runner.outfolder``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import platform
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from bench.core.errors import BenchError
+from bench.core.io import remove_temp_files
+from bench.runner.outfolder import FolderLock, check_reuse
 
 PACKAGES = ("privbench", "torch", "torchvision", "opacus", "dp-accounting", "numpy", "scipy", "mpmath",
             "scikit-learn", "scikit-image", "pydantic")
@@ -56,19 +61,31 @@ def run_id(prefix: str) -> str:
     return f"{prefix}-{dt.datetime.now():%Y%m%dT%H%M%S}"
 
 
-def prepare_output(output: str | None, rid: str) -> Path:
-    """Create (or reuse) the output folder ``output`` (default ``results/<rid>``).
+@contextmanager
+def prepare_output(output: str | None, rid: str, *, config: dict[str, Any] | None = None,
+                   overwrite: bool = False) -> Iterator[Path]:
+    """Create (or reuse) the output folder ``output`` (default ``results/<rid>``) and hold its lock while the
+    ``with`` block runs: ``with prepare_output(...) as out: ...``.
+
+    On entry, under the lock: ``outfolder.check_reuse`` (another run's results or reports are refused unless
+    ``overwrite``; an interrupted run of the same ``config`` resumes), then the temporary files of writes killed
+    midway are deleted.
 
     Raises:
-        BenchError: the folder cannot be created or written (one line).
+        BenchError: the folder cannot be created or written, another privbench run holds it, or it holds another
+            run's results (one line each).
     """
     out = Path(output) if output else Path("results") / rid
+    lock = FolderLock(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        lock.acquire()  # creates and writes the lock file: the probe that the folder is writable
     except OSError as exc:
         raise BenchError(f"output directory {out} is not writable ({exc.strerror or exc}); "
                          "choose another with --output DIR") from None
-    return out
+    try:
+        check_reuse(out, config, overwrite=overwrite)
+        remove_temp_files(out)
+        yield out
+    finally:
+        lock.release()

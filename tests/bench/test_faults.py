@@ -68,7 +68,9 @@ def test_interrupted_run_resumes_to_the_same_results(sig, tmp_path, reference_ru
     assert partial["status"] == "partial" and len(partial["results"]) >= 2
     if sig != signal.SIGKILL:  # a graceful stop: one line, status 130, no traceback
         assert proc.returncode == 130 and "Traceback" not in err and "rerun" in err
-    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left behind
+    # no temporary files left behind; a kill leaves the lock file, which never blocks (the kernel dropped the lock)
+    assert not [p for p in out.iterdir() if p.name.startswith(".") and p.name != ".privbench.lock"]
+    assert sig == signal.SIGKILL or not (out / ".privbench.lock").exists()
     resumed = subprocess.run([sys.executable, "-m", "bench", "run", *FAST, "--output", str(out), "--cache-dir",
                               str(cache)], capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
@@ -117,8 +119,8 @@ def test_full_disk_keeps_the_previous_results(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("bench.core.io.os.fsync", full)
-    with pytest.raises(OSError):
-        Harness(plan_from_config(cfg)).run()
+    with pytest.raises(OSError):  # a new run over the finished one (--overwrite): its first write fails
+        Harness(plan_from_config(cfg, overwrite=True)).run()
     assert (out / "results.json").read_bytes() == before
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
 
@@ -130,3 +132,49 @@ def test_different_seeds_draw_different_members():
     a, b = (make_split(pool, test, n_members=300, n_non_members=300, n_population=0, n_test=10, seed=s)
             for s in (0, 1))
     assert a.members.fingerprint() != b.members.fingerprint()
+
+
+BROKEN_ATTACKS = '''
+"""Two attacks that fail: one with a clear ValueError, one with a bug (an IndexError)."""
+from attacks import ATTACKS
+from attacks.base import MembershipAttack
+
+
+class Refuses(MembershipAttack):
+    name = "refuses"
+
+    def score(self, ctx):
+        raise ValueError("refuses: cannot run on this data")
+
+
+class Buggy(MembershipAttack):
+    name = "buggy"
+
+    def score(self, ctx):
+        return [][1]
+
+
+ATTACKS.add("refuses", Refuses)
+ATTACKS.add("buggy", Buggy)
+'''
+
+
+def test_a_failed_attack_is_shown_everywhere_and_exits_1(tmp_path):
+    """An attack that raises, whatever it raises, is a failed part of its cell: the other attacks and cells run,
+    results.json and the reports name it, and the run exits 1 (never a silent gap in the privacy-bug check)."""
+    (tmp_path / "broken_attacks.py").write_text(BROKEN_ATTACKS)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{Path(__file__).resolve().parents[2]}"}
+    out = tmp_path / "o"
+    proc = subprocess.run([sys.executable, "-m", "bench", "all", "--profile", "smoke", "--plugins", "broken_attacks",
+                           "--mechanisms", "baseline", "--attacks", "loss,refuses,buggy", "--no-cache",
+                           "--output", str(out)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (r,) = json.loads((out / "results.json").read_text())["results"]
+    assert r["status"] == "ok" and "loss" in r["attacks"]
+    assert r["attack_errors"] == {"refuses": "refuses: cannot run on this data",
+                                  "buggy": "IndexError: list index out of range"}
+    for report in ("report.md", "report.html"):
+        text = (out / report).read_text()
+        assert "buggy" in text and "refuses" in text, report
+    assert "failed attacks" in proc.stdout + proc.stderr

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from bench.runner.outfolder import is_report_file
 from reports import write_reports
 from reports.plots import plot_alt
 from reports.reconstruction import RECONSTRUCTION_HEADERS, reconstruction_rows
@@ -62,6 +63,7 @@ def test_grids_and_tables_in_every_report(results, tmp_path):
     assert grids == {"inversion_digits_miface", "inversion_digits_local-linkage", "inversion_digits_local-reconstruct"}
     for name in grids:
         assert paths[name].read_bytes()[:8] == PNG_MAGIC
+    assert all(is_report_file(p.name) for p in paths.values())  # --overwrite deletes every one
     assert "one row per mechanism" in plot_alt("inversion_digits_miface")
     md = paths["markdown"].read_text(encoding="utf-8")
     section = md.split("## Reconstruction", 1)[1]

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from bench.results import OtherRelation, Privacy, TprAtFpr
+from bench.runner.outfolder import is_report_file
 from reports import render_terminal, write_reports
 from reports.bounds import tightest_valid
 from reports.common import format_privacy, format_tpr, num
@@ -145,7 +146,9 @@ def test_plots_are_valid_pngs(written):
         path = out / f"{name}.png"
         assert paths[name] == path
         assert path.read_bytes()[:8] == PNG_MAGIC
-    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp") or p.name.startswith(".tmp-")]
+    # every file the reports write is one an output folder's check knows (--overwrite deletes them)
+    assert all(is_report_file(p.name) for p in paths.values())
 
 
 def test_summary_csv(written):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.results import Results
+from bench.runner.outfolder import is_report_file
 from reports import write_reports
 from reports.reproduction import reproduction_commands, reproduction_rows
 
@@ -57,5 +58,6 @@ def test_reproduction_rows_and_section(mnist_results, tmp_path):
     assert '<section id="reproduction">' in html and "92.50% ± 0.30 (3 seeds)" in html
     assert "<code>python -m bench reproduce dpsgd-cnn</code>" in html
     assert (tmp_path / "reproduction_dpmix-per-class_accuracy_vs_T.png").is_file()
+    assert all(is_report_file(p.name) for p in paths.values())  # --overwrite deletes every one
     assert "## Reproduction" in md and "(a \\| source)" in md
     assert "(reproduction_dpmix-per-class_accuracy_vs_T.png)" in md
