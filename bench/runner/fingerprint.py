@@ -56,7 +56,8 @@ def _origin(name: str) -> Path | None:
 
 def _is_local(path: Path) -> bool:
     """A file of this checkout or of a plug-in (not installed under site-packages, not the standard library)."""
-    return not any(path.is_relative_to(d) for d in _LIBRARY_DIRS) and "site-packages" not in path.parts
+    return not any(path.is_relative_to(d) for d in _LIBRARY_DIRS) and \
+        not {"site-packages", "dist-packages"} & set(path.parts)  # Debian's system packages: dist-packages
 
 
 def _imports(tree: ast.Module, name: str, is_package: bool) -> set[str]:
