@@ -58,3 +58,15 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory):
                            "--cache-dir", str(cache)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out / "run", cache, proc
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module (``pytestmark = pytest.mark.usefixtures("one_thread")``): tiny MLPs train
+    fastest on one thread, and two threads on a busy 2-core machine stall."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -33,13 +33,7 @@ def _attack(name: str, **params):
     return cls(cls.Params(**params))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Tiny MLPs train fastest on one thread, and two threads on a busy 2-core machine stall."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

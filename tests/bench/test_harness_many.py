@@ -19,12 +19,7 @@ from mechanisms.baseline import Baseline
 EPOCHS = 3  # a few epochs: long enough to move the weights far, short enough that float differences stay tiny
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 CPU = torch.device("cpu")
