@@ -42,7 +42,8 @@ class _Parser(argparse.ArgumentParser):
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE.yaml", help="YAML file of settings (overridden by flags)")
     p.add_argument("--profile", help="smoke | default | full (sizes, epochs, ε grid)")
-    p.add_argument("--dataset", help="mnist | fashion-mnist | digits")
+    p.add_argument("--dataset", help="mnist | fashion-mnist | cifar10 | digits, or your data: imagefolder:DIR | "
+                   "npz:FILE.npz | csv:FILE.csv,label=COLUMN[,bounds=LOW:HIGH]")
     p.add_argument("--mechanisms", help="comma list: baseline,dpsgd,dpmix,local-gaussian,weight-noise")
     p.add_argument("--attacks", help="comma list of attacks (default: the profile's; see 'list')")
     p.add_argument("--epsilons", help="comma list of target ε values, each > 0 (e.g. 1,3,8)")
@@ -52,15 +53,25 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", help="local | ray: where training jobs run (default local)")
     p.add_argument("--ray-address", metavar="ADDR", help="Ray cluster HOST:PORT (or $RAY_ADDRESS; default: "
                    "a local Ray instance); needs --executor ray")
+    p.add_argument("--threads", type=_int, metavar="N", help="torch threads per process (default: 1 on CPU, with one "
+                   "process per CPU training and attacking side by side; all CPUs on a GPU)")
     p.add_argument("--output", metavar="DIR", help="output folder (default results/<run-id>)")
     p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
-    p.add_argument("--data-root", metavar="DIR", help="folder holding MNIST/raw etc. (or $PRIVBENCH_DATA)")
+    p.add_argument("--data-root", metavar="DIR", help="folder holding MNIST/raw, cifar-10-batches-py etc. (or "
+                   "$PRIVBENCH_DATA)")
     p.add_argument("--cache-dir", metavar="DIR", help="model cache (or $PRIVBENCH_CACHE)")
     p.add_argument("--no-cache", action="store_true", default=None, help="retrain everything, save nothing")
     p.add_argument("--no-reference-epsilons", dest="reference_epsilons", action="store_false", default=None,
                    help="do not add the reference systems' own ε values to the grid")
     p.add_argument("--plugins", metavar="MODULES", help="comma list of modules to import first (they register "
                    "mechanisms, attacks, models or datasets)")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def _float(text: str) -> float:
@@ -177,7 +188,7 @@ def _config_from_args(args: argparse.Namespace):
     from bench.runner.config import build_config, load_yaml
 
     cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
-                                         "seeds", "device", "executor", "ray_address", "output", "data_root",
+                                         "seeds", "device", "executor", "ray_address", "threads", "output", "data_root",
                                          "cache_dir", "no_cache", "reference_epsilons", "plugins")}
     values = load_yaml(args.config) if args.config else {}
     if args.command == "audit":  # the multi-run audit (attacks.multi_run) unless --attacks says otherwise
