@@ -209,6 +209,8 @@ class Attack:
         needs_population: it trains or fits on the attacker's population (a config with ``n_population`` 0
             is an error when it runs).
         release_kind: the release it attacks (e.g. ``"dpmix"``); it applies only to targets that published one.
+        needs_images: it scores images as images (SSIM, total variation), so it does not run on tabular data
+            (the runner skips it there, with a warning).
     """
 
     name: ClassVar[str] = ""
@@ -216,6 +218,7 @@ class Attack:
     Params: ClassVar[type[Params]] = NoParams
     needs_population: ClassVar[bool] = False
     release_kind: ClassVar[str | None] = None
+    needs_images: ClassVar[bool] = False
 
     def __init__(self, params: Params | None = None) -> None:
         self.params = params if params is not None else self.Params()

@@ -191,6 +191,7 @@ class MIFace(ReconstructionAttack):
 
     name = "miface"
     Params = MIFaceParams
+    needs_images = True
 
     def _judge(self, ctx: AttackContext, images: torch.Tensor, classes: torch.Tensor) -> dict[str, Any]:
         split = ctx.split

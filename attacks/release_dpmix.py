@@ -142,6 +142,7 @@ class DPMixReconstruction(ReconstructionAttack):
     name = "dpmix-reconstruct"
     Params = ImagesParams
     release_kind = "dpmix"
+    needs_images = True
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:
         z, sigma, ell = _dpmix_release(ctx.target)

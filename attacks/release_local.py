@@ -96,6 +96,7 @@ class LocalReconstruction(ReconstructionAttack):
     name = "local-reconstruct"
     Params = ImagesParams
     release_kind = "local-gaussian"
+    needs_images = True
     needs_population = True
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:

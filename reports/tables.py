@@ -190,6 +190,9 @@ def setup_note(results: Results) -> str:
     for name, d in results.datasets.items():
         parts.append(f"{name}: {d.n_members} training members, {d.n_non_members} held-out non-members, "
                      f"{d.n_test} test images")
+        if d.format is not None:
+            where = f"read from {d.source}" if d.source else "bundled with the library"
+            parts.append(f"{name} is {d.kind} data ({d.format}, {where}); values to [0, 1]: {d.scaling}")
     training = cfg.get("training") or {}
     epochs = [f"{m} {s.get('epochs')}" for m, s in training.items() if isinstance(s, dict) and "epochs" in s]
     if epochs:

@@ -82,11 +82,68 @@ def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "sma
     return net
 
 
-def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int = 128) -> nn.Module:
-    """Dense classifier: Flatten, Linear(d→hidden) ReLU, Linear(hidden→K). Used for 8×8 digits and
-    as the weight-noise system's classifier."""
+def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] = 128) -> nn.Module:
+    """Dense classifier: Flatten, then Linear(→h) ReLU for each width h of ``hidden`` (one int: one hidden layer),
+    then Linear(→K). Used for 8×8 digits, for tabular records ``(1, 1, D)`` (widths from the profile's
+    ``tabular_hidden``) and as the weight-noise system's classifier. Raises ValueError for a width < 1."""
+    widths = [hidden] if isinstance(hidden, int) else list(hidden)
+    if not widths or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in widths):
+        raise ValueError(f"mlp hidden = {hidden!r} must be an integer >= 1 or a non-empty list of them")
+    layers: list[nn.Module] = [nn.Flatten()]
     d = math.prod(input_shape)
-    return nn.Sequential(nn.Flatten(), nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+    for h in widths:
+        layers += [nn.Linear(d, h), nn.ReLU()]
+        d = h
+    return nn.Sequential(*layers, nn.Linear(d, num_classes))
+
+
+class WideBlock(nn.Module):
+    """Pre-activation wide residual block (Zagoruyko & Komodakis 2016) with GroupNorm: GN-ReLU-Conv3×3(stride)-
+    GN-ReLU-Conv3×3, plus the input (or a 1×1 strided conv of the activated input when the shape changes)."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int, groups: int) -> None:
+        super().__init__()
+        self.norm1 = nn.GroupNorm(min(groups, c_in), c_in)
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False)
+        self.norm2 = nn.GroupNorm(min(groups, c_out), c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, stride=1, padding=1, bias=False)
+        self.shortcut = (nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False)
+                         if stride != 1 or c_in != c_out else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = torch.relu(self.norm1(x))
+        out = self.conv2(torch.relu(self.norm2(self.conv1(a))))
+        return out + (self.shortcut(a) if self.shortcut is not None else x)
+
+
+def wide_resnet(input_shape: tuple[int, ...], num_classes: int, depth: int = 16, width: int = 4,
+                groups: int = 16) -> nn.Module:
+    """WRN-``depth``-``width`` (Zagoruyko & Komodakis 2016) with GroupNorm(``groups``) in place of BatchNorm, the
+    DP-SGD CIFAR-10 model of De et al. 2022 (without their weight standardisation, which per-sample clipping here
+    does not support): Conv3×3(16), three stages of (depth − 4)/6 wide blocks of 16·width, 32·width, 64·width
+    channels (strides 1, 2, 2), GN-ReLU, global average pooling, Linear(→K). Any ``(C, H, W)`` input (at least 4×4:
+    the average pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
+
+    Raises:
+        ValueError: depth not 6n + 4.
+    """
+    if depth < 10 or (depth - 4) % 6:
+        raise ValueError(f"wide_resnet depth = {depth} must be 6n + 4 with n >= 1 (10, 16, 22, 28, ...)")
+    n = (depth - 4) // 6
+    layers: list[nn.Module] = [nn.Conv2d(input_shape[0], 16, 3, padding=1, bias=False)]
+    c = 16
+    for stage, stride in zip((16 * width, 32 * width, 64 * width), (1, 2, 2), strict=True):
+        for i in range(n):
+            layers.append(WideBlock(c, stage, stride if i == 0 else 1, groups))
+            c = stage
+    layers += [nn.GroupNorm(min(groups, c), c), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+               nn.Linear(c, num_classes)]
+    return nn.Sequential(*layers)
+
+
+def wrn_16_4(input_shape: tuple[int, ...], num_classes: int, groups: int = 16) -> nn.Module:
+    """WRN-16-4 with GroupNorm (De et al. 2022, CIFAR-10); see ``wide_resnet``."""
+    return wide_resnet(input_shape, num_classes, depth=16, width=4, groups=groups)
 
 
 def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:

@@ -28,6 +28,19 @@ class DatasetInfo(Model):
     """``[C, H, W]`` of one record."""
     num_classes: int
     """Number of classes."""
+    format: str | None = None
+    """Where the records came from: ``torchvision``, ``scikit-learn``, ``imagefolder``, ``npz``, ``csv`` or
+    ``plug-in`` (None in runs written before it was recorded)."""
+    source: str | None = None
+    """Absolute path of the files read (None: data bundled with a library, or a plug-in)."""
+    kind: str | None = None
+    """``image`` or ``tabular`` (tabular records are ``[1, 1, D]`` and every mechanism trains an MLP on them)."""
+    scaling: str | None = None
+    """How values were mapped to [0, 1], in words; never from statistics of the private data."""
+    classes: list[str] = Field(default_factory=list)
+    """Class names in label order (folder names or label values) where the data names them."""
+    features: list[str] = Field(default_factory=list)
+    """Tabular feature names in column order (empty for images)."""
 
 
 class PrivacyBug(Model):

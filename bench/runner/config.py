@@ -32,7 +32,9 @@ class RunConfig:
     ``executor`` where training jobs run (``local`` or ``ray``), ``ray_address`` the Ray cluster (None:
     ``$RAY_ADDRESS``, else a local Ray instance); ``training`` the validated ``TrainSpec`` of each mechanism;
     ``attack_params`` each attack's validated ``Params``; ``plugins`` modules imported first (they register
-    mechanisms, attacks, models or datasets).
+    mechanisms, attacks, models or datasets). ``dataset`` is a registered name or your data by path
+    (``imagefolder:DIR``, ``npz:FILE.npz``, ``csv:FILE.csv,label=COLUMN``; ``bench.core.datasource``);
+    ``tabular_hidden`` the hidden widths of the MLP every mechanism trains on tabular data.
     """
 
     dataset: str = "mnist"
@@ -58,6 +60,7 @@ class RunConfig:
     training: dict[str, Any] = field(default_factory=dict)
     attack_params: dict[str, Any] = field(default_factory=dict)
     plugins: tuple[str, ...] = ()
+    tabular_hidden: tuple[int, ...] = (128,)
 
     def spec_for(self, mechanism: str):
         """The validated ``TrainSpec`` of ``mechanism``."""

@@ -4,16 +4,22 @@ before any training starts."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from pathlib import Path
 
-from bench.core.data import load_dataset, make_split
+from bench.core.data import make_split
+from bench.core.datasource import is_source, parse_source
 from bench.core.errors import ConfigError
+from bench.core.fileformats import open_dataset
 from bench.results import DatasetInfo
 from bench.runner.cells import Cell
 from bench.runner.config import RunConfig
 from bench.runner.harness import Plan, PlannedCell
 from bench.runner.jobs import Recipe
 from bench.runner.provenance import run_id
+
+log = logging.getLogger("privbench.plan")
 
 
 def grid(cfg: RunConfig) -> list[Cell]:
@@ -32,6 +38,40 @@ def grid(cfg: RunConfig) -> list[Cell]:
                 eps += [e for e in mech.reference_epsilons if e not in eps]
             cells += [Cell(name, e, seed) for e in sorted(eps)]
     return cells
+
+
+DENSE_KEPT = ("linear",)  # dense models kept as configured on tabular data; every other one becomes the MLP
+
+
+def models_for_data(cfg: RunConfig, kind: str) -> RunConfig:
+    """Models follow the data: on ``kind == "tabular"`` records (``(1, 1, D)`` features) every mechanism's model
+    becomes ``mlp`` with ``cfg.tabular_hidden`` hidden widths (its other ``model_kwargs`` dropped), except a
+    ``linear`` model, kept as it is; image data keep their configured models, built for the data's
+    ``(C, H, W)``. Returns ``cfg`` itself or a copy with the changed training settings."""
+    if kind != "tabular":
+        return cfg
+    training = {}
+    for name, spec in cfg.training.items():
+        if spec.model in DENSE_KEPT:
+            training[name] = spec
+            continue
+        params = spec.params.model_copy(update={"model_kwargs": {"hidden": list(cfg.tabular_hidden)}})
+        training[name] = spec.model_copy(update={"model": "mlp", "params": params})
+    return dataclasses.replace(cfg, training=training)
+
+
+def image_attacks_skipped(cfg: RunConfig, attacks: dict[str, object]) -> tuple[RunConfig, dict[str, object]]:
+    """Tabular data: the attacks that score images as images (``needs_images``: SSIM, total variation) are left
+    out, named in a warning; the returned config lists the attacks that run. Raises ConfigError if none is left."""
+    skipped = [name for name, a in attacks.items() if getattr(a, "needs_images", False)]
+    if not skipped:
+        return cfg, attacks
+    kept = tuple(name for name in cfg.attacks if name not in skipped)
+    if not kept:
+        raise ConfigError(f"attacks {', '.join(skipped)} score images and {cfg.dataset} is tabular; choose others "
+                          "in --attacks (see 'list')")
+    log.warning("%s is tabular: attacks %s score images and are skipped", cfg.dataset, ", ".join(skipped))
+    return dataclasses.replace(cfg, attacks=kept), {n: a for n, a in attacks.items() if n in kept}
 
 
 def check_models(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> None:
@@ -72,15 +112,24 @@ def plan_from_config(cfg: RunConfig, *, overwrite: bool = False) -> Plan:
             an attack without the data it needs.
     """
     attacks = build_attacks(cfg)
-    pool, test = load_dataset(cfg.dataset, Path(cfg.data_root) if cfg.data_root else None)
+    sizes = {"n_members": cfg.n_members, "n_non_members": cfg.n_non_members, "n_population": cfg.n_population,
+             "n_test": cfg.n_test}
+    pool, test, origin = open_dataset(cfg.dataset, Path(cfg.data_root) if cfg.data_root else None, sizes,
+                                      profile=cfg.profile)
+    cfg = models_for_data(cfg, origin.kind)
+    if origin.kind == "tabular":
+        cfg, attacks = image_attacks_skipped(cfg, attacks)
     check_models(cfg, pool.input_shape, pool.num_classes)
     splits = {s: make_split(pool, test, n_members=cfg.n_members, n_non_members=cfg.n_non_members,
                             n_population=cfg.n_population, n_test=cfg.n_test, seed=s) for s in cfg.seeds}
     cells = [PlannedCell(cell, Recipe(cell.mechanism, cfg.spec_for(cell.mechanism), cell.target_epsilon, cfg.delta,
                                       cfg.dataset), splits[cell.seed], cfg.attacks) for cell in grid(cfg)]
     info = DatasetInfo(n_members=cfg.n_members, n_non_members=cfg.n_non_members, n_population=cfg.n_population,
-                       n_test=cfg.n_test, input_shape=list(pool.input_shape), num_classes=pool.num_classes)
-    return Plan(run_id=run_id(f"{cfg.dataset}-{cfg.profile}"), output=cfg.output, config=cfg.to_dict(), cells=cells,
+                       n_test=cfg.n_test, input_shape=list(pool.input_shape), num_classes=pool.num_classes,
+                       format=origin.format, source=origin.source, kind=origin.kind, scaling=origin.scaling,
+                       classes=list(origin.classes), features=list(origin.features))
+    name = parse_source(cfg.dataset).short_name() if is_source(cfg.dataset) else cfg.dataset
+    return Plan(run_id=run_id(f"{name}-{cfg.profile}"), output=cfg.output, config=cfg.to_dict(), cells=cells,
                 attacks=attacks, datasets={cfg.dataset: info}, max_attack_examples=cfg.max_attack_examples,
                 cache_dir=cfg.resolved_cache_dir(), executor=cfg.executor, ray_address=cfg.ray_address,
-                device=cfg.device, no_cache=cfg.no_cache, overwrite=overwrite)
+                device=cfg.device, no_cache=cfg.no_cache, overwrite=overwrite, threads=cfg.threads)

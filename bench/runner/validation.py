@@ -234,11 +234,12 @@ def validate(d: dict[str, Any], *, user_training: dict[str, Any] | None = None,
         ConfigError: the first invalid value, one line.
     """
     from bench.core.catalog import DATASETS
+    from bench.core.datasource import check_dataset_name, hidden_sizes
 
     d = dict(d)
     d["plugins"] = load_plugins(d.get("plugins") or ())
-    if not isinstance(d["dataset"], str) or d["dataset"] not in DATASETS:
-        raise ConfigError(f"dataset {d['dataset']!r} is not known; allowed: {', '.join(DATASETS.names())}")
+    check_dataset_name(d["dataset"], DATASETS.names())
+    d["tabular_hidden"] = hidden_sizes(d["tabular_hidden"])
     _plugins_lists(d)
     _grid(d)
     _environment(d)
