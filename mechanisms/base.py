@@ -79,6 +79,12 @@ class Mechanism:
 
         return build_model(spec.model, input_shape, num_classes, **getattr(spec.params, "model_kwargs", {}))
 
+    def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
+        """ε spent after each of ``spec.epochs`` epochs (at ``delta``, the accountant and relation of the final ε),
+        from the parameters ``fit`` recorded (``TrainedModel.params``); None for a mechanism whose privacy is not
+        spent epoch by epoch (the training curves then plot no ε axis)."""
+        return None
+
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float, seed: int,
             device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
         """Train on ``train`` so that the result is (target ε, δ)-DP where the mechanism gives a guarantee.

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
+from bench.core.training import current_recorder, record_epoch
 from mechanisms.clipping import FAST_MODES, make_clipper
 from mechanisms.dpsgd_canaries import CanaryTracker, GradientCanaries
 
@@ -139,6 +140,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
 
     model.train()
     start = time.perf_counter()  # the wall time (and so samples/s) includes a fixed front's feature pass
+    released = model  # raw images -> logits: what an epoch's test accuracy is measured on
     if isinstance(model, FrozenFront):  # a fixed feature extractor: computed once, only the head is trained
         x, model = model.features(x, device), model.head
     ema = _ema(model, ema_decay)  # made before the clipper, so the copy carries none of its hooks
@@ -149,6 +151,8 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                 canaries=tracker)
     history: list[float] = []
     seen = 0
+    recorder = current_recorder()  # per-epoch records (test accuracy on its probe); training accuracy not known here
+    records = None if recorder is None else recorder.start()
     try:
         for epoch in range(epochs):
             total, count = 0.0, 0
@@ -161,6 +165,8 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                 _update(ema, model)
                 total, count = total + loss * len(xb), count + len(xb)
             seen, history = seen + count, [*history, total / max(count, 1)]
+            record_epoch(records, recorder, epoch=epoch + 1, loss=history[-1], correct=None, count=count,
+                         model=released, device=device)
             if on_epoch is not None:
                 on_epoch(epoch + 1, epochs, history[-1])
     finally:

@@ -121,7 +121,7 @@ class WeightNoise(Baseline):
                 recon = torch.cat([model.autoencoder(train.x[i : i + 4096].to(device)).cpu()
                                    for i in range(0, len(train), 4096)])
             hist, seen, secs = fit_supervised(model.classifier, recon, train.y, spec, generator=gen,
-                                              device=device, on_epoch=on_epoch)
+                                              device=device, on_epoch=on_epoch, released=model)
         if noise > 0 and before:
             add_weight_noise(model.autoencoder, std=noise, generator=gen)
         privacy = PrivacySpent.no_guarantee(

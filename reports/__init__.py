@@ -13,6 +13,8 @@ from pathlib import Path
 from bench.core.io import atomic_write_text
 from bench.results import Results
 from reports.common import format_privacy, format_tpr
+from reports.curves import curves_csv
+from reports.figures import slug
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.plots import make_plots
@@ -44,7 +46,8 @@ def write_reports(results: Results, out_dir: Path) -> dict[str, Path]:
         out_dir: the run directory (created if missing).
 
     Returns:
-        ``{"markdown": path, "html": path, "csv": path}`` plus every plot as ``{stem: path}``.
+        ``{"markdown": path, "html": path, "csv": path}``, every plot as ``{stem: path}`` and the CSV of every
+        training-curve figure as ``{"curves_<dataset>_csv": path}`` (``curves_<dataset>.csv``).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -54,4 +57,8 @@ def write_reports(results: Results, out_dir: Path) -> dict[str, Path]:
         "html": atomic_write_text(out_dir / "report.html", render_html(results, plots)),
         "csv": atomic_write_text(out_dir / "summary.csv", summary_csv(results)),
     }
+    for name in plots:  # the numbers of every training-curve figure, beside it
+        if name.startswith("curves_"):
+            dataset = next(d for d in dict.fromkeys(r.dataset for r in results.results) if f"curves_{slug(d)}" == name)
+            written[f"{name}_csv"] = atomic_write_text(out_dir / f"{name}.csv", curves_csv(results, dataset))
     return {**written, **plots}

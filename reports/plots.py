@@ -16,6 +16,8 @@ from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Resu
 from reports.audit_plots import tightness_figure
 from reports.bounds import design_text
 from reports.common import format_privacy, has_guarantee, is_audit, is_failed, strongest_attack
+from reports.curves import curve_figures
+from reports.feature_maps import feature_figures
 from reports.figures import by_dataset, epsilon_x, figure, save, slug, versus_epsilon
 from reports.verdict_plots import verdict_figures
 
@@ -35,8 +37,10 @@ PLOT_ALT = {
 SECTIONS = (  # (stem prefix, report section), first match wins; every other plot goes to "tradeoff"
     ("pareto_", "verdict"), ("audit_", "audit"), ("roc_", "attacks"), ("throughput", "throughput"),
     ("release_", "releases"), ("inversion_", "reconstruction"), ("reproduction_", "reproduction"),
+    ("curves_", "curves"), ("features_", "features"),
 )
-SECTION_NAMES = ("verdict", "audit", "tradeoff", "attacks", "throughput", "releases", "reconstruction", "reproduction")
+SECTION_NAMES = ("verdict", "audit", "tradeoff", "attacks", "throughput", "releases", "reconstruction", "reproduction",
+                 "curves", "features")
 PREFIX_ALT = {  # stem prefix -> alt text of the rest of the stem
     "pareto_": lambda rest: (
         f"Privacy-utility Pareto frontier on {rest}: test accuracy against the strongest membership attack's TPR "
@@ -49,6 +53,12 @@ PREFIX_ALT = {  # stem prefix -> alt text of the rest of the stem
     "reproduction_": lambda rest: (f"Reproduction curve {rest.replace('_', ' ')}: test accuracy (mean ± std over "
                                    "seeds) against the varied setting; crosses: the source's published figures"),
     "release_": lambda rest: f"Example images released by {rest.replace('_', ' / ', 1)}, one row per ε",
+    "curves_": lambda rest: (f"Training curves on {rest}: one column per mechanism, accuracy (%) and cross-entropy "
+                             "against epoch (solid: test, on the first 2,000 test images at most; dashed: train), one "
+                             "colour per target ε; DP-SGD's test accuracy also against the ε spent so far"),
+    "features_": lambda rest: (f"What the convolutions see on {rest}: per model (baseline first, then each private "
+                               "model at one ε) the test image, first-layer filters and the first two convolutions' "
+                               "feature maps, private channels matched to the baseline's"),
     "inversion_": lambda rest: (f"Reconstructions by the {rest.partition('_')[2]} attack on {rest.partition('_')[0]}: "
                                 "one row per mechanism and ε, one column per class"),
 }  # fmt: skip
@@ -239,8 +249,9 @@ def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
         ``{stem: path}`` for the files written, among ``pareto_<dataset>``, ``accuracy_vs_epsilon``,
         ``attack_auc_vs_epsilon``, ``attack_tpr_vs_epsilon``, ``throughput`` (``reports.verdict_plots``),
         ``audit_tightness`` (``reports.audit_plots``), ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
-        ``inversion_<dataset>_<attack>`` (reconstruction grids) and ``reproduction_<preset>_<curve>``
-        (``bench reproduce``'s curves).
+        ``inversion_<dataset>_<attack>`` (reconstruction grids), ``reproduction_<preset>_<curve>``
+        (``bench reproduce``'s curves), ``curves_<dataset>`` (training curves, ``reports.curves``) and
+        ``features_<dataset>`` (CNN filters and feature maps, ``reports.feature_maps``).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -253,6 +264,8 @@ def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
     }
     for dataset, rs in by_dataset(runs).items():
         figures.update(_dataset_figures(dataset, rs))
+    figures.update(curve_figures(results))
+    figures.update(feature_figures(results))
     for entry in results.reproduction_curves or []:
         figures[f"reproduction_{slug(entry.preset)}_{slug(entry.name)}"] = reproduction_figure(entry)
     return {name: save(fig, out_dir / f"{name}.png") for name, fig in figures.items() if fig is not None}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -21,6 +23,105 @@ EpochCallback = Callable[[int, int, float], None]
 
 class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite."""
+
+
+PROBE_MAX = 2000
+"""At most this many held-out images are evaluated at the end of every epoch (``EpochRecorder``): cheap next to an
+epoch of training (one forward pass in eval mode, no gradient)."""
+
+
+class EpochRecorder:
+    """Per-epoch records of training runs: for every loop (``train_loop``, ``mechanisms.fast_dpsgd.train_fast``) the
+    mean training loss and training accuracy of each epoch, and, with a probe set, the test loss and accuracy of the
+    released model at the end of each epoch.
+
+    Training accuracy is the running accuracy over the epoch's batches (the weights change during the epoch, the
+    usual "train accuracy" of a training log); for soft labels ``(N, K)`` the label is their argmax. The probe is
+    evaluated in eval mode without gradients and draws no random numbers, so recording never changes the weights
+    a seed gives.
+
+    Args:
+        probe_x: ``(M, C, H, W)`` held-out images in [0, 1] (at most ``PROBE_MAX`` are used), or None.
+        probe_y: ``(M,)`` their labels, or None.
+    """
+
+    def __init__(self, probe_x: torch.Tensor | None = None, probe_y: torch.Tensor | None = None) -> None:
+        self.probe_x = None if probe_x is None else probe_x[:PROBE_MAX]
+        self.probe_y = None if probe_y is None else probe_y[:PROBE_MAX]
+        self.loops: list[list[dict[str, Any]]] = []
+
+    def start(self) -> list[dict[str, Any]]:
+        """A new training loop's list of epoch records (appended to ``loops``)."""
+        self.loops.append([])
+        return self.loops[-1]
+
+    def probe(self, model: nn.Module, device: torch.device) -> dict[str, float | None]:
+        """Test loss (nats) and accuracy (fraction) of ``model`` (raw images to logits) on the probe set; None values
+        without a probe set or when the model's outputs are not one logit per class. Restores every submodule's
+        train / eval mode."""
+        if self.probe_x is None or self.probe_y is None or not len(self.probe_x):
+            return {"test_loss": None, "test_accuracy": None}
+        modes = {m: m.training for m in model.modules()}
+        try:
+            logits = predict_logits(model, self.probe_x, device=device)
+        finally:
+            for m, mode in modes.items():
+                m.training = mode
+        if logits.ndim != 2 or logits.shape[1] <= int(self.probe_y.max()):
+            return {"test_loss": None, "test_accuracy": None}
+        return {"test_loss": float(F.cross_entropy(logits, self.probe_y)),
+                "test_accuracy": float((logits.argmax(1) == self.probe_y).float().mean())}
+
+    def matching(self, history: list[float]) -> list[dict[str, Any]]:
+        """The records of the loop whose per-epoch losses are ``history`` (the loop that trained the released
+        classifier; a weight-noise autoencoder's loop is another), the last such loop; [] when none matches."""
+        for loop in reversed(self.loops):
+            losses = [r["train_loss"] for r in loop]
+            if len(losses) == len(history) and all(
+                    a == b or (a != a and b != b) for a, b in zip(losses, history, strict=True)):
+                return [dict(r) for r in loop]
+        return []
+
+
+_RECORDER: contextvars.ContextVar[EpochRecorder | None] = contextvars.ContextVar("epoch_recorder", default=None)
+
+
+@contextlib.contextmanager
+def recording_epochs(recorder: EpochRecorder) -> Iterator[EpochRecorder]:
+    """Within the block every training loop of this thread of control appends its epochs to ``recorder``."""
+    token = _RECORDER.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _RECORDER.reset(token)
+
+
+def current_recorder() -> EpochRecorder | None:
+    """The active ``EpochRecorder`` (``recording_epochs``), or None."""
+    return _RECORDER.get()
+
+
+def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
+    """Number of rows of logits ``out (B, K)`` whose argmax is the label (``y (B,)``, or the argmax of soft labels
+    ``(B, K)``); None when ``out`` is not one score per class (e.g. an autoencoder's reconstructions)."""
+    if out.ndim != 2 or not len(out):
+        return None if out.ndim != 2 else 0
+    labels = y.argmax(1) if y.ndim == 2 else y
+    if y.ndim == 2 and y.shape[1] != out.shape[1] or y.ndim == 1 and y.dtype.is_floating_point:
+        return None
+    return int((out.detach().argmax(1) == labels).sum())
+
+
+def record_epoch(records: list[dict[str, Any]] | None, recorder: EpochRecorder | None, *, epoch: int, loss: float,
+                 correct: int | None, count: int, model: nn.Module, device: torch.device) -> None:
+    """Append epoch ``epoch`` (1-based) of one loop to ``records``: ``train_loss`` (nats, the epoch's mean),
+    ``train_accuracy`` (fraction, None when unknown) and the probe's ``test_loss`` / ``test_accuracy``. No-op
+    without a recorder."""
+    if records is None or recorder is None:
+        return
+    records.append({"epoch": epoch, "train_loss": loss,
+                    "train_accuracy": None if correct is None or not count else correct / count,
+                    **recorder.probe(model, device)})
 
 
 def seed_everything(seed: int) -> torch.Generator:
@@ -76,8 +177,13 @@ def train_loop(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     on_epoch: EpochCallback | None = None,
+    released: nn.Module | None = None,
 ) -> tuple[list[float], int, float]:
     """Train ``model`` for ``epochs`` passes over ``batches``.
+
+    ``released``: the model that is released, mapping raw images to logits, when it is not ``model`` itself (e.g.
+    local noise: the input normalisation followed by ``model``); an active ``EpochRecorder`` evaluates it on its
+    probe set after every epoch.
 
     Returns:
         (per-epoch mean loss, number of examples processed, wall seconds).
@@ -88,9 +194,11 @@ def train_loop(
     model.train()
     history: list[float] = []
     seen = 0
+    recorder = current_recorder()
+    records = None if recorder is None else recorder.start()
     start = time.perf_counter()
     for epoch in range(epochs):
-        total, count = 0.0, 0
+        total, count, correct = 0.0, 0, 0
         for xb, yb in batches:
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
             optimizer.zero_grad(set_to_none=True)
@@ -104,8 +212,13 @@ def train_loop(
             optimizer.step()
             total += loss.item() * len(xb)
             count += len(xb)
+            if records is not None and correct is not None:
+                hit = batch_correct(out, yb)
+                correct = None if hit is None else correct + hit
         seen += count
         history.append(total / max(count, 1))
+        record_epoch(records, recorder, epoch=epoch + 1, loss=history[-1], correct=correct, count=count,
+                     model=released if released is not None else model, device=device)
         if scheduler is not None:
             scheduler.step()
         if on_epoch is not None:
@@ -165,6 +278,7 @@ def fit_supervised(
     loss_fn=None,
     scheduler_step: int | None = None,
     on_epoch: EpochCallback | None = None,
+    released: nn.Module | None = None,
 ) -> tuple[list[float], int, float]:
     """Non-private mini-batch training of ``model`` on ``(x, y)``; shared by every mechanism that
     trains an ordinary model (on real, released or perturbed data).
@@ -172,6 +286,7 @@ def fit_supervised(
     Args:
         x: ``(N, ...)`` inputs; y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass
             ``loss_fn=soft_cross_entropy``). scheduler_step: halve the learning rate every that many epochs.
+        released: the released model when it is not ``model`` (``train_loop``).
 
     Returns:
         (per-epoch loss, examples processed, seconds) from ``bench.core.training.train_loop``.
@@ -182,5 +297,5 @@ def fit_supervised(
     kwargs = {"loss_fn": loss_fn} if loss_fn is not None else {}
     return train_loop(
         model, opt, TensorBatches(x, y, spec.batch_size, generator),
-        epochs=spec.epochs, device=device, scheduler=sched, on_epoch=on_epoch, **kwargs,
+        epochs=spec.epochs, device=device, scheduler=sched, on_epoch=on_epoch, released=released, **kwargs,
     )

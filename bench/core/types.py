@@ -177,6 +177,8 @@ class TrainedModel:
         train_seconds: wall time of training (s).
         samples_per_s: training throughput in samples per second (examples processed / train time).
         history: per-epoch training loss.
+        epochs: per-epoch records of the loop that produced ``history`` (``bench.core.training.EpochRecorder``):
+            ``{"epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy"}``; empty when not recorded.
         audit: an audit run's observations (e.g. white-box canary scores and inclusion coins), JSON-able; else None.
     """
 
@@ -188,3 +190,4 @@ class TrainedModel:
     samples_per_s: float = 0.0
     history: list[float] = field(default_factory=list)
     audit: dict[str, Any] | None = None
+    epochs: list[dict[str, Any]] = field(default_factory=list)

@@ -25,6 +25,8 @@ from bench.results.runs import (
     Audit,
     Bound,
     Design,
+    EpochRecord,
+    FeatureMaps,
     Images,
     Metrics,
     OneRun,
@@ -38,6 +40,7 @@ from bench.results.schema_doc import schema_markdown
 
 __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "DatasetInfo", "Design",
+    "EpochRecord", "FeatureMaps",
     "Images", "Metrics", "OneRun", "OtherRelation", "Privacy", "PrivacyBug",
     "ReproducedValues", "ReproductionCurve", "ReproductionRow",
     "Results", "Roc", "RunResult", "Timings", "TprAtFpr", "Utility", "read", "write", "schema_markdown",

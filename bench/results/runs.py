@@ -189,6 +189,49 @@ class Images(Model):
     """The attack's scores, free-form (keys by attack: "``inversion`` metric keys" below)."""
 
 
+class EpochRecord(Model):
+    """One epoch of a model's training (``bench.core.training.EpochRecorder``): losses in nats, accuracies as
+    fractions; null where the loop could not measure it (e.g. training accuracy of the fast DP-SGD step, test values
+    of a model trained without a probe set)."""
+
+    epoch: int
+    """The epoch (1-based)."""
+    train_loss: float | None
+    """Mean training loss over the epoch's batches (the same number as ``RunResult.history``)."""
+    train_accuracy: float | None
+    """Running accuracy over the epoch's batches (weights change during the epoch); soft labels: their argmax."""
+    test_loss: float | None = None
+    """Cross-entropy of the released model on the probe set (the first ≤ 2,000 test images) after the epoch."""
+    test_accuracy: float | None = None
+    """Accuracy of the released model on the probe set after the epoch."""
+    epsilon: float | None = None
+    """DP-SGD: ε spent after this epoch (δ, accountant and relation of ``RunResult.privacy``); null otherwise."""
+
+
+class FeatureMaps(Model):
+    """What a CNN's first two convolutions see (``bench.core.features.conv_feature_maps``): the outputs of its
+    first and second ``Conv2d`` (before activation), read by forward hooks on the model's own layers, on one fixed
+    test image, and the first convolution's learnt filters; at most ``max_channels`` channels per layer. Values
+    are floats (4 significant digits), each array row-major."""
+
+    image: list[float]
+    """The test image fed to the model, ``[C, H, W]`` flattened, pixels in [0, 1]."""
+    image_shape: list[int]
+    """``[C, H, W]`` of ``image``."""
+    label: int
+    """The image's class."""
+    layers: list[str]
+    """Module names (``named_modules``) of the two convolutions, in forward order."""
+    maps: list[list[float]]
+    """Per layer, its output ``[channels, h, w]`` flattened."""
+    map_shapes: list[list[int]]
+    """Per layer, ``[channels, h, w]`` of ``maps``."""
+    filters: list[float]
+    """The first convolution's weights ``[out, in, kh, kw]`` flattened."""
+    filter_shape: list[int]
+    """``[out, in, kh, kw]`` of ``filters``."""
+
+
 class Timings(Model):
     """Seconds spent on the model (training as recorded when it was trained, also when loaded from the cache),
     training throughput (samples/s), and whether the model came from the cache."""
@@ -249,6 +292,12 @@ class RunResult(Model):
     """Seconds and throughput."""
     history: list[float | None] = Field(default_factory=list)
     """Training loss per epoch (null where not finite)."""
+    epochs: list[EpochRecord] = Field(default_factory=list)
+    """Per-epoch training and test loss and accuracy (and DP-SGD's ε so far) of the loop that gave ``history``; empty
+    for a model trained without records (a vectorised ensemble, an older cache entry)."""
+    feature_maps: FeatureMaps | None = None
+    """A CNN's first two convolutions' feature maps and first-layer filters on one fixed test image; null for a
+    model without convolutions."""
     preset: str | None = None
     """The ``bench reproduce`` preset that ran this model; null otherwise."""
     row: str | None = None

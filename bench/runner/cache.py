@@ -120,7 +120,7 @@ class ModelCache:
                                   display=meta["release_display"])
             return TrainedModel(model, PrivacySpent(**meta["privacy"]), params=meta["params"], release=release,
                                 train_seconds=meta["train_seconds"], samples_per_s=meta["samples_per_s"],
-                                history=meta["history"], audit=meta.get("audit"))
+                                history=meta["history"], audit=meta.get("audit"), epochs=meta.get("epochs", []))
         except FileNotFoundError:
             return None
         except Exception as exc:  # corrupt or truncated entry: report, then retrain
@@ -140,7 +140,7 @@ class ModelCache:
             meta: dict[str, Any] = {
                 "privacy": trained.privacy.to_dict(), "params": trained.params,
                 "train_seconds": trained.train_seconds, "samples_per_s": trained.samples_per_s,
-                "history": trained.history, "audit": trained.audit,
+                "history": trained.history, "audit": trained.audit, "epochs": trained.epochs,
             }
             if trained.release is not None:
                 torch.save({"x": trained.release.x, "y": trained.release.y}, tmp / "release.pt")

@@ -14,9 +14,22 @@ from attacks.audit import membership_audit
 from attacks.base import AttackContext, MembershipAttack, MembershipScores, Reconstruction
 from attacks.metrics import membership_metrics
 from bench.core.data import MembershipSplit
+from bench.core.features import conv_feature_maps
 from bench.core.training import EpochCallback, TrainingDiverged, evaluate
 from bench.core.types import PrivacySpent, TrainedModel
-from bench.results import AttackRecord, Audit, Design, Images, OtherRelation, Privacy, RunResult, Timings, Utility
+from bench.results import (
+    AttackRecord,
+    Audit,
+    Design,
+    EpochRecord,
+    FeatureMaps,
+    Images,
+    OtherRelation,
+    Privacy,
+    RunResult,
+    Timings,
+    Utility,
+)
 from bench.runner.executor import JobFailed
 from bench.runner.jobs import Recipe, Slot, Trainer
 
@@ -90,6 +103,40 @@ def release_examples(trained: TrainedModel) -> Images | None:
                   labels=labels.tolist())
 
 
+def _round(t: torch.Tensor) -> list[float]:
+    """A tensor's values, flattened, to 4 significant digits (results.json stays small)."""
+    return [float(f"{v:.4g}") for v in t.flatten().tolist()]
+
+
+def epoch_records(trained: TrainedModel, recipe: Recipe) -> list[EpochRecord]:
+    """The per-epoch records of ``trained`` (``TrainedModel.epochs``) with, where the mechanism spends privacy epoch
+    by epoch (``Mechanism.epsilon_by_epoch``: DP-SGD), the ε spent after each epoch at the model's δ."""
+    from mechanisms import MECHANISMS
+
+    records = [EpochRecord(**{k: v for k, v in r.items() if k in EpochRecord.model_fields}) for r in trained.epochs]
+    delta = trained.privacy.delta
+    if records and delta is not None:
+        eps = MECHANISMS.get(recipe.mechanism)().epsilon_by_epoch(trained.params, recipe.spec, delta=delta)
+        if eps is not None and len(eps) == len(records):
+            for record, e in zip(records, eps, strict=True):
+                record.epsilon = e
+    return records
+
+
+def feature_maps_record(trained: TrainedModel, split: MembershipSplit, device: torch.device) -> FeatureMaps | None:
+    """The first two convolutions' maps and the first one's filters (``bench.core.features``) on the first test
+    image of ``split``; None for a model without convolutions."""
+    if not len(split.test):
+        return None
+    image, label = split.test.x[0], int(split.test.y[0])
+    got = conv_feature_maps(trained.model, image, device=device)
+    if got is None:
+        return None
+    return FeatureMaps(image=_round(image), image_shape=list(image.shape), label=label, layers=got["layers"],
+                       maps=[_round(m) for m in got["maps"]], map_shapes=[list(m.shape) for m in got["maps"]],
+                       filters=_round(got["filters"]), filter_shape=list(got["filters"].shape))
+
+
 @dataclass
 class CellRunner:
     """Evaluates and attacks one cell's model.
@@ -131,6 +178,7 @@ class CellRunner:
             utility=Utility(test_accuracy=test_m["accuracy"], test_loss=test_m["loss"],
                             train_accuracy=train_m["accuracy"]),
             history=trained.history, release=release_examples(trained),
+            epochs=epoch_records(trained, recipe), feature_maps=feature_maps_record(trained, split, device),
             timings=Timings(train_s=trained.train_seconds, samples_per_s=trained.samples_per_s, eval_s=t2 - t1,
                             cached=target.cached))
         self._attack(result, cell, recipe, split, trained)
