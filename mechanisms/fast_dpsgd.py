@@ -112,6 +112,30 @@ def _update(ema, model: nn.Module) -> None:
         ema.update_parameters(model)
 
 
+def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, step: dict, epoch: int, *,
+           sample_rate: float, generator: torch.Generator, device: torch.device, accountant, ema,
+           model: nn.Module) -> tuple[float, int]:
+    """One epoch (0-based ``epoch``) of DP-SGD steps on Poisson batches of ``x (N, ...)``, ``y (N,)``, each followed
+    by a step of ``accountant`` (if any) and of the weights' moving average ``ema`` of ``model`` (if any).
+
+    Returns:
+        (sum over batches of mean loss × batch size (nats), examples processed).
+
+    Raises:
+        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
+    """
+    total, count = 0.0, 0
+    for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator):
+        # an empty batch is a step too (noise only), as Opacus' optimizer makes it and its accountant counts it
+        loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
+                     step, epoch)
+        if accountant is not None:
+            accountant.step(noise_multiplier=step["noise_multiplier"], sample_rate=sample_rate)
+        _update(ema, model)
+        total, count = total + loss * len(xb), count + len(xb)
+    return total, count
+
+
 def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
                mode: str, epochs: int, sample_rate: float, noise_multiplier: float, max_grad_norm: float,
                expected_batch_size: int, accountant, generator: torch.Generator, device: torch.device,
@@ -155,15 +179,8 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     records = None if recorder is None else recorder.start()
     try:
         for epoch in range(epochs):
-            total, count = 0.0, 0
-            for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator):
-                # an empty batch is a step too (noise only), as Opacus' optimizer makes it and its accountant counts it
-                loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
-                             step, epoch)
-                if accountant is not None:
-                    accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
-                _update(ema, model)
-                total, count = total + loss * len(xb), count + len(xb)
+            total, count = _epoch(clipper, optimizer, x, y, step, epoch, sample_rate=sample_rate, generator=generator,
+                                  device=device, accountant=accountant, ema=ema, model=model)
             seen, history = seen + count, [*history, total / max(count, 1)]
             record_epoch(records, recorder, epoch=epoch + 1, loss=history[-1], correct=None, count=count,
                          model=released, device=device)

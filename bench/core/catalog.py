@@ -17,8 +17,8 @@ MODELS.add_lazy("scatternet-linear", "bench.core.models:scatternet_linear")
 MODELS.add_lazy("autoencoder", "bench.core.models:autoencoder")
 
 DATASETS: Registry = Registry("dataset")
-"""Dataset loaders ``(root, download) -> (training pool, test set)`` (``bench.core.data``)."""
+"""Dataset loaders ``(root, download) -> (training pool, test set)`` (``bench.core.data``, ``bench.core.cifar``)."""
 DATASETS.add_lazy("mnist", "bench.core.data:load_mnist")
 DATASETS.add_lazy("fashion-mnist", "bench.core.data:load_fashion_mnist")
 DATASETS.add_lazy("digits", "bench.core.data:load_digits")
-DATASETS.add_lazy("cifar10", "bench.core.data:load_cifar10")
+DATASETS.add_lazy("cifar10", "bench.core.cifar:load_cifar10")

@@ -4,9 +4,9 @@
 Every loader returns the whole dataset as one ``ArrayDataset`` (records ``(N, C, H, W)`` in [0, 1]; tabular records
 ``(N, 1, 1, D)``) and its ``DataOrigin``; ``load_source`` then checks that there are enough records for the run and
 sets aside a fixed test part (``hold_out``). Values reach [0, 1] only
-through data-independent maps: pixels / 255, or clipping to public bounds the user gives and scaling — never a
-minimum, maximum, mean or standard deviation of the private data (that would leak it before any mechanism runs).
-Every problem is a ``DataError`` of one line naming the file, what is wrong and what is allowed.
+through data-independent maps (``bench.core.scaling``): pixels / 255, or clipping to public bounds the user gives
+and scaling — never a minimum, maximum, mean or standard deviation of the private data (that would leak it before
+any mechanism runs). Every problem is a ``DataError`` of one line naming the file, what is wrong and what is allowed.
 """
 
 from __future__ import annotations
@@ -17,111 +17,11 @@ import numpy as np
 import torch
 
 from bench.core.data import ArrayDataset
-from bench.core.datasource import DataOrigin, DataSource, parse_bounds, parse_source
+from bench.core.datasource import DataOrigin, DataSource, parse_source
 from bench.core.errors import DataError
+from bench.core.scaling import PIXELS, class_labels, first_line, scaled, source_bounds
 
 TEST_SEED = 12345  # the held-out test part is fixed by the data, not by the run's seed
-_PIXELS = "pixels / 255 (data-independent)"
-
-
-def _labels(values: np.ndarray, where: str) -> tuple[torch.Tensor, tuple[str, ...]]:
-    """Class indices ``(N,)`` int64 in the sorted order of the distinct ``values``, and the class names.
-
-    Raises:
-        DataError: missing labels, or fewer than two classes.
-    """
-    try:
-        missing = int(np.sum(values != values)) if values.dtype.kind in "fc" else 0
-    except TypeError:
-        missing = 0
-    if missing or (values.dtype.kind == "O" and any(v is None for v in values)):
-        raise DataError(f"{where}: {missing or 'some'} labels are missing (NaN); every record needs a label")
-    try:
-        classes, y = np.unique(values, return_inverse=True)
-    except TypeError:  # mixed types: compare as text
-        classes, y = np.unique(values.astype(str), return_inverse=True)
-    if len(classes) < 2:
-        only = repr(str(classes[0])) if len(classes) else "none"
-        raise DataError(f"{where}: one class only (every label is {only}); a classifier needs at least two classes")
-    return torch.from_numpy(y.reshape(-1).astype(np.int64)), tuple(str(c) for c in classes)
-
-
-def _check_finite(x: np.ndarray, where: str, names: list[str] | None = None) -> None:
-    """Raises DataError naming the first feature (or record) with a NaN or infinite value."""
-    bad = ~np.isfinite(x)
-    if not bad.any():
-        return
-    if names is not None:
-        cols = np.flatnonzero(bad.any(0))
-        raise DataError(f"{where}: feature {names[cols[0]]!r} has {int(bad[:, cols[0]].sum())} missing (NaN) or "
-                        f"infinite values{f' ({len(cols)} features in all)' if len(cols) > 1 else ''}; "
-                        "fill or drop them first")
-    rows = np.flatnonzero(bad.reshape(len(x), -1).any(1))
-    raise DataError(f"{where}: {len(rows)} records have NaN or infinite values (the first is record {rows[0]}); "
-                    "fill or drop them first")
-
-
-def _scaled(x: np.ndarray, bounds, where: str, names: list[str] | None) -> tuple[np.ndarray, str]:
-    """``x`` mapped to [0, 1] float32 without statistics of ``x``: pixels / 255 (uint8 without bounds); values
-    clipped to public ``bounds`` (``(low, high)`` or per-feature ``(D,)`` arrays) and scaled; else unchanged if
-    already in [0, 1]. Returns the values and the scaling in words. Raises DataError otherwise."""
-    if bounds is None:
-        if x.dtype == np.uint8:
-            return x.astype(np.float32) / 255.0, _PIXELS
-        if x.dtype == np.bool_:
-            return x.astype(np.float32), "0/1 values as given"
-        _check_finite(x, where, names)
-        outside = (x < 0) | (x > 1)
-        if outside.any():
-            what = f"feature {names[int(np.flatnonzero(outside.any(0))[0])]!r}" if names else "the records"
-            hint = "LOW:HIGH or bounds=BOUNDS.csv (columns feature,low,high)" if names else "LOW:HIGH"
-            raise DataError(f"{where}: {what} has values outside [0, 1]; give public bounds that do not come from "
-                            f"this data, e.g. {where},bounds={hint}")
-        return x.astype(np.float32), "values already in [0, 1], used as given"
-    low, high, text = bounds
-    _check_finite(x, where, names)
-    out = (np.clip(x.astype(np.float64), low, high) - low) / (high - low)
-    return out.astype(np.float32), f"clipped to the public bounds {text} and scaled to [0, 1] (not from the data)"
-
-
-def _bounds_file(path: Path, features: list[str], where: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature ``(low, high)`` from a CSV with columns ``feature,low,high``. Raises DataError."""
-    import pandas as pd
-
-    try:
-        table = pd.read_csv(path)
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{where}: bounds file {path} cannot be read ({_first_line(exc)})") from None
-    if not {"feature", "low", "high"} <= set(table.columns):
-        raise DataError(f"{where}: bounds file {path} needs the columns feature, low, high")
-    rows = {str(f): (lo, hi) for f, lo, hi in zip(table["feature"], table["low"], table["high"], strict=True)}
-    missing = [f for f in features if f not in rows]
-    if missing:
-        raise DataError(f"{where}: bounds file {path} has no row for feature {missing[0]!r}")
-    low = np.array([rows[f][0] for f in features], dtype=np.float64)
-    high = np.array([rows[f][1] for f in features], dtype=np.float64)
-    bad = ~(np.isfinite(low) & np.isfinite(high) & (low < high))
-    if bad.any():
-        raise DataError(f"{where}: bounds file {path}: feature {features[int(np.flatnonzero(bad)[0])]!r} needs "
-                        "finite low < high")
-    return low, high
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:160] if text else type(exc).__name__
-
-
-def _bounds(src: DataSource, features: list[str] | None):
-    """``(low, high, text)`` from the source's ``bounds`` option, or None."""
-    if "bounds" not in src.options:
-        return None
-    b = parse_bounds(src.options["bounds"], src.spec)
-    if isinstance(b, tuple):
-        return b[0], b[1], f"[{b[0]:g}, {b[1]:g}]"
-    path = Path(b).expanduser().resolve()
-    low, high = _bounds_file(path, features or [], src.spec)
-    return low, high, f"from {path}"
 
 
 def load_csv(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
@@ -131,7 +31,7 @@ def load_csv(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
     try:
         table = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError and UnicodeDecodeError included
-        raise DataError(f"{src.spec}: {path} cannot be read as CSV ({_first_line(exc)})") from None
+        raise DataError(f"{src.spec}: {path} cannot be read as CSV ({first_line(exc)})") from None
     label = src.options["label"]
     if label not in table.columns:
         cols = [str(c) for c in table.columns]
@@ -145,8 +45,8 @@ def load_csv(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
     if text:
         raise DataError(f"{src.spec}: feature {text[0]!r} is not numeric; encode categories as numbers (e.g. one "
                         "column per category) first")
-    y, classes = _labels(table[label].to_numpy(), src.spec)
-    x, scaling = _scaled(table.drop(columns=[label]).to_numpy(dtype=np.float64), _bounds(src, features), src.spec,
+    y, classes = class_labels(table[label].to_numpy(), src.spec)
+    x, scaling = scaled(table.drop(columns=[label]).to_numpy(dtype=np.float64), source_bounds(src, features), src.spec,
                          features)
     ds = ArrayDataset(torch.from_numpy(x).view(len(x), 1, 1, -1), y, len(classes), src.spec)
     return ds, DataOrigin("csv", str(path), "tabular", scaling, classes, tuple(features), len(ds))
@@ -176,14 +76,14 @@ def load_npz(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
                                 "them with npz:FILE,x=NAME,y=NAME")
             x, labels = arrays[xk], arrays[yk]
     except (OSError, ValueError, EOFError) as exc:  # not a zip, truncated, object arrays
-        raise DataError(f"{src.spec}: {path} cannot be read as .npz ({_first_line(exc)})") from None
+        raise DataError(f"{src.spec}: {path} cannot be read as .npz ({first_line(exc)})") from None
     if x.ndim not in (2, 3, 4) or labels.ndim != 1 or len(x) != len(labels) or x.dtype.kind not in "biuf":
         raise DataError(f"{src.spec}: {xk} of shape {x.shape} ({x.dtype}) and {yk} of shape {labels.shape} must be "
                         "numbers (N, D), (N, H, W), (N, C, H, W) or (N, H, W, C) and (N,) labels")
-    y, classes = _labels(labels, src.spec)
+    y, classes = class_labels(labels, src.spec)
     tabular = x.ndim == 2
     records = x if tabular else _channels_first(x, src.spec)
-    values, scaling = _scaled(records.reshape(len(x), -1), _bounds(src, None), src.spec, None)
+    values, scaling = scaled(records.reshape(len(x), -1), source_bounds(src, None), src.spec, None)
     shape = (1, 1, x.shape[1]) if tabular else records.shape[1:]
     ds = ArrayDataset(torch.from_numpy(np.ascontiguousarray(values)).view(len(x), *shape), y, len(classes), src.spec)
     features = tuple(str(i) for i in range(x.shape[1])) if tabular else ()
@@ -217,7 +117,7 @@ def load_imagefolder(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOri
     try:
         folder = ImageFolder(str(path), loader=lambda p: p)  # paths only: the images are read below
     except (FileNotFoundError, OSError) as exc:  # no class folder, or a class folder without images
-        raise DataError(f"{src.spec}: {_first_line(exc)}; imagefolder:DIR needs DIR/<class>/<image> with at least "
+        raise DataError(f"{src.spec}: {first_line(exc)}; imagefolder:DIR needs DIR/<class>/<image> with at least "
                         "two class folders") from None
     if len(folder.classes) < 2:
         raise DataError(f"{src.spec}: one class only (the folder {folder.classes[0]!r}); a classifier needs at least "
@@ -232,7 +132,7 @@ def load_imagefolder(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOri
                                     f"({', '.join(_MODES)})")
                 tensor = pil_to_tensor(img.convert(mode))
         except (OSError, UnidentifiedImageError) as exc:
-            raise DataError(f"{src.spec}: cannot read image {file} ({_first_line(exc)})") from None
+            raise DataError(f"{src.spec}: cannot read image {file} ({first_line(exc)})") from None
         if first is None:
             first = (file, tuple(tensor.shape))
         elif tuple(tensor.shape) != first[1]:
@@ -243,7 +143,7 @@ def load_imagefolder(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOri
     x = torch.stack(images).to(torch.float32).div_(255.0)
     y = torch.tensor(folder.targets, dtype=torch.int64)
     ds = ArrayDataset(x, y, len(folder.classes), src.spec)
-    return ds, DataOrigin("imagefolder", str(path), "image", _PIXELS, tuple(folder.classes), (), len(ds))
+    return ds, DataOrigin("imagefolder", str(path), "image", PIXELS, tuple(folder.classes), (), len(ds))
 
 
 LOADERS = {"imagefolder": load_imagefolder, "npz": load_npz, "csv": load_csv}
@@ -300,5 +200,5 @@ def open_dataset(name: str, root: Path | None, sizes: dict[str, int], *, profile
     fmt, folder = _BUILT_IN.get(name, ("plug-in", None))
     base = Path(root).expanduser() if root is not None else default_data_root()
     source = str((base / folder).resolve()) if folder else None
-    scaling = "values / 16 (data-independent)" if name == "digits" else _PIXELS if fmt == "torchvision" else "as loaded"
+    scaling = "values / 16 (data-independent)" if name == "digits" else PIXELS if fmt == "torchvision" else "as loaded"
     return pool, test, DataOrigin(fmt, source, "image", scaling, records=len(pool) + len(test))

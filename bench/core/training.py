@@ -1,4 +1,5 @@
-"""Seeding, the shared training loop, evaluation and per-example losses."""
+"""Seeding, the shared training loop and its per-epoch records; evaluation and per-example losses live in
+``bench.core.evaluation`` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from bench.core.evaluation import evaluate as evaluate
+from bench.core.evaluation import logit_confidence as logit_confidence
+from bench.core.evaluation import per_example_loss as per_example_loss
+from bench.core.evaluation import predict_logits
+from bench.core.evaluation import stable_cross_entropy as stable_cross_entropy
 
 if TYPE_CHECKING:  # pragma: no cover
     from bench.core.types import TrainSpec
@@ -226,45 +233,6 @@ def train_loop(
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return history, seen, time.perf_counter() - start
-
-
-@torch.no_grad()
-def predict_logits(model: nn.Module, x: torch.Tensor, *, device: torch.device, batch_size: int = 2048):
-    """Logits ``(N, K)`` on CPU for images ``(N, C, H, W)``, in eval mode."""
-    model.eval()
-    out = [model(x[i : i + batch_size].to(device)).float().cpu() for i in range(0, len(x), batch_size)]
-    return torch.cat(out) if out else torch.empty(0)
-
-
-def logit_confidence(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """φ = log(p_y / (1 − p_y)) = z_y − logsumexp_{j≠y} z_j of logits (or log-probabilities) ``(N, K)`` at labels
-    ``(N,)``, as ``(N,)`` float64, computed without forming p_y, so confident outputs stay finite and distinct
-    (Carlini et al. 2022, §IV-B: close to Gaussian across shadow models)."""
-    z = logits.double()
-    true = z.gather(1, y.view(-1, 1)).squeeze(1)
-    others = z.scatter(1, y.view(-1, 1), float("-inf")).logsumexp(dim=1)
-    return true - others
-
-
-def stable_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Per-example cross-entropy ``(N,)`` in float64, accurate for tiny losses: softplus(−φ) with φ the
-    ``logit_confidence``. A confidently right example keeps a distinct loss around e^-margin instead of rounding
-    to exactly 0 (which would tie members with non-members and make low-FPR membership metrics meaningless)."""
-    return F.softplus(-logit_confidence(logits, y))
-
-
-def per_example_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torch.device) -> np.ndarray:
-    """Cross-entropy loss of every example, ``(N,)`` float64 (nats), see ``stable_cross_entropy``."""
-    return stable_cross_entropy(predict_logits(model, x, device=device), y).numpy()
-
-
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, device: torch.device) -> dict[str, float]:
-    """Accuracy (fraction in [0, 1]) and mean cross-entropy (nats) on ``(N, C, H, W)`` images."""
-    logits = predict_logits(model, x, device=device)
-    return {
-        "accuracy": float((logits.argmax(1) == y).float().mean()),
-        "loss": float(F.cross_entropy(logits, y)),
-    }
 
 
 def fit_supervised(

@@ -19,23 +19,9 @@ from bench.results.document import (
     read,
     write,
 )
+from bench.results.membership import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Roc, TprAtFpr
 from bench.results.privacy import OtherRelation, Privacy
-from bench.results.runs import (
-    AttackRecord,
-    Audit,
-    Bound,
-    Design,
-    EpochRecord,
-    FeatureMaps,
-    Images,
-    Metrics,
-    OneRun,
-    Roc,
-    RunResult,
-    Timings,
-    TprAtFpr,
-    Utility,
-)
+from bench.results.runs import EpochRecord, FeatureMaps, Images, RunResult, Timings, Utility
 from bench.results.schema_doc import schema_markdown
 
 __all__ = [

@@ -165,9 +165,10 @@ class CellRunner:
             if target is None:
                 (target,) = self.trainer.submit(recipe, [(split.members, cell.seed)])
             trained = self.trainer.collect(target, on_epoch=on_epoch)
-        except TRAINING_ERRORS as exc:
-            return RunResult(**head, status="failed", error=str(exc).splitlines()[0] if str(exc) else
-                             type(exc).__name__, timings=Timings(train_s=time.perf_counter() - t0))
+        except Exception as exc:  # any training error fails this cell visibly; the run goes on
+            why = str(exc).splitlines()[0] if str(exc) else ""
+            error = why if isinstance(exc, TRAINING_ERRORS) and why else f"{type(exc).__name__}: {why}".rstrip(": ")
+            return RunResult(**head, status="failed", error=error, timings=Timings(train_s=time.perf_counter() - t0))
         t1 = time.perf_counter()
         device = self.trainer.device
         test_m = evaluate(trained.model, split.test.x, split.test.y, device=device)

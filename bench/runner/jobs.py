@@ -78,28 +78,37 @@ class Trainer:
         self.on_jobs = on_jobs or (lambda asked, done: None)
         self._recent: OrderedDict[str, TrainedModel] = OrderedDict()  # the last models, also when the cache is off
 
-    def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: Any = None) -> str:
+    def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: Any = None,
+            probe: ArrayDataset | None = None) -> str:
         """The cache key of one model: a content hash of everything that determines it, the code and library
-        versions that train it included (``bench.runner.fingerprint``)."""
+        versions that train it included (``bench.runner.fingerprint``); with a ``probe``, its images too (they
+        do not change the weights, but the per-epoch test curve stored with the model is measured on them)."""
         parts = {"mechanism": recipe.mechanism, "spec": recipe.spec.to_dict(), "target_epsilon": recipe.target_epsilon,
                  "delta": recipe.delta, "seed": seed, "dataset": recipe.dataset, "members": data.fingerprint(),
                  "device": self.train_device.type, "code": code_fingerprint(recipe.mechanism, recipe.spec.model)}
         if audit is not None:
             parts["audit"] = {"kind": type(audit).__name__, **dataclasses.asdict(audit)}
+        if probe is not None:
+            parts["probe"] = probe.fingerprint()
         return cache_key(parts)
 
-    def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]], *, audit: Any = None) -> list[Slot]:
+    def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]], *, audit: Any = None,
+               probe: ArrayDataset | None = None) -> list[Slot]:
         """Load every ``(data, seed)`` job that is in the cache and submit the others: as one vectorised-ensemble
         job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else one job per model (DP
         mechanisms: privacy is accounted per training run). ``collect`` gives the models. ``audit``: an audit
-        request for every job (``Mechanism.fit``'s ``audit``; one model per job)."""
+        request for every job (``Mechanism.fit``'s ``audit``; one model per job). ``probe``: held-out images
+        every model of a one-model job is evaluated on after each epoch (its training curves, ``TrainJob.probe``);
+        only for a single job (targets)."""
+        if probe is not None and len(jobs) != 1:
+            raise ValueError("a probe set is for one model's training curves: submit its job alone")
         from mechanisms import MECHANISMS
 
         mech = MECHANISMS.get(recipe.mechanism)()
         slots = []
         for data, seed in jobs:
             arch = mech.build(data.input_shape, data.num_classes, recipe.spec)
-            key = self.key(recipe, data, seed, audit)
+            key = self.key(recipe, data, seed, audit, probe)
             slots.append(Slot(key, self._recent.get(key) or self.cache.load(key, arch)))
         missing = [i for i, slot in enumerate(slots) if slot.trained is None]
         together = (audit is None and len(missing) > 1 and choose_path(self.train_device) == "ensemble"
@@ -107,7 +116,7 @@ class Trainer:
         for group in [missing] if together else [[i] for i in missing]:
             job = TrainJob(recipe.mechanism, recipe.spec, tuple(jobs[i][0] for i in group),
                            tuple(jobs[i][1] for i in group), recipe.target_epsilon, recipe.delta,
-                           self.train_device.type, audit)
+                           self.train_device.type, audit, probe)
             pending = self.executor.submit(job, on_done=lambda models, g=group: self._store(
                 [slots[i].key for i in g], models))
             for index, i in enumerate(group):

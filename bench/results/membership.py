@@ -1,0 +1,159 @@
+"""A membership attack's record in results.json: its metrics, ROC and audit (design, bounds, one-run counts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from bench.results.base import Model
+from bench.results.privacy import Privacy
+
+
+class TprAtFpr(Model):
+    """TPR at one FPR level with its 95 % Clopper-Pearson interval; all null and ``measurable`` false when the
+    level is below 10 / n_non_members."""
+
+    fpr: float
+    """The FPR level (fraction)."""
+    tpr: float | None
+    """TPR at that FPR (fraction); null when not measurable."""
+    lower: float | None
+    """Lower end of the 95 % Clopper-Pearson interval of ``tpr``; null when not measurable."""
+    upper: float | None
+    """Upper end of the 95 % Clopper-Pearson interval of ``tpr``; null when not measurable."""
+    measurable: bool
+    """False when the level is below 10 / n_non_members (reports print "not measurable")."""
+
+
+class Metrics(Model):
+    """Membership metrics from one ROC (``attacks.metrics.membership_metrics``): AUC, balanced accuracy,
+    membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as strings)."""
+
+    auc: float
+    """Area under the ROC curve."""
+    balanced_accuracy: float
+    """Best balanced accuracy over thresholds."""
+    advantage: float
+    """Membership advantage: max over thresholds of TPR − FPR."""
+    tpr_at_fpr: dict[str, TprAtFpr]
+    """TPR at each FPR level, keyed by the level as a string (``"0.001"``)."""
+
+
+class Roc(Model):
+    """At most ~400 ROC points, non-decreasing from (0, 0) to (1, 1), log-spaced in FPR (for log-log plots)."""
+
+    fpr: list[float]
+    """False-positive rates, non-decreasing from 0 to 1."""
+    tpr: list[float]
+    """True-positive rates at each ``fpr``."""
+
+
+class Design(Model):
+    """How the scored records' membership was decided (``attacks.base.AuditDesign``): ``kind`` heuristic |
+    one-run | multi-run, ``threat_model`` black-box | white-box, ``size`` (m canaries or runs; the scored records
+    of a heuristic), the neighbouring ``relation`` it tests, and each canary's ``inclusion`` probability."""
+
+    kind: str = "heuristic"
+    """``heuristic`` (a single model's natural members), ``one-run`` (canaries with independent random inclusion) or
+    ``multi-run`` (repeated runs)."""
+    threat_model: str = "black-box"
+    """``black-box`` (the final model or the release only) or ``white-box`` (every intermediate update seen)."""
+    size: int = 0
+    """Number of canaries (one-run) or runs (multi-run); the number of scored records for a heuristic."""
+    relation: str | None = None
+    """The neighbouring relation the design tests (to be compared only with an ε of the same relation); null when
+    unstated."""
+    inclusion: float = 0.5
+    """Probability that each canary was included in training."""
+    gaussian: bool = False
+    """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): Gaussian
+    analyses are then valid bounds when a normality test does not reject."""
+
+
+class OneRun(Model):
+    """The one-run audit's counts (Steinke, Nasr, Jagielski 2023): m canaries and, per guessing rule fixed in advance
+    (the top ``k_plus`` guessed included, the bottom ``k_minus`` excluded), the guesses r and correct guesses v."""
+
+    m: int
+    """Number of canaries."""
+    guesses: list[list[int]]
+    """One ``[k_plus, k_minus, r, v]`` per guessing rule: top ``k_plus`` guessed in, bottom ``k_minus`` guessed out,
+    ``r`` guesses, ``v`` correct."""
+
+
+class Bound(Model):
+    """One analysis of an attack's scores: its ε lower bound at ``Audit.confidence`` and whether it holds for any
+    mechanism (non-parametric) or only under ``assumption``."""
+
+    method: str
+    """``clopper-pearson`` (Jagielski et al. 2020), ``one-run`` (Steinke et al. 2023), ``f-dp`` (Mahloujifar et al.
+    2024, (ε, δ) curves), ``f-dp-gaussian`` (the same against μ-GDP curves), ``gaussian-pair`` (Agrawal et al.
+    2026) or ``gdp-fit`` (Nasr et al. 2023)."""
+    epsilon_lb: float
+    """The ε lower bound at ``Audit.delta`` and ``Audit.confidence``."""
+    parametric: bool
+    """True when the bound needs ``assumption`` beyond the design."""
+    assumption: str | None = None
+    """What a parametric bound assumes; null for a non-parametric one."""
+    valid: bool
+    """True when the bound holds at ``Audit.confidence`` under the design alone: a non-parametric bound of a
+    one-run or multi-run design, or a Gaussian one on scores Gaussian by construction whose normality test does not
+    reject at 1 %. Only valid bounds may decide a privacy bug."""
+    fit: dict[str, Any] | None = None
+    """The fitted parameters (Gaussian pair: ``n_in``, ``mean_in``, ``sd_in``, ``n_out``, ``mean_out``, ``sd_out``
+    and ``normality_p``, the smaller normality-test p-value of the two groups)."""
+
+
+class Audit(Model):
+    """The empirical privacy of one attack (``attacks.audit``): every analysis its design allows (``bounds``), the
+    tightest valid one (``epsilon_lb``, ``method``), and, for a one-run design, the guessing counts and whether
+    the accountant's whole certified trade-off curve is rejected. A heuristic design's bound assumes independent
+    outcomes that DP does not give: it is shown, never a privacy-bug verdict."""
+
+    delta: float
+    """δ of the guarantee tested: the mechanism's, or the run's δ for a mechanism without a guarantee."""
+    confidence: float
+    """Coverage of ``epsilon_lb`` (0.95): the tightest of the k valid analyses, each made at
+    ``method_confidence``."""
+    method_confidence: float
+    """Each bound's own coverage, 1 − (1 − ``confidence``)/k for the design's k valid analyses (Bonferroni), each
+    family-wise over its thresholds or guessing rules."""
+    counts: list[list[int]]
+    """``[tp, fn, fp, tn]`` at each threshold of the family (see "Audit counts" below)."""
+    epsilon_lb: float
+    """The tightest valid ε lower bound at ``confidence`` (a heuristic design: its heuristic bound)."""
+    method: str = "clopper-pearson"
+    """The method of ``epsilon_lb``."""
+    bounds: list[Bound] = Field(default_factory=list)
+    """Every analysis of the scores the design allows."""
+    design: Design = Field(default_factory=Design)
+    """What the bounds may claim: the audit's design, threat model, size and relation."""
+    one_run: OneRun | None = None
+    """The one-run canary audit's guessing counts; null for any other design."""
+    profile_rejected: bool | None = None
+    """One-run designs with an accountant's profile: whether the audit rejects the whole certified trade-off curve
+    at ``confidence``; null otherwise."""
+
+
+class AttackRecord(Model):
+    """One membership attack on one model: how many members / non-members (or canaries in / out) it scored,
+    its metrics, ROC and audit, and ``extra`` facts the attack recorded (e.g. shadow models trained)."""
+
+    attack: str
+    """The attack's registered name."""
+    n_members: int
+    """Members (or canaries in) scored."""
+    n_non_members: int
+    """Non-members (or canaries out) scored."""
+    metrics: Metrics
+    """Membership metrics of the scores."""
+    roc: Roc
+    """The ROC curve, downsampled for log-log plots."""
+    audit: Audit
+    """The empirical ε lower bound of this attack."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Free-form facts the attack recorded (e.g. shadow models trained)."""
+    audited_privacy: Privacy | None = None
+    """The certified privacy of the run the audit observed when it is not the model itself (an audit run on the
+    members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""
