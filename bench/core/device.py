@@ -27,3 +27,53 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' requested but no CUDA GPU is available; use --device cpu or auto")
     return torch.device(name)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may use: its affinity mask (``os.sched_getaffinity``; ``os.cpu_count`` where that is
+    missing), capped by a cgroup CPU quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``),
+    rounded up; at least 1. A container limited to 2 CPUs on a 64-core host gives 2, not 64."""
+    import math
+    import os
+    from pathlib import Path
+
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    quota = None
+    try:
+        text = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if text and text[0] != "max":
+            quota = int(text[0]) / int(text[1])
+    except (OSError, ValueError, IndexError):
+        try:
+            q = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
+            p = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+            quota = q / p if q > 0 and p > 0 else None
+        except (OSError, ValueError):
+            quota = None
+    if quota is not None:
+        cpus = min(cpus, math.ceil(quota))
+    return max(1, cpus)
+
+
+def parallelism(device: str, threads: int | None, cpus: int | None = None) -> tuple[int, int]:
+    """``(processes, threads per process)`` for a run: processes × threads = the CPUs available (``cpus``; default
+    ``available_cpus()``), so that no process starts as many OpenMP threads as there are cores while others run.
+
+    On a CPU device every process gets ``threads`` torch threads (default 1: small models train fastest on one
+    thread each, several at a time); on CUDA one process drives the GPU with all CPUs as threads. Processes beyond
+    the first are training workers (``bench.runner.executor.LocalExecutor``); the first is the driver, which
+    evaluates and attacks and also trains.
+
+    Raises:
+        ConfigError: ``threads`` < 1.
+    """
+    cpus = cpus or available_cpus()
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ConfigError(f"threads = {threads!r} must be an integer >= 1")
+    if device == "cuda":
+        return 1, threads or cpus
+    t = threads or 1
+    return max(1, cpus // t), t

@@ -194,7 +194,14 @@ class Results(Model):
     device: str | None
     """Where the driver evaluates and attacks (``cpu``, ``cuda``); null when unknown."""
     executor: dict[str, Any] = Field(default_factory=dict)
-    """Where training jobs ran: ``{"name": "local" | "ray", "resources": {...}, ...}``, free-form."""
+    """Where training jobs ran: ``{"name": "local" | "ray", "resources": {...}, ...}``, free-form; the local
+    executor adds ``workers`` (training processes besides the driver), ``processes``, ``torch_threads`` (per
+    process) and ``available_cpus`` (affinity and cgroup quota)."""
+    wall_s: float | None = None
+    """Seconds from the start of the run's first cell to the end of its last (null while partial)."""
+    report_s: float | None = None
+    """Seconds the last drawing of every report took (null until reports are drawn; ``bench all`` and
+    ``bench report`` record it after drawing, so a report shows the previous drawing's time)."""
     datasets: dict[str, DatasetInfo] = Field(default_factory=dict)
     """Split sizes and record shape by dataset name."""
     results: list[RunResult] = Field(default_factory=list)

@@ -30,7 +30,9 @@ class RunConfig:
     Attributes (units): ``epsilons`` target ε values (unitless, > 0); ``delta`` δ (probability in (0, 1));
     ``n_*`` counts of records; ``max_attack_examples`` members (and as many non-members) scored per attack;
     ``executor`` where training jobs run (``local`` or ``ray``), ``ray_address`` the Ray cluster (None:
-    ``$RAY_ADDRESS``, else a local Ray instance); ``training`` the validated ``TrainSpec`` of each mechanism;
+    ``$RAY_ADDRESS``, else a local Ray instance); ``threads`` torch threads per process (None: 1 on CPU, with as many
+    processes as CPUs; all CPUs on CUDA; ``bench.core.device.parallelism``); ``training`` the validated
+    ``TrainSpec`` of each mechanism;
     ``attack_params`` each attack's validated ``Params``; ``plugins`` modules imported first (they register
     mechanisms, attacks, models or datasets). ``dataset`` is a registered name or your data by path
     (``imagefolder:DIR``, ``npz:FILE.npz``, ``csv:FILE.csv,label=COLUMN``; ``bench.core.datasource``);
@@ -48,6 +50,7 @@ class RunConfig:
     device: str = "auto"
     executor: str = "local"
     ray_address: str | None = None
+    threads: int | None = None
     output: str | None = None
     data_root: str | None = None
     cache_dir: str | None = None

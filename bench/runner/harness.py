@@ -5,6 +5,7 @@ run-level privacy-bug check at the end."""
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,9 +13,18 @@ from typing import Any
 
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from bench.core.data import MembershipSplit
+from bench.core.data import ArrayDataset, MembershipSplit
+from bench.core.device import parallelism, resolve_device
+from bench.core.training import PROBE_MAX
 from bench.results import AuditSummary, DatasetInfo, Results, RunResult, write
 from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
@@ -51,6 +61,8 @@ class Plan:
         after_cell: called with (finished result, its planned cell, the document) before each write.
         reproduction: the document carries ``reproduction`` rows (``bench reproduce``).
         overwrite: replace another run's results and reports in ``output`` (``--overwrite``; default: refuse).
+        threads: torch threads per process (None: ``bench.core.device.parallelism``'s choice); the local executor
+            runs as many processes as the CPUs allow at that many threads each.
     """
 
     run_id: str
@@ -68,6 +80,12 @@ class Plan:
     after_cell: Callable[[RunResult, PlannedCell, Results], None] | None = None
     reproduction: bool = False
     overwrite: bool = False
+    threads: int | None = None
+
+
+def curve_probe(split: MembershipSplit) -> ArrayDataset:
+    """The first ``PROBE_MAX`` test images of ``split``: what each target's per-epoch test curve is measured on."""
+    return split.test.subset(torch.arange(min(PROBE_MAX, len(split.test))))
 
 
 def log_line(r: RunResult) -> str:
@@ -112,7 +130,9 @@ class Harness:
         self.console = console or Console(stderr=True)
         cache = ModelCache(plan.cache_dir, enabled=not plan.no_cache)
         cache.prepare()  # an unusable cache folder is a one-line error before any work
-        self.executor = make_executor(plan.executor, plan.ray_address)
+        processes, threads = parallelism(resolve_device(plan.device).type if plan.executor == "local" else "cpu",
+                                         plan.threads)
+        self.executor = make_executor(plan.executor, plan.ray_address, workers=processes - 1, threads=threads)
         train_device = self.executor.resolve_device(plan.device)  # where jobs train (on Ray: the workers)
         # evaluation and attacks run here: on the training device type where this machine has it
         device = torch.device("cpu") if train_device.type == "cuda" and not torch.cuda.is_available() \
@@ -149,12 +169,16 @@ class Harness:
     def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
         doc = self._document()
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        start = time.perf_counter()
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn())  # ETA: from the pace of each bar so far
         with Progress(*columns, console=self.console, transient=False) as progress:
             bars = _Bars(progress, len(plan.cells), self.executor.name)
             self.trainer.on_jobs = bars.jobs
             # every target is submitted now: on Ray they train in parallel while earlier cells are attacked
-            targets = [self.trainer.submit(pc.recipe, [(pc.split.members, pc.cell.seed)])[0] for pc in plan.cells]
+            # each target is evaluated on (at most PROBE_MAX) test images after every epoch: its training curves
+            targets = [self.trainer.submit(pc.recipe, [(pc.split.members, pc.cell.seed)],
+                                           probe=curve_probe(pc.split))[0] for pc in plan.cells]
             runner = CellRunner(self.trainer, {}, plan.max_attack_examples, "", on_status=lambda s: None)
             for pc, target in zip(plan.cells, targets, strict=True):
                 c = pc.cell
@@ -176,5 +200,6 @@ class Harness:
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
         doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons)
         doc.status = "complete"
+        doc.wall_s = time.perf_counter() - start
         write(doc, out / "results.json")
         return doc, out

@@ -21,8 +21,9 @@ from bench.core.errors import BenchError
 LOCK_NAME = ".privbench.lock"
 REPORT_NAMES = frozenset({"report.md", "report.html", "summary.csv"})  # reports.write_reports
 # reports.plots.make_plots: every PNG it draws, by stem (tests/reports/test_reports.py checks the list)
+# and the CSV beside each training-curve figure
 PLOT_STEM = re.compile(r"(accuracy_vs_epsilon|attack_auc_vs_epsilon|attack_tpr_vs_epsilon|throughput|audit_tightness"
-                       r"|(pareto|roc|release|inversion|reproduction)_.+)\.png")
+                       r"|(pareto|roc|release|inversion|reproduction|curves|features)_.+)\.png|curves_.+\.csv")
 
 log = logging.getLogger(__name__)
 

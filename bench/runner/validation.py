@@ -186,6 +186,9 @@ def _environment(d: dict[str, Any]) -> None:
         if d["executor"] != "ray":
             raise ConfigError(f"ray_address {d['ray_address']!r} is given but executor is {d['executor']!r}; "
                               "add --executor ray")
+    threads = d.get("threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ConfigError(f"threads = {threads!r} must be an integer >= 1 (torch threads per process)")
     for flag in ("no_cache", "reference_epsilons"):
         if not isinstance(d[flag], bool):
             raise ConfigError(f"{flag} = {d[flag]!r} must be true or false")

@@ -67,6 +67,8 @@ FLAG_CASES = {
     "seed 2^64": (["--seeds", "18446744073709551616"], "must be integers in [0, 2^63 - 1]"),
     "fractional seed": (["--seeds", "1.5"], "seeds[0] = '1.5' is not an integer"),
     "repeated seed": (["--seeds", "0,0"], "lists a seed twice"),
+    "zero threads": (["--threads", "0"], "threads = 0 must be an integer >= 1"),
+    "fractional threads": (["--threads", "1.5"], "'1.5' is not an integer"),
     "repeated epsilon": (["--epsilons", "1,1"], "lists a value twice"),
     "unknown attack": (["--attacks", "telepathy"], "'telepathy'"),
     "missing config file": (["--config", "/nonexistent/cfg.yaml"], "/nonexistent/cfg.yaml"),

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import bench.runner.executor
+import bench.runner.ray_executor
 from bench.cli import main
 from bench.core.data import ArrayDataset
 from bench.runner.config import build_config
@@ -162,7 +163,7 @@ def _crashing(digits_split, marker: Path) -> ArrayDataset:
 def test_a_dead_worker_is_retried_to_the_same_model(ray_2cpu, one_thread, digits_split, tmp_path, monkeypatch,
                                                     retries):
     ray_2cpu.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import the tests
-    monkeypatch.setattr(bench.runner.executor, "MAX_RETRIES", retries)
+    monkeypatch.setattr(bench.runner.ray_executor, "MAX_RETRIES", retries)
     executor = RayExecutor()
     pending = executor.submit(_job(digits_split, _crashing(digits_split, tmp_path / "died")))
     if retries == 0:
@@ -174,3 +175,82 @@ def test_a_dead_worker_is_retried_to_the_same_model(ray_2cpu, one_thread, digits
     (local,) = run_job(_job(digits_split))
     for a, b in zip(local.model.state_dict().values(), trained.model.state_dict().values(), strict=True):
         assert torch.equal(a, b)
+
+
+# ---- the local executor's training workers ---------------------------------------------------------------------
+
+
+def _started(executor, timeout: float = 120.0):
+    """Start the workers and wait until they take jobs (so a test can put a job in a worker, not in the driver)."""
+    import time
+
+    executor._start()
+    end = time.monotonic() + timeout
+    while len(executor._ready) < executor.workers and time.monotonic() < end:
+        time.sleep(0.05)
+    assert len(executor._ready) == executor.workers, "the training workers did not start"
+    return executor
+
+
+def _in_worker(executor, job: TrainJob):
+    """Submit ``job`` and wait until a worker has taken it."""
+    import time
+
+    pending = executor.submit(job)
+    end = time.monotonic() + 60
+    while pending not in executor._running.values() and not pending.done and time.monotonic() < end:
+        time.sleep(0.02)
+    assert pending in executor._running.values() or pending.done
+    return pending
+
+
+def test_local_workers_train_the_models_the_driver_would(one_thread, digits_split):
+    """Jobs trained in a worker process and jobs the driver takes itself (waiting, it trains the oldest waiting
+    job) are the same models to the bit as ``run_job`` in this process, at one torch thread each."""
+    from bench.runner.executor import LocalExecutor
+
+    executor = _started(LocalExecutor(workers=1, threads=1))
+    try:
+        jobs = [TrainJob("baseline", _job(digits_split).spec, (digits_split.members,), (seed,), None, 1e-5, "cpu")
+                for seed in range(3)]
+        first = _in_worker(executor, jobs[0])
+        pendings = [first] + [executor.submit(job) for job in jobs[1:]]
+        models = [executor.result(p)[0] for p in pendings]
+        assert executor._next_id >= 1  # at least one job went to the worker
+        for job, trained in zip(jobs, models, strict=True):
+            (here,) = run_job(job)
+            for a, b in zip(here.model.state_dict().values(), trained.model.state_dict().values(), strict=True):
+                assert torch.equal(a, b)
+        assert executor.describe()["workers"] == 1 and executor.describe()["torch_threads"] == 1
+    finally:
+        executor.close()
+    assert not any(p.is_alive() for p in executor._procs)
+
+
+def test_a_training_error_in_a_local_worker_reaches_the_driver_as_itself(digits_split):
+    from bench.runner.executor import LocalExecutor
+
+    executor = _started(LocalExecutor(workers=1, threads=1))
+    try:
+        pending = _in_worker(executor, _job(digits_split, mechanism="local-gaussian", target_epsilon=None))
+        with pytest.raises(ValueError, match="local-gaussian needs a target epsilon"):
+            executor.result(pending)
+    finally:
+        executor.close()
+
+
+def test_a_dead_local_worker_fails_its_job(digits_split):
+    """A worker killed while it trains fails that job with JobFailed (the harness then marks the cell failed)."""
+    from bench.runner.executor import LocalExecutor
+
+    executor = _started(LocalExecutor(workers=1, threads=1))
+    try:
+        job = _job(digits_split)
+        slow = TrainJob(job.mechanism, job.spec.model_copy(update={"epochs": 500}), job.datasets, job.seeds, None,
+                        1e-5, "cpu")
+        pending = _in_worker(executor, slow)
+        executor._procs[0].kill()
+        with pytest.raises(JobFailed, match="worker 0 died"):
+            executor.result(pending)
+    finally:
+        executor.close()

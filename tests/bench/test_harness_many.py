@@ -9,6 +9,7 @@ import torch
 
 import bench.runner.ensemble
 import bench.runner.executor
+import bench.runner.local_executor
 from bench.runner.cache import ModelCache
 from bench.runner.config import build_config
 from bench.runner.ensemble import choose_path, init_model
@@ -88,8 +89,8 @@ def test_cached_jobs_are_loaded_never_retrained(digits_split, tmp_path, monkeypa
     jobs = _jobs(digits_split, 3)
     first = [trainer.collect(s) for s in trainer.submit(recipe, jobs[:2])]
     trained: list[int] = []
-    real = bench.runner.executor.run_job
-    monkeypatch.setattr(bench.runner.executor, "run_job", lambda job, on_epoch=None: trained.append(len(job)) or
+    real = bench.runner.local_executor.run_job
+    monkeypatch.setattr(bench.runner.local_executor, "run_job", lambda job, on_epoch=None: trained.append(len(job)) or
                         real(job, on_epoch))
     slots = trainer.submit(recipe, jobs)
     assert [s.cached for s in slots] == [True, True, False]

@@ -1,0 +1,225 @@
+"""The ``local`` executor: training jobs in this process (the driver) and in worker processes beside it, with
+processes × torch threads = the CPUs (``bench.core.device.parallelism``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from bench.core.device import resolve_device
+from bench.core.training import EpochCallback
+from bench.core.types import TrainedModel
+from bench.runner.trainjob import JobFailed, Pending, TrainJob, run_job
+
+
+def _worker_main(index: int, threads: int, tasks: Any, results: Any) -> None:
+    """A training worker process: ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads;
+    puts ``(kind, index, job id, pickled models or exception)`` on ``results`` (kind ``ready`` once started, then
+    ``ok`` or ``error`` per job); ``None`` stops it. Ctrl-C is the driver's to handle."""
+    import pickle
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(threads)
+    results.put(("ready", index, None, b""))
+    while (task := tasks.get()) is not None:
+        job_id, payload = task
+        try:
+            models = run_job(pickle.loads(payload))
+            for trained in models:
+                trained.model.cpu()
+            out = ("ok", index, job_id, pickle.dumps(models))
+        except Exception as exc:  # the job's outcome, handed to the driver
+            try:
+                out = ("error", index, job_id, pickle.dumps(exc))
+            except Exception:  # an exception that does not pickle: its type and message
+                out = ("error", index, job_id, pickle.dumps(JobFailed(f"{type(exc).__name__}: {exc}")))
+        results.put(out)
+
+
+class LocalExecutor:
+    """Runs jobs on this machine: in this process (the driver) and in ``workers`` training processes.
+
+    Jobs wait in a queue in submission order; a dispatcher thread gives the oldest to the next idle worker, so the
+    workers train the next cells while the driver attacks the current one. When the driver needs a job's result it
+    trains it itself if no worker has taken it (with live per-epoch progress), and while it waits for a job a worker
+    is training, it trains the oldest waiting job: no process idles while work waits. Every process uses
+    ``threads`` torch threads (``bench.core.device.parallelism``: processes × threads = the CPUs), so the numbers
+    are the same to the bit wherever a job runs. Workers start with ``spawn`` (no forked OpenMP state) and take
+    jobs once they have started; a worker that dies fails its job (``JobFailed``). Finished jobs are handed to
+    their ``on_done`` (the cache) in the driver's thread, the next time it submits or waits.
+
+    Args:
+        workers: training processes besides the driver (0: everything in this process). threads: torch threads of
+            each process, the driver's included (None: leave the driver's as they are).
+    """
+
+    name = "local"
+
+    def __init__(self, workers: int = 0, threads: int | None = None) -> None:
+        import threading
+
+        self.workers, self.threads = max(0, int(workers)), threads
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self._lock = threading.Condition()
+        self._queue: list[Pending] = []  # submitted, not yet taken by a worker
+        self._running: dict[int, Pending] = {}  # job id -> pending, taken by a worker
+        self._taken: dict[int, int] = {}  # worker index -> the job id it trains
+        self._inbox: list[tuple[str, int, int | None, bytes]] = []  # finished, not yet handed over
+        self._ready: set[int] = set()
+        self._procs: list[Any] = []
+        self._tasks: list[Any] = []
+        self._next_id = 0
+        self._stop = False
+        self._thread: Any = None
+
+    # -- the worker pool (dispatcher thread) ----------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._procs or not self.workers:
+            return
+        import multiprocessing as mp
+        import threading
+
+        ctx = mp.get_context("spawn")
+        self._results = ctx.Queue()
+        for i in range(self.workers):
+            tasks = ctx.Queue()
+            proc = ctx.Process(target=_worker_main, args=(i, self.threads or 1, tasks, self._results), daemon=True,
+                               name=f"privbench-worker-{i}")
+            proc.start()
+            self._tasks.append(tasks)
+            self._procs.append(proc)
+        self._thread = threading.Thread(target=self._dispatcher, name="privbench-dispatcher", daemon=True)
+        self._thread.start()
+
+    def _dispatch(self) -> None:
+        """Give the oldest waiting jobs to idle, started workers (the lock held)."""
+        import pickle
+
+        for w in sorted(self._ready - set(self._taken)):
+            if not self._queue:
+                break
+            pending = self._queue.pop(0)
+            job_id, self._next_id = self._next_id, self._next_id + 1
+            self._running[job_id] = pending
+            self._taken[w] = job_id
+            self._tasks[w].put((job_id, pickle.dumps(pending.job)))
+
+    def _dispatcher(self) -> None:
+        """Thread: take the workers' messages into the inbox, notice dead workers, dispatch waiting jobs."""
+        import pickle
+        import queue
+
+        while not self._stop:
+            try:
+                msg = self._results.get(timeout=0.2)
+            except queue.Empty:
+                msg = None
+            except (OSError, ValueError, EOFError):  # queue closed: shutting down
+                return
+            with self._lock:
+                if msg is not None:
+                    kind, w, _job_id, _payload = msg
+                    if kind == "ready":
+                        self._ready.add(w)
+                    else:
+                        self._taken.pop(w, None)
+                        self._inbox.append(msg)
+                for w, proc in enumerate(self._procs):
+                    if w in self._ready and not proc.is_alive():
+                        self._ready.discard(w)
+                        if w in self._taken:
+                            why = JobFailed(f"training worker {w} died (exit code {proc.exitcode})")
+                            self._inbox.append(("error", w, self._taken.pop(w), pickle.dumps(why)))
+                self._dispatch()
+                if msg is not None or self._inbox:
+                    self._lock.notify_all()
+
+    def _hand_over(self) -> None:
+        """Finish every job in the inbox (its ``on_done`` runs here, in the driver's thread)."""
+        import pickle
+
+        with self._lock:
+            inbox, self._inbox = self._inbox, []
+            done = [(self._running.pop(job_id), kind, payload) for kind, _w, job_id, payload in inbox]
+        for pending, kind, payload in done:
+            if kind == "ok":
+                pending.finish(pickle.loads(payload))
+            else:
+                pending.finish(None, pickle.loads(payload))
+
+    # -- executor interface ---------------------------------------------------------------------------------------
+    def resolve_device(self, name: str) -> torch.device:
+        return resolve_device(name)
+
+    def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:
+        pending = Pending(job, on_done)
+        self._start()
+        with self._lock:
+            self._queue.append(pending)
+            if self._procs:
+                self._dispatch()
+        self._hand_over()
+        return pending
+
+    def _run_here(self, pending: Pending, on_epoch: EpochCallback | None = None) -> None:
+        try:
+            models = run_job(pending.job, on_epoch)
+        except Exception as exc:  # the job's outcome; re-raised by ``outcome``, and again if asked again
+            pending.finish(None, exc)
+        else:
+            pending.finish(models)
+
+    def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
+        """The job's models: trained here now if no worker has taken it; else, while a worker trains it, this process
+        trains the oldest waiting job. Raises what training raised, or ``JobFailed`` if its worker died."""
+        while True:
+            self._hand_over()
+            if pending.done:
+                return pending.outcome()
+            with self._lock:
+                if pending in self._queue:
+                    self._queue.remove(pending)
+                    here, progress = pending, on_epoch
+                elif self._queue:
+                    here, progress = self._queue.pop(0), None
+                else:
+                    here = progress = None
+                    self._lock.wait(timeout=0.5)
+            if here is not None:
+                self._run_here(here, progress)
+
+    def describe(self) -> dict[str, Any]:
+        """The ``executor`` block of results.json: processes, torch threads each, and this machine's CPUs."""
+        from bench.core.device import available_cpus
+
+        return {"name": self.name, "torch_threads": torch.get_num_threads(), "workers": self.workers,
+                "processes": self.workers + 1, "available_cpus": available_cpus(),
+                "resources": {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}}
+
+    def close(self) -> None:
+        """Keep the jobs the workers have finished (``on_done``: into the cache), then stop the workers; jobs still
+        training or waiting are dropped (a rerun resumes from the cache)."""
+        if not self._procs:
+            return
+        self._stop = True
+        self._thread.join(timeout=2.0)
+        self._hand_over()
+        for tasks in self._tasks:
+            tasks.put(None)
+        for proc in self._procs:
+            proc.join(timeout=1.0)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5.0)
+        for q in (*self._tasks, self._results):
+            q.close()
+            q.cancel_join_thread()
+        self._procs, self._tasks, self._queue = [], [], []
+        self._running.clear()
+        self._taken.clear()
+        self._ready.clear()

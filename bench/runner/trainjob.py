@@ -1,0 +1,99 @@
+"""A training job (``TrainJob``), the pure function that runs one (``run_job``), and the handle the driver holds
+while it runs (``Pending``). Executors (``bench.runner.executor``) decide where a job runs; ``run_job`` is a pure
+function of the job (every mechanism seeds itself from ``job.seeds``), so where a job runs does not change its
+result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from bench.core.data import ArrayDataset
+from bench.core.training import EpochCallback, EpochRecorder, recording_epochs
+from bench.core.types import TrainedModel, TrainSpec
+
+
+class JobFailed(RuntimeError):
+    """A job that did not finish for a reason outside training itself (e.g. its worker died more often than
+    ``MAX_RETRIES``); the harness marks its cell or attack failed, like a diverged training run."""
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """One independent unit of training.
+
+    Attributes:
+        mechanism: registered mechanism name. spec: its training settings.
+        datasets: the training set of every model (one; several for a vectorised ensemble).
+        seeds: one training seed per model. target_epsilon: target ε (None: no target). delta: δ.
+        device: device type to train on (``"cpu"`` / ``"cuda"``), on whichever machine runs the job.
+        audit: an audit request for ``Mechanism.fit`` (one model only; e.g. ``GradientCanaries``), or None.
+        probe: held-out images a single model is evaluated on after every epoch (``bench.core.training.
+            EpochRecorder``, at most ``PROBE_MAX``; the training curves), or None. It never changes the weights.
+    """
+
+    mechanism: str
+    spec: TrainSpec
+    datasets: tuple[ArrayDataset, ...]
+    seeds: tuple[int, ...]
+    target_epsilon: float | None
+    delta: float
+    device: str
+    audit: Any = None
+    probe: ArrayDataset | None = None
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+
+def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
+    """Train every model of ``job``: ``Mechanism.fit`` for one model, ``fit_ensemble`` for several.
+
+    Returns:
+        One TrainedModel per model, in the order of ``job.seeds``.
+
+    Raises:
+        TrainingDiverged, ValueError: from training (e.g. a NaN loss, an unreachable ε).
+    """
+    from bench.runner.ensemble import fit_ensemble
+    from mechanisms import MECHANISMS
+
+    mech, device = MECHANISMS.get(job.mechanism)(), torch.device(job.device)
+    if len(job) > 1:
+        return fit_ensemble(mech, job.datasets, job.spec, job.seeds, device)
+    extra = {} if job.audit is None else {"audit": job.audit}
+    probe = job.probe
+    with recording_epochs(EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)) as rec:
+        trained = mech.fit(job.datasets[0], job.spec, target_epsilon=job.target_epsilon, delta=job.delta,
+                           seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)
+    trained.epochs = rec.matching(trained.history)
+    return [trained]
+
+
+class Pending:
+    """A submitted job. ``on_done(models)`` (e.g. writing them to the cache) runs once, when the driver first sees
+    the job finish; ``result`` / ``error`` hold its outcome from then on."""
+
+    def __init__(self, job: TrainJob, on_done: Callable[[list[TrainedModel]], None] | None) -> None:
+        self.job, self.on_done = job, on_done
+        self.result: list[TrainedModel] | None = None
+        self.error: BaseException | None = None
+        self.ref: Any = None  # Ray's ObjectRef
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None or self.error is not None
+
+    def finish(self, result: list[TrainedModel] | None, error: BaseException | None = None) -> None:
+        self.result, self.error = result, error
+        if result is not None and self.on_done is not None:
+            self.on_done(result)
+
+    def outcome(self) -> list[TrainedModel]:
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
