@@ -243,7 +243,8 @@ def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_cl
     from dp_accounting.privacy_accountant import NeighboringRelation
 
     basic = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=2.0) + label_epsilon
-    noise = num_classes / (math.exp(label_epsilon) + num_classes - 1)  # dp_accounting: P(uniform over k buckets)
+    # dp_accounting's parameter: P(uniform over k buckets) = k / (e^ε + k − 1), written without e^ε (no overflow)
+    noise = num_classes * math.exp(-label_epsilon) / (1 + (num_classes - 1) * math.exp(-label_epsilon))
     acct = pld.PLDAccountant(NeighboringRelation.REPLACE_ONE, value_discretization_interval=max(1e-4, basic * 1e-4))
     acct.compose(dp_event.ComposedDpEvent([dp_event.GaussianDpEvent(sigma),
                                            dp_event.RandomizedResponseDpEvent(noise, num_classes)]))

@@ -5,6 +5,7 @@ source left labels in the clear, which ``labels: public`` keeps as an explicit o
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, ClassVar, Literal
 
 import torch
@@ -25,6 +26,7 @@ from mechanisms.accounting import (
 )
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
+from mechanisms.iic import ClusterToClass, hungarian_mapping, train_iic
 
 # Replacing one person's unit-norm image by another moves it by up to ||a - b|| <= 2.
 SENSITIVITY = 2.0
@@ -70,11 +72,56 @@ class LocalGaussianParams(ModelParams):
             ε then covers the image only, and every report's accountant name says so).
         label_share: the share of ε spent on the label, in (0, 1); 0.25 by default: the image carries the features,
             and symmetric label noise keeps the true label the most likely one at any ε_label > 0.
+        learner: ``network`` (``spec.model`` trained on the noisy release, the source's) or ``class-means`` (a
+            nearest-class-mean classifier (largest inner product with a class mean) estimated from the release,
+            ``class_means_from_local_release``; ``spec.model`` must be ``linear``): with isotropic noise far larger
+            than the signal, the class means are what a learner can still estimate. ``iic``: Invariant
+            Information Clustering (Ji, Henriques & Vedaldi 2019; ``mechanisms.iic``) of the noisy images without
+            their labels, clusters mapped to classes by Hungarian matching on a small labelled split: the first
+            ``match_size`` released records with their released labels (public with ``labels: public``, as in the
+            source; randomized-response labels otherwise), post-processing of the release at no privacy cost.
+        match_size: records of the release whose labels map IIC's clusters to classes (``learner: iic``).
     """
 
     calibration: Literal["analytic", "classic"] = "analytic"
     labels: Literal["randomized-response", "public"] = "randomized-response"
     label_share: float = Field(0.25, gt=0, lt=1)
+    learner: Literal["network", "class-means", "iic"] = "network"
+    match_size: int = Field(1000, ge=1)
+
+
+@torch.no_grad()
+def class_means_from_local_release(x: torch.Tensor, y: torch.Tensor, *, num_classes: int,
+                                   label_keep: float | None) -> torch.Tensor:
+    """Class means of the private unit-norm images, estimated from their local release.
+
+    The image noise is zero-mean, so per released label a the sum S_a of released images has expectation
+    Σ_j R[a, j] n_j μ_j, and the count N_a has Σ_j R[a, j] n_j, where R is k-ary randomized response's matrix
+    (R[a, a] = keep, R[a, j] = (1 − keep)/(k − 1)); the identity when labels are public. Solving R for n_j μ_j and
+    n_j gives unbiased class sums and counts (post-processing of the release: no privacy cost).
+
+    Args:
+        x: ``(N, d)`` released images (unit-norm image + N(0, σ²) per pixel). y: ``(N,)`` released int64 labels.
+        num_classes: k. label_keep: randomized response's keep probability (None: labels released as they are).
+
+    Returns:
+        ``(k, d)`` class means.
+
+    Raises:
+        ValueError: fewer than 2 released records.
+    """
+    if len(x) < 2:
+        raise ValueError(f"class means need at least 2 released records, got {len(x)}")
+    k = num_classes
+    onehot = torch.nn.functional.one_hot(y, k).double()  # (N, k)
+    sums, counts = onehot.T @ x.double(), onehot.sum(0)  # (k, d), (k,)
+    if label_keep is None:
+        inv = torch.eye(k, dtype=torch.float64)
+    else:
+        r = torch.full((k, k), (1.0 - label_keep) / (k - 1), dtype=torch.float64)
+        r.fill_diagonal_(label_keep)
+        inv = torch.linalg.inv(r)
+    return ((inv @ sums) / (inv @ counts).clamp_min(1.0)[:, None]).float()
 
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
@@ -88,6 +135,9 @@ class LocalGaussian(Baseline):
     s = 1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get
     the same normalisation and the same s.
 
+    Learners (both see only the release): ``network`` (the source's) or ``class-means`` (closed form, ``spec.model``
+    ``linear``; see ``LocalGaussianParams.learner``).
+
     Settings: ``LocalGaussianParams``; with ``calibration: classic`` the target is only ``claimed_epsilon``; with
     ``labels: public`` the ε covers the image only. The ε holds for the replace-one relation (one person's record
     replaced by any other)."""
@@ -100,12 +150,22 @@ class LocalGaussian(Baseline):
     Params = LocalGaussianParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"model": "mlp", "epochs": 20, "batch_size": 32, "lr": 0.02, "optimizer": "sgd", "momentum": 0.9},
-        "default": {**_CNN, "epochs": 5, "batch_size": 64, "lr": 0.02},
+        # nearest class mean from the release, half of ε on the label: the best validation accuracy at the default
+        # profile's 10,000 members (docs/recipes.md)
+        "default": {"model": "linear", "epochs": 1, "batch_size": 64, "lr": 0.02, "optimizer": "sgd",
+                    "params": {"learner": "class-means", "label_share": 0.5}},
         "full": {**_CNN, "epochs": 10, "batch_size": 64, "lr": 0.02},
     }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
+        if spec.params.learner == "iic":  # cluster logits, then the fixed cluster -> class map
+            return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec),
+                                 ClusterToClass(num_classes))
         return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec))
+
+    def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        if spec.params.learner == "class-means" and spec.model != "linear":
+            raise ValueError(f"params.learner 'class-means' needs model 'linear', got {spec.model!r}")
 
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
@@ -159,12 +219,41 @@ class LocalGaussian(Baseline):
         gen = seed_everything(seed)
         release, privacy = self._release(train, spec, target_epsilon=target_epsilon, delta=delta, generator=gen)
         sigma = release.params["sigma"]
+        self.check(spec, n_members=len(train))
         model = self.build(train.input_shape, train.num_classes, spec)
-        scale = 1.0 / math.sqrt(1.0 / math.prod(train.input_shape) + sigma**2)
-        model[0].scale.fill_(scale)
-        hist, seen, secs = fit_supervised(model[1], release.x * scale, release.y, spec, generator=gen,
-                                          device=device, on_epoch=on_epoch)
+        extra_params: dict[str, Any] = {}
+        if spec.params.learner == "class-means":  # nearest class mean on unit-norm images, in closed form
+            t0 = time.perf_counter()
+            label_eps = release.params["label_epsilon"]
+            keep = None if label_eps is None else randomized_response_keep(label_eps, train.num_classes)
+            means = class_means_from_local_release(release.x.flatten(1), release.y, num_classes=train.num_classes,
+                                                   label_keep=keep)
+            with torch.no_grad():  # score x·μ̂_k: unit-norm images' class means have near-equal norms, and the
+                model[-1][-1].weight.copy_(means)  # estimates' norms are mostly noise (validation split: better
+                model[-1][-1].bias.zero_()  # without the −‖μ̂_k‖²/2 term at every ε ≤ 8)
+            model.to(device)
+            hist, seen, secs = [], len(train), max(time.perf_counter() - t0, 1e-9)
+            if on_epoch is not None:
+                on_epoch(spec.epochs, spec.epochs, float("nan"))
+        elif spec.params.learner == "iic":  # clusters of the noisy images, mapped on a labelled split of the release
+            scale = 1.0 / math.sqrt(1.0 / math.prod(train.input_shape) + sigma**2)
+            model[0].scale.fill_(scale)
+            hist, seen, secs = train_iic(model[1], release.x * scale, spec, generator=gen, device=device,
+                                         on_epoch=on_epoch)
+            m = min(spec.params.match_size, len(train))
+            perm, match_accuracy = hungarian_mapping(model[1], release.x[:m] * scale, release.y[:m],
+                                                     num_classes=train.num_classes, device=device)
+            model[2].perm.copy_(perm)
+            model.to(device)
+            extra_params = {"match_size": m, "match_accuracy": match_accuracy}
+        else:
+            scale = 1.0 / math.sqrt(1.0 / math.prod(train.input_shape) + sigma**2)
+            model[0].scale.fill_(scale)
+            hist, seen, secs = fit_supervised(model[1], release.x * scale, release.y, spec, generator=gen,
+                                              device=device, on_epoch=on_epoch, released=model)
         params = {**release.params,
-                  "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)}
+                  "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta),
+                  **({"learner": spec.params.learner} if spec.params.learner != "network" else {}),
+                  **extra_params}
         return TrainedModel(model, privacy, params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

@@ -171,7 +171,47 @@ class Scattering(nn.Module):
         self.out_shape = (c * (1 + J * L + L * L * J * (J - 1) // 2), h // 2**J, w // 2**J)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.transform(x.contiguous()).reshape(len(x), *self.out_shape)
+        if x.device.type != "cpu" or (torch.is_grad_enabled() and x.requires_grad):  # a gradient needs the graph
+            return self.transform(x.contiguous()).reshape(len(x), *self.out_shape)
+        return _SCATTER_CACHE.features(self, x)
+
+
+class _FeatureCache:
+    """Scattering features of images already seen in this process, by image content (a BLAKE2b digest of each
+    image's bytes) and transform (J, L, shape): the transform is fixed, so an image's features never change, and
+    an attack that scores the same 20,000 images with every shadow and reference model computes them once. On CPU
+    only (a GPU computes them faster than they hash); least recently used images go beyond ``max_images``."""
+
+    def __init__(self, max_images: int = 50_000) -> None:
+        from collections import OrderedDict
+
+        self.max_images = max_images
+        self._store: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+
+    @torch.no_grad()
+    def features(self, module: Scattering, x: torch.Tensor) -> torch.Tensor:
+        import hashlib
+
+        x = x.detach().contiguous()
+        rows = x.reshape(len(x), -1).numpy()
+        tag = (module.transform.J, module.transform.L, tuple(x.shape[1:]), str(x.dtype))
+        keys = [(tag, hashlib.blake2b(row.tobytes(), digest_size=16).digest()) for row in rows]
+        out = torch.empty(len(x), *module.out_shape, dtype=x.dtype)
+        missing = [i for i, k in enumerate(keys) if k not in self._store]
+        if missing:
+            idx = torch.tensor(missing)
+            fresh = module.transform(x[idx]).reshape(len(idx), *module.out_shape)
+            for i, f in zip(missing, fresh, strict=True):
+                self._store[keys[i]] = f.clone()
+        for i, k in enumerate(keys):
+            out[i] = self._store[k]
+            self._store.move_to_end(k)
+        while len(self._store) > self.max_images:
+            self._store.popitem(last=False)
+        return out
+
+
+_SCATTER_CACHE = _FeatureCache()
 
 
 class FrozenFront(nn.Module):

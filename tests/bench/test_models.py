@@ -37,3 +37,24 @@ def test_scatternet_passes_input_gradients_for_model_inversion():
     x = torch.rand(2, 1, 28, 28, requires_grad=True)
     model(x)[:, 3].sum().backward()
     assert x.grad is not None and x.grad.abs().sum() > 0
+
+
+def test_scattering_features_are_computed_once_per_image():
+    """The CPU feature cache gives exactly the transform's features, for any batching of the same images, and a
+    second pass computes nothing; an input that needs a gradient (model inversion) bypasses it."""
+    from unittest import mock
+
+    from bench.core.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model("scatternet-linear", (1, 28, 28), 10)
+    x = torch.rand(12, 1, 28, 28)
+    direct = model.front.transform(x).reshape(12, *model.front.out_shape)
+    with torch.no_grad():
+        assert torch.equal(model.front(x[:5]), direct[:5])
+        with mock.patch.object(model.front.transform, "forward", side_effect=AssertionError("recomputed")):
+            assert torch.equal(model.front(x[2:5]), direct[2:5])  # seen: from the cache
+        assert torch.equal(model.front(x), direct)  # 7 new images computed, 5 from the cache
+    leaf = x[:2].clone().requires_grad_(True)
+    model(leaf).sum().backward()
+    assert leaf.grad is not None and leaf.grad.abs().sum() > 0

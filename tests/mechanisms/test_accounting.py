@@ -265,3 +265,13 @@ def test_dpsgd_calibration_bounded_and_one_line():
     from mechanisms.accounting import pld_epsilon
 
     assert pld_epsilon(noise_multiplier=sigma, **kw) <= 2.0 < pld_epsilon(noise_multiplier=sigma * 0.999, **kw)
+
+
+def test_local_record_sigma_at_a_huge_label_epsilon():
+    """ε = 2,000 with half of it on the label (ε_label = 1,000: e^ε_label overflows a float) is still calibrated, and
+    the composed ε meets the target."""
+    from mechanisms.accounting import local_record_epsilon, local_record_sigma
+
+    sigma, label_eps = local_record_sigma(target_epsilon=2000.0, delta=1e-5, label_share=0.5, num_classes=10)
+    assert label_eps == 1000.0 and 0 < sigma < 1
+    assert local_record_epsilon(sigma=sigma, delta=1e-5, label_epsilon=label_eps, num_classes=10) <= 2000.0 * (1 + 1e-9)

@@ -213,3 +213,58 @@ def test_default_protects_the_whole_record(digits_split, eps):
     keep = math.exp(params["label_epsilon"]) / (math.exp(params["label_epsilon"]) + 9)
     kept = int((fit.release.y == digits_split.members.y).sum())
     assert binom.ppf(1e-6, 300, keep) <= kept <= binom.isf(1e-6, 300, keep)
+
+
+# ---- the class-means learner ----------------------------------------------------------------------------------
+
+
+def _class_means(x: torch.Tensor, y: torch.Tensor, k: int) -> torch.Tensor:
+    """Plain per-class means of unit-norm images (the quantity the learner estimates from the release)."""
+    unit = x.flatten(1) / x.flatten(1).norm(dim=1, keepdim=True)
+    return torch.stack([unit[y == j].mean(0) for j in range(k)])
+
+
+def test_class_means_undo_randomized_response(digits_split):
+    """Labels flipped by randomized response (keep 0.4 of 10 classes) pull per-label means towards the overall mean;
+    inverting the response matrix removes that bias. The members repeated 20 times (6,000 records, so that the
+    flips' sampling noise is small): the inverted estimates land near the true class means, the per-label means
+    stay a fixed distance off (no image noise here)."""
+    from mechanisms.local_noise import class_means_from_local_release
+
+    pool = digits_split.members
+    x = (pool.x.flatten(1) / pool.x.flatten(1).norm(dim=1, keepdim=True)).repeat(20, 1)
+    y = pool.y.repeat(20)
+    keep = 0.4
+    flipped = randomize_labels(y, epsilon=math.log(keep * 9 / (1 - keep)), num_classes=10, generator=_gen(3))
+    true = _class_means(pool.x, pool.y, 10)
+    naive = torch.stack([x[flipped == j].mean(0) for j in range(10)])
+    inverted = class_means_from_local_release(x, flipped, num_classes=10, label_keep=keep)
+    err_naive, err_inv = (naive - true).norm(dim=1).mean(), (inverted - true).norm(dim=1).mean()
+    assert err_inv < 0.5 * err_naive
+    clean = class_means_from_local_release(x, y, num_classes=10, label_keep=None)  # public labels: plain means
+    assert torch.allclose(clean, true, atol=1e-5)
+
+
+def test_class_means_learner_at_negligible_noise_is_nearest_class_mean(digits_split):
+    """At ε = 10⁶ (σ ≈ 10⁻⁵, labels public) the learner is a nearest-class-mean classifier by inner product on
+    unit-norm images: its test predictions equal those computed here from the members' own class means."""
+    spec = LocalGaussian.spec(model="linear", epochs=1, batch_size=32, lr=0.1,
+                              params={"labels": "public", "learner": "class-means"})
+    trained = _fit(digits_split, 1e6, spec)
+    test = digits_split.test
+    unit = test.x.flatten(1) / test.x.flatten(1).norm(dim=1, keepdim=True)
+    expected = (unit @ _class_means(digits_split.members.x, digits_split.members.y, 10).T).argmax(1)
+    with torch.no_grad():
+        got = trained.model(test.x).argmax(1)
+    assert (got == expected).float().mean() > 0.99
+    assert evaluate(trained.model, test.x, test.y, device=CPU)["accuracy"] > 0.85
+    assert trained.params["learner"] == "class-means"
+
+
+def test_class_means_learner_needs_the_linear_model():
+    from bench.core.errors import ConfigError
+    from bench.runner.validation import training_spec
+
+    with pytest.raises(ConfigError, match="class-means.*needs model 'linear'"):
+        training_spec("local-gaussian", {"model": "mlp", "epochs": 1, "batch_size": 8, "lr": 0.1,
+                                         "params": {"learner": "class-means"}}, n_members=100)
