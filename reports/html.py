@@ -19,7 +19,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from bench.results import Results
 from reports.audit import DETAIL_HEADERS, audit_detail_rows, audit_note, audit_rows
 from reports.common import one_line
+from reports.curves import CURVES_NOTE, curves_csv
 from reports.empirical import bug_lines, heuristic_note, heuristic_rows, refuted_claim_lines
+from reports.feature_maps import FEATURES_NOTE, features_text
+from reports.phases import PHASE_HEADERS, PHASE_NOTE, phase_rows, run_lines
 from reports.plots import SECTION_NAMES, plot_alt, plot_section, slug
 from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
 from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
@@ -85,7 +88,26 @@ def _evidence(results: Results) -> dict[str, Any]:
         "reproduction_headers": list(REPRODUCTION_HEADERS),
         "reproduction_rows": reproduction_rows(results),
         "reproduction_commands": reproduction_commands(results),
+        "curves_note": CURVES_NOTE,
+        "features_lines": features_text(results),
+        "features_note": FEATURES_NOTE,
+        "phase_headers": list(PHASE_HEADERS),
+        "phase_rows": phase_rows(results),
+        "phase_note": PHASE_NOTE,
+        "run_lines": run_lines(results),
     }
+
+
+def _curve_links(results: Results, plots: dict[str, Path]) -> list[dict[str, str]]:
+    """The numbers of every training-curve figure as a download inside the page (a ``data:`` link, so the report stays
+    one self-contained file), named as the CSV written beside it."""
+    links = []
+    for dataset in dict.fromkeys(r.dataset for r in results.results):
+        name = f"curves_{slug(dataset)}"
+        if name in plots:
+            data = base64.b64encode(curves_csv(results, dataset).encode()).decode()
+            links.append({"name": f"{name}.csv", "href": f"data:text/csv;base64,{data}"})
+    return links
 
 
 def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
@@ -111,6 +133,7 @@ def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
         "privacy_bugs": bug_lines(results),
         "refuted_claims": refuted_claim_lines(results),
         "images": {name: sections[name] for name in SECTION_NAMES},
+        "curves_csv": _curve_links(results, plots),
         **_evidence(results),
         "provenance_headers": list(PROVENANCE_HEADERS),
         "provenance_rows": provenance_rows(results),

@@ -11,7 +11,10 @@ from bench.results import Results
 from reports.audit import DETAIL_HEADERS, audit_detail_rows, audit_note, audit_rows
 from reports.bounds import BUG_MARK, REFUTED_MARK
 from reports.common import target_text
+from reports.curves import CURVES_NOTE
 from reports.empirical import bug_lines, heuristic_note, heuristic_rows, refuted_claim_lines
+from reports.feature_maps import FEATURES_NOTE, features_text
+from reports.phases import PHASE_HEADERS, PHASE_NOTE, phase_rows, run_lines
 from reports.plots import plot_alt, plot_section, slug
 from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
 from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
@@ -102,8 +105,9 @@ def _audit(results: Results, plots: dict[str, Path]) -> list[str]:
 
 
 def _evidence(results: Results, plots: dict[str, Path]) -> list[str]:
-    """Audit, Privacy vs utility, Heuristic bounds, Membership attacks, Throughput, Released data, Reconstruction
-    and Reproduction (each only where it has something to show)."""
+    """Audit, Privacy vs utility, Heuristic bounds, Membership attacks, Throughput, Released data, Reconstruction,
+    Training curves, What the convolutions see (always, saying so when no model is a CNN) and Reproduction (each
+    other only where it has something to show)."""
     out = _audit(results, plots)
     tradeoff = _images(plots, "tradeoff")
     out += ["## Privacy vs utility", ""] + tradeoff if tradeoff else []
@@ -115,13 +119,20 @@ def _evidence(results: Results, plots: dict[str, Path]) -> list[str]:
     if arows:
         out += ["## Membership attacks", ""] + _table(headers, arows) + [""]
     out += _images(plots, "attacks")
-    for section, title in (("throughput", "Throughput"), ("releases", "Released data")):
-        images = _images(plots, section)
-        out += [f"## {title}", ""] + images if images else []
+    out += ["## Throughput", ""] + _images(plots, "throughput") + [f"- {_cell(line)}" for line in run_lines(results)]
+    out += [""] + _table(PHASE_HEADERS, phase_rows(results)) + ["", _cell(PHASE_NOTE), ""]
+    releases = _images(plots, "releases")
+    out += ["## Released data", ""] + releases if releases else []
     recon = reconstruction_rows(results)
     if recon:
         out += ["## Reconstruction", ""] + _table(RECONSTRUCTION_HEADERS, recon) + ["", _cell(RECONSTRUCTION_NOTE), ""]
         out += _images(plots, "reconstruction")
+    curves = _images(plots, "curves")
+    if curves:
+        csvs = [f"[{Path(p).stem}.csv]({Path(p).stem}.csv)" for n, p in plots.items() if plot_section(n) == "curves"]
+        out += ["## Training curves", ""] + curves + [_cell(CURVES_NOTE) + " Numbers: " + ", ".join(csvs) + ".", ""]
+    out += ["## What the convolutions see", ""] + _images(plots, "features")
+    out += [f"- {_cell(line)}" for line in features_text(results)] + ["", _cell(FEATURES_NOTE), ""]
     repro = reproduction_rows(results)
     if repro:
         out += ["## Reproduction", ""] + _table(REPRODUCTION_HEADERS, repro) + [""]

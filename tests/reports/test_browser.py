@@ -162,8 +162,9 @@ def test_html_semantics_of_a_real_report(smoke_report):
 
 def test_html_semantics_of_a_constructed_report(mnist_results, tmp_path):
     page = _check_semantics(write_reports(mnist_results, tmp_path)["html"].read_text(encoding="utf-8"))
-    # verdict, audit, every analysis of every audit, heuristic bounds, attacks, provenance
-    assert len(page.images) == 7 and len(page.tables) == 6
+    # verdict, audit, every analysis of every audit, heuristic bounds, attacks, where the time went, provenance;
+    # the 7 plots and the training curves
+    assert len(page.images) == 8 and len(page.tables) == 7
     alts = [img["alt"] for img in page.images]
     assert len(set(alts)) == len(alts)
     assert page.headings.count("h3") == 2  # Failed cells, Failed attacks

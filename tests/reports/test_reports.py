@@ -126,7 +126,7 @@ def test_html_escapes_config_and_is_self_contained(texts, build):
     assert build.script not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     imgs = re.findall(r"<img\b[^>]*>", html)
-    assert len(imgs) == 7
+    assert len(imgs) == 8  # 7 + the training curves (the fixture documents carry histories)
     for tag in imgs:
         assert re.search(r'alt="[^"]*\w[^"]*"', tag), tag
         assert 'src="data:image/png;base64,' in tag
@@ -140,7 +140,7 @@ def test_plots_are_valid_pngs(written):
     out, paths = written
     # no model with an ε has a TPR measurable at 0.1 % FPR: no TPR-vs-ε plot
     expected = {"accuracy_vs_epsilon", "attack_auc_vs_epsilon", "audit_tightness", "pareto_mnist", "throughput",
-                "roc_mnist", "release_mnist_dpmix"}
+                "roc_mnist", "release_mnist_dpmix", "curves_mnist"}
     assert {k for k, p in paths.items() if p.suffix == ".png"} == expected
     for name in expected:
         path = out / f"{name}.png"
@@ -337,3 +337,26 @@ def test_the_ranking_never_mixes_neighbouring_relations(build):
     notes = verdict_notes(build.results([ar, ro]))["mnist"]
     assert "At target ε 1 under add/remove, by test accuracy: dpsgd 95.0% (central DP)." in notes
     assert "At target ε 1 under replace-one, by test accuracy: dpmix 50.0% (DP of the release)." in notes
+
+
+def test_throughput_section_shows_where_the_time_went(mnist_results, tmp_path):
+    """One row per model with its train / evaluate / attack seconds and every attack's seconds (slowest first), the
+    run's wall time and processes × threads: the numbers of results.json's timings, in Markdown and HTML."""
+    doc = mnist_results.model_copy(deep=True)
+    doc.wall_s, doc.report_s = 754.2, 12.5
+    doc.executor = {"name": "local", "workers": 1, "processes": 2, "torch_threads": 1, "available_cpus": 2}
+    r = doc.results[0]
+    r.timings.train_s, r.timings.eval_s, r.timings.attack_s = 41.25, 1.5, 30.0
+    r.timings.attacks = {"loss": 2.0, "shadow": 27.5, "rmia": 0.5}
+    paths = write_reports(doc, tmp_path)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    section = md[md.index("## Throughput"):]
+    assert "Whole run: 754 s wall clock (12.6 min)" in section
+    assert "2 process(es) (the driver and 1 training worker(s)) × 1 torch thread(s), 2 CPU(s) available" in section
+    assert "Reports: 12.5 s" in section
+    row = next(line for line in section.splitlines() if line.startswith("| ") and "41.2" in line)
+    assert "| 1.5 |" in row and "| 30.0 |" in row and "shadow 27.5, loss 2.0, rmia 0.5" in row
+    table = [line for line in section.split("\n\n")[3].splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| model | train (s)") and len(table) == 1 + len(doc.results)  # a row per model
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "Where the time went" in html and "shadow 27.5, loss 2.0, rmia 0.5" in html
