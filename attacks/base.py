@@ -130,6 +130,11 @@ class TrainLikeTarget(Protocol):
         the target's settings, ε and δ, and the privacy that release spent."""
         ...
 
+    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> None:
+        """Submit models a later call will ask for, one per ``(data, seed, audit request or None)``, so that an idle
+        executor trains them while the attacker does other work; returns nothing (a no-op is correct)."""
+        ...
+
 
 @dataclass(frozen=True)
 class OneAtATime:
@@ -150,6 +155,9 @@ class OneAtATime:
 
     def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> Iterator[TrainedModel]:
         return (self.fn(d, seed=s) if r is None else self.fn(d, seed=s, audit=r) for d, s, r in jobs)
+
+    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> None:
+        pass  # one model at a time, when asked
 
 
 @dataclass(frozen=True)
@@ -237,6 +245,13 @@ class MembershipAttack(Attack):
     """Scores records for membership; metrics and ε lower bounds are computed by the runner."""
 
     kind = "membership"
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        """Submit the models ``score`` will train (``ctx.train_like_target.prefetch``) before the cell's attacks run,
+        so that an idle training worker trains them meanwhile; the default submits nothing. Called by the runner
+        before the cell's attacks, and for attacks that apply to every model (``release_kind`` None) also when the
+        run starts, with ``ctx.target`` None: it must not use the target. An error here is ignored (``score``
+        meets it again)."""
 
     def score(self, ctx: AttackContext) -> MembershipScores | dict[str, MembershipScores]:
         """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``; an audit that gets two

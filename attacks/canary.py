@@ -80,14 +80,23 @@ class CanaryAudit(MembershipAttack):
         return GradientCanaries(self.params.gradient_canaries, shadow_seed(ctx.seed, "canary", 2),
                                 self.params.gradient_norm)
 
-    def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+    def _audit_job(self, ctx: AttackContext):
+        """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""
         if len(ctx.split.population) < 2:
             raise ValueError(f"canary needs at least 2 attacker population records, got {len(ctx.split.population)}")
         canaries, included = self.canaries(ctx.split.population, seed=ctx.seed)
         if included.all() or not included.any():
             raise ValueError(f"canary: all {len(included)} canaries fell on one side of the coin; use more canaries")
         data = concat(ctx.split.members, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
-        seed, request = shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
+        return canaries, included, data, shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        """The audit run, submitted before the cell's attacks run (a training worker trains it meanwhile)."""
+        _, _, data, seed, request = self._audit_job(ctx)
+        ctx.train_like_target.prefetch([(data, seed, request)])
+
+    def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        canaries, included, data, seed, request = self._audit_job(ctx)
         run = ctx.train_like_target(data, seed=seed) if request is None else \
             ctx.train_like_target.audit_run(data, seed=seed, request=request)
         scores = -per_example_loss(run.model, canaries.x, canaries.y, device=ctx.device)

@@ -63,14 +63,17 @@ class ShadowDesign:
     def __len__(self) -> int:
         return len(self.seeds)
 
+    def jobs(self) -> list[tuple[ArrayDataset, int]]:
+        """One ``(training set, seed)`` per shadow."""
+        return [(self.universe.subset(torch.from_numpy(np.flatnonzero(keep))), seed)
+                for keep, seed in zip(self.inclusion, self.seeds, strict=True)]
+
     def train(self, train_like_target: TrainLikeTarget, outputs: Callable[[torch.nn.Module], np.ndarray]
               ) -> np.ndarray:
         """Train (or load from the cache) every shadow, all submitted at once (``train_like_target.many``: in
         parallel on Ray, or as one vectorised ensemble), and stack ``outputs(model)``: ``(k, ...)``. Each model is
         dropped as soon as its outputs are taken."""
-        jobs = [(self.universe.subset(torch.from_numpy(np.flatnonzero(keep))), seed)
-                for keep, seed in zip(self.inclusion, self.seeds, strict=True)]
-        return np.stack([outputs(trained.model) for trained in train_like_target.many(jobs)])
+        return np.stack([outputs(trained.model) for trained in train_like_target.many(self.jobs())])
 
 
 def default_size(n_members: int, n_population: int, *, online: bool, n_candidates: int = 0) -> int:

@@ -11,7 +11,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
 from attacks.base import AttackContext, MembershipAttack, MembershipScores, at_most
-from attacks.shadows import default_size, log_softmax, offline_design
+from attacks.shadows import ShadowDesign, default_size, log_softmax, offline_design
 from bench.core.params import Params
 from bench.core.training import logit_confidence
 
@@ -69,17 +69,25 @@ class ShadowModelAttack(MembershipAttack):
     def _training_rows(self, ctx: AttackContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(log-probabilities (R, K), IN labels (R,), classes (R,)) of the shadows on the population."""
         pop = ctx.split.population
-        size = self.params.shadow_size or default_size(len(ctx.split.members), len(pop), online=False)
-        if size < 1 or size >= len(pop):
-            raise ValueError(f"shadow needs population records both IN and OUT of each shadow; n_population = "
-                             f"{len(pop)} gives shadow size {size}")
-        design = offline_design(pop, num=self.params.num_shadow, size=size, seed=ctx.seed)
+        design = self._design(ctx)
         outputs = design.train(ctx.train_like_target, lambda m: log_softmax(m, pop, device=ctx.device))  # (k, P, K)
         k, n_pop, n_cls = outputs.shape
         logp, inside = outputs.reshape(k * n_pop, n_cls), design.inclusion.reshape(-1).astype(np.int64)
         y = np.tile(pop.y.numpy(), k)
         rows = np.random.default_rng(ctx.seed).permutation(len(y))[: self.params.max_rows]
         return logp[rows], inside[rows], y[rows]
+
+    def _design(self, ctx: AttackContext) -> ShadowDesign:
+        pop = ctx.split.population
+        size = self.params.shadow_size or default_size(len(ctx.split.members), len(pop), online=False)
+        if size < 1 or size >= len(pop):
+            raise ValueError(f"shadow needs population records both IN and OUT of each shadow; n_population = "
+                             f"{len(pop)} gives shadow size {size}")
+        return offline_design(pop, num=self.params.num_shadow, size=size, seed=ctx.seed)
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        """The offline shadows, submitted before the cell's attacks run (lira-offline and rmia reuse them)."""
+        ctx.train_like_target.prefetch([(data, seed, None) for data, seed in self._design(ctx).jobs()])
 
     def score(self, ctx: AttackContext) -> MembershipScores:
         logp, inside, y = self._training_rows(ctx)

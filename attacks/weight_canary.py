@@ -55,15 +55,28 @@ class WeightCanaryAudit(MembershipAttack):
     def applies_to(self, target: TrainedModel) -> bool:
         return "weight_noise_std" in target.params
 
-    def score(self, ctx: AttackContext) -> MembershipScores:
-        from mechanisms.weight_noise import CleanWeights, add_weight_noise
+    @staticmethod
+    def _jobs(ctx: AttackContext) -> list:
+        """The two audit runs: the clean weights without and with the canary, one training seed."""
+        from mechanisms.weight_noise import CleanWeights
 
         if len(ctx.split.population) < 1:
             raise ValueError("weight-canary needs one attacker population record as its canary")
         seed = shadow_seed(ctx.seed, "canary", 30)
         canary = ctx.split.population.subset(torch.arange(1))
-        runs = [ctx.train_like_target.audit_run(data, seed=seed, request=CleanWeights())
-                for data in (ctx.split.members, concat(ctx.split.members, canary))]
+        return [(data, seed, CleanWeights()) for data in (ctx.split.members, concat(ctx.split.members, canary))]
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        """The two audit runs, submitted before the cell's attacks run, for mechanisms that take the request."""
+        from mechanisms import MECHANISMS
+
+        if ctx.mechanism in MECHANISMS.names() and "clean-weights" in MECHANISMS.get(ctx.mechanism).audits:
+            ctx.train_like_target.prefetch(self._jobs(ctx))
+
+    def score(self, ctx: AttackContext) -> MembershipScores:
+        from mechanisms.weight_noise import add_weight_noise
+
+        runs = list(ctx.train_like_target.audit_runs(self._jobs(ctx)))
         std = float(runs[0].audit["weight_noise_std"])
         clean = [_flat(r.model.autoencoder) for r in runs]
         d = clean[1] - clean[0]

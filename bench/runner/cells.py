@@ -191,12 +191,32 @@ class CellRunner:
         p = trained.privacy
         return privacy_record(p, p.delta is not None and p.delta >= 1.0 / len(split.members))
 
+    def prefetch(self, cell: Cell, recipe: Recipe, split: MembershipSplit) -> None:
+        """Submit the training jobs of this cell's attacks that apply to every model (shadows, audit runs) before
+        its target exists, so that idle training workers train them while earlier cells are attacked. Their
+        ``prefetch`` sees no target (``ctx.target`` is None); an error is left for ``score`` to record."""
+        members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
+        ctx = AttackContext(None, split, members, non_members, cell.seed, self.trainer.device,  # type: ignore[arg-type]
+                            self.trainer.like(recipe), recipe.mechanism)
+        for attack in self.attacks.values():
+            if isinstance(attack, MembershipAttack) and attack.release_kind is None:
+                try:
+                    attack.prefetch(ctx)
+                except Exception:  # noqa: BLE001 - score() meets the same error and records it
+                    pass
+
     def _attack(self, result: RunResult, cell: Cell, recipe: Recipe, split: MembershipSplit,
                 trained: TrainedModel) -> None:
         members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
         ctx = AttackContext(trained, split, members, non_members, cell.seed, self.trainer.device,
                             self.trainer.like(recipe), recipe.mechanism)
         delta = trained.privacy.delta if trained.privacy.delta is not None else recipe.delta
+        for attack in self.attacks.values():  # their training jobs first: an idle worker trains them meanwhile
+            if isinstance(attack, MembershipAttack) and attack.applies_to(trained):
+                try:
+                    attack.prefetch(ctx)
+                except Exception:  # noqa: BLE001 - score() meets the same error and records it
+                    pass
         for name, attack in self.attacks.items():
             if not attack.applies_to(trained):
                 continue

@@ -175,11 +175,18 @@ class Harness:
         with Progress(*columns, console=self.console, transient=False) as progress:
             bars = _Bars(progress, len(plan.cells), self.executor.name)
             self.trainer.on_jobs = bars.jobs
-            # every target is submitted now: on Ray they train in parallel while earlier cells are attacked
-            # each target is evaluated on (at most PROBE_MAX) test images after every epoch: its training curves
-            targets = [self.trainer.submit(pc.recipe, [(pc.split.members, pc.cell.seed)],
-                                           probe=curve_probe(pc.split))[0] for pc in plan.cells]
+            # every target is submitted now, cell by cell in the order they are attacked, each followed by its
+            # cell's shadows and audit runs (with the cache on: they wait there until asked), so that workers (or
+            # Ray) train ahead of the driver; each target is evaluated on (at most PROBE_MAX) test images after
+            # every epoch: its training curves
             runner = CellRunner(self.trainer, {}, plan.max_attack_examples, "", on_status=lambda s: None)
+            targets = []
+            for pc in plan.cells:
+                targets += self.trainer.submit(pc.recipe, [(pc.split.members, pc.cell.seed)],
+                                               probe=curve_probe(pc.split))
+                if not plan.no_cache:
+                    runner.attacks = {a: plan.attacks[a] for a in pc.attacks}
+                    runner.prefetch(pc.cell, pc.recipe, pc.split)
             for pc, target in zip(plan.cells, targets, strict=True):
                 c = pc.cell
                 eps = "" if c.target_epsilon is None else f" ε={c.target_epsilon:g}"

@@ -77,6 +77,7 @@ class Trainer:
         self.train_device, self.device = train_device, device
         self.on_jobs = on_jobs or (lambda asked, done: None)
         self._recent: OrderedDict[str, TrainedModel] = OrderedDict()  # the last models, also when the cache is off
+        self._inflight: dict[str, tuple[Pending, int]] = {}  # submitted, not finished: key -> (job, model index)
 
     def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: Any = None,
             probe: ArrayDataset | None = None) -> str:
@@ -110,7 +111,10 @@ class Trainer:
             arch = mech.build(data.input_shape, data.num_classes, recipe.spec)
             key = self.key(recipe, data, seed, audit, probe)
             slots.append(Slot(key, self._recent.get(key) or self.cache.load(key, arch)))
-        missing = [i for i, slot in enumerate(slots) if slot.trained is None]
+        for slot in slots:  # already submitted (e.g. prefetched) and not finished: wait for that job
+            if slot.trained is None and slot.key in self._inflight:
+                slot.pending, slot.index = self._inflight[slot.key]
+        missing = [i for i, slot in enumerate(slots) if slot.trained is None and slot.pending is None]
         together = (audit is None and len(missing) > 1 and choose_path(self.train_device) == "ensemble"
                     and ensemble_supported(mech, arch))
         for group in [missing] if together else [[i] for i in missing]:
@@ -121,12 +125,14 @@ class Trainer:
                 [slots[i].key for i in g], models))
             for index, i in enumerate(group):
                 slots[i].pending, slots[i].index = pending, index
+                self._inflight[slots[i].key] = (pending, index)
         self.on_jobs(len(slots), len(slots) - len(missing))
         return slots
 
     def _store(self, keys: list[str], models: list[TrainedModel]) -> None:
         """A job finished (seen by the driver): cache its models at once, whichever job the driver awaits."""
         for key, trained in zip(keys, models, strict=True):
+            self._inflight.pop(key, None)
             self.cache.save(key, trained)
             self._remember(key, trained)
         self.on_jobs(0, len(models))
@@ -186,6 +192,16 @@ class LikeTarget:
         slots = deque(slot for data, seed, request in jobs
                       for slot in self.trainer.submit(self.recipe, [(data, seed)], audit=request))
         return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))
+
+    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> None:
+        """Submit models a later call will ask for (``(data, seed, audit request or None)``); a later ``many``,
+        ``audit_run`` or ``audit_runs`` of the same model waits for that job instead of submitting another."""
+        plain = [(data, seed) for data, seed, request in jobs if request is None]
+        if plain:
+            self.trainer.submit(self.recipe, plain)
+        for data, seed, request in jobs:
+            if request is not None:
+                self.trainer.submit(self.recipe, [(data, seed)], audit=request)
 
     def release(self, data: ArrayDataset, *, seed: int):
         """The mechanism's own release of ``data`` with the recipe's settings, target ε and δ (not cached: cheap)."""

@@ -99,3 +99,22 @@ def test_cached_jobs_are_loaded_never_retrained(digits_split, tmp_path, monkeypa
     for before, after in zip(first, out[:2], strict=True):
         for a, b in zip(before.model.state_dict().values(), after.model.state_dict().values(), strict=True):
             assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("mechanism,target", [("baseline", None), ("dpsgd", 4.0)])
+def test_prefetched_models_train_once(digits_split, tmp_path, monkeypatch, mechanism, target):
+    """Models an attack prefetches (``LikeTarget.prefetch``) are the ones it later asks for: the later call waits
+    for the prefetched job instead of submitting another, with the cache off too."""
+    trainer = Trainer(LocalExecutor(), ModelCache(tmp_path / "off", enabled=False), train_device=CPU, device=CPU)
+    recipe, jobs = _recipe(mechanism, target), _jobs(digits_split, 2)
+    trained: list[int] = []
+    real = bench.runner.local_executor.run_job
+    monkeypatch.setattr(bench.runner.local_executor, "run_job", lambda job, on_epoch=None: trained.append(len(job)) or
+                        real(job, on_epoch))
+    like = trainer.like(recipe)
+    like.prefetch([(data, seed, None) for data, seed in jobs])
+    assert trained == []  # submitted, not yet trained (no worker here: the driver trains when asked)
+    models = list(like.many(jobs))
+    assert sum(trained) == 2 and len(models) == 2
+    assert trainer.executor._queue == []  # no second copy of the jobs left waiting
+    assert list(like.many(jobs)) and sum(trained) == 2  # asked again: the same models, kept in memory
