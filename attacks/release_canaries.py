@@ -66,6 +66,9 @@ class LocalCanaryAudit(MembershipAttack):
             extra={"canaries": "antipodal unit vectors (a, −a): the stated sensitivity 2"})
 
 
+CENTRE_ROWS = 4096  # released samples the centre and spread of a slot's projections are estimated from
+
+
 def slot_scores(z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, mu: torch.Tensor, *, ell: int, n: int
                 ) -> np.ndarray:
     """The likelihood-ratio score of "slot i holds a_i" against "b_i" from a DPMix release ``z (T, d)``.
@@ -74,22 +77,23 @@ def slot_scores(z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, mu: torch.Ten
     mean of the records it was mixed with), one that did not is not; each sample drew it with probability q = ℓ/n.
     The projections of the samples that did not draw it (nearly all: q is small) give the centre m and the spread
     s of the rest (the noise the release really carries plus the other records): the median and the scaled median
-    absolute deviation over the T samples, never the claimed σ. The score is
+    absolute deviation over the first ``CENTRE_ROWS`` samples, never the claimed σ. The score is
     Σ_t log((1 − q + q·e^{h₊x_t − h₊²/2}) / (1 − q + q·e^{h₋x_t − h₋²/2})), x_t the standardised projection and
     h± the standardised shifts under a_i and b_i: the Neyman-Pearson test of one slot with samples treated as
     independent. ``a``, ``b``: ``(m, d)``; ``mu``: ``(d,)`` the attacker population's mean record; returns ``(m,)``
     (larger: a_i)."""
     d = (a - b).double()
-    proj = (z - mu) @ d.T  # (T, m)
-    centre = proj.median(0).values
-    spread = 1.4826 * (proj - centre).abs().median(0).values.clamp_min(1e-12)
+    proj = (z - mu).float() @ d.float().T  # (T, m); single precision: a score, its validity is the design's
+    rows = proj[:CENTRE_ROWS]  # centre and spread from the first rows (the release's order is random)
+    centre = rows.median(0).values
+    spread = 1.4826 * (rows - centre).abs().median(0).values.clamp_min(1e-12)
     x = (proj - centre) / spread
-    h_a, h_b = ((((r.double() - mu) * d).sum(1) - centre) / ell / spread for r in (a, b))
+    h_a, h_b = ((((r.double() - mu) * d).sum(1).float() - centre) / ell / spread for r in (a, b))
     q = min(ell / n, 1.0)
 
     def mix(h: torch.Tensor) -> torch.Tensor:
         return torch.logaddexp(torch.full_like(x, math.log1p(-q) if q < 1 else -math.inf),
-                               math.log(q) + h * x - h**2 / 2).sum(0)
+                               math.log(q) + h * x - h**2 / 2).double().sum(0)
     return (mix(h_a) - mix(h_b)).numpy()
 
 
