@@ -94,8 +94,8 @@ def _linear(m: nn.Linear, a: torch.Tensor, g: torch.Tensor):
     b = len(a)
     want_w, want_b = m.weight.requires_grad, m.bias is not None and m.bias.requires_grad
     if a.dim() == 2:  # one row per sample: ‖g_i a_iᵀ‖ = ‖g_i‖·‖a_i‖, nothing materialised
-        gsq = g.pow(2).sum(1)
-        sq = (a.pow(2).sum(1) * gsq if want_w else 0) + (gsq if want_b else 0)
+        gsq = torch.einsum("bi,bi->b", g, g)  # row-wise squared norms, no (B, d) temporary
+        sq = (torch.einsum("bi,bi->b", a, a) * gsq if want_w else 0) + (gsq if want_b else 0)
 
         def total(c):
             gc = g * c[:, None]

@@ -246,9 +246,9 @@ def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: in
     channels = front.out_shape[0]
     if channels % groups:
         raise ValueError(f"scatternet-linear groups {groups} must divide the {channels} scattering channels")
-    head = nn.Sequential(nn.GroupNorm(groups, channels, affine=False), nn.Flatten(),
-                         nn.Linear(math.prod(front.out_shape), num_classes))
-    return FrozenFront(front, head)
+    # GroupNorm without affine parameters is fixed too: part of the front, computed once with the features
+    fixed = nn.Sequential(front, nn.GroupNorm(groups, channels, affine=False), nn.Flatten())
+    return FrozenFront(fixed, nn.Linear(math.prod(front.out_shape), num_classes))
 
 
 def autoencoder(input_shape: tuple[int, ...], num_classes: int = 0, code: int = 64) -> nn.Module:

@@ -14,7 +14,7 @@ def test_scatternet_linear_shapes_and_what_it_trains():
     3,969 · 10 + 10 = 39,700 parameters, and nothing trainable before it."""
     model = build_model("scatternet-linear", (1, 28, 28), 10)
     assert isinstance(model, FrozenFront)
-    assert model.front.out_shape == (81, 7, 7)
+    assert model.front[0].out_shape == (81, 7, 7)  # scattering, then the fixed GroupNorm and flattening
     assert sum(p.numel() for p in model.parameters() if p.requires_grad) == 81 * 7 * 7 * 10 + 10
     assert not list(model.front.parameters())
     x = torch.rand(5, 1, 28, 28)
@@ -49,12 +49,13 @@ def test_scattering_features_are_computed_once_per_image():
     torch.manual_seed(0)
     model = build_model("scatternet-linear", (1, 28, 28), 10)
     x = torch.rand(12, 1, 28, 28)
-    direct = model.front.transform(x).reshape(12, *model.front.out_shape)
+    scattering = model.front[0]
+    direct = scattering.transform(x).reshape(12, *scattering.out_shape)
     with torch.no_grad():
-        assert torch.equal(model.front(x[:5]), direct[:5])
-        with mock.patch.object(model.front.transform, "forward", side_effect=AssertionError("recomputed")):
-            assert torch.equal(model.front(x[2:5]), direct[2:5])  # seen: from the cache
-        assert torch.equal(model.front(x), direct)  # 7 new images computed, 5 from the cache
+        assert torch.equal(scattering(x[:5]), direct[:5])
+        with mock.patch.object(scattering.transform, "forward", side_effect=AssertionError("recomputed")):
+            assert torch.equal(scattering(x[2:5]), direct[2:5])  # seen: from the cache
+        assert torch.equal(scattering(x), direct)  # 7 new images computed, 5 from the cache
     leaf = x[:2].clone().requires_grad_(True)
     model(leaf).sum().backward()
     assert leaf.grad is not None and leaf.grad.abs().sum() > 0
