@@ -4,9 +4,10 @@ lines (wall time, processes and threads, the last drawing of the reports), from 
 from __future__ import annotations
 
 from bench.results import Results
-from reports.common import DASH, model_label
+from reports.common import DASH, model_label, target_text
 
-PHASE_HEADERS = ["model", "train (s)", "evaluate (s)", "attacks (s)", "each attack (s), slowest first"]
+PHASE_HEADERS = ["model", "target ε", "seed", "train (s)", "evaluate (s)", "attacks (s)",
+                 "each attack (s), slowest first"]
 PHASE_NOTE = (
     "Seconds of wall clock per phase, as results.json records them (timings). Training runs in worker "
     "processes while the driver evaluates and attacks earlier models, so the phases overlap and their sum exceeds "
@@ -19,13 +20,14 @@ def _s(x: float | None) -> str:
 
 
 def phase_rows(results: Results) -> list[list[str]]:
-    """One row per model: its label, train / evaluate / attack seconds, and every attack's seconds (slowest
-    first); a cached model's training time is marked "(cached)"."""
+    """One row per model: its label, target ε and seed, train / evaluate / attack seconds, and every attack's seconds
+    (slowest first); a cached model's training time is marked "(cached)"."""
     rows = []
     for r in results.results:
         t = r.timings
         each = ", ".join(f"{name} {secs:,.1f}" for name, secs in sorted(t.attacks.items(), key=lambda kv: -kv[1]))
-        rows.append([model_label(r), _s(t.train_s) + (" (cached)" if t.cached else ""), _s(t.eval_s),
+        rows.append([model_label(r), target_text(r.target_epsilon), str(r.seed),
+                     _s(t.train_s) + (" (cached)" if t.cached else ""), _s(t.eval_s),
                      _s(t.attack_s), each or DASH])
     return rows
 

@@ -357,6 +357,6 @@ def test_throughput_section_shows_where_the_time_went(mnist_results, tmp_path):
     row = next(line for line in section.splitlines() if line.startswith("| ") and "41.2" in line)
     assert "| 1.5 |" in row and "| 30.0 |" in row and "shadow 27.5, loss 2.0, rmia 0.5" in row
     table = [line for line in section.split("\n\n")[3].splitlines() if line.startswith("| ")]
-    assert table[0].startswith("| model | train (s)") and len(table) == 1 + len(doc.results)  # a row per model
+    assert table[0].startswith("| model | target ε | seed | train (s)") and len(table) == 1 + len(doc.results)
     html = paths["html"].read_text(encoding="utf-8")
     assert "Where the time went" in html and "shadow 27.5, loss 2.0, rmia 0.5" in html
