@@ -39,16 +39,16 @@ __all__ = ["CPUS_PER_JOB", "MAX_RETRIES", "Executor", "JobFailed", "LocalExecuto
 Executor = LocalExecutor | RayExecutor
 
 
-def make_executor(name: str, address: str | None = None, *, workers: int = 0, threads: int | None = None
-                  ) -> Executor:
+def make_executor(name: str, address: str | None = None, *, workers: int = 0, threads: int | None = None,
+                  plugins: tuple[str, ...] = ()) -> Executor:
     """The executor called ``name`` (one of ``EXECUTORS``); for ``ray`` the address defaults to ``$RAY_ADDRESS``.
-    ``workers`` / ``threads``: ``LocalExecutor``'s (Ray's tasks use ``CPUS_PER_JOB`` threads each).
+    ``workers`` / ``threads`` / ``plugins``: ``LocalExecutor``'s (Ray's tasks use ``CPUS_PER_JOB`` threads each).
 
     Raises:
         ConfigError: unknown name. BenchError: see ``RayExecutor``.
     """
     if name == "local":
-        return LocalExecutor(workers, threads)
+        return LocalExecutor(workers, threads, plugins)
     if name == "ray":
         return RayExecutor(address or os.environ.get("RAY_ADDRESS") or None)
     raise ConfigError(f"executor {name!r} is not known; allowed: {', '.join(EXECUTORS)}")

@@ -63,6 +63,7 @@ class Plan:
         overwrite: replace another run's results and reports in ``output`` (``--overwrite``; default: refuse).
         threads: torch threads per process (None: ``bench.core.device.parallelism``'s choice); the local executor
             runs as many processes as the CPUs allow at that many threads each.
+        plugins: modules the run imported first (``--plugins``); training workers import them too.
     """
 
     run_id: str
@@ -81,6 +82,7 @@ class Plan:
     reproduction: bool = False
     overwrite: bool = False
     threads: int | None = None
+    plugins: tuple[str, ...] = ()
 
 
 def curve_probe(split: MembershipSplit) -> ArrayDataset:
@@ -132,7 +134,8 @@ class Harness:
         cache.prepare()  # an unusable cache folder is a one-line error before any work
         processes, threads = parallelism(resolve_device(plan.device).type if plan.executor == "local" else "cpu",
                                          plan.threads)
-        self.executor = make_executor(plan.executor, plan.ray_address, workers=processes - 1, threads=threads)
+        self.executor = make_executor(plan.executor, plan.ray_address, workers=processes - 1, threads=threads,
+                                      plugins=plan.plugins)
         train_device = self.executor.resolve_device(plan.device)  # where jobs train (on Ray: the workers)
         # evaluation and attacks run here: on the training device type where this machine has it
         device = torch.device("cpu") if train_device.type == "cuda" and not torch.cuda.is_available() \

@@ -78,6 +78,8 @@ class Trainer:
         self.on_jobs = on_jobs or (lambda asked, done: None)
         self._recent: OrderedDict[str, TrainedModel] = OrderedDict()  # the last models, also when the cache is off
         self._inflight: dict[str, tuple[Pending, int]] = {}  # submitted, not finished: key -> (job, model index)
+        self._asked: set[str] = set()  # models counted by the progress bar as asked for, and as done
+        self._done: set[str] = set()
 
     def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: Any = None,
             probe: ArrayDataset | None = None) -> str:
@@ -126,16 +128,23 @@ class Trainer:
             for index, i in enumerate(group):
                 slots[i].pending, slots[i].index = pending, index
                 self._inflight[slots[i].key] = (pending, index)
-        self.on_jobs(len(slots), len(slots) - len(missing))
+        # the progress bar counts each model once, however often it is asked for (prefetched, shared, reloaded)
+        fresh = [slot for slot in dict((slot.key, slot) for slot in slots).values() if slot.key not in self._asked]
+        self._asked.update(slot.key for slot in fresh)
+        done = [slot.key for slot in fresh if slot.trained is not None and slot.key not in self._done]
+        self._done.update(done)
+        self.on_jobs(len(fresh), len(done))
         return slots
 
     def _store(self, keys: list[str], models: list[TrainedModel]) -> None:
         """A job finished (seen by the driver): cache its models at once, whichever job the driver awaits."""
+        fresh = [key for key in keys if key not in self._done]
+        self._done.update(fresh)
         for key, trained in zip(keys, models, strict=True):
             self._inflight.pop(key, None)
             self.cache.save(key, trained)
             self._remember(key, trained)
-        self.on_jobs(0, len(models))
+        self.on_jobs(0, len(fresh))
 
     def _remember(self, key: str, trained: TrainedModel) -> None:
         """Keep the last ``RECENT`` models in memory: attacks that share models (offline shadows, an audit run) reuse

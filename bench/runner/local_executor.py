@@ -3,6 +3,7 @@ processes × torch threads = the CPUs (``bench.core.device.parallelism``)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,35 @@ from bench.core.types import TrainedModel
 from bench.runner.trainjob import JobFailed, Pending, TrainJob, run_job
 
 
-def _worker_main(index: int, threads: int, tasks: Any, results: Any) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this worker when the driver dies (``prctl(PR_SET_PDEATHSIG)``): a driver killed with
+    SIGKILL cannot stop its workers, and an orphan would train on and hold the driver's output pipes open. Where
+    prctl is missing, ``_next_task`` notices the orphaning between jobs."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the driver died before prctl took effect
+        os._exit(1)
+
+
+def _next_task(tasks: Any, parent: int) -> Any:
+    """The next task, or None (stop) once the driver that started this worker is gone."""
+    import queue
+
+    while True:
+        try:
+            return tasks.get(timeout=1.0)
+        except queue.Empty:
+            if os.getppid() != parent:
+                return None
+
+
+def _worker_main(index: int, threads: int, tasks: Any, results: Any, parent: int, plugins: tuple[str, ...] = ()
+                 ) -> None:
     """A training worker process: ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads;
     puts ``(kind, index, job id, pickled models or exception)`` on ``results`` (kind ``ready`` once started, then
     ``ok`` or ``error`` per job); ``None`` stops it. Ctrl-C is the driver's to handle."""
@@ -23,9 +52,12 @@ def _worker_main(index: int, threads: int, tasks: Any, results: Any) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent)
     torch.set_num_threads(threads)
+    for module in plugins:  # what the driver registered (mechanisms, models, ...), and what its plug-ins patch
+        importlib.import_module(module)
     results.put(("ready", index, None, b""))
-    while (task := tasks.get()) is not None:
+    while (task := _next_task(tasks, parent)) is not None:
         job_id, payload = task
         try:
             models = run_job(pickle.loads(payload))
@@ -54,15 +86,16 @@ class LocalExecutor:
 
     Args:
         workers: training processes besides the driver (0: everything in this process). threads: torch threads of
-            each process, the driver's included (None: leave the driver's as they are).
+            each process, the driver's included (None: leave the driver's as they are). plugins: modules every
+            worker imports before its first job (the run's ``--plugins``).
     """
 
     name = "local"
 
-    def __init__(self, workers: int = 0, threads: int | None = None) -> None:
+    def __init__(self, workers: int = 0, threads: int | None = None, plugins: tuple[str, ...] = ()) -> None:
         import threading
 
-        self.workers, self.threads = max(0, int(workers)), threads
+        self.workers, self.threads, self.plugins = max(0, int(workers)), threads, tuple(plugins)
         if threads is not None:
             torch.set_num_threads(threads)
         self._lock = threading.Condition()
@@ -88,8 +121,9 @@ class LocalExecutor:
         self._results = ctx.Queue()
         for i in range(self.workers):
             tasks = ctx.Queue()
-            proc = ctx.Process(target=_worker_main, args=(i, self.threads or 1, tasks, self._results), daemon=True,
-                               name=f"privbench-worker-{i}")
+            proc = ctx.Process(target=_worker_main, args=(i, self.threads or 1, tasks, self._results, os.getpid(),
+                                                             self.plugins),
+                               daemon=True, name=f"privbench-worker-{i}")
             proc.start()
             self._tasks.append(tasks)
             self._procs.append(proc)

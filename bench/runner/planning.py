@@ -132,4 +132,5 @@ def plan_from_config(cfg: RunConfig, *, overwrite: bool = False) -> Plan:
     return Plan(run_id=run_id(f"{name}-{cfg.profile}"), output=cfg.output, config=cfg.to_dict(), cells=cells,
                 attacks=attacks, datasets={cfg.dataset: info}, max_attack_examples=cfg.max_attack_examples,
                 cache_dir=cfg.resolved_cache_dir(), executor=cfg.executor, ray_address=cfg.ray_address,
-                device=cfg.device, no_cache=cfg.no_cache, overwrite=overwrite, threads=cfg.threads)
+                device=cfg.device, no_cache=cfg.no_cache, overwrite=overwrite, threads=cfg.threads,
+                plugins=tuple(cfg.plugins))
