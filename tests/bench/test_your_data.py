@@ -274,7 +274,9 @@ def test_smoke_profile_on_each_format(fmt, tmp_path):
                                                        "weight-noise"}
     classes = doc["datasets"][name]["num_classes"]
     baseline = next(r for r in doc["results"] if r["mechanism"] == "baseline")
-    assert baseline["utility"]["test_accuracy"] > 1.5 / classes  # the classes' patterns are learnt
+    # the classes' patterns are learnt; the CSV's labels are drawn from a logistic model of its features (its Bayes
+    # accuracy is well below 1), so there "learnt" is above chance by 10 points on 40 test records
+    assert baseline["utility"]["test_accuracy"] > (0.6 if fmt == "csv" else 1.5 / classes)
     report = (out / "report.md").read_text()
     assert name in report and source in report
     if fmt == "csv":
