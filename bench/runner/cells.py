@@ -137,6 +137,16 @@ def feature_maps_record(trained: TrainedModel, split: MembershipSplit, device: t
                        filters=_round(got["filters"]), filter_shape=list(got["filters"].shape))
 
 
+def _prefetch(ctx: AttackContext, attacks: list) -> None:
+    """``MembershipAttack.prefetch`` of each membership attack; an error is left for its ``score`` to record."""
+    for attack in attacks:
+        if isinstance(attack, MembershipAttack):
+            try:
+                attack.prefetch(ctx)
+            except Exception:  # noqa: BLE001 - score() meets the same error and records it
+                pass
+
+
 @dataclass
 class CellRunner:
     """Evaluates and attacks one cell's model.
@@ -198,12 +208,7 @@ class CellRunner:
         members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
         ctx = AttackContext(None, split, members, non_members, cell.seed, self.trainer.device,  # type: ignore[arg-type]
                             self.trainer.like(recipe), recipe.mechanism)
-        for attack in self.attacks.values():
-            if isinstance(attack, MembershipAttack) and attack.release_kind is None:
-                try:
-                    attack.prefetch(ctx)
-                except Exception:  # noqa: BLE001 - score() meets the same error and records it
-                    pass
+        _prefetch(ctx, [a for a in self.attacks.values() if a.release_kind is None])
 
     def _attack(self, result: RunResult, cell: Cell, recipe: Recipe, split: MembershipSplit,
                 trained: TrainedModel) -> None:
@@ -211,12 +216,7 @@ class CellRunner:
         ctx = AttackContext(trained, split, members, non_members, cell.seed, self.trainer.device,
                             self.trainer.like(recipe), recipe.mechanism)
         delta = trained.privacy.delta if trained.privacy.delta is not None else recipe.delta
-        for attack in self.attacks.values():  # their training jobs first: an idle worker trains them meanwhile
-            if isinstance(attack, MembershipAttack) and attack.applies_to(trained):
-                try:
-                    attack.prefetch(ctx)
-                except Exception:  # noqa: BLE001 - score() meets the same error and records it
-                    pass
+        _prefetch(ctx, [a for a in self.attacks.values() if a.applies_to(trained)])  # an idle worker trains them
         for name, attack in self.attacks.items():
             if not attack.applies_to(trained):
                 continue
