@@ -8,8 +8,13 @@ clipping, Abadi et al. 2016), computed two ways:
   one backward pass for the gradients w.r.t. each layer's *output* only (no weight gradients), then
   per-sample norms in closed form (Linear: ‖a_i‖·‖g_i‖) or from per-sample weight gradients computed as one
   batched convolution per block (Conv2d: the batch becomes the conv groups), and the clipped sum as one
-  weighted contraction. Supports ``nn.Linear``, ``nn.Conv2d`` (groups 1, zero padding),
-  ``nn.GroupNorm`` and ``nn.LayerNorm``; any other module owning trainable parameters raises.
+  weighted contraction (the per-layer rules: ``mechanisms.bk_layers``). Supports ``nn.Linear``, ``nn.Conv2d``
+  (groups 1, zero padding), ``nn.GroupNorm`` and ``nn.LayerNorm``; any other module owning trainable parameters raises.
+
+Both take an augmentation multiplicity K (De et al. 2022, "Unlocking high-accuracy differentially private image
+classification through scale", §3.1): the batch holds K augmented views of each record, consecutive, and a
+record's gradient is the mean of its K views' gradients, g_i = (1/K) Σ_k ∇θ loss(x_ik, y_i), clipped as one. Each
+record still moves the clipped sum by at most C, so σ and ε are unchanged.
 """
 
 from __future__ import annotations
@@ -20,18 +25,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mechanisms.bk_layers import LAYERS
+
 FAST_MODES = ("bk", "vmap")  # fastest first
 PerSampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-"""``loss(output (B, K), target (B,)) -> (B,)`` per-sample losses."""
-
-# Per-sample conv gradients are computed in blocks of ≤ 1 MiB (large temporaries cost page faults on every step:
-# measured ~20 % of a cnn-small step, docs/performance.md) and kept for the clipped sum up to 128 MiB in all.
-_BLOCK_FLOATS = 1 << 18
-_KEEP_FLOATS = 1 << 25
+"""``loss(output (B, classes), target (B,)) -> (B,)`` per-sample losses."""
 
 
 def per_sample_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of each example, ``(B, K), (B,) -> (B,)`` (nats)."""
+    """Cross-entropy of each example, ``(B, classes), (B,) -> (B,)`` (nats)."""
     return F.cross_entropy(logits, target, reduction="none")
 
 
@@ -49,7 +51,7 @@ class VmapClipper:
 
     Args:
         model: the module (its trainable parameters are the ones differentiated; buffers are read).
-        loss_fn: per-sample loss ``(B, K), (B,) -> (B,)``.
+        loss_fn: per-sample loss ``(B, classes), (B,) -> (B,)``.
         chunk_size: samples per vmap chunk (``None``: the whole batch at once).
     """
 
@@ -64,19 +66,22 @@ class VmapClipper:
         self.names = [n for n, _ in named]
         self.params = [p for _, p in named]
 
-        def one(params, buffers, x, y):
-            out = functional_call(model, (params, buffers), (x.unsqueeze(0),))
-            return loss_fn(out, y.unsqueeze(0)).sum()
+        def one(params, buffers, x, y):  # x: (K, ...) one record's K views (K = 1 without augmentation)
+            out = functional_call(model, (params, buffers), (x,))
+            return loss_fn(out, y.expand(len(x))).mean()
 
         self._per_sample = vmap(grad_and_value(one), in_dims=(None, None, 0, 0), chunk_size=chunk_size)
 
-    def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float
+    def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """``({param: Σ_i c_i g_i}, per-sample losses (B,))`` for a batch ``x (B, ...)``, ``y (B,)``."""
+        """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
+        ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
+        gradients (De et al. 2022), its loss their mean loss (nats)."""
+        b = _records(x, y, augmult)
         params = {n: p.detach() for n, p in zip(self.names, self.params, strict=True)}
         buffers = dict(self.model.named_buffers())
-        grads, losses = self._per_sample(params, buffers, x, y)
-        flat = [grads[n].reshape(len(x), -1) for n in self.names]
+        grads, losses = self._per_sample(params, buffers, x.reshape(b, augmult, *x.shape[1:]), y)
+        flat = [grads[n].reshape(b, -1) for n in self.names]
         sq = torch.stack([g.pow(2).sum(1) for g in flat], dim=1).sum(1)
         c = clip_factors(sq, max_grad_norm)
         return {p: (c @ g).view_as(p) for p, g in zip(self.params, flat, strict=True)}, losses.detach()
@@ -85,112 +90,16 @@ class VmapClipper:
         """Nothing to release (kept for symmetry with ``BookKeepingClipper``)."""
 
 
-def _sq(t: torch.Tensor) -> torch.Tensor:
-    """Per-sample squared norm of ``(B, ...)`` as ``(B,)`` (one fused reduction)."""
-    return torch.linalg.vector_norm(t.reshape(len(t), -1), dim=1).square()
+def _records(x: torch.Tensor, y: torch.Tensor, augmult: int) -> int:
+    """The number of records B in a batch of ``x (B·K, ...)`` views and ``y (B,)`` labels, K = ``augmult``.
 
-
-def _linear(m: nn.Linear, a: torch.Tensor, g: torch.Tensor):
-    b = len(a)
-    want_w, want_b = m.weight.requires_grad, m.bias is not None and m.bias.requires_grad
-    if a.dim() == 2:  # one row per sample: ‖g_i a_iᵀ‖ = ‖g_i‖·‖a_i‖, nothing materialised
-        gsq = torch.einsum("bi,bi->b", g, g)  # row-wise squared norms, no (B, d) temporary
-        sq = (torch.einsum("bi,bi->b", a, a) * gsq if want_w else 0) + (gsq if want_b else 0)
-
-        def total(c):
-            gc = g * c[:, None]
-            out = {m.weight: gc.t() @ a} if want_w else {}
-            if want_b:
-                out[m.bias] = gc.sum(0)
-            return out
-        return sq, total
-    a3, g3 = a.reshape(b, -1, a.shape[-1]), g.reshape(b, -1, g.shape[-1])
-    ps = torch.bmm(g3.transpose(1, 2), a3) if want_w else None
-    gb = g3.sum(1) if want_b else None
-    sq = (_sq(ps) if want_w else 0) + (_sq(gb) if want_b else 0)
-
-    def total_seq(c):
-        out = {m.weight: torch.einsum("b,boi->oi", c, ps)} if want_w else {}
-        if want_b:
-            out[m.bias] = c @ gb
-        return out
-    return sq, total_seq
-
-
-def _conv_weight_grads(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """Per-sample weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a`` and
-    output gradient ``g``, as one batched convolution kernel (the batch becomes the conv groups)."""
-    b, cin, cout = a.shape[0], a.shape[1], g.shape[1]
-    kh, kw = m.kernel_size
-    if cin == 1:  # W_b = x_b ⋆ g_b: a grouped conv with g_b as a dilated kernel (fastest for 1 input channel)
-        out = F.conv2d(a.reshape(1, b, *a.shape[2:]), g.reshape(b * cout, 1, *g.shape[2:]),
-                       stride=m.dilation, padding=m.padding, dilation=m.stride, groups=b)
-        return out[..., :kh, :kw].reshape(b, cout, kh * kw)
-    # the weight gradient of the same conv applied with the batch folded into groups is per sample
-    w = a.new_empty(b * cout, cin, kh, kw)
-    gw = torch.ops.aten.convolution_backward(
-        g.reshape(1, b * cout, *g.shape[2:]), a.reshape(1, b * cin, *a.shape[2:]), w, None, list(m.stride),
-        list(m.padding), list(m.dilation), False, [0, 0], b, [False, True, False])[1]
-    return gw.reshape(b, cout, cin * kh * kw)
-
-
-def _conv2d(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor):
-    b = len(a)
-    want_w, want_b = m.weight.requires_grad, m.bias is not None and m.bias.requires_grad
-    gb = g.sum((2, 3)) if want_b else None  # (B, Cout) per-sample bias gradients
-    sq = _sq(gb) if want_b else 0
-    blocks: list[torch.Tensor] = []
-    if want_w:  # per-sample weight gradients in blocks of ≤ _BLOCK_FLOATS: kept, or only their norms
-        per = m.weight.numel()
-        step = max(1, (_BLOCK_FLOATS if a.device.type == "cpu" else _KEEP_FLOATS) // per)  # GPU: few launches
-        keep = b * per <= _KEEP_FLOATS
-        norms = []
-        for i in range(0, b, step):
-            block = _conv_weight_grads(m, a[i : i + step], g[i : i + step]).reshape(-1, per)
-            norms.append(_sq(block))
-            if keep:
-                blocks.append(block)
-        sq = sq + torch.cat(norms)
-
-    def total(c):
-        out = {}
-        if want_w:
-            if blocks:
-                w = sum(c[i * step : (i + 1) * step] @ block for i, block in enumerate(blocks))
-            else:  # too large to keep: the clipped sum is the ordinary weight gradient of c-scaled output grads
-                w = torch.ops.aten.convolution_backward(
-                    g * c.view(-1, 1, 1, 1), a, m.weight, None, list(m.stride), list(m.padding),
-                    list(m.dilation), False, [0, 0], 1, [False, True, False])[1]
-            out[m.weight] = w.view_as(m.weight)
-        if want_b:
-            out[m.bias] = c @ gb
-        return out
-    return sq, total
-
-
-def _norm_layer(m: nn.GroupNorm | nn.LayerNorm, a: torch.Tensor, g: torch.Tensor):
-    b = len(a)
-    if isinstance(m, nn.GroupNorm):
-        xhat = F.group_norm(a, m.num_groups, eps=m.eps)
-        gw = (g * xhat).reshape(b, a.shape[1], -1).sum(2)
-        gb = g.reshape(b, a.shape[1], -1).sum(2)
-    else:
-        xhat = F.layer_norm(a, m.normalized_shape, eps=m.eps)
-        gw = (g * xhat).reshape(b, -1, *m.normalized_shape).sum(1)
-        gb = g.reshape(b, -1, *m.normalized_shape).sum(1)
-    per = {}
-    if m.weight is not None and m.weight.requires_grad:
-        per[m.weight] = gw.reshape(b, *m.weight.shape)
-    if m.bias is not None and m.bias.requires_grad:
-        per[m.bias] = gb.reshape(b, *m.bias.shape)
-    sq = sum(_sq(v) for v in per.values())
-
-    def total(c):
-        return {p: torch.einsum("b,b...->...", c, v) for p, v in per.items()}
-    return sq, total
-
-
-_LAYERS = {nn.Linear: _linear, nn.Conv2d: _conv2d, nn.GroupNorm: _norm_layer, nn.LayerNorm: _norm_layer}
+    Raises:
+        ValueError: K < 1, or len(x) ≠ K·len(y).
+    """
+    if augmult < 1 or len(x) != augmult * len(y):
+        raise ValueError(f"a batch of {len(x)} views for {len(y)} labels does not hold augmult = {augmult} views "
+                         "of each record")
+    return len(y)
 
 
 class BookKeepingClipper:
@@ -200,7 +109,7 @@ class BookKeepingClipper:
     Args:
         model: a module whose trainable parameters all live in ``nn.Linear``, ``nn.Conv2d`` (groups 1,
             integer zero padding), ``nn.GroupNorm`` or ``nn.LayerNorm`` layers, each called once per forward.
-        loss_fn: per-sample loss ``(B, K), (B,) -> (B,)``.
+        loss_fn: per-sample loss ``(B, classes), (B,) -> (B,)``.
 
     Raises:
         ValueError: for a module type (or Conv2d option) it does not support, or a parameter shared
@@ -218,7 +127,7 @@ class BookKeepingClipper:
             own = [p for p in mod.parameters(recurse=False) if p.requires_grad]
             if not own:
                 continue
-            if type(mod) not in _LAYERS:
+            if type(mod) not in LAYERS:
                 raise ValueError(f"grad_sample_mode 'bk' does not support {type(mod).__name__} ({name or 'model'}); "
                                  "use 'vmap' or 'hooks'")
             if isinstance(mod, nn.Conv2d) and (mod.groups != 1 or mod.padding_mode != "zeros"
@@ -246,13 +155,17 @@ class BookKeepingClipper:
         self._records[module] = (a, output, a._version, output._version)
         return output.clone() if self._copy else None
 
-    def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float
+    def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """``({param: Σ_i c_i g_i}, per-sample losses (B,))`` for a batch ``x (B, ...)``, ``y (B,)``."""
+        """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
+        ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
+        gradients (De et al. 2022), its loss their mean loss (nats)."""
+        b = _records(x, y, augmult)
         self._records.clear()
         self._active = True
         try:
-            losses = self.loss_fn(self.model(x), y)
+            views = self.loss_fn(self.model(x), y.repeat_interleave(augmult) if augmult > 1 else y)
+            losses = views.reshape(b, augmult).mean(1) if augmult > 1 else views
         finally:
             self._active = False
         used = [m for m in self.layers if m in self._records]
@@ -263,11 +176,11 @@ class BookKeepingClipper:
                                  "modified in place after the layer ran; use 'vmap' or 'hooks'")
         outs = [self._records[m][1] for m in used]
         gouts = torch.autograd.grad(losses.sum(), outs, allow_unused=True)
-        parts, sq = [], torch.zeros(len(x), dtype=losses.dtype, device=losses.device)
+        parts, sq = [], torch.zeros(b, dtype=losses.dtype, device=losses.device)
         for m, go in zip(used, gouts, strict=True):
             if go is None:
                 continue
-            s, total = _LAYERS[type(m)](m, self._records[m][0], go)
+            s, total = LAYERS[type(m)](m, self._records[m][0], go, augmult)
             sq = sq + s
             parts.append(total)
         self._records.clear()

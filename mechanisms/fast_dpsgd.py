@@ -11,6 +11,10 @@ One DP-SGD step (Abadi et al. 2016, Algorithm 1) as Opacus 1.6 does it with flat
 Σ_i c_i g_i comes from a clipper of ``mechanisms.clipping`` (``bk`` or ``vmap``); ``noisy_step`` draws the noise
 exactly as Opacus does (``torch.normal`` per parameter from the same generator), so with the same seed the updates
 equal Opacus' to float tolerance (tests/mechanisms/test_fast_dpsgd.py). Poisson batches, σ and ε are Opacus'.
+
+With augmentation multiplicity K (De et al. 2022, §3.1; ``mechanisms.augmult``) each record of a batch becomes K random
+crops (and flips) of itself, and g_i is the mean of its K views' gradients, clipped as one: a record still moves
+the clipped sum by at most C, so σ, q and ε are those without augmentation.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 from torch import nn
 
 from bench.core.training import current_recorder, record_epoch
+from mechanisms.augmult import augment_views, augmult_settings
 from mechanisms.clipping import FAST_MODES, make_clipper
 from mechanisms.dpsgd_canaries import CanaryTracker, GradientCanaries
 
@@ -57,10 +62,12 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
 
 def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
             noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
-            generator: torch.Generator | None = None, canaries: CanaryTracker | None = None) -> torch.Tensor:
-    """One full DP-SGD step on a batch ``x (B, ...)``, ``y (B,)``; returns the per-sample losses ``(B,)``."""
+            generator: torch.Generator | None = None, canaries: CanaryTracker | None = None,
+            augmult: int = 1) -> torch.Tensor:
+    """One full DP-SGD step on a batch ``x (B·K, ...)`` of K = ``augmult`` consecutive views of each of the records
+    labelled ``y (B,)`` (K = 1: the records themselves); returns the per-record losses ``(B,)`` (nats)."""
     if len(x):
-        sums, losses = clipper.clipped_sum(x, y, max_grad_norm=max_grad_norm)
+        sums, losses = clipper.clipped_sum(x, y, max_grad_norm=max_grad_norm, augmult=augmult)
     else:  # an empty Poisson batch: no gradient, the noise alone
         sums, losses = {p: torch.zeros_like(p) for p in clipper.params}, x.new_zeros(0)
     noisy_step(optimizer, sums, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
@@ -85,12 +92,15 @@ def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, gen
 
 
 def _step(clipper, optimizer: torch.optim.Optimizer, xb: torch.Tensor, yb: torch.Tensor, step: dict,
-          epoch: int) -> float:
-    """One DP-SGD step on a batch (possibly empty); its mean loss. Raises TrainingDiverged on a NaN loss."""
+          epoch: int, augment: dict | None = None) -> float:
+    """One DP-SGD step on a batch (possibly empty), on ``augment``'s views of it if given (``augment_views``'
+    settings); its mean loss. Raises TrainingDiverged on a NaN loss."""
     from bench.core.training import TrainingDiverged
 
     optimizer.zero_grad(set_to_none=True)
-    losses = dp_step(clipper, optimizer, xb, yb, **step)
+    if augment is not None and len(xb):
+        xb = augment_views(xb, **augment)
+    losses = dp_step(clipper, optimizer, xb, yb, **step, augmult=augment["augmult"] if augment else 1)
     loss = float(losses.mean()) if len(xb) else 0.0
     if not torch.isfinite(torch.tensor(loss)):
         raise TrainingDiverged(f"training loss became {loss} in epoch {epoch + 1}")
@@ -112,11 +122,21 @@ def _update(ema, model: nn.Module) -> None:
         ema.update_parameters(model)
 
 
+def _finish(model: nn.Module, ema, device: torch.device) -> None:
+    """End of training: ``model`` takes its moving average's weights (if any); a GPU's queued work completes (so
+    the measured time is the training's)."""
+    if ema is not None:
+        model.load_state_dict(ema.module.state_dict())
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, step: dict, epoch: int, *,
            sample_rate: float, generator: torch.Generator, device: torch.device, accountant, ema,
-           model: nn.Module) -> tuple[float, int]:
-    """One epoch (0-based ``epoch``) of DP-SGD steps on Poisson batches of ``x (N, ...)``, ``y (N,)``, each followed
-    by a step of ``accountant`` (if any) and of the weights' moving average ``ema`` of ``model`` (if any).
+           model: nn.Module, augment: dict | None = None) -> tuple[float, int]:
+    """One epoch (0-based ``epoch``) of DP-SGD steps on Poisson batches of ``x (N, ...)``, ``y (N,)`` (each batch
+    expanded to ``augment``'s views when given), each followed by a step of ``accountant`` (if any) and of the
+    weights' moving average ``ema`` of ``model`` (if any).
 
     Returns:
         (sum over batches of mean loss × batch size (nats), examples processed).
@@ -128,7 +148,7 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator):
         # an empty batch is a step too (noise only), as Opacus' optimizer makes it and its accountant counts it
         loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
-                     step, epoch)
+                     step, epoch, augment)
         if accountant is not None:
             accountant.step(noise_multiplier=step["noise_multiplier"], sample_rate=sample_rate)
         _update(ema, model)
@@ -140,7 +160,8 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                mode: str, epochs: int, sample_rate: float, noise_multiplier: float, max_grad_norm: float,
                expected_batch_size: int, accountant, generator: torch.Generator, device: torch.device,
                on_epoch: Callable[[int, int, float], None] | None = None, ema_decay: float | None = None,
-               canaries: GradientCanaries | None = None) -> tuple[list[float], int, float, dict | None]:
+               canaries: GradientCanaries | None = None, augmult: int | None = None, augmult_flip: bool = True,
+               ) -> tuple[list[float], int, float, dict | None]:
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
     Args:
@@ -150,6 +171,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
         canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd_canaries``).
+        augmult: K views per record (``mechanisms.augmult``, flips with ``augmult_flip``; None: no augmentation).
         A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
         trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
 
@@ -158,10 +180,12 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
 
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
-        ValueError: unsupported model for ``mode``, or more canaries than coordinates.
+        ValueError: unsupported model for ``mode``, more canaries than coordinates, ``augmult`` where it cannot
+            apply (``mechanisms.augmult.augmult_settings``).
     """
     from bench.core.models import FrozenFront
 
+    augment = augmult_settings(model, x, augmult, flip=augmult_flip, generator=generator)
     model.train()
     start = time.perf_counter()  # the wall time (and so samples/s) includes a fixed front's feature pass
     released = model  # raw images -> logits: what an epoch's test accuracy is measured on
@@ -173,14 +197,13 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                                                           noise_multiplier=noise_multiplier)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                 canaries=tracker)
-    history: list[float] = []
-    seen = 0
+    history, seen = [], 0
     recorder = current_recorder()  # per-epoch records (test accuracy on its probe); training accuracy not known here
     records = None if recorder is None else recorder.start()
     try:
         for epoch in range(epochs):
             total, count = _epoch(clipper, optimizer, x, y, step, epoch, sample_rate=sample_rate, generator=generator,
-                                  device=device, accountant=accountant, ema=ema, model=model)
+                                  device=device, accountant=accountant, ema=ema, model=model, augment=augment)
             seen, history = seen + count, [*history, total / max(count, 1)]
             record_epoch(records, recorder, epoch=epoch + 1, loss=history[-1], correct=None, count=count,
                          model=released, device=device)
@@ -189,10 +212,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     finally:
         clipper.close()
         optimizer.zero_grad(set_to_none=True)
-    if ema is not None:
-        model.load_state_dict(ema.module.state_dict())
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    _finish(model, ema, device)
     return history, seen, time.perf_counter() - start, None if tracker is None else tracker.result()
 
 
@@ -229,6 +249,7 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
                                          sample_rate=sample_rate, noise_multiplier=noise_multiplier,
                                          max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                                          accountant=None, generator=generator, device=device, on_epoch=on_epoch,
-                                         ema_decay=spec.params.ema_decay, canaries=canaries)
+                                         ema_decay=spec.params.ema_decay, canaries=canaries,
+                                         augmult=spec.params.augmult, augmult_flip=spec.params.augmult_flip)
     return TrainedModel(model, PrivacySpent.no_guarantee(), train_seconds=secs, samples_per_s=seen / secs,
                         history=hist, audit=audit)

@@ -47,11 +47,18 @@ def models_for_data(cfg: RunConfig, kind: str) -> RunConfig:
     """Models follow the data: on ``kind == "tabular"`` records (``(1, 1, D)`` features) every mechanism's model
     becomes ``mlp`` with ``cfg.tabular_hidden`` hidden widths (its other ``model_kwargs`` dropped), except a
     ``linear`` model, kept as it is; image data keep their configured models, built for the data's
-    ``(C, H, W)``. Returns ``cfg`` itself or a copy with the changed training settings."""
+    ``(C, H, W)``. Returns ``cfg`` itself or a copy with the changed training settings.
+
+    Raises:
+        ConfigError: a mechanism's ``params.augmult`` (image augmentation) on tabular data."""
     if kind != "tabular":
         return cfg
     training = {}
     for name, spec in cfg.training.items():
+        augmult = getattr(spec.params, "augmult", None)
+        if augmult is not None:
+            raise ConfigError(f"training.{name}.params.augmult = {augmult} augments images and {cfg.dataset} is "
+                              "tabular; leave augmult unset")
         if spec.model in DENSE_KEPT:
             training[name] = spec
             continue

@@ -14,10 +14,12 @@ from datafiles import write_cifar10
 from bench.runner.config import build_config
 from bench.runner.planning import plan_from_config
 
-# tiny sizes over the profile's: 2 × 20 candidates, 4 online shadows, one epoch
+# tiny sizes over the profile's: 2 × 20 candidates, 4 online shadows, one epoch; DP-SGD with augmentation
+# multiplicity K = 2 (De et al. 2022's option for WRN-16-4)
 TINY = {"n_members": 20, "n_non_members": 20, "n_test": 10, "max_attack_examples": 20, "epsilons": [8],
         "attack_params": {"lira": {"num_shadow": 4, "shadow_size": 20}},
-        "training": {"baseline": {"epochs": 1, "batch_size": 10}, "dpsgd": {"epochs": 1, "batch_size": 10}}}
+        "training": {"baseline": {"epochs": 1, "batch_size": 10},
+                     "dpsgd": {"epochs": 1, "batch_size": 10, "params": {"augmult": 2}}}}
 
 
 def test_gpu_profile_is_the_lira_setting():
@@ -54,6 +56,8 @@ def test_gpu_profile_runs_on_cpu_at_tiny_sizes(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     assert all(r["status"] == "ok" and not r["attack_errors"] for r in doc["results"])
+    dpsgd = next(r for r in doc["results"] if r["mechanism"] == "dpsgd")
+    assert dpsgd["spec"]["params"]["augmult"] == 2 and dpsgd["params"]["augmult"] == 2
     for r in doc["results"]:
         lira = r["attacks"]["lira"]
         assert lira["n_members"] == lira["n_non_members"] == 20 and 0 <= lira["metrics"]["auc"] <= 1

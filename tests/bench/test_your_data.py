@@ -156,6 +156,21 @@ def test_tabular_data_get_the_profile_mlp_and_skip_image_attacks(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_image_augmentation_on_tabular_data_is_refused_before_any_work(tmp_path):
+    from bench.runner.config import build_config
+    from bench.runner.planning import plan_from_config
+
+    path = write_csv(tmp_path / "t.csv", n=300)
+    cfg = build_config({**SIZES, "attacks": ["loss"], "mechanisms": ["dpsgd"],
+                        "training": {"dpsgd": {"model": "cnn-small", "params": {"augmult": 4}}}},
+                       {"profile": "default", "dataset": f"csv:{path},label=income,bounds=0:100",
+                        "output": str(tmp_path / "out")})
+    with pytest.raises(ConfigError, match=r"training\.dpsgd\.params\.augmult = 4 augments images and csv:.* is "
+                                          "tabular; leave augmult unset"):
+        plan_from_config(cfg)
+    assert not (tmp_path / "out").exists()
+
+
 def test_image_models_read_the_input_shape(tmp_path):
     from bench.core.models import build_model
 

@@ -160,7 +160,7 @@ def test_noise_has_std_sigma_c_over_b(mode):
 def test_bk_blocked_and_recomputed_conv_sums(monkeypatch, block, keep):
     """Conv per-sample gradients in several blocks, kept (first case) or too large to keep, so the clipped sum
     is recomputed as one weight gradient of the c-scaled output gradients (second case): same update."""
-    import mechanisms.clipping as fast
+    import mechanisms.bk_layers as fast
 
     torch.manual_seed(5)
     base = build_model("cnn-small", (1, 28, 28), 10)
