@@ -42,7 +42,8 @@ Executor = LocalExecutor | RayExecutor
 def make_executor(name: str, address: str | None = None, *, workers: int = 0, threads: int | None = None,
                   plugins: tuple[str, ...] = ()) -> Executor:
     """The executor called ``name`` (one of ``EXECUTORS``); for ``ray`` the address defaults to ``$RAY_ADDRESS``.
-    ``workers`` / ``threads`` / ``plugins``: ``LocalExecutor``'s (Ray's tasks use ``CPUS_PER_JOB`` threads each).
+    ``workers`` / ``threads``: ``LocalExecutor``'s (Ray's tasks use ``CPUS_PER_JOB`` threads each); ``plugins``: the
+    modules every training process or Ray task imports first.
 
     Raises:
         ConfigError: unknown name. BenchError: see ``RayExecutor``.
@@ -50,5 +51,5 @@ def make_executor(name: str, address: str | None = None, *, workers: int = 0, th
     if name == "local":
         return LocalExecutor(workers, threads, plugins)
     if name == "ray":
-        return RayExecutor(address or os.environ.get("RAY_ADDRESS") or None)
+        return RayExecutor(address or os.environ.get("RAY_ADDRESS") or None, plugins)
     raise ConfigError(f"executor {name!r} is not known; allowed: {', '.join(EXECUTORS)}")

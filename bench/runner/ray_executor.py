@@ -4,6 +4,7 @@ cache and worker failures behave."""
 
 from __future__ import annotations
 
+import importlib
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +20,12 @@ CPUS_PER_JOB = 1  # Ray resource request of one job (its torch threads); a CUDA 
 MAX_RETRIES = 3  # Ray re-runs of a job whose worker died (not of one whose training raised)
 
 
-def _ray_job(job: TrainJob, threads: int) -> list[TrainedModel]:
-    """The body of a Ray task: ``run_job`` with ``threads`` torch threads, models returned on the CPU."""
+def _ray_job(job: TrainJob, threads: int, plugins: tuple[str, ...] = ()) -> list[TrainedModel]:
+    """The body of a Ray task: the run's plug-in modules imported (what the driver registered and patched; once per
+    worker process, as Python caches imports), then ``run_job`` with ``threads`` torch threads, models returned on
+    the CPU."""
+    for module in plugins:
+        importlib.import_module(module)
     torch.set_num_threads(threads)
     out = run_job(job)
     for trained in out:
@@ -35,6 +40,8 @@ class RayExecutor:
         address: a running cluster (``HOST:PORT`` of its head, ``ray://HOST:PORT`` for Ray Client, or ``auto``);
             None: a local Ray instance with this machine's CPUs (and GPUs). A process that has already called
             ``ray.init`` keeps that connection (an ``address`` must still answer).
+        plugins: modules every task imports before training (the run's ``--plugins``); on a cluster they must be
+            importable on every node (installed there, or shipped with Ray's ``runtime_env``).
 
     Raises:
         BenchError: ray is not installed, or the cluster cannot be reached (one line, no traceback).
@@ -42,13 +49,13 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None) -> None:
+    def __init__(self, address: str | None = None, plugins: tuple[str, ...] = ()) -> None:
         try:
             import ray
         except ImportError:
             raise ConfigError("executor 'ray' needs Ray: pip install -e '.[ray]' (or pip install 'privbench[ray]')"
                               ) from None
-        self._ray, self.address = ray, address
+        self._ray, self.address, self.plugins = ray, address, tuple(plugins)
         if address:
             _check_reachable(address)
         self._started = not ray.is_initialized()
@@ -73,7 +80,7 @@ class RayExecutor:
         pending = Pending(job, on_done)
         task = self._task.options(num_cpus=CPUS_PER_JOB, num_gpus=1 if job.device == "cuda" else 0,
                                   max_retries=MAX_RETRIES, retry_exceptions=False)
-        pending.ref = task.remote(job, CPUS_PER_JOB)
+        pending.ref = task.remote(job, CPUS_PER_JOB, self.plugins)
         self._outstanding[pending.ref] = pending
         return pending
 

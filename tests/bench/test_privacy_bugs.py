@@ -56,6 +56,17 @@ def test_a_broken_mechanism_ends_the_main_job_with_exit_3(plugin, tmp_path):
         assert "PRIVACY BUG" in (tmp_path / "run" / report).read_text(encoding="utf-8")
 
 
+def test_ray_tasks_train_with_the_plugins(tmp_path):
+    """With ``--executor ray`` the broken mechanism is the one trained in the Ray tasks too (they import the run's
+    plug-ins): the audit refutes it as it does locally."""
+    pytest.importorskip("ray")
+    done = _bench("all", "--mechanisms", "dpsgd", "--attacks", "canary", "--epsilons", "1", "--executor", "ray",
+                  out=tmp_path / "run", plugin="dpsgd_no_noise")
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert doc["executor"]["name"] == "ray" and {b["attack"] for b in doc["privacy_bugs"]} == {"canary-whitebox"}
+
+
 def test_the_multi_run_audit_catches_dpsgd_without_noise(tmp_path):
     args = ["audit", "--mechanisms", "dpsgd", "--epsilons", "1", "--runs", "60", "--members", "200"]
     done = _bench(*args, out=tmp_path / "run", plugin="dpsgd_no_noise")
