@@ -54,20 +54,29 @@ def _linear(m: nn.Linear, a: torch.Tensor, g: torch.Tensor, k: int = 1):
     return sq, total_seq
 
 
-def _conv_weight_grads(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """Per-sample weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a`` and
-    output gradient ``g``, as one batched convolution kernel (the batch becomes the conv groups)."""
-    b, cin, cout = a.shape[0], a.shape[1], g.shape[1]
+def _views_first(t: torch.Tensor, k: int) -> torch.Tensor:
+    """``(B·K, C, H, W)`` with K consecutive views per record as ``(K, B·C, H, W)``: view k of every record in one
+    batch row, the records' channels side by side (a copy only when K > 1)."""
+    b, c = len(t) // k, t.shape[1]
+    return t.reshape(b, k, c, *t.shape[2:]).transpose(0, 1).reshape(k, b * c, *t.shape[2:])
+
+
+def _conv_weight_grads(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, k: int = 1) -> torch.Tensor:
+    """Per-record weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a (B·K, ...)`` and
+    output gradient ``g (B·K, ...)`` (K consecutive views per record), as one batched convolution kernel: the records
+    become the conv groups, the K views its batch, over which the weight gradient sums."""
+    n, cin, cout = a.shape[0], a.shape[1], g.shape[1]
+    b = n // k
     kh, kw = m.kernel_size
-    if cin == 1:  # W_b = x_b ⋆ g_b: a grouped conv with g_b as a dilated kernel (fastest for 1 input channel)
+    if cin == 1 and k == 1:  # W_b = x_b ⋆ g_b: a grouped conv with g_b as a dilated kernel (fastest for 1 channel)
         out = F.conv2d(a.reshape(1, b, *a.shape[2:]), g.reshape(b * cout, 1, *g.shape[2:]),
                        stride=m.dilation, padding=m.padding, dilation=m.stride, groups=b)
         return out[..., :kh, :kw].reshape(b, cout, kh * kw)
-    # the weight gradient of the same conv applied with the batch folded into groups is per sample
+    # the weight gradient of the same conv applied with the records folded into groups is per record
     w = a.new_empty(b * cout, cin, kh, kw)
     gw = torch.ops.aten.convolution_backward(
-        g.reshape(1, b * cout, *g.shape[2:]), a.reshape(1, b * cin, *a.shape[2:]), w, None, list(m.stride),
-        list(m.padding), list(m.dilation), False, [0, 0], b, [False, True, False])[1]
+        _views_first(g, k), _views_first(a, k), w, None, list(m.stride), list(m.padding), list(m.dilation),
+        False, [0, 0], b, [False, True, False])[1]
     return gw.reshape(b, cout, cin * kh * kw)
 
 
@@ -79,12 +88,12 @@ def _conv2d(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, k: int = 1):
     blocks: list[torch.Tensor] = []
     if want_w:  # per-record weight gradients in blocks of ≤ _BLOCK_FLOATS: kept, or only their norms
         per = m.weight.numel()
-        step = max(1, (_BLOCK_FLOATS if a.device.type == "cpu" else _KEEP_FLOATS) // (per * k))  # GPU: few launches
+        step = max(1, (_BLOCK_FLOATS if a.device.type == "cpu" else _KEEP_FLOATS) // per)  # GPU: few launches
         keep = b * per <= _KEEP_FLOATS
         norms = []
         for i in range(0, b, step):
             views = slice(i * k, (i + step) * k)
-            block = _conv_weight_grads(m, a[views], g[views]).reshape(-1, k, per).sum(1)
+            block = _conv_weight_grads(m, a[views], g[views], k).reshape(-1, per)
             norms.append(_sq(block))
             if keep:
                 blocks.append(block)
