@@ -54,6 +54,9 @@ class DPSGDParams(ModelParams):
             None (default): no augmentation.
         augmult_flip: with ``augmult``, also flip views horizontally (half of them); false for data a mirror
             changes (digits, text).
+        max_physical_batch_size: at most this many records (× K views) per forward/backward pass, as Opacus'
+            ``BatchMemoryManager``: the Poisson batch's clipped sums add up piece by piece, so the update is the
+            same to float rounding and memory follows this size (``bk`` / ``vmap`` only). None: the whole batch.
     """
 
     max_grad_norm: float = Field(1.0, gt=0)
@@ -64,6 +67,7 @@ class DPSGDParams(ModelParams):
     relation: Literal["replace-one", "add-remove"] = "replace-one"
     augmult: int | None = Field(None, ge=1)
     augmult_flip: bool = True
+    max_physical_batch_size: int | None = Field(None, ge=1)
 
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.0}
@@ -100,7 +104,7 @@ class DPSGD(Baseline):
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
         p = spec.params
-        for name in ("ema_decay", "augmult"):
+        for name in ("ema_decay", "augmult", "max_physical_batch_size"):
             if getattr(p, name) is not None and p.grad_sample_mode not in FAST_MODES:
                 raise ValueError(f"params.{name} = {getattr(p, name)!r} needs grad_sample_mode in {FAST_MODES}, "
                                  f"got {p.grad_sample_mode!r}")

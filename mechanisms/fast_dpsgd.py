@@ -30,7 +30,8 @@ from mechanisms.augmult import augment_views, augmult_settings
 from mechanisms.clipping import FAST_MODES, make_clipper
 from mechanisms.dpsgd_canaries import CanaryTracker, GradientCanaries
 
-__all__ = ["FAST_MODES", "dp_step", "fit_fast", "make_clipper", "noisy_step", "poisson_batches", "train_fast"]
+__all__ = ["FAST_MODES", "clipped_sum", "dp_step", "fit_fast", "make_clipper", "noisy_step", "poisson_batches",
+           "train_fast"]
 
 
 def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.Tensor], *,
@@ -60,14 +61,38 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
     optimizer.step()
 
 
+def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augment: dict | None = None,
+                max_physical_batch_size: int | None = None) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
+    """Σ_i c_i g_i over the records ``x (B, ...)``, ``y (B,)`` of one logical batch, and their losses ``(B,)`` (nats).
+
+    ``max_physical_batch_size`` m (Opacus' ``BatchMemoryManager``): the clipper sees at most m records at a time and
+    the pieces' clipped sums add up — each record is clipped on its own, so the sum is the same (to float rounding);
+    memory follows m (× K views). ``augment`` (``mechanisms.augmult.augment_views``' settings): each piece's records
+    become their K views just before the clipper sees them (so the views drawn depend on m).
+    """
+    step = max_physical_batch_size or len(y)
+    total: dict[nn.Parameter, torch.Tensor] | None = None
+    losses = []
+    for i in range(0, len(y), step):
+        xs, ys, k = x[i : i + step], y[i : i + step], 1
+        if augment is not None:
+            xs, k = augment_views(xs, **augment), augment["augmult"]
+        sums, loss = clipper.clipped_sum(xs, ys, max_grad_norm=max_grad_norm, augmult=k)
+        total = sums if total is None else {p: total[p] + sums[p] for p in total}
+        losses.append(loss)
+    assert total is not None, "clipped_sum needs at least one record"
+    return total, torch.cat(losses)
+
+
 def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
             noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
             generator: torch.Generator | None = None, canaries: CanaryTracker | None = None,
-            augmult: int = 1) -> torch.Tensor:
-    """One full DP-SGD step on a batch ``x (B·K, ...)`` of K = ``augmult`` consecutive views of each of the records
-    labelled ``y (B,)`` (K = 1: the records themselves); returns the per-record losses ``(B,)`` (nats)."""
+            augment: dict | None = None, max_physical_batch_size: int | None = None) -> torch.Tensor:
+    """One full DP-SGD step on the records ``x (B, ...)``, ``y (B,)`` (``augment``, ``max_physical_batch_size``: see
+    ``clipped_sum``); returns the per-record losses ``(B,)`` (nats)."""
     if len(x):
-        sums, losses = clipper.clipped_sum(x, y, max_grad_norm=max_grad_norm, augmult=augmult)
+        sums, losses = clipped_sum(clipper, x, y, max_grad_norm=max_grad_norm, augment=augment,
+                                   max_physical_batch_size=max_physical_batch_size)
     else:  # an empty Poisson batch: no gradient, the noise alone
         sums, losses = {p: torch.zeros_like(p) for p in clipper.params}, x.new_zeros(0)
     noisy_step(optimizer, sums, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
@@ -92,15 +117,12 @@ def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, gen
 
 
 def _step(clipper, optimizer: torch.optim.Optimizer, xb: torch.Tensor, yb: torch.Tensor, step: dict,
-          epoch: int, augment: dict | None = None) -> float:
-    """One DP-SGD step on a batch (possibly empty), on ``augment``'s views of it if given (``augment_views``'
-    settings); its mean loss. Raises TrainingDiverged on a NaN loss."""
+          epoch: int) -> float:
+    """One DP-SGD step on a batch (possibly empty); its mean loss. Raises TrainingDiverged on a NaN loss."""
     from bench.core.training import TrainingDiverged
 
     optimizer.zero_grad(set_to_none=True)
-    if augment is not None and len(xb):
-        xb = augment_views(xb, **augment)
-    losses = dp_step(clipper, optimizer, xb, yb, **step, augmult=augment["augmult"] if augment else 1)
+    losses = dp_step(clipper, optimizer, xb, yb, **step)
     loss = float(losses.mean()) if len(xb) else 0.0
     if not torch.isfinite(torch.tensor(loss)):
         raise TrainingDiverged(f"training loss became {loss} in epoch {epoch + 1}")
@@ -133,10 +155,10 @@ def _finish(model: nn.Module, ema, device: torch.device) -> None:
 
 def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, step: dict, epoch: int, *,
            sample_rate: float, generator: torch.Generator, device: torch.device, accountant, ema,
-           model: nn.Module, augment: dict | None = None) -> tuple[float, int]:
-    """One epoch (0-based ``epoch``) of DP-SGD steps on Poisson batches of ``x (N, ...)``, ``y (N,)`` (each batch
-    expanded to ``augment``'s views when given), each followed by a step of ``accountant`` (if any) and of the
-    weights' moving average ``ema`` of ``model`` (if any).
+           model: nn.Module) -> tuple[float, int]:
+    """One epoch (0-based ``epoch``) of DP-SGD steps (``dp_step`` with ``step``'s settings) on Poisson batches of
+    ``x (N, ...)``, ``y (N,)``, each followed by a step of ``accountant`` (if any) and of the weights' moving average
+    ``ema`` of ``model`` (if any).
 
     Returns:
         (sum over batches of mean loss × batch size (nats), examples processed).
@@ -148,7 +170,7 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator):
         # an empty batch is a step too (noise only), as Opacus' optimizer makes it and its accountant counts it
         loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
-                     step, epoch, augment)
+                     step, epoch)
         if accountant is not None:
             accountant.step(noise_multiplier=step["noise_multiplier"], sample_rate=sample_rate)
         _update(ema, model)
@@ -161,7 +183,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                expected_batch_size: int, accountant, generator: torch.Generator, device: torch.device,
                on_epoch: Callable[[int, int, float], None] | None = None, ema_decay: float | None = None,
                canaries: GradientCanaries | None = None, augmult: int | None = None, augmult_flip: bool = True,
-               ) -> tuple[list[float], int, float, dict | None]:
+               max_physical_batch_size: int | None = None) -> tuple[list[float], int, float, dict | None]:
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
     Args:
@@ -172,6 +194,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
         canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd_canaries``).
         augmult: K views per record (``mechanisms.augmult``, flips with ``augmult_flip``; None: no augmentation).
+        max_physical_batch_size: records per clipper call (``clipped_sum``; None: the whole Poisson batch).
         A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
         trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
 
@@ -196,14 +219,14 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     tracker = None if canaries is None else CanaryTracker(canaries, clipper.params, sample_rate=sample_rate,
                                                           noise_multiplier=noise_multiplier)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
-                canaries=tracker)
+                canaries=tracker, augment=augment, max_physical_batch_size=max_physical_batch_size)
     history, seen = [], 0
     recorder = current_recorder()  # per-epoch records (test accuracy on its probe); training accuracy not known here
     records = None if recorder is None else recorder.start()
     try:
         for epoch in range(epochs):
             total, count = _epoch(clipper, optimizer, x, y, step, epoch, sample_rate=sample_rate, generator=generator,
-                                  device=device, accountant=accountant, ema=ema, model=model, augment=augment)
+                                  device=device, accountant=accountant, ema=ema, model=model)
             seen, history = seen + count, [*history, total / max(count, 1)]
             record_epoch(records, recorder, epoch=epoch + 1, loss=history[-1], correct=None, count=count,
                          model=released, device=device)
@@ -250,6 +273,7 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
                                          max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                                          accountant=None, generator=generator, device=device, on_epoch=on_epoch,
                                          ema_decay=spec.params.ema_decay, canaries=canaries,
-                                         augmult=spec.params.augmult, augmult_flip=spec.params.augmult_flip)
+                                         augmult=spec.params.augmult, augmult_flip=spec.params.augmult_flip,
+                                         max_physical_batch_size=spec.params.max_physical_batch_size)
     return TrainedModel(model, PrivacySpent.no_guarantee(), train_seconds=secs, samples_per_s=seen / secs,
                         history=hist, audit=audit)

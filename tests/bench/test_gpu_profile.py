@@ -15,11 +15,11 @@ from bench.runner.config import build_config
 from bench.runner.planning import plan_from_config
 
 # tiny sizes over the profile's: 2 × 20 candidates, 4 online shadows, one epoch; DP-SGD with augmentation
-# multiplicity K = 2 (De et al. 2022's option for WRN-16-4)
+# multiplicity K = 2 (De et al. 2022's option for WRN-16-4), 4 records per forward/backward pass
 TINY = {"n_members": 20, "n_non_members": 20, "n_test": 10, "max_attack_examples": 20, "epsilons": [8],
         "attack_params": {"lira": {"num_shadow": 4, "shadow_size": 20}},
         "training": {"baseline": {"epochs": 1, "batch_size": 10},
-                     "dpsgd": {"epochs": 1, "batch_size": 10, "params": {"augmult": 2}}}}
+                     "dpsgd": {"epochs": 1, "batch_size": 10, "params": {"augmult": 2, "max_physical_batch_size": 4}}}}
 
 
 def test_gpu_profile_is_the_lira_setting():

@@ -286,3 +286,38 @@ def test_frozen_front_trains_on_precomputed_features_as_opacus_trains_end_to_end
         if name.startswith("front."):
             torch.testing.assert_close(b, fresh[name], msg=name)
     assert not torch.equal(fast.model.head.weight, fresh["head.weight"])  # the head did train
+
+
+@pytest.mark.parametrize("mode", FAST_MODES)
+def test_physical_batches_add_up_to_the_logical_batch(mode):
+    """``max_physical_batch_size`` = 7 on 24 records (pieces of 7, 7, 7, 3): the same clipped sum and losses as the
+    whole batch at once — clipping is per record, so the pieces' sums add up."""
+    from mechanisms.fast_dpsgd import clipped_sum
+
+    torch.manual_seed(6)
+    model = build_model("cnn-small", (1, 28, 28), 10)
+    x, y = _batch()
+    clipper = make_clipper(mode, model)
+    whole, whole_loss = clipped_sum(clipper, x, y, max_grad_norm=0.1)
+    pieces, pieces_loss = clipped_sum(clipper, x, y, max_grad_norm=0.1, max_physical_batch_size=7)
+    clipper.close()
+    assert float(sum(whole[p].abs().sum() for p in whole)) > 0
+    for p in whole:
+        torch.testing.assert_close(pieces[p], whole[p], rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(pieces_loss, whole_loss)
+
+
+def test_fit_with_physical_batches_is_the_same_fit(digits_split):
+    """DPSGD.fit on real digits with ``max_physical_batch_size`` 16 (batches of ~60 in four pieces): the same σ,
+    ε and, to float rounding, the same weights as without; Opacus' modes refuse it."""
+    def fit(**params):
+        spec = DPSGD.spec(model="mlp", epochs=3, batch_size=60, lr=0.5, params={"grad_sample_mode": "bk", **params})
+        return MECHANISMS.get("dpsgd")().fit(digits_split.members, spec, target_epsilon=4.0, delta=1e-5, seed=0,
+                                             device=CPU)
+    whole, pieces = fit(), fit(max_physical_batch_size=16)
+    assert pieces.privacy == whole.privacy and pieces.params["noise_multiplier"] == whole.params["noise_multiplier"]
+    for (name, a), b in zip(whole.model.state_dict().items(), pieces.model.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=name)
+    with pytest.raises(ConfigError, match=r"params\.max_physical_batch_size = 16 needs grad_sample_mode in"):
+        build_config({"training": {"dpsgd": {"params": {"max_physical_batch_size": 16,
+                                                        "grad_sample_mode": "hooks"}}}}, {"profile": "smoke"})
