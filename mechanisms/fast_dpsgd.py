@@ -69,6 +69,10 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
     the pieces' clipped sums add up — each record is clipped on its own, so the sum is the same (to float rounding);
     memory follows m (× K views). ``augment`` (``mechanisms.augmult.augment_views``' settings): each piece's records
     become their K views just before the clipper sees them (so the views drawn depend on m).
+
+    Raises:
+        ValueError: what the clipper or ``augment_views`` raise (a module the clipper cannot handle, inputs that are
+            not images); AssertionError: no records (an empty batch is ``dp_step``'s noise-only case).
     """
     step = max_physical_batch_size or len(y)
     total: dict[nn.Parameter, torch.Tensor] | None = None
