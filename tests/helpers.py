@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from attacks.base import AttackContext, TrainLikeTarget
 from bench.core.data import MembershipSplit
@@ -17,3 +19,18 @@ def context(target: TrainedModel | None, split: MembershipSplit, *, seed: int, m
     ``split.scored(max_per_side, seed=seed)`` (balanced, the same people for every attack of the cell)."""
     members, non_members = split.scored(max_per_side, seed=seed)
     return AttackContext(target, split, members, non_members, seed, device, train_like_target)
+
+
+class NormNet(nn.Module):
+    """Conv (with bias) → GroupNorm → ReLU → LayerNorm → Linear on (3, 8, 8): every layer type the ``bk`` clipper
+    supports, for the per-sample clipping tests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.gn = nn.GroupNorm(2, 8)
+        self.ln = nn.LayerNorm(8 * 4 * 4)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.fc(self.ln(F.relu(self.gn(self.conv(x))).flatten(1)))

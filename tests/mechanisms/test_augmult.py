@@ -10,7 +10,7 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
+from helpers import NormNet
 
 from bench.core.data import ArrayDataset
 from bench.core.errors import ConfigError
@@ -24,22 +24,8 @@ from mechanisms.dp_sgd import DPSGD
 CPU = torch.device("cpu")
 
 
-class _NormNet(nn.Module):
-    """Conv (with bias) → GroupNorm → ReLU → LayerNorm → Linear on (3, 8, 8): every layer type ``bk`` supports."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
-        self.gn = nn.GroupNorm(2, 8)
-        self.ln = nn.LayerNorm(8 * 4 * 4)
-        self.fc = nn.Linear(8 * 4 * 4, 10)
-
-    def forward(self, x):
-        return self.fc(self.ln(F.relu(self.gn(self.conv(x))).flatten(1)))
-
-
 NETS = {
-    "norm-net": _NormNet,
+    "norm-net": NormNet,
     "wrn-10-1": lambda: wide_resnet((3, 8, 8), 10, depth=10, width=1, groups=4),
     "mlp": lambda: build_model("mlp", (3, 8, 8), 10),  # 2-D Linear inputs: the closed-form path when K = 1
 }
@@ -91,7 +77,7 @@ def test_bk_conv_blocks_hold_whole_records(monkeypatch, block, keep):
     import mechanisms.bk_layers as clipping
 
     torch.manual_seed(2)
-    model, k = _NormNet(), 3
+    model, k = NormNet(), 3
     views, y = _batch(k=k)
     ref, _ = make_clipper("bk", model).clipped_sum(views, y, max_grad_norm=0.05, augmult=k)
     monkeypatch.setattr(clipping, "_BLOCK_FLOATS", block)

@@ -10,6 +10,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import NormNet
 from opacus import PrivacyEngine
 from opacus.data_loader import DPDataLoader
 from torch import nn
@@ -63,20 +64,6 @@ def _flat(model: nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
-class _NormNet(nn.Module):
-    """Conv → GroupNorm → ReLU → LayerNorm → Linear: every layer type ``bk`` supports."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1, dilation=1)
-        self.gn = nn.GroupNorm(2, 8)
-        self.ln = nn.LayerNorm(8 * 4 * 4)
-        self.fc = nn.Linear(8 * 4 * 4, 10)
-
-    def forward(self, x):
-        return self.fc(self.ln(F.relu(self.gn(self.conv(x))).flatten(1)))
-
-
 class _SeqNet(nn.Module):
     """A Linear over a sequence (B, T, d): the per-sample gradient sums over T (``bk``'s batched-matmul path)."""
 
@@ -92,7 +79,7 @@ class _SeqNet(nn.Module):
 MODELS = {
     "cnn-small": (lambda: build_model("cnn-small", (1, 28, 28), 10), (1, 28, 28)),
     "mlp": (lambda: build_model("mlp", (1, 8, 8), 10), (1, 8, 8)),
-    "norm-net": (_NormNet, (3, 8, 8)),
+    "norm-net": (NormNet, (3, 8, 8)),
     "seq-net": (_SeqNet, (1, 5, 8)),
 }
 
