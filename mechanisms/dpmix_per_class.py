@@ -6,35 +6,31 @@ amplification: every copy of class c depends on the same ℓ records, so a recor
 ``samples_per_class`` times over. What holds instead (neighbours: one record replaced by another of the same
 class, the relation most favourable to the source):
 
-- the T_c copies compose into one Gaussian mechanism with L2 sensitivity √d_x/ℓ · √T_c (pixels in [0, 1]) and
-  noise σ: ε₀ = analytic Gaussian ε (Balle & Wang, ICML 2018) at δ₀ = δ/q;
-- the single subset draw is subsampling without replacement at q = ℓ/n_c, once: ε = log(1 + q(e^ε₀ − 1)),
-  δ = q·δ₀ (Balle, Barthe, Gaboardi, NeurIPS 2018, Thm. 10).
+- the T_c copies are one Gaussian mechanism on the subset's mean with whitened sensitivity μ = √(d_x·T_c)/(ℓσ)
+  (pixels in [0, 1]; T_c independent noises average into one);
+- the single subset draw is sampling without replacement at q = ℓ/n_c, once. Its dominating pair is
+  (q·N(μ, 1) + (1 − q)·N(0, 1), N(0, 1)) (Balle, Barthe, Gaboardi, NeurIPS 2018; Zhu, Dong, Wang, AISTATS 2022),
+  attained by a class whose other records all equal one image: ε is that pair's, by ``dp_accounting``'s PLD
+  (``mechanisms.dpmix_accounting.dpmix_pld`` with T = 1), exact to its discretisation.
 
 With ``reuse_subset=False`` every sample gets a fresh subset, which is what Lee et al.'s bound assumes; ε is then
-their closed form per class (n = n_c, T = T_c; the label is the class, so only the image carries a Δ term).
+DPMix's tight accountant per class (n = n_c, T = T_c; the label is the class, so only the image carries a Δ term).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from pydantic import Field
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
-from mechanisms.accounting import gaussian_epsilon
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.dpmix_accounting import dpmix_epsilon
+from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_pld
 from mechanisms.mixing import mix_release, sample_subsets
-
-# The label of a per-class mix is its class, released without noise: Lee et al.'s Δ² gets no label term.
-# dpmix_epsilon needs σ_y; one this large makes d_y/σ_y² vanish (1e-24).
-_NO_LABEL_NOISE_TERM = 1e12
 
 
 def reused_subset_epsilon(*, sigma: float, mixture_degree: int, samples_per_class: int, class_size: int, d_x: int,
@@ -49,11 +45,9 @@ def reused_subset_epsilon(*, sigma: float, mixture_degree: int, samples_per_clas
         ε (unitless) at δ; see the module docstring for the derivation.
     """
     q = mixture_degree / class_size
-    sensitivity = math.sqrt(d_x) / mixture_degree * math.sqrt(samples_per_class)
-    eps0 = gaussian_epsilon(sigma=sigma, delta=min(delta / q, 0.5), sensitivity=sensitivity)
-    if q >= 1.0:
-        return eps0
-    return float(np.logaddexp(math.log1p(-q), math.log(q) + eps0))
+    c = d_x * samples_per_class / (mixture_degree * sigma) ** 2  # μ², the whitened shift of the T_c copies
+    composed = dpmix_pld(c, q, 1)
+    return float("inf") if composed is None else float(composed.get_epsilon_for_delta(delta))
 
 
 def per_class_release(train: ArrayDataset, *, mixture_degree: int, samples_per_class: int, sigma: float,
@@ -129,20 +123,23 @@ class DPMixPerClass(Baseline):
         model = self.build(train.input_shape, train.num_classes, spec)
         hist, seen, secs = fit_supervised(model, x.clamp(0.0, 1.0), y, spec, generator=gen, device=device,
                                           scheduler_step=p.lr_halving_epochs, on_epoch=on_epoch)
-        claimed = dpmix_epsilon(sigma=sigma, sigma_y=_NO_LABEL_NOISE_TERM, mixture_degree=ell, num_samples=t_c,
-                                num_records=class_size, d_x=d_x, d_y=1, delta=delta)
+        # the label of a per-class mix is its class, released without noise: no label term (label_form "none")
+        acc = dict(sigma=sigma, mixture_degree=ell, num_samples=t_c, num_records=class_size, d_x=d_x, d_y=1,
+                   delta=delta, label_form="none")
+        claimed = dpmix_epsilon(method="closed_form", **acc)  # the source's formula: Lee et al. with ℓ/n_c
         if reuse:
             epsilon = reused_subset_epsilon(sigma=sigma, mixture_degree=ell, samples_per_class=t_c,
                                             class_size=class_size, d_x=d_x, delta=delta)
             note = (f"one {ell}-subset per class reused for all {t_c} samples: amplification by that single "
-                    f"subset draw only (q = {ell}/{class_size}), none per sample; ε from the {t_c}-fold composition "
-                    "of the Gaussian mechanism, amplified once; neighbouring relation: one record replaced by "
-                    "another of the same class")
-            privacy = PrivacySpent(epsilon, delta, "analytic-gaussian", "dp-release", claimed_epsilon=claimed,
+                    f"subset draw only (q = {ell}/{class_size}), none per sample; ε of the {t_c} copies as one "
+                    "Gaussian mechanism, amplified once (PLD of the dominating pair); neighbouring relation: one "
+                    "record replaced by another of the same class")
+            privacy = PrivacySpent(epsilon, delta, "dpmix-pld", "dp-release", claimed_epsilon=claimed,
                                    note=note, relation="replace-one-same-class")
         else:
-            privacy = PrivacySpent(claimed, delta, "dpmix-closed-form", "dp-release",
-                                   note="fresh subset per sample, Lee et al. per class (n = smallest class); "
+            privacy = PrivacySpent(dpmix_epsilon(**acc), delta, "dpmix-pld", "dp-release", claimed_epsilon=claimed,
+                                   note="fresh subset per sample, DPMix's tight accountant per class (n = smallest "
+                                        "class); "
                                         "neighbouring relation: one record replaced by another of the same class",
                                    relation="replace-one-same-class")
         params = {"sigma": sigma, "mixture_degree": ell, "samples_per_class": t_c, "reuse_subset": reuse,

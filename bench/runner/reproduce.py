@@ -66,14 +66,15 @@ def preset_split(preset: Preset, pool: ArrayDataset, test: ArrayDataset, seed: i
 
 
 def row_training(row: Row, split: MembershipSplit, delta: float) -> dict[str, Any]:
-    """The row's TrainSpec settings, with a DPMix source σ resolved (the source's formula: 1/n where Lee et al.
-    have ℓ/n) when ``row.source_sigma``."""
+    """The row's TrainSpec settings, with a DPMix source σ resolved (the source's formula: Lee et al.'s closed form as
+    stated, labels anywhere in [0, 1]^d_y, with 1/n where they have ℓ/n) when ``row.source_sigma``."""
     training = copy.deepcopy(row.training)
     if row.source_sigma:
         p, n = training["params"], len(split.members)
         p["sigma"] = dpmix_sigma(target_epsilon=row.target_epsilon, mixture_degree=p["mixture_degree"],
                                  num_samples=p["num_samples"], num_records=n, d_x=math.prod(split.members.input_shape),
-                                 d_y=split.members.num_classes, delta=delta, sample_rate=1.0 / n)
+                                 d_y=split.members.num_classes, delta=delta, sample_rate=1.0 / n,
+                                 method="closed_form", label_form="box")
     return training
 
 

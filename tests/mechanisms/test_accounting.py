@@ -12,10 +12,16 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from mechanisms.accounting import classic_gaussian_sigma, gaussian_delta, gaussian_epsilon, gaussian_sigma
-from mechanisms.dpmix_accounting import MAX_ORDER, dpmix_epsilon, dpmix_sigma
+from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
+from mechanisms.dpmix_closed_form import MAX_ORDER
 
 MNIST = dict(mixture_degree=256, num_samples=10_000, num_records=60_000, d_x=784, d_y=10, delta=1 / 60_000)
 SMALL = dict(mixture_degree=5, num_samples=10, num_records=100, d_x=4, d_y=2, delta=1e-5)
+
+
+def _cf(**kw):
+    """Lee et al.'s closed form as REFERENCE.md §2 states it: labels anywhere in [0, 1]^d_y (Δ_y² = d_y)."""
+    return dpmix_epsilon(method="closed_form", label_form="box", **kw)
 
 
 def _brute_force_epsilon(*, sigma, sigma_y, mixture_degree, num_samples, num_records, d_x, d_y, delta, dps):
@@ -57,13 +63,13 @@ def test_closed_form_matches_high_precision_brute_force(sigma, sigma_y):
             (-1) ** i * math.comb(MAX_ORDER, i) * mpmath.exp(i * (i - 1) * c_hi / 2) for i in range(MAX_ORDER + 1)
         )
         assert abs(b_check - b_top) <= abs(b_check) * mpmath.mpf(10) ** -30
-    got = dpmix_epsilon(sigma=sigma, sigma_y=sigma_y, **SMALL)
+    got = _cf(sigma=sigma, sigma_y=sigma_y, **SMALL)
     assert got == pytest.approx(float(ref), rel=1e-9)
 
 
 @pytest.mark.parametrize("sigma", [0.05, 1e3])
 def test_closed_form_finite_in_extreme_regimes(sigma):
-    eps = dpmix_epsilon(sigma=sigma, **MNIST)
+    eps = _cf(sigma=sigma, **MNIST)
     assert math.isfinite(eps) and eps > 0
     # σ → ∞ can never beat the α = MAX_ORDER tail term log(1/δ)/(MAX_ORDER − 1).
     assert eps >= math.log(60_000) / (MAX_ORDER - 1) * (1 - 1e-12)
@@ -71,7 +77,7 @@ def test_closed_form_finite_in_extreme_regimes(sigma):
 
 def test_closed_form_large_sigma_limit():
     # For σ → ∞ the RDP term vanishes, so ε → min_α log(1/δ)/(α−1) = log(1/δ)/(MAX_ORDER − 1).
-    eps = dpmix_epsilon(sigma=1e6, **MNIST)
+    eps = _cf(sigma=1e6, **MNIST)
     assert eps == pytest.approx(math.log(60_000) / (MAX_ORDER - 1), rel=1e-3)
 
 
@@ -84,8 +90,8 @@ _SETTING = dict(mixture_degree=16, num_records=1000, d_x=16, d_y=4, delta=1e-5)
     factor=st.floats(min_value=1.01, max_value=10.0),
 )
 def test_closed_form_decreases_with_sigma(sigma, factor):
-    lo = dpmix_epsilon(sigma=sigma, num_samples=100, **_SETTING)
-    hi = dpmix_epsilon(sigma=sigma * factor, num_samples=100, **_SETTING)
+    lo = _cf(sigma=sigma, num_samples=100, **_SETTING)
+    hi = _cf(sigma=sigma * factor, num_samples=100, **_SETTING)
     assert hi <= lo * (1 + 1e-12)
     assert hi < lo or lo == pytest.approx(math.log(1e5) / (MAX_ORDER - 1), rel=1e-2)
 
@@ -93,7 +99,7 @@ def test_closed_form_decreases_with_sigma(sigma, factor):
 @settings(max_examples=10, deadline=None)
 @given(sigma=st.floats(min_value=0.1, max_value=20.0), t=st.integers(min_value=1, max_value=5000))
 def test_closed_form_increases_with_num_samples(sigma, t):
-    assert dpmix_epsilon(sigma=sigma, num_samples=t + 1, **_SETTING) > dpmix_epsilon(
+    assert _cf(sigma=sigma, num_samples=t + 1, **_SETTING) > _cf(
         sigma=sigma, num_samples=t, **_SETTING
     )
 
@@ -104,7 +110,7 @@ def test_closed_form_increases_with_num_samples(sigma, t):
      (dict(_SETTING, num_samples=200), 0.5), (dict(SMALL, delta=1e-2), 10.0)],
 )  # fmt: skip
 def test_dp_accounting_never_exceeds_closed_form(setting, sigma):
-    closed = dpmix_epsilon(sigma=sigma, **setting)
+    closed = dpmix_epsilon(sigma=sigma, method="closed_form", **setting)
     lib = dpmix_epsilon(sigma=sigma, method="dp_accounting", **setting)
     assert 0 <= lib <= closed * (1 + 1e-9)
 
@@ -112,14 +118,17 @@ def test_dp_accounting_never_exceeds_closed_form(setting, sigma):
 def test_dp_accounting_without_sampling_is_the_gaussian_mechanism():
     # ℓ = n, one release: the mean of all records plus noise is a Gaussian mechanism with σ/Δ_mean = ℓ/Δ,
     # i.e. RDP αΔ²/(2ℓ²) — this pins down the noise multiplier handed to dp_accounting.
-    kw = dict(mixture_degree=4, num_samples=1, num_records=4, d_x=3, d_y=1, delta=1e-5)
+    kw = dict(mixture_degree=4, num_samples=1, num_records=4, d_x=3, d_y=1, delta=1e-5, label_form="box")
     c = 4 / 16  # Δ²/ℓ² at σ = 1
     lib = dpmix_epsilon(sigma=1.0, method="dp_accounting", **kw)
     # The improved RDP→DP conversion (Canonne-Kamath-Steinke 2020) on integer orders 2..63 (all accounted).
     conv = min(a * c / 2 + math.log1p(-1 / a) - math.log(1e-5 * a) / (a - 1) for a in range(2, 64))
     assert lib <= conv + 1e-9
     # No RDP accountant beats the exact ε of that Gaussian mechanism (sensitivity √c = Δ/ℓ, σ = 1).
-    assert lib >= gaussian_epsilon(sigma=1.0, delta=1e-5, sensitivity=math.sqrt(c)) - 1e-9
+    exact = gaussian_epsilon(sigma=1.0, delta=1e-5, sensitivity=math.sqrt(c))
+    assert lib >= exact - 1e-9
+    # The PLD accountant at q = 1 is that Gaussian mechanism itself, to its discretisation.
+    assert dpmix_epsilon(sigma=1.0, method="pld", **kw) == pytest.approx(exact, rel=2e-3)
 
 
 def test_dpmix_sigma_round_trip():
@@ -208,6 +217,7 @@ def test_gaussian_epsilon_zero_when_noise_is_huge():
         (dict(d_y=0), "d_y=0"),
         (dict(sigma_y=-2.0), "-2.0"),
         (dict(method="moments"), "moments"),
+        (dict(label_form="bits"), "bits"),
     ],
 )
 def test_dpmix_invalid_inputs(kwargs, bad):
