@@ -1,0 +1,83 @@
+"""Issue 30, "the last hostile inputs": each case is refused in one line before any work, or now just works.
+
+The output-folder and cache cases (a kill while a report or a cache entry is written) are in test_output_folder.py
+and test_cache.py, beside the fixtures they use.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.core.errors import ConfigError
+from bench.runner.config import build_config, load_yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _one_line(capsys, code: int, *needles: str) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("privbench: error:"), err
+    assert "Traceback" not in err and all(n in lines[0] for n in needles), err
+    return lines[0]
+
+
+def _laughs(levels: int = 9) -> str:
+    """A "billion laughs" document: ``levels`` nested lists of ten aliases each (10**levels leaves), a few hundred
+    bytes, under ``attack_params``."""
+    lines = ["attack_params:", "  loss:", "    a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_billion_laughs_yaml_is_refused_before_it_expands(tmp_path):
+    f = tmp_path / "laughs.yaml"
+    f.write_text(_laughs())
+    assert f.stat().st_size < 700
+    with pytest.raises(ConfigError, match=r"line 4: YAML alias \*a0 is not allowed") as info:
+        load_yaml(f)
+    assert "\n" not in str(info.value)
+
+
+def test_an_alias_in_a_config_file_is_one_line_on_the_command_line(tmp_path, capsys):
+    f, out = tmp_path / "c.yaml", tmp_path / "out"
+    f.write_text("profile: smoke\nepsilons: &e [1, 3]\nreference_epsilons: false\nseeds: *e\n")
+    _one_line(capsys, main(["run", "--config", str(f), "--output", str(out)]), str(f), "alias *e", "not allowed")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("text", "value"), [("1e-5", 1e-5), ("1E-5", 1e-5), ("+2.5e-3", 2.5e-3), ("1.0e-5", 1e-5)])
+def test_delta_in_exponent_notation_is_the_number_a_person_meant(tmp_path, text, value):
+    f = tmp_path / "c.yaml"
+    f.write_text(f"profile: smoke\ndelta: {text}\nepsilons: [1e1, 3]\n")
+    cfg = build_config(load_yaml(f), {})
+    assert cfg.delta == value and cfg.epsilons == (10.0, 3.0)
+
+
+def test_a_quoted_delta_says_it_was_read_as_text(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text('profile: smoke\ndelta: "1e-5"\n')
+    with pytest.raises(ConfigError, match="delta = '1e-5' was read as text, not a number; write it unquoted"):
+        build_config(load_yaml(f), {})
+
+
+def test_an_epsilon_beyond_the_accountants_range_is_refused_before_any_work(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["run", "--profile", "smoke", "--mechanisms", "local-gaussian,dpmix", "--epsilons", "1e9",
+                 "--output", str(out)])
+    _one_line(capsys, code, "epsilon 1000000000.0 is invalid", "(0, 1e+06]")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-5, 0.5])
+def test_local_gaussian_is_calibrated_at_the_largest_epsilon_allowed(delta):
+    from bench.runner.validation import MAX_EPSILON
+    from mechanisms.accounting import local_record_sigma
+
+    sigma, label_epsilon = local_record_sigma(target_epsilon=MAX_EPSILON, delta=delta, label_share=0.25,
+                                              num_classes=10)
+    assert math.isfinite(sigma) and sigma > 0 and label_epsilon == 0.25 * MAX_EPSILON
