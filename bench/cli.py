@@ -41,7 +41,7 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     if bool(args.preset) == bool(args.all):
         raise BenchError("reproduce needs exactly one of PRESET or --all")
     presets = resolve(REFERENCE_PRESETS if args.all else [args.preset])
-    seeds = as_tuple("seeds", args.seeds, int) if args.seeds else None
+    seeds = as_tuple("seeds", args.seeds, int) if args.seeds is not None else None  # "" is refused, not ignored
     if seeds and (any(not 0 <= s <= MAX_SEED for s in seeds) or len(set(seeds)) != len(seeds)):
         raise BenchError(f"seeds = {list(seeds)} must be distinct integers in [0, 2^63 - 1]")
     if args.max_epochs is not None and args.max_epochs < 1:

@@ -81,3 +81,11 @@ def test_local_gaussian_is_calibrated_at_the_largest_epsilon_allowed(delta):
     sigma, label_epsilon = local_record_sigma(target_epsilon=MAX_EPSILON, delta=delta, label_share=0.25,
                                               num_classes=10)
     assert math.isfinite(sigma) and sigma > 0 and label_epsilon == 0.25 * MAX_EPSILON
+
+
+def test_reproduce_refuses_an_empty_seed_list(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["reproduce", "dpmix", "--seeds", "", "--data-root", str(tmp_path / "no-data"),
+                 "--output", str(out)])
+    _one_line(capsys, code, "seeds = [] must be a non-empty list")
+    assert not out.exists()
