@@ -173,11 +173,15 @@ def _cmd_list() -> int:
 
 
 def _cmd_perf(args: argparse.Namespace) -> int:
-    from bench.runner.perf import PerfConfig, check, render, run_perf
+    from bench.runner.perf_config import PerfConfig, validate
 
-    console = _console()
     cfg = PerfConfig(model=args.model, batch_size=args.batch_size, device=args.device, quick=args.quick,
                      repeats=args.repeats, json_path=args.json)
+    validate(cfg)  # before torch loads: its import-time warnings must not precede a usage error
+
+    from bench.runner.perf import check, render, run_perf
+
+    console = _console()
     doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))
     render(doc, console=console)
     console.print(f"perf.json: {args.json}")

@@ -7,6 +7,8 @@ and test_cache.py, beside the fixtures they use.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,16 @@ def test_reproduce_refuses_an_empty_seed_list(tmp_path, capsys):
                  "--output", str(out)])
     _one_line(capsys, code, "seeds = [] must be a non-empty list")
     assert not out.exists()
+
+
+def test_perf_with_an_unwritable_json_path_prints_only_the_error_and_never_loads_torch(tmp_path):
+    bad = tmp_path / "file"
+    bad.write_text("a file, not a folder")
+    code = ("import sys; from bench.cli import main\n"
+            f"rc = main(['perf', '--json', {str(bad / 'perf.json')!r}])\n"
+            "print('torch loaded' if 'torch' in sys.modules else 'torch not loaded'); sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()  # no warning of torch's before it
+    assert line.startswith(f"privbench: error: perf: cannot write {bad / 'perf.json'} (") and "--json" in line
+    assert proc.stdout.strip() == "torch not loaded"
