@@ -33,7 +33,6 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     import shlex
 
     from bench.runner.config import RunConfig
-    from bench.runner.harness import Harness
     from bench.runner.presets import REFERENCE_PRESETS
     from bench.runner.reproduce import describe_row, plan_presets, resolve
     from bench.runner.validation import MAX_SEED, as_tuple
@@ -54,8 +53,27 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
                         command=f"python -m bench {shlex.join(argv)}",
                         on_row=lambda e: console.print(describe_row(e), markup=False))
     plan.overwrite = args.overwrite
-    doc, out = Harness(plan).run()
+    doc, out = _run_plan(plan, console, reports=True)
     return _finish(doc, out, console, reports=True, table=False)
+
+
+def _run_plan(plan, console, *, reports: bool):
+    """``Harness(plan).run()``; when the folder already holds this configuration's complete results but a run
+    stopped while drawing its reports, those results (the reports are drawn next). Raises BenchError as the
+    harness does."""
+    from bench.results import read
+    from bench.runner.harness import Harness
+    from bench.runner.outfolder import CompleteResults
+
+    try:
+        return Harness(plan).run()
+    except CompleteResults as done:
+        if not reports or done.reports_drawn:
+            raise
+        console.print(f"output folder {done.folder} holds the complete results of this configuration, but its "
+                      "reports were not finished: drawing them from results.json (nothing is retrained)",
+                      markup=False)
+        return read(done.folder / "results.json"), done.folder
 
 
 def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
@@ -107,12 +125,12 @@ def _config_from_args(args: argparse.Namespace):
 
 
 def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
-    from bench.runner.harness import Harness
     from bench.runner.planning import plan_from_config
 
     plan = plan_from_config(_config_from_args(args), overwrite=args.overwrite)
-    doc, out = Harness(plan).run()
-    return _finish(doc, out, _console(), reports=reports, table=True)
+    console = _console()
+    doc, out = _run_plan(plan, console, reports=reports)
+    return _finish(doc, out, console, reports=reports, table=True)
 
 
 def _draw_reports(doc, out: Path) -> dict[str, Path]:
