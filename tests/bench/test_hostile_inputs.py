@@ -15,7 +15,8 @@ import pytest
 
 from bench.cli import main
 from bench.core.errors import ConfigError
-from bench.runner.config import build_config, load_yaml
+from bench.runner.config import PROFILES, build_config, load_yaml
+from bench.runner.planning import build_attacks
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,3 +105,19 @@ def test_perf_with_an_unwritable_json_path_prints_only_the_error_and_never_loads
     (line,) = proc.stderr.strip().splitlines()  # no warning of torch's before it
     assert line.startswith(f"privbench: error: perf: cannot write {bad / 'perf.json'} (") and "--json" in line
     assert proc.stdout.strip() == "torch not loaded"
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_the_audit_runs_on_every_profile_without_extra_flags(name):
+    cfg = build_config({}, {"profile": name, "attacks": "multi-run"})
+    (attack,) = build_attacks(cfg).values()  # no size or population refusal
+    assert attack.params.members <= cfg.n_members
+    assert attack.needs_population == (cfg.n_population > 0)  # gpu: no population, so the blank canary
+
+
+@pytest.mark.slow
+def test_bench_audit_on_the_smoke_profile_runs(tmp_path):
+    out = tmp_path / "out"
+    code = main(["audit", "--profile", "smoke", "--mechanisms", "dpsgd", "--epsilons", "4", "--output", str(out),
+                 "--cache-dir", str(tmp_path / "cache")])
+    assert code in (0, 3) and (out / "report.html").is_file()  # 3 would be a privacy bug, named in the report
