@@ -176,17 +176,43 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_list() -> int:
+def _cmd_list(name: str | None) -> int:
     from attacks import ATTACKS
     from bench.core.catalog import DATASETS, MODELS
     from bench.runner.config import PROFILES
     from bench.runner.presets import PRESETS
     from mechanisms import MECHANISMS
 
+    if name is not None:
+        return _list_params(name, MECHANISMS, ATTACKS)
     for title, names in (("mechanisms", MECHANISMS.names()), ("attacks", ATTACKS.names()),
                          ("models", MODELS.names()), ("datasets", DATASETS.names()), ("profiles", list(PROFILES)),
                          ("presets", PRESETS.names())):
         print(f"{title}: {', '.join(names)}")
+    return 0
+
+
+def _list_params(name: str, mechanisms, attacks) -> int:
+    """``bench list NAME``: the settings of mechanism or attack ``name``, read from its ``Params`` model."""
+    from rich.table import Table
+
+    from bench.core.params import field_rows, summary
+
+    found = [(kind, reg.get(name), where) for kind, reg, where in (
+        ("mechanism", mechanisms, f"training.{name}.params"), ("attack", attacks, f"attack_params.{name}"))
+        if name in reg]
+    if not found:
+        raise BenchError(f"{name!r} is not a mechanism or an attack; allowed: mechanisms "
+                         f"{', '.join(mechanisms.names())}; attacks {', '.join(attacks.names())}")
+    console = _console()
+    for kind, cls, where in found:
+        console.print(f"{kind} {name}: {summary(cls)}", markup=False)
+        table = Table(title=f"settings ({where} in a config file)", title_justify="left")
+        for column in ("name", "type", "default", "range", "what it sets"):
+            table.add_column(column, overflow="fold")
+        for row in field_rows(cls.Params):
+            table.add_row(*row)
+        console.print(table if table.rows else "  no settings", markup=False)
     return 0
 
 
@@ -231,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_perf(args)
         if args.command == "reproduce":
             return _cmd_reproduce(args, argv)
-        return _cmd_list()
+        return _cmd_list(args.name)
     except BenchError as exc:
         print(f"privbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

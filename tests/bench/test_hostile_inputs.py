@@ -121,3 +121,20 @@ def test_bench_audit_on_the_smoke_profile_runs(tmp_path):
     code = main(["audit", "--profile", "smoke", "--mechanisms", "dpsgd", "--epsilons", "4", "--output", str(out),
                  "--cache-dir", str(tmp_path / "cache")])
     assert code in (0, 3) and (out / "report.html").is_file()  # 3 would be a privacy bug, named in the report
+
+
+@pytest.mark.parametrize(("name", "rows"), [
+    ("multi-run", ["runs", "int", "200", "[10, 250000]", "R, independent training runs",
+                   "canary", "mislabelled | blank", '"mislabelled"', "attack_params.multi-run"]),
+    ("dpsgd", ["max_grad_norm", "float", "1.0", "(0, inf)", "C, the per-sample clipping norm",
+               "ema_decay", "(0, 1)", "model_kwargs", "training.dpsgd.params"]),
+    ("local-gaussian", ["label_share", "0.25", "the share of ε spent on the label"]),
+])
+def test_list_name_prints_the_settings_of_a_mechanism_or_attack(capsys, name, rows):
+    assert main(["list", name]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(("mechanism ", "attack ")) and all(r in out for r in rows), out
+
+
+def test_list_of_an_unknown_name_is_one_line_naming_what_is_allowed(capsys):
+    _one_line(capsys, main(["list", "dpsdg"]), "'dpsdg' is not a mechanism or an attack", "dpsgd", "multi-run")
