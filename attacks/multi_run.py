@@ -58,7 +58,11 @@ class MultiRunAudit(MembershipAttack):
 
     name = "multi-run"
     Params = MultiRunParams
-    needs_population = True
+
+    @property
+    def needs_population(self) -> bool:  # type: ignore[override]
+        """The mislabelled canary is a population record; the blank one is made, so it needs none."""
+        return self.params.canary != "blank"
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
         """Every run trains on the first ``members`` of the target's members."""
@@ -83,7 +87,7 @@ class MultiRunAudit(MembershipAttack):
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
         from mechanisms.dpsgd_canaries import GradientCanaries
 
-        if len(ctx.split.population) < 1:
+        if self.needs_population and len(ctx.split.population) < 1:
             raise ValueError("multi-run needs one attacker population record as its canary")
         p = self.params
         n = _same_rate_size(min(p.members, len(ctx.split.members)), ctx.train_like_target.batch_size)

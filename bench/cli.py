@@ -33,7 +33,6 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     import shlex
 
     from bench.runner.config import RunConfig
-    from bench.runner.harness import Harness
     from bench.runner.presets import REFERENCE_PRESETS
     from bench.runner.reproduce import describe_row, plan_presets, resolve
     from bench.runner.validation import MAX_SEED, as_tuple
@@ -41,7 +40,7 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     if bool(args.preset) == bool(args.all):
         raise BenchError("reproduce needs exactly one of PRESET or --all")
     presets = resolve(REFERENCE_PRESETS if args.all else [args.preset])
-    seeds = as_tuple("seeds", args.seeds, int) if args.seeds else None
+    seeds = as_tuple("seeds", args.seeds, int) if args.seeds is not None else None  # "" is refused, not ignored
     if seeds and (any(not 0 <= s <= MAX_SEED for s in seeds) or len(set(seeds)) != len(seeds)):
         raise BenchError(f"seeds = {list(seeds)} must be distinct integers in [0, 2^63 - 1]")
     if args.max_epochs is not None and args.max_epochs < 1:
@@ -54,8 +53,27 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
                         command=f"python -m bench {shlex.join(argv)}",
                         on_row=lambda e: console.print(describe_row(e), markup=False))
     plan.overwrite = args.overwrite
-    doc, out = Harness(plan).run()
+    doc, out = _run_plan(plan, console, reports=True)
     return _finish(doc, out, console, reports=True, table=False)
+
+
+def _run_plan(plan, console, *, reports: bool):
+    """``Harness(plan).run()``; when the folder already holds this configuration's complete results but a run
+    stopped while drawing its reports, those results (the reports are drawn next). Raises BenchError as the
+    harness does."""
+    from bench.results import read
+    from bench.runner.harness import Harness
+    from bench.runner.outfolder import CompleteResults
+
+    try:
+        return Harness(plan).run()
+    except CompleteResults as done:
+        if not reports or done.reports_drawn:
+            raise
+        console.print(f"output folder {done.folder} holds the complete results of this configuration, but its "
+                      "reports were not finished: drawing them from results.json (nothing is retrained)",
+                      markup=False)
+        return read(done.folder / "results.json"), done.folder
 
 
 def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
@@ -107,12 +125,12 @@ def _config_from_args(args: argparse.Namespace):
 
 
 def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
-    from bench.runner.harness import Harness
     from bench.runner.planning import plan_from_config
 
     plan = plan_from_config(_config_from_args(args), overwrite=args.overwrite)
-    doc, out = Harness(plan).run()
-    return _finish(doc, out, _console(), reports=reports, table=True)
+    console = _console()
+    doc, out = _run_plan(plan, console, reports=reports)
+    return _finish(doc, out, console, reports=reports, table=True)
 
 
 def _draw_reports(doc, out: Path) -> dict[str, Path]:
@@ -158,13 +176,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_list() -> int:
+def _cmd_list(name: str | None) -> int:
     from attacks import ATTACKS
     from bench.core.catalog import DATASETS, MODELS
     from bench.runner.config import PROFILES
     from bench.runner.presets import PRESETS
     from mechanisms import MECHANISMS
 
+    if name is not None:
+        return _list_params(name, MECHANISMS, ATTACKS)
     for title, names in (("mechanisms", MECHANISMS.names()), ("attacks", ATTACKS.names()),
                          ("models", MODELS.names()), ("datasets", DATASETS.names()), ("profiles", list(PROFILES)),
                          ("presets", PRESETS.names())):
@@ -172,12 +192,40 @@ def _cmd_list() -> int:
     return 0
 
 
-def _cmd_perf(args: argparse.Namespace) -> int:
-    from bench.runner.perf import PerfConfig, check, render, run_perf
+def _list_params(name: str, mechanisms, attacks) -> int:
+    """``bench list NAME``: the settings of mechanism or attack ``name``, read from its ``Params`` model."""
+    from rich.table import Table
 
+    from bench.core.params import field_rows, summary
+
+    found = [(kind, reg.get(name), where) for kind, reg, where in (
+        ("mechanism", mechanisms, f"training.{name}.params"), ("attack", attacks, f"attack_params.{name}"))
+        if name in reg]
+    if not found:
+        raise BenchError(f"{name!r} is not a mechanism or an attack; allowed: mechanisms "
+                         f"{', '.join(mechanisms.names())}; attacks {', '.join(attacks.names())}")
     console = _console()
+    for kind, cls, where in found:
+        console.print(f"{kind} {name}: {summary(cls)}", markup=False)
+        table = Table(title=f"settings ({where} in a config file)", title_justify="left")
+        for column in ("name", "type", "default", "range", "what it sets"):
+            table.add_column(column, overflow="fold")
+        for row in field_rows(cls.Params):
+            table.add_row(*row)
+        console.print(table if table.rows else "  no settings", markup=False)
+    return 0
+
+
+def _cmd_perf(args: argparse.Namespace) -> int:
+    from bench.runner.perf_config import PerfConfig, validate
+
     cfg = PerfConfig(model=args.model, batch_size=args.batch_size, device=args.device, quick=args.quick,
                      repeats=args.repeats, json_path=args.json)
+    validate(cfg)  # before torch loads: its import-time warnings must not precede a usage error
+
+    from bench.runner.perf import check, render, run_perf
+
+    console = _console()
     doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))
     render(doc, console=console)
     console.print(f"perf.json: {args.json}")
@@ -209,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_perf(args)
         if args.command == "reproduce":
             return _cmd_reproduce(args, argv)
-        return _cmd_list()
+        return _cmd_list(args.name)
     except BenchError as exc:
         print(f"privbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

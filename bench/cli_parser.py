@@ -80,7 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_audit.add_argument("--canary", help="the black-box input canary: mislabelled | blank (default mislabelled)")
     p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")
     p_rep.add_argument("results_dir", metavar="RESULTS_DIR")
-    sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles")
+    p_list = sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles; with NAME, the "
+                            "settings of that mechanism or attack")
+    p_list.add_argument("name", nargs="?", metavar="NAME", help="a mechanism or attack: print its settings (name, "
+                        "type, default, range, what it does)")
     p_perf = sub.add_parser("perf", help="throughput: non-private vs DP-SGD paths, DPMix, shadow ensembles")
     p_perf.add_argument("--model", default="cnn-small", help="registered classifier (default cnn-small)")
     p_perf.add_argument("--batch-size", type=int, default=256, help="examples per step (default 256)")

@@ -10,8 +10,11 @@ No torch import.
 from __future__ import annotations
 
 import inspect
+import json
+import re
+import typing
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -89,3 +92,69 @@ def signature_params(fn: Callable[..., Any], *, skip: int) -> type[Params]:
         default = ... if p.default is p.empty else p.default
         fields[name] = (hints.get(name, Any), default)
     return create_model(f"{fn.__name__}_kwargs", __base__=Params, **fields)
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """Each field's entry in the ``Attributes:`` sections of ``cls``'s docstrings (its own over its bases')."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        lines = inspect.cleandoc(klass.__dict__.get("__doc__") or "").splitlines()
+        start = next((i + 1 for i, line in enumerate(lines) if line.strip() == "Attributes:"), None)
+        if start is None:
+            continue
+        name = None
+        for line in lines[start:]:
+            if line.strip() and not line.startswith(" "):
+                break  # the section ends at the next unindented line
+            m = re.match(r"^ {4}(\w+): (.*)$", line)
+            if m:
+                name, docs[m.group(1)] = m.group(1), m.group(2).strip()
+            elif name and line.strip():
+                docs[name] += " " + line.strip()
+    return docs
+
+
+def _first_sentence(text: str, width: int = 110) -> str:
+    """``text`` up to its first full stop outside parentheses (``e.g.`` in a parenthesis does not end it), without
+    reST literals' double backquotes, at most ``width`` characters."""
+    text, depth = text.replace("``", ""), 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "." and depth <= 0 and (i + 1 == len(text) or text[i + 1] == " "):
+            text = text[: i + 1]
+            break
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def summary(obj: Any, width: int = 140) -> str:
+    """The first sentence of ``obj``'s docstring (its first paragraph, joined), as ``bench list NAME`` heads it."""
+    paragraph = inspect.cleandoc(obj.__doc__ or "").split("\n\n")[0]
+    return _first_sentence(" ".join(paragraph.split()), width)
+
+
+def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is Literal:
+        return " | ".join(str(a) for a in typing.get_args(annotation))
+    return getattr(annotation, "__name__", None) if typing.get_origin(annotation) is None else \
+        str(annotation).replace("typing.", "")
+
+
+def _range(metadata: list) -> str:
+    bounds = {type(m).__name__.lower(): getattr(m, type(m).__name__.lower(), None) for m in metadata}
+    lo = f"[{bounds['ge']:g}" if "ge" in bounds else f"({bounds['gt']:g}" if "gt" in bounds else None
+    hi = f"{bounds['le']:g}]" if "le" in bounds else f"{bounds['lt']:g})" if "lt" in bounds else None
+    return "" if lo is None and hi is None else f"{lo or '(-inf'}, {hi or 'inf)'}"
+
+
+def field_rows(cls: type[Params]) -> list[tuple[str, str, str, str, str]]:
+    """What ``bench list NAME`` prints of a plug-in's settings: one row per field of ``cls``, as (name, type,
+    default as JSON, allowed range such as ``[10, 250000]`` ("" when unbounded), the first sentence of its
+    description: the field's ``description`` or its line in the class docstring's ``Attributes:``)."""
+    docs = _attribute_docs(cls)
+    rows = []
+    for name, f in cls.model_fields.items():
+        default = "required" if f.is_required() else json.dumps(f.get_default(call_default_factory=True),
+                                                                default=str, ensure_ascii=False)
+        rows.append((name, _type_name(f.annotation), default, _range(f.metadata),
+                     _first_sentence(f.description or docs.get(name, ""))))
+    return rows

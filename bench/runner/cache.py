@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +32,28 @@ CACHE_VERSION = 4  # 2: typed settings in the key, the release display and the r
 STALE_TMP_S = 600.0  # a temporary entry folder this old was left by a process killed while saving
 log = logging.getLogger("privbench.cache")
 _KEY = re.compile(r"^[0-9a-f]{64}$")
+_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
+_TMP = re.compile(r"^\.tmp-([A-Za-z0-9._]+)-([0-9]+)-[a-z0-9_]+$")  # .tmp-<host>-<pid>-<random>: _tmp_prefix
+
+
+def _tmp_prefix() -> str:
+    """The prefix of this process's temporary entry folders: ``.tmp-<host>-<pid>-`` (``mkdtemp`` adds the rest),
+    so a later run knows whether the process that made one is gone."""
+    return f".tmp-{_HOST}-{os.getpid()}-"
+
+
+def _is_stale(tmp: Path, now: float) -> bool:
+    """Whether temporary entry ``tmp`` was left by a process killed while saving: its process (on this host) is
+    gone, or (made elsewhere, or by an older privbench) it is older than ``STALE_TMP_S``."""
+    m = _TMP.match(tmp.name)
+    if m and m.group(1) == _HOST:
+        try:
+            os.kill(int(m.group(2)), 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, OverflowError):  # alive under another user; a pid beyond the system's range
+            pass
+    return now - tmp.lstat().st_mtime > STALE_TMP_S
 
 
 def cache_key(parts: dict[str, Any]) -> str:
@@ -65,7 +88,8 @@ class ModelCache:
 
     def prepare(self) -> int:
         """Check that the cache folder can be created and written, and remove temporary entry folders left by a
-        process killed while saving (older than ``STALE_TMP_S`` seconds: a save in progress elsewhere is kept).
+        process killed while saving (``_is_stale``: its process is gone, or it is older than ``STALE_TMP_S`` seconds;
+        a save in progress elsewhere is kept).
 
         Returns:
             the number of leftovers removed.
@@ -76,7 +100,7 @@ class ModelCache:
             return 0
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            probe = Path(tempfile.mkdtemp(prefix=".tmp-probe-", dir=self.root))
+            probe = Path(tempfile.mkdtemp(prefix=_tmp_prefix(), dir=self.root))
             probe.rmdir()
         except OSError as exc:
             why = "not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror or exc
@@ -85,7 +109,7 @@ class ModelCache:
         now, removed = time.time(), 0
         for tmp in [*self.root.glob(".tmp-*"), *self.root.glob("??/.tmp-*")]:
             try:
-                if now - tmp.stat().st_mtime > STALE_TMP_S:
+                if _is_stale(tmp, now):
                     shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
                     removed += 1
             except OSError:  # removed by another process meanwhile
@@ -133,7 +157,7 @@ class ModelCache:
             return
         final = self._dir(key)
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(), dir=final.parent))
         try:
             state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
             torch.save(state, tmp / "model.pt")

@@ -111,6 +111,8 @@ def _read_yaml(path: Path, where: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", "") or ""
+        if "alias" in problem:
+            raise ConfigError(f"{where} {path}{at}: {problem}") from None
         raise ConfigError(f"{where} {path}: malformed YAML{at}{': ' + problem if 'duplicate' in problem else ''}"
                           ) from None
 
@@ -126,14 +128,30 @@ def _unique_mapping(loader, node, deep: bool = False):
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
 
+# YAML 1.2 floats that YAML 1.1 (PyYAML) reads as text: an exponent without a dot, e.g. ``1e-5`` or ``2E3``
+_FLOAT_12 = r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"
+
+
 @functools.cache
 def _loader_class():
+    """PyYAML's safe loader with unique mapping keys, YAML 1.2 exponent floats (``delta: 1e-5`` is the number
+    1e-5, not the text "1e-5") and no aliases: ``*name`` is refused before anything is built, so a few hundred bytes
+    of nested aliases (a "billion laughs" document) cannot expand into 10⁹ values."""
+    import re
+
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"YAML alias *{event.anchor} is not allowed in a config file (anchors and aliases "
+                    "are refused; write each value out)", event.start_mark)
+            return super().compose_node(parent, index)
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_FLOAT_12), list("-+0123456789"))
     return Loader
 
 

@@ -110,6 +110,20 @@ class FolderLock:
         self.release()
 
 
+class CompleteResults(BenchError):
+    """The output folder holds the complete results of this same configuration (``check_reuse``).
+
+    Attributes:
+        folder: the output folder. reports_drawn: whether its reports were drawn to the end (results.json records
+            the drawing's seconds, ``report_s``, after the last report file is written, and every report is there);
+            False when a run stopped while drawing them, or ran as ``bench run``.
+    """
+
+    def __init__(self, message: str, folder: Path, *, reports_drawn: bool) -> None:
+        super().__init__(message)
+        self.folder, self.reports_drawn = folder, reports_drawn
+
+
 def _comparable(config: dict[str, Any] | None) -> Any:
     """``config`` as results.json records it (JSON types), without ``output`` (the same run may be named by
     another path)."""
@@ -140,8 +154,10 @@ def check_reuse(out: Path, config: dict[str, Any] | None, *, overwrite: bool) ->
     (the previous reports are deleted now; results.json is replaced by the new run's first write).
 
     Raises:
-        BenchError: another run's results.json (or one that cannot be read), the complete results of this same
-            configuration, or report files without a results.json; one line.
+        CompleteResults: the complete results of this same configuration (a ``BenchError``; the command line draws
+            the reports when they were not finished).
+        BenchError: another run's results.json (or one that cannot be read), or report files without a results.json;
+            one line.
     """
     results = out / "results.json"
     if not overwrite and results.exists():
@@ -149,9 +165,10 @@ def check_reuse(out: Path, config: dict[str, Any] | None, *, overwrite: bool) ->
         what = f"results.json of run {prev.get('run_id', '?')}, started {prev.get('created', '?')}"
         same = _comparable(config) is not None and _comparable(prev.get("config")) == _comparable(config)
         if same and prev.get("status") == "complete":
-            raise BenchError(f"output folder {out} holds the complete results of this same configuration ({what}); "
-                             f"redraw its reports with 'privbench report {out}', pass --overwrite to run it again, "
-                             "or choose another --output")
+            drawn = prev.get("report_s") is not None and all((out / n).is_file() for n in REPORT_NAMES)
+            raise CompleteResults(f"output folder {out} holds the complete results of this same configuration "
+                                  f"({what}); redraw its reports with 'privbench report {out}', pass --overwrite "
+                                  "to run it again, or choose another --output", out, reports_drawn=drawn)
         if not same:
             raise BenchError(f"output folder {out} holds another run's results ({what}, "
                              f"{prev.get('status', 'unknown status')}); pass --overwrite to replace them, "

@@ -67,9 +67,9 @@ def prepare_output(output: str | None, rid: str, *, config: dict[str, Any] | Non
     """Create (or reuse) the output folder ``output`` (default ``results/<rid>``) and hold its lock while the
     ``with`` block runs: ``with prepare_output(...) as out: ...``.
 
-    On entry, under the lock: ``outfolder.check_reuse`` (another run's results or reports are refused unless
-    ``overwrite``; an interrupted run of the same ``config`` resumes), then the temporary files of writes killed
-    midway are deleted.
+    On entry, under the lock: the temporary files of writes killed midway are deleted, then
+    ``outfolder.check_reuse`` (another run's results or reports are refused unless ``overwrite``; an interrupted run
+    of the same ``config`` resumes).
 
     Raises:
         BenchError: the folder cannot be created or written, another privbench run holds it, or it holds another
@@ -84,8 +84,8 @@ def prepare_output(output: str | None, rid: str, *, config: dict[str, Any] | Non
         raise BenchError(f"output directory {out} is not writable ({exc.strerror or exc}); "
                          "choose another with --output DIR") from None
     try:
+        remove_temp_files(out)  # first: a refused run leaves no leftover of a killed write either
         check_reuse(out, config, overwrite=overwrite)
-        remove_temp_files(out)
         yield out
     finally:
         lock.release()

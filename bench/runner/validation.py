@@ -23,6 +23,9 @@ log = logging.getLogger("privbench.config")
 MAX_SEED = 2**63 - 1  # seeds reach torch.Generator.manual_seed, which takes a signed 64-bit integer
 _SPEC_KEYS = ("model", "epochs", "batch_size", "lr", "optimizer", "momentum", "params")
 EXECUTORS = ("local", "ray")
+# the largest target ε: the analytic-Gaussian calibration behind local-gaussian overflows a float between 1e6 and
+# 1e7 (e^ε inside dp_accounting), and no guarantee is meaningful there anyway
+MAX_EPSILON = 1e6
 
 
 def load_plugins(modules: Any) -> tuple[str, ...]:
@@ -161,8 +164,9 @@ def _plugins_lists(d: dict[str, Any]) -> None:
 def _grid(d: dict[str, Any]) -> None:
     d["epsilons"] = as_tuple("epsilons", d["epsilons"], float)
     for v in d["epsilons"]:
-        if not (math.isfinite(v) and v > 0):
-            raise ConfigError(f"epsilon {v!r} is invalid; each target ε must be a finite number > 0")
+        if not (math.isfinite(v) and 0 < v <= MAX_EPSILON):
+            raise ConfigError(f"epsilon {v!r} is invalid; each target ε must be a number in (0, {MAX_EPSILON:g}] "
+                              "(the range every accountant here can evaluate)")
     if len(set(d["epsilons"])) != len(d["epsilons"]):
         raise ConfigError(f"epsilons = {list(d['epsilons'])} lists a value twice")
     d["seeds"] = as_tuple("seeds", d["seeds"], int)
@@ -171,6 +175,8 @@ def _grid(d: dict[str, Any]) -> None:
     if len(set(d["seeds"])) != len(d["seeds"]):
         raise ConfigError(f"seeds = {list(d['seeds'])} lists a seed twice")
     delta = d["delta"]
+    if isinstance(delta, str):
+        raise ConfigError(f"delta = {delta!r} was read as text, not a number; write it unquoted, e.g. delta: 1.0e-5")
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
         raise ConfigError(f"delta = {delta!r} is invalid; δ must be a probability in (0, 1)")
     d["delta"] = float(delta)

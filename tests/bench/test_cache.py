@@ -307,3 +307,24 @@ def test_leftovers_of_an_interrupted_save_are_removed_but_a_save_in_progress_is_
         assert ModelCache(tmp_path).prepare() == 1
     assert not old.exists() and fresh.exists()
     assert "removed 1 unfinished cache entry" in caplog.text
+
+
+def test_a_leftover_of_a_killed_save_goes_at_the_next_run_however_fresh(tmp_path, baseline_fit, monkeypatch):
+    """A save killed before its rename (kill -9: no ``finally`` runs) leaves ``.tmp-<host>-<pid>-*``; the next run's
+    ``prepare`` removes it at once when that process is gone, and keeps it while the process lives."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(cache_mod.os, "replace", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    monkeypatch.setattr(cache_mod.shutil, "rmtree", lambda *a, **k: None)  # as if killed: nothing cleans up
+    with pytest.raises(KeyboardInterrupt):
+        ModelCache(tmp_path).save(_key("killed"), baseline_fit)
+    monkeypatch.undo()
+    (ours,) = tmp_path.glob("??/.tmp-*")
+    assert f"-{os.getpid()}-" in ours.name and (ours / "model.pt").is_file()
+    assert ModelCache(tmp_path).prepare() == 0 and ours.exists()  # its process (this one) lives: kept
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = ours.with_name(ours.name.replace(f"-{os.getpid()}-", f"-{int(gone.stdout)}-"))
+    ours.rename(dead)
+    assert ModelCache(tmp_path).prepare() == 1 and not dead.exists()  # seconds old, but its process is gone

@@ -102,6 +102,39 @@ def test_an_interrupted_run_resumes_without_overwrite(finished, cache, tmp_path,
     _one_line_error(capsys, main(_argv("run", out, cache)), "another run's results", "partial")
 
 
+def _killed_while_drawing_reports(finished: Path, tmp_path: Path) -> Path:
+    """A copy of ``finished`` as a kill -9 during its first report drawing leaves it: results.json complete but
+    without ``report_s`` (written after the last report), a report missing, a temporary file of the one being
+    written."""
+    out = _copy(finished, tmp_path)
+    doc = json.loads((out / "results.json").read_text())
+    (out / "results.json").write_text(json.dumps({**doc, "report_s": None}))
+    (out / "report.html").unlink()
+    (out / ".tmp-report.md-x81kq0az").write_bytes(b"# half a rep")
+    return out
+
+
+def test_the_same_command_finishes_the_reports_a_kill_interrupted(finished, cache, tmp_path, capsys):
+    out = _killed_while_drawing_reports(finished, tmp_path)
+    before = json.loads((out / "results.json").read_text())
+    capsys.readouterr()
+    assert main(_argv("all", out, cache)) == 0
+    assert "its reports were not finished: drawing them from results.json" in " ".join(capsys.readouterr().out.split())
+    assert REPORTS <= set(os.listdir(out)) and not list(out.glob(".tmp-*"))
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["report_s"] is not None  # its reports now drawn to the end
+    assert {**doc, "report_s": None} == before  # the same run: nothing retrained, nothing else rewritten
+    # finished now: the same command again is refused as before
+    _one_line_error(capsys, main(_argv("all", out, cache)), "complete", "privbench report")
+
+
+def test_a_refused_run_still_removes_the_leftovers_of_a_killed_write(finished, cache, tmp_path, capsys):
+    out = _killed_while_drawing_reports(finished, tmp_path)
+    capsys.readouterr()  # 'run' draws no reports: it names the command that does
+    _one_line_error(capsys, main(_argv("run", out, cache)), "complete", f"'privbench report {out}'")
+    assert not list(out.glob(".tmp-*"))
+
+
 def _hold_lock(folder: Path, pid: int) -> int:
     """Lock ``folder`` as another privbench run with ``pid`` would; returns the descriptor (closing it lets go)."""
     fd = os.open(folder / ".privbench.lock", os.O_RDWR | os.O_CREAT)

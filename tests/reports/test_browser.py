@@ -35,6 +35,7 @@ def render(html: Path, screenshot: Path, *, full_page: Path | None = None) -> di
 
     Returns:
         ``{"images": [{"alt", "complete", "naturalWidth"}], "verdict_top": px or None, "verdict_rows": int,
+        "verdict_overflow": px the verdict table reaches past its box (None without one),
         "scroll_width": px, "inner_width": px, "height": px, "title": str, "console": [log entries]}``.
     """
     from selenium import webdriver
@@ -62,6 +63,9 @@ def render(html: Path, screenshot: Path, *, full_page: Path | None = None) -> di
                                                               naturalWidth: i.naturalWidth})),
               verdict_top: table ? table.getBoundingClientRect().top : null,
               verdict_rows: table ? table.tBodies[0].rows.length : 0,
+              // how far the verdict table reaches past its box (> 0: columns cut off, to be scrolled to)
+              verdict_overflow: table ? table.getBoundingClientRect().right
+                                        - table.parentElement.getBoundingClientRect().right : null,
               scroll_width: document.documentElement.scrollWidth, inner_width: window.innerWidth,
               height: document.documentElement.scrollHeight, title: document.title,
             };""")
@@ -94,6 +98,8 @@ def test_report_renders_in_chromium(smoke_report, tmp_path):
     # The verdict table is on the first screen and has one row per model.
     assert state["verdict_top"] is not None and state["verdict_top"] < WINDOW[1]
     assert state["verdict_rows"] == len(doc["results"])
+    # Every column of it is visible at a laptop's width: nothing beside it squeezes it into a scrolled box.
+    assert state["verdict_overflow"] <= 1
     # Every plot written to the folder is on the page, and every image decoded.
     pngs = sorted(p.name for p in smoke_report.glob("*.png"))
     assert len(state["images"]) == len(pngs) >= 8, pngs

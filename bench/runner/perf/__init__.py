@@ -15,8 +15,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
 import torch
@@ -32,6 +31,7 @@ from bench.runner.perf.paths import (
     measure_steps,
     nonprivate_step,
 )
+from bench.runner.perf_config import PerfConfig, validate
 
 __all__ = ["FLOORS", "OPACUS_MODES", "SCHEMA_VERSION", "PerfConfig", "check", "fast_step", "nonprivate_step",
            "render", "run_perf", "validate"]
@@ -46,56 +46,6 @@ TARGETS = {
     "cpu": {"dpsgd_vs_nonprivate": "≥ 0.8", "ensemble_chosen_speedup": "≥ 1", "dpmix_60k_seconds": "< 2"},
     "cuda": {"dpsgd_vs_nonprivate": "≥ 0.9", "ensemble_speedup": "≥ 10 (K = 64)", "dpmix_60k_seconds": "< 2"},
 }
-
-
-@dataclass(frozen=True)
-class PerfConfig:
-    """What ``bench perf`` measures.
-
-    Attributes:
-        model: registered model name. batch_size: examples per step (B). device: ``cpu`` | ``cuda`` | ``auto``.
-        quick: fewer rounds and smaller ensembles (CI; < 2 min on 2 cores). repeats: rounds (``None``: 7 quick,
-        15 full). json_path: where ``perf.json`` goes. input_shape: the records' (C, H, W) (MNIST's by default).
-        dpmix_*: the synthesis problem (n records, ℓ, T).
-        shadow_*: K shadow models (at most 16 with ``quick``), each trained on ``shadow_examples`` images for
-        one epoch at batch ``shadow_batch``.
-    """
-
-    model: str = "cnn-small"
-    batch_size: int = 256
-    device: str = "cpu"
-    quick: bool = False
-    repeats: int | None = None
-    json_path: str = "perf.json"
-    input_shape: tuple[int, int, int] = (1, 28, 28)
-    dpmix_records: int = 60_000
-    dpmix_degree: int = 256
-    dpmix_samples: int = 60_000
-    shadow_models: int = 64
-    shadow_examples: int = 256
-    shadow_batch: int = 64
-
-
-def validate(cfg: PerfConfig) -> None:
-    """Raise BenchError (one line) for a bad model, batch size or repeat count."""
-    from bench.core.catalog import MODELS
-
-    if cfg.model not in MODELS:
-        raise BenchError(f"perf: model {cfg.model!r} is not known; allowed: {', '.join(MODELS.names())}")
-    if cfg.model == "autoencoder":
-        raise BenchError("perf: model 'autoencoder' is not a classifier; choose a classifier model")
-    if cfg.batch_size < 1:
-        raise BenchError(f"perf: batch size {cfg.batch_size} must be an integer >= 1")
-    if cfg.repeats is not None and cfg.repeats < 1:
-        raise BenchError(f"perf: repeats {cfg.repeats} must be an integer >= 1")
-    path = Path(cfg.json_path)
-    try:  # refused before the measurement, not after it
-        path.parent.mkdir(parents=True, exist_ok=True)
-        probe = path.with_name(f".{path.name}.write-test")
-        probe.write_text("ok")
-        probe.unlink()
-    except OSError as exc:
-        raise BenchError(f"perf: cannot write {path} ({exc.strerror or exc}); choose another --json PATH") from None
 
 
 def run_perf(cfg: PerfConfig, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
