@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from attacks.audit.channels import composed_bound, label_counts
+from attacks.audit.channels import composed_bound, image_summary, label_counts
 from attacks.audit.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.audit.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
 from attacks.audit.one_run import (
@@ -63,9 +63,8 @@ METHODS = {  # method -> (what it is, the assumption it needs beyond the design;
     "gaussian-pair": ("Gaussian pair of canary scores (Agrawal et al. 2026)",
                       "scores Gaussian and independent across canaries"),
     "gdp-fit": ("GDP fit over thresholds (Nasr et al. 2023)", "the mechanism's trade-off curve is Gaussian"),
-    "gaussian-composed": ("image channel's Gaussian pair composed with the label channel's Clopper-Pearson pair by "
-                          "PLD (attacks.audit.channels)",
-                          "image scores Gaussian, of equal variance and independent across canaries"),
+    "gaussian-composed": ("the image channel's Gaussian bound composed with the label channel's Clopper-Pearson pair "
+                          "by PLD (attacks.audit.channels)", "image scores Gaussian and independent across canaries"),
 }
 GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed")
 NORMALITY_LEVEL = 0.01  # a Gaussian bound on scores Gaussian by construction counts only if normality is not rejected
@@ -134,7 +133,7 @@ def _compute(method: str, counts: list, one_run: dict[str, Any] | None, fit: dic
 
 
 def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, one_run: dict[str, Any] | None, *,
-              delta: float, confidence: float, label_hits: Any = None) -> tuple[list[dict[str, Any]], float]:
+              delta: float, confidence: float, label_outcomes: Any = None) -> tuple[list[dict[str, Any]], float]:
     """Every analysis the design allows, as bound records (``valid``: a lower bound under the design alone), each
     at 1 − (1 − confidence)/k for the k analyses of the design's ``family`` (Bonferroni, fixed before the scores are
     seen: the tightest valid bound holds at ``confidence``); and that per-analysis confidence. A family member that
@@ -152,9 +151,8 @@ def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, on
         fits["gaussian-pair"] = None if pair is None else {k: v for k, v in pair.items() if k != "epsilon_lb"}
     if "gaussian-composed" in members:
         methods.append("gaussian-composed")
-        hits = None if label_hits is None else label_counts(label_hits, labels)
-        fits["gaussian-composed"] = None if pair is None or hits is None else {"image": fits["gaussian-pair"],
-                                                                                 "label": hits}
+        fits["gaussian-composed"] = None if pair is None or label_outcomes is None else {
+            "image": image_summary(scores, labels), "label": label_counts(label_outcomes, labels)}
     each = 1.0 - (1.0 - confidence) / max(1, len(members))
     bounds = []
     for m in methods:
@@ -168,7 +166,7 @@ def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, on
 
 def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str, Any] | None = None,
                      profile: Sequence[Sequence[float]] | None = None, confidence: float = 0.95,
-                     label_hits: Any = None) -> dict[str, Any]:
+                     label_outcomes: Any = None) -> dict[str, Any]:
     """The audit of one attack's scores, as stored in results.json.
 
     Args:
@@ -180,9 +178,10 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
         confidence: coverage of the audit's ``epsilon_lb``: each of the k analyses of the design's ``family`` is
             made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing
             rules.
-        label_hits: ``(N,)`` in {0, 1}, for a design whose ``channels`` hold ``"label"``: whether canary i's
-            released label is the label of its pair's first record (the one present when ``labels[i]`` is 1);
-            with the scores (the image channel) it gives the ``gaussian-composed`` bound.
+        label_outcomes: ``(N,)`` in {−1, 0, 1}, for a design whose ``channels`` hold ``"label"``: canary i's
+            released label is its pair's first label (1; the first record is present where ``labels[i]`` is 1),
+            its second (−1) or neither (0); with the scores (the image channel) it gives the
+            ``gaussian-composed`` bound (``attacks.audit.channels``).
 
     Returns:
         ``{"delta", "confidence", "method_confidence", "counts", "bounds", "epsilon_lb", "method"}`` plus, for
@@ -202,7 +201,8 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
             block["profile_rejected"] = profile_rejected(block["one_run"]["m"], block["one_run"]["guesses"],
                                                          profile, confidence=confidence)
     block["bounds"], block["method_confidence"] = _analyses(design, scores, labels, counts, block.get("one_run"),
-                                                            delta=delta, confidence=confidence, label_hits=label_hits)
+                                                            delta=delta, confidence=confidence,
+                                                            label_outcomes=label_outcomes)
     candidates = [b for b in block["bounds"] if b["valid"]] or block["bounds"]
     best = max(candidates, key=lambda b: b["epsilon_lb"])
     block["epsilon_lb"], block["method"] = best["epsilon_lb"], best["method"]

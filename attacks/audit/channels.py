@@ -5,17 +5,26 @@ The local randomiser releases (image + Gaussian noise, label by randomized respo
 channel. A canary pair (a, y₁) vs (−a, y₂) with y₁ ≠ y₂ differs in both. The audit bounds each channel by a pair of
 distributions that is a post-processing of what the channel really releases:
 
-- image: the projection ⟨z, a⟩ is N(±1, s²), Gaussian by construction; from the Gaussian pair's confidence box
-  (``attacks.audit.gaussian``) the smallest mean gap over the largest standard deviation, μ_LB. N(0, 1) vs N(μ_LB, 1)
-  is a post-processing (rescale, add noise) of any equal-variance pair with a larger μ.
+- image: the projection ⟨z, a⟩ is N(+1, s²) when the slot holds a and N(−1, s²) when it holds −a, Gaussian by
+  construction. By the design's symmetry (below) u = ⟨z, the image held⟩ has one law U over all m slots, and the
+  pair is U vs the law of −U: equal variances whatever the mechanism does. From one-sided bounds on u's mean (Student
+  t) and standard deviation (χ²), μ_LB = 2·mean_LB / sd_UB; N(0, 1) vs N(μ_LB, 1) is a post-processing (rescale, add
+  noise) of N(m, s²) vs N(−m, s²) with 2m/s ≥ μ_LB.
 - label: the event "released label = y₁" has probability t when the slot holds y₁ and f when it holds y₂. With a
   one-sided Clopper-Pearson lower bound of t and upper bound of f, Bernoulli(t_LB) vs Bernoulli(f_UB) is a
   post-processing of Bernoulli(t) vs Bernoulli(f) (randomise the indicator), itself a post-processing of the label.
 
+The design is symmetric: (a, y₁, y₂, coin) ↦ (−a, y₂, y₁, 1 − coin) leaves its distribution unchanged (a uniform on
+the sphere, (y₁, y₂) exchangeable, a fair coin) and the record held, so a slot holding its second record releases y₂
+with probability t and y₁ with probability f too: over all m slots, "released = the label held" (randomized
+response's keep rate) is Binomial(m, t) and "released = the pair's other label" Binomial(m, f), with no assumption on
+the mechanism; likewise for the image.
+
 The channels' randomness is independent, so the product of the two bounding pairs is a post-processing of the
 record's release: its ε at δ, from dp_accounting's PLD with optimistic (lower) discretisation, is a lower bound on the
-record's ε. Six confidence intervals (four of the image box, two of the label) each at 1 − (1 − confidence)/6.
-Assumes what the Gaussian pair assumes (Gaussian image scores of equal variance, independent across canaries).
+record's ε. Four one-sided confidence bounds (two of the image, two of the label) each at 1 − (1 − confidence)/4.
+Assumes that u is Gaussian (by construction: Gaussian noise read through a linear score; a normality test checks it)
+and that the slots are independent (separate releases of the local randomiser).
 Pure NumPy / SciPy / dp_accounting (no torch).
 """
 
@@ -30,35 +39,44 @@ from attacks.audit.fdp import EPSILON_CAP
 from attacks.audit.gaussian import _box
 from attacks.metrics import clopper_pearson
 
-INTERVALS = 6  # four for the image's Gaussian box, two for the label's Bernoulli pair
+INTERVALS = 4  # two for the image (mean, standard deviation), two for the label (kept, swapped)
 DISCRETISATION = 1e-4  # dp_accounting's privacy-loss grid
 
 
-def label_counts(label_hits: Any, labels: Any) -> dict[str, int]:
-    """``{"hits_in", "n_in", "hits_out", "n_out"}``: how often the released label equalled the pair's first label
-    among slots holding the first record (``labels`` 1) and the second (0). ``label_hits``, ``labels``: ``(N,)`` in
-    {0, 1}. Raises ValueError on shapes that differ or values outside {0, 1}."""
-    h, y = np.asarray(label_hits), np.asarray(labels)
-    if h.shape != y.shape or h.ndim != 1 or not np.isin(h, (0, 1)).all() or not np.isin(y, (0, 1)).all():
-        raise ValueError(f"label hits and labels must be (N,) arrays in {{0, 1}}, got {h.shape} and {y.shape}")
-    return {"hits_in": int(h[y == 1].sum()), "n_in": int((y == 1).sum()),
-            "hits_out": int(h[y == 0].sum()), "n_out": int((y == 0).sum())}
+def label_counts(label_outcomes: Any, labels: Any) -> dict[str, int]:
+    """``{"kept", "swapped", "n"}``: how many of the n slots released the label they held, and how many the other
+    label of their pair. ``label_outcomes``: ``(N,)`` in {−1, 0, 1}: the released label is the pair's first label
+    (1), its second (−1) or neither (0); ``labels``: ``(N,)`` in {0, 1}, 1 where the slot holds the first record.
+    Raises ValueError on shapes that differ or values outside those sets."""
+    o, y = np.asarray(label_outcomes), np.asarray(labels)
+    if o.shape != y.shape or o.ndim != 1 or not np.isin(o, (-1, 0, 1)).all() or not np.isin(y, (0, 1)).all():
+        raise ValueError(f"label outcomes in {{-1, 0, 1}} and labels in {{0, 1}} must be (N,) arrays, got {o.shape} "
+                         f"and {y.shape}")
+    held = 2 * y.astype(np.int64) - 1  # the outcome that means "released the label held"
+    return {"kept": int((o == held).sum()), "swapped": int((o == -held).sum()), "n": int(o.size)}
 
 
-def image_mu(fit: dict[str, Any], alpha: float) -> float:
-    """μ_LB of the image channel from the Gaussian pair's summary ``fit`` (``n_in``, ``mean_in``, ``sd_in``, ``n_out``,
-    ``mean_out``, ``sd_out``): the smallest mean gap over the largest standard deviation of its box, each interval at
-    level 1 − ``alpha``; 0 when the box holds no gap."""
-    (m_in, sd_in), (m_out, sd_out) = (_box(fit[f"n_{g}"], fit[f"mean_{g}"], fit[f"sd_{g}"], alpha)
-                                      for g in ("in", "out"))
-    gap = max(0.0, m_in[0] - m_out[1], m_out[0] - m_in[1])
-    return gap / max(sd_in[1], sd_out[1]) if gap > 0 else 0.0
+def image_summary(scores: Any, labels: Any) -> dict[str, float]:
+    """``{"n", "mean", "sd"}`` of u = ⟨z, the image held⟩: the ``(N,)`` scores ⟨z, a⟩ with their sign flipped where
+    the slot holds −a (``labels`` 0). Raises ValueError for fewer than 3 scores."""
+    u = np.where(np.asarray(labels) == 1, 1.0, -1.0) * np.asarray(scores, dtype=np.float64)
+    if u.size < 3:
+        raise ValueError(f"the image channel needs at least 3 scores, got {u.size}")
+    return {"n": int(u.size), "mean": float(u.mean()), "sd": float(u.std(ddof=1))}
+
+
+def image_mu(summary: dict[str, float], alpha: float) -> float:
+    """μ_LB of the image channel from ``image_summary``: 2·(one-sided lower bound of the mean) / (one-sided upper
+    bound of the standard deviation), each at level 1 − ``alpha``; 0 when the mean's bound is not positive."""
+    (mean_lo, _), (_, sd_hi) = _box(summary["n"], summary["mean"], summary["sd"], 2 * alpha)  # one end each
+    return 2 * mean_lo / sd_hi if mean_lo > 0 and sd_hi > 0 else 0.0
 
 
 def label_pair(counts: dict[str, int], alpha: float) -> tuple[float, float]:
-    """(t_LB, f_UB): one-sided Clopper-Pearson bounds, each at level 1 − ``alpha``, of the label channel's hit rates."""
-    t = clopper_pearson(counts["hits_in"], counts["n_in"], confidence=1 - alpha, sided="lower")[0]
-    f = clopper_pearson(counts["hits_out"], counts["n_out"], confidence=1 - alpha, sided="upper")[1]
+    """(t_LB, f_UB): one-sided Clopper-Pearson bounds, each at level 1 − ``alpha``, of the rates at which the label
+    channel releases the label held and the pair's other label (``label_counts``)."""
+    t = clopper_pearson(counts["kept"], counts["n"], confidence=1 - alpha, sided="lower")[0]
+    f = clopper_pearson(counts["swapped"], counts["n"], confidence=1 - alpha, sided="upper")[1]
     return float(t), float(f)
 
 
@@ -70,7 +88,7 @@ def composed_epsilon(mu: float, t: float, f: float, delta: float) -> float:
     plds = []
     if mu > 0:
         plds.append(pld.from_gaussian_mechanism(1.0, sensitivity=mu, pessimistic_estimate=False,
-                                                value_discretization_interval=DISCRETISATION))
+                                                value_discretization_interval=DISCRETISATION, use_connect_dots=False))
     if 0 < f < t < 1:
         upper = {1: math.log(t), 0: math.log1p(-t)}
         lower = {1: math.log(f), 0: math.log1p(-f)}
@@ -84,7 +102,7 @@ def composed_epsilon(mu: float, t: float, f: float, delta: float) -> float:
 
 
 def composed_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
-    """The record's ε lower bound from ``fit = {"image": Gaussian pair summary, "label": label_counts(...)}`` at
+    """The record's ε lower bound from ``fit = {"image": image_summary(...), "label": label_counts(...)}`` at
     ``confidence`` (each of ``INTERVALS`` intervals at 1 − (1 − confidence)/``INTERVALS``)."""
     alpha = (1.0 - confidence) / INTERVALS
     return composed_epsilon(image_mu(fit["image"], alpha), *label_pair(fit["label"], alpha), delta)

@@ -235,22 +235,27 @@ def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):
                                                                                    train_like_target=target))
     [(_, release, privacy)] = target.calls
     sigma = release.params["sigma"]
-    assert res.design == AuditDesign("multi-run", "black-box", size=20_000, relation="replace-one", gaussian=True)
+    assert res.design == AuditDesign("multi-run", "black-box", size=20_000, relation="replace-one", gaussian=True,
+                                     channels=("image", "label"))
     assert res.privacy is privacy and privacy.relation == "replace-one"
     for coin, mean in ((1, 1.0), (0, -1.0)):
         s = res.scores[res.labels == coin]
         assert abs(s.mean() - mean) < 4 * sigma / math.sqrt(s.size)
         assert abs(s.std(ddof=1) / sigma - 1) < 4 / math.sqrt(2 * s.size)
         assert normaltest(s).pvalue > 1e-3
-    # N(±1, σ²) is the Gaussian mechanism at μ = 2/σ: the image channel's ε, which the valid bounds approach from
-    # below; the record's ε (image and randomized-response label, composed) is larger, and the one compared
+    # N(±1, σ²) is the Gaussian mechanism at μ = 2/σ: the image channel's ε, which the image's valid bounds approach
+    # from below; the record's ε (image and randomized-response label, composed) is larger, the one compared, and
+    # approached by the composed bound of both channels
     image_epsilon = gaussian_epsilon(sigma=sigma, delta=DELTA, sensitivity=2.0)
     assert image_epsilon < privacy.epsilon
-    block = membership_audit(res.scores, res.labels, delta=DELTA, design=dataclasses.asdict(res.design))
+    block = membership_audit(res.scores, res.labels, delta=DELTA, design=dataclasses.asdict(res.design),
+                             label_outcomes=res.label_outcomes)
     bounds = {b["method"]: b for b in block["bounds"]}
     assert all(b["valid"] for b in bounds.values())
+    composed = bounds.pop("gaussian-composed")["epsilon_lb"]
     assert all(b["epsilon_lb"] <= image_epsilon for b in bounds.values())
     assert bounds["gaussian-pair"]["epsilon_lb"] > 0.85 * image_epsilon
+    assert image_epsilon < composed <= privacy.epsilon and composed > 0.85 * privacy.epsilon
 
 
 def test_weight_canary_scores_are_the_gaussian_pair_they_claim(split):
