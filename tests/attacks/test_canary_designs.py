@@ -113,7 +113,7 @@ def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
     out = CanaryAudit(CanaryParams(num_canaries=200, gradient_canaries=1000)).score(ctx)
     assert list(out) == ["canary", "canary-whitebox"]
     [request] = seen  # one run carries both designs
-    assert request == GradientCanaries(1000, request.seed, 10.0)
+    assert request == GradientCanaries(1000, request.seed, 10.0, public_size=300 + 100)
     wb = out["canary-whitebox"]
     assert wb.design == AuditDesign("one-run", "white-box", size=1000, relation="add-remove")
     _fair_and_independent(wb.labels)
@@ -215,6 +215,35 @@ class _LocalRelease:
             release = dataclasses.replace(release, x=data.x.clone())
         self.calls.append((data, release, privacy))
         return release, privacy
+
+
+def test_the_one_run_audit_runs_mechanism_does_not_depend_on_the_coins(split):
+    """The one-run theorems need the mechanism fixed before the coins: the audit run's Poisson rate q, steps T and
+    expected batch B come from the public n = members + m/2, whatever the coins included. At batch size 2, n = 400
+    gives q = 1/200, T = 200, B = 2; from the training set's own size (300 members + the included canaries, different
+    for each seed) q, T and B would move with the coins."""
+    spec = DPSGD.spec(model="mlp", epochs=1, batch_size=2, lr=0.1)
+    runs = []
+
+    def fit(data, *, seed, audit=None):
+        trained = DPSGD().fit(data, spec, target_epsilon=4.0, delta=DELTA, seed=seed, device=CPU, audit=audit)
+        runs.append((len(data), trained.params))
+        return trained
+
+    attack = CanaryAudit(CanaryParams(num_canaries=200, gradient_canaries=0))
+    for seed in (0, 1, 2):
+        ctx = dataclasses.replace(context(None, split, seed=seed, train_like_target=OneAtATime(fit)),
+                                  mechanism="dpsgd")
+        out = attack.score(ctx)
+        assert list(out) == ["canary"]  # no gradient canaries asked: the black-box design alone
+    sizes = [n for n, _ in runs]
+    assert len(set(sizes)) > 1 and all(300 < n < 500 for n in sizes)  # the coins included different numbers
+    for _, params in runs:
+        assert (params["public_size"], params["sample_rate"], params["steps"], params["expected_batch_size"]) \
+            == (400, 1 / 200, 200, 2)
+    assert GradientCanaries(0, 1, public_size=5).count == 0
+    with pytest.raises(ValueError):
+        GradientCanaries(0, 1)  # neither canaries nor a public size: nothing asked
 
 
 def test_local_canary_releases_what_its_labels_say(split):
