@@ -246,6 +246,27 @@ def test_the_one_run_audit_runs_mechanism_does_not_depend_on_the_coins(split):
         GradientCanaries(0, 1)  # neither canaries nor a public size: nothing asked
 
 
+def test_every_multi_run_run_is_the_same_mechanism(split):
+    """The multi-run audit's runs with and without the input canary (N or N + 1 records) all take q, T and B from the
+    public n = N + 1: at N = 30, batch 2, q = 1/16, T = 16, B = int(31/16) = 1 in every run."""
+    from attacks.multi_run import MultiRunAudit, MultiRunParams
+
+    spec = DPSGD.spec(model="mlp", epochs=1, batch_size=2, lr=0.1)
+    runs = []
+
+    def fit(data, *, seed, audit=None):
+        trained = DPSGD().fit(data, spec, target_epsilon=4.0, delta=DELTA, seed=seed, device=CPU, audit=audit)
+        runs.append((len(data), trained.params))
+        return trained
+
+    ctx = dataclasses.replace(context(None, split, seed=0, train_like_target=OneAtATime(fit)), mechanism="dpsgd")
+    out = MultiRunAudit(MultiRunParams(runs=10, members=30)).score(ctx)
+    assert set(out) == {"multi-run", "multi-run-whitebox"}
+    assert {n for n, _ in runs} == {30, 31}
+    assert {(p["public_size"], p["sample_rate"], p["steps"], p["expected_batch_size"]) for _, p in runs} \
+        == {(31, 1 / 16, 16, 1)}
+
+
 def test_local_canary_releases_what_its_labels_say(split):
     target = _LocalRelease(8.0, noiseless=True)
     res = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=500)).score(context(None, split, seed=0,
