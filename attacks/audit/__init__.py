@@ -152,7 +152,8 @@ def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, on
     if "gaussian-composed" in members:
         methods.append("gaussian-composed")
         fits["gaussian-composed"] = None if pair is None or label_outcomes is None else {
-            "image": image_summary(scores, labels), "label": label_counts(label_outcomes, labels)}
+            "image": image_summary(scores, labels), "label": label_counts(label_outcomes, labels),
+            "normality_p": pair["normality_p"]}
     each = 1.0 - (1.0 - confidence) / max(1, len(members))
     bounds = []
     for m in methods:

@@ -99,6 +99,7 @@ def test_the_local_canary_audit_reads_both_channels_through_the_mechanism():
     block = membership_audit(res.scores, res.labels, delta=DELTA, design={**DESIGN}, label_outcomes=res.label_outcomes)
     composed = {b["method"]: b for b in block["bounds"]}["gaussian-composed"]
     assert composed["valid"] and 0.1 < composed["epsilon_lb"] < 1.0 and block["method"] == "gaussian-composed"
+    assert composed["fit"]["label"] == counts and composed["fit"]["normality_p"] >= 0.01  # what the reports show
     # labels declared public: the ε covers the image only, and so does the design
     public = attack.score(_context(labels="public"))
     assert public.design.channels == ("image",) and public.label_outcomes is None
