@@ -64,7 +64,8 @@ METHODS = {  # method -> (what it is, the assumption it needs beyond the design;
                       "scores Gaussian and independent across canaries"),
     "gdp-fit": ("GDP fit over thresholds (Nasr et al. 2023)", "the mechanism's trade-off curve is Gaussian"),
     "gaussian-composed": ("the image channel's Gaussian bound composed with the label channel's Clopper-Pearson pair "
-                          "by PLD (attacks.audit.channels)", "image scores Gaussian and independent across canaries"),
+                          "by PLD (attacks.audit.channels)",
+                          "image scores Gaussian, the two channels' noise independent, canaries independent"),
 }
 GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed")
 NORMALITY_LEVEL = 0.01  # a Gaussian bound on scores Gaussian by construction counts only if normality is not rejected

@@ -22,9 +22,12 @@ the mechanism; likewise for the image.
 
 The channels' randomness is independent, so the product of the two bounding pairs is a post-processing of the
 record's release: its ε at δ, from dp_accounting's PLD with optimistic (lower) discretisation, is a lower bound on the
-record's ε. Four one-sided confidence bounds (two of the image, two of the label) each at 1 − (1 − confidence)/4.
-Assumes that u is Gaussian (by construction: Gaussian noise read through a linear score; a normality test checks it)
-and that the slots are independent (separate releases of the local randomiser).
+record's ε. The estimated laws are mixtures over the design's random pairs, whose image a and labels (y₁, y₂) are
+drawn independently, so the product of the mixed channels is a mixture of per-pair products: by the joint convexity of
+the hockey-stick divergence a lower bound for it is one for the worst pair. Four one-sided confidence bounds (two of
+the image, two of the label) each at 1 − (1 − confidence)/4. Assumes that u is Gaussian (by construction: Gaussian
+noise read through a linear score; a normality test checks it), that the two channels' randomness is independent
+(the local randomiser draws them separately) and that the slots are independent (separate releases).
 Pure NumPy / SciPy / dp_accounting (no torch).
 """
 
