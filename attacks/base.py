@@ -46,6 +46,9 @@ class AuditDesign:
         gaussian: True when the scores are Gaussian by construction (the mechanism's Gaussian noise read through a
             score linear in it, e.g. a local release projected on its canary): Gaussian analyses of a one-run or
             multi-run design are then valid bounds, provided a normality test of the scores does not reject.
+        channels: the channels of a record the design reads separately, e.g. ``("image", "label")`` for canary
+            pairs that differ in both, the label's outcome given as ``MembershipScores.label_outcomes`` beside the image
+            scores; empty when the scores read the whole record at once.
     """
 
     kind: str = "heuristic"
@@ -54,6 +57,7 @@ class AuditDesign:
     relation: str | None = None
     inclusion: float = 0.5
     gaussian: bool = False
+    channels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in DESIGNS or self.threat_model not in THREAT_MODELS:
@@ -72,6 +76,9 @@ class MembershipScores:
         extra: JSON-able facts the attack wants recorded (e.g. how many shadows it trained).
         privacy: the certified privacy of the run that produced the scores, when it is not the target (an audit run
             on the members plus canaries): audits are compared with it.
+        label_outcomes: ``(N,)`` int in {−1, 0, 1} for a design whose ``channels`` hold ``"label"``: the release
+            labelled canary i with its pair's first label (1; the first record is present where ``labels`` is 1),
+            its second (−1) or another (0).
     """
 
     scores: np.ndarray
@@ -79,6 +86,7 @@ class MembershipScores:
     design: AuditDesign = field(default_factory=AuditDesign)
     extra: dict[str, Any] = field(default_factory=dict)
     privacy: Any = None
+    label_outcomes: np.ndarray | None = None
 
 
 @dataclass

@@ -4,7 +4,10 @@ training run, like the target's, on the members plus a random half of m canaries
 Black-box: input canaries (records of the attacker's population, optionally mislabelled), scored by the final
 model's loss. White-box, where the mechanism supports it (DP-SGD): in the same run, Dirac gradient canaries scored
 from every noisy update (``mechanisms.dpsgd_canaries``; Nasr et al. 2023). Both designs add a canary to or leave it
-out of the training set: the add/remove neighbouring relation.
+out of the training set: the add/remove neighbouring relation. The one-run theorems need the mechanism fixed
+independently of the inclusion coins, so where the mechanism takes a public record count (DP-SGD:
+``GradientCanaries.public_size``) the audit run's q, steps and expected batch come from n = members + m·½, fixed
+before the coins are drawn, never from how many canaries the coins included.
 """
 
 from __future__ import annotations
@@ -68,17 +71,22 @@ class CanaryAudit(MembershipAttack):
         included = torch.rand(m, generator=gen) < 0.5
         return canaries, included.numpy()
 
+    def public_size(self, members: int) -> int:
+        """The audit run's public record count: the members plus the expected number of included canaries, m·½,
+        fixed before any coin is drawn."""
+        return members + self.params.num_canaries // 2
+
     def _request(self, ctx: AttackContext):
-        """The white-box gradient canaries of the audit run, or None where the mechanism cannot take them."""
+        """The audit run's request where the mechanism takes one (DP-SGD): the white-box gradient canaries (possibly
+        none) and the public record count; None elsewhere."""
         from mechanisms import MECHANISMS
 
-        if not self.params.gradient_canaries or ctx.mechanism not in MECHANISMS.names() \
-                or "gradient-canaries" not in MECHANISMS.get(ctx.mechanism).audits:
+        if ctx.mechanism not in MECHANISMS.names() or "gradient-canaries" not in MECHANISMS.get(ctx.mechanism).audits:
             return None
         from mechanisms.dpsgd_canaries import GradientCanaries
 
         return GradientCanaries(self.params.gradient_canaries, shadow_seed(ctx.seed, "canary", 2),
-                                self.params.gradient_norm)
+                                self.params.gradient_norm, public_size=self.public_size(len(ctx.split.members)))
 
     def _audit_job(self, ctx: AttackContext):
         """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""
@@ -102,7 +110,7 @@ class CanaryAudit(MembershipAttack):
         scores = -per_example_loss(run.model, canaries.x, canaries.y, device=ctx.device)
         out = {self.name: MembershipScores(scores, included.astype(np.int64), privacy=run.privacy, design=AuditDesign(
             "one-run", "black-box", size=len(included), relation="add-remove"))}
-        if request is not None:
+        if request is not None and request.count:
             wb = run.audit
             out["canary-whitebox"] = MembershipScores(
                 np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64),

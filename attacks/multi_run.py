@@ -10,8 +10,9 @@ spreads the runs, and the cache, so an interrupted audit resumes) on the first N
 - white-box, where the mechanism supports gradient canaries (DP-SGD): one Dirac gradient canary of raw norm
   ``gradient_norm``·C with its own coin, scored from every noisy update (``mechanisms.dpsgd_canaries``).
 
-N is chosen so that N and N + 1 records give the same Poisson sample rate (DP-SGD's q = 1/⌈n/B⌉): the runs with and
-without the input canary are the same mechanism, calibrated to the same ε.
+Every run of a mechanism that takes a public record count (DP-SGD: ``GradientCanaries.public_size``) derives its
+sample rate q = 1/⌈n/B⌉, steps and expected batch from n = N + 1, fixed before the coins: the runs with and without the
+input canary are the same mechanism, calibrated to the same ε.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ class MultiRunParams(Params):
 
     Attributes:
         runs: R, independent training runs (10 to 250,000).
-        members: N, the target's members each run trains on (>= 2; at most the members). Adjusted down by one when
-            N and N + 1 records would give different sample rates.
+        members: N, the target's members each run trains on (>= 2; at most the members).
         canary: the input canary: ``mislabelled`` (a population record with a wrong label) or ``blank``.
         gradient_norm: the white-box gradient canary's raw norm in units of C (>= 1).
     """
@@ -45,11 +45,6 @@ class MultiRunParams(Params):
     members: int = Field(1000, ge=2)
     canary: Literal["mislabelled", "blank"] = "mislabelled"
     gradient_norm: float = Field(10.0, ge=1)
-
-
-def _same_rate_size(n: int, batch_size: int | None) -> int:
-    """The largest size <= n whose sample rate 1/⌈size/B⌉ does not change when one record is added."""
-    return n - 1 if batch_size and n % batch_size == 0 and n > 1 else n
 
 
 class MultiRunAudit(MembershipAttack):
@@ -90,13 +85,14 @@ class MultiRunAudit(MembershipAttack):
         if self.needs_population and len(ctx.split.population) < 1:
             raise ValueError("multi-run needs one attacker population record as its canary")
         p = self.params
-        n = _same_rate_size(min(p.members, len(ctx.split.members)), ctx.train_like_target.batch_size)
+        n = min(p.members, len(ctx.split.members))
         base, canary = ctx.split.members.subset(torch.arange(n)), self.canary(ctx)
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "multi-run", 1))
         coins = (torch.rand(p.runs, 2, generator=gen) < 0.5).numpy()  # (R, [input canary, gradient canary])
         white = self._white_box(ctx)
         jobs = [(concat(base, canary) if coin[0] else base, shadow_seed(ctx.seed, "multi-run", 10 + r),
-                 GradientCanaries(1, shadow_seed(ctx.seed, "multi-run", 10 + r), p.gradient_norm, (bool(coin[1]),))
+                 GradientCanaries(1, shadow_seed(ctx.seed, "multi-run", 10 + r), p.gradient_norm, (bool(coin[1]),),
+                                  public_size=n + 1)
                  if white else None) for r, coin in enumerate(coins)]
         black, wb, sigma_hat, privacy = np.empty(p.runs), np.empty(p.runs), np.empty(p.runs), None
         for r, run in enumerate(ctx.train_like_target.audit_runs(jobs)):

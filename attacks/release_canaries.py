@@ -4,8 +4,9 @@ two records, a_i or b_i, chosen by an independent fair coin, and the attacker gu
 
 - ``local-canary`` (local Gaussian noise): each canary slot is one person's local release, independent of every
   other (a multi-run design: m independent runs of the local randomiser). a_i is a random direction and b_i = −a_i,
-  the pair at the stated replace-one sensitivity 2 of unit-norm inputs; the score is ⟨z_i, a_i/‖a_i‖⟩, which is
-  N(±1, σ²): Gaussian by construction, so the Gaussian analyses are valid bounds here.
+  the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels; the score is
+  ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²): Gaussian by construction, so the Gaussian analyses are valid bounds here;
+  the released label is the second channel, composed with the first (``attacks.audit.channels``).
 - ``dpmix-canary`` (DPMix): m slots added to the members, one release of them all (a one-run design). a_i is 1 on a
   random half of the pixels and 0 elsewhere, b_i its complement (the largest distance [0, 1]-images allow), with two
   different labels; the score is the likelihood-ratio attack's (``dpmix-mia-lr``) score of a_i minus that of b_i.
@@ -43,7 +44,13 @@ def _coins(m: int, generator: torch.Generator) -> np.ndarray:
 
 class LocalCanaryAudit(MembershipAttack):
     """Antipodal canary pairs through the local randomiser; m independent releases. Settings:
-    ``ReleaseCanaryParams`` (default m = 20,000: each slot costs one image of noise)."""
+    ``ReleaseCanaryParams`` (default m = 20,000: each slot costs one image of noise).
+
+    Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
+    the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
+    released label is y₁ᵢ (1), y₂ᵢ (−1) or another (0); the ``gaussian-composed`` analysis
+    (``attacks.audit.channels``) composes the two channels. Where the mechanism declares its labels public
+    (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone."""
 
     name = "local-canary"
     release_kind = "local-gaussian"
@@ -56,14 +63,21 @@ class LocalCanaryAudit(MembershipAttack):
         a = torch.randn((m, math.prod(shape)), generator=gen)
         a = a / a.norm(dim=1, keepdim=True)
         coins = _coins(m, gen)
-        x = torch.where(torch.from_numpy(coins).bool()[:, None], a, -a).view(m, *shape)
-        y = torch.randint(0, k, (m,), generator=gen)
-        release, privacy = ctx.train_like_target.release(ArrayDataset(x, y, k, "canaries"),
+        first = torch.from_numpy(coins).bool()
+        x = torch.where(first[:, None], a, -a).view(m, *shape)
+        y1 = torch.randint(0, k, (m,), generator=gen)
+        y2 = (y1 + torch.randint(1, k, (m,), generator=gen)) % k  # a different label: the label channel is tested
+        release, privacy = ctx.train_like_target.release(ArrayDataset(x, torch.where(first, y1, y2), k, "canaries"),
                                                          seed=shadow_seed(ctx.seed, "canary", 4))
         scores = (release.x.flatten(1).double() * a.double()).sum(1).numpy()
-        return MembershipScores(scores, coins, privacy=privacy, design=AuditDesign(
-            "multi-run", "black-box", size=m, relation="replace-one", gaussian=True),
-            extra={"canaries": "antipodal unit vectors (a, −a): the stated sensitivity 2"})
+        labels_covered = release.params.get("labels") != "public"
+        outcomes = ((release.y == y1).long() - (release.y == y2).long()).numpy() if labels_covered else None
+        return MembershipScores(scores, coins, privacy=privacy, label_outcomes=outcomes, design=AuditDesign(
+            "multi-run", "black-box", size=m, relation="replace-one", gaussian=True,
+            channels=("image", "label") if labels_covered else ("image",)),
+            extra={"canaries": "antipodal unit vectors (a, −a), the stated sensitivity 2, with two different labels"
+                   if labels_covered else "antipodal unit vectors (a, −a): the stated sensitivity 2 (labels public: "
+                   "the ε covers the image only)"})
 
 
 CENTRE_ROWS = 4096  # released samples the centre and spread of a slot's projections are estimated from

@@ -116,8 +116,9 @@ class DPSGD(Baseline):
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
             audit: GradientCanaries | None = None) -> TrainedModel:
         """As ``Mechanism.fit``; ``audit``: an audit run with white-box gradient canaries (their scores in
-        ``TrainedModel.audit``), trained by our step (``bk`` where the settings name an Opacus mode: tests show the
-        two give the same updates)."""
+        ``TrainedModel.audit``) and, where it names one, the public record count that fixes q, the steps and the
+        expected batch (``GradientCanaries.public_size``), trained by our step (``bk`` where the settings name an
+        Opacus mode: tests show the two give the same updates)."""
         from opacus import PrivacyEngine
 
         p = spec.params
@@ -126,7 +127,8 @@ class DPSGD(Baseline):
             raise ValueError(f"dpsgd needs a target epsilon > 0 or a noise_multiplier, got {target_epsilon}")
         self.check(spec, n_members=len(train))
         accountant, max_grad_norm, mode = p.accountant, p.max_grad_norm, p.grad_sample_mode
-        batches = -(-len(train) // spec.batch_size)  # q = 1 / batches, as Opacus' Poisson loader samples
+        n = audit.public_size if audit is not None and audit.public_size is not None else len(train)
+        batches = -(-n // spec.batch_size)  # q = 1 / batches, as Opacus' Poisson loader samples
         sample_rate, steps = 1.0 / batches, int(spec.epochs * batches)
         if fixed_sigma is not None:
             sigma = float(fixed_sigma)
@@ -142,7 +144,8 @@ class DPSGD(Baseline):
         if mode in FAST_MODES or audit is not None:  # our per-sample clipping; Opacus' sampling
             trained = fit_fast(model, optimizer, train, spec, mode=mode if mode in FAST_MODES else "bk",
                                noise_multiplier=sigma, max_grad_norm=max_grad_norm, generator=gen, device=device,
-                               on_epoch=on_epoch, canaries=audit)
+                               on_epoch=on_epoch, canaries=audit if audit is not None and audit.count else None,
+                               public_size=n)
         else:
             loader = DataLoader(TensorDataset(train.x, train.y), batch_size=spec.batch_size, generator=gen)
             with warnings.catch_warnings():  # Opacus warns about secure RNG; we want seeded, reproducible runs
@@ -158,7 +161,8 @@ class DPSGD(Baseline):
                                    samples_per_s=seen / secs, history=hist)
         trained.params = {"noise_multiplier": sigma, "max_grad_norm": max_grad_norm, "sample_rate": sample_rate,
                           "accountant": accountant, "steps": steps, "grad_sample_mode": mode,
-                          "relation": p.relation, "augmult": p.augmult}
+                          "relation": p.relation, "augmult": p.augmult, "public_size": n,
+                          "expected_batch_size": int(n * sample_rate)}
         trained.privacy = self.privacy(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)
         return trained
 

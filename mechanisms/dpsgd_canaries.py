@@ -27,18 +27,27 @@ from mechanisms.clipping import clip_factors
 
 @dataclass(frozen=True)
 class GradientCanaries:
-    """An audit request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C (>= 1).
-    ``included``: the canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its coin
-    drawn outside the run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run)."""
+    """A DP-SGD audit run's request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C
+    (>= 1). ``included``: the canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its
+    coin drawn outside the run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run).
+    ``public_size``: the record count n from which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉
+    and its expected batch B = int(n·q) are derived, fixed by the auditor before any inclusion coin is drawn (the
+    one-run and multi-run theorems need the mechanism independent of the coins: with n = len(training set), adding
+    one input canary could change q, T or B); None: the training set's size. ``count`` may be 0 when only
+    ``public_size`` is asked for."""
 
     count: int
     seed: int
     norm: float = 10.0
     included: tuple[bool, ...] | None = None
+    public_size: int | None = None
 
     def __post_init__(self) -> None:
-        if self.count < 1 or self.norm < 1:
-            raise ValueError(f"gradient canaries need count >= 1 and norm >= 1, got {self.count}, {self.norm}")
+        if self.count < (0 if self.public_size is not None else 1) or self.norm < 1:
+            raise ValueError(f"gradient canaries need count >= 1 (>= 0 with a public size) and norm >= 1, got "
+                             f"{self.count}, {self.norm}")
+        if self.public_size is not None and self.public_size < 1:
+            raise ValueError(f"the public size must be >= 1, got {self.public_size}")
         if self.included is not None and len(self.included) != self.count:
             raise ValueError(f"included has {len(self.included)} coins for {self.count} gradient canaries")
 

@@ -246,7 +246,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
 def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *, mode: str, noise_multiplier: float,
              max_grad_norm: float, generator: torch.Generator, device: torch.device,
              on_epoch: Callable[[int, int, float], None] | None = None,
-             canaries: GradientCanaries | None = None):
+             canaries: GradientCanaries | None = None, public_size: int | None = None):
     """DP-SGD's training with a fast clipper and everything else as Opacus does it: the module validator and Poisson
     sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the result (``mechanisms.dp_sgd``).
 
@@ -255,6 +255,8 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
         spec: its TrainSpec; mode: ``"vmap"`` or ``"bk"``; noise_multiplier: σ (> 0); max_grad_norm: C;
         generator: seeded, draws the batches.
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
+        public_size: n for q = 1/ceil(n / batch_size) and the expected batch int(n·q), fixed in advance (an audit
+            run's, ``GradientCanaries.public_size``); None: ``len(train)``.
 
     Returns:
         A ``TrainedModel`` (privacy and params left to the caller) with its history and audit scores.
@@ -269,7 +271,7 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
     errors = ModuleValidator.validate(model, strict=False)
     if errors:
         raise ValueError(f"dpsgd: the model is not DP-SGD compatible: {errors[0]}")
-    n = len(train)
+    n = len(train) if public_size is None else public_size
     sample_rate = 1 / -(-n // spec.batch_size)  # Opacus: 1 / len(DataLoader(batch_size))
     expected_batch_size = int(n * sample_rate)
     hist, seen, secs, audit = train_fast(model, optimizer, train.x, train.y, mode=mode, epochs=spec.epochs,

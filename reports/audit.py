@@ -117,9 +117,9 @@ def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]
 
 
 def audit_detail_rows(results: Results) -> list[list[str]]:
-    """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (an audit's k valid analyses at
-    1 − 0.05/k each, so that the largest holds at 95 %), and the one-run test of the accountant's whole certified
-    (ε, δ) curve where one was made."""
+    """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (the k analyses of an audit's
+    design-fixed family at 1 − 0.05/k each, so that the largest valid one holds at 95 %), and the one-run test of the
+    accountant's whole certified (ε, δ) curve where one was made."""
     _, seeds = _several(results)
     rows = []
     for r in results.results:
@@ -145,8 +145,9 @@ def audit_note(results: Results) -> str:
     m, conf = family(results)
     methods = sorted({b.bound.method for r in results.results if r.ok for b in audit_bounds_of(r)})
     text = (
-        "ε_LB: the tightest valid lower bound per threat model, at 95% (an audit's largest valid analysis; its k "
-        "valid analyses are each made at 1 − 0.05/k). Valid means it holds under "
+        "ε_LB: the tightest valid lower bound per threat model, at 95% (an audit's largest valid analysis; the k "
+        "analyses its design allows, fixed before any score is seen, are each made at 1 − 0.05/k, a Gaussian one "
+        "counted even where its normality test rejects it). Valid means it holds under "
         "the audit's design alone: one-run audits (m canaries, each included independently with probability ½ in "
         "one training run) and multi-run audits (R independent runs or independently released canaries), analysed "
         "non-parametrically, or with Gaussian analyses where the scores are Gaussian by construction and a normality "
@@ -154,8 +155,9 @@ def audit_note(results: Results) -> str:
         "the members, calibrated to the same target ε) is compared with that run's ε, and only with an ε of the "
         "neighbouring relation it tests. ")
     if m:
-        text += (f"Only the run-level check decides a privacy bug: it compares each of {m} valid bounds with its ε "
-                 f"at {percent(conf)} ({family_text(results)}, family-wise 95%). ")
+        text += (f"Only the run-level check decides a privacy bug: it compares each of {m} analyses of the audits' "
+                 f"families (a valid bound, or none where its assumption's test rejected) with its ε at "
+                 f"{percent(conf)} ({family_text(results)}, family-wise 95%). ")
     text += ("A plausible parametric bound needs an assumption the design does not guarantee: shown with it and "
              "the normality test's p-value, never a verdict. The membership attacks' bounds on natural members are "
              "heuristic (they assume independent outcomes) and appear only in the heuristic table.")

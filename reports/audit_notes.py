@@ -42,8 +42,7 @@ def _held_to(b: AuditBound) -> str:
         mismatch = b.mismatch()
         return ", with no guarantee to hold it to" if mismatch == "no ε to compare with" \
             else f"; not compared: {mismatch}"
-    whose = "the accountant's ε" if has_guarantee(b.privacy) else "the claimed ε"
-    return f", {ratio_text(b).replace(' (claimed ε)', '')} × {whose}"
+    return f", {ratio_text(b).split(' (')[0]} × {b.reference_text()}"
 
 
 def _refuted_text(b: PrivacyBug) -> str:

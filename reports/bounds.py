@@ -83,18 +83,36 @@ class AuditBound:
         return self.record.audited_privacy or self.result.privacy
 
     @property
-    def comparable(self) -> bool:
-        """Whether the run-level check compares this bound: an accountant's ε of the relation the design tests, or
-        a claimed ε of a mechanism without a guarantee (``bench/runner/bugs.py``)."""
+    def compared(self) -> Privacy | None:
+        """The privacy this bound is held to, as the run-level check holds it (``bench/runner/bugs.py``): the
+        accountant's guarantee stated under the relation the design tests (``Privacy.under``: DP-SGD states its
+        add/remove ε beside its replace-one ε), or, without a guarantee, the record with its claimed ε; None when
+        neither exists."""
         p = self.privacy
         if has_guarantee(p):
-            return p is not None and self.design.relation == p.relation
-        return p is not None and p.claimed_epsilon is not None
+            return p.under(self.design.relation)
+        return p if p is not None and p.claimed_epsilon is not None else None
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the run-level check compares this bound: an accountant's ε of the relation the design tests, or
+        a claimed ε of a mechanism without a guarantee."""
+        return self.compared is not None
 
     @property
     def reference(self) -> float | None:
         """The ε this bound is held to (None when it is not comparable)."""
-        return reference_epsilon(self.privacy) if self.comparable else None
+        return reference_epsilon(self.compared)
+
+    def reference_text(self) -> str:
+        """What the ratio divides by, in words: ``"the accountant's add/remove ε 2.1 (opacus-prv)"``, ``"the claimed
+        ε 10"``; empty when the bound is not comparable."""
+        c = self.compared
+        if c is None or self.reference is None:
+            return ""
+        if not has_guarantee(c):
+            return f"the claimed ε {num(self.reference)}"
+        return f"the accountant's {relation_text(c.relation)} ε {num(self.reference)} ({c.accountant})"
 
     @property
     def ratio(self) -> float | None:
@@ -105,7 +123,8 @@ class AuditBound:
     @property
     def confidence(self) -> float:
         """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
-        the largest of its k valid analyses, each at 1 − 0.05/k), else its own ``method_confidence``."""
+        the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k), else its own
+        ``method_confidence``."""
         audit = self.record.audit
         tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
         return audit.confidence if tightest else audit.method_confidence
@@ -247,11 +266,15 @@ def bug_value(b: PrivacyBug) -> str:
 
 
 def ratio_text(b: AuditBound | None) -> str:
-    """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim), or why there is no ratio."""
+    """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε)"`` where the
+    design's relation is not the one of the model's headline ε), or why there is no ratio."""
     if b is None:
         return DASH
     ratio = b.ratio
     if ratio is None:
         return f"{DASH} ({b.mismatch()})" if b.mismatch() else DASH
     text = ("≥ " if b.capped else "") + num(ratio)
-    return text if has_guarantee(b.privacy) else f"{text} (claimed ε)"
+    if not has_guarantee(b.privacy):
+        return f"{text} (claimed ε)"
+    relation = b.compared.relation if b.compared is not None else None
+    return text if relation == b.privacy.relation else f"{text} ({relation_text(relation)} ε)"

@@ -44,7 +44,8 @@ SUMMARY_COLUMNS = (
     "strongest_attack", "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error",
     "guarantee", "epsilon", "delta", "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper",
     "epsilon_lb", "epsilon_lb_attack", "relation", "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design",
-    "epsilon_lb_method", "epsilon_lb_confidence", "epsilon_lb_ratio",
+    "epsilon_lb_method", "epsilon_lb_confidence", "epsilon_lb_ratio", "epsilon_lb_reference",
+    "epsilon_lb_relation",
 )  # fmt: skip
 TERMINAL_HEADERS = (
     "mechanism", "target ε", "achieved ε (δ, accountant, relation)", "test acc.", "attack AUC",
@@ -82,6 +83,8 @@ def summary_row(r: RunResult) -> dict[str, Any]:
         "epsilon_lb_method": lower.bound.method if lower else None,
         "epsilon_lb_confidence": lower.record.audit.confidence if lower else None,
         "epsilon_lb_ratio": lower.ratio if lower else None,
+        "epsilon_lb_reference": lower.reference if lower else None,
+        "epsilon_lb_relation": lower.design.relation if lower else None,
     }  # fmt: skip
 
 
@@ -95,8 +98,10 @@ def summary_rows(results: Results) -> list[dict[str, Any]]:
         ``tpr`` / ``tpr_lower`` / ``tpr_upper`` at 0.1 % FPR of ``tpr_attack`` (``strongest_at_level``),
         ``epsilon_lb`` of ``epsilon_lb_attack``: the tightest valid audit bound (``reports.bounds.tightest_valid``;
         never a heuristic one) with its ``epsilon_lb_threat_model``, ``epsilon_lb_design`` ("one-run, m = 2000"),
-        ``epsilon_lb_method``, ``epsilon_lb_confidence`` and ``epsilon_lb_ratio`` (ε_LB / the ε it is compared
-        with, ``None`` when it is not comparable): float or ``None``) and ready texts
+        ``epsilon_lb_method``, ``epsilon_lb_confidence``, ``epsilon_lb_ratio`` (ε_LB / the ε it is compared with:
+        ``epsilon_lb_reference``, the accountant's ε under the relation the audit tests, ``epsilon_lb_relation``, e.g.
+        DP-SGD's add/remove ε beside its replace-one ``epsilon``; ``None`` when it is not comparable): float or
+        ``None``) and ready texts
         (``privacy`` from ``format_privacy``, ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no
         attack is measurable there; ``attack_errors``: ``"lira: reason; ..."`` or ``None``).
     """

@@ -11,14 +11,17 @@ Every bound names its method, whether it is valid for any mechanism (non-paramet
   the f-DP analysis against Gaussian (μ-GDP) curves, and for white-box scores the Gaussian pair (Agrawal et al.
   2026).
 - ``multi-run``: m independent runs (or independently released canaries). Non-parametric: Clopper-Pearson over
-  thresholds (Jagielski et al. 2020). Parametric: the GDP fit (Nasr et al. 2023) and the Gaussian pair.
+  thresholds (Jagielski et al. 2020). Parametric: the GDP fit (Nasr et al. 2023) and the Gaussian pair; where the
+  design reads a record's label as a channel of its own, the Gaussian pair composed with it (``channels``).
 
 A bound is *valid* when it holds at its confidence under the design alone: the non-parametric ones, and the
 Gaussian ones when the design's scores are Gaussian by construction (``AuditDesign.gaussian``: the mechanism's
 Gaussian noise read through a linear score) and a normality test does not reject. The tightest valid bound is the
 audit's ``epsilon_lb``; only valid bounds of one-run and multi-run designs may decide a privacy bug. A parametric
 bound whose assumption is only plausible (white-box DP-SGD's canary signals are sums over many steps) is shown with
-its assumption and normality p-value. Pure NumPy / SciPy (no torch).
+its assumption and normality p-value. The Bonferroni family of an audit (``family``) is fixed by its design before
+any score is seen: a Gaussian analysis the design allows counts in the divisor whether or not its normality test
+later passes. Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from attacks.audit.channels import composed_bound, image_summary, label_counts
 from attacks.audit.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.audit.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
 from attacks.audit.one_run import (
@@ -44,7 +48,8 @@ from attacks.audit.thresholds import (
 )
 
 __all__ = ["GAUSSIAN_METHODS", "GUESS_FRACTIONS", "METHODS", "NORMALITY_LEVEL", "THRESHOLD_POINTS", "audit_bounds",
-           "best_epsilon", "best_one_run_epsilon", "epsilon_lower_bound", "fdp_epsilon", "fdp_gdp_epsilon",
+           "best_epsilon", "best_one_run_epsilon", "composed_bound", "epsilon_lower_bound", "family", "fdp_epsilon",
+           "fdp_gdp_epsilon", "label_counts",
            "gaussian_pair_epsilon", "gaussian_valid", "gdp_epsilon", "gdp_fit_epsilon", "membership_audit",
            "one_run_epsilon", "one_run_guesses", "one_run_p_value", "order_statistic_indices", "pair_bound",
            "pair_epsilon", "profile_rejected", "rejects", "threshold_counts"]
@@ -58,8 +63,11 @@ METHODS = {  # method -> (what it is, the assumption it needs beyond the design;
     "gaussian-pair": ("Gaussian pair of canary scores (Agrawal et al. 2026)",
                       "scores Gaussian and independent across canaries"),
     "gdp-fit": ("GDP fit over thresholds (Nasr et al. 2023)", "the mechanism's trade-off curve is Gaussian"),
+    "gaussian-composed": ("the image channel's Gaussian bound composed with the label channel's Clopper-Pearson pair "
+                          "by PLD (attacks.audit.channels)",
+                          "image scores Gaussian, the two channels' noise independent, canaries independent"),
 }
-GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit")
+GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed")
 NORMALITY_LEVEL = 0.01  # a Gaussian bound on scores Gaussian by construction counts only if normality is not rejected
 
 
@@ -90,6 +98,25 @@ def gaussian_valid(design: dict[str, Any], normality_p: float | None) -> bool:
         and normality_p is not None and normality_p >= NORMALITY_LEVEL
 
 
+def family(design: dict[str, Any]) -> tuple[str, ...]:
+    """The analyses that may decide anything under ``design``, fixed by the design alone before any score is seen:
+    the Bonferroni family of the audit (its divisor k) and of the run-level check (``bench.runner.bugs``).
+
+    Non-parametric analyses of a one-run or multi-run design always belong; the Gaussian ones (and, where the design
+    reads a record's label as its own channel, their composition with it) belong exactly when the scores are
+    Gaussian by construction (``design["gaussian"]``), whether or not the normality test later passes: a bound
+    whose test rejects is counted and not used, so the family-wise level stays at most 1 − confidence. A heuristic
+    design has no family (its bound never decides)."""
+    kind = design.get("kind", "heuristic")
+    if kind not in ("one-run", "multi-run"):
+        return ()
+    base = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
+    if not design.get("gaussian"):
+        return base
+    gauss = ("gdp-fit", "gaussian-pair") if kind == "multi-run" else ("f-dp-gaussian", "gaussian-pair")
+    return base + gauss + (("gaussian-composed",) if "label" in (design.get("channels") or ()) else ())
+
+
 def _compute(method: str, counts: list, one_run: dict[str, Any] | None, fit: dict[str, Any] | None, *,
              delta: float, confidence: float) -> float:
     """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit."""
@@ -99,36 +126,49 @@ def _compute(method: str, counts: list, one_run: dict[str, Any] | None, fit: dic
         return gdp_fit_epsilon(counts, delta=delta, confidence=confidence)
     if method == "gaussian-pair":
         return pair_bound(fit, delta=delta, confidence=confidence)
+    if method == "gaussian-composed":
+        return composed_bound(fit, delta=delta, confidence=confidence)
     m, rules = one_run["m"], one_run["guesses"]
     one_run_methods = {"one-run": best_one_run_epsilon, "f-dp": fdp_epsilon, "f-dp-gaussian": fdp_gdp_epsilon}
     return one_run_methods[method](m, rules, delta=delta, confidence=confidence)
 
 
 def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, one_run: dict[str, Any] | None, *,
-              delta: float, confidence: float) -> tuple[list[dict[str, Any]], float]:
+              delta: float, confidence: float, label_outcomes: Any = None) -> tuple[list[dict[str, Any]], float]:
     """Every analysis the design allows, as bound records (``valid``: a lower bound under the design alone), each
-    at 1 − (1 − confidence)/k for the k valid ones (Bonferroni: the tightest valid bound holds at ``confidence``);
-    and that per-analysis confidence."""
+    at 1 − (1 − confidence)/k for the k analyses of the design's ``family`` (Bonferroni, fixed before the scores are
+    seen: the tightest valid bound holds at ``confidence``); and that per-analysis confidence. A family member that
+    cannot be computed (a Gaussian fit on too few scores) is recorded as 0, not valid."""
     kind = design.get("kind", "heuristic")
     if kind == "heuristic":
         return [_bound("clopper-pearson", best_epsilon(counts, delta=delta, confidence=confidence), False)], confidence
+    members = family(design)
     pair = _pair(design, scores, labels, delta=delta, confidence=confidence)
     gaussian = gaussian_valid(design, pair["normality_p"] if pair else None)
-    methods = [("clopper-pearson", True), ("gdp-fit", gaussian)] if kind == "multi-run" else \
-        [("one-run", True), ("f-dp", True), ("f-dp-gaussian", gaussian)]
-    fit = None
-    if pair is not None:
-        pair.pop("epsilon_lb")
-        fit = pair
-        methods.append(("gaussian-pair", gaussian))
-    each = 1.0 - (1.0 - confidence) / max(1, sum(valid for _, valid in methods))
-    bounds = [_bound(m, _compute(m, counts, one_run, fit, delta=delta, confidence=each), valid,
-                     **({"fit": fit} if m == "gaussian-pair" else {})) for m, valid in methods]
+    methods = ["clopper-pearson", "gdp-fit"] if kind == "multi-run" else ["one-run", "f-dp", "f-dp-gaussian"]
+    fits: dict[str, dict[str, Any] | None] = {}
+    if pair is not None or "gaussian-pair" in members:
+        methods.append("gaussian-pair")
+        fits["gaussian-pair"] = None if pair is None else {k: v for k, v in pair.items() if k != "epsilon_lb"}
+    if "gaussian-composed" in members:
+        methods.append("gaussian-composed")
+        fits["gaussian-composed"] = None if pair is None or label_outcomes is None else {
+            "image": image_summary(scores, labels), "label": label_counts(label_outcomes, labels),
+            "normality_p": pair["normality_p"]}
+    each = 1.0 - (1.0 - confidence) / max(1, len(members))
+    bounds = []
+    for m in methods:
+        fit = fits.get(m)
+        computable = m not in fits or fit is not None
+        valid = m in members and computable and (METHODS[m][1] is None or gaussian)
+        value = _compute(m, counts, one_run, fit, delta=delta, confidence=each) if computable else 0.0
+        bounds.append(_bound(m, value, valid, **({"fit": fit} if m in fits else {})))
     return bounds, each
 
 
 def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str, Any] | None = None,
-                     profile: Sequence[Sequence[float]] | None = None, confidence: float = 0.95) -> dict[str, Any]:
+                     profile: Sequence[Sequence[float]] | None = None, confidence: float = 0.95,
+                     label_outcomes: Any = None) -> dict[str, Any]:
     """The audit of one attack's scores, as stored in results.json.
 
     Args:
@@ -137,8 +177,13 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
         design: ``{"kind", "threat_model", "gaussian", ...}`` (``attacks.base.AuditDesign``); None: heuristic,
             black-box.
         profile: the accountant's certified ``[[ε, δ], ...]`` (one-run designs test the whole curve).
-        confidence: coverage of the audit's ``epsilon_lb``: each of its k valid analyses is made at
-            1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing rules.
+        confidence: coverage of the audit's ``epsilon_lb``: each of the k analyses of the design's ``family`` is
+            made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing
+            rules.
+        label_outcomes: ``(N,)`` in {−1, 0, 1}, for a design whose ``channels`` hold ``"label"``: canary i's
+            released label is its pair's first label (1; the first record is present where ``labels[i]`` is 1),
+            its second (−1) or neither (0); with the scores (the image channel) it gives the
+            ``gaussian-composed`` bound (``attacks.audit.channels``).
 
     Returns:
         ``{"delta", "confidence", "method_confidence", "counts", "bounds", "epsilon_lb", "method"}`` plus, for
@@ -158,7 +203,8 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
             block["profile_rejected"] = profile_rejected(block["one_run"]["m"], block["one_run"]["guesses"],
                                                          profile, confidence=confidence)
     block["bounds"], block["method_confidence"] = _analyses(design, scores, labels, counts, block.get("one_run"),
-                                                            delta=delta, confidence=confidence)
+                                                            delta=delta, confidence=confidence,
+                                                            label_outcomes=label_outcomes)
     candidates = [b for b in block["bounds"] if b["valid"]] or block["bounds"]
     best = max(candidates, key=lambda b: b["epsilon_lb"])
     block["epsilon_lb"], block["method"] = best["epsilon_lb"], best["method"]

@@ -89,8 +89,9 @@ class AuditSummary(Model):
     confidence: float
     """Family-wise confidence of the run-level check (0.95)."""
     comparisons: int
-    """Number of (model, audit, analysis) comparisons in the run: valid bounds of one-run and multi-run designs
-    against an accountant's ε of the same neighbouring relation, or against a source's claimed ε."""
+    """Number of (model, audit, analysis) comparisons in the run: the analyses of one-run and multi-run designs'
+    families (``attacks.audit.family``, fixed by the design; an analysis that turns out not valid is counted and
+    decides nothing) against an accountant's ε of the same neighbouring relation, or against a source's claimed ε."""
 
 
 class ReproducedValues(Model):

@@ -69,6 +69,9 @@ class Design(Model):
     gaussian: bool = False
     """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): Gaussian
     analyses are then valid bounds when a normality test does not reject."""
+    channels: list[str] = Field(default_factory=list)
+    """The channels of a record the design reads separately (``["image", "label"]``: the local canary pairs differ in
+    both, and the ``gaussian-composed`` bound composes the two); empty when the scores read the whole record."""
 
 
 class OneRun(Model):
@@ -114,11 +117,12 @@ class Audit(Model):
     delta: float
     """δ of the guarantee tested: the mechanism's, or the run's δ for a mechanism without a guarantee."""
     confidence: float
-    """Coverage of ``epsilon_lb`` (0.95): the tightest of the k valid analyses, each made at
-    ``method_confidence``."""
+    """Coverage of ``epsilon_lb`` (0.95): the tightest valid one of the k analyses of the design's family, each made
+    at ``method_confidence``."""
     method_confidence: float
-    """Each bound's own coverage, 1 − (1 − ``confidence``)/k for the design's k valid analyses (Bonferroni), each
-    family-wise over its thresholds or guessing rules."""
+    """Each bound's own coverage, 1 − (1 − ``confidence``)/k for the k analyses of the design's family, fixed by
+    the design before any score is seen (``attacks.audit.family``; Bonferroni), each family-wise over its thresholds
+    or guessing rules."""
     counts: list[list[int]]
     """``[tp, fn, fp, tn]`` at each threshold of the family (see "Audit counts" below)."""
     epsilon_lb: float

@@ -5,14 +5,16 @@ one run, or independent runs), only bounds valid under the design alone (``attac
 and Gaussian ones on scores Gaussian by construction), and only when the audit tests a neighbouring relation the
 accountant states an ε for (DP-SGD states add/remove and replace-one). A mechanism without a guarantee has no
 accountant to refute; a valid bound above the ε its source claimed is a refuted claim, reported beside. Every
-(model, audit, analysis) pair is one comparison; each is made at confidence 1 − (1 − ``confidence``)/M for M
-comparisons (Bonferroni over the run), so the chance that any flag of a correct run is a false alarm is at most
-1 − ``confidence``.
+(model, audit, analysis) triple of an analysis in the audit's design-fixed family (``attacks.audit.family``) is one
+comparison, whether or not that analysis turned out valid (a Gaussian one whose normality test rejects counts and
+decides nothing), so M is fixed by the run's design before any score is seen; each is made at confidence
+1 − (1 − ``confidence``)/M (Bonferroni over the run), so the chance that any flag of a correct run is a false alarm is
+at most 1 − ``confidence``.
 """
 
 from __future__ import annotations
 
-from attacks.audit import audit_bounds, profile_rejected
+from attacks.audit import audit_bounds, family, profile_rejected
 from bench.results import AttackRecord, Privacy, PrivacyBug, RunResult
 
 VALID_DESIGNS = ("one-run", "multi-run")
@@ -35,7 +37,8 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
                     continue
             elif p.claimed_epsilon is None:
                 continue
-            items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.valid]
+            members = family(design.model_dump())
+            items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.method in members]
             if guaranteed and design.kind == "one-run" and p.profile and record.audit.one_run is not None:
                 items.append((r, name, record, "certified-curve", p))
     return items
@@ -45,7 +48,9 @@ def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float) -
     audit = record.audit
     if method == "certified-curve":
         return profile_rejected(audit.one_run.m, audit.one_run.guesses, p.profile, confidence=confidence), None
-    value = audit_bounds(audit.model_dump(), confidence=confidence)[method]
+    value = audit_bounds(audit.model_dump(), confidence=confidence).get(method)
+    if value is None:  # in the family, not valid (e.g. normality rejected): counted, decides nothing
+        return False, None
     epsilon = p.epsilon if p.epsilon is not None else p.claimed_epsilon
     return value > epsilon * (1.0 + 1e-9), value
 

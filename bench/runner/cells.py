@@ -58,12 +58,12 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
     roc = metrics.pop("roc")
     d = res.design
     design = Design(kind=d.kind, threat_model=d.threat_model, size=d.size or int(len(res.labels)),
-                    relation=d.relation, inclusion=d.inclusion, gaussian=d.gaussian)
+                    relation=d.relation, inclusion=d.inclusion, gaussian=d.gaussian, channels=list(d.channels))
     audited = res.privacy or privacy
     same = audited.under(d.relation)  # the guarantee under the relation the design tests, if it has one
     profile = [list(x) for x in same.profile] if same is not None else None
     block = membership_audit(res.scores, res.labels, delta=audited.delta if audited.delta is not None else delta,
-                             design=design.model_dump(), profile=profile)
+                             design=design.model_dump(), profile=profile, label_outcomes=res.label_outcomes)
     n_members = int(res.labels.sum())
     return AttackRecord(attack=name, n_members=n_members, n_non_members=int(len(res.labels) - n_members),
                         metrics=metrics, roc=roc, audit=Audit(**block, design=design), extra=res.extra,

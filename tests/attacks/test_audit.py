@@ -19,6 +19,7 @@ from attacks.audit import (
     audit_bounds,
     best_epsilon,
     epsilon_lower_bound,
+    family,
     gaussian_valid,
     membership_audit,
     one_run_guesses,
@@ -124,9 +125,9 @@ def test_family_is_fixed_by_n_and_bonferroni_corrected():
     assert len(counts) == 2 * 12  # 12 indices per direction for n = 200, whatever the scores
     assert all(sum(c[:2]) == 200 and sum(c[2:]) == 200 for c in counts)
     # a family of F perfect thresholds: each tested at 1 − 0.05/F, the closed form at that level
-    for family in (1, 24):
-        got = best_epsilon([[500, 0, 0, 500]] * family, delta=0.0)
-        assert got == pytest.approx(_perfect_limit(500, confidence=1 - 0.05 / family), rel=1e-9)
+    for size in (1, 24):
+        got = best_epsilon([[500, 0, 0, 500]] * size, delta=0.0)
+        assert got == pytest.approx(_perfect_limit(500, confidence=1 - 0.05 / size), rel=1e-9)
     assert best_epsilon([], delta=0.0) == 0.0
 
 
@@ -199,6 +200,32 @@ def test_multi_run_gaussian_design_validity_follows_the_design_and_normality():
     assert bimodal["gaussian-pair"]["fit"]["normality_p"] < NORMALITY_LEVEL
     assert bimodal["clopper-pearson"]["valid"]
     assert not bimodal["gdp-fit"]["valid"] and not bimodal["gaussian-pair"]["valid"]
+
+
+def test_the_bonferroni_family_is_fixed_by_the_design_not_by_the_normality_test():
+    """The divisor k of an audit's analyses is the design's family, decided before the scores: a Gaussian design
+    whose normality test rejects still divides by 3, not by its 1 valid analysis (else the family-wise level of
+    Gaussian designs would depend on the data: up to 1.5 × 5 % over a test that passes half the time)."""
+    gaussian = {"kind": "multi-run", "threat_model": "black-box", "gaussian": True, "relation": "add-remove"}
+    assert family(gaussian) == ("clopper-pearson", "gdp-fit", "gaussian-pair")
+    assert family({**gaussian, "kind": "one-run"}) == ("one-run", "f-dp", "f-dp-gaussian", "gaussian-pair")
+    assert family({**gaussian, "channels": ["image", "label"]})[-1] == "gaussian-composed"
+    assert family({**gaussian, "gaussian": False}) == ("clopper-pearson",)
+    assert family({"kind": "one-run", "threat_model": "white-box"}) == ("one-run", "f-dp")  # its pair: shown only
+    assert family({"kind": "heuristic", "gaussian": True}) == ()
+    normal = membership_audit(*_gaussian_scores(3000, 1.5, seed=1), delta=1e-5, design=gaussian)
+    bimodal = membership_audit(*_bimodal_scores(3000, seed=2), delta=1e-5, design=gaussian)
+    assert [b["valid"] for b in normal["bounds"]] == [True, True, True]
+    assert [b["valid"] for b in bimodal["bounds"]] == [True, False, False]
+    assert normal["method_confidence"] == bimodal["method_confidence"] == pytest.approx(1 - 0.05 / 3)
+    # the valid bound of the rejected design is the Clopper-Pearson bound at the family's level, not at 95 %
+    assert bimodal["epsilon_lb"] == pytest.approx(best_epsilon(bimodal["counts"], delta=1e-5,
+                                                               confidence=1 - 0.05 / 3))
+    # too few scores for a Gaussian fit: the pair is still a member of the family, recorded as 0 and not valid
+    tiny = membership_audit([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0], delta=1e-5, design=gaussian)
+    pair = _by_method(tiny)["gaussian-pair"]
+    assert pair["epsilon_lb"] == 0.0 and not pair["valid"] and pair["fit"] is None
+    assert tiny["method_confidence"] == pytest.approx(1 - 0.05 / 3)
 
 
 def test_gaussian_valid_needs_every_condition():

@@ -113,7 +113,7 @@ def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
     out = CanaryAudit(CanaryParams(num_canaries=200, gradient_canaries=1000)).score(ctx)
     assert list(out) == ["canary", "canary-whitebox"]
     [request] = seen  # one run carries both designs
-    assert request == GradientCanaries(1000, request.seed, 10.0)
+    assert request == GradientCanaries(1000, request.seed, 10.0, public_size=300 + 100)
     wb = out["canary-whitebox"]
     assert wb.design == AuditDesign("one-run", "white-box", size=1000, relation="add-remove")
     _fair_and_independent(wb.labels)
@@ -217,6 +217,56 @@ class _LocalRelease:
         return release, privacy
 
 
+def test_the_one_run_audit_runs_mechanism_does_not_depend_on_the_coins(split):
+    """The one-run theorems need the mechanism fixed before the coins: the audit run's Poisson rate q, steps T and
+    expected batch B come from the public n = members + m/2, whatever the coins included. At batch size 2, n = 400
+    gives q = 1/200, T = 200, B = 2; from the training set's own size (300 members + the included canaries, different
+    for each seed) q, T and B would move with the coins."""
+    spec = DPSGD.spec(model="mlp", epochs=1, batch_size=2, lr=0.1)
+    runs = []
+
+    def fit(data, *, seed, audit=None):
+        trained = DPSGD().fit(data, spec, target_epsilon=4.0, delta=DELTA, seed=seed, device=CPU, audit=audit)
+        runs.append((len(data), trained.params))
+        return trained
+
+    attack = CanaryAudit(CanaryParams(num_canaries=200, gradient_canaries=0))
+    for seed in (0, 1, 2):
+        ctx = dataclasses.replace(context(None, split, seed=seed, train_like_target=OneAtATime(fit)),
+                                  mechanism="dpsgd")
+        out = attack.score(ctx)
+        assert list(out) == ["canary"]  # no gradient canaries asked: the black-box design alone
+    sizes = [n for n, _ in runs]
+    assert len(set(sizes)) > 1 and all(300 < n < 500 for n in sizes)  # the coins included different numbers
+    for _, params in runs:
+        assert (params["public_size"], params["sample_rate"], params["steps"], params["expected_batch_size"]) \
+            == (400, 1 / 200, 200, 2)
+    assert GradientCanaries(0, 1, public_size=5).count == 0
+    with pytest.raises(ValueError):
+        GradientCanaries(0, 1)  # neither canaries nor a public size: nothing asked
+
+
+def test_every_multi_run_run_is_the_same_mechanism(split):
+    """The multi-run audit's runs with and without the input canary (N or N + 1 records) all take q, T and B from the
+    public n = N + 1: at N = 30, batch 2, q = 1/16, T = 16, B = int(31/16) = 1 in every run."""
+    from attacks.multi_run import MultiRunAudit, MultiRunParams
+
+    spec = DPSGD.spec(model="mlp", epochs=1, batch_size=2, lr=0.1)
+    runs = []
+
+    def fit(data, *, seed, audit=None):
+        trained = DPSGD().fit(data, spec, target_epsilon=4.0, delta=DELTA, seed=seed, device=CPU, audit=audit)
+        runs.append((len(data), trained.params))
+        return trained
+
+    ctx = dataclasses.replace(context(None, split, seed=0, train_like_target=OneAtATime(fit)), mechanism="dpsgd")
+    out = MultiRunAudit(MultiRunParams(runs=10, members=30)).score(ctx)
+    assert set(out) == {"multi-run", "multi-run-whitebox"}
+    assert {n for n, _ in runs} == {30, 31}
+    assert {(p["public_size"], p["sample_rate"], p["steps"], p["expected_batch_size"]) for _, p in runs} \
+        == {(31, 1 / 16, 16, 1)}
+
+
 def test_local_canary_releases_what_its_labels_say(split):
     target = _LocalRelease(8.0, noiseless=True)
     res = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=500)).score(context(None, split, seed=0,
@@ -235,22 +285,27 @@ def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):
                                                                                    train_like_target=target))
     [(_, release, privacy)] = target.calls
     sigma = release.params["sigma"]
-    assert res.design == AuditDesign("multi-run", "black-box", size=20_000, relation="replace-one", gaussian=True)
+    assert res.design == AuditDesign("multi-run", "black-box", size=20_000, relation="replace-one", gaussian=True,
+                                     channels=("image", "label"))
     assert res.privacy is privacy and privacy.relation == "replace-one"
     for coin, mean in ((1, 1.0), (0, -1.0)):
         s = res.scores[res.labels == coin]
         assert abs(s.mean() - mean) < 4 * sigma / math.sqrt(s.size)
         assert abs(s.std(ddof=1) / sigma - 1) < 4 / math.sqrt(2 * s.size)
         assert normaltest(s).pvalue > 1e-3
-    # N(±1, σ²) is the Gaussian mechanism at μ = 2/σ: the image channel's ε, which the valid bounds approach from
-    # below; the record's ε (image and randomized-response label, composed) is larger, and the one compared
+    # N(±1, σ²) is the Gaussian mechanism at μ = 2/σ: the image channel's ε, which the image's valid bounds approach
+    # from below; the record's ε (image and randomized-response label, composed) is larger, the one compared, and
+    # approached by the composed bound of both channels
     image_epsilon = gaussian_epsilon(sigma=sigma, delta=DELTA, sensitivity=2.0)
     assert image_epsilon < privacy.epsilon
-    block = membership_audit(res.scores, res.labels, delta=DELTA, design=dataclasses.asdict(res.design))
+    block = membership_audit(res.scores, res.labels, delta=DELTA, design=dataclasses.asdict(res.design),
+                             label_outcomes=res.label_outcomes)
     bounds = {b["method"]: b for b in block["bounds"]}
     assert all(b["valid"] for b in bounds.values())
+    composed = bounds.pop("gaussian-composed")["epsilon_lb"]
     assert all(b["epsilon_lb"] <= image_epsilon for b in bounds.values())
     assert bounds["gaussian-pair"]["epsilon_lb"] > 0.85 * image_epsilon
+    assert image_epsilon < composed <= privacy.epsilon and composed > 0.85 * privacy.epsilon
 
 
 def test_weight_canary_scores_are_the_gaussian_pair_they_claim(split):

@@ -53,13 +53,14 @@ def _canaries(seed: int = 0, m: int = 1000, mu: float = 6.0):
 
 
 def _hand_audit(one_run_rows, *, gaussian_valid: bool) -> Audit:
-    """A one-run audit of m = 1000 with the given guessing rules; f-dp-gaussian valid or not."""
+    """A one-run audit of m = 1000, scores Gaussian by design, with the given guessing rules; f-dp-gaussian valid
+    (its normality test passed) or not. Its family has 3 members either way."""
     bounds = [Bound(method="one-run", epsilon_lb=0.0, parametric=False, valid=True),
               Bound(method="f-dp", epsilon_lb=0.0, parametric=False, valid=True),
               Bound(method="f-dp-gaussian", epsilon_lb=0.0, parametric=True, valid=gaussian_valid)]
-    each = 1 - 0.05 / sum(b.valid for b in bounds)
-    return Audit(delta=DELTA, confidence=0.95, method_confidence=each, counts=[], epsilon_lb=0.0, method="f-dp",
-                 bounds=bounds, design=Design(**WHITE_BOX), one_run=OneRun(m=1000, guesses=one_run_rows))
+    return Audit(delta=DELTA, confidence=0.95, method_confidence=1 - 0.05 / 3, counts=[], epsilon_lb=0.0,
+                 method="f-dp", bounds=bounds, design=Design(**WHITE_BOX, gaussian=True),
+                 one_run=OneRun(m=1000, guesses=one_run_rows))
 
 
 def test_a_valid_one_run_bound_above_the_accountant_is_a_bug():
@@ -100,12 +101,29 @@ def test_a_parametric_bound_decides_only_when_valid():
     # 600 of 600 guesses right among m = 1000 (one rule): one-run and f-dp certify ~5, the μ-GDP curve ~9
     rows = [[300, 300, 600, 600]]
     invalid = _result({"canary": _record(_hand_audit(rows, gaussian_valid=False))}, _privacy(7.0))
-    assert privacy_bugs([invalid]) == ([], [], 2)
+    assert privacy_bugs([invalid]) == ([], [], 3)  # counted (the family is the design's), decides nothing
     valid = _result({"canary": _record(_hand_audit(rows, gaussian_valid=True))}, _privacy(7.0))
     [bug], _, comparisons = privacy_bugs([valid])
     assert comparisons == 3 and bug.method == "f-dp-gaussian"
     assert bug.lower_bound == pytest.approx(fdp_gdp_epsilon(1000, rows, delta=DELTA, confidence=1 - 0.05 / 3))
     assert bug.lower_bound > 8.5
+
+
+def test_the_run_level_count_does_not_depend_on_the_normality_test():
+    """M counts every analysis of each audit's design-fixed family: an audit whose Gaussian analyses turn out not
+    valid (normality rejected) adds as many comparisons as one whose analyses all pass."""
+    rng = np.random.default_rng(7)
+    coins = (rng.random(4000) < 0.5).astype(int)
+    gaussian = {"kind": "multi-run", "size": 4000, "relation": "add-remove", "gaussian": True}
+    normal = _audit(coins + rng.normal(0, 1, 4000), coins, gaussian)
+    bimodal = _audit(coins + rng.choice([-4.0, 4.0], 4000) + rng.normal(0, 0.5, 4000), coins, gaussian)
+    assert [b.valid for b in normal.bounds] == [True, True, True]
+    assert [b.valid for b in bimodal.bounds] == [True, False, False]
+    for audit in (normal, bimodal):
+        assert privacy_bugs([_result({"multi-run": _record(audit)}, _privacy(10.0))]) == ([], [], 3)
+    both = [_result({"multi-run": _record(normal)}, _privacy(10.0)),
+            _result({"multi-run": _record(bimodal)}, _privacy(10.0), seed=1)]
+    assert privacy_bugs(both)[2] == 6
 
 
 def test_bonferroni_over_the_run_clears_a_marginal_bound():

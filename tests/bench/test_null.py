@@ -87,15 +87,12 @@ def test_correct_mechanisms_are_flagged_in_at_most_5_percent_of_runs(runs):
 
 
 def test_the_audits_are_not_blind(runs):
-    """The same audits see the mechanisms: the local canaries at ε = 4 are nearly tight for the image channel they
-    probe (the record's ε = 4 also covers the randomized-response label: the image gets σ for ε ≈ 3.3 alone),
-    DP-SGD's white-box canaries at ε = 4 give a positive bound in most runs."""
-    from mechanisms.accounting import gaussian_epsilon, local_record_sigma
-
-    sigma, _ = local_record_sigma(target_epsilon=4.0, delta=DELTA, label_share=0.25, num_classes=10)
-    image_epsilon = gaussian_epsilon(sigma=sigma, delta=DELTA, sensitivity=2.0)
+    """The same audits see the mechanisms: the local canaries at ε = 4 test both channels of the record (image and
+    randomized-response label, composed) and reach well over half the record's ε = 4 (a simulation of the ideal
+    mechanism at these sizes: median 2.98), DP-SGD's white-box canaries at ε = 4 give a positive bound in most
+    runs."""
     local = [r.attacks["local-canary"].audit.epsilon_lb for rs in runs.values() for r in rs
              if r.mechanism == "local-gaussian" and r.target_epsilon == 4.0]
     white = [r.attacks["canary-whitebox"].audit.epsilon_lb for rs in runs.values() for r in rs
              if r.mechanism == "dpsgd" and r.target_epsilon == 4.0]
-    assert np.median(local) > 0.6 * image_epsilon and np.mean(np.array(white) > 0) > 0.8, (local, white)
+    assert np.median(local) > 0.6 * 4.0 and np.mean(np.array(white) > 0) > 0.8, (local, white)

@@ -133,6 +133,25 @@ def test_audit_rows_compare_each_threat_model_with_the_audited_runs_epsilon(doc)
     assert weight[6].endswith("(claimed ε)")
 
 
+def test_ratios_are_to_the_epsilon_of_the_audits_own_relation(build, tmp_path):
+    """DP-SGD as the suite trains it: replace-one ε 1 (its headline) with its add/remove ε 0.62 beside. Its canaries
+    test add/remove, so every ratio (audit table, notes, CSV) divides by 0.62 and says so, never "not compared"."""
+    rng = np.random.default_rng(5)
+    dp = {**build.privacy(1.0, 1e-5, "dp_accounting-pld", "central-dp", relation="replace-one"),
+          "other_relations": [{"relation": "add-remove", "epsilon": 0.62, "accountant": "opacus-prv"}]}
+    doc = build.checked([build.run("dpsgd", 1.0, dp, 0.9, {
+        "canary-whitebox": build.canary("canary-whitebox", rng, 2000, 0.3)})])
+    best = max(_valid(doc, "dpsgd", "canary-whitebox"), key=lambda b: b.epsilon_lb)
+    assert doc.audit.comparisons == 2  # one-run and f-dp, against the add/remove ε
+    _, (row,), _ = audit_rows(doc)
+    assert row[4] == f"{num(best.epsilon_lb / 0.62)} (add/remove ε)"
+    (summary,) = summary_rows(doc)
+    assert summary["epsilon_lb_ratio"] == pytest.approx(best.epsilon_lb / 0.62)
+    assert (summary["epsilon_lb_reference"], summary["epsilon_lb_relation"]) == (0.62, "add-remove")
+    md = render_markdown(doc, {})
+    assert "not compared" not in md and "the accountant's add/remove ε 0.62 (opacus-prv)" in md
+
+
 def test_the_largest_of_several_audits_says_so(build):
     """A model with black-box and white-box canaries: the verdict's single ε_LB is a maximum over both audits."""
     rng = np.random.default_rng(4)

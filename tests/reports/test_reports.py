@@ -161,7 +161,7 @@ def test_summary_csv(written):
         "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error", "guarantee", "epsilon", "delta",
         "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper", "epsilon_lb", "epsilon_lb_attack", "relation",
         "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design", "epsilon_lb_method", "epsilon_lb_confidence",
-        "epsilon_lb_ratio",
+        "epsilon_lb_ratio", "epsilon_lb_reference", "epsilon_lb_relation",
     ]  # fmt: skip
     assert len(rows) == 6
     assert [r["status"] for r in rows].count("failed") == 1
@@ -181,6 +181,7 @@ def test_summary_csv(written):
     assert float(dpsgd["epsilon_lb_confidence"]) == 0.95 and dpsgd["epsilon_lb_method"] in ("one-run", "f-dp")
     # compared with the audit run's ε 0.98, not the model's 0.99
     assert float(dpsgd["epsilon_lb_ratio"]) == pytest.approx(float(dpsgd["epsilon_lb"]) / 0.98)
+    assert (float(dpsgd["epsilon_lb_reference"]), dpsgd["epsilon_lb_relation"]) == (0.98, "add-remove")
     assert float(baseline["tpr_lower"]) <= float(baseline["tpr"]) <= float(baseline["tpr_upper"])
 
 
