@@ -115,12 +115,13 @@ def _attribute_docs(cls: type) -> dict[str, str]:
 
 
 def _first_sentence(text: str, width: int = 110) -> str:
-    """``text`` up to its first full stop outside parentheses (``e.g.`` in a parenthesis does not end it), without
+    """``text`` up to its first full stop outside parentheses and abbreviations (``e.g.``, ``i.e.``), without
     reST literals' double backquotes, at most ``width`` characters."""
     text, depth = text.replace("``", ""), 0
     for i, ch in enumerate(text):
         depth += (ch == "(") - (ch == ")")
-        if ch == "." and depth <= 0 and (i + 1 == len(text) or text[i + 1] == " "):
+        abbreviation = text[max(0, i - 3) : i + 1] in ("e.g.", "i.e.")
+        if ch == "." and depth <= 0 and not abbreviation and (i + 1 == len(text) or text[i + 1] == " "):
             text = text[: i + 1]
             break
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"

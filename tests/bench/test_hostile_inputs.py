@@ -138,3 +138,11 @@ def test_list_name_prints_the_settings_of_a_mechanism_or_attack(capsys, name, ro
 
 def test_list_of_an_unknown_name_is_one_line_naming_what_is_allowed(capsys):
     _one_line(capsys, main(["list", "dpsdg"]), "'dpsdg' is not a mechanism or an attack", "dpsgd", "multi-run")
+
+
+def test_a_settings_line_is_not_cut_at_an_abbreviation():
+    from bench.core.params import _first_sentence
+
+    assert _first_sentence("a fixed σ (> 0), e.g. a source's; then ignored. More.") == \
+        "a fixed σ (> 0), e.g. a source's; then ignored."
+    assert _first_sentence("the mean, i.e. its centre. Rest.") == "the mean, i.e. its centre."
