@@ -56,6 +56,7 @@ class MultiRunAudit(MembershipAttack):
     """R training runs with one canary each. Returns ``{"multi-run": black-box, "multi-run-whitebox": white-box}``
     (the second where the mechanism takes gradient canaries). Settings: ``MultiRunParams``."""
 
+    audit = True
     name = "multi-run"
     Params = MultiRunParams
     needs_population = True

@@ -45,6 +45,7 @@ class LocalCanaryAudit(MembershipAttack):
     """Antipodal canary pairs through the local randomiser; m independent releases. Settings:
     ``ReleaseCanaryParams`` (default m = 20,000: each slot costs one image of noise)."""
 
+    audit = True
     name = "local-canary"
     release_kind = "local-gaussian"
     Params = ReleaseCanaryParams
@@ -138,6 +139,7 @@ class DPMixCanaryAudit(MembershipAttack):
     """Orthogonal canary slots among the members, over ``releases`` independent DPMix releases. Settings:
     ``DPMixCanaryParams``."""
 
+    audit = True
     name = "dpmix-canary"
     release_kind = "dpmix"
     Params = DPMixCanaryParams
