@@ -130,10 +130,10 @@ class DPSGD(Baseline):
         accountant, max_grad_norm, mode = p.accountant, math.inf if off else p.max_grad_norm, p.grad_sample_mode
         batches = -(-len(train) // spec.batch_size)  # q = 1 / batches, as Opacus' Poisson loader samples
         sample_rate, steps = 1.0 / batches, int(spec.epochs * batches)
-        if fixed_sigma is not None:
-            sigma = float(fixed_sigma)
-        elif off:
+        if off:  # a fixed σ is privacy too: off as well
             sigma = 0.0
+        elif fixed_sigma is not None:
+            sigma = float(fixed_sigma)
         elif p.relation == "replace-one":
             sigma = pld_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
                                          sample_rate=sample_rate, steps=steps, relation="replace-one")

@@ -161,7 +161,7 @@ def verdict_notes(results: Results) -> dict[str, list[str]]:
     return notes
 
 
-def _best_line(ok: list[Pair]) -> str:
+def _best_line(ok: list[Pair], ceiling: bool = False) -> str:
     """The headline's first sentence: the most accurate mechanism with a formal guarantee at each target ε."""
     best: dict[float, tuple[float, str]] = {}
     competing: dict[float, set[str]] = defaultdict(set)
@@ -190,7 +190,11 @@ def _best_line(ok: list[Pair]) -> str:
     if alone:
         line += " Run for one mechanism only: " + ", ".join(f"{m} at target ε {t:g}" for t, m in sorted(alone.items()))
         line += "."
-    return line
+    baseline = [row["test_accuracy"] for _, row in ok if row["mechanism"] == "baseline"
+                and row["target_epsilon"] is None and row["test_accuracy"] is not None]  # fmt: skip
+    if ceiling or not baseline:  # the ceiling's own sentence follows (reports.ceiling)
+        return line
+    return line + f" The non-private baseline reaches {100 * max(baseline):.1f}%."
 
 
 def _leak_line(ok: list[Pair], chance: ChanceFamily) -> str:
@@ -214,7 +218,8 @@ def verdict_headline(results: Results) -> dict[str, list[str]]:
     for dataset, pairs in pairs_by_dataset(results).items():
         ok = [(r, row) for r, row in pairs if not is_failed(r)]
         extra = [line for line in (ceiling_line(results, dataset), recipes_line(results, dataset)) if line]
-        lines = [_best_line(ok), *extra, _leak_line(ok, chance), *audit_headline(results, [r for r, _ in ok])]
+        lines = [_best_line(ok, dataset in results.ceilings), *extra, _leak_line(ok, chance),
+                 *audit_headline(results, [r for r, _ in ok])]
         broken = sum(len(r.attack_errors) for r, _ in ok)
         if broken:
             lines.append(f"{broken} attack(s) failed on finished models (see Failed attacks); their rows show the "
