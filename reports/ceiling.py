@@ -48,7 +48,7 @@ def cost_text(results: Results, r: RunResult) -> str:
     cost, off = cost_of_privacy(results, r), off_point_accuracy(results, r)
     if cost is None or off is None:
         return DASH
-    return f"{cost:.1f} pts (of {100 * off:.1f}%)"
+    return f"{round(cost, 1) + 0.0:.1f} pts (of {100 * off:.1f}%)"  # + 0.0: no "-0.0"
 
 
 def ceiling_line(results: Results, dataset: str) -> str | None:

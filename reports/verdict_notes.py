@@ -121,7 +121,7 @@ def _cost_words(results: Results, ok: list[Pair]) -> str:
     if not costs:
         return ""
     eps = sorted(costs)
-    values = " / ".join(f"{sum(costs[e]) / len(costs[e]):.1f}" for e in eps)
+    values = " / ".join(f"{round(sum(costs[e]) / len(costs[e]), 1) + 0.0:.1f}" for e in eps)  # + 0.0: no "-0.0"
     return (f"cost of privacy {values} points of test accuracy at target ε {' / '.join(f'{e:g}' for e in eps)} "
             f"against its ε = ∞ point ({100 * sum(offs) / len(offs):.1f}%, its recipe with privacy off)")
 
