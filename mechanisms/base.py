@@ -50,7 +50,8 @@ class Mechanism:
             argument.
         off_point: what its recipe is with privacy turned off, in words (e.g. "no clipping, no noise"): ``fit`` at
             target ε = ``math.inf`` trains it (its ε = ∞ point, the recipe's own non-private ceiling). Empty: the
-            mechanism has no such point (the baseline: it is trained without privacy already).
+            mechanism has no such point. Only mechanisms with ``needs_epsilon`` get an ε = ∞ cell in a run (not the
+            baseline: it trains without privacy already, and its ``off_point`` is what its subclasses inherit).
 
     ``fit`` must be deterministic given ``seed`` on CPU.
     """
