@@ -227,6 +227,9 @@ class Attack:
         release_kind: the release it attacks (e.g. ``"dpmix"``); it applies only to targets that published one.
         needs_images: it scores images as images (SSIM, total variation), so it does not run on tabular data
             (the runner skips it there, with a warning).
+        audit: it tests a model's ε with a design of its own (canaries with random inclusion, repeated runs); it
+            does not run on a mechanism's ε = ∞ point (privacy off: no ε to test, and e.g. DP-SGD's gradient
+            canaries are scaled to a clipping norm that is then off).
     """
 
     name: ClassVar[str] = ""
@@ -235,6 +238,7 @@ class Attack:
     needs_population: ClassVar[bool] = False
     release_kind: ClassVar[str | None] = None
     needs_images: ClassVar[bool] = False
+    audit: ClassVar[bool] = False
 
     def __init__(self, params: Params | None = None) -> None:
         self.params = params if params is not None else self.Params()

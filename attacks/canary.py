@@ -49,6 +49,7 @@ class CanaryAudit(MembershipAttack):
     canaries where the mechanism supports them. Returns ``{"canary": input canaries (black-box), "canary-whitebox":
     gradient canaries (white-box)}``; scores: larger means "included". Settings: ``CanaryParams``."""
 
+    audit = True
     name = "canary"
     Params = CanaryParams
     needs_population = True

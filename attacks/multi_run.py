@@ -51,6 +51,7 @@ class MultiRunAudit(MembershipAttack):
     """R training runs with one canary each. Returns ``{"multi-run": black-box, "multi-run-whitebox": white-box}``
     (the second where the mechanism takes gradient canaries). Settings: ``MultiRunParams``."""
 
+    audit = True
     name = "multi-run"
     Params = MultiRunParams
 

@@ -52,6 +52,7 @@ class LocalCanaryAudit(MembershipAttack):
     (``attacks.audit.channels``) composes the two channels. Where the mechanism declares its labels public
     (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone."""
 
+    audit = True
     name = "local-canary"
     release_kind = "local-gaussian"
     Params = ReleaseCanaryParams
@@ -152,6 +153,7 @@ class DPMixCanaryAudit(MembershipAttack):
     """Orthogonal canary slots among the members, over ``releases`` independent DPMix releases. Settings:
     ``DPMixCanaryParams``."""
 
+    audit = True
     name = "dpmix-canary"
     release_kind = "dpmix"
     Params = DPMixCanaryParams

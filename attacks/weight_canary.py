@@ -48,6 +48,7 @@ class WeightCanaryAudit(MembershipAttack):
     on both with one seed; R noisy releases scored by their projection on the clean difference. Settings:
     ``WeightCanaryParams``."""
 
+    audit = True
     name = "weight-canary"
     Params = WeightCanaryParams
     needs_population = True

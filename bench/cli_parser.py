@@ -46,6 +46,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", default=None, help="retrain everything, save nothing")
     p.add_argument("--no-reference-epsilons", dest="reference_epsilons", action="store_false", default=None,
                    help="do not add the reference systems' own ε values to the grid")
+    p.add_argument("--no-privacy-off-points", dest="privacy_off_points", action="store_false", default=None,
+                   help="do not train each mechanism's ε = ∞ point (its recipe with privacy turned off)")
     p.add_argument("--plugins", metavar="MODULES", help="comma list of modules to import first (they register "
                    "mechanisms, attacks, models or datasets)")
 

@@ -8,6 +8,7 @@ reports and the presets need no edit: they read what the class declares.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
@@ -47,6 +48,10 @@ class Mechanism:
         audits: the audit runs ``fit`` accepts through its ``audit`` argument (e.g. ``"gradient-canaries"``:
             white-box gradient canaries, ``mechanisms.dpsgd_canaries``); a mechanism with none takes no such
             argument.
+        off_point: what its recipe is with privacy turned off, in words (e.g. "no clipping, no noise"): ``fit`` at
+            target ε = ``math.inf`` trains it (its ε = ∞ point, the recipe's own non-private ceiling). Empty: the
+            mechanism has no such point. Only mechanisms with ``needs_epsilon`` get an ε = ∞ cell in a run (not the
+            baseline: it trains without privacy already, and its ``off_point`` is what its subclasses inherit).
 
     ``fit`` must be deterministic given ``seed`` on CPU.
     """
@@ -58,6 +63,7 @@ class Mechanism:
     Params: ClassVar[type[Params]] = ModelParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {}
     audits: ClassVar[frozenset[str]] = frozenset()
+    off_point: ClassVar[str] = ""
 
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:
@@ -92,7 +98,8 @@ class Mechanism:
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon: ε to calibrate to (unitless, > 0), or None for no target. delta: δ (a probability).
+            target_epsilon: ε to calibrate to (unitless, > 0), or None for no target; ``math.inf``: the same
+                recipe with privacy turned off (``off_point``; see ``fit_privacy_off``). delta: δ (a probability).
             seed: seeds every random draw. device: where to train. on_epoch: progress callback.
 
         Raises:
@@ -100,3 +107,21 @@ class Mechanism:
             bench.core.training.TrainingDiverged: a NaN or infinite loss.
         """
         raise NotImplementedError
+
+    def fit_privacy_off(self, train: ArrayDataset, spec: TrainSpec, *, delta: float, seed: int, device: torch.device,
+                        on_epoch: EpochCallback | None = None, **extra: Any) -> TrainedModel:
+        """The mechanism's ε = ∞ point: ``fit`` at target ε = ``math.inf`` (the recipe with privacy turned off, as
+        ``off_point`` says), its privacy stated as ε = ∞ (``PrivacySpent.privacy_off``) whatever number the
+        mechanism's accountant gives for its (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
+
+        Raises:
+            ValueError: the mechanism has no ε = ∞ point (``off_point`` empty).
+        """
+        from bench.core.types import PrivacySpent
+
+        if not self.off_point:
+            raise ValueError(f"{self.name or type(self).__name__} has no ε = ∞ point (privacy cannot be turned off)")
+        trained = self.fit(train, spec, target_epsilon=math.inf, delta=delta, seed=seed, device=device,
+                           on_epoch=on_epoch, **extra)
+        trained.privacy = PrivacySpent.privacy_off(note=f"{self.name} with privacy turned off: {self.off_point}")
+        return trained

@@ -91,6 +91,7 @@ class DPSGD(Baseline):
     guarantee = "central-dp"
     needs_epsilon = True
     audits = frozenset({"gradient-canaries"})
+    off_point = "no clipping, no noise: plain SGD on the same Poisson batches (our step, whatever grad_sample_mode)"
     Params = DPSGDParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"model": "mlp", "epochs": 15, "batch_size": 100, "lr": 0.5, "optimizer": "sgd",
@@ -123,14 +124,17 @@ class DPSGD(Baseline):
 
         p = spec.params
         fixed_sigma = p.noise_multiplier
-        if fixed_sigma is None and (target_epsilon is None or target_epsilon <= 0):
+        off = target_epsilon is not None and math.isinf(target_epsilon)  # the ε = ∞ point: no fixed σ either
+        if fixed_sigma is None and not off and (target_epsilon is None or target_epsilon <= 0):
             raise ValueError(f"dpsgd needs a target epsilon > 0 or a noise_multiplier, got {target_epsilon}")
         self.check(spec, n_members=len(train))
-        accountant, max_grad_norm, mode = p.accountant, p.max_grad_norm, p.grad_sample_mode
+        accountant, max_grad_norm, mode = p.accountant, math.inf if off else p.max_grad_norm, p.grad_sample_mode
         n = audit.public_size if audit is not None and audit.public_size is not None else len(train)
         batches = -(-n // spec.batch_size)  # q = 1 / batches, as Opacus' Poisson loader samples
         sample_rate, steps = 1.0 / batches, int(spec.epochs * batches)
-        if fixed_sigma is not None:
+        if off:  # a fixed σ is privacy too: off as well
+            sigma = 0.0
+        elif fixed_sigma is not None:
             sigma = float(fixed_sigma)
         elif p.relation == "replace-one":
             sigma = pld_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
@@ -141,7 +145,7 @@ class DPSGD(Baseline):
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
         optimizer = make_optimizer(model.parameters(), spec)
-        if mode in FAST_MODES or audit is not None:  # our per-sample clipping; Opacus' sampling
+        if mode in FAST_MODES or audit is not None or off:  # our per-sample clipping; Opacus' sampling
             trained = fit_fast(model, optimizer, train, spec, mode=mode if mode in FAST_MODES else "bk",
                                noise_multiplier=sigma, max_grad_norm=max_grad_norm, generator=gen, device=device,
                                on_epoch=on_epoch, canaries=audit if audit is not None and audit.count else None,
@@ -163,6 +167,8 @@ class DPSGD(Baseline):
                           "accountant": accountant, "steps": steps, "grad_sample_mode": mode,
                           "relation": p.relation, "augmult": p.augmult, "public_size": n,
                           "expected_batch_size": int(n * sample_rate)}
+        if off:  # nothing to account: fit_privacy_off states ε = ∞
+            return trained
         trained.privacy = self.privacy(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)
         return trained
 

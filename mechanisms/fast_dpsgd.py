@@ -44,7 +44,7 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
     same noise. ``canaries`` (an audit run): its sampled gradient canaries join the clipped sum before the noise,
     and it reads every noisy sum (``mechanisms.dpsgd_canaries``).
     """
-    std = noise_multiplier * max_grad_norm
+    std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0  # σ = 0 and C = ∞: no noise (not NaN)
     if canaries is not None:
         canaries.add(sums, max_grad_norm)
     for group in optimizer.param_groups:

@@ -147,6 +147,7 @@ class LocalGaussian(Baseline):
     needs_epsilon = True
     audits = frozenset({"release"})
     reference_epsilons = (150.0, 2000.0)  # the source system's own ε (README, "Presets")
+    off_point = "no noise, labels in the clear (the same learner on the members' own unit-norm images)"
     Params = LocalGaussianParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"model": "mlp", "epochs": 20, "batch_size": 32, "lr": 0.02, "optimizer": "sgd", "momentum": 0.9},
@@ -178,9 +179,12 @@ class LocalGaussian(Baseline):
         if target_epsilon is None or target_epsilon <= 0:
             raise ValueError(f"local-gaussian needs a target epsilon > 0, got {target_epsilon}")
         p, k = spec.params, data.num_classes
-        private_labels = p.labels == "randomized-response"
+        off = math.isinf(target_epsilon)  # the ε = ∞ point (Mechanism.fit_privacy_off states its privacy)
+        private_labels = p.labels == "randomized-response" and not off
         label_epsilon = None
-        if p.calibration == "classic":  # the source's σ; a label at the same share of the claimed ε
+        if off:
+            sigma = 0.0
+        elif p.calibration == "classic":  # the source's σ; a label at the same share of the claimed ε
             sigma = classic_gaussian_sigma(epsilon=target_epsilon, delta=delta)
             label_epsilon = p.label_share * target_epsilon if private_labels else None
         elif private_labels:
@@ -197,6 +201,8 @@ class LocalGaussian(Baseline):
         note = "" if claimed is None else "source's σ: classic formula, sensitivity 1; ε is what it really buys"
 
         def epsilon_at(d: float) -> float:
+            if off:
+                return math.inf
             if label_epsilon is None:
                 return gaussian_epsilon(sigma=sigma, delta=d, sensitivity=SENSITIVITY)
             return local_record_epsilon(sigma=sigma, delta=d, label_epsilon=label_epsilon, num_classes=k)
@@ -210,8 +216,9 @@ class LocalGaussian(Baseline):
         else:
             accountant = "analytic-gaussian, image only (labels public)"
             note = (note + "; " if note else "") + "labels released in the clear: the ε covers the image only"
-        privacy = PrivacySpent(epsilon_at(delta), delta, accountant, "local-dp", claimed_epsilon=claimed,
-                               note=note, relation="replace-one", profile=privacy_profile(epsilon_at, delta))
+        privacy = PrivacySpent.privacy_off(note="no noise, labels in the clear") if off else PrivacySpent(
+            epsilon_at(delta), delta, accountant, "local-dp", claimed_epsilon=claimed, note=note,
+            relation="replace-one", profile=privacy_profile(epsilon_at, delta))
         return release, privacy
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
@@ -252,7 +259,8 @@ class LocalGaussian(Baseline):
             hist, seen, secs = fit_supervised(model[1], release.x * scale, release.y, spec, generator=gen,
                                               device=device, on_epoch=on_epoch, released=model)
         params = {**release.params,
-                  "classic_sigma_sensitivity_1": classic_gaussian_sigma(epsilon=target_epsilon, delta=delta),
+                  "classic_sigma_sensitivity_1": 0.0 if math.isinf(target_epsilon) else
+                  classic_gaussian_sigma(epsilon=target_epsilon, delta=delta),
                   **({"learner": spec.params.learner} if spec.params.learner != "network" else {}),
                   **extra_params}
         return TrainedModel(model, privacy, params=params, release=release, train_seconds=secs,

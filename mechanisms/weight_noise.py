@@ -81,6 +81,7 @@ class WeightNoise(Baseline):
     needs_epsilon = True
     reference_epsilons = (10.0,)  # the source system's own ε (README, "Presets")
     audits = frozenset({"clean-weights"})
+    off_point = "no weight noise (std 1/ε = 0)"
     Params = WeightNoiseParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {**_MLP, "epochs": 30, "batch_size": 32, "params": {"code": 32, "ae_lr": 3e-3}},

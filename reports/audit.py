@@ -30,7 +30,7 @@ from reports.bounds import (
     tightest_valid,
     value_text,
 )
-from reports.common import DASH, format_privacy, has_guarantee, is_failed, model_label, target_text
+from reports.common import DASH, format_privacy, has_guarantee, is_failed, model_label, target_of, target_text
 
 DETAIL_HEADERS = ("mechanism", "target ε", "audit", "threat model", "design", "method", "ε_LB", "confidence",
                   "valid", "assumption")  # fmt: skip
@@ -107,7 +107,7 @@ def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]
         if is_failed(r):
             continue
         cells = [r.dataset] if datasets else []
-        cells += [_model(r, seeds), target_text(r.target_epsilon), _privacy_cell(r)]
+        cells += [_model(r, seeds), target_text(target_of(r)), _privacy_cell(r)]
         for tm in THREAT_MODELS:
             cells += _bound_cells(r, tm)
         check, flag = _check_cell(results, r, [b for b in audit_bounds_of(r) if b.bound.valid])
@@ -125,7 +125,7 @@ def audit_detail_rows(results: Results) -> list[list[str]]:
     for r in results.results:
         if is_failed(r):
             continue
-        head = [_model(r, seeds), target_text(r.target_epsilon)]
+        head = [_model(r, seeds), target_text(target_of(r))]
         for b in audit_bounds_of(r):
             rows.append(head + [b.attack, b.threat_model, design_text(b.design), b.bound.method, value_text(b.value),
                                 percent(b.record.audit.method_confidence), "yes" if b.bound.valid else "no",

@@ -5,6 +5,8 @@ evidence."""
 
 from __future__ import annotations
 
+import math
+
 from bench.results import PrivacyBug, Results, RunResult
 from reports.bounds import (
     BUG_MARK,
@@ -28,7 +30,9 @@ NO_AUDIT = ("no audit (canaries in one run, or independent runs) ran: the member
 
 
 def at_target(target: float | None) -> str:
-    """``" at target ε 4"``, or ``""`` without a target."""
+    """``" at target ε 4"``, ``" at ε = ∞ (privacy off)"`` for an ε = ∞ point, or ``""`` without a target."""
+    if target is not None and math.isinf(target):
+        return " at ε = ∞ (privacy off)"
     return "" if target is None else f" at target ε {target:g}"
 
 

@@ -3,7 +3,8 @@ attack is the strongest on one model. Reads the typed ``bench.results`` objects 
 ``reports`` (every other module builds on this one).
 
 Every ε is printed with its δ, its accountant and, where the model has one, its neighbouring relation; a
-mechanism without a formal guarantee prints "no guarantee".
+mechanism without a formal guarantee prints "no guarantee"; a model trained with privacy off (the baseline, a
+mechanism's ε = ∞ point) prints "ε = ∞ (privacy off)".
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from bench.results import AttackRecord, Metrics, Privacy, RunResult, TprAtFpr
 
 MAIN_LEVEL = 0.001  # the headline low-FPR level: TPR at 0.1 % FPR
 DASH = "—"
+OFF_TEXT = "ε = ∞ (privacy off)"  # a model trained with privacy off: never "no guarantee"
 GUARANTEE_WORDS = {
     "central-dp": "central (ε, δ)-DP of the trained model",
     "local-dp": "local (ε, δ)-DP: every record is noised before any training",
@@ -62,12 +64,15 @@ def format_privacy(privacy: Privacy | None) -> str:
     Returns:
         ``"ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)"`` (the relation only where the record names one; the same
         guarantee under other relations after it, ``"; add/remove: ε = 0.5 (opacus-prv)"``), with
-        ``" — weak δ ≥ 1/n"`` appended when ``weak_delta``; ``"no guarantee"`` (``"no guarantee (claimed ε = 10,
+        ``" — weak δ ≥ 1/n"`` appended when ``weak_delta``; ``"ε = ∞ (privacy off)"`` for a model trained with
+        privacy off; ``"no guarantee"`` (``"no guarantee (claimed ε = 10,
         not a guarantee)"`` when a source claimed an ε); ``"—"`` when there is no record. An ε whose δ or
         accountant is missing is never printed.
     """
     if privacy is None:
         return DASH
+    if privacy.off:
+        return OFF_TEXT
     eps, delta, accountant = privacy.epsilon, privacy.delta, privacy.accountant
     if eps is None or privacy.guarantee == "none":
         if privacy.claimed_epsilon is None:
@@ -158,8 +163,14 @@ def model_label(r: RunResult) -> str:
 
 
 def target_text(target: float | None) -> str:
-    """A target ε as printed in a cell: ``"1"``, ``"0.5"``, or ``"—"`` without a target."""
-    return DASH if target is None else f"{target:g}"
+    """A target ε as printed in a cell: ``"1"``, ``"0.5"``, ``"∞"`` (an ε = ∞ point), or ``"—"`` without a target."""
+    return DASH if target is None else num(target, "g")
+
+
+def target_of(r: RunResult) -> float | None:
+    """A model's target ε: ``math.inf`` for a mechanism's ε = ∞ point (results.json stores it as ``off_point``,
+    strict JSON having no infinity), else ``target_epsilon`` (None without a target)."""
+    return math.inf if r.off_point else r.target_epsilon
 
 
 def fpr_levels(runs: Iterable[RunResult]) -> list[float]:

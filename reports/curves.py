@@ -12,7 +12,7 @@ from collections import defaultdict
 from matplotlib.figure import Figure
 
 from bench.results import Results, RunResult
-from reports.common import delta_text, is_failed, relation_text
+from reports.common import delta_text, is_failed, relation_text, target_of, target_text
 from reports.figures import by_dataset, figure, slug
 
 CURVE_COLUMNS = (
@@ -37,7 +37,7 @@ def curve_rows(results: Results) -> list[dict[str, object]]:
         if is_failed(r):
             continue
         p = r.privacy
-        head = {"dataset": r.dataset, "mechanism": r.mechanism, "target_epsilon": r.target_epsilon, "seed": r.seed,
+        head = {"dataset": r.dataset, "mechanism": r.mechanism, "target_epsilon": target_of(r), "seed": r.seed,
                 "row": r.row}
         if r.epochs:
             for e in r.epochs:
@@ -63,7 +63,7 @@ def curves_csv(results: Results, dataset: str) -> str:
 
 
 def _label(r: RunResult, seeds: bool) -> str:
-    text = "no target ε" if r.target_epsilon is None else f"target ε = {r.target_epsilon:g}"
+    text = "no target ε" if target_of(r) is None else f"target ε = {target_text(target_of(r))}"
     text += f" ({r.row})" if r.row else ""
     return text + (f", seed {r.seed}" if seeds else "")
 
@@ -93,7 +93,7 @@ def curves_figure(rs: list[RunResult]) -> Figure | None:
     seeds = len({r.seed for r in rs}) > 1
     for j, (mech, runs) in enumerate(groups.items()):
         acc, loss = axes[j], axes[len(groups) + j]
-        runs = sorted(runs, key=lambda r: (r.target_epsilon or 0.0, r.seed, r.row or ""))
+        runs = sorted(runs, key=lambda r: (target_of(r) or 0.0, r.seed, r.row or ""))
         for i, r in enumerate(runs):
             color, label = f"C{i % 10}", _label(r, seeds)
             for key, ls, ax, scale, what in (("test_accuracy", "-", acc, 100.0, "test"),

@@ -15,6 +15,7 @@ from reports.common import (
     membership_attacks,
     model_label,
     relation_text,
+    target_of,
     target_text,
 )
 
@@ -42,7 +43,7 @@ def heuristic_rows(results: Results) -> tuple[list[str], list[list[str]]]:
     for r in _heuristic_models(results):
         attacks = membership_attacks(r)
         cells = [value_text(attacks[n].audit.epsilon_lb) if n in attacks else DASH for n in names]
-        rows.append([r.dataset, model_label(r), target_text(r.target_epsilon), format_privacy(r.privacy)] + cells)
+        rows.append([r.dataset, model_label(r), target_text(target_of(r)), format_privacy(r.privacy)] + cells)
     return headers, rows
 
 

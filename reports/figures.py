@@ -72,16 +72,25 @@ def epsilon_x(r: RunResult) -> tuple[float | None, bool]:
 
 
 def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | None], palette: dict[str, str]) -> None:
-    """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε."""
+    """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε,
+    and a dashed flat line at each model trained with privacy off (the baseline, each mechanism's ε = ∞ point, in
+    the mechanism's colour)."""
     points: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     flat: dict[str, list[float]] = defaultdict(list)
+    off: dict[str, list[float]] = defaultdict(list)
     guaranteed: dict[str, bool] = {}
     for r in rs:
         y = y_of(r)
         if y is None:
             continue
+        if r.privacy is not None and r.privacy.off:
+            off[r.mechanism].append(y)
+            continue
         x, guaranteed[r.mechanism] = epsilon_x(r)
         (points[r.mechanism][x] if x is not None else flat[r.mechanism]).append(y)
+    for mech, ys in sorted(off.items()):
+        ax.axhline(float(np.mean(ys)), color=palette[mech], ls="--", lw=1.1,
+                   label=f"{mech}: ε = ∞ (privacy off)" if mech == "baseline" else f"{mech} at ε = ∞ (privacy off)")
     for mech, by_x in sorted(points.items()):
         xs = sorted(by_x)
         ys = [float(np.mean(by_x[x])) for x in xs]

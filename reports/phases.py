@@ -4,7 +4,7 @@ lines (wall time, processes and threads, the last drawing of the reports), from 
 from __future__ import annotations
 
 from bench.results import Results
-from reports.common import DASH, model_label, target_text
+from reports.common import DASH, model_label, target_of, target_text
 
 PHASE_HEADERS = ["model", "target ε", "seed", "train (s)", "evaluate (s)", "attacks (s)",
                  "each attack (s), slowest first"]
@@ -26,7 +26,7 @@ def phase_rows(results: Results) -> list[list[str]]:
     for r in results.results:
         t = r.timings
         each = ", ".join(f"{name} {secs:,.1f}" for name, secs in sorted(t.attacks.items(), key=lambda kv: -kv[1]))
-        rows.append([model_label(r), target_text(r.target_epsilon), str(r.seed),
+        rows.append([model_label(r), target_text(target_of(r)), str(r.seed),
                      _s(t.train_s) + (" (cached)" if t.cached else ""), _s(t.eval_s),
                      _s(t.attack_s), each or DASH])
     return rows

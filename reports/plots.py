@@ -15,14 +15,15 @@ from matplotlib.figure import Figure
 from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Results, RunResult
 from reports.audit_plots import tightness_figure
 from reports.bounds import design_text
-from reports.common import format_privacy, has_guarantee, is_audit, is_failed, strongest_attack
+from reports.common import format_privacy, has_guarantee, is_audit, is_failed, strongest_attack, target_of, target_text
 from reports.curves import curve_figures
 from reports.feature_maps import feature_figures
 from reports.figures import by_dataset, epsilon_x, figure, save, slug, versus_epsilon
 from reports.verdict_plots import verdict_figures
 
 PLOT_ALT = {
-    "accuracy_vs_epsilon": "Test accuracy against ε for every mechanism; dashed line: non-private baseline",
+    "accuracy_vs_epsilon": ("Test accuracy against ε for every mechanism; dashed lines: the models trained with "
+                            "privacy off, each mechanism's ε = ∞ point in its colour and the baseline"),
     "attack_auc_vs_epsilon": "AUC of the strongest membership attack against ε for every mechanism",
     "attack_tpr_vs_epsilon": "TPR at 0.1% FPR of the strongest membership attack against ε; dotted line: chance "
                              "(per-model maxima, not corrected for multiplicity)",
@@ -131,7 +132,7 @@ def roc_figure(rs: list[RunResult]) -> Figure | None:
         ax.plot([lo, 1], [lo, 1], color="0.6", ls=":", lw=1, label="chance")
         ax.set_xscale("log", nonpositive="mask")
         ax.set_yscale("log", nonpositive="mask")
-        title = r.mechanism + ("" if r.target_epsilon is None else f", target ε = {r.target_epsilon:g}")
+        title = r.mechanism + ("" if target_of(r) is None else f", target ε = {target_text(target_of(r))}")
         title += f", seed {r.seed}" if seeds else ""
         ax.set(xlim=(lo, 1), ylim=(lo, 1.05), xlabel="FPR", ylabel="TPR", title=title)
         ax.grid(True, which="both", alpha=0.3)
@@ -202,7 +203,7 @@ def inversion_grid(rs: list[RunResult], attack: str) -> Figure | None:
                 ax.imshow(_image(by_class[c], inv.shape), cmap="gray", vmin=0, vmax=255)
             if i == 0:
                 ax.set_title(f"class {c}", fontsize=7)
-        label = r.mechanism + ("" if r.target_epsilon is None else f"\ntarget ε = {r.target_epsilon:g}")
+        label = r.mechanism + ("" if target_of(r) is None else f"\ntarget ε = {target_text(target_of(r))}")
         label += f"\n{_inversion_score(inv)}"
         row_axes[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
     fig.suptitle(f"{attack} reconstructions ({rows[0][0].dataset})", fontsize=9)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from bench.results import Results, RunResult
-from reports.common import DASH, target_text
+from reports.common import DASH, target_of, target_text
 
 PROVENANCE_HEADERS = (
     "dataset", "mechanism", "target ε", "seed", "model", "epochs", "batch size", "lr", "optimizer",
@@ -47,7 +47,7 @@ def provenance_row(r: RunResult) -> list[str]:
     """The ``PROVENANCE_HEADERS`` cells of one RunResult (its free-form ``spec`` and ``params`` as recorded)."""
     spec = r.spec
     return [
-        r.dataset, r.mechanism, target_text(r.target_epsilon), str(r.seed), r.model or str(spec.get("model", DASH)),
+        r.dataset, r.mechanism, target_text(target_of(r)), str(r.seed), r.model or str(spec.get("model", DASH)),
         *(str(spec.get(k, DASH)) for k in ("epochs", "batch_size", "lr", "optimizer")),
         json.dumps(r.params, sort_keys=True, default=str), f"{r.timings.train_s:.1f}",
         (r.cache_key or DASH)[:16], "yes" if r.timings.cached else "no",

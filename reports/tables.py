@@ -33,6 +33,7 @@ from reports.common import (
     relation_text,
     strongest_at_level,
     strongest_attack,
+    target_of,
     target_text,
     tpr_entry,
     with_failed_attacks,
@@ -60,7 +61,7 @@ def summary_row(r: RunResult) -> dict[str, Any]:
     p = r.privacy
     guaranteed = p is not None and p.guarantee != "none"
     return {
-        "dataset": r.dataset, "mechanism": model_label(r), "seed": r.seed, "target_epsilon": r.target_epsilon,
+        "dataset": r.dataset, "mechanism": model_label(r), "seed": r.seed, "target_epsilon": target_of(r),
         "privacy": format_privacy(p),
         "test_accuracy": r.utility.test_accuracy if r.utility else None,
         "strongest_attack": best[0] if best else None,
@@ -153,7 +154,7 @@ def attack_rows(results: Results) -> tuple[list[str], list[list[str]]]:
 
 def failed_attack_lines(results: Results) -> list[str]:
     """One line per attack that failed on a model: ``"mnist / dpsgd (target ε 1, seed 0): lira failed: reason"``."""
-    return [f"{r.dataset} / {model_label(r)} (target ε {target_text(r.target_epsilon)}, seed {r.seed}): "
+    return [f"{r.dataset} / {model_label(r)} (target ε {target_text(target_of(r))}, seed {r.seed}): "
             f"{name} failed: {one_line(reason)}"
             for r in results.results for name, reason in sorted(r.attack_errors.items())]  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""The verdict: which mechanism to ship. One table per dataset (accuracy, the strongest attack at 0.1 % FPR,
+"""The verdict: which mechanism to ship. One table per dataset (accuracy and the cost of privacy against the
+mechanism's own ε = ∞ point, the strongest attack at 0.1 % FPR,
 the empirical ε lower bound next to the accountant's ε, throughput, guarantee) and the privacy-utility Pareto
 frontier; the plain-language notes computed from those numbers are in ``reports.verdict_notes``. Reads a
 ``bench.results.Results``.
@@ -16,6 +17,7 @@ from typing import Any
 
 from bench.results import Results, RunResult
 from reports.bounds import BUG_MARK, REFUTED_MARK, bugs_for, refuted_for, tightest_text, tightest_valid
+from reports.ceiling import cost_text
 from reports.common import (
     DASH,
     GUARANTEE_SHORT,
@@ -36,7 +38,8 @@ from reports.tables import summary_rows
 VERDICT_HEADERS = (
     "mechanism", "target ε", "guarantee", "accountant ε (δ, accountant, relation)",
     "audit ε_LB (tightest valid; audit: threat model, design, method, confidence)", "test acc.",
-    "TPR @ 0.1% FPR (membership attack)", "train samples/s", "Pareto",
+    "cost of privacy (test acc. lost vs its ε = ∞ point)", "TPR @ 0.1% FPR (membership attack)", "train samples/s",
+    "Pareto",
 )  # fmt: skip
 Row = dict[str, Any]  # a summary row (``reports.tables.summary_rows``)
 Pair = tuple[RunResult, Row]
@@ -145,7 +148,8 @@ def _verdict_row(results: Results, r: RunResult, row: Row, front: bool | None, s
     tpr = row["tpr_at_0.1%_fpr"] + ("" if row["tpr_attack"] is None else f" ({row['tpr_attack']})")
     cells = [
         mech, target, GUARANTEE_SHORT.get(str(row["guarantee"]), str(row["guarantee"])), row["privacy"],
-        _lower_bound_cell(results, r), DASH if acc is None else f"{100 * acc:.2f}%", with_failed_attacks(tpr, r),
+        _lower_bound_cell(results, r), DASH if acc is None else f"{100 * acc:.2f}%", cost_text(results, r),
+        with_failed_attacks(tpr, r),
         DASH if sps is None else f"{sps:,.0f}", DASH if front is None else ("yes" if front else "no"),
     ]  # fmt: skip
     return {"cells": cells, "failed": False, "bug": bool(bugs_for(results, r)), "frontier": front,

@@ -14,11 +14,13 @@ from reports.verdict import LeakageAxis, leakage_axis, pareto_optimal
 
 
 def _filled(r: RunResult) -> bool:
-    """Whether a model's marker is filled: a guarantee, or no ε at all (the baseline)."""
-    return has_guarantee(r.privacy) or r.target_epsilon is None
+    """Whether a model's marker is filled: a guarantee, or privacy off (the baseline, an ε = ∞ point)."""
+    return has_guarantee(r.privacy) or r.target_epsilon is None or r.off_point
 
 
 def _point_label(r: RunResult) -> str:
+    if r.off_point:
+        return "ε = ∞"
     target = r.target_epsilon
     if target is None:
         return ""

@@ -56,6 +56,9 @@ class PrivacySpent:
         relation: the neighbouring relation the ε holds for (``RELATIONS``): ``"add-remove"`` (one record added
             or removed), ``"replace-one"`` (one record replaced by any other) or ``"replace-one-same-class"``;
             ``None`` without a guarantee.
+        off: privacy turned off (a non-private baseline, or a mechanism's recipe at its ε = ∞ point): ε is ∞, and
+            ``epsilon`` stays ``None`` with ``guarantee`` ``"none"`` (strict JSON has no infinity); printed
+            "ε = ∞ (privacy off)", never "no guarantee".
         profile: the accountant's privacy profile ``((ε, δ), ...)``: (ε, δ)-DP at each point under ``relation``
             (audits test the whole certified curve); empty when unknown or without a guarantee.
         other_relations: the same guarantee under other neighbouring relations (``RelationEpsilon``), same δ.
@@ -73,6 +76,7 @@ class PrivacySpent:
     relation: str | None = None
     profile: tuple[tuple[float, float], ...] = ()
     other_relations: tuple[RelationEpsilon, ...] = ()
+    off: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "profile", tuple((float(e), float(d)) for e, d in self.profile))
@@ -80,6 +84,8 @@ class PrivacySpent:
             o if isinstance(o, RelationEpsilon) else RelationEpsilon(**o) for o in self.other_relations))
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee {self.guarantee!r} not in {GUARANTEES}")
+        if self.off and (self.guarantee != "none" or self.claimed_epsilon is not None):
+            raise ValueError("privacy turned off (ε = ∞) has guarantee 'none' and no claimed epsilon")
         if self.guarantee == "none":
             if self.epsilon is not None:
                 raise ValueError("a mechanism with no guarantee cannot report an epsilon")
@@ -106,8 +112,16 @@ class PrivacySpent:
     def no_guarantee(cls, *, claimed_epsilon: float | None = None, note: str = "") -> PrivacySpent:
         return cls(None, None, "none", "none", claimed_epsilon=claimed_epsilon, note=note)
 
+    @classmethod
+    def privacy_off(cls, *, note: str = "") -> PrivacySpent:
+        """A model trained with privacy turned off: ε = ∞ (``off``), no accountant, no neighbouring relation."""
+        return cls(None, None, "none", "none", note=note, off=True)
+
     def describe(self) -> str:
-        """Human-readable ε with its δ, accountant and neighbouring relation, or "no guarantee"."""
+        """Human-readable ε with its δ, accountant and neighbouring relation, "ε = ∞ (privacy off)" or "no
+        guarantee"."""
+        if self.off:
+            return "ε = ∞ (privacy off)"
         if self.epsilon is None:
             return "no guarantee"
         eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.3g}"

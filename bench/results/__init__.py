@@ -8,6 +8,7 @@ throughput in samples/s.
 """
 
 from bench.results.base import REPRODUCED_WITHIN, SCHEMA_VERSION
+from bench.results.ceiling import Candidate, Ceiling
 from bench.results.document import (
     AuditSummary,
     DatasetInfo,
@@ -25,7 +26,8 @@ from bench.results.runs import EpochRecord, FeatureMaps, Images, RunResult, Timi
 from bench.results.schema_doc import schema_markdown
 
 __all__ = [
-    "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "DatasetInfo", "Design",
+    "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "Candidate", "Ceiling",
+    "DatasetInfo", "Design",
     "EpochRecord", "FeatureMaps",
     "Images", "Metrics", "OneRun", "OtherRelation", "Privacy", "PrivacyBug",
     "ReproducedValues", "ReproductionCurve", "ReproductionRow",

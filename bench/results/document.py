@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from bench.results.base import SCHEMA_VERSION, Model
+from bench.results.ceiling import Ceiling
 from bench.results.runs import RunResult
 
 
@@ -207,6 +208,10 @@ class Results(Model):
     """Split sizes and record shape by dataset name."""
     results: list[RunResult] = Field(default_factory=list)
     """One entry per model, in the order they finished."""
+    ceilings: dict[str, Ceiling] = Field(default_factory=dict)
+    """The non-private ceiling by dataset: the best model trained with privacy off (the baseline or a mechanism's
+    ε = ∞ point), chosen on a validation split of training images, never the test set; written when the run
+    completes."""
     audit: AuditSummary | None = None
     """The run-level check of every bound against its accountant's ε; written when the run completes."""
     privacy_bugs: list[PrivacyBug] = Field(default_factory=list)

@@ -26,7 +26,7 @@ class OtherRelation(Model):
 class Privacy(Model):
     """What a model's mechanism spent, as certified by a named accountant (``bench.core.types.PrivacySpent``).
 
-    ``epsilon``, ``delta`` and ``relation`` are null without a formal guarantee (``guarantee: "none"``);
+    ``epsilon``, ``delta`` and ``relation`` are null without a formal guarantee (``guarantee: "none"``; ``off``: ε = ∞);
     ``claimed_epsilon`` is a source's claim shown beside, never instead; ``weak_delta``: δ >= 1 / n_members."""
 
     epsilon: float | None
@@ -54,6 +54,10 @@ class Privacy(Model):
     other_relations: list[OtherRelation] = Field(default_factory=list)
     """The same guarantee under other neighbouring relations (DP-SGD: its add/remove ε, the figure papers quote, beside
     the replace-one ε every mechanism's budget is matched on)."""
+    off: bool = False
+    """True for a model trained with privacy turned off (the baseline, a mechanism's ε = ∞ point): its ε is ∞, written
+    as this flag (strict JSON has no infinity) with ``epsilon`` null and ``guarantee`` ``none``; reports print
+    "ε = ∞ (privacy off)", never "no guarantee"."""
 
     def under(self, relation: str | None) -> Privacy | None:
         """This record stated under ``relation`` (that relation's ε, accountant and profile), or None without one."""

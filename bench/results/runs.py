@@ -12,7 +12,8 @@ from bench.results.privacy import Privacy
 
 
 class Utility(Model):
-    """Test accuracy (fraction), mean test cross-entropy (nats) and accuracy on the members (fraction)."""
+    """Test accuracy (fraction), mean test cross-entropy (nats), accuracy on the members (fraction) and, for a model
+    trained with privacy off, on the validation split (fraction)."""
 
     test_accuracy: float
     """Accuracy on the test split (fraction)."""
@@ -20,6 +21,10 @@ class Utility(Model):
     """Mean cross-entropy on the test split (nats); null when it could not be computed."""
     train_accuracy: float
     """Accuracy on the training members (fraction)."""
+    validation_accuracy: float | None = None
+    """Accuracy on the validation split (fraction): training images of the data set that no target trains on (the
+    first ≤ 5,000 of the attacker's population, else of the non-members), never the test set; measured for models
+    trained with privacy off, which the non-private ceiling is chosen among (``Results.ceiling``); null otherwise."""
 
 
 class Images(Model):
@@ -116,6 +121,9 @@ class RunResult(Model):
     """Seed of the data split, initialisation, sampling and noise."""
     target_epsilon: float | None
     """The target ε the mechanism was calibrated to; null for the baseline and mechanisms without a target."""
+    off_point: bool = False
+    """True for the mechanism's ε = ∞ point: its recipe with privacy turned off (``target_epsilon`` is null: strict
+    JSON has no infinity; the reports show the target as ∞)."""
     model: str
     """The model architecture (e.g. ``cnn-small``)."""
     spec: dict[str, Any]

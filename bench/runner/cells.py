@@ -30,6 +30,7 @@ from bench.results import (
     Timings,
     Utility,
 )
+from bench.runner.ceiling import validation_split
 from bench.runner.executor import JobFailed
 from bench.runner.jobs import Recipe, Slot, Trainer
 
@@ -42,7 +43,8 @@ ATTACK_ERRORS = (Exception,)
 
 @dataclass(frozen=True)
 class Cell:
-    """One point of the grid: a mechanism at a target ε (None: no target) for one seed."""
+    """One point of the grid: a mechanism at a target ε (None: no target; ``math.inf``: its ε = ∞ point, the recipe
+    with privacy turned off) for one seed."""
 
     mechanism: str
     target_epsilon: float | None
@@ -74,7 +76,7 @@ def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:
     """The results.json form of a ``PrivacySpent``."""
     return Privacy(epsilon=p.epsilon, delta=p.delta, accountant=p.accountant, guarantee=p.guarantee,
                    claimed_epsilon=p.claimed_epsilon, note=p.note, relation=p.relation, weak_delta=weak_delta,
-                   profile=[list(x) for x in p.profile],
+                   off=p.off, profile=[list(x) for x in p.profile],
                    other_relations=[OtherRelation(relation=o.relation, epsilon=o.epsilon, accountant=o.accountant,
                                                   profile=[list(x) for x in o.profile]) for o in p.other_relations])
 
@@ -168,8 +170,8 @@ class CellRunner:
         """The cell's RunResult; a training failure gives a ``failed`` result, an attack failure an entry in
         ``attack_errors``."""
         spec = recipe.spec
-        head = dict(dataset=self.dataset, mechanism=cell.mechanism, seed=cell.seed,
-                    target_epsilon=cell.target_epsilon, model=spec.model, spec=spec.to_dict())
+        head = dict(dataset=self.dataset, mechanism=cell.mechanism, seed=cell.seed, off_point=recipe.off,
+                    target_epsilon=None if recipe.off else cell.target_epsilon, model=spec.model, spec=spec.to_dict())
         t0 = time.perf_counter()
         try:
             if target is None:
@@ -183,11 +185,16 @@ class CellRunner:
         device = self.trainer.device
         test_m = evaluate(trained.model, split.test.x, split.test.y, device=device)
         train_m = evaluate(trained.model, split.members.x, split.members.y, device=device)
+        val_m = None
+        if trained.privacy.off:  # a candidate for the non-private ceiling: measured on validation, never on test
+            val = validation_split(split)[0]
+            val_m = evaluate(trained.model, val.x, val.y, device=device)
         t2 = time.perf_counter()
         result = RunResult(
             **head, cache_key=target.key, params=trained.params, privacy=self._privacy(trained, split),
             utility=Utility(test_accuracy=test_m["accuracy"], test_loss=test_m["loss"],
-                            train_accuracy=train_m["accuracy"]),
+                            train_accuracy=train_m["accuracy"],
+                            validation_accuracy=None if val_m is None else val_m["accuracy"]),
             history=trained.history, release=release_examples(trained),
             epochs=epoch_records(trained, recipe), feature_maps=feature_maps_record(trained, split, device),
             timings=Timings(train_s=trained.train_seconds, samples_per_s=trained.samples_per_s, eval_s=t2 - t1,
@@ -208,7 +215,11 @@ class CellRunner:
         members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
         ctx = AttackContext(None, split, members, non_members, cell.seed, self.trainer.device,  # type: ignore[arg-type]
                             self.trainer.like(recipe), recipe.mechanism)
-        _prefetch(ctx, [a for a in self.attacks.values() if a.release_kind is None])
+        _prefetch(ctx, [a for a in self._attacks(recipe).values() if a.release_kind is None])
+
+    def _attacks(self, recipe: Recipe) -> dict[str, object]:
+        """The cell's attacks: all of them, but no audit (``Attack.audit``) on an ε = ∞ point (no ε to test)."""
+        return {name: a for name, a in self.attacks.items() if not (recipe.off and getattr(a, "audit", False))}
 
     def _attack(self, result: RunResult, cell: Cell, recipe: Recipe, split: MembershipSplit,
                 trained: TrainedModel) -> None:
@@ -216,8 +227,9 @@ class CellRunner:
         ctx = AttackContext(trained, split, members, non_members, cell.seed, self.trainer.device,
                             self.trainer.like(recipe), recipe.mechanism)
         delta = trained.privacy.delta if trained.privacy.delta is not None else recipe.delta
-        _prefetch(ctx, [a for a in self.attacks.values() if a.applies_to(trained)])  # an idle worker trains them
-        for name, attack in self.attacks.items():
+        attacks = self._attacks(recipe)
+        _prefetch(ctx, [a for a in attacks.values() if a.applies_to(trained)])  # an idle worker trains them
+        for name, attack in attacks.items():
             if not attack.applies_to(trained):
                 continue
             self.on_status(f"{cell.mechanism} seed {cell.seed}: attack {name}")

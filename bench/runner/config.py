@@ -36,7 +36,10 @@ class RunConfig:
     ``attack_params`` each attack's validated ``Params``; ``plugins`` modules imported first (they register
     mechanisms, attacks, models or datasets). ``dataset`` is a registered name or your data by path
     (``imagefolder:DIR``, ``npz:FILE.npz``, ``csv:FILE.csv,label=COLUMN``; ``bench.core.datasource``);
-    ``tabular_hidden`` the hidden widths of the MLP every mechanism trains on tabular data.
+    ``tabular_hidden`` the hidden widths of the MLP every mechanism trains on tabular data;
+    ``privacy_off_points`` trains each mechanism's ε = ∞ point too (its recipe with privacy turned off:
+    ``Mechanism.off_point``), the recipe's own non-private ceiling; ``recipes_chosen_on`` the data set the profile's
+    recipes were chosen on (a profile's key: the report says so when the run's data set is another).
     """
 
     dataset: str = "mnist"
@@ -45,6 +48,8 @@ class RunConfig:
     attacks: tuple[str, ...] = ("loss",)
     epsilons: tuple[float, ...] = (1.0, 3.0, 8.0)
     reference_epsilons: bool = True
+    privacy_off_points: bool = True
+    recipes_chosen_on: str | None = None
     seeds: tuple[int, ...] = (0,)
     delta: float = 1e-5
     device: str = "auto"

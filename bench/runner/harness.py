@@ -25,9 +25,10 @@ from rich.progress import (
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device
 from bench.core.training import PROBE_MAX
-from bench.results import AuditSummary, DatasetInfo, Results, RunResult, write
+from bench.results import AuditSummary, Ceiling, DatasetInfo, Results, RunResult, write
 from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
+from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import Cell, CellRunner
 from bench.runner.executor import make_executor
 from bench.runner.jobs import Recipe, Trainer
@@ -92,12 +93,13 @@ def curve_probe(split: MembershipSplit) -> ArrayDataset:
 
 def log_line(r: RunResult) -> str:
     """One plain line per finished model (what a log or CI shows when there is no live progress bar)."""
-    eps = "" if r.target_epsilon is None else f" target ε={r.target_epsilon:g}"
+    eps = " target ε=∞ (privacy off)" if r.off_point else "" if r.target_epsilon is None else \
+        f" target ε={r.target_epsilon:g}"
     head = f"{r.mechanism}{eps} seed {r.seed}"
     if not r.ok:
         return f"{head}: failed: {r.error}"
     p, t = r.privacy, r.timings
-    priv = "no guarantee" if p.epsilon is None else \
+    priv = "ε=∞ (privacy off)" if p.off else "no guarantee" if p.epsilon is None else \
         f"ε={p.epsilon:.3g} (δ={p.delta:.0e}, {p.accountant}, {p.relation}" + "".join(
             f"; {o.relation} ε={o.epsilon:.3g}, {o.accountant}" for o in p.other_relations) + ")"
     auc = " ".join(f"{k} AUC {a.metrics.auc:.3f}" for k, a in r.attacks.items())
@@ -169,6 +171,21 @@ class Harness:
                        reproduction=[] if plan.reproduction else None,
                        reproduction_curves=[] if plan.reproduction else None)
 
+    def _ceilings(self, doc: Results) -> dict[str, Ceiling]:
+        """The non-private ceiling of each dataset (``bench.runner.ceiling.choose_ceiling``), where the run trained a
+        model with privacy off."""
+        out = {}
+        for dataset, info in self.plan.datasets.items():
+            split = next((pc.split for pc in self.plan.cells if pc.recipe.dataset == dataset), None)
+            if split is None:
+                continue
+            val, words = validation_split(split)
+            found = choose_ceiling([r for r in doc.results if r.dataset == dataset], n_test=info.n_test,
+                                   validation=words, n_validation=len(val))
+            if found is not None:
+                out[dataset] = found
+        return out
+
     def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
         doc = self._document()
@@ -192,7 +209,7 @@ class Harness:
                     runner.prefetch(pc.cell, pc.recipe, pc.split)
             for pc, target in zip(plan.cells, targets, strict=True):
                 c = pc.cell
-                eps = "" if c.target_epsilon is None else f" ε={c.target_epsilon:g}"
+                eps = "" if c.target_epsilon is None else " ε=∞" if pc.recipe.off else f" ε={c.target_epsilon:g}"
                 task = progress.add_task(f"  {c.mechanism}{eps} seed {c.seed}", total=pc.recipe.spec.epochs)
                 runner.attacks = {a: plan.attacks[a] for a in pc.attacks}
                 runner.dataset = pc.recipe.dataset
@@ -207,6 +224,7 @@ class Harness:
                 write(doc, out / "results.json")
                 progress.advance(bars.overall)
         self.trainer.on_jobs = lambda asked, done: None
+        doc.ceilings = self._ceilings(doc)
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
         doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons)
         doc.status = "complete"

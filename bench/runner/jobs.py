@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ import torch
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback
-from bench.core.types import TrainedModel, TrainSpec
+from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
 from bench.runner.cache import ModelCache, cache_key
 from bench.runner.ensemble import choose_path, ensemble_supported
 from bench.runner.executor import Executor, Pending, TrainJob
@@ -29,7 +30,8 @@ class Recipe:
 
     Attributes:
         mechanism: registered name. spec: its validated TrainSpec. target_epsilon: ε to calibrate to (None: no
-        target). delta: δ. dataset: the dataset's name (part of the cache key).
+        target; ``math.inf``: the mechanism's ε = ∞ point, its recipe with privacy turned off). delta: δ.
+        dataset: the dataset's name (part of the cache key).
     """
 
     mechanism: str
@@ -37,6 +39,11 @@ class Recipe:
     target_epsilon: float | None
     delta: float
     dataset: str
+
+    @property
+    def off(self) -> bool:
+        """Whether this is a mechanism's ε = ∞ point (privacy turned off)."""
+        return self.target_epsilon is not None and math.isinf(self.target_epsilon)
 
 
 @dataclass
@@ -217,5 +224,8 @@ class LikeTarget:
         from mechanisms import MECHANISMS
 
         r = self.recipe
-        return MECHANISMS.get(r.mechanism)().release(data, r.spec, target_epsilon=r.target_epsilon, delta=r.delta,
-                                                     seed=seed)
+        release, privacy = MECHANISMS.get(r.mechanism)().release(data, r.spec, target_epsilon=r.target_epsilon,
+                                                                 delta=r.delta, seed=seed)
+        if r.off:  # the ε = ∞ point's release: privacy off, whatever the accountant says of its vanishing noise
+            privacy = PrivacySpent.privacy_off(note=f"{r.mechanism} with privacy turned off")
+        return release, privacy

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from pathlib import Path
 
 from bench.core.data import make_split
@@ -23,7 +24,8 @@ log = logging.getLogger("privbench.plan")
 
 
 def grid(cfg: RunConfig) -> list[Cell]:
-    """Every cell of the run: seeds × mechanisms × (ε grid + the mechanism's reference ε)."""
+    """Every cell of the run: seeds × mechanisms × (ε grid + the mechanism's reference ε + its ε = ∞ point, unless
+    ``cfg.privacy_off_points`` is false)."""
     from mechanisms import MECHANISMS
 
     cells = []
@@ -37,6 +39,8 @@ def grid(cfg: RunConfig) -> list[Cell]:
             if cfg.reference_epsilons:
                 eps += [e for e in mech.reference_epsilons if e not in eps]
             cells += [Cell(name, e, seed) for e in sorted(eps)]
+            if cfg.privacy_off_points and mech.off_point:
+                cells.append(Cell(name, math.inf, seed))  # the recipe with privacy turned off: its own ceiling
     return cells
 
 

@@ -5,6 +5,7 @@ result."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,8 @@ class TrainJob:
     Attributes:
         mechanism: registered mechanism name. spec: its training settings.
         datasets: the training set of every model (one; several for a vectorised ensemble).
-        seeds: one training seed per model. target_epsilon: target ε (None: no target). delta: δ.
+        seeds: one training seed per model. target_epsilon: target ε (None: no target; ``math.inf``: the
+            mechanism's ε = ∞ point, ``Mechanism.fit_privacy_off``). delta: δ.
         device: device type to train on (``"cpu"`` / ``"cuda"``), on whichever machine runs the job.
         audit: an audit request for ``Mechanism.fit`` (one model only; e.g. ``GradientCanaries``), or None.
         probe: held-out images a single model is evaluated on after every epoch (``bench.core.training.
@@ -67,8 +69,12 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
     extra = {} if job.audit is None else {"audit": job.audit}
     probe = job.probe
     with recording_epochs(EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)) as rec:
-        trained = mech.fit(job.datasets[0], job.spec, target_epsilon=job.target_epsilon, delta=job.delta,
-                           seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)
+        if job.target_epsilon is not None and math.isinf(job.target_epsilon):  # the recipe with privacy off
+            trained = mech.fit_privacy_off(job.datasets[0], job.spec, delta=job.delta, seed=job.seeds[0],
+                                           device=device, on_epoch=on_epoch, **extra)
+        else:
+            trained = mech.fit(job.datasets[0], job.spec, target_epsilon=job.target_epsilon, delta=job.delta,
+                               seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)
     trained.epochs = rec.matching(trained.history)
     return [trained]
 

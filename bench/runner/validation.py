@@ -195,7 +195,10 @@ def _environment(d: dict[str, Any]) -> None:
     threads = d.get("threads")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ConfigError(f"threads = {threads!r} must be an integer >= 1 (torch threads per process)")
-    for flag in ("no_cache", "reference_epsilons"):
+    chosen_on = d.get("recipes_chosen_on")
+    if chosen_on is not None and (not isinstance(chosen_on, str) or not chosen_on.strip()):
+        raise ConfigError(f"recipes_chosen_on = {chosen_on!r} must be a data set's name")
+    for flag in ("no_cache", "reference_epsilons", "privacy_off_points"):
         if not isinstance(d[flag], bool):
             raise ConfigError(f"{flag} = {d[flag]!r} must be true or false")
     for name in ("output", "data_root", "cache_dir"):

@@ -30,8 +30,9 @@ def _numbers(doc: dict) -> list:
 def _check_privacy_claims(doc: dict) -> None:
     for r in doc["results"]:
         p = r["privacy"]
-        if p["guarantee"] == "none":
+        if p["guarantee"] == "none":  # no guarantee, or privacy off (ε = ∞: the baseline, an ε = ∞ point)
             assert p["epsilon"] is None and p["accountant"] == "none"
+            assert p["off"] == (r["mechanism"] == "baseline" or r["off_point"])
         else:  # an ε always comes with δ, the accountant and the neighbouring relation, and meets the target
             assert p["delta"] == doc["config"]["delta"] and p["accountant"] and p["relation"]
             assert p["epsilon"] <= r["target_epsilon"] * (1 + 1e-6), r
@@ -43,7 +44,11 @@ def test_smoke_run_writes_every_cell_and_report(smoke_run):
     assert doc["schema_version"] == SCHEMA_VERSION and doc["status"] == "complete"
     assert {r["mechanism"] for r in doc["results"]} == MECHANISMS
     assert all(r["status"] == "ok" for r in doc["results"]), [r["error"] for r in doc["results"]]
-    assert len(doc["results"]) == 1 + 4 * len(doc["config"]["epsilons"])
+    assert len(doc["results"]) == 1 + 4 * (len(doc["config"]["epsilons"]) + 1)  # each mechanism's ε = ∞ point too
+    off = [r for r in doc["results"] if r["off_point"]]
+    assert sorted(r["mechanism"] for r in off) == sorted(MECHANISMS - {"baseline"})
+    assert all(r["target_epsilon"] is None and r["privacy"]["off"] for r in off)
+    assert doc["ceilings"]["digits"]["mechanism"] in MECHANISMS
     _check_privacy_claims(doc)
     for r in doc["results"]:
         loss = r["attacks"]["loss"]

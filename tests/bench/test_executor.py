@@ -101,12 +101,13 @@ def test_smoke_sweep_on_ray_equals_local(ray_2cpu, one_thread, tmp_path, capsys)
                      "--cache-dir", str(tmp_path / f"cache-{executor}")])  # separate caches: both train everything
         assert code == 0
         docs[executor] = json.loads((out / "results.json").read_text())
-        # the run-wide bar: 2 cells × (target + 2 references + 1 canary run) = 8 models
+        # the run-wide bar: 2 cells × (target + 2 references + 1 canary run) = 8 models, and local-gaussian's ε = ∞
+        # point: its target and 2 references (no audit runs on it) = 11
         bar = [line for line in capsys.readouterr().err.splitlines() if "models trained or cached" in line]
-        assert bar and f"({executor})" in bar[-1] and "8/8" in bar[-1]
+        assert bar and f"({executor})" in bar[-1] and "11/11" in bar[-1]
     local, ray = docs["local"], docs["ray"]
     assert not any(r["timings"]["cached"] for d in docs.values() for r in d["results"])
-    assert [r["status"] for r in ray["results"]] == ["ok", "ok"] and ray["results"][0]["attacks"]["rmia"]
+    assert [r["status"] for r in ray["results"]] == ["ok", "ok", "ok"] and ray["results"][0]["attacks"]["rmia"]
     assert _comparable(ray) == _comparable(local)
     assert local["executor"]["name"] == "local"
     assert ray["executor"]["name"] == "ray" and ray["executor"]["resources"]["CPU"] == 2.0

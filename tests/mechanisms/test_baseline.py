@@ -57,9 +57,9 @@ def test_different_seed_gives_different_weights(fits):
     assert any(not torch.equal(sa[k], sc[k]) for k in sa)
 
 
-def test_privacy_is_no_guarantee(fits):
+def test_privacy_is_off_never_no_guarantee(fits):
     p = fits["a"].privacy
-    assert p.describe() == "no guarantee"
+    assert p.describe() == "ε = ∞ (privacy off)" and p.off
     assert p.epsilon is None and p.delta is None
     assert p.guarantee == "none" and p.accountant == "none"
     assert fits["a"].release is None

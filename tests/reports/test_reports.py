@@ -58,6 +58,9 @@ def test_every_epsilon_comes_with_delta_accountant_and_relation(texts, fmt):
         if m.group(1):
             assert after.startswith(", not a guarantee"), f"claimed ε printed as if it held: {after!r}"
             continue
+        if m.group(2) == "∞":  # privacy turned off (the baseline, an ε = ∞ point): no δ, no accountant to name
+            assert after.startswith((" (privacy off)", " point")), f"ε = ∞ without 'privacy off': {after!r}"
+            continue
         found += 1
         match = after_re.match(after)
         assert match, after
@@ -255,10 +258,10 @@ def test_verdict_table_rows_frontier_and_notes(mnist_results):
     rows = {r["cells"][0] + " " + r["cells"][1]: r for r in table["rows"]}
     assert len(rows) == 6 and all(len(r["cells"]) == len(VERDICT_HEADERS) for r in rows.values())
     base, weight, failed = rows["baseline —"], rows["weight-noise 10"], rows["local-gaussian 1"]
-    assert base["cells"][2:4] == ["none", "no guarantee"] and base["cells"][6].endswith("(loss)")
+    assert base["cells"][2:4] == ["none", "no guarantee"] and base["cells"][7].endswith("(loss)")
     assert weight["cells"][3] == "no guarantee (claimed ε = 10, not a guarantee)"
-    assert rows["dpsgd 1"]["cells"][2] == "central DP" and rows["dpsgd 1"]["cells"][6] == "not measurable"
-    assert rows["dpsgd 8"]["cells"][6] == "not measurable; attack failed: lira" and rows["dpsgd 8"]["attack_failed"]
+    assert rows["dpsgd 1"]["cells"][2] == "central DP" and rows["dpsgd 1"]["cells"][7] == "not measurable"
+    assert rows["dpsgd 8"]["cells"][7] == "not measurable; attack failed: lira" and rows["dpsgd 8"]["attack_failed"]
     assert failed["failed"] and failed["cells"][2].startswith("failed: RuntimeError") and failed["frontier"] is None
     assert base["frontier"] is True  # the most accurate model is never dominated
     assert all(r["frontier"] is not None for k, r in rows.items() if k != "local-gaussian 1")

@@ -1,0 +1,72 @@
+"""The reports' non-private ceiling and cost of privacy (``reports.ceiling``): each mechanism's ε = ∞ point in the
+verdict table as its own ceiling, the accuracy each private model loses against it, the ceiling with its interval
+and every private model above it, and the note when the profile's recipes were chosen on another data set."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.ceiling import accuracy_interval, ceiling_line, cost_of_privacy, recipes_line
+from reports.common import format_privacy
+from reports.verdict import VERDICT_HEADERS, verdict_tables
+from reports.verdict_notes import verdict_headline, verdict_notes
+
+OFF = {"epsilon": None, "delta": None, "accountant": "none", "guarantee": "none", "off": True}
+
+
+def _doc(build, dataset: str = "fashion-mnist", ceiling: str = "baseline"):
+    dp = lambda e: build.privacy(e, 1e-5, "dp_accounting-pld", "central-dp", relation="replace-one")  # noqa: E731
+    runs = [build.run("baseline", None, OFF, 0.841, {}),
+            *[build.run("dpsgd", e, dp(e), acc, {}) for e, acc in ((1.0, 0.758), (3.0, 0.838), (8.0, 0.867))],
+            build.run("dpsgd", None, OFF, 0.905, {}, off_point=True, model="scatternet-linear")]
+    runs = [{**r, "dataset": dataset} for r in runs]
+    chosen = {"baseline": ("baseline", False, 0.841), "dpsgd": ("dpsgd", True, 0.905)}[ceiling]
+    cands = [{"mechanism": "baseline", "off_point": False, "model": "cnn-small", "validation_accuracy": 0.85,
+              "test_accuracy": 0.841, "seeds": [0]},
+             {"mechanism": "dpsgd", "off_point": True, "model": "scatternet-linear", "validation_accuracy": 0.90,
+              "test_accuracy": 0.905, "seeds": [0]}]
+    ceilings = {dataset: {"mechanism": chosen[0], "off_point": chosen[1], "model": "m",
+                          "validation_accuracy": 0.9, "test_accuracy": chosen[2], "n_test": 5000,
+                          "validation": "the first 5,000 images of the attacker's population", "n_validation": 5000,
+                          "candidates": cands}}
+    return build.results(runs, ceilings=ceilings, config={"profile": "default", "recipes_chosen_on": "mnist"})
+
+
+def test_off_point_row_and_cost_of_privacy_in_the_verdict_table(build):
+    doc = _doc(build)
+    (table,) = verdict_tables(doc)
+    col = VERDICT_HEADERS.index("cost of privacy (test acc. lost vs its ε = ∞ point)")
+    rows = {(r["cells"][0], r["cells"][1]): r["cells"] for r in table["rows"]}
+    assert rows[("dpsgd", "∞")][3] == "ε = ∞ (privacy off)" and rows[("dpsgd", "∞")][col] == "its ε = ∞ point"
+    assert rows[("dpsgd", "1")][col] == f"{100 * (0.905 - 0.758):.1f} pts (of 90.5%)"
+    assert rows[("dpsgd", "8")][col] == f"{100 * (0.905 - 0.867):.1f} pts (of 90.5%)"
+    assert rows[("baseline", "—")][3] == "ε = ∞ (privacy off)" and rows[("baseline", "—")][col] == "—"
+    assert cost_of_privacy(doc, doc.results[1]) == pytest.approx(100 * (0.905 - 0.758))
+    note = next(n for n in verdict_notes(doc)["fashion-mnist"] if n.startswith("dpsgd:"))
+    assert "cost of privacy 14.7 / 6.7 / 3.8 points of test accuracy at target ε 1 / 3 / 8" in note
+
+
+def test_a_private_model_above_the_ceiling_beyond_its_interval_is_named(build):
+    doc = _doc(build, ceiling="baseline")
+    half = accuracy_interval(0.841, 5000)
+    assert 0.838 < 0.841 + half < 0.867  # ε = 3 within the interval, ε = 8 beyond it
+    line = ceiling_line(doc, "fashion-mnist")
+    assert line.startswith("The non-private ceiling is the baseline (m): 84.1% test accuracy (± 1.0, 95%)")
+    assert "never the test set" in line and "also: dpsgd ε = ∞ 90.0%" in line
+    assert "dpsgd at target ε 8 (86.7%)" in line and "target ε 3" not in line
+    good = ceiling_line(_doc(build, ceiling="dpsgd"), "fashion-mnist")
+    assert good.startswith("The non-private ceiling is dpsgd's ε = ∞ point (m, its recipe with privacy off): 90.5%")
+    assert "Above it" not in good
+
+
+def test_the_recipes_note_appears_only_on_another_data_set(build):
+    assert "chosen on mnist's validation split" in recipes_line(_doc(build), "fashion-mnist")
+    assert recipes_line(_doc(build, dataset="mnist"), "mnist") is None
+    headline = verdict_headline(_doc(build))["fashion-mnist"]
+    assert any("non-private ceiling" in h for h in headline) and any("not on fashion-mnist" in h for h in headline)
+
+
+def test_privacy_off_is_printed_as_infinite_epsilon(build):
+    doc = _doc(build)
+    assert format_privacy(doc.results[0].privacy) == "ε = ∞ (privacy off)"
+    assert format_privacy(doc.results[0].privacy.model_copy(update={"off": False})) == "no guarantee"
