@@ -138,16 +138,20 @@ class DPMix(Baseline):
         n, k, d_x = len(data), data.num_classes, math.prod(data.input_shape)
         acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=d_x, d_y=k, delta=delta, method=method,
                    label_form="distribution")  # one-hot labels: Δ_y = √2 (mixing.check_records enforces it)
+        off = p.sigma is None and math.isinf(target_epsilon)  # the ε = ∞ point: the noiseless mixtures
         if p.sigma is not None:
             sigma = float(p.sigma)
         else:
-            sigma = dpmix_sigma(target_epsilon=target_epsilon, sigma_y_scale=y_scale, **acc)
+            sigma = 0.0 if off else dpmix_sigma(target_epsilon=target_epsilon, sigma_y_scale=y_scale, **acc)
         sigma_y = sigma * y_scale
         rx, ry, _ = mix_release(data.x.flatten(1), F.one_hot(data.y, k).float(), mixture_degree=ell,
                                 num_samples=t, sigma=sigma, sigma_y=sigma_y, generator=generator)
         release_params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "num_records": n}
         if y_scale != 1.0:
             release_params["sigma_y"] = sigma_y
+        if off:
+            return Release(rx.view(t, *data.input_shape), ry, "dpmix", release_params), PrivacySpent.privacy_off(
+                note=f"dpmix with privacy turned off: {self.off_point}")
         profile = dpmix_profile(sigma=sigma, sigma_y=sigma_y, **acc)
         privacy = PrivacySpent(dpmix_epsilon(sigma=sigma, sigma_y=sigma_y, **acc), delta, ACCOUNTANT_NAMES[method],
                                "dp-release", relation="replace-one", profile=profile)
