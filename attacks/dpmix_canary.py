@@ -13,11 +13,12 @@ quarter of the pair's squared distance (Δ² = d_x/σ_x² + 2/σ_y² has the ima
 recipe's σ_y/σ_x = √(2/d_x)). Slots of one release can share a sample (about ℓ·m/(2n) other z's per sample), which
 blurs their scores; several releases with fewer slots each keep that small.
 
-**The score** of slot i is the log-likelihood ratio of the pair, Σ_t log(1 − q + q·e^{h·x_t − h²/2}), over the
-release's T samples, with x_t the sample's projection on the whitened shift (z_i − c) standardised by the centre
-and spread *of the release itself* (median and scaled median absolute deviation: the noise the release really
-carries, never the claimed σ, so a mechanism that adds less noise than it certifies shows a larger h) and h the
-shift of a sample that drew z_i in the same units.
+**The score** of slot i is the pair's log-likelihood ratio over the release's T samples, Σ_t log(1 + q·(L_ti − 1)/A_ti)
+(``pair_scores``): L_ti the likelihood ratio of "sample t drew z_i" to "it drew no z" on the whitened shift, A_ti
+the same sample explained by the other slots (each holding its z with probability ½), so that another slot's z does
+not count for slot i. The centre of a sample that drew no z is c itself, known by design; the noise of the image and
+of the label coordinates is measured from the release (scaled median absolute deviation), never taken from the claimed
+σ, so a mechanism that adds less noise than it certifies shows larger shifts.
 
 **Validity.** The design fixes everything but the coins in advance: n = n₀ + m (both sides of a slot are records),
 ℓ, T, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
@@ -41,6 +42,7 @@ from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
 
+ROUNDS = 6  # rounds of explaining the other slots' z's away, each with their last scores' posteriors
 MAD_SCALE = 1.4826  # the median absolute deviation of N(0, 1) is 1/1.4826
 NOISE_ROWS = 1024  # released samples the noise of each block is estimated from (the release is in random order)
 
@@ -56,7 +58,7 @@ class DPMixCanaryParams(Params):
     """
 
     num_canaries: int = Field(32, ge=2)
-    releases: int = Field(32, ge=1, le=1_000)
+    releases: int = Field(64, ge=1, le=1_000)
 
 
 def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: torch.Generator
@@ -116,8 +118,9 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     explains better (a slot with the same label shares the label's shift) is discounted for slot i.
 
     Args:
-        z: ``(T, d_x + K)`` the release's [image, label] rows. centre: ``(d_x + K,)`` c. shift: ``(m, d_x + K)`` z_i − c. common: ``(d_x + K,)``
-            g. d_x: image coordinates (the rest are the label's). ell: ℓ. n: the release's records (q = ℓ/n).
+        z: ``(T, d_x + K)`` the release's [image, label] rows. centre: ``(d_x + K,)`` c. shift: ``(m, d_x + K)``
+            z_i − c. common: ``(d_x + K,)`` g. d_x: image coordinates (the rest are the label's). ell: ℓ. n: the
+            release's records (q = ℓ/n).
 
     Returns:
         ``(m,)`` scores (larger: z_i). The noise of the image and of the label coordinates is estimated from the
@@ -135,10 +138,14 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     log_l = (h * x - h**2 / 2 + hg * xg - hg**2 / 2).double()
     top = log_l.max(1, keepdim=True).values.clamp_min(0.0)  # every term below scaled by e^{-top}: no overflow
     l, one = (log_l - top).exp(), (-top).exp()
-    q = min(ell / n, 1.0)
-    others = (l.sum(1, keepdim=True) - l).clamp_min(0.0)  # Σ_{j≠i} L_tj (scaled)
-    a = one + q / 2 * (others - (len(shift) - 1) * one)  # > 0: q·(m − 1)/2 < 1 (m <= n₀)
-    return (torch.log((a + q * (l - one)).clamp_min(1e-300)) - torch.log(a.clamp_min(1e-300))).sum(0).numpy()
+    q, p = min(ell / n, 1.0), torch.full((len(shift),), 0.5, dtype=torch.float64)
+    for _ in range(ROUNDS):  # the other slots' chance of holding their z: ½, then their posteriors from their scores
+        held = l * p
+        others = (held.sum(1, keepdim=True) - held).clamp_min(0.0)  # Σ_{j≠i} p_j·L_tj (scaled)
+        a = one + q * (others - (p.sum() - p) * one)  # > 0: q·Σp < 1 (the audit checks ℓ·(m − 1) < 2n)
+        score = (torch.log((a + q * (l - one)).clamp_min(1e-300)) - torch.log(a.clamp_min(1e-300))).sum(0)
+        p = torch.sigmoid(score)
+    return score.numpy()
 
 
 class DPMixCanaryAudit(MembershipAttack):
