@@ -42,7 +42,8 @@ from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
 
-ROUNDS = 6  # rounds of explaining the other slots' z's away, each with their last scores' posteriors
+ROUNDS = 3  # rounds of explaining the other slots' z's away, each with their last scores' posteriors
+CONFIDENCE = 2.0  # a posterior is kept within sigmoid(±2) = [0.12, 0.88]: the scores are approximate log-ratios
 MAD_SCALE = 1.4826  # the median absolute deviation of N(0, 1) is 1/1.4826
 NOISE_ROWS = 1024  # released samples the noise of each block is estimated from (the release is in random order)
 
@@ -144,7 +145,7 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
         others = (held.sum(1, keepdim=True) - held).clamp_min(0.0)  # Σ_{j≠i} p_j·L_tj (scaled)
         a = one + q * (others - (p.sum() - p) * one)  # > 0: q·Σp < 1 (the audit checks ℓ·(m − 1) < 2n)
         score = (torch.log((a + q * (l - one)).clamp_min(1e-300)) - torch.log(a.clamp_min(1e-300))).sum(0)
-        p = torch.sigmoid(score)
+        p = torch.sigmoid(score.clamp(-CONFIDENCE, CONFIDENCE))
     return score.numpy()
 
 
