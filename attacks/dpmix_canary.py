@@ -114,9 +114,11 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     minus e_a) plus a part e_i orthogonal to g and nearly to every other slot's. A sample t is read on whitened,
     standardised coordinates, x_ti along e_i and x_tg along g, and L_ti = e^{h_i·x_ti − h_i²/2 + h_g·x_tg − h_g²/2} is
     the likelihood ratio of "t drew z_i" to "t drew no z" (h: the shifts a z makes, in the same units). Slot i's
-    score is Σ_t log(1 + q·(L_ti − 1)/A_ti) with A_ti = 1 + (q/2)·Σ_{j≠i}(L_tj − 1): the ratio for a sample that
-    holds at most one z, the other slots each holding theirs with probability ½, so a sample that another slot's z
-    explains better (a slot with the same label shares the label's shift) is discounted for slot i.
+    score is Σ_t log(1 + q·(L_ti − 1)/A_ti) with A_ti = 1 + q·Σ_{j≠i} p_j·(L_tj − 1): the ratio for a sample that
+    holds at most one z, slot j holding its z with probability p_j, so a sample that another slot's z explains better
+    (a slot with the same label shares the label's shift) is discounted for slot i. p_j is ½, then for ``ROUNDS`` − 1
+    more rounds the posterior of slot j's last score, kept within sigmoid(±``CONFIDENCE``). Any function of the
+    release and the public design is a valid score: this one only decides how tight the bound is.
 
     Args:
         z: ``(T, d_x + K)`` the release's [image, label] rows. centre: ``(d_x + K,)`` c. shift: ``(m, d_x + K)``
