@@ -13,7 +13,7 @@ ATTACKS.add_lazy("lira-offline", "attacks.lira:LiRAOffline")
 ATTACKS.add_lazy("rmia", "attacks.rmia:RMIA")
 ATTACKS.add_lazy("canary", "attacks.canary:CanaryAudit")
 ATTACKS.add_lazy("local-canary", "attacks.release_canaries:LocalCanaryAudit")
-ATTACKS.add_lazy("dpmix-canary", "attacks.release_canaries:DPMixCanaryAudit")
+ATTACKS.add_lazy("dpmix-canary", "attacks.dpmix_canary:DPMixCanaryAudit")
 ATTACKS.add_lazy("weight-canary", "attacks.weight_canary:WeightCanaryAudit")
 ATTACKS.add_lazy("multi-run", "attacks.multi_run:MultiRunAudit")
 

@@ -20,7 +20,7 @@ from attacks.audit import membership_audit
 from attacks.base import AuditDesign, OneAtATime
 from attacks.canary import CanaryAudit, CanaryParams
 from attacks.metrics import membership_metrics
-from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams, _coins, hadamard_pairs
+from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams, _coins
 from attacks.weight_canary import WeightCanaryAudit, WeightCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model
@@ -334,13 +334,3 @@ def test_weight_canary_scores_are_the_gaussian_pair_they_claim(split):
         assert abs(s.mean() - mean) < 4 * std / math.sqrt(s.size)
         assert abs(s.std(ddof=1) / std - 1) < 4 / math.sqrt(2 * s.size)
         assert normaltest(s).pvalue > 1e-3
-
-
-def test_hadamard_pairs_differ_by_orthogonal_patterns(split):
-    a, b = hadamard_pairs(split.members, 12, torch.Generator().manual_seed(0))
-    d = (a.x - b.x).flatten(1)
-    order = 16  # the smallest power of two >= 12
-    assert ((d == 0) | (d.abs() == 1)).all() and (d.abs().sum(1) == order).all()
-    gram = d @ d.T
-    assert torch.equal(gram, order * torch.eye(12))  # mutually orthogonal, no slot leaks into another's score
-    assert a.x.min() >= 0 and a.x.max() <= 1 and torch.equal(a.y, b.y)

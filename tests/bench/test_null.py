@@ -14,7 +14,8 @@ import torch
 from helpers import CPU, context
 
 from attacks.canary import CanaryAudit, CanaryParams
-from attacks.release_canaries import DPMixCanaryAudit, DPMixCanaryParams, LocalCanaryAudit, ReleaseCanaryParams
+from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams
+from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.results import RunResult, Timings
 from bench.runner.bugs import privacy_bugs
@@ -64,7 +65,7 @@ def _one_run(split, seed: int) -> list[RunResult]:
         local = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=2000)).score(ctx)
         results.append(_record("local-gaussian", eps, seed, {"local-canary": local}))
     ctx = context(None, split, seed=seed, train_like_target=_Like("dpmix", 4.0))
-    mix = DPMixCanaryAudit(DPMixCanaryParams(num_canaries=64, releases=4)).score(ctx)
+    mix = DPMixCanaryAudit(DPMixCanaryParams(num_canaries=16, releases=16)).score(ctx)
     results.append(_record("dpmix", 4.0, seed, {"dpmix-canary": mix}))
     return results
 

@@ -23,7 +23,7 @@ CASES = {  # plug-in -> (mechanism, audit, ε, the audit that must refute it)
     "dpsgd_quarter_noise": ("dpsgd", "canary", "1", "canary-whitebox"),
     "local_half_noise": ("local-gaussian", "local-canary", "1", "local-canary"),
     "local_labels_in_clear": ("local-gaussian", "local-canary", "1", "local-canary"),
-    "dpmix_tenth_noise": ("dpmix", "dpmix-canary", "4", "dpmix-canary"),
+    "dpmix_tenth_noise": ("dpmix", "dpmix-canary", "1", "dpmix-canary"),
 }
 
 
