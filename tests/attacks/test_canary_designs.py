@@ -217,18 +217,26 @@ class _LocalRelease:
         return release, privacy
 
 
-def test_the_one_run_audit_runs_mechanism_does_not_depend_on_the_coins(split):
-    """The one-run theorems need the mechanism fixed before the coins: the audit run's Poisson rate q, steps T and
-    expected batch B come from the public n = members + m/2, whatever the coins included. At batch size 2, n = 400
-    gives q = 1/200, T = 200, B = 2; from the training set's own size (300 members + the included canaries, different
-    for each seed) q, T and B would move with the coins."""
+def _recording_dpsgd_fit():
+    """A ``train_like_target`` for DP-SGD (MLP, batch 2, one epoch, ε = 4) that records each run's record count and
+    params: ``(fit, runs)``."""
     spec = DPSGD.spec(model="mlp", epochs=1, batch_size=2, lr=0.1)
-    runs = []
+    runs: list[tuple[int, dict]] = []
 
     def fit(data, *, seed, audit=None):
         trained = DPSGD().fit(data, spec, target_epsilon=4.0, delta=DELTA, seed=seed, device=CPU, audit=audit)
         runs.append((len(data), trained.params))
         return trained
+
+    return fit, runs
+
+
+def test_the_one_run_audit_runs_mechanism_does_not_depend_on_the_coins(split):
+    """The one-run theorems need the mechanism fixed before the coins: the audit run's Poisson rate q, steps T and
+    expected batch B come from the public n = members + m/2, whatever the coins included. At batch size 2, n = 400
+    gives q = 1/200, T = 200, B = 2; from the training set's own size (300 members + the included canaries, different
+    for each seed) q, T and B would move with the coins."""
+    fit, runs = _recording_dpsgd_fit()
 
     attack = CanaryAudit(CanaryParams(num_canaries=200, gradient_canaries=0))
     for seed in (0, 1, 2):
@@ -251,13 +259,7 @@ def test_every_multi_run_run_is_the_same_mechanism(split):
     public n = N + 1: at N = 30, batch 2, q = 1/16, T = 16, B = int(31/16) = 1 in every run."""
     from attacks.multi_run import MultiRunAudit, MultiRunParams
 
-    spec = DPSGD.spec(model="mlp", epochs=1, batch_size=2, lr=0.1)
-    runs = []
-
-    def fit(data, *, seed, audit=None):
-        trained = DPSGD().fit(data, spec, target_epsilon=4.0, delta=DELTA, seed=seed, device=CPU, audit=audit)
-        runs.append((len(data), trained.params))
-        return trained
+    fit, runs = _recording_dpsgd_fit()
 
     ctx = dataclasses.replace(context(None, split, seed=0, train_like_target=OneAtATime(fit)), mechanism="dpsgd")
     out = MultiRunAudit(MultiRunParams(runs=10, members=30)).score(ctx)
