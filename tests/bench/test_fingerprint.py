@@ -88,7 +88,7 @@ def _run(project: Path, cache: Path, out: Path) -> dict:
     config.write_text("training:\n  local-gaussian: {params: {labels: public}}\n")
     cmd = [sys.executable, "-m", "bench", "run", "--config", str(config), "--profile", "smoke", "--dataset", "digits",
            "--mechanisms", "local-gaussian", "--attacks", "loss", "--epsilons", "4", "--no-reference-epsilons",
-           "--cache-dir", str(cache), "--output", str(out)]
+           "--no-privacy-off-points", "--cache-dir", str(cache), "--output", str(out)]
     subprocess.run(cmd, cwd=project, env=_env(project), capture_output=True, text=True, check=True, timeout=300)
     (r,) = json.loads((out / "results.json").read_text())["results"]
     return r
