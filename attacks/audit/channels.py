@@ -43,7 +43,11 @@ from attacks.audit.gaussian import _box
 from attacks.metrics import clopper_pearson
 
 INTERVALS = 4  # two for the image (mean, standard deviation), two for the label (kept, swapped)
-DISCRETISATION = 1e-4  # dp_accounting's privacy-loss grid
+DISCRETISATION = 5e-4
+"""dp_accounting's privacy-loss grid for μ² ≤ 10; DISCRETISATION·μ²/10 above (one channel's losses span about μ²).
+The optimistic rounding keeps every grid a valid lower bound (it loses at most about one grid step); against a 1e-4
+grid this one loses under 0.05 % of ε at ε_LB 1.9 to 37 and is 5 to 30 times faster (a 1e-4 grid took 27 s at
+μ = 20, and minutes for local noise at ε = 2,000, in every audit, bug check and report)."""
 
 
 def label_counts(label_outcomes: Any, labels: Any) -> dict[str, int]:
@@ -88,15 +92,15 @@ def composed_epsilon(mu: float, t: float, f: float, delta: float) -> float:
     dp_accounting's PLD (optimistic discretisation: never above the exact value); at most ``EPSILON_CAP``."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    plds = []
+    plds, grid = [], DISCRETISATION * max(1.0, mu * mu / 10)
     if mu > 0:
         plds.append(pld.from_gaussian_mechanism(1.0, sensitivity=mu, pessimistic_estimate=False,
-                                                value_discretization_interval=DISCRETISATION, use_connect_dots=False))
+                                                value_discretization_interval=grid, use_connect_dots=False))
     if 0 < f < t < 1:
         upper = {1: math.log(t), 0: math.log1p(-t)}
         lower = {1: math.log(f), 0: math.log1p(-f)}
         plds.append(pld.from_two_probability_mass_functions(lower, upper, pessimistic_estimate=False,
-                                                            value_discretization_interval=DISCRETISATION,
+                                                            value_discretization_interval=grid,
                                                             symmetric=False))
     if not plds:
         return 0.0
