@@ -135,11 +135,11 @@ def dpmix_epsilon(
         return closed_form_epsilon(c, q, t, delta)
     if method == "dp_accounting":
         return _rdp_epsilon(1 / math.sqrt(c), mixture_degree, t, num_records, delta)
-    return _pld_epsilon(c, q, t, delta)
+    return dpmix_pld_epsilon(c, q, t, delta)
 
 
 @functools.lru_cache(maxsize=1024)
-def _pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
+def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
     """ε at ``delta`` of :func:`dpmix_pld`, memoised: an audit's releases repeat one σ's privacy profile (eleven
     δ's, most of a release's time) for every release."""
     composed = dpmix_pld(c, q, num_samples)
