@@ -9,12 +9,15 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 
 
 def require(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(message)
-
 
 
 def _check_gauss(**values: float) -> None:
@@ -153,7 +156,7 @@ def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: floa
         return float(acct.get_epsilon(delta))
 
 
-def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation: str):
+def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation: str) -> PLDAccountant:
     """dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
     steps (rate q, noise multiplier σ) under ``relation``."""
     from dp_accounting import dp_event, pld

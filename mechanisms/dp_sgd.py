@@ -28,8 +28,6 @@ from mechanisms.dpsgd_canaries import GradientCanaries
 from mechanisms.fast_dpsgd import FAST_MODES, fit_fast
 
 ACCOUNTANTS = ("prv", "rdp", "gdp")
-# Opacus' per-sample gradient modes this training loop drives, and ours (mechanisms/fast_dpsgd.py)
-GRAD_SAMPLE_MODES = ("hooks", "functorch", "ew", *FAST_MODES)
 
 
 class DPSGDParams(ModelParams):

@@ -19,8 +19,6 @@ from mechanisms.baseline import Baseline
 from mechanisms.dpmix_accounting import ACCOUNTANT_NAMES, dpmix_epsilon, dpmix_profile, dpmix_sigma
 from mechanisms.mixing import mix_release
 
-LEARNERS = ("network", "class-means")
-
 
 class DPMixParams(ModelParams):
     """DPMix's settings.

@@ -27,10 +27,14 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from mechanisms.accounting import privacy_profile, require
 from mechanisms.dpmix_closed_form import closed_form_epsilon
+
+if TYPE_CHECKING:
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 LabelForm = Literal["distribution", "box", "none"]
 Method = Literal["pld", "dp_accounting", "closed_form"]
@@ -68,7 +72,8 @@ def label_sensitivity(label_form: LabelForm, d_y: int) -> float:
     raise ValueError(f"label_form must be 'distribution', 'box' or 'none', got {label_form!r}")
 
 
-def _check(sigma, sigma_y, mixture_degree, num_samples, num_records, d_x, d_y, delta) -> None:
+def _check(sigma: float, sigma_y: float, mixture_degree: int, num_samples: int, num_records: int, d_x: int, d_y: int,
+           delta: float) -> None:
     for name, val in (("sigma", sigma), ("sigma_y", sigma_y)):
         require(math.isfinite(val) and val > 0, f"{name} must be a finite number > 0, got {val!r}")
     for name, val in (("mixture_degree", mixture_degree), ("num_samples", num_samples),
@@ -147,7 +152,7 @@ def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> flo
 
 
 @functools.lru_cache(maxsize=256)
-def dpmix_pld(c: float, q: float, num_samples: int):
+def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution | None:
     """``dp_accounting``'s PLD of T = ``num_samples`` DPMix releases: the T-fold composition of the dominating pair
     (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse (module docstring), pessimistic connect-the-dots, grid
     ``PLD_INTERVAL·max(1, c)``; memoised (a calibration and its privacy profile ask the same one many times).
@@ -183,7 +188,7 @@ def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float
     return eps if math.isfinite(eps) else float("inf")
 
 
-def dpmix_profile(*, sigma: float, delta: float, **kw) -> tuple[tuple[float, float], ...]:
+def dpmix_profile(*, sigma: float, delta: float, **kw: Any) -> tuple[tuple[float, float], ...]:
     """DPMix's privacy profile ``((ε(δᵢ), δᵢ), ...)`` at ``accounting.PROFILE_DELTAS`` and ``delta`` by the same
     accountant as :func:`dpmix_epsilon` (``kw``: its other arguments); audits test the whole curve."""
     return privacy_profile(lambda d: dpmix_epsilon(sigma=sigma, delta=d, **kw), delta)
@@ -228,8 +233,8 @@ def dpmix_sigma(
     require(target_epsilon > 0, f"target_epsilon must be > 0, got {target_epsilon!r}")
     require(sigma_max > 0 and tol > 0, f"sigma_max and tol must be > 0, got {sigma_max!r}, {tol!r}")
     require(math.isfinite(sigma_y_scale) and sigma_y_scale > 0, f"sigma_y_scale must be > 0, got {sigma_y_scale!r}")
-    kw = dict(mixture_degree=mixture_degree, num_samples=num_samples, num_records=num_records, d_x=d_x, d_y=d_y,
-              delta=delta, method=method, sample_rate=sample_rate, label_form=label_form)  # fmt: skip
+    kw: dict[str, Any] = dict(mixture_degree=mixture_degree, num_samples=num_samples, num_records=num_records, d_x=d_x,
+                              d_y=d_y, delta=delta, method=method, sample_rate=sample_rate, label_form=label_form)
 
     def eps(s: float) -> float:
         return dpmix_epsilon(sigma=s, sigma_y=s * sigma_y_scale, **kw)
@@ -252,7 +257,7 @@ def dpmix_sigma(
     return _solve_log(eps, target_epsilon, lo, hi, tol)
 
 
-def _solve_log(eps, target: float, lo: float, hi: float, tol: float) -> float:
+def _solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float, tol: float) -> float:
     """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``:
     Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each a PLD of up to a second),
     then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the target."""

@@ -46,7 +46,7 @@ def _log_b_table(c: float, kmax: int) -> tuple[float, ...]:
         if gap < -45.0:
             out[k // 2] = float(log_e[k])  # |log B − log top| ≤ e^gap < 3e-20
             continue
-        lb = gammaln(k + 1) - gammaln(k / 2 + 1) + (k / 2) * math.log(c / 2)
+        lb = float(gammaln(k + 1) - gammaln(k / 2 + 1) + (k / 2) * math.log(c / 2))
         if gap < -1e-3:
             lb = max(lb, float(log_e[k]) + math.log(-math.expm1(gap)))
         s_of[k] = math.floor(lb / _LN2) - _GUARD_BITS - k - 8

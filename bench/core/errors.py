@@ -14,7 +14,3 @@ class ConfigError(BenchError, ValueError):
 
 class DataError(BenchError):
     """Dataset files missing, unreadable or of the wrong shape."""
-
-
-class PrivacyBugError(BenchError):
-    """An empirical ε lower bound exceeded the accountant's ε: a bug somewhere, fails loudly."""

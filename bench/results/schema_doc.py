@@ -118,7 +118,7 @@ def _type_text(tp: Any) -> str:
         return " | ".join(_type_text(a) for a in args)
     if origin is not None:
         return f"{origin.__name__}[{', '.join(_type_text(a) for a in args)}]"
-    return tp.__name__
+    return str(tp.__name__)
 
 
 def _default_text(field: FieldInfo) -> str:
