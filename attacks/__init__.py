@@ -3,7 +3,7 @@ on first use, so ``attacks.metrics`` stays importable without torch)."""
 
 from bench.core.registry import Registry
 
-ATTACKS: Registry = Registry("attack")
+ATTACKS: Registry = Registry("attack", base="attacks.base:Attack")
 ATTACKS.add_lazy("loss", "attacks.membership:LossAttack")
 ATTACKS.add_lazy("confidence", "attacks.membership:ConfidenceAttack")
 ATTACKS.add_lazy("entropy", "attacks.membership:EntropyAttack")

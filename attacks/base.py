@@ -3,7 +3,7 @@ member) or reconstructions. Attacks compute no metrics: the runner applies ``att
 ``attacks.audit`` to every attack's scores in one place.
 
 A new attack is one module: a subclass of ``MembershipAttack`` or ``ReconstructionAttack`` with its ``Params``,
-registered in one line (``ATTACKS.add_lazy`` in ``attacks/__init__.py``, or ``@ATTACKS.register("name")`` in a
+registered in one line (``ATTACKS.add_lazy`` in ``attacks/__init__.py``, or ``ATTACKS.add(Class)`` in a
 plug-in module loaded with ``--plugins``).
 """
 

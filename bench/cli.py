@@ -182,8 +182,10 @@ def _cmd_list(name: str | None) -> int:
     from bench.core.catalog import DATASETS, MODELS
     from bench.runner.config import PROFILES
     from bench.runner.presets import PRESETS
+    from bench.runner.validation import load_plugins
     from mechanisms import MECHANISMS
 
+    load_plugins(())  # what installed packages declare in the privbench.plugins entry-point group
     if name is not None:
         return _list_params(name, MECHANISMS, ATTACKS)
     for title, names in (("mechanisms", MECHANISMS.names()), ("attacks", ATTACKS.names()),

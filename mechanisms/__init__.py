@@ -2,7 +2,7 @@
 
 from bench.core.registry import Registry
 
-MECHANISMS: Registry = Registry("mechanism")
+MECHANISMS: Registry = Registry("mechanism", base="mechanisms.base:Mechanism")
 MECHANISMS.add_lazy("baseline", "mechanisms.baseline:Baseline")
 MECHANISMS.add_lazy("dpsgd", "mechanisms.dp_sgd:DPSGD")
 MECHANISMS.add_lazy("dpmix", "mechanisms.dpmix:DPMix")

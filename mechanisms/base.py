@@ -2,7 +2,7 @@
 
 A mechanism is a subclass of ``Mechanism`` with its typed settings (``Params``), its training recipe per profile
 (``recipes``) and ``fit``; registering it is one line (``MECHANISMS.add_lazy`` in ``mechanisms/__init__.py``, or
-``@MECHANISMS.register("name")`` in a plug-in module loaded with ``--plugins``). The runner, the cache, the
+``MECHANISMS.add(Class)`` in a plug-in module loaded with ``--plugins``). The runner, the cache, the
 reports and the presets need no edit: they read what the class declares.
 """
 

@@ -49,7 +49,7 @@ class ToyNoise(Mechanism):
         return TrainedModel(model, privacy, train_seconds=secs, samples_per_s=seen / secs, history=hist)
 
 
-MECHANISMS.add("toy-noise", ToyNoise)
+MECHANISMS.add(ToyNoise)
 '''
 
 TOY_ATTACK = '''
@@ -71,7 +71,7 @@ class TopProbability(MembershipAttack):
         return MembershipScores(np.concatenate(top), ctx.labels())
 
 
-ATTACKS.add("toy-top-probability", TopProbability)
+ATTACKS.add(TopProbability)
 '''
 
 
@@ -127,3 +127,58 @@ def test_a_bad_setting_of_a_plugin_is_one_line(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "privbench: error: training.toy-noise.params.noise_std = -1: input should be greater than or equal to 0"]
     assert not (tmp_path / "out").exists()
+
+
+def test_the_registry_takes_the_name_from_the_class_and_checks_its_base():
+    from attacks.base import MembershipAttack
+    from bench.core.registry import Registry
+    from mechanisms.base import Mechanism
+
+    reg: Registry = Registry("mechanism", base="mechanisms.base:Mechanism")
+
+    class Named(Mechanism):
+        name = "named"
+
+    reg.add(Named)
+    assert reg.get("named") is Named and reg.names() == ["named"]
+    with pytest.raises(ValueError, match="is named 'named' but registered as 'other'"):
+        reg.add("other", Named)
+    with pytest.raises(ValueError, match="already registered"):
+        reg.add(Named)
+
+    class Attack(MembershipAttack):
+        name = "an-attack"
+
+    with pytest.raises(ValueError, match="must be a subclass of mechanisms.base.Mechanism"):
+        reg.add(Attack)
+
+    class Nameless(Mechanism):
+        pass
+
+    with pytest.raises(ValueError, match="has no name"):
+        reg.add(Nameless)
+    reg.add_lazy("lazy", "attacks.base:MembershipAttack")  # a wrong lazy target is refused at its first lookup
+    with pytest.raises(ValueError, match="must be a subclass"):
+        reg.get("lazy")
+
+
+@pytest.mark.slow
+def test_a_plugin_installed_with_an_entry_point_needs_no_flag(tmp_path):
+    """A package that declares its module in the ``privbench.plugins`` entry-point group (here a ``.dist-info``
+    folder on the path, as pip leaves it) is listed and runs without ``--plugins``."""
+    (tmp_path / "toy_mechanism.py").write_text(textwrap.dedent(TOY_MECHANISM))
+    info = tmp_path / "toy_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[privbench.plugins]\ntoy = toy_mechanism\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    listed = subprocess.run([sys.executable, "-m", "bench", "list"], capture_output=True, text=True, timeout=300,
+                            env=env, cwd=tmp_path)
+    assert listed.returncode == 0 and "toy-noise" in listed.stdout.splitlines()[0], listed.stderr[-2000:]
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--mechanisms", "toy-noise",
+                           "--attacks", "loss", "--output", str(out), "--cache-dir", str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert [r["mechanism"] for r in doc["results"]] == ["toy-noise"] and doc["results"][0]["status"] == "ok"

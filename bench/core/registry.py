@@ -1,12 +1,24 @@
-"""A tiny name -> factory registry used for mechanisms, attacks, models, datasets and presets."""
+"""A tiny name -> factory registry used for mechanisms, attacks, models, datasets and presets, and the discovery of
+plug-in modules that pip-installed packages declare in the ``privbench.plugins`` entry-point group."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from importlib import metadata
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+
+PLUGIN_GROUP = "privbench.plugins"
+
+
+def entry_point_plugins() -> tuple[str, ...]:
+    """The modules installed packages declare as privbench plug-ins, sorted by entry-point name: in a package's
+    ``pyproject.toml``, ``[project.entry-points."privbench.plugins"] my_mechanism = "my_package.my_mechanism"``.
+    Importing such a module registers what it defines, as ``--plugins my_package.my_mechanism`` would."""
+    eps = sorted(metadata.entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name)
+    return tuple(dict.fromkeys(ep.value.split(":")[0].strip() for ep in eps))
 
 
 class Registry(Generic[T]):
@@ -14,19 +26,23 @@ class Registry(Generic[T]):
 
     Args:
         kind: what the registry holds, used in error messages (e.g. ``"mechanism"``).
+        base: ``"package.module:Class"`` every registered object must subclass (its ``name`` class attribute is
+            then the registered name), or None for plain factories. A string, so that declaring the registry
+            imports nothing heavy; it is resolved when an object is registered or first looked up.
 
     Raises:
-        ValueError: on a duplicate registration or a lookup of an unknown name; the message
-            lists the known names.
+        ValueError: on a duplicate registration, an object that is not a subclass of ``base``, a name that differs
+            from the class's own ``name``, or a lookup of an unknown name; the message lists the known names.
     """
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+    def __init__(self, kind: str, base: str | None = None) -> None:
+        self.kind, self.base = kind, base
         self._items: dict[str, T] = {}
         self._lazy: dict[str, str] = {}
 
-    def register(self, name: str) -> Callable[[T], T]:
-        """Decorator: ``@MECHANISMS.register("dpsgd")`` registers the decorated object under ``name``."""
+    def register(self, name: str | None = None) -> Callable[[T], T]:
+        """Decorator: ``@MECHANISMS.register()`` registers the decorated class under its own ``name``
+        (``@MECHANISMS.register("dpsgd")`` states it again, and must agree)."""
 
         def deco(obj: T) -> T:
             self.add(name, obj)
@@ -34,10 +50,33 @@ class Registry(Generic[T]):
 
         return deco
 
-    def add(self, name: str, obj: T) -> None:
-        if name in self._items or name in self._lazy:
-            raise ValueError(f"{self.kind} {name!r} is already registered")
-        self._items[name] = obj
+    def add(self, name: str | T | None, obj: T | None = None) -> None:
+        """``add(ToyNoise)``: register a class under its ``name`` attribute; ``add("name", obj)``: under ``name``."""
+        if obj is None:
+            if isinstance(name, str) or name is None:
+                raise ValueError(f"{self.kind}: add(name, obj) or add(cls) with a class that has a name")
+            name, obj = None, name
+        key = self._checked(name if isinstance(name, str) else None, obj)
+        if key in self._items or key in self._lazy:
+            raise ValueError(f"{self.kind} {key!r} is already registered")
+        self._items[key] = obj
+
+    def _checked(self, name: str | None, obj: Any) -> str:
+        """The name ``obj`` registers under, after the base-class and name checks (class docstring)."""
+        if self.base is None:
+            if name is None:
+                raise ValueError(f"{self.kind} {obj!r}: a name is required")
+            return name
+        module, attr = self.base.split(":")
+        base = getattr(importlib.import_module(module), attr)
+        if not (isinstance(obj, type) and issubclass(obj, base)):
+            raise ValueError(f"{self.kind} {name or obj!r} must be a subclass of {module}.{attr}, got {obj!r}")
+        own = getattr(obj, "name", "")
+        if not own and name is None:
+            raise ValueError(f"{self.kind} {obj.__name__} has no name: set its class attribute name = \"...\"")
+        if own and name is not None and own != name:
+            raise ValueError(f"{self.kind} {obj.__name__} is named {own!r} but registered as {name!r}")
+        return str(name or own)
 
     def add_lazy(self, name: str, target: str) -> None:
         """Register ``"package.module:attribute"``, imported on first ``get`` (keeps imports light:
@@ -49,7 +88,9 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         if name not in self._items and name in self._lazy:
             module, attr = self._lazy[name].split(":")
-            self._items[name] = getattr(importlib.import_module(module), attr)
+            obj = getattr(importlib.import_module(module), attr)
+            self._checked(name, obj)
+            self._items[name] = obj
         try:
             return self._items[name]
         except KeyError:
