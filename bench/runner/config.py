@@ -39,7 +39,10 @@ class RunConfig:
     ``tabular_hidden`` the hidden widths of the MLP every mechanism trains on tabular data;
     ``privacy_off_points`` trains each mechanism's ε = ∞ point too (its recipe with privacy turned off:
     ``Mechanism.off_point``), the recipe's own non-private ceiling; ``recipes_chosen_on`` the data set the profile's
-    recipes were chosen on (a profile's key: the report says so when the run's data set is another).
+    recipes were chosen on (a profile's key: the report says so when the run's data set is another);
+    ``tune_recipes`` re-chooses each mechanism's recipe among its candidates (``Mechanism.recipe_candidates``) on a
+    validation split of the run's data before the grid trains (``bench.runner.tuning``), within ``tune_budget``
+    seconds (given as seconds, ``"600s"`` or ``"10m"``).
     """
 
     dataset: str = "mnist"
@@ -50,6 +53,8 @@ class RunConfig:
     reference_epsilons: bool = True
     privacy_off_points: bool = True
     recipes_chosen_on: str | None = None
+    tune_recipes: bool = False
+    tune_budget: float = 600.0
     seeds: tuple[int, ...] = (0,)
     delta: float = 1e-5
     device: str = "auto"
