@@ -11,6 +11,7 @@ record of the choice says so.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from bench.runner.config import RunConfig
 from bench.runner.jobs import Recipe, Trainer
 from bench.runner.validation import training_spec
 
+log = logging.getLogger("privbench.tuning")
 OWN = "recipe"  # the name of the profile's own recipe among the candidates
 SELECTION_NOTE = ("the choice is not included in the printed ε (tuning on DP runs over the members; Liu & Talwar "
                   "2019, Papernot & Steinke 2022)")
@@ -101,6 +103,9 @@ def plan_tuning(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> Tun
         return None
     names = [m for m in cfg.mechanisms
              if MECHANISMS.get(m).needs_epsilon and MECHANISMS.get(m).recipe_candidates.get(cfg.profile)]
+    if not names:
+        log.warning("tune_recipes: no mechanism of this run declares recipe candidates for profile %s; every recipe "
+                    "stays as configured", cfg.profile)
     return Tuning(tuning_epsilon(cfg.epsilons), cfg.seeds[0], cfg.tune_budget,
                   {m: plan_candidates(cfg, m, shape, num_classes) for m in names})
 
