@@ -55,6 +55,8 @@ class Mechanism:
         recipe_candidates: per profile name, the other recipes ``--tune-recipes`` chooses among besides the
             profile's own (``bench.runner.tuning``): candidate name -> the ``TrainSpec`` fields it changes
             (``params`` merged key by key, as ``training:`` in a config file). Empty: the recipe is never re-chosen.
+        tune_over_grid: ``--tune-recipes`` scores each candidate by its mean validation accuracy over the run's whole
+            ε grid (one model per ε; for a mechanism whose models train in seconds), instead of at the grid's middle ε.
 
     ``fit`` must be deterministic given ``seed`` on CPU.
     """
@@ -68,6 +70,7 @@ class Mechanism:
     audits: ClassVar[frozenset[str]] = frozenset()
     off_point: ClassVar[str] = ""
     recipe_candidates: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {}
+    tune_over_grid: ClassVar[bool] = False
 
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:

@@ -115,6 +115,7 @@ class DPMix(Baseline):
     }
     # what --tune-recipes chooses among besides the profile's recipe: docs/recipes.md's probe (the next best ℓ, T,
     # σ_y/σ_x by mean validation accuracy over ε 1, 3, 8); smoke: the class-means learner of the default recipe
+    tune_over_grid = True  # a release and its learner take seconds: candidates are scored over the whole ε grid
     recipe_candidates: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
         "smoke": {
             "class-means, ℓ = 8": {"model": "linear", "epochs": 1, "lr": 1.0, "optimizer": "sgd",

@@ -159,6 +159,7 @@ class LocalGaussian(Baseline):
     }
     # what --tune-recipes chooses among besides the profile's recipe: docs/recipes.md's label shares (default);
     # smoke: the default recipe's learner and label share
+    tune_over_grid = True  # a release and its learner take seconds: candidates are scored over the whole ε grid
     recipe_candidates: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
         "smoke": {
             "label share 0.5": {"params": {"label_share": 0.5}},

@@ -106,8 +106,12 @@ def tuning_line(results: Results, dataset: str) -> str:
         left = sum(x.status == "not tried" for x in c.candidates)
         best = next(x for x in c.candidates if x.name == c.chosen)
         name = f"the {profile} profile's recipe" if c.chosen == "recipe" else f"'{c.chosen}'"
-        acc = f", {100 * best.validation_accuracy:.1f}% on validation" if best.validation_accuracy is not None else ""
-        parts.append(f"{mech}: {name} (tuned{acc}; best of {len(tried)} tried at target ε = {c.target_epsilon:g}"
+        eps = c.target_epsilons
+        at = f"at target ε = {eps[0]:g}" if len(eps) == 1 else \
+            f"by the mean over target ε {' / '.join(f'{e:g}' for e in eps)}"
+        acc = f", {100 * best.validation_accuracy:.1f}%{' mean' if len(eps) > 1 else ''} on validation" \
+            if best.validation_accuracy is not None else ""
+        parts.append(f"{mech}: {name} (tuned{acc}; best of {len(tried)} tried {at}"
                      + (f", {left} not tried within the {c.budget_s:g} s budget" if left else "") + ")")
     first = next(iter(choices.values()))
     return (f"Recipes, re-chosen on a validation split of {dataset} ({first.validation}; never the test set) with "

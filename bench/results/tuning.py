@@ -27,11 +27,15 @@ class RecipeCandidate(Model):
     """``tried``: trained and measured; ``failed``: its training raised (``note``); ``not tried``: the time budget ran
     out before it started; ``skipped``: not valid on this data or a repeat of an earlier candidate (``note``)."""
     validation_accuracy: float | None = None
-    """Accuracy on the validation split (fraction) of the model trained at the choice's ε and seed (tried only)."""
+    """Accuracy on the validation split (fraction) of its model at the choice's target ε and seed, the mean over
+    ``RecipeChoice.target_epsilons`` when there are several (what chose; tried only)."""
+    validation_accuracies: list[float] = Field(default_factory=list)
+    """Its validation accuracy at each of ``RecipeChoice.target_epsilons``, in that order (tried only)."""
     train_s: float | None = None
-    """Seconds its training took (as recorded with the model, also when it came from the cache)."""
+    """Seconds its training took, summed over its models (as recorded with them, also when they came from the
+    cache)."""
     cached: bool = False
-    """Its model came from the cache."""
+    """Its models came from the cache."""
     note: str | None = None
     """Why it failed or was skipped."""
 
@@ -45,11 +49,11 @@ class RecipeChoice(Model):
     """The data set it was chosen on."""
     mechanism: str
     """The mechanism."""
-    target_epsilon: float
-    """The target ε every candidate was trained at (the middle of the run's grid; only mechanisms with a target ε
-    are tuned)."""
+    target_epsilons: list[float]
+    """The target ε values every candidate was trained at: the middle of the run's grid, or the whole grid for a
+    mechanism that declares ``tune_over_grid`` (only mechanisms with a target ε are tuned)."""
     delta: float
-    """δ of that target."""
+    """δ of those targets."""
     relation: str | None = None
     """The neighbouring relation of the mechanism's ε at its chosen recipe (null: no guarantee)."""
     seed: int

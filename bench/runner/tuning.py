@@ -1,8 +1,10 @@
 """Recipes that follow the data (``--tune-recipes``): before the grid trains, each mechanism's recipe is re-chosen
 among its declared candidates (``Mechanism.recipe_candidates``) by accuracy on the validation split of the run's
 data that the non-private ceiling uses (``bench.runner.ceiling.validation_split``: training images no target trains
-on), never the test set, within a time budget. Candidates train through the run's trainer (cache and executor) at
-one target ε, the middle of the run's grid, with the first seed; the chosen one is then that cell's model.
+on), never the test set, within a time budget. Candidates train through the run's trainer (cache and executor) with
+the first seed, at one target ε, the middle of the run's grid, or, for a mechanism that declares ``tune_over_grid``
+(its models train in seconds), at every ε of the grid, scored by the mean; the chosen one's models are then those
+cells' own.
 
 Choosing a DP mechanism's hyper-parameters on the outputs of DP training runs on the members is itself a use of
 the private data that the accountant's ε does not include (Liu & Talwar 2019; Papernot & Steinke 2022, §1): every
@@ -47,9 +49,10 @@ class PlannedCandidate:
 @dataclass(frozen=True)
 class Tuning:
     """What ``--tune-recipes`` does in a run: each mechanism's candidates (the profile's recipe first), the target ε
-    and seed they train at, and the time budget (s) for all of them together."""
+    values each one's candidates train at (the grid's middle ε, or the whole grid), the seed, and the time budget (s)
+    for all of them together."""
 
-    epsilon: float
+    epsilons: dict[str, tuple[float, ...]]
     seed: int
     budget_s: float
     candidates: dict[str, tuple[PlannedCandidate, ...]]
@@ -106,14 +109,15 @@ def plan_tuning(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> Tun
     if not names:
         log.warning("tune_recipes: no mechanism of this run declares recipe candidates for profile %s; every recipe "
                     "stays as configured", cfg.profile)
-    return Tuning(tuning_epsilon(cfg.epsilons), cfg.seeds[0], cfg.tune_budget,
-                  {m: plan_candidates(cfg, m, shape, num_classes) for m in names})
+    grid, middle = tuple(sorted(cfg.epsilons)), (tuning_epsilon(cfg.epsilons),)
+    return Tuning({m: grid if MECHANISMS.get(m).tune_over_grid else middle for m in names}, cfg.seeds[0],
+                  cfg.tune_budget, {m: plan_candidates(cfg, m, shape, num_classes) for m in names})
 
 
 @dataclass
 class _Outcome:
     status: str = "not tried"
-    accuracy: float | None = None
+    accuracies: list[float] | None = None
     train_s: float | None = None
     cached: bool = False
     note: str | None = None
@@ -146,17 +150,18 @@ def run_tuning(tuning: Tuning, trainer: Trainer, split: MembershipSplit, *, data
     while queue or inflight:
         while queue and len(inflight) < window and clock() - start < tuning.budget_s:
             m, c = queue.popleft()
-            recipe = Recipe(m, c.spec, tuning.epsilon, delta, dataset)
-            inflight.append((m, c, trainer.submit(recipe, [(split.members, tuning.seed)], probe=probe)[0]))
+            inflight.append((m, c, [trainer.submit(Recipe(m, c.spec, e, delta, dataset),
+                                                   [(split.members, tuning.seed)], probe=probe)[0]
+                                    for e in tuning.epsilons[m]]))
         if not inflight:
             break
-        m, c, slot = inflight.popleft()
+        m, c, slots = inflight.popleft()
         out = outcomes[(m, c.name)]
         try:
-            trained = trainer.collect(slot)
-            out.accuracy = evaluate(trained.model, val.x, val.y, device=trainer.device)["accuracy"]
-            out.status, out.cached, out.relation = "tried", slot.cached, trained.privacy.relation
-            out.train_s = trained.train_seconds
+            models = [trainer.collect(slot) for slot in slots]
+            out.accuracies = [evaluate(t.model, val.x, val.y, device=trainer.device)["accuracy"] for t in models]
+            out.status, out.cached, out.relation = "tried", all(s.cached for s in slots), models[0].privacy.relation
+            out.train_s = sum(t.train_seconds for t in models)
         except Exception as exc:  # a candidate that cannot train here (diverged, ε not met) is a recorded failure
             out.status, out.note = "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     spent = clock() - start
@@ -170,17 +175,21 @@ def _choice(tuning: Tuning, mechanism: str, candidates: tuple[PlannedCandidate, 
     records = []
     for c in candidates:
         o = outcomes.get((mechanism, c.name), _Outcome(status="skipped", note=c.note))
+        mean = None if o.accuracies is None else sum(o.accuracies) / len(o.accuracies)
         records.append(RecipeCandidate(name=c.name, changes=c.changes, spec=None if c.spec is None else
-                                       c.spec.to_dict(), status=o.status, validation_accuracy=o.accuracy,
-                                       train_s=o.train_s, cached=o.cached, note=o.note))
+                                       c.spec.to_dict(), status=o.status, validation_accuracy=mean,
+                                       validation_accuracies=o.accuracies or [], train_s=o.train_s, cached=o.cached,
+                                       note=o.note))
     tried = [r for r in records if r.status == "tried"]
     best = max(tried, key=lambda r: r.validation_accuracy or 0.0) if tried else records[0]  # max keeps the first
     chosen = outcomes.get((mechanism, best.name))
-    rule = (f"the highest accuracy on the validation split of the candidates tried, each trained once at target "
-            f"ε = {tuning.epsilon:g} (the middle of the grid), δ = {delta:g}, seed {tuning.seed}; ties: the earlier "
-            f"candidate, the profile's recipe first; none tried: the profile's recipe. Never the test set; "
-            f"{SELECTION_NOTE}")
-    return RecipeChoice(dataset=dataset, mechanism=mechanism, target_epsilon=tuning.epsilon, delta=delta,
+    eps = tuning.epsilons[mechanism]
+    where = f"once at target ε = {eps[0]:g} (the middle of the grid)" if len(eps) == 1 else \
+        f"at every target ε of the grid ({', '.join(f'{e:g}' for e in eps)}), scored by the mean"
+    rule = (f"the highest accuracy on the validation split of the candidates tried, each trained {where}, "
+            f"δ = {delta:g}, seed {tuning.seed}; ties: the earlier candidate, the profile's recipe first; none tried: "
+            f"the profile's recipe. Never the test set; {SELECTION_NOTE}")
+    return RecipeChoice(dataset=dataset, mechanism=mechanism, target_epsilons=list(eps), delta=delta,
                         relation=chosen.relation if chosen else None, seed=tuning.seed, rule=rule, chosen=best.name,
                         validation=words, n_validation=n_val, budget_s=tuning.budget_s, spent_s=spent,
                         candidates=records)

@@ -75,7 +75,9 @@ def test_a_candidate_that_does_not_fit_the_data_is_recorded_not_run():
 
 def test_the_choice_uses_no_test_data_and_lands_in_results_json(tmp_path):
     plan = _plan(tmp_path, "a")
-    assert plan.tuning is not None and plan.tuning.epsilon == 4.0 and plan.tuning.seed == 0
+    # local noise and DPMix train in seconds: their candidates are scored over the whole grid (tune_over_grid)
+    assert plan.tuning is not None and plan.tuning.seed == 0
+    assert plan.tuning.epsilons == {"local-gaussian": (4.0, 16.0), "dpmix": (4.0, 16.0)}
     doc, out = Harness(plan, console=QUIET).run()
     poisoned = _plan(tmp_path, "b")
     poisoned.cells = [dataclasses.replace(pc, split=_poisoned(pc.split)) for pc in poisoned.cells]
@@ -84,10 +86,11 @@ def test_the_choice_uses_no_test_data_and_lands_in_results_json(tmp_path):
     saved = read(out / "results.json")  # the record is in results.json, typed
     assert [c.mechanism for c in saved.recipe_choices] == ["local-gaussian", "dpmix"]
     for c, c2 in zip(saved.recipe_choices, doc2.recipe_choices, strict=True):
-        assert c.chosen == c2.chosen and c.target_epsilon == 4.0 and c.relation == "replace-one"
-        assert [(x.name, x.status, x.validation_accuracy) for x in c.candidates] == \
-            [(x.name, x.status, x.validation_accuracy) for x in c2.candidates]  # the same choice, to the bit
-        assert all(x.status == "tried" and 0 <= x.validation_accuracy <= 1 for x in c.candidates)
+        assert c.chosen == c2.chosen and c.target_epsilons == [4.0, 16.0] and c.relation == "replace-one"
+        assert [(x.name, x.status, x.validation_accuracies) for x in c.candidates] == \
+            [(x.name, x.status, x.validation_accuracies) for x in c2.candidates]  # the same choice, to the bit
+        assert all(x.status == "tried" and len(x.validation_accuracies) == 2 for x in c.candidates)
+        assert all(x.validation_accuracy == pytest.approx(sum(x.validation_accuracies) / 2) for x in c.candidates)
         assert c.n_validation == len(validation_split(plan.cells[0].split)[0]) and "test set" in c.rule
         best = max(c.candidates, key=lambda x: x.validation_accuracy)
         assert next(x for x in c.candidates if x.name == c.chosen).validation_accuracy == best.validation_accuracy
@@ -95,8 +98,7 @@ def test_the_choice_uses_no_test_data_and_lands_in_results_json(tmp_path):
         runs = [r for r in saved.results if r.mechanism == c.mechanism]
         assert len(runs) == 2 and all(r.spec == chosen_spec for r in runs)  # every cell trains the chosen recipe
         assert saved.config["training"][c.mechanism] == chosen_spec
-        tuned = next(r for r in runs if r.target_epsilon == 4.0)
-        assert tuned.timings.cached  # the chosen candidate's model is that cell's target, trained once
+        assert all(r.timings.cached for r in runs)  # the chosen candidate's models are the cells' own, trained once
     accuracy = [r.utility.test_accuracy for r in doc.results]
     accuracy2 = [r.utility.test_accuracy for r in doc2.results]
     assert max(accuracy2) < 0.2 < max(accuracy)  # the poison is real: the poisoned test set says chance
