@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -240,4 +241,8 @@ def build_config(yaml_values: dict[str, Any] | None = None, cli_values: dict[str
                      **(cli_values.get("training") if isinstance(cli_values.get("training"), dict) else {})}
     user_attacks = {a for layer in (yaml_values, cli_values) if isinstance(layer.get("attack_params"), dict)
                     for a in layer["attack_params"]}
-    return RunConfig(**validate(merged, user_training=user_training, user_attack_params=user_attacks))
+    cfg = RunConfig(**validate(merged, user_training=user_training, user_attack_params=user_attacks))
+    if not cfg.tune_recipes and any("tune_budget" in layer for layer in (yaml_values, cli_values)):
+        logging.getLogger("privbench.config").warning("tune_budget is set but tune_recipes is not (see "
+                                                      "--tune-recipes); ignored")
+    return cfg

@@ -135,6 +135,10 @@ def test_the_budget_is_honoured_and_the_rest_recorded_as_not_tried(tmp_path):
     assert all(x.validation_accuracy is None for c in choices for x in c.candidates[1:])
 
 
-def test_without_the_flag_nothing_is_tuned(tmp_path):
+def test_without_the_flag_nothing_is_tuned_and_a_budget_is_named_in_a_warning(tmp_path, caplog):
     plan = _plan(tmp_path, "d", tune_recipes=False)
     assert plan.tuning is None
+    with caplog.at_level("WARNING", logger="privbench.config"):
+        cfg = build_config({}, {"profile": "smoke", "tune_budget": "5m"})
+    assert not cfg.tune_recipes and cfg.tune_budget == 300.0
+    assert "tune_budget is set but tune_recipes is not" in caplog.text
