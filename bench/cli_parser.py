@@ -48,6 +48,11 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="do not add the reference systems' own ε values to the grid")
     p.add_argument("--no-privacy-off-points", dest="privacy_off_points", action="store_false", default=None,
                    help="do not train each mechanism's ε = ∞ point (its recipe with privacy turned off)")
+    p.add_argument("--tune-recipes", dest="tune_recipes", action="store_true", default=None,
+                   help="re-choose each mechanism's recipe among its candidates on a validation split of this data "
+                   "(never the test set) before the run trains")
+    p.add_argument("--tune-budget", metavar="TIME", help="time for --tune-recipes: seconds (600, 600s) or minutes "
+                   "(10m); candidates not started by then are recorded as not tried (default 600)")
     p.add_argument("--plugins", metavar="MODULES", help="comma list of modules to import first (they register "
                    "mechanisms, attacks, models or datasets)")
 

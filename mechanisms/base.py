@@ -52,6 +52,11 @@ class Mechanism:
             target ε = ``math.inf`` trains it (its ε = ∞ point, the recipe's own non-private ceiling). Empty: the
             mechanism has no such point. Only mechanisms with ``needs_epsilon`` get an ε = ∞ cell in a run (not the
             baseline: it trains without privacy already, and its ``off_point`` is what its subclasses inherit).
+        recipe_candidates: per profile name, the other recipes ``--tune-recipes`` chooses among besides the
+            profile's own (``bench.runner.tuning``): candidate name -> the ``TrainSpec`` fields it changes
+            (``params`` merged key by key, as ``training:`` in a config file). Empty: the recipe is never re-chosen.
+        tune_over_grid: ``--tune-recipes`` scores each candidate by its mean validation accuracy over the run's whole
+            ε grid (one model per ε; for a mechanism whose models train in seconds), instead of at the grid's middle ε.
 
     ``fit`` must be deterministic given ``seed`` on CPU.
     """
@@ -64,6 +69,8 @@ class Mechanism:
     recipes: ClassVar[dict[str, dict[str, Any]]] = {}
     audits: ClassVar[frozenset[str]] = frozenset()
     off_point: ClassVar[str] = ""
+    recipe_candidates: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {}
+    tune_over_grid: ClassVar[bool] = False
 
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:

@@ -100,6 +100,19 @@ class DPSGD(Baseline):
                     "momentum": 0.9, "params": {**_CLIP, "max_grad_norm": 0.1}},
         "full": {**_CNN, "epochs": 15, "batch_size": 256, "lr": 0.5, "params": _CLIP},
     }
+    # what --tune-recipes chooses among besides the default recipe: docs/recipes.md's MNIST probe at ε = 3 (the two
+    # best other ScatterNet settings and the cheapest tanh CNN + EMA, Tramèr & Boneh 2021, §3 and §4) and their
+    # Fashion-MNIST ScatterNet setting (the dpsgd-best-fashion preset's scatternet row)
+    recipe_candidates: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
+        "default": {
+            "scatternet-linear, batch 512, 30 epochs, lr 2": {"batch_size": 512, "epochs": 30, "lr": 2.0},
+            "scatternet-linear, batch 1024, 40 epochs, lr 4": {"batch_size": 1024, "lr": 4.0},
+            "scatternet-linear, batch 8192, 40 epochs, lr 16": {"batch_size": 8192, "lr": 16.0},
+            "tanh cnn-small + EMA 0.999, batch 512, 20 epochs, lr 0.5": {
+                "model": "cnn-small", "epochs": 20, "batch_size": 512, "lr": 0.5,
+                "params": {"ema_decay": 0.999, "model_kwargs": {"activation": "tanh", "standardize": [0.5, 0.5]}}},
+        },
+    }
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
         p = spec.params

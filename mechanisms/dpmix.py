@@ -111,6 +111,24 @@ class DPMix(Baseline):
         "full": {"model": "cnn-dpmix", "epochs": 50, "batch_size": 128, "lr": 1e-4, "optimizer": "adam",
                  "params": {"mixture_degree": 256, "num_samples": 10_000}},
     }
+    # what --tune-recipes chooses among besides the profile's recipe: docs/recipes.md's probe (the next best ℓ, T,
+    # σ_y/σ_x by mean validation accuracy over ε 1, 3, 8); smoke: the class-means learner of the default recipe
+    tune_over_grid = True  # a release and its learner take seconds: candidates are scored over the whole ε grid
+    recipe_candidates: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
+        "smoke": {
+            "class-means, ℓ = 8": {"model": "linear", "epochs": 1, "lr": 1.0, "optimizer": "sgd",
+                                   "params": {"learner": "class-means"}},
+            "class-means, ℓ = 16": {"model": "linear", "epochs": 1, "lr": 1.0, "optimizer": "sgd",
+                                    "params": {"learner": "class-means", "mixture_degree": 16}},
+        },
+        "default": {
+            "ℓ = 16, T = 20,000": {"params": {"num_samples": 20_000}},
+            "ℓ = 32, T = 10,000": {"params": {"mixture_degree": 32}},
+            "ℓ = 32, T = 20,000": {"params": {"mixture_degree": 32, "num_samples": 20_000}},
+            "ℓ = 8, T = 20,000": {"params": {"mixture_degree": 8, "num_samples": 20_000}},
+            "ℓ = 16, T = 10,000, σ_y/σ_x = √(10/784)": {"params": {"sigma_y_scale": math.sqrt(10 / 784)}},
+        },
+    }
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
         p = spec.params

@@ -157,6 +157,17 @@ class LocalGaussian(Baseline):
                     "params": {"learner": "class-means", "label_share": 0.5}},
         "full": {**_CNN, "epochs": 10, "batch_size": 64, "lr": 0.02},
     }
+    # what --tune-recipes chooses among besides the profile's recipe: docs/recipes.md's label shares (default);
+    # smoke: the default recipe's learner and label share
+    tune_over_grid = True  # a release and its learner take seconds: candidates are scored over the whole ε grid
+    recipe_candidates: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
+        "smoke": {
+            "label share 0.5": {"params": {"label_share": 0.5}},
+            "class-means, label share 0.5": {"model": "linear", "epochs": 1,
+                                             "params": {"learner": "class-means", "label_share": 0.5}},
+        },
+        "default": {f"label share {share:g}": {"params": {"label_share": share}} for share in (0.25, 0.35, 0.65, 0.8)},
+    }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
         if spec.params.learner == "iic":  # cluster logits, then the fixed cluster -> class map

@@ -76,11 +76,45 @@ def ceiling_line(results: Results, dataset: str) -> str | None:
 
 
 def recipes_line(results: Results, dataset: str) -> str | None:
-    """A warning when the profile's recipes were chosen on another data set (``recipes_chosen_on`` of the run's
-    configuration) than ``dataset``; None otherwise."""
+    """Which recipe each mechanism used on ``dataset`` and whether it was re-chosen there (``tuning_line``), else a
+    warning when the profile's recipes were chosen on another data set (``recipes_chosen_on`` of the run's
+    configuration); None otherwise."""
+    if any(c.dataset == dataset for c in results.recipe_choices):
+        return tuning_line(results, dataset)
     chosen = results.config.get("recipes_chosen_on")
     if not chosen or chosen == dataset:
         return None
     return (f"The {results.config.get('profile', '')} profile's recipes were chosen on {chosen}'s validation split "
-            f"(docs/recipes.md), not on {dataset}: each mechanism may do better here with another recipe; its ε = ∞ "
-            "point shows what its recipe gives without privacy, and the cost of privacy what privacy takes from it.")
+            f"(docs/recipes.md), not on {dataset}, and were not re-chosen here (--tune-recipes does): each mechanism "
+            "may do better here with another recipe; its ε = ∞ point shows what its recipe gives without privacy, "
+            "and the cost of privacy what privacy takes from it.")
+
+
+def tuning_line(results: Results, dataset: str) -> str:
+    """The recipe of every mechanism of the run on ``dataset``: for each one re-chosen (``Results.recipe_choices``),
+    the chosen candidate, how many were tried on validation at which target ε, how many the time budget left out;
+    for the others, the profile's recipe, not tuned."""
+    choices = {c.mechanism: c for c in results.recipe_choices if c.dataset == dataset}
+    profile = results.config.get("profile", "")
+    parts = []
+    for mech in results.config.get("mechanisms") or list(choices):
+        c = choices.get(mech)
+        if c is None:
+            parts.append(f"{mech}: the {profile} profile's recipe (not tuned: no candidates)")
+            continue
+        tried = [x for x in c.candidates if x.status == "tried"]
+        left = sum(x.status == "not tried" for x in c.candidates)
+        best = next(x for x in c.candidates if x.name == c.chosen)
+        name = f"the {profile} profile's recipe" if c.chosen == "recipe" else f"'{c.chosen}'"
+        eps = c.target_epsilons
+        at = f"at target ε = {eps[0]:g}" if len(eps) == 1 else \
+            f"by the mean over target ε {' / '.join(f'{e:g}' for e in eps)}"
+        acc = f", {100 * best.validation_accuracy:.1f}%{' mean' if len(eps) > 1 else ''} on validation" \
+            if best.validation_accuracy is not None else ""
+        parts.append(f"{mech}: {name} (tuned{acc}; best of {len(tried)} tried {at}"
+                     + (f", {left} not tried within the {c.budget_s:g} s budget" if left else "") + ")")
+    first = next(iter(choices.values()))
+    return (f"Recipes, re-chosen on a validation split of {dataset} ({first.validation}; never the test set) with "
+            f"--tune-recipes: {'; '.join(parts)}. The choice is not included in any printed ε (tuning on DP training "
+            "runs over the members; Liu & Talwar 2019, Papernot & Steinke 2022); candidates and their validation "
+            "accuracies are in results.json (recipe_choices).")

@@ -24,12 +24,13 @@ from bench.results.membership import AttackRecord, Audit, Bound, Design, Metrics
 from bench.results.privacy import OtherRelation, Privacy
 from bench.results.runs import EpochRecord, FeatureMaps, Images, RunResult, Timings, Utility
 from bench.results.schema_doc import schema_markdown
+from bench.results.tuning import RecipeCandidate, RecipeChoice
 
 __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "Candidate", "Ceiling",
     "DatasetInfo", "Design",
     "EpochRecord", "FeatureMaps",
     "Images", "Metrics", "OneRun", "OtherRelation", "Privacy", "PrivacyBug",
-    "ReproducedValues", "ReproductionCurve", "ReproductionRow",
+    "RecipeCandidate", "RecipeChoice", "ReproducedValues", "ReproductionCurve", "ReproductionRow",
     "Results", "Roc", "RunResult", "Timings", "TprAtFpr", "Utility", "read", "write", "schema_markdown",
 ]

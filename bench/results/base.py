@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 REPRODUCED_WITHIN = 1.5
 """Points of accuracy (%): a reproduction this close to the published figure has ``status`` "reproduced"."""
 

@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError
 from bench.results.base import SCHEMA_VERSION, Model
 from bench.results.ceiling import Ceiling
 from bench.results.runs import RunResult
+from bench.results.tuning import RecipeChoice
 
 
 class DatasetInfo(Model):
@@ -212,6 +213,9 @@ class Results(Model):
     """The non-private ceiling by dataset: the best model trained with privacy off (the baseline or a mechanism's
     ε = ∞ point), chosen on a validation split of training images, never the test set; written when the run
     completes."""
+    recipe_choices: list[RecipeChoice] = Field(default_factory=list)
+    """Each mechanism's recipe re-chosen on a validation split of the run's data (``--tune-recipes``), in run order;
+    empty when the run kept the profile's recipes. Written before the first cell."""
     audit: AuditSummary | None = None
     """The run-level check of every bound against its accountant's ε; written when the run completes."""
     privacy_bugs: list[PrivacyBug] = Field(default_factory=list)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -39,7 +40,10 @@ class RunConfig:
     ``tabular_hidden`` the hidden widths of the MLP every mechanism trains on tabular data;
     ``privacy_off_points`` trains each mechanism's ε = ∞ point too (its recipe with privacy turned off:
     ``Mechanism.off_point``), the recipe's own non-private ceiling; ``recipes_chosen_on`` the data set the profile's
-    recipes were chosen on (a profile's key: the report says so when the run's data set is another).
+    recipes were chosen on (a profile's key: the report says so when the run's data set is another);
+    ``tune_recipes`` re-chooses each mechanism's recipe among its candidates (``Mechanism.recipe_candidates``) on a
+    validation split of the run's data before the grid trains (``bench.runner.tuning``), within ``tune_budget``
+    seconds (given as seconds, ``"600s"`` or ``"10m"``).
     """
 
     dataset: str = "mnist"
@@ -50,6 +54,8 @@ class RunConfig:
     reference_epsilons: bool = True
     privacy_off_points: bool = True
     recipes_chosen_on: str | None = None
+    tune_recipes: bool = False
+    tune_budget: float = 600.0
     seeds: tuple[int, ...] = (0,)
     delta: float = 1e-5
     device: str = "auto"
@@ -235,4 +241,8 @@ def build_config(yaml_values: dict[str, Any] | None = None, cli_values: dict[str
                      **(cli_values.get("training") if isinstance(cli_values.get("training"), dict) else {})}
     user_attacks = {a for layer in (yaml_values, cli_values) if isinstance(layer.get("attack_params"), dict)
                     for a in layer["attack_params"]}
-    return RunConfig(**validate(merged, user_training=user_training, user_attack_params=user_attacks))
+    cfg = RunConfig(**validate(merged, user_training=user_training, user_attack_params=user_attacks))
+    if not cfg.tune_recipes and any("tune_budget" in layer for layer in (yaml_values, cli_values)):
+        logging.getLogger("privbench.config").warning("tune_budget is set but tune_recipes is not (see "
+                                                      "--tune-recipes); ignored")
+    return cfg

@@ -4,6 +4,7 @@ run-level privacy-bug check at the end."""
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from bench.runner.cells import Cell, CellRunner
 from bench.runner.executor import make_executor
 from bench.runner.jobs import Recipe, Trainer
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
+from bench.runner.tuning import Tuning, chosen_spec, run_tuning
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class Plan:
         threads: torch threads per process (None: ``bench.core.device.parallelism``'s choice); the local executor
             runs as many processes as the CPUs allow at that many threads each.
         plugins: modules the run imported first (``--plugins``); training workers import them too.
+        tuning: each mechanism's recipe candidates, re-chosen on validation before the grid trains
+            (``--tune-recipes``; ``bench.runner.tuning``); None: the configured recipes.
     """
 
     run_id: str
@@ -84,6 +88,7 @@ class Plan:
     overwrite: bool = False
     threads: int | None = None
     plugins: tuple[str, ...] = ()
+    tuning: Tuning | None = None
 
 
 def curve_probe(split: MembershipSplit) -> ArrayDataset:
@@ -186,6 +191,24 @@ class Harness:
                 out[dataset] = found
         return out
 
+    def _tune(self, doc: Results, progress: Progress) -> None:
+        """``--tune-recipes``: each mechanism's recipe chosen on the validation split of the first seed's data
+        (``bench.runner.tuning.run_tuning``); every cell of a mechanism then trains with its choice, and the run's
+        configuration records it."""
+        plan, tuning = self.plan, self.plan.tuning
+        assert tuning is not None
+        pc = next(pc for pc in plan.cells if pc.cell.seed == tuning.seed)
+        task = progress.add_task(f"  choosing recipes on validation (budget {tuning.budget_s:g} s)", total=None)
+        workers = getattr(self.executor, "workers", 1)
+        doc.recipe_choices = run_tuning(tuning, self.trainer, pc.split, dataset=pc.recipe.dataset,
+                                        delta=pc.recipe.delta, validation=validation_split(pc.split),
+                                        probe=curve_probe(pc.split), window=workers + 1)
+        progress.remove_task(task)
+        specs = {c.mechanism: chosen_spec(tuning, c) for c in doc.recipe_choices}
+        plan.cells = [dataclasses.replace(pc, recipe=dataclasses.replace(pc.recipe, spec=specs[pc.cell.mechanism]))
+                      if pc.cell.mechanism in specs else pc for pc in plan.cells]
+        doc.config["training"] = {**doc.config.get("training", {}), **{m: s.to_json() for m, s in specs.items()}}
+
     def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
         doc = self._document()
@@ -195,6 +218,9 @@ class Harness:
         with Progress(*columns, console=self.console, transient=False) as progress:
             bars = _Bars(progress, len(plan.cells), self.executor.name)
             self.trainer.on_jobs = bars.jobs
+            if plan.tuning is not None:
+                self._tune(doc, progress)
+                write(doc, out / "results.json")
             # every target is submitted now, cell by cell in the order they are attacked, each followed by its
             # cell's shadows and audit runs (with the cache on: they wait there until asked), so that workers (or
             # Ray) train ahead of the driver; each target is evaluated on (at most PROBE_MAX) test images after

@@ -19,6 +19,7 @@ from bench.runner.config import RunConfig
 from bench.runner.harness import Plan, PlannedCell
 from bench.runner.jobs import Recipe
 from bench.runner.provenance import run_id
+from bench.runner.tuning import plan_tuning
 
 log = logging.getLogger("privbench.plan")
 
@@ -144,4 +145,4 @@ def plan_from_config(cfg: RunConfig, *, overwrite: bool = False) -> Plan:
                 attacks=attacks, datasets={cfg.dataset: info}, max_attack_examples=cfg.max_attack_examples,
                 cache_dir=cfg.resolved_cache_dir(), executor=cfg.executor, ray_address=cfg.ray_address,
                 device=cfg.device, no_cache=cfg.no_cache, overwrite=overwrite, threads=cfg.threads,
-                plugins=tuple(cfg.plugins))
+                plugins=tuple(cfg.plugins), tuning=plan_tuning(cfg, pool.input_shape, pool.num_classes))

@@ -205,7 +205,8 @@ def _environment(d: dict[str, Any]) -> None:
     chosen_on = d.get("recipes_chosen_on")
     if chosen_on is not None and (not isinstance(chosen_on, str) or not chosen_on.strip()):
         raise ConfigError(f"recipes_chosen_on = {chosen_on!r} must be a data set's name")
-    for flag in ("no_cache", "reference_epsilons", "privacy_off_points"):
+    d["tune_budget"] = tune_budget(d["tune_budget"])
+    for flag in ("no_cache", "reference_epsilons", "privacy_off_points", "tune_recipes"):
         if not isinstance(d[flag], bool):
             raise ConfigError(f"{flag} = {d[flag]!r} must be true or false")
     for name in ("output", "data_root", "cache_dir"):
@@ -218,6 +219,26 @@ def _environment(d: dict[str, Any]) -> None:
     _count(d, "n_test", 1)
     if d["max_attack_examples"] is not None:
         _count(d, "max_attack_examples", 2)
+
+
+def tune_budget(value: Any) -> float:
+    """The recipe-tuning time budget in seconds from a number of seconds or a text ``"90s"`` / ``"10m"``.
+
+    Raises:
+        ConfigError: not a positive finite number of seconds or minutes (one line)."""
+    import re
+
+    seconds = None
+    if isinstance(value, str):
+        found = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([sm]?)\s*", value.lower())
+        if found:
+            seconds = float(found[1]) * (60.0 if found[2] == "m" else 1.0)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"tune_budget = {value!r} must be a time > 0: seconds (e.g. 600 or 600s) or minutes "
+                          "(e.g. 10m)")
+    return seconds
 
 
 def _attack_params(params: Any, attacks: tuple[str, ...], user: set[str]) -> dict[str, Any]:

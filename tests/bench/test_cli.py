@@ -45,6 +45,8 @@ YAML_CASES = {
     "unbounded dpmix releases": ("attack_params:\n  dpmix-canary: {releases: 1000000000}\n", "releases"),
     "string count": ("attack_params:\n  canary: {num_canaries: \"100\"}\n", "num_canaries = '100'"),
     "infinite clipping norm": ("training:\n  dpsgd: {params: {max_grad_norm: .inf}}\n", "max_grad_norm = inf"),
+    "tune_recipes as text": ("tune_recipes: yes please\n", "tune_recipes = 'yes please' must be true or false"),
+    "tune_budget in hours": ("tune_recipes: true\ntune_budget: 2h\n", "tune_budget = '2h' must be a time > 0"),
     "unknown model_kwargs key": ("training:\n  baseline: {params: {model_kwargs: {depth: 3}}}\n", "depth"),
 }
 
@@ -74,6 +76,10 @@ FLAG_CASES = {
     "missing config file": (["--config", "/nonexistent/cfg.yaml"], "/nonexistent/cfg.yaml"),
     "model does not fit data": (["--profile", "default", "--dataset", "digits"], "cnn-small"),
     "unknown flag": (["--epsilon", "1"], "--epsilon"),
+    "tune budget zero": (["--tune-recipes", "--tune-budget", "0"], "tune_budget = '0' must be a time > 0"),
+    "tune budget negative": (["--tune-recipes", "--tune-budget=-5m"], "tune_budget = '-5m' must be a time > 0"),
+    "tune budget text": (["--tune-recipes", "--tune-budget", "soon"], "tune_budget = 'soon' must be a time > 0"),
+    "tune recipes with a value": (["--tune-recipes=yes"], "--tune-recipes"),
 }
 
 

@@ -1,11 +1,13 @@
 """The reports' non-private ceiling and cost of privacy (``reports.ceiling``): each mechanism's ε = ∞ point in the
 verdict table as its own ceiling, the accuracy each private model loses against it, the ceiling with its interval
-and every private model above it, and the note when the profile's recipes were chosen on another data set."""
+and every private model above it, the note when the profile's recipes were chosen on another data set, and each
+mechanism's recipe when ``--tune-recipes`` re-chose it."""
 
 from __future__ import annotations
 
 import pytest
 
+from bench.results import RecipeChoice
 from reports.ceiling import accuracy_interval, ceiling_line, cost_of_privacy, recipes_line
 from reports.common import format_privacy
 from reports.verdict import VERDICT_HEADERS, verdict_tables
@@ -70,3 +72,31 @@ def test_privacy_off_is_printed_as_infinite_epsilon(build):
     doc = _doc(build)
     assert format_privacy(doc.results[0].privacy) == "ε = ∞ (privacy off)"
     assert format_privacy(doc.results[0].privacy.model_copy(update={"off": False})) == "no guarantee"
+
+
+def _choice(mechanism: str, chosen: str, accs: dict[str, float | None], eps: list[float]) -> dict:
+    """A ``RecipeChoice`` dict at target ``eps``: ``accs`` maps each candidate to its validation accuracy (None: not
+    tried)."""
+    cands = [{"name": n, "status": "tried" if a is not None else "not tried", "validation_accuracy": a}
+             for n, a in accs.items()]
+    return {"dataset": "fashion-mnist", "mechanism": mechanism, "target_epsilons": eps, "delta": 1e-5,
+            "relation": "replace-one", "seed": 0, "rule": "r", "chosen": chosen, "validation": "the first 5,000",
+            "n_validation": 5000, "budget_s": 300.0, "spent_s": 310.0, "candidates": cands}
+
+
+def test_the_verdict_names_each_recipe_and_whether_it_was_tuned(build):
+    doc = _doc(build)
+    choices = [_choice("dpsgd", "scatternet b512", {"recipe": 0.80, "scatternet b512": 0.83, "cnn": None}, [3.0]),
+               _choice("dpmix", "recipe", {"recipe": 0.70, "l32": 0.69}, [1.0, 3.0, 8.0])]
+    tuned = doc.model_copy(update={"recipe_choices": [RecipeChoice.model_validate(c) for c in choices],
+                                   "config": {**doc.config, "mechanisms": ["baseline", "dpsgd", "dpmix"]}})
+    line = recipes_line(tuned, "fashion-mnist")
+    assert line.startswith("Recipes, re-chosen on a validation split of fashion-mnist (the first 5,000; never the "
+                           "test set) with --tune-recipes")
+    assert "baseline: the default profile's recipe (not tuned: no candidates)" in line
+    assert ("dpsgd: 'scatternet b512' (tuned, 83.0% on validation; best of 2 tried at target ε = 3, 1 not tried "
+            "within the 300 s budget)") in line
+    assert ("dpmix: the default profile's recipe (tuned, 70.0% mean on validation; best of 2 tried by the mean over "
+            "target ε 1 / 3 / 8)") in line
+    assert "not included in any printed ε" in line and "chosen on mnist's" not in line  # replaces the warning
+    assert any(h == line for h in verdict_headline(tuned)["fashion-mnist"])
