@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from bench.core.data import ArrayDataset
+from bench.core.plain import plain_module
 from bench.core.training import EpochCallback, EpochRecorder, recording_epochs
 from bench.core.types import TrainedModel, TrainSpec
 
@@ -76,6 +77,7 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
             trained = mech.fit(job.datasets[0], job.spec, target_epsilon=job.target_epsilon, delta=job.delta,
                                seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)
     trained.epochs = rec.matching(trained.history)
+    trained.model = plain_module(trained.model)  # whatever fit returned (wrapped, hooked): a plain, hook-free copy
     return [trained]
 
 
