@@ -53,7 +53,8 @@ def train_with_opacus(
         model: the classifier; x: inputs ``(N, ...)``; y: labels ``(N,)``.
         epsilon, delta: the target (ε, δ) (add/remove, Opacus' PRV accountant). epochs, batch_size, lr: as usual.
         max_grad_norm: C, the per-sample clipping norm. poisson_sampling: Opacus' Poisson loader (False: the
-            loader's own shuffled batches). oversample: a ``WeightedRandomSampler`` weighting every other record 2.
+            loader's own shuffled batches). oversample: a ``WeightedRandomSampler`` weighting every other record 2,
+            kept with ``poisson_sampling=False`` (the Poisson loader would replace it).
 
     Returns:
         (the trained model, the ε Opacus' accountant certifies at δ, {noise_multiplier, sample_rate, steps}).
@@ -63,6 +64,7 @@ def train_with_opacus(
         weights = torch.ones(len(data))
         weights[::2] = 2.0
         loader = DataLoader(data, batch_size=batch_size, sampler=WeightedRandomSampler(weights, len(data)))
+        poisson_sampling = False  # Opacus' Poisson loader would replace the sampler: keep the user's (issue #813)
     else:
         loader = DataLoader(data, batch_size=batch_size, shuffle=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
