@@ -202,7 +202,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
                 f"opacus-canary: the model's forward saw {len(rows)} training rows but the step holds "
                 f"{len(full[0])} per-sample gradients; the audit needs one forward per batch"
             )
-        r, count = self.request.records, self.request.records + self.request.dirac
+        r = self.request.records
         is_canary = torch.from_numpy(rows >= 0)
         for p, g in zip(params, full, strict=True):  # pass 1: the members' rows alone, by the user's clipping
             p.grad_sample = g.masked_fill(is_canary.view(-1, *[1] * (g.dim() - 1)).to(g.device), 0.0)

@@ -74,7 +74,8 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
     watch = observe(job.datasets[0]) if observe is not None else contextlib.nullcontext()
     extra = {} if job.audit is None or observe is not None else {"audit": job.audit}
     probe = job.probe
-    with watch, recording_epochs(EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)) as rec:
+    recorder = EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)
+    with watch, recording_epochs(recorder) as rec:
         if job.target_epsilon is not None and math.isinf(job.target_epsilon):  # the recipe with privacy off
             trained = mech.fit_privacy_off(job.datasets[0], job.spec, delta=job.delta, seed=job.seeds[0],
                                            device=device, on_epoch=on_epoch, **extra)
