@@ -129,8 +129,8 @@ def _flagged(split, seed: int, params: dict) -> list:
 @pytest.mark.slow
 def test_null_the_correct_plugin_is_not_flagged_and_a_shuffled_one_is():
     """The null test of the plug-in path (20 seeds, 150 members, 100 canary records, ε = 2): at most 5 % of correct
-    runs flagged by the run-level check (Bonferroni over the records' and Dirac canaries' analyses and the sampling test); the same
-    audit at the same size flags the shuffled loop."""
+    runs flagged by the run-level check (Bonferroni over the records' and Dirac canaries' analyses and the sampling
+    test); the same audit at the same size flags the shuffled loop."""
     pool, test = load_dataset("digits")
     flagged = 0
     for seed in range(20):
