@@ -29,7 +29,9 @@ _HOOKS = (
     "_load_state_dict_pre_hooks",
     "_load_state_dict_post_hooks",
 )
-_PARAM_STATE = ("grad_sample", "summed_grad", "_forward_counter", "_current_grad_sample")
+_PARAM_STATE = ("grad_sample", "summed_grad", "_forward_counter", "_current_grad_sample", "ddp_hooks")
+# what Opacus' GradSampleModule sets on the modules it wraps (its hook handles do not even pickle)
+_MODULE_STATE = ("autograd_grad_sample_hooks", "activations", "max_batch_len", "ft_compute_sample_grad")
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -45,7 +47,8 @@ def unwrap(model: nn.Module) -> nn.Module:
 
 def plain_module(model: nn.Module) -> nn.Module:
     """A hook-free copy of ``unwrap(model)``: the same weights and buffers, no forward or backward hooks on any
-    submodule, no per-sample gradient attributes on any parameter, ``.grad`` cleared. The model given is not
+    submodule, none of Opacus' state on a module (hook handles, stored activations) or a parameter (per-sample
+    gradients), ``.grad`` cleared; it pickles (the executors send models between processes). The model given is not
     changed (its hooks are set aside during the copy and put back).
 
     Raises:
@@ -65,6 +68,10 @@ def plain_module(model: nn.Module) -> nn.Module:
         for mod, hooks in saved.items():
             for k, v in hooks.items():
                 setattr(mod, k, v)
+    for mod in plain.modules():
+        for k in _MODULE_STATE:
+            if k in vars(mod):
+                delattr(mod, k)
     for p in plain.parameters():
         p.grad = None
         for k in _PARAM_STATE:

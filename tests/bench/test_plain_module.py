@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pickle
 import warnings
 
 import pytest
@@ -76,6 +77,8 @@ def test_every_attack_runs_on_the_plain_copy_of_what_fit_returned(kind, digits_s
     plain = plain_module(returned)
     assert type(plain) is type(inner) and _hooks(plain) == 0
     assert not any(hasattr(p, "grad_sample") or p.grad is not None for p in plain.parameters())
+    assert not any(hasattr(m, "activations") or hasattr(m, "autograd_grad_sample_hooks") for m in plain.modules())
+    plain = pickle.loads(pickle.dumps(plain))  # a training worker sends it to the driver
     fresh = build_model("mlp", (1, 8, 8), 10)
     fresh.load_state_dict(plain.state_dict())  # the cache reloads it into the mechanism's own architecture
     x = digits_split.test.x[:64]
