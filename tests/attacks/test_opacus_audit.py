@@ -191,3 +191,76 @@ def test_a_sampling_bug_in_the_loop_exits_3(tmp_path, bug):
     (b,) = doc["privacy_bugs"]
     assert (b["attack"], b["method"], b["threat_model"]) == ("opacus-canary", "sampling_test", "white-box")
     assert "PRIVACY BUG" in proc.stdout and "Poisson sampling" in proc.stdout
+
+
+QUARTER_NOISE = '''
+"""The example's loop with a noise bug: its optimizer adds a quarter of the noise the accountant is told of."""
+from opacus.optimizers import DPOptimizer
+
+import opacus_plugin
+from mechanisms import MECHANISMS
+
+
+class QuarterNoise(opacus_plugin.OpacusDPSGD):
+    name = "opacus-quarter-noise"
+
+    def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None):
+        add_noise = DPOptimizer.add_noise
+
+        def quarter(opt):
+            sigma = opt.noise_multiplier
+            opt.noise_multiplier = sigma / 4
+            try:
+                add_noise(opt)
+            finally:
+                opt.noise_multiplier = sigma
+
+        DPOptimizer.add_noise = quarter
+        try:
+            return super().fit(train, spec, target_epsilon=target_epsilon, delta=delta, seed=seed, device=device)
+        finally:
+            DPOptimizer.add_noise = add_noise
+
+
+MECHANISMS.add("opacus-quarter-noise", QuarterNoise)
+'''
+
+
+@pytest.mark.slow
+def test_a_noise_bug_in_the_loop_exits_3_by_an_epsilon_lower_bound(tmp_path):
+    (tmp_path / "quarter_noise.py").write_text(QUARTER_NOISE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "examples"), str(REPO)])}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "run",
+            "--profile",
+            PROFILE,
+            "--plugins",
+            "quarter_noise",
+            "--mechanisms",
+            "opacus-quarter-noise",
+            "--epsilons",
+            "2",
+            "--attacks",
+            "opacus-canary",
+            "--output",
+            str(tmp_path / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    bugs = {b["attack"]: b for b in doc["privacy_bugs"]}
+    assert bugs["opacus-canary-dirac"]["lower_bound"] > bugs["opacus-canary-dirac"]["epsilon"]  # the noise, seen
+    (r,) = doc["results"]
+    extra = r["attacks"]["opacus-canary"]["extra"]
+    assert extra["sigma_hat"] < 0.3 * extra["claimed_sigma"]  # a quarter of the claimed noise, measured
