@@ -98,7 +98,8 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
     console.print(f"results: {out / 'results.json'}", markup=False)
     failed = [r for r in doc.results if not r.ok or r.attack_errors]
     if failed:
-        console.print(Text(f"{len(failed)} cell(s) failed or have failed attacks; see the table and results.json",
+        console.print(Text(f"{len(failed)} cell(s) failed or have failed attacks; see the table, and each "
+                           "attack's traceback under attack_tracebacks in results.json",
                            style="red"))
     for line in bug_lines(doc):  # one line per privacy bug (exit 3)
         console.print(Text(line, style="bold red"))

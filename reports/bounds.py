@@ -260,6 +260,8 @@ def bug_audit(b: PrivacyBug) -> str:
 def bug_value(b: PrivacyBug) -> str:
     """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim), or the rejection of the
     accountant's whole certified (ε, δ) curve."""
+    if b.method == "sampling_test":
+        return "refutes the Poisson sampling the accountant assumes"
     if b.lower_bound is None:
         return "rejects the accountant's whole certified (ε, δ) curve"
     return f"ε_LB {value_text(b.lower_bound)} > " + ("ε" if b.accountant is not None else f"claimed ε {b.epsilon:g}")

@@ -68,7 +68,9 @@ def bug_lines(results: Results) -> list[str]:
         relation = relation_text(b.relation)
         eps = (f"ε = {b.epsilon:.3g} (δ = {delta_text(b.delta) if b.delta is not None else DASH}, {b.accountant}"
                f"{', ' + relation if relation else ''})")
-        if b.lower_bound is None:
+        if b.method == "sampling_test":
+            what = f"shows the batches are not the Poisson sampling the accountant's {eps} is certified for"
+        elif b.lower_bound is None:
             what = f"rejects the accountant's whole certified (ε, δ) curve, of which {eps} is one point"
         else:
             what = f"ε_LB {value_text(b.lower_bound)} exceeds the accountant's {eps}"

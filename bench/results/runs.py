@@ -144,6 +144,8 @@ class RunResult(Model):
     """Membership attacks and audits by attack name."""
     attack_errors: dict[str, str] = Field(default_factory=dict)
     """Attack name -> one-line reason, for each attack that failed on this finished model; every report shows them."""
+    attack_tracebacks: dict[str, str] = Field(default_factory=dict)
+    """Attack name -> the full Python traceback of its failure (where to look; the reports show the one line)."""
     inversion: dict[str, Images] = Field(default_factory=dict)
     """Inversion and release attacks (what an attacker sees of the data) by attack name."""
     release: Images | None = None

@@ -18,6 +18,9 @@ from attacks.audit import audit_bounds, family, profile_rejected
 from bench.results import AttackRecord, Privacy, PrivacyBug, RunResult
 
 VALID_DESIGNS = ("one-run", "multi-run")
+# an audit whose canary records go through the mechanism's own sampling also tests that sampling against the
+# accountant's (attacks.opacus_audit.sampling_test): one comparison per such audit, fixed by its design
+SAMPLING_TEST = "sampling_test"
 Comparison = tuple[RunResult, str, AttackRecord, str, Privacy]
 
 
@@ -39,6 +42,8 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
                 continue
             members = family(design.model_dump())
             items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.method in members]
+            if guaranteed and SAMPLING_TEST in (record.extra or {}):  # the design's own test of the sampling
+                items.append((r, name, record, SAMPLING_TEST, p))
             if guaranteed and design.kind == "one-run" and p.profile and record.audit.one_run is not None:
                 items.append((r, name, record, "certified-curve", p))
     return items
@@ -46,6 +51,8 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
 
 def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float) -> tuple[bool, float | None]:
     audit = record.audit
+    if method == SAMPLING_TEST:  # the accountant's Poisson sampling at rate q refuted (attacks.opacus_audit)
+        return record.extra[SAMPLING_TEST]["p_value"] < 1.0 - confidence, None
     if method == "certified-curve":
         return profile_rejected(audit.one_run.m, audit.one_run.guesses, p.profile, confidence=confidence), None
     value = audit_bounds(audit.model_dump(), confidence=confidence).get(method)

@@ -4,6 +4,7 @@ attacked. Metrics and ε lower bounds are applied here, in one place, to every m
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -247,5 +248,6 @@ class CellRunner:
                 why = str(exc).splitlines()[0] if str(exc) else ""
                 result.attack_errors[name] = why if isinstance(exc, TRAINING_ERRORS) and why else \
                     f"{type(exc).__name__}: {why}".rstrip(": ")
+                result.attack_tracebacks[name] = traceback.format_exc()
                 self.on_status(f"attack {name} failed on {cell.mechanism}: {result.attack_errors[name]}")
             result.timings.attacks[name] = time.perf_counter() - start

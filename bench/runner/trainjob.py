@@ -5,6 +5,7 @@ result."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any
 import torch
 
 from bench.core.data import ArrayDataset
+from bench.core.plain import plain_module
 from bench.core.training import EpochCallback, EpochRecorder, recording_epochs
 from bench.core.types import TrainedModel, TrainSpec
 
@@ -66,9 +68,14 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
     mech, device = MECHANISMS.get(job.mechanism)(), torch.device(job.device)
     if len(job) > 1:
         return fit_ensemble(mech, job.datasets, job.spec, job.seeds, device)
-    extra = {} if job.audit is None else {"audit": job.audit}
+    # an audit that observes the mechanism's own training from outside (e.g. attacks.opacus_audit: a plug-in's Opacus
+    # optimizer) gives ``observe``; any other request is ``fit``'s ``audit`` argument
+    observe = getattr(job.audit, "observe", None)
+    watch = observe(job.datasets[0]) if observe is not None else contextlib.nullcontext()
+    extra = {} if job.audit is None or observe is not None else {"audit": job.audit}
     probe = job.probe
-    with recording_epochs(EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)) as rec:
+    recorder = EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)
+    with watch, recording_epochs(recorder) as rec:
         if job.target_epsilon is not None and math.isinf(job.target_epsilon):  # the recipe with privacy off
             trained = mech.fit_privacy_off(job.datasets[0], job.spec, delta=job.delta, seed=job.seeds[0],
                                            device=device, on_epoch=on_epoch, **extra)
@@ -76,6 +83,9 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
             trained = mech.fit(job.datasets[0], job.spec, target_epsilon=job.target_epsilon, delta=job.delta,
                                seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)
     trained.epochs = rec.matching(trained.history)
+    if observe is not None:
+        trained.audit = watch.result()
+    trained.model = plain_module(trained.model)  # whatever fit returned (wrapped, hooked): a plain, hook-free copy
     return [trained]
 
 

@@ -174,6 +174,9 @@ def test_a_failed_attack_is_shown_everywhere_and_exits_1(tmp_path):
     assert r["status"] == "ok" and "loss" in r["attacks"]
     assert r["attack_errors"] == {"refuses": "refuses: cannot run on this data",
                                   "buggy": "IndexError: list index out of range"}
+    tb = r["attack_tracebacks"]  # where to look: the full traceback, ending in the attack's own line
+    assert set(tb) == {"refuses", "buggy"} and tb["buggy"].startswith("Traceback")
+    assert "return [][1]" in tb["buggy"] and tb["buggy"].rstrip().endswith("IndexError: list index out of range")
     for report in ("report.md", "report.html"):
         text = (out / report).read_text()
         assert "buggy" in text and "refuses" in text, report

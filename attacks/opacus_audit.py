@@ -1,0 +1,173 @@
+"""White-box audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's code unchanged
+(Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac
+canaries; Steinke, Nasr, Jagielski 2023: one training run).
+
+During the audit run privbench patches two Opacus methods for the length of ``fit`` (``OpacusObserver``):
+``GradSampleModule.forward``, to see which records each training batch holds, and ``DPOptimizer.pre_step``, to see
+every noisy update. Two kinds of canaries, m each, each included with probability ½:
+
+- **canary records** (``records``): extra training records, at random positions among the members, that go through
+  the user's own ``DataLoader`` — so they are sampled exactly as the loop samples (Poisson, shuffled, weighted…).
+  Whenever one is in a batch its per-sample gradient is replaced, before the user's optimizer clips it, by a crafted
+  gradient known by construction: zero except ``norm``·C at one coordinate of its own (Nasr et al.'s Dirac gradient).
+- **Dirac gradient canaries at the optimizer** (``dirac``): the same crafted gradients, sampled by privbench at the
+  accountant's rate q, so they test the noise and clipping alone.
+
+Both are clipped by the user's optimizer (``clip_and_accumulate``, run once for the members and once for the
+canaries: the clipping is per sample, so the sum is the same) and noised by its ``add_noise``. The auditor, knowing
+every other record's clipped contribution (the worst case DP guards against), reads at each canary's coordinate
+x_t = (noisy sum − the members' clipped sum) / C = (the canary's clipped contribution)/C + N(0, σ²), and scores the
+canary by the Neyman-Pearson log-likelihood ratio of Poisson sampling at the accountant's q,
+Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), σ̂ measured on coordinates without a canary (as
+``mechanisms.dpsgd_canaries``). A loop that samples records more often than q gives its canary records more hits.
+
+The canary records also test the sampling itself: their participation counts over the T steps are, for the
+accountant's Poisson sampling at rate q, iid Binomial(T, q). ``sampling_test`` compares the included records' total
+and the dispersion of their counts with that law (a simulation of it, two-sided): shuffled fixed-size batches (each
+record once per epoch: no dispersion) and a weighted sampler (rates that differ: too much) are refuted there, which
+ends the run with exit 3 like an ε lower bound above ε (``bench.runner.bugs``).
+
+What the design assumes of the user's loop, refused in one line otherwise: the model is wrapped by Opacus'
+``GradSampleModule`` (``grad_sample_mode`` ``hooks`` or ``functorch``) and trained by a ``DPOptimizer`` made by a
+``PrivacyEngine`` (its accountant's q is read from the optimizer's step hook), with flat clipping (the base
+``clip_and_accumulate``); one forward/backward and one ``step`` per batch (no ``BatchMemoryManager``, no gradient
+accumulation); the batch reaches the model's forward as the training records were given (no transform inside the
+loop); the model has at least 2m + 1 trainable coordinates. The audit run's q and T come from the user's loader on
+members + included canary records: with ⌈n/b⌉ batches, they change only if the included count crosses a multiple of
+the batch size (a small dependence on the coins that the one-run theorems exclude; the canary attack fixes a public n
+for privbench's own DP-SGD, which a user's loop cannot be told).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.opacus_observer import AuditRefused, OpacusCanaries, canary_records
+from attacks.shadows import shadow_seed
+from bench.core.data import ArrayDataset, concat
+from bench.core.params import Params
+
+__all__ = ["AuditRefused", "OpacusCanaries", "OpacusCanaryAudit", "OpacusCanaryParams", "sampling_test"]
+NULL_DRAWS = 20_000  # simulations of the ideal Poisson sampling for the sampling test
+
+
+def sampling_test(hits: np.ndarray, *, steps: int, q: float, seed: int = 0, draws: int = NULL_DRAWS) -> dict:
+    """Do ``hits`` ``(m,)`` — each included canary record's participation count over ``steps`` — follow Poisson
+    sampling at rate q (iid Binomial(steps, q)), as the accountant assumes?
+
+    Two statistics, each two-sided against ``draws`` simulations of the ideal sampling (no approximation): the total
+    Σ hits (the rate) and the dispersion Σ (hits − steps·q)² (shuffled batches give every record the same count; a
+    weighted sampler spreads them). Returns ``{"p_value"`` (the smaller p, ×2 for the two statistics), ``"rate"``
+    (observed per-step rate), ``"dispersion"`` (observed / expected), ``"assumed"``}``. Raises ValueError for no
+    record."""
+    hits = np.asarray(hits, np.float64)
+    if not len(hits):
+        raise ValueError("the sampling test needs at least one included canary record")
+    rng = np.random.default_rng(seed)
+    null = rng.binomial(steps, q, size=(draws, len(hits))).astype(np.float64)
+    mean = steps * q
+
+    def two_sided(observed: float, sims: np.ndarray) -> float:
+        lo, hi = (1 + np.sum(sims <= observed)) / (draws + 1), (1 + np.sum(sims >= observed)) / (draws + 1)
+        return min(1.0, 2 * min(lo, hi))
+
+    total = two_sided(hits.sum(), null.sum(1))
+    spread = two_sided(((hits - mean) ** 2).sum(), ((null - mean) ** 2).sum(1))
+    return {
+        "p_value": min(1.0, 2 * min(total, spread)),
+        "rate": float(hits.sum() / (steps * len(hits))),
+        "dispersion": float(((hits - mean) ** 2).mean() / (mean * (1 - q))),
+        "assumed": f"Poisson sampling at q = {q:.4g} over T = {steps} steps",
+    }
+
+
+class OpacusCanaryParams(Params):
+    """Settings of the Opacus plug-in audit.
+
+    Attributes:
+        records: m canary records added to the training data (>= 2), each included with probability ½.
+        dirac: Dirac gradient canaries at the optimizer (>= 0).
+        gradient_norm: the crafted gradients' raw norm in units of C (>= 1).
+    """
+
+    records: int = Field(500, ge=2)
+    dirac: int = Field(2000, ge=0)
+    gradient_norm: float = Field(10.0, ge=1)
+
+
+class OpacusCanaryAudit(MembershipAttack):
+    """One audit run of a plug-in mechanism that trains through Opacus, observed white-box (module docstring).
+    Returns ``{"opacus-canary": the canary records (their sampling test in ``extra``), "opacus-canary-dirac": the
+    optimizer's Dirac canaries}``; scores: larger means "included". Applies to mechanisms with a central-DP guarantee
+    and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``)."""
+
+    audit = True
+    name = "opacus-canary"
+    Params = OpacusCanaryParams
+
+    def applies_to(self, target) -> bool:
+        return target.privacy.guarantee == "central-dp"
+
+    @staticmethod
+    def _own_audit(ctx: AttackContext) -> bool:
+        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries)."""
+        from mechanisms import MECHANISMS
+
+        return ctx.mechanism in MECHANISMS.names() and bool(MECHANISMS.get(ctx.mechanism).audits)
+
+    def _job(self, ctx: AttackContext):
+        p, members = self.params, ctx.split.members
+        gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 10 + 2))
+        included = (torch.rand(p.records, generator=gen) < 0.5).numpy()
+        if included.all() or not included.any():
+            raise ValueError(f"opacus-canary: all {p.records} canary records fell on one side of the coin")
+        x, y = canary_records(p.records, members.input_shape, members.num_classes, ctx.seed)
+        keep = torch.from_numpy(np.flatnonzero(included))
+        data = concat(members, ArrayDataset(x[keep], y[keep], members.num_classes, members.name))
+        data = data.subset(torch.randperm(len(data), generator=gen))  # canaries at random positions
+        request = OpacusCanaries(p.records, p.dirac, ctx.seed, tuple(bool(b) for b in included), p.gradient_norm)
+        return data, shadow_seed(ctx.seed, "canary", 10 + 3), request
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        if self._own_audit(ctx):
+            return
+        data, seed, request = self._job(ctx)
+        ctx.train_like_target.prefetch([(data, seed, request)])
+
+    def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        if self._own_audit(ctx):  # audited by its own white-box design (the canary attack); nothing to add
+            return {}
+        data, seed, request = self._job(ctx)
+        run = ctx.train_like_target.audit_run(data, seed=seed, request=request)
+        wb = run.audit
+        inc = np.asarray(wb["records"]["included"], bool)
+        test = sampling_test(np.asarray(wb["hits"])[inc], steps=wb["steps"], q=wb["sample_rate"], seed=ctx.seed)
+        facts = {
+            "observations": "every noisy update of the loop's DPOptimizer",
+            "gradient_norm": request.norm,
+            "sigma_hat": wb["sigma_hat"],
+            "claimed_sigma": wb["claimed_sigma"],
+            "steps": wb["steps"],
+            "sample_rate": wb["sample_rate"],
+        }
+        out = {
+            self.name: MembershipScores(
+                np.asarray(wb["records"]["scores"]),
+                inc.astype(np.int64),
+                privacy=run.privacy,
+                design=AuditDesign("one-run", "white-box", size=request.records, relation="add-remove"),
+                extra={**facts, "canaries": "records in the loop's own data pipeline", "sampling_test": test},
+            )
+        }
+        if request.dirac:
+            out[f"{self.name}-dirac"] = MembershipScores(
+                np.asarray(wb["dirac"]["scores"]),
+                np.asarray(wb["dirac"]["included"], np.int64),
+                privacy=run.privacy,
+                design=AuditDesign("one-run", "white-box", size=request.dirac, relation="add-remove"),
+                extra={**facts, "canaries": "Dirac gradients at the optimizer, sampled at the accountant's q"},
+            )
+        return out

@@ -1,0 +1,243 @@
+"""The observer of the ``opacus-canary`` audit (``attacks.opacus_audit``, where the design and its assumptions are
+stated): for the length of a plug-in's ``fit`` it patches Opacus' ``GradSampleModule.forward`` (which canary records
+each batch holds) and ``DPOptimizer.pre_step`` (the canaries' crafted gradients put in their per-sample rows before
+the user's optimizer clips them, Dirac canaries at the accountant's rate q, and every noisy update read at the
+canaries' coordinates; Nasr et al. 2023, §3). One-line ``AuditRefused`` for a loop outside the design."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attacks.shadows import shadow_seed
+from bench.core.data import ArrayDataset
+
+REFERENCE_COORDINATES = 1000  # coordinates without a canary: the noise the updates really carry
+
+
+class AuditRefused(ValueError):
+    """The user's loop is not one this audit can observe (one line: what it assumes, and what it saw)."""
+
+
+@dataclass(frozen=True)
+class OpacusCanaries:
+    """The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
+    before the run; their images ``keys`` identify them in a batch) and ``dirac`` Dirac gradient canaries at the
+    optimizer (coins drawn with ``seed``), raw norm ``norm``·C (>= 1)."""
+
+    records: int
+    dirac: int
+    seed: int
+    included: tuple[bool, ...]
+    norm: float = 10.0
+
+    def observe(self, data: ArrayDataset) -> OpacusObserver:
+        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data``."""
+        return OpacusObserver(self, canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0])
+
+
+def canary_records(
+    m: int, input_shape: tuple[int, ...], num_classes: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """m canary records: images ``(m, *input_shape)`` uniform in [0, 1] (distinct from every natural record with
+    probability 1) and labels ``(m,)``, drawn with ``seed``."""
+    gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 10 + 0))
+    return torch.rand((m, *input_shape), generator=gen), torch.randint(0, num_classes, (m,), generator=gen)
+
+
+def _row_keys(x: torch.Tensor) -> list[bytes]:
+    return [row.tobytes() for row in x.detach().cpu().float().reshape(len(x), -1).numpy()]
+
+
+class OpacusObserver(contextlib.AbstractContextManager):
+    """Patches Opacus' ``GradSampleModule.forward`` and ``DPOptimizer.pre_step`` while the audit run trains (see the
+    module docstring); ``result()`` gives the scores. Raises ``AuditRefused`` (one line) for a loop outside the
+    design."""
+
+    def __init__(self, request: OpacusCanaries, images: torch.Tensor) -> None:
+        self.request, self.keys = request, {k: i for i, k in enumerate(_row_keys(images))}
+        self.rows: list[int] = []  # canary index (or -1) of each row fed to the model since the last step
+        self.x: list[np.ndarray] = []  # per step: (records + dirac + refs,) observations, in units of C
+        self.hits: list[np.ndarray] = []  # per step: (records,) times each canary record was in the batch
+        self.opt = None
+        self.error: AuditRefused | None = None
+
+    def __enter__(self) -> OpacusObserver:
+        from opacus import GradSampleModule
+        from opacus.optimizers import DPOptimizer
+
+        self._saved = (GradSampleModule.forward, DPOptimizer.pre_step)
+        forward, pre_step = self._saved
+        obs = self
+
+        def observed_forward(module, *args, **kwargs):
+            if torch.is_grad_enabled() and args and isinstance(args[0], torch.Tensor):
+                obs.rows += [obs.keys.get(k, -1) for k in _row_keys(args[0])]
+            return forward(module, *args, **kwargs)
+
+        def observed_pre_step(opt, closure=None):
+            if obs.error is not None:
+                raise obs.error
+            try:
+                return obs._step(opt)
+            except AuditRefused as exc:
+                obs.error = exc
+                raise
+
+        GradSampleModule.forward, DPOptimizer.pre_step = observed_forward, observed_pre_step
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from opacus import GradSampleModule
+        from opacus.optimizers import DPOptimizer
+
+        GradSampleModule.forward, DPOptimizer.pre_step = self._saved
+
+    def _setup(self, opt) -> None:
+        hook = opt.step_hook
+        cells = (
+            dict(
+                zip(
+                    getattr(hook, "__code__", None).co_freevars,
+                    [c.cell_contents for c in hook.__closure__],
+                    strict=True,
+                )
+            )
+            if getattr(hook, "__closure__", None)
+            else {}
+        )
+        if "sample_rate" not in cells:
+            raise AuditRefused(
+                "opacus-canary: the DPOptimizer has no accountant step hook (it was not made by "
+                "PrivacyEngine.make_private*); the audit reads the accountant's sample rate there"
+            )
+        if type(opt).clip_and_accumulate is not _base_clip():
+            raise AuditRefused(
+                f"opacus-canary: {type(opt).__name__} clips per layer or per device; the audit "
+                "supports the flat clipping of DPOptimizer"
+            )
+        params = opt.params
+        sizes = [p.numel() for p in params]
+        r, d = self.request.records, self.request.dirac
+        if sum(sizes) < r + d + 1:
+            raise AuditRefused(
+                f"opacus-canary: {r + d} canaries need as many coordinates and one for the noise; the "
+                f"model has {sum(sizes)} trainable ones"
+            )
+        gen = torch.Generator().manual_seed(shadow_seed(self.request.seed, "canary", 10 + 1))
+        refs = min(REFERENCE_COORDINATES, sum(sizes) - r - d)
+        flat = torch.randperm(sum(sizes), generator=gen)[: r + d + refs].numpy()
+        bounds = np.cumsum([0, *sizes])
+        owner = np.searchsorted(bounds, flat, side="right") - 1
+        self.where = [(k, np.flatnonzero(owner == k), flat[owner == k] - bounds[k]) for k in np.unique(owner)]
+        self.dirac_in = (torch.rand(d, generator=gen) < 0.5).numpy()
+        self.gen, self.opt, self.q = gen, opt, float(cells["sample_rate"])
+        self.sigma, self.C = float(opt.noise_multiplier), float(opt.max_grad_norm)
+
+    def _read(self, tensors: list[torch.Tensor]) -> np.ndarray:
+        out = np.zeros(sum(len(ids) for _, ids, _ in self.where))
+        for k, ids, idx in self.where:
+            out[ids] = tensors[k].reshape(-1)[torch.from_numpy(idx)].double().cpu().numpy()
+        return out
+
+    def _step(self, opt) -> bool:
+        """DPOptimizer.pre_step with the canaries: members clipped, canaries clipped, noise, observation, scaling."""
+        if opt.grad_samples is None or len(opt.grad_samples) == 0:
+            return True
+        if self.opt is None:
+            self._setup(opt)
+        elif opt is not self.opt:
+            raise AuditRefused("opacus-canary: the loop steps more than one DPOptimizer; the audit observes one")
+        if opt._check_skip_next_step(pop_next=False):
+            raise AuditRefused(
+                "opacus-canary: the loop skips steps (BatchMemoryManager or gradient accumulation); "
+                "the audit needs one optimizer step per batch"
+            )
+        params, rows = opt.params, np.asarray(self.rows, dtype=np.int64)
+        self.rows = []
+        full = [opt._get_flat_grad_sample(p) for p in params]
+        if len(full[0]) != len(rows):
+            raise AuditRefused(
+                f"opacus-canary: the model's forward saw {len(rows)} training rows but the step holds "
+                f"{len(full[0])} per-sample gradients; the audit needs one forward per batch"
+            )
+        r = self.request.records
+        is_canary = torch.from_numpy(rows >= 0)
+        for p, g in zip(params, full, strict=True):  # pass 1: the members' rows alone, by the user's clipping
+            p.grad_sample = g.masked_fill(is_canary.view(-1, *[1] * (g.dim() - 1)).to(g.device), 0.0)
+        _base_clip()(opt)
+        members = self._read([p.summed_grad for p in params])
+        hits = np.bincount(rows[rows >= 0], minlength=r)
+        sampled_dirac = np.flatnonzero(
+            (torch.rand(self.request.dirac, generator=self.gen) < self.q).numpy() & self.dirac_in
+        )
+        canaries = np.concatenate([rows[rows >= 0], r + sampled_dirac])  # one crafted gradient per row
+        rows_of = [np.zeros((len(canaries), p.numel()), np.float32) for p in params]
+        for k, ids, idx in self.where:
+            for j, c in enumerate(canaries):
+                hit = np.flatnonzero(ids == c)
+                if len(hit):
+                    rows_of[k][j, idx[hit[0]]] = self.request.norm * self.C
+        for p, g in zip(params, rows_of, strict=True):  # pass 2: the canaries' rows, by the user's clipping again
+            p.grad_sample = torch.from_numpy(g).to(p.device, p.dtype).view(len(canaries), *p.shape)
+        _base_clip()(opt)
+        opt._check_skip_next_step()  # pops the flag, as pre_step does
+        opt.add_noise()
+        noisy = self._read([p.grad for p in params])
+        self.x.append(((noisy - members) / self.C).astype(np.float32))
+        self.hits.append(hits.astype(np.int16))
+        opt.scale_grad()
+        if opt.step_hook:
+            opt.step_hook(opt)
+        opt._is_last_step_skipped = False
+        return True
+
+    def result(self) -> dict:
+        """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
+        steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma"}``. Raises ``AuditRefused`` when no DPOptimizer
+        stepped, or no included canary record ever reached the model."""
+        if self.error is not None:
+            raise self.error
+        if self.opt is None or not self.x:
+            raise AuditRefused(
+                "opacus-canary: the mechanism's fit never stepped an Opacus DPOptimizer; the audit "
+                "observes a loop made by PrivacyEngine.make_private*"
+            )
+        r, d, inc = self.request.records, self.request.dirac, np.asarray(self.request.included, bool)
+        hits = np.stack(self.hits).sum(0)
+        if inc.any() and hits[inc].sum() == 0:
+            raise AuditRefused(
+                "opacus-canary: none of the included canary records reached the model's forward as "
+                "given; the audit needs the loop to feed the training records unchanged"
+            )
+        x = np.stack(self.x).astype(np.float64)
+        sigma = float(np.sqrt(np.mean(x[:, r + d :] ** 2))) if x.shape[1] > r + d else self.sigma
+        scores = log_likelihood_ratio(x[:, : r + d], q=self.q, sigma=sigma)
+        return {
+            "records": {"scores": scores[:r].tolist(), "included": inc.astype(int).tolist()},
+            "dirac": {"scores": scores[r:].tolist(), "included": self.dirac_in.astype(int).tolist()},
+            "hits": hits.tolist(),
+            "steps": len(self.x),
+            "sample_rate": self.q,
+            "sigma_hat": sigma,
+            "claimed_sigma": self.sigma,
+        }
+
+
+def _base_clip():
+    from opacus.optimizers import DPOptimizer
+
+    return DPOptimizer.clip_and_accumulate
+
+
+def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray:
+    """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C: the
+    log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ = 0).
+    Returns ``(m,)``."""
+    if sigma <= 1e-12:
+        return x.sum(0)
+    z = (2 * x - 1) / (2 * sigma**2)
+    return (np.logaddexp(np.log1p(-q), np.log(q) + z) if q < 1 else z).sum(0)

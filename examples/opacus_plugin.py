@@ -1,0 +1,135 @@
+"""Your own Opacus training loop as a privbench plug-in mechanism (``--plugins opacus_plugin``).
+
+``train_with_opacus`` is an ordinary DP-SGD loop as the Opacus tutorials write it (Abadi et al. 2016, Algorithm 1,
+through ``PrivacyEngine.make_private_with_epsilon``): nothing in it knows about privbench. ``OpacusDPSGD`` is the
+adapter: it builds the model privbench asks for, calls the loop and reports the ε that Opacus' accountant certifies
+(add/remove, Opacus' PRV accountant). privbench then evaluates, attacks and audits the model; the ``opacus-canary``
+audit observes every noisy update of the loop's ``DPOptimizer`` and plants canary records in the training data
+(``attacks/opacus_audit.py``), so a bug in the loop — in its noise or in its sampling — ends the run with exit 3.
+
+Two settings plant the sampling bugs of Opacus issues #80 and #813, for the tests and for you to see them caught:
+``poisson_sampling: false`` (shuffled fixed-size batches while the accountant assumes Poisson sampling) and
+``oversample: true`` (a ``WeightedRandomSampler`` that gives every other record twice the weight, so some records
+are sampled at twice the rate the accountant assumes).
+
+Run it (from the repository root; the example folder on PYTHONPATH)::
+
+    PYTHONPATH=examples python -m bench run --profile smoke --plugins opacus_plugin --mechanisms opacus-dpsgd \
+        --epsilons 2 --attacks loss,miface,opacus-canary
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+from opacus import PrivacyEngine
+from pydantic import Field
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+
+from bench.core.types import PrivacySpent, TrainedModel
+from mechanisms import MECHANISMS
+from mechanisms.base import Mechanism, ModelParams
+
+
+def train_with_opacus(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epsilon: float,
+    delta: float,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    max_grad_norm: float,
+    poisson_sampling: bool = True,
+    oversample: bool = False,
+) -> tuple[nn.Module, float, dict[str, float]]:
+    """A plain Opacus DP-SGD loop: SGD on cross-entropy, σ calibrated to (ε, δ) by ``make_private_with_epsilon``.
+
+    Args:
+        model: the classifier; x: inputs ``(N, ...)``; y: labels ``(N,)``.
+        epsilon, delta: the target (ε, δ) (add/remove, Opacus' PRV accountant). epochs, batch_size, lr: as usual.
+        max_grad_norm: C, the per-sample clipping norm. poisson_sampling: Opacus' Poisson loader (False: the
+            loader's own shuffled batches). oversample: a ``WeightedRandomSampler`` weighting every other record 2,
+            kept with ``poisson_sampling=False`` (the Poisson loader would replace it).
+
+    Returns:
+        (the trained model, the ε Opacus' accountant certifies at δ, {noise_multiplier, sample_rate, steps}).
+    """
+    data = TensorDataset(x, y)
+    if oversample:
+        weights = torch.ones(len(data))
+        weights[::2] = 2.0
+        loader = DataLoader(data, batch_size=batch_size, sampler=WeightedRandomSampler(weights, len(data)))
+        poisson_sampling = False  # Opacus' Poisson loader would replace the sampler: keep the user's (issue #813)
+    else:
+        loader = DataLoader(data, batch_size=batch_size, shuffle=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    engine = PrivacyEngine(accountant="prv")
+    model, optimizer, loader = engine.make_private_with_epsilon(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        target_epsilon=epsilon,
+        target_delta=delta,
+        epochs=epochs,
+        max_grad_norm=max_grad_norm,
+        poisson_sampling=poisson_sampling,
+    )
+    criterion = nn.CrossEntropyLoss()
+    steps = 0
+    model.train()
+    for _ in range(epochs):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            criterion(model(xb), yb).backward()
+            optimizer.step()
+            steps += 1
+    facts = {"noise_multiplier": optimizer.noise_multiplier, "sample_rate": 1 / len(loader), "steps": steps}
+    return model, engine.get_epsilon(delta), facts
+
+
+class OpacusParams(ModelParams):
+    """Settings of the example: max_grad_norm C (> 0); poisson_sampling and oversample as in ``train_with_opacus``
+    (the defaults are the correct loop)."""
+
+    max_grad_norm: float = Field(1.0, gt=0)
+    poisson_sampling: bool = True
+    oversample: bool = False
+
+
+class OpacusDPSGD(Mechanism):
+    """The adapter: ``train_with_opacus`` on privbench's members, its ε reported as Opacus certifies it."""
+
+    name = "opacus-dpsgd"
+    guarantee = "central-dp"
+    Params = OpacusParams
+    recipes: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {"model": "mlp", "epochs": 15, "batch_size": 100, "lr": 0.5, "optimizer": "sgd"},
+    }
+
+    def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None):
+        torch.manual_seed(seed)  # Opacus draws its batches and noise from torch's global generator
+        model = self.build(train.input_shape, train.num_classes, spec)
+        p = spec.params
+        model, epsilon, facts = train_with_opacus(
+            model,
+            train.x,
+            train.y,
+            epsilon=target_epsilon,
+            delta=delta,
+            epochs=spec.epochs,
+            batch_size=spec.batch_size,
+            lr=spec.lr,
+            max_grad_norm=p.max_grad_norm,
+            poisson_sampling=p.poisson_sampling,
+            oversample=p.oversample,
+        )
+        privacy = PrivacySpent(epsilon, delta, "opacus-prv", "central-dp", relation="add-remove")
+        return TrainedModel(model, privacy, params=facts)
+
+
+MECHANISMS.add("opacus-dpsgd", OpacusDPSGD)

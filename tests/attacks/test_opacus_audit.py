@@ -1,0 +1,266 @@
+"""The white-box audit of a user's own Opacus loop (``attacks/opacus_audit.py``) on ``examples/opacus_plugin.py``:
+the correct loop passes (exit 0), shuffled batches and a weighted sampler end with exit 3, the sampling test holds
+its level on the ideal sampling, and loops outside the design are refused in one line. The end-to-end runs use the
+``smoke`` profile with explicit flags; with the ``ci`` profile (issue 28) they become ``--profile ci`` (``PROFILE``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers import context
+
+from attacks.opacus_audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams, sampling_test
+from bench.core.data import load_dataset, make_split
+from bench.core.models import build_model
+from bench.results import RunResult, Timings
+from bench.runner.bugs import privacy_bugs
+from bench.runner.cells import membership_record, privacy_record
+from bench.runner.trainjob import TrainJob, run_job
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILE = "smoke"  # the ci profile (issue 28), once it exists: "ci"
+DELTA = 1e-5
+
+
+def _plugin():
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        return importlib.import_module("opacus_plugin")  # registers opacus-dpsgd once
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+
+
+def test_sampling_test_keeps_its_level_on_the_ideal_sampling_and_sees_both_bugs():
+    rng = np.random.default_rng(0)
+    steps, q, m = 120, 0.125, 250
+    p_null = [
+        sampling_test(rng.binomial(steps, q, m), steps=steps, q=q, seed=s, draws=2000)["p_value"] for s in range(40)
+    ]
+    assert np.mean(np.asarray(p_null) < 0.05) <= 0.15  # 5 % expected; 40 draws
+    shuffled = np.full(m, int(steps * q))  # each record once per epoch: no dispersion at all
+    assert sampling_test(shuffled, steps=steps, q=q)["p_value"] < 1e-3
+    weights = np.where(np.arange(m) % 2 == 0, 2.0, 1.0)  # a weighted sampler: rates 4q/3 and 2q/3, the same mean
+    weighted = rng.binomial(steps, q * weights / weights.mean())
+    got = sampling_test(weighted, steps=steps, q=q)
+    assert got["p_value"] < 1e-3 and got["dispersion"] > 1.5
+    assert sampling_test(rng.binomial(steps, 2 * q, m), steps=steps, q=q)["p_value"] < 1e-3  # twice the rate
+
+
+def _loop(model, x, y, *, engine_made=True, accumulate=False):
+    """A minimal user loop: Opacus' PrivacyEngine (or a plain optimizer), 2 epochs."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(x, y), batch_size=50)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if engine_made:
+        model, opt, loader = PrivacyEngine().make_private(
+            module=model,
+            optimizer=opt,
+            data_loader=loader,
+            noise_multiplier=1.0,
+            max_grad_norm=1.0,
+            poisson_sampling=not accumulate,
+        )
+    for _ in range(2):
+        for xb, yb in loader:
+            F.cross_entropy(model(xb), yb).backward()
+            if accumulate:  # two backward passes per step
+                F.cross_entropy(model(xb), yb).backward()
+            opt.step()
+            opt.zero_grad()
+
+
+@pytest.mark.parametrize("shape", ["plain optimizer", "gradient accumulation"])
+def test_loops_outside_the_design_are_refused_in_one_line(shape, digits_split):
+    m = digits_split.members
+    request = OpacusCanaries(20, 20, 0, tuple([True, False] * 10))
+    model = build_model("mlp", (1, 8, 8), 10)
+    with pytest.raises(AuditRefused) as err:  # noqa: PT012 - the refusal comes in the loop or at the result
+        with request.observe(m) as obs:
+            _loop(model, m.x, m.y, engine_made=shape != "plain optimizer", accumulate=shape != "plain optimizer")
+        obs.result()
+    assert len(str(err.value).splitlines()) == 1 and str(err.value).startswith("opacus-canary: ")
+
+
+@dataclasses.dataclass
+class _Like:
+    """train_like_target for the example plug-in: its audit run through the runner's own ``run_job``."""
+
+    epsilon: float
+    params: dict
+
+    def audit_run(self, data, *, seed, request):
+        cls = _plugin().OpacusDPSGD
+        spec = cls.spec(model="mlp", epochs=3, batch_size=50, lr=0.5, params=self.params)
+        return run_job(TrainJob("opacus-dpsgd", spec, (data,), (seed,), self.epsilon, DELTA, "cpu", audit=request))[0]
+
+
+def _flagged(split, seed: int, params: dict) -> list:
+    ctx = context(None, split, seed=seed, train_like_target=_Like(2.0, params))
+    ctx = dataclasses.replace(ctx, mechanism="opacus-dpsgd")
+    scores = OpacusCanaryAudit(OpacusCanaryParams(records=100, dirac=400)).score(ctx)
+    privacy = next(iter(scores.values())).privacy
+    attacks = {k: membership_record(k, s, privacy=privacy, delta=DELTA) for k, s in scores.items()}
+    r = RunResult(
+        dataset="digits",
+        mechanism="opacus-dpsgd",
+        seed=seed,
+        target_epsilon=2.0,
+        model="mlp",
+        spec={},
+        privacy=privacy_record(privacy, False),
+        attacks=attacks,
+        timings=Timings(train_s=0.0),
+    )
+    return privacy_bugs([r])[0]
+
+
+@pytest.mark.slow
+def test_null_the_correct_plugin_is_not_flagged_and_a_shuffled_one_is():
+    """The null test of the plug-in path (20 seeds, 150 members, 100 canary records, ε = 2): at most 5 % of correct
+    runs flagged by the run-level check (Bonferroni over the records' and Dirac canaries' analyses and the sampling
+    test); the same audit at the same size flags the shuffled loop."""
+    pool, test = load_dataset("digits")
+    flagged = 0
+    for seed in range(20):
+        split = make_split(pool, test, n_members=150, n_non_members=10, n_population=0, n_test=10, seed=seed)
+        flagged += bool(_flagged(split, seed, {}))
+    assert flagged <= 1  # 5 % of 20
+    split = make_split(pool, test, n_members=150, n_non_members=10, n_population=0, n_test=10, seed=0)
+    (bug,) = _flagged(split, 0, {"poisson_sampling": False})
+    assert bug.method == "sampling_test" and bug.attack == "opacus-canary"
+
+
+def _run(tmp_path: Path, params: str | None) -> tuple[subprocess.CompletedProcess, dict]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "run",
+        "--profile",
+        PROFILE,
+        "--plugins",
+        "opacus_plugin",
+        "--mechanisms",
+        "opacus-dpsgd",
+        "--epsilons",
+        "2",
+        "--attacks",
+        "loss,miface,opacus-canary",
+        "--output",
+        str(tmp_path / "out"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    if params:
+        (tmp_path / "bug.yaml").write_text(f"training:\n  opacus-dpsgd:\n    params: {{{params}}}\n")
+        cmd += ["--config", str(tmp_path / "bug.yaml")]
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'examples'}{os.pathsep}{REPO}"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
+    return proc, json.loads((tmp_path / "out" / "results.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_correct_example_passes_with_every_attack(tmp_path):
+    proc, doc = _run(tmp_path, None)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (r,) = doc["results"]
+    assert r["attack_errors"] == {} and "miface" in r["inversion"]  # the Opacus-wrapped model is attacked too
+    wb = r["attacks"]["opacus-canary"]
+    assert wb["audit"]["design"]["threat_model"] == "white-box" and wb["extra"]["sampling_test"]["p_value"] > 0.05
+    assert abs(wb["extra"]["sigma_hat"] / wb["extra"]["claimed_sigma"] - 1) < 0.05  # the loop's noise, measured
+    assert any(b["epsilon_lb"] for b in r["attacks"]["opacus-canary-dirac"]["audit"]["bounds"])  # it sees something
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", ["poisson_sampling: false", "oversample: true"])
+def test_a_sampling_bug_in_the_loop_exits_3(tmp_path, bug):
+    proc, doc = _run(tmp_path, bug)
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (b,) = doc["privacy_bugs"]
+    assert (b["attack"], b["method"], b["threat_model"]) == ("opacus-canary", "sampling_test", "white-box")
+    assert "PRIVACY BUG" in proc.stdout and "Poisson sampling" in proc.stdout
+
+
+QUARTER_NOISE = '''
+"""The example's loop with a noise bug: its optimizer adds a quarter of the noise the accountant is told of."""
+from opacus.optimizers import DPOptimizer
+
+import opacus_plugin
+from mechanisms import MECHANISMS
+
+
+class QuarterNoise(opacus_plugin.OpacusDPSGD):
+    name = "opacus-quarter-noise"
+
+    def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None):
+        add_noise = DPOptimizer.add_noise
+
+        def quarter(opt):
+            sigma = opt.noise_multiplier
+            opt.noise_multiplier = sigma / 4
+            try:
+                add_noise(opt)
+            finally:
+                opt.noise_multiplier = sigma
+
+        DPOptimizer.add_noise = quarter
+        try:
+            return super().fit(train, spec, target_epsilon=target_epsilon, delta=delta, seed=seed, device=device)
+        finally:
+            DPOptimizer.add_noise = add_noise
+
+
+MECHANISMS.add("opacus-quarter-noise", QuarterNoise)
+'''
+
+
+@pytest.mark.slow
+def test_a_noise_bug_in_the_loop_exits_3_by_an_epsilon_lower_bound(tmp_path):
+    (tmp_path / "quarter_noise.py").write_text(QUARTER_NOISE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "examples"), str(REPO)])}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "run",
+            "--profile",
+            PROFILE,
+            "--plugins",
+            "quarter_noise",
+            "--mechanisms",
+            "opacus-quarter-noise",
+            "--epsilons",
+            "2",
+            "--attacks",
+            "opacus-canary",
+            "--output",
+            str(tmp_path / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    bugs = {b["attack"]: b for b in doc["privacy_bugs"]}
+    assert bugs["opacus-canary-dirac"]["lower_bound"] > bugs["opacus-canary-dirac"]["epsilon"]  # the noise, seen
+    (r,) = doc["results"]
+    extra = r["attacks"]["opacus-canary"]["extra"]
+    assert extra["sigma_hat"] < 0.3 * extra["claimed_sigma"]  # a quarter of the claimed noise, measured
