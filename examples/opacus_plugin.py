@@ -132,4 +132,4 @@ class OpacusDPSGD(Mechanism):
         return TrainedModel(model, privacy, params=facts)
 
 
-MECHANISMS.add("opacus-dpsgd", OpacusDPSGD)
+MECHANISMS.add(OpacusDPSGD)
