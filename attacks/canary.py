@@ -12,7 +12,7 @@ before the coins are drawn, never from how many canaries the coins included.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import torch
@@ -42,7 +42,7 @@ class CanaryParams(Params):
 
     num_canaries: int = Field(1000, ge=2)
     mislabel: bool = False
-    gradient_canaries: int | Literal["all"] = Field(5000, ge=0, le=1_000_000)
+    gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = 5000
     gradient_norm: float = Field(10.0, ge=1)
 
 
@@ -95,6 +95,20 @@ class CanaryAudit(MembershipAttack):
                                 self.params.gradient_norm, public_size=self.public_size(len(ctx.split.members)),
                                 every_coordinate=every)
 
+    @staticmethod
+    def _planned_fraction(wb: dict, privacy) -> float | None:
+        """The white-box design's single guessing rule, from the run's public claimed σ, q, T and m alone
+        (``attacks.audit.guess_plan``), at the per-analysis level of its 3-analysis family; None without noise."""
+        from attacks.audit import family
+        from attacks.audit.guess_plan import planned_guess_fraction
+
+        sigma, q, steps, m = wb.get("claimed_sigma"), wb.get("sample_rate"), wb.get("steps"), len(wb["included"])
+        if not sigma or not q or not steps or m < 2 or privacy is None or not privacy.delta:
+            return None
+        k = len(family({"kind": "one-run", "threat_model": "white-box"}))
+        return planned_guess_fraction(sigma=float(sigma), sample_rate=float(q), steps=int(steps), m=m,
+                                      delta=float(privacy.delta), confidence=1 - 0.05 / k)
+
     def _audit_job(self, ctx: AttackContext):
         """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""
         if len(ctx.split.population) < 2:
@@ -119,9 +133,10 @@ class CanaryAudit(MembershipAttack):
             "one-run", "black-box", size=len(included), relation="add-remove"))}
         if request is not None and request.active:
             wb = run.audit
+            design = AuditDesign("one-run", "white-box", size=len(wb["included"]), relation="add-remove",
+                                 guess_fraction=self._planned_fraction(wb, run.privacy))
             out["canary-whitebox"] = MembershipScores(
-                np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64),
-                design=AuditDesign("one-run", "white-box", size=len(wb["included"]), relation="add-remove"),
+                np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64), design=design,
                 privacy=run.privacy, extra={"gradient_norm": request.norm, "observations": "every noisy update",
                                             "placement": "every coordinate" if request.every_coordinate else "random",
                                             **{k: wb.get(k) for k in ("sigma_hat", "sigma_hat_by_tensor",

@@ -33,6 +33,7 @@ from attacks.audit.channels import composed_bound, image_summary, label_counts
 from attacks.audit.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.audit.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
 from attacks.audit.gaussian_llr import llr_fit, llr_gdp_bound, llr_valid
+from attacks.audit.guess_plan import two_sided_rule
 from attacks.audit.one_run import (
     GUESS_FRACTIONS,
     best_one_run_epsilon,
@@ -194,7 +195,8 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
         scores, labels: ``(N,)`` scores (larger: "member") and membership labels (1: member / canary included).
         delta: δ of the guarantee tested (the mechanism's, or the run's without a guarantee).
         design: ``{"kind", "threat_model", "gaussian", ...}`` (``attacks.base.AuditDesign``); None: heuristic,
-            black-box.
+            black-box. A one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing
+            rules by its single two-sided rule.
         profile: the accountant's certified ``[[ε, δ], ...]`` (one-run designs test the whole curve).
         confidence: coverage of the audit's ``epsilon_lb``: each of the k analyses of the design's ``family`` is
             made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing
@@ -217,7 +219,9 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
     counts = threshold_counts(scores, labels)
     block: dict[str, Any] = {"delta": float(delta), "confidence": confidence, "counts": counts}
     if design.get("kind") == "one-run":
-        block["one_run"] = {"m": int(len(labels)), "guesses": one_run_guesses(scores, labels)}
+        planned = design.get("guess_fraction")
+        guesses = one_run_guesses(scores, labels) if planned is None else [two_sided_rule(scores, labels, planned)]
+        block["one_run"] = {"m": int(len(labels)), "guesses": guesses}
         if profile:
             block["profile_rejected"] = profile_rejected(block["one_run"]["m"], block["one_run"]["guesses"],
                                                          profile, confidence=confidence)

@@ -69,6 +69,9 @@ class Design(Model):
     gaussian: bool = False
     """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): Gaussian
     analyses are then valid bounds when a normality test does not reject."""
+    guess_fraction: float | None = None
+    """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
+    (``attacks.audit.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
     channels: list[str] = Field(default_factory=list)
     """The channels of a record the design reads separately (``["image", "label"]``: the local canary pairs differ in
     both, and the ``gaussian-composed`` bound composes the two); empty when the scores read the whole record."""
