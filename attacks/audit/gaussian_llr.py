@@ -112,3 +112,59 @@ def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int,
         out[a:a + block] = (np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + z)
                             if sample_rate < 1 else z).sum(0)
     return out, coins
+
+
+def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribution: float = 1.0,
+                      nodes: int = 200) -> dict[str, float]:
+    """The exact means and variances of a canary's summed log-likelihood ratio S = Σ_t ℓ(x_t),
+    ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ²))), under Q (x_t ~ N(0, σ²)) and P (x_t ~ N(c·b_t, σ²), b_t ~
+    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature with ``nodes`` nodes. μ-GDP's ε of
+    ``mu`` = (E_P S − E_Q S)/max(sd_P, sd_Q) is what the analysis converges to with many canaries; comparing it with
+    the exact ε of the same T steps (a PLD accountant) measures how far the CLT is from exact.
+
+    Returns:
+        ``{"mean_in", "var_in", "mean_out", "var_out", "mu"}``.
+
+    Raises:
+        ValueError: σ <= 0, q outside (0, 1] or T < 1.
+    """
+    if not (sigma > 0 and 0 < sample_rate <= 1 and steps >= 1):
+        raise ValueError(f"exact_llr_moments needs σ > 0, 0 < q <= 1, T >= 1, got {sigma}, {sample_rate}, {steps}")
+    z, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+
+    def ell(x: np.ndarray) -> np.ndarray:
+        u = (2 * x - 1) / (2 * sigma**2)
+        return np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + u) if sample_rate < 1 else u
+
+    off, on = ell(sigma * z), ell(contribution + sigma * z)
+    m_out, s_out = float(w @ off), float(w @ off**2)
+    m_in = (1 - sample_rate) * m_out + sample_rate * float(w @ on)
+    s_in = (1 - sample_rate) * s_out + sample_rate * float(w @ on**2)
+    out = {"mean_in": steps * m_in, "var_in": steps * (s_in - m_in**2), "mean_out": steps * m_out,
+           "var_out": steps * (s_out - m_out**2)}
+    out["mu"] = (out["mean_in"] - out["mean_out"]) / math.sqrt(max(out["var_in"], out["var_out"]))
+    return out
+
+
+def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``llr_fit`` summary of several runs' canaries pooled, exactly (sizes add; means and sds from each group's
+    sums of scores and of squares). Valid to pool only runs of one mechanism with the same public σ, q and T (their
+    canaries are then draws from one pair P, Q): the same configuration with different seeds. ``normality_excluded_p``
+    is the smallest of the runs' (the pooled bound decides only if every run's test passes).
+
+    Raises:
+        ValueError: no fits.
+    """
+    if not fits:
+        raise ValueError("pool_llr_fits needs at least one fit")
+    out: dict[str, Any] = {"normality_excluded_p": min(float(f["normality_excluded_p"]) for f in fits)}
+    for g in ("in", "out"):
+        n = np.array([f[f"n_{g}"] for f in fits], dtype=np.float64)
+        mean = np.array([f[f"mean_{g}"] for f in fits])
+        sd = np.array([f[f"sd_{g}"] for f in fits])
+        total = n.sum()
+        pooled_mean = float((n * mean).sum() / total)
+        squares = ((n - 1) * sd**2 + n * (mean - pooled_mean) ** 2).sum()
+        out.update({f"n_{g}": int(total), f"mean_{g}": pooled_mean, f"sd_{g}": float(math.sqrt(squares / (total - 1)))})
+    return out
