@@ -50,6 +50,8 @@ class AuditDesign:
             parameters (``attacks.audit.guess_plan``): the fraction·m highest scores guessed included and as many
             lowest excluded, the only rule the one-run and f-DP analyses use (no Bonferroni over rules); None: the
             fixed family of 12 rules (``attacks.audit.GUESS_FRACTIONS``).
+        llr_model: white-box DP-SGD canaries: the run's (σ̂, q, T), against which the ``gaussian-llr`` analysis
+            tests the excluded canaries' score shape (``attacks.audit.gaussian_llr.llr_fit``); None elsewhere.
         channels: the channels of a record the design reads separately, e.g. ``("image", "label")`` for canary
             pairs that differ in both, the label's outcome given as ``MembershipScores.label_outcomes`` beside the image
             scores; empty when the scores read the whole record at once.
@@ -63,6 +65,7 @@ class AuditDesign:
     gaussian: bool = False
     channels: tuple[str, ...] = ()
     guess_fraction: float | None = None
+    llr_model: tuple[float, float, int] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DESIGNS or self.threat_model not in THREAT_MODELS:

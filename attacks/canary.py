@@ -133,8 +133,10 @@ class CanaryAudit(MembershipAttack):
             "one-run", "black-box", size=len(included), relation="add-remove"))}
         if request is not None and request.active:
             wb = run.audit
+            model = (float(wb["sigma_hat"]), float(wb["sample_rate"]), int(wb["steps"])) \
+                if wb.get("sigma_hat") and wb.get("sample_rate") and wb.get("steps") else None
             design = AuditDesign("one-run", "white-box", size=len(wb["included"]), relation="add-remove",
-                                 guess_fraction=self._planned_fraction(wb, run.privacy))
+                                 guess_fraction=self._planned_fraction(wb, run.privacy), llr_model=model)
             out["canary-whitebox"] = MembershipScores(
                 np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64), design=design,
                 privacy=run.privacy, extra={"gradient_norm": request.norm, "observations": "every noisy update",

@@ -33,12 +33,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attacks.audit import family, membership_audit  # noqa: E402
+from attacks.audit import NORMALITY_LEVEL, family, membership_audit  # noqa: E402
 from attacks.audit.fdp import gdp_epsilon  # noqa: E402
 from attacks.audit.gaussian_llr import (  # noqa: E402
     exact_llr_moments,
     llr_fit,
     llr_gdp_bound,
+    llr_valid,
     pool_llr_fits,
     simulate_llr_scores,
 )
@@ -63,7 +64,8 @@ def ideal(sigma: float, m: int, seed: int, level: float) -> tuple[dict, dict]:
     """The audit block and ``llr_fit`` of the ideal mechanism's m canaries (seeded)."""
     scores, coins = simulate_llr_scores(sigma=sigma, sample_rate=Q, steps=T, m=m, rng=np.random.default_rng(seed))
     f = planned_guess_fraction(sigma=sigma, sample_rate=Q, steps=T, m=m, delta=DELTA, confidence=level)
-    return membership_audit(scores, coins, delta=DELTA, design={**DESIGN, "guess_fraction": f}), llr_fit(scores, coins)
+    design = {**DESIGN, "guess_fraction": f, "llr_model": [sigma, Q, T]}
+    return membership_audit(scores, coins, delta=DELTA, design=design), llr_fit(scores, coins, (sigma, Q, T))
 
 
 def _summary(r: np.ndarray) -> str:
@@ -95,7 +97,8 @@ def code_rows(paths: list[str]) -> None:
             pooled = pool_llr_fits([fit for _, fit, _, _ in rows])
             eps = rows[0][0]
             print(f"   ε = {target:g} pooled over {len(rows)} runs: "
-                  f"{llr_gdp_bound(pooled, delta=DELTA, confidence=level) / eps:.3f}·ε")
+                  f"{llr_gdp_bound(pooled, delta=DELTA, confidence=level) / eps:.3f}·ε "
+                  f"({'valid' if llr_valid(pooled, NORMALITY_LEVEL) else 'not valid: a shape test rejected'})")
 
 
 def main() -> None:
@@ -124,8 +127,9 @@ def main() -> None:
         strict = np.array([next(x["epsilon_lb"] for x in b["bounds"] if x["method"] == "one-run") / eps
                            for b, _ in runs])
         invalid = sum(b["method"] != "gaussian-llr" for b, _ in runs)
-        pooled = np.array([llr_gdp_bound(pool_llr_fits([runs[(s + j) % len(runs)][1] for j in range(3)]),
-                                         delta=DELTA, confidence=level) / eps for s in range(len(runs))])
+        pools = [pool_llr_fits([runs[(s + j) % len(runs)][1] for j in range(3)]) for s in range(len(runs))]
+        pooled = np.array([llr_gdp_bound(f, delta=DELTA, confidence=level) / eps if llr_valid(f, NORMALITY_LEVEL)
+                           else 0.0 for f in pools])
         print(f"   ε = {epsilon:g} (add/remove {eps:.3f}): tightest valid {_summary(best)} (normality rejected in "
               f"{invalid} of {len(runs)}); strict one-run {_summary(strict)}; three runs pooled {_summary(pooled)}")
     if args.results:

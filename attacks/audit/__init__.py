@@ -165,7 +165,7 @@ def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, on
     if "gaussian-llr" in members:
         methods.append("gaussian-llr")
         try:
-            fits["gaussian-llr"] = llr_fit(scores, labels)
+            fits["gaussian-llr"] = llr_fit(scores, labels, design.get("llr_model"))
         except ValueError:
             fits["gaussian-llr"] = None
     if "gaussian-composed" in members:

@@ -72,6 +72,9 @@ class Design(Model):
     guess_fraction: float | None = None
     """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
     (``attacks.audit.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
+    llr_model: list[float] | None = None
+    """White-box DP-SGD canaries: the run's ``[σ̂, q, T]``, the model their ``gaussian-llr`` analysis tests the
+    excluded canaries' score shape against; null elsewhere."""
     channels: list[str] = Field(default_factory=list)
     """The channels of a record the design reads separately (``["image", "label"]``: the local canary pairs differ in
     both, and the ``gaussian-composed`` bound composes the two); empty when the scores read the whole record."""

@@ -50,7 +50,7 @@ def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool
         return 0.0, False
     pooled = pool_llr_fits(fits)
     delta = group[0][1].audit.delta
-    return llr_gdp_bound(pooled, delta=delta, confidence=confidence), pooled["normality_excluded_p"] >= NORMALITY_LEVEL
+    return llr_gdp_bound(pooled, delta=delta, confidence=confidence), pooled["shape_excluded_p"] >= NORMALITY_LEVEL
 
 
 def pooled_audits(results: list[RunResult], *, confidence: float = 0.95) -> list[PooledAudit]:

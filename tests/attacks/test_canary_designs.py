@@ -119,7 +119,8 @@ def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
     # its single guessing rule planned from the run's public σ, q, T and m (attacks.audit.guess_plan)
     assert wb.design.guess_fraction in PLANNED_FRACTIONS
     assert wb.design == AuditDesign("one-run", "white-box", size=1000, relation="add-remove",
-                                    guess_fraction=wb.design.guess_fraction)
+                                    guess_fraction=wb.design.guess_fraction, llr_model=wb.design.llr_model)
+    assert wb.design.llr_model == (wb.extra["sigma_hat"], wb.extra["sample_rate"], wb.extra["steps"])
     assert wb.extra["steps"] == 5 * 7 and wb.extra["sample_rate"] == pytest.approx(1 / 7)  # n = 400, b = 60
     _fair_and_independent(wb.labels)
     assert wb.privacy is out["canary"].privacy and 3.9 < wb.privacy.epsilon <= 4.0 + 1e-3
