@@ -65,3 +65,18 @@ def test_requests_are_checked():
     assert not GradientCanaries(0, seed=0, public_size=10).active
     with pytest.raises(ValueError, match="need as many coordinates"):
         CanaryTracker(GradientCanaries(3000, seed=0), _params(), sample_rate=0.1, noise_multiplier=1.0)
+
+
+def test_the_setting_takes_a_count_or_all_and_says_so():
+    from attacks.canary import CanaryParams
+    from bench.core.errors import ConfigError
+    from bench.core.params import field_rows, parse
+
+    assert parse(CanaryParams, {"gradient_canaries": "all"}, "attack_params.canary").gradient_canaries == "all"
+    assert parse(CanaryParams, {"gradient_canaries": 7}, "attack_params.canary").gradient_canaries == 7
+    with pytest.raises(ConfigError) as bad:
+        parse(CanaryParams, {"gradient_canaries": -3}, "attack_params.canary")
+    assert str(bad.value) == ("attack_params.canary.gradient_canaries = -3: input should be greater than or equal to 0 "
+                              "or input should be 'all'")
+    row = next(r for r in field_rows(CanaryParams) if r[0] == "gradient_canaries")
+    assert row[1:4] == ("int | all", "5000", "[0, 1e+06]")
