@@ -64,8 +64,9 @@ class PrivacyBug(Model):
     attack: str
     """The audit (attack) that refutes the guarantee."""
     method: str
-    """The analysis: ``clopper-pearson``, ``one-run``, ``f-dp``, ``f-dp-gaussian``, ``gaussian-pair``, ``gdp-fit``
-    or ``certified-curve``."""
+    """The analysis: ``clopper-pearson``, ``one-run``, ``f-dp``, ``f-dp-gaussian``, ``gaussian-pair``, ``gdp-fit``,
+    ``gaussian-composed``, ``gaussian-llr`` (also the pooled analysis of several seeds, its ``design`` saying so) or
+    ``certified-curve``."""
     threat_model: str
     """The audit's threat model (``white-box`` or ``black-box``)."""
     design: str
