@@ -16,6 +16,7 @@ T = 120, σ at replace-one ε by the PLD accountant), it prints:
    runs' canaries pooled (``pool_llr_fits``).
 3. With ``--results``: the code's ``canary-whitebox`` bounds from ``bench run`` results (one per seed), each and
    pooled across the files' runs of one ε.
+4. The final-model (hidden-state) design's ceiling at ε = 10 by simulation (``final_model``; not built).
 
 Measured (2026-11-27, 2-core CPU; ``--results`` from ``PRIVBENCH_DATA=... python -m bench run --mechanisms dpsgd
 --epsilons 1,3,8 --seeds 0,1,2 --attacks canary``; ε_LB / add-remove ε at the design's per-analysis level 1 − 0.05/3):
@@ -146,6 +147,29 @@ def main() -> None:
     if args.results:
         print("3. the code (bench run results)")
         code_rows(args.results)
+    final_model(args.canaries, args.seeds, level)
+
+
+def final_model(m: int, seeds: int, level: float, epsilon: float = 10.0) -> None:
+    """4. The final-model (hidden-state) ceiling at target ε (not built): with θ₀ public, plain SGD and the other
+    records' gradients exactly 0 at the canaries' coordinates (the best case), canary i's coordinate of θ_T − θ₀ is
+    −lr·C·Σ_t x_t, so its score is the sum Σ_t x_t, N(0, Tσ²) plus Binomial(T, q) when included; ``extra`` adds the
+    other records' run-to-run variation there, as a multiple of the noise's sd √T·σ. Through the same μ-GDP
+    analysis (its shape test as plain normality: the sum is not a log-likelihood ratio)."""
+    sigma = sigma_at(epsilon)
+    eps = add_remove(sigma)
+    print(f"4. final model (hidden state), ε = {epsilon:g} (σ = {sigma:.3f}, add/remove {eps:.3f}), m = {m}: "
+          f"ε_LB / ε, median over {seeds} seeds")
+    for extra in (0.0, 0.5, 1.0):
+        ratios = []
+        for seed in range(seeds):
+            rng = np.random.default_rng(500 + seed)
+            coins = (rng.random(m) < 0.5).astype(int)
+            scores = rng.binomial(T, Q, m) * coins + rng.normal(0, np.sqrt(T) * sigma * np.sqrt(1 + extra**2), m)
+            fit = llr_fit(scores, coins)
+            ratios.append(llr_gdp_bound(fit, delta=DELTA, confidence=level) / eps if llr_valid(fit, NORMALITY_LEVEL)
+                          else 0.0)
+        print(f"   other records' variation {extra:g} × the noise's sd: {np.median(ratios):.3f}")
 
 
 if __name__ == "__main__":
