@@ -114,7 +114,7 @@ def family(design: dict[str, Any]) -> tuple[str, ...]:
     whose test rejects is counted and not used, so the family-wise level stays at most 1 − confidence. A heuristic
     design has no family (its bound never decides). A white-box one-run design (DP-SGD's Dirac canaries: independent
     trials by construction, scored by summed log-likelihood ratios) adds ``gaussian-llr``, valid when the excluded
-    canaries' scores pass the normality test (``attacks.audit.gaussian_llr``)."""
+    canaries' scores pass its shape test (``attacks.audit.gaussian_llr.llr_fit``); counted either way."""
     kind = design.get("kind", "heuristic")
     if kind not in ("one-run", "multi-run"):
         return ()
