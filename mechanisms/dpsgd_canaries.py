@@ -30,7 +30,7 @@ class GradientCanaries:
     """A DP-SGD audit run's request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C
     (>= 1). ``every_coordinate``: a canary at every trainable coordinate except a random ``REFERENCE_SHARE`` of each
     parameter tensor (at least one per tensor), which is kept free to measure that tensor's noise; ``count`` is then
-    0 and the model fixes how many there are (the default scatternet-linear: 38,700 of 39,700). ``included``: the
+    0 and the model fixes how many there are (the default scatternet-linear: 38,707 of 39,700). ``included``: the
     canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its coin drawn outside the
     run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run). ``public_size``: the record
     count n from which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉ and its expected batch
