@@ -46,6 +46,12 @@ class AuditDesign:
         gaussian: True when the scores are Gaussian by construction (the mechanism's Gaussian noise read through a
             score linear in it, e.g. a local release projected on its canary): Gaussian analyses of a one-run or
             multi-run design are then valid bounds, provided a normality test of the scores does not reject.
+        guess_fraction: a one-run design's single guessing rule fixed in advance from the mechanism's public
+            parameters (``attacks.audit.guess_plan``): the fraction·m highest scores guessed included and as many
+            lowest excluded, the only rule the one-run and f-DP analyses use (no Bonferroni over rules); None: the
+            fixed family of 12 rules (``attacks.audit.GUESS_FRACTIONS``).
+        llr_model: white-box DP-SGD canaries: the run's (σ̂, q, T), against which the ``gaussian-llr`` analysis
+            tests the excluded canaries' score shape (``attacks.audit.gaussian_llr.llr_fit``); None elsewhere.
         channels: the channels of a record the design reads separately, e.g. ``("image", "label")`` for canary
             pairs that differ in both, the label's outcome given as ``MembershipScores.label_outcomes`` beside the image
             scores; empty when the scores read the whole record at once.
@@ -58,6 +64,8 @@ class AuditDesign:
     inclusion: float = 0.5
     gaussian: bool = False
     channels: tuple[str, ...] = ()
+    guess_fraction: float | None = None
+    llr_model: tuple[float, float, int] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DESIGNS or self.threat_model not in THREAT_MODELS:

@@ -12,6 +12,8 @@ before the coins are drawn, never from how many canaries the coins included.
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import numpy as np
 import torch
 from pydantic import Field
@@ -31,14 +33,16 @@ class CanaryParams(Params):
         mislabel: give every input canary a random wrong label (a stronger, more memorable canary; it also tests
             labels).
         gradient_canaries: white-box Dirac gradient canaries in the same run, where the mechanism supports them
-            (0 to 1,000,000: none to many); at most the model's trainable coordinates.
+            (0 to 1,000,000: none to many; at most the model's trainable coordinates), or ``all``: one at every
+            trainable coordinate of every parameter tensor except a random 2.5 % of each tensor kept free to measure
+            its noise (``GradientCanaries.every_coordinate``).
         gradient_norm: their raw norm in units of the clipping norm C (>= 1: a correct mechanism clips it to C; a
             mechanism that does not clip lets it through).
     """
 
     num_canaries: int = Field(1000, ge=2)
     mislabel: bool = False
-    gradient_canaries: int = Field(5000, ge=0, le=1_000_000)
+    gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = 5000
     gradient_norm: float = Field(10.0, ge=1)
 
 
@@ -86,8 +90,24 @@ class CanaryAudit(MembershipAttack):
             return None
         from mechanisms.dpsgd_canaries import GradientCanaries
 
-        return GradientCanaries(self.params.gradient_canaries, shadow_seed(ctx.seed, "canary", 2),
-                                self.params.gradient_norm, public_size=self.public_size(len(ctx.split.members)))
+        every = self.params.gradient_canaries == "all"
+        return GradientCanaries(0 if every else self.params.gradient_canaries, shadow_seed(ctx.seed, "canary", 2),
+                                self.params.gradient_norm, public_size=self.public_size(len(ctx.split.members)),
+                                every_coordinate=every)
+
+    @staticmethod
+    def _planned_fraction(wb: dict, privacy) -> float | None:
+        """The white-box design's single guessing rule, from the run's public claimed σ, q, T and m alone
+        (``attacks.audit.guess_plan``), at the per-analysis level of its 3-analysis family; None without noise."""
+        from attacks.audit import family
+        from attacks.audit.guess_plan import planned_guess_fraction
+
+        sigma, q, steps, m = wb.get("claimed_sigma"), wb.get("sample_rate"), wb.get("steps"), len(wb["included"])
+        if not sigma or not q or not steps or m < 2 or privacy is None or not privacy.delta:
+            return None
+        k = len(family({"kind": "one-run", "threat_model": "white-box"}))
+        return planned_guess_fraction(sigma=float(sigma), sample_rate=float(q), steps=int(steps), m=m,
+                                      delta=float(privacy.delta), confidence=1 - 0.05 / k)
 
     def _audit_job(self, ctx: AttackContext):
         """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""
@@ -111,11 +131,16 @@ class CanaryAudit(MembershipAttack):
         scores = -per_example_loss(run.model, canaries.x, canaries.y, device=ctx.device)
         out = {self.name: MembershipScores(scores, included.astype(np.int64), privacy=run.privacy, design=AuditDesign(
             "one-run", "black-box", size=len(included), relation="add-remove"))}
-        if request is not None and request.count:
+        if request is not None and request.active:
             wb = run.audit
+            model = (float(wb["sigma_hat"]), float(wb["sample_rate"]), int(wb["steps"])) \
+                if wb.get("sigma_hat") and wb.get("sample_rate") and wb.get("steps") else None
+            design = AuditDesign("one-run", "white-box", size=len(wb["included"]), relation="add-remove",
+                                 guess_fraction=self._planned_fraction(wb, run.privacy), llr_model=model)
             out["canary-whitebox"] = MembershipScores(
-                np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64),
-                design=AuditDesign("one-run", "white-box", size=request.count, relation="add-remove"),
+                np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64), design=design,
                 privacy=run.privacy, extra={"gradient_norm": request.norm, "observations": "every noisy update",
-                                            "sigma_hat": wb.get("sigma_hat"), "claimed_sigma": wb.get("claimed_sigma")})
+                                            "placement": "every coordinate" if request.every_coordinate else "random",
+                                            **{k: wb.get(k) for k in ("sigma_hat", "sigma_hat_by_tensor",
+                                                                      "claimed_sigma", "sample_rate", "steps")}})
         return out

@@ -159,7 +159,7 @@ class DPSGD(Baseline):
         if mode in FAST_MODES or audit is not None or off:  # our per-sample clipping; Opacus' sampling
             trained = fit_fast(model, optimizer, train, spec, mode=mode if mode in FAST_MODES else "bk",
                                noise_multiplier=sigma, max_grad_norm=max_grad_norm, generator=gen, device=device,
-                               on_epoch=on_epoch, canaries=audit if audit is not None and audit.count else None,
+                               on_epoch=on_epoch, canaries=audit if audit is not None and audit.active else None,
                                public_size=n)
         else:
             loader = DataLoader(TensorDataset(train.x, train.y), batch_size=spec.batch_size, generator=gen)

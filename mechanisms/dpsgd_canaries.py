@@ -28,41 +28,76 @@ from mechanisms.clipping import clip_factors
 @dataclass(frozen=True)
 class GradientCanaries:
     """A DP-SGD audit run's request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C
-    (>= 1). ``included``: the canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its
-    coin drawn outside the run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run).
-    ``public_size``: the record count n from which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉
-    and its expected batch B = int(n·q) are derived, fixed by the auditor before any inclusion coin is drawn (the
-    one-run and multi-run theorems need the mechanism independent of the coins: with n = len(training set), adding
-    one input canary could change q, T or B); None: the training set's size. ``count`` may be 0 when only
-    ``public_size`` is asked for."""
+    (>= 1). ``every_coordinate``: a canary at every trainable coordinate except a random ``REFERENCE_SHARE`` of each
+    parameter tensor (at least one per tensor), which is kept free to measure that tensor's noise; ``count`` is then
+    0 and the model fixes how many there are (the default scatternet-linear: 38,707 of 39,700). ``included``: the
+    canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its coin drawn outside the
+    run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run). ``public_size``: the record
+    count n from which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉ and its expected batch
+    B = int(n·q) are derived, fixed by the auditor before any inclusion coin is drawn (the one-run and multi-run
+    theorems need the mechanism independent of the coins: with n = len(training set), adding one input canary could
+    change q, T or B); None: the training set's size. ``count`` may be 0 when only ``public_size`` is asked for."""
 
     count: int
     seed: int
     norm: float = 10.0
     included: tuple[bool, ...] | None = None
     public_size: int | None = None
+    every_coordinate: bool = False
 
     def __post_init__(self) -> None:
-        if self.count < (0 if self.public_size is not None else 1) or self.norm < 1:
+        if self.count < (0 if self.public_size is not None or self.every_coordinate else 1) or self.norm < 1:
             raise ValueError(f"gradient canaries need count >= 1 (>= 0 with a public size) and norm >= 1, got "
                              f"{self.count}, {self.norm}")
+        if self.every_coordinate and (self.count or self.included is not None):
+            raise ValueError("every_coordinate places the canaries itself: count must be 0 and included None, got "
+                             f"{self.count}, {self.included!r}")
         if self.public_size is not None and self.public_size < 1:
             raise ValueError(f"the public size must be >= 1, got {self.public_size}")
         if self.included is not None and len(self.included) != self.count:
             raise ValueError(f"included has {len(self.included)} coins for {self.count} gradient canaries")
 
+    @property
+    def active(self) -> bool:
+        """Whether the request places any gradient canary."""
+        return self.every_coordinate or self.count > 0
+
 
 REFERENCE_COORDINATES = 1000  # coordinates without a canary, observed to estimate the noise the updates really carry
+REFERENCE_SHARE = 0.025  # every_coordinate: the share of each tensor kept free of canaries (at least one coordinate)
+
+
+def _positions(request: GradientCanaries, sizes: list[int], gen: torch.Generator) -> tuple[torch.Tensor, int]:
+    """The observed flat coordinates (canaries first, then the canary-free references) and the number of canaries.
+    ``count`` canaries: ``count`` + up to ``REFERENCE_COORDINATES`` random coordinates of the whole model;
+    ``every_coordinate``: in each tensor of size s, round(``REFERENCE_SHARE``·s) random references (at least 1; a
+    tensor of one coordinate is a reference only), every other coordinate a canary, the canaries in random order."""
+    total = sum(sizes)
+    if not request.every_coordinate:
+        if request.count > total:
+            raise ValueError(f"{request.count} gradient canaries need as many coordinates; the model has {total}")
+        refs = min(REFERENCE_COORDINATES, total - request.count)
+        return torch.randperm(total, generator=gen)[: request.count + refs], request.count
+    canaries, refs, start = [], [], 0
+    for s in sizes:
+        r = s if s == 1 else max(1, min(s - 1, round(REFERENCE_SHARE * s)))
+        order = torch.randperm(s, generator=gen) + start
+        refs.append(order[:r])
+        canaries.append(order[r:])
+        start += s
+    every = torch.cat(canaries)
+    every = every[torch.randperm(every.numel(), generator=gen)]
+    return torch.cat([every, *refs]), every.numel()
 
 
 class CanaryTracker:
     """The canaries of one DP-SGD run: their coordinates, inclusion coins, per-step sampling and scores.
 
-    Besides the canaries' coordinates, up to ``REFERENCE_COORDINATES`` other coordinates are observed: no canary is
-    ever there, so after the other records' part is removed they hold the noise alone. Its standard deviation,
-    estimated from them, is the σ the scores use (never the claimed σ: a mechanism that adds less noise than it
-    claims is scored by the noise it really adds; the claimed σ is used only when the model has no spare
-    coordinate).
+    Besides the canaries' coordinates, other coordinates are observed (``_positions``): no canary is ever there, so
+    after the other records' part is removed they hold the noise alone. Its standard deviation, estimated per
+    parameter tensor from that tensor's references (from all references for a tensor that has none), is the σ the
+    scores use (never the claimed σ: a mechanism that adds less noise than it claims, in one tensor or in all, is
+    scored by the noise it really adds; the claimed σ is used only when the model has no spare coordinate).
 
     Args:
         request: what to insert. params: the trainable parameters, in the optimizer's order.
@@ -75,17 +110,16 @@ class CanaryTracker:
     def __init__(self, request: GradientCanaries, params: list[nn.Parameter], *, sample_rate: float,
                  noise_multiplier: float) -> None:
         sizes = [p.numel() for p in params]
-        if request.count > sum(sizes):
-            raise ValueError(f"{request.count} gradient canaries need as many coordinates; the model has {sum(sizes)}")
         gen = torch.Generator().manual_seed(request.seed)
-        refs = min(REFERENCE_COORDINATES, sum(sizes) - request.count)
-        flat = torch.randperm(sum(sizes), generator=gen)[: request.count + refs]
-        coins = (torch.rand(request.count, generator=gen) < 0.5).numpy()
+        flat, count = _positions(request, sizes, gen)
+        refs = flat.numel() - count
+        coins = (torch.rand(count, generator=gen) < 0.5).numpy()
         included = coins if request.included is None else np.asarray(request.included, dtype=bool)
-        self.count, self.included = request.count, np.concatenate([included, np.zeros(refs, bool)])
+        self.count, self.included = count, np.concatenate([included, np.zeros(refs, bool)])
         self.generator = gen  # draws the included canaries' Poisson sampling at every step
         bounds = np.cumsum([0, *sizes])
         owner = np.searchsorted(bounds, flat.numpy(), side="right") - 1
+        self.owner = owner  # (count + refs,) the parameter tensor of each observed coordinate
         self.where = {params[k]: (torch.from_numpy(np.flatnonzero(owner == k)),
                                   flat[torch.from_numpy(owner == k)] - int(bounds[k]))
                       for k in np.unique(owner)}  # param -> (coordinate ids, flat indices in it)
@@ -119,23 +153,35 @@ class CanaryTracker:
             self.steps[-1][ids.numpy()] = x
 
     def noise_estimate(self) -> float:
-        """σ̂: the root mean square of the reference coordinates' observations (the claimed σ without any)."""
+        """σ̂: the root mean square of all reference coordinates' observations (the claimed σ without any)."""
         if len(self.included) == self.count or not self.steps:
             return self.claimed_sigma
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
         return float(np.sqrt(np.mean(refs**2)))
 
+    def tensor_noise(self) -> dict[int, float]:
+        """σ̂ per parameter tensor (its index in the optimizer's order): the root mean square of that tensor's
+        reference observations; tensors without a reference coordinate are absent (they use ``noise_estimate``)."""
+        if len(self.included) == self.count or not self.steps:
+            return {}
+        refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
+        owners = self.owner[self.count:]
+        return {int(k): float(np.sqrt(np.mean(refs[:, owners == k] ** 2))) for k in np.unique(owners)}
+
     def result(self) -> dict[str, list | float]:
-        """``{"scores": (m,), "included": (m,), "sigma_hat", "claimed_sigma"}`` (JSON-able; score: larger means
-        included). The score of canary i is the log-likelihood ratio of "included" vs "excluded" summed over
-        steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the estimated noise; with no noise at all,
-        Σ_t x_t."""
-        sigma = self.noise_estimate()
+        """``{"scores": (m,), "included": (m,), "sigma_hat", "sigma_hat_by_tensor", "claimed_sigma", "sample_rate",
+        "steps"}`` (JSON-able; score: larger means included). The score of canary i is the log-likelihood ratio of
+        "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the noise
+        estimated in the canary's own parameter tensor (``tensor_noise``; all references' ``noise_estimate`` where
+        the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t."""
+        pooled, by_tensor = self.noise_estimate(), self.tensor_noise()
+        sigma = np.array([by_tensor.get(int(k), pooled) for k in self.owner[: self.count]], dtype=np.float64)
         x = np.stack(self.steps)[:, : self.count].astype(np.float64) if self.steps else np.zeros((0, self.count))
-        if sigma <= 1e-12:
-            scores = x.sum(0)
-        else:
-            z = (2 * x - 1) / (2 * sigma**2)
-            scores = (np.logaddexp(np.log1p(-self.q), np.log(self.q) + z) if self.q < 1 else z).sum(0)
+        noiseless = sigma <= 1e-12
+        z = (2 * x - 1) / (2 * np.where(noiseless, 1.0, sigma) ** 2)
+        llr = (np.logaddexp(np.log1p(-self.q), np.log(self.q) + z) if self.q < 1 else z).sum(0)
+        scores = np.where(noiseless, x.sum(0), llr)
         return {"scores": scores.tolist(), "included": self.included[: self.count].astype(int).tolist(),
-                "sigma_hat": sigma, "claimed_sigma": self.claimed_sigma}
+                "sigma_hat": pooled, "sigma_hat_by_tensor": [by_tensor.get(k) for k in range(int(self.owner.max()) + 1)]
+                if self.owner.size else [], "claimed_sigma": self.claimed_sigma, "sample_rate": self.q,
+                "steps": len(self.steps)}

@@ -32,6 +32,8 @@ from typing import Any
 from attacks.audit.channels import composed_bound, image_summary, label_counts
 from attacks.audit.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.audit.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
+from attacks.audit.gaussian_llr import llr_fit, llr_gdp_bound, llr_valid
+from attacks.audit.guess_plan import two_sided_rule
 from attacks.audit.one_run import (
     GUESS_FRACTIONS,
     best_one_run_epsilon,
@@ -63,11 +65,15 @@ METHODS = {  # method -> (what it is, the assumption it needs beyond the design;
     "gaussian-pair": ("Gaussian pair of canary scores (Agrawal et al. 2026)",
                       "scores Gaussian and independent across canaries"),
     "gdp-fit": ("GDP fit over thresholds (Nasr et al. 2023)", "the mechanism's trade-off curve is Gaussian"),
+    "gaussian-llr": ("μ-GDP analysis of white-box canaries' summed log-likelihood ratios (Dong, Roth, Su 2022; "
+                     "Nasr et al. 2023 Dirac canaries; attacks.audit.gaussian_llr)",
+                     "each canary's summed log-likelihood ratio Gaussian (a CLT over T steps), tested on the excluded "
+                     "canaries' scores"),
     "gaussian-composed": ("the image channel's Gaussian bound composed with the label channel's Clopper-Pearson pair "
                           "by PLD (attacks.audit.channels)",
                           "image scores Gaussian, the two channels' noise independent, canaries independent"),
 }
-GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed")
+GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed", "gaussian-llr")
 NORMALITY_LEVEL = 0.01  # a Gaussian bound on scores Gaussian by construction counts only if normality is not rejected
 
 
@@ -106,11 +112,15 @@ def family(design: dict[str, Any]) -> tuple[str, ...]:
     reads a record's label as its own channel, their composition with it) belong exactly when the scores are
     Gaussian by construction (``design["gaussian"]``), whether or not the normality test later passes: a bound
     whose test rejects is counted and not used, so the family-wise level stays at most 1 − confidence. A heuristic
-    design has no family (its bound never decides)."""
+    design has no family (its bound never decides). A white-box one-run design (DP-SGD's Dirac canaries: independent
+    trials by construction, scored by summed log-likelihood ratios) adds ``gaussian-llr``, valid when the excluded
+    canaries' scores pass its shape test (``attacks.audit.gaussian_llr.llr_fit``); counted either way."""
     kind = design.get("kind", "heuristic")
     if kind not in ("one-run", "multi-run"):
         return ()
     base = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
+    if kind == "one-run" and design.get("threat_model") == "white-box":
+        base += ("gaussian-llr",)
     if not design.get("gaussian"):
         return base
     gauss = ("gdp-fit", "gaussian-pair") if kind == "multi-run" else ("f-dp-gaussian", "gaussian-pair")
@@ -128,6 +138,8 @@ def _compute(method: str, counts: list, one_run: dict[str, Any] | None, fit: dic
         return pair_bound(fit, delta=delta, confidence=confidence)
     if method == "gaussian-composed":
         return composed_bound(fit, delta=delta, confidence=confidence)
+    if method == "gaussian-llr":
+        return llr_gdp_bound(fit, delta=delta, confidence=confidence)
     m, rules = one_run["m"], one_run["guesses"]
     one_run_methods = {"one-run": best_one_run_epsilon, "f-dp": fdp_epsilon, "f-dp-gaussian": fdp_gdp_epsilon}
     return one_run_methods[method](m, rules, delta=delta, confidence=confidence)
@@ -150,6 +162,12 @@ def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, on
     if pair is not None or "gaussian-pair" in members:
         methods.append("gaussian-pair")
         fits["gaussian-pair"] = None if pair is None else {k: v for k, v in pair.items() if k != "epsilon_lb"}
+    if "gaussian-llr" in members:
+        methods.append("gaussian-llr")
+        try:
+            fits["gaussian-llr"] = llr_fit(scores, labels, design.get("llr_model"))
+        except ValueError:
+            fits["gaussian-llr"] = None
     if "gaussian-composed" in members:
         methods.append("gaussian-composed")
         fits["gaussian-composed"] = None if pair is None or label_outcomes is None else {
@@ -161,6 +179,8 @@ def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, on
         fit = fits.get(m)
         computable = m not in fits or fit is not None
         valid = m in members and computable and (METHODS[m][1] is None or gaussian)
+        if m == "gaussian-llr":
+            valid = m in members and llr_valid(fit, NORMALITY_LEVEL)
         value = _compute(m, counts, one_run, fit, delta=delta, confidence=each) if computable else 0.0
         bounds.append(_bound(m, value, valid, **({"fit": fit} if m in fits else {})))
     return bounds, each
@@ -175,7 +195,8 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
         scores, labels: ``(N,)`` scores (larger: "member") and membership labels (1: member / canary included).
         delta: δ of the guarantee tested (the mechanism's, or the run's without a guarantee).
         design: ``{"kind", "threat_model", "gaussian", ...}`` (``attacks.base.AuditDesign``); None: heuristic,
-            black-box.
+            black-box. A one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing
+            rules by its single two-sided rule.
         profile: the accountant's certified ``[[ε, δ], ...]`` (one-run designs test the whole curve).
         confidence: coverage of the audit's ``epsilon_lb``: each of the k analyses of the design's ``family`` is
             made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing
@@ -198,7 +219,9 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
     counts = threshold_counts(scores, labels)
     block: dict[str, Any] = {"delta": float(delta), "confidence": confidence, "counts": counts}
     if design.get("kind") == "one-run":
-        block["one_run"] = {"m": int(len(labels)), "guesses": one_run_guesses(scores, labels)}
+        planned = design.get("guess_fraction")
+        guesses = one_run_guesses(scores, labels) if planned is None else [two_sided_rule(scores, labels, planned)]
+        block["one_run"] = {"m": int(len(labels)), "guesses": guesses}
         if profile:
             block["profile_rejected"] = profile_rejected(block["one_run"]["m"], block["one_run"]["guesses"],
                                                          profile, confidence=confidence)

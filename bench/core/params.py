@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -54,6 +55,10 @@ def describe(exc: ValidationError, where: str, allowed: list[str] | None = None)
         known = ", ".join(allowed) if allowed is not None else "see the documentation"
         return f"{head} has unknown key {loc[-1]!r}; allowed: {known or 'none'}"
     message = err["msg"][0].lower() + err["msg"][1:]
+    if loc and isinstance(loc[-1], str) and not loc[-1].isidentifier():  # a union's member tag: every member's rule
+        members = [e for e in exc.errors(include_url=False) if tuple(e.get("loc") or ())[:-1] == loc[:-1]]
+        message = " or ".join(e["msg"][0].lower() + e["msg"][1:] for e in members)
+        loc = loc[:-1]
     if "input" in err and err["type"] != "missing":
         return f"{_location(where, loc)} = {err['input']!r}: {message}"
     return f"{_location(where, loc)}: {message}"
@@ -134,8 +139,13 @@ def summary(obj: Any, width: int = 140) -> str:
 
 
 def _type_name(annotation: Any) -> str:
-    if typing.get_origin(annotation) is Literal:
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
         return " | ".join(str(a) for a in typing.get_args(annotation))
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in typing.get_args(annotation))
     return getattr(annotation, "__name__", None) if typing.get_origin(annotation) is None else \
         str(annotation).replace("typing.", "")
 
@@ -156,6 +166,8 @@ def field_rows(cls: type[Params]) -> list[tuple[str, str, str, str, str]]:
     for name, f in cls.model_fields.items():
         default = "required" if f.is_required() else json.dumps(f.get_default(call_default_factory=True),
                                                                 default=str, ensure_ascii=False)
-        rows.append((name, _type_name(f.annotation), default, _range(f.metadata),
+        inner = [m for a in typing.get_args(f.annotation) if typing.get_origin(a) is typing.Annotated
+                 for m in a.__metadata__ for m in getattr(m, "metadata", [m])]  # a constrained member of a union
+        rows.append((name, _type_name(f.annotation), default, _range(f.metadata or inner),
                      _first_sentence(f.description or docs.get(name, ""))))
     return rows

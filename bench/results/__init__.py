@@ -12,6 +12,7 @@ from bench.results.ceiling import Candidate, Ceiling
 from bench.results.document import (
     AuditSummary,
     DatasetInfo,
+    PooledAudit,
     PrivacyBug,
     ReproducedValues,
     ReproductionCurve,
@@ -30,7 +31,7 @@ __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "Candidate", "Ceiling",
     "DatasetInfo", "Design",
     "EpochRecord", "FeatureMaps",
-    "Images", "Metrics", "OneRun", "OtherRelation", "Privacy", "PrivacyBug",
+    "Images", "Metrics", "OneRun", "OtherRelation", "PooledAudit", "Privacy", "PrivacyBug",
     "RecipeCandidate", "RecipeChoice", "ReproducedValues", "ReproductionCurve", "ReproductionRow",
     "Results", "Roc", "RunResult", "Timings", "TprAtFpr", "Utility", "read", "write", "schema_markdown",
 ]

@@ -65,8 +65,9 @@ class PrivacyBug(Model):
     attack: str
     """The audit (attack) that refutes the guarantee."""
     method: str
-    """The analysis: ``clopper-pearson``, ``one-run``, ``f-dp``, ``f-dp-gaussian``, ``gaussian-pair``, ``gdp-fit``
-    or ``certified-curve``."""
+    """The analysis: ``clopper-pearson``, ``one-run``, ``f-dp``, ``f-dp-gaussian``, ``gaussian-pair``, ``gdp-fit``,
+    ``gaussian-composed``, ``gaussian-llr`` (also the pooled analysis of several seeds, its ``design`` saying so) or
+    ``certified-curve``."""
     threat_model: str
     """The audit's threat model (``white-box`` or ``black-box``)."""
     design: str
@@ -85,6 +86,39 @@ class PrivacyBug(Model):
     """The Bonferroni-corrected confidence of the comparison: 1 − 0.05 / comparisons."""
 
 
+class PooledAudit(Model):
+    """White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
+    same public σ, q and T, so their canaries are draws from one pair of score distributions) pooled into one μ-GDP
+    analysis of their summed log-likelihood ratios (``attacks.audit.gaussian_llr.pool_llr_fits``)."""
+
+    dataset: str
+    """Dataset of the runs."""
+    mechanism: str
+    """Mechanism of the runs."""
+    target_epsilon: float | None
+    """Their target ε."""
+    row: str | None = None
+    """The preset's row key (``bench reproduce``); null otherwise."""
+    attack: str
+    """The audit pooled (``canary-whitebox``)."""
+    seeds: list[int]
+    """The seeds pooled."""
+    size: int
+    """Canaries pooled (m summed over the runs)."""
+    method: str = "gaussian-llr"
+    """The analysis."""
+    epsilon_lb: float
+    """The pooled ε lower bound at ``Audit.delta`` and 95 % (a single analysis)."""
+    valid: bool
+    """True when every run's normality test of its excluded canaries' scores passes (``attacks.audit``)."""
+    epsilon: float
+    """The accountant's ε of the relation the audit tests (the largest over the runs)."""
+    delta: float
+    """δ of that ε."""
+    relation: str
+    """The neighbouring relation of the audit and of that ε."""
+
+
 class AuditSummary(Model):
     """The run-level check: each bound compared at ``confidence`` family-wise over ``comparisons``."""
 
@@ -93,7 +127,10 @@ class AuditSummary(Model):
     comparisons: int
     """Number of (model, audit, analysis) comparisons in the run: the analyses of one-run and multi-run designs'
     families (``attacks.audit.family``, fixed by the design; an analysis that turns out not valid is counted and
-    decides nothing) against an accountant's ε of the same neighbouring relation, or against a source's claimed ε."""
+    decides nothing) against an accountant's ε of the same neighbouring relation, or against a source's claimed ε;
+    plus one per ``pooled`` analysis (its runs fixed by the run's seeds)."""
+    pooled: list[PooledAudit] = Field(default_factory=list)
+    """White-box canary audits pooled across the run's seeds, one per configuration run with two or more seeds."""
 
 
 class ReproducedValues(Model):

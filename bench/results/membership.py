@@ -69,6 +69,12 @@ class Design(Model):
     gaussian: bool = False
     """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): Gaussian
     analyses are then valid bounds when a normality test does not reject."""
+    guess_fraction: float | None = None
+    """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
+    (``attacks.audit.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
+    llr_model: list[float] | None = None
+    """White-box DP-SGD canaries: the run's ``[σ̂, q, T]``, the model their ``gaussian-llr`` analysis tests the
+    excluded canaries' score shape against; null elsewhere."""
     channels: list[str] = Field(default_factory=list)
     """The channels of a record the design reads separately (``["image", "label"]``: the local canary pairs differ in
     both, and the ``gaussian-composed`` bound composes the two); empty when the scores read the whole record."""
@@ -92,7 +98,8 @@ class Bound(Model):
     method: str
     """``clopper-pearson`` (Jagielski et al. 2020), ``one-run`` (Steinke et al. 2023), ``f-dp`` (Mahloujifar et al.
     2024, (ε, δ) curves), ``f-dp-gaussian`` (the same against μ-GDP curves), ``gaussian-pair`` (Agrawal et al.
-    2026) or ``gdp-fit`` (Nasr et al. 2023)."""
+    2026), ``gdp-fit`` (Nasr et al. 2023), ``gaussian-composed`` or ``gaussian-llr`` (μ-GDP of white-box canaries'
+    summed log-likelihood ratios, ``attacks.audit.gaussian_llr``)."""
     epsilon_lb: float
     """The ε lower bound at ``Audit.delta`` and ``Audit.confidence``."""
     parametric: bool
@@ -105,7 +112,8 @@ class Bound(Model):
     reject at 1 %. Only valid bounds may decide a privacy bug."""
     fit: dict[str, Any] | None = None
     """The fitted parameters (Gaussian pair: ``n_in``, ``mean_in``, ``sd_in``, ``n_out``, ``mean_out``, ``sd_out``
-    and ``normality_p``, the smaller normality-test p-value of the two groups)."""
+    and ``normality_p``, the smaller normality-test p-value of the two groups; ``gaussian-llr``: the same sizes,
+    means and sds and ``shape_excluded_p`` / ``shape_test``, the test of the excluded canaries' scores)."""
 
 
 class Audit(Model):

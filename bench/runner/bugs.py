@@ -9,13 +9,16 @@ accountant to refute; a valid bound above the ε its source claimed is a refuted
 comparison, whether or not that analysis turned out valid (a Gaussian one whose normality test rejects counts and
 decides nothing), so M is fixed by the run's design before any score is seen; each is made at confidence
 1 − (1 − ``confidence``)/M (Bonferroni over the run), so the chance that any flag of a correct run is a false alarm is
-at most 1 − ``confidence``.
+at most 1 − ``confidence``. Where the run has several seeds, the white-box canaries of each configuration's seeds
+are pooled (``bench.runner.pooled``): one more comparison per pool, its runs fixed by the configuration.
 """
 
 from __future__ import annotations
 
 from attacks.audit import audit_bounds, family, profile_rejected
 from bench.results import AttackRecord, Privacy, PrivacyBug, RunResult
+from bench.runner.pooled import METHOD as POOLED_METHOD
+from bench.runner.pooled import pool_groups, pooled_bound
 
 VALID_DESIGNS = ("one-run", "multi-run")
 # an audit whose canary records go through the mechanism's own sampling also tests that sampling against the
@@ -74,9 +77,10 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
         (privacy bugs, refuted claims, M comparisons).
     """
     items = _comparisons(results)
-    if not items:
+    groups = pool_groups(results)
+    if not items and not groups:
         return [], [], 0
-    corrected = 1.0 - (1.0 - confidence) / len(items)
+    corrected = 1.0 - (1.0 - confidence) / (len(items) + len(groups))
     found: dict[tuple[int, str], PrivacyBug] = {}  # the strongest refutation per (model, audit)
     for r, name, record, method, p in items:
         refuted, value = _refutes(record, method, p, corrected)
@@ -93,6 +97,21 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
         old = found.get((id(r), name))
         if old is None or old.lower_bound is None or (value is not None and value > old.lower_bound):
             found[(id(r), name)] = bug
+    for group in groups:  # white-box canaries pooled across the run's seeds (bench.runner.pooled)
+        value, valid = pooled_bound(group, confidence=corrected)
+        r, record, p = group[0]
+        epsilon = max(m[2].epsilon for m in group)
+        if not valid or value <= epsilon * (1.0 + 1e-9):
+            continue
+        d = record.audit.design
+        found[(id(r), f"pooled {d.threat_model}")] = PrivacyBug(
+            dataset=r.dataset, mechanism=r.mechanism, target_epsilon=r.target_epsilon, seed=r.seed, row=r.row,
+            attack=next(n for n, rec in r.attacks.items() if rec is record), method=POOLED_METHOD,
+            threat_model=d.threat_model,
+            design=f"one-run, {len(group)} runs pooled (seeds {', '.join(str(m[0].seed) for m in group)}), "
+                   f"m = {sum(m[1].audit.design.size for m in group)}",
+            relation=d.relation, lower_bound=value, epsilon=epsilon, delta=p.delta, accountant=p.accountant,
+            confidence=corrected)
     bugs = [b for b in found.values() if b.accountant is not None]
     claims = [b for b in found.values() if b.accountant is None]
-    return bugs, claims, len(items)
+    return bugs, claims, len(items) + len(groups)

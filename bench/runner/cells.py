@@ -61,7 +61,9 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
     roc = metrics.pop("roc")
     d = res.design
     design = Design(kind=d.kind, threat_model=d.threat_model, size=d.size or int(len(res.labels)),
-                    relation=d.relation, inclusion=d.inclusion, gaussian=d.gaussian, channels=list(d.channels))
+                    relation=d.relation, inclusion=d.inclusion, gaussian=d.gaussian, channels=list(d.channels),
+                    guess_fraction=d.guess_fraction,
+                    llr_model=None if d.llr_model is None else list(d.llr_model))
     audited = res.privacy or privacy
     same = audited.under(d.relation)  # the guarantee under the relation the design tests, if it has one
     profile = [list(x) for x in same.profile] if same is not None else None

@@ -33,6 +33,7 @@ from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import Cell, CellRunner
 from bench.runner.executor import make_executor
 from bench.runner.jobs import Recipe, Trainer
+from bench.runner.pooled import pooled_audits
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
 from bench.runner.tuning import Tuning, chosen_spec, run_tuning
 
@@ -252,7 +253,7 @@ class Harness:
         self.trainer.on_jobs = lambda asked, done: None
         doc.ceilings = self._ceilings(doc)
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
-        doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons)
+        doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons, pooled=pooled_audits(doc.results))
         doc.status = "complete"
         doc.wall_s = time.perf_counter() - start
         write(doc, out / "results.json")

@@ -211,7 +211,8 @@ def test_the_bonferroni_family_is_fixed_by_the_design_not_by_the_normality_test(
     assert family({**gaussian, "kind": "one-run"}) == ("one-run", "f-dp", "f-dp-gaussian", "gaussian-pair")
     assert family({**gaussian, "channels": ["image", "label"]})[-1] == "gaussian-composed"
     assert family({**gaussian, "gaussian": False}) == ("clopper-pearson",)
-    assert family({"kind": "one-run", "threat_model": "white-box"}) == ("one-run", "f-dp")  # its pair: shown only
+    # white-box Dirac canaries: the μ-GDP analysis of their log-likelihood ratios joins; their pair is shown only
+    assert family({"kind": "one-run", "threat_model": "white-box"}) == ("one-run", "f-dp", "gaussian-llr")
     assert family({"kind": "heuristic", "gaussian": True}) == ()
     normal = membership_audit(*_gaussian_scores(3000, 1.5, seed=1), delta=1e-5, design=gaussian)
     bimodal = membership_audit(*_bimodal_scores(3000, seed=2), delta=1e-5, design=gaussian)
@@ -260,8 +261,10 @@ def test_one_run_design_block():
     assert block["one_run"] == {"m": 1000, "guesses": one_run_guesses(scores, included)}
     assert isinstance(block["profile_rejected"], bool)
     bounds = _by_method(block)
-    assert set(bounds) == {"one-run", "f-dp", "f-dp-gaussian", "gaussian-pair"}  # white-box: the Gaussian pair too
-    assert bounds["one-run"]["valid"] and bounds["f-dp"]["valid"]
+    # white-box: the Gaussian pair too, and the μ-GDP analysis of log-likelihood ratios (valid: these excluded
+    # scores are Gaussian)
+    assert set(bounds) == {"one-run", "f-dp", "f-dp-gaussian", "gaussian-pair", "gaussian-llr"}
+    assert bounds["one-run"]["valid"] and bounds["f-dp"]["valid"] and bounds["gaussian-llr"]["valid"]
     assert not bounds["f-dp-gaussian"]["valid"] and not bounds["gaussian-pair"]["valid"]  # not Gaussian by design
     # a black-box one-run design reads no Gaussian pair
     assert "gaussian-pair" not in _by_method(membership_audit(scores, included, delta=1e-5,

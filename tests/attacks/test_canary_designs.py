@@ -17,6 +17,7 @@ from helpers import CPU, context
 from scipy.stats import binomtest, norm, normaltest
 
 from attacks.audit import membership_audit
+from attacks.audit.guess_plan import PLANNED_FRACTIONS
 from attacks.base import AuditDesign, OneAtATime
 from attacks.canary import CanaryAudit, CanaryParams
 from attacks.metrics import membership_metrics
@@ -115,7 +116,12 @@ def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
     [request] = seen  # one run carries both designs
     assert request == GradientCanaries(1000, request.seed, 10.0, public_size=300 + 100)
     wb = out["canary-whitebox"]
-    assert wb.design == AuditDesign("one-run", "white-box", size=1000, relation="add-remove")
+    # its single guessing rule planned from the run's public σ, q, T and m (attacks.audit.guess_plan)
+    assert wb.design.guess_fraction in PLANNED_FRACTIONS
+    assert wb.design == AuditDesign("one-run", "white-box", size=1000, relation="add-remove",
+                                    guess_fraction=wb.design.guess_fraction, llr_model=wb.design.llr_model)
+    assert wb.design.llr_model == (wb.extra["sigma_hat"], wb.extra["sample_rate"], wb.extra["steps"])
+    assert wb.extra["steps"] == 5 * 7 and wb.extra["sample_rate"] == pytest.approx(1 / 7)  # n = 400, b = 60
     _fair_and_independent(wb.labels)
     assert wb.privacy is out["canary"].privacy and 3.9 < wb.privacy.epsilon <= 4.0 + 1e-3
     for res in out.values():  # a correct mechanism: no valid bound above its accountant's ε

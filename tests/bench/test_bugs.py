@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from attacks.audit import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
+from attacks.audit.gaussian_llr import llr_gdp_bound, pool_llr_fits
 from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Privacy, Roc, RunResult, Timings
 from bench.runner.bugs import privacy_bugs
 
 DELTA = 1e-5
 WHITE_BOX = {"kind": "one-run", "threat_model": "white-box", "size": 1000, "relation": "add-remove"}
+BLACK_BOX = {**WHITE_BOX, "threat_model": "black-box"}
 
 
 def _privacy(epsilon: float | None, *, relation: str = "add-remove", profile=(), claimed: float | None = None
@@ -66,17 +68,20 @@ def _hand_audit(one_run_rows, *, gaussian_valid: bool) -> Audit:
 def test_a_valid_one_run_bound_above_the_accountant_is_a_bug():
     scores, coins = _canaries()
     audit = _audit(scores, coins, WHITE_BOX)
-    assert [b.method for b in audit.bounds if b.valid] == ["one-run", "f-dp"]  # gaussian-pair, f-dp-gaussian: not
+    # gaussian-pair, f-dp-gaussian: not valid; the μ-GDP analysis of white-box scores is (they are Gaussian here)
+    assert [b.method for b in audit.bounds if b.valid] == ["one-run", "f-dp", "gaussian-llr"]
     results = [_result({"canary-whitebox": _record(audit)}, _privacy(1.0)),
-               _result({"canary-whitebox": _record(audit)}, _privacy(8.0), seed=1)]
+               _result({"canary-whitebox": _record(audit)}, _privacy(100.0), seed=1)]
     bugs, claims, comparisons = privacy_bugs(results)
-    assert comparisons == 4 and claims == []  # 2 valid bounds per model
+    assert comparisons == 6 and claims == []  # 3 per model; two ε's: not pooled
     [bug] = bugs
-    level = 1 - 0.05 / 4
+    level = 1 - 0.05 / 6
     rules = audit.one_run.guesses
+    fit = next(b.fit for b in audit.bounds if b.method == "gaussian-llr")
     values = {"one-run": best_one_run_epsilon(1000, rules, delta=DELTA, confidence=level),
-              "f-dp": fdp_epsilon(1000, rules, delta=DELTA, confidence=level)}
-    assert min(values.values()) > 3  # both refute ε = 1; the stronger one is reported
+              "f-dp": fdp_epsilon(1000, rules, delta=DELTA, confidence=level),
+              "gaussian-llr": llr_gdp_bound(fit, delta=DELTA, confidence=level)}
+    assert min(values.values()) > 2  # all refute ε = 1; the stronger one is reported
     assert bug.method == max(values, key=values.get) and bug.lower_bound == pytest.approx(max(values.values()))
     assert (bug.seed, bug.attack, bug.mechanism, bug.target_epsilon) == (0, "canary-whitebox", "dpsgd", 1.0)
     assert (bug.threat_model, bug.design, bug.relation) == ("white-box", "one-run, m = 1000", "add-remove")
@@ -94,7 +99,7 @@ def test_other_relations_heuristic_designs_and_failed_runs_are_not_compared():
     assert privacy_bugs([replace, heuristic, failed, unknown]) == ([], [], 0)
     # the same audit against an add/remove ε is a bug
     bugs, _, comparisons = privacy_bugs([replace, _result(replace.attacks, _privacy(1.0))])
-    assert comparisons == 2 and len(bugs) == 1
+    assert comparisons == 3 and len(bugs) == 1
 
 
 def test_a_parametric_bound_decides_only_when_valid():
@@ -177,7 +182,7 @@ def test_the_certified_curve_of_a_one_run_audit():
     # ε = 6 at δ = 1e-5 is not refuted by the bounds (~4), but the curve also claims (1, 1e-3): refuted (f-dp at
     # δ = 1e-3 certifies ~2.2 here)
     optimistic = [[6.0, DELTA], [1.0, 1e-3]]
-    audit = _audit(scores, coins, WHITE_BOX, profile=optimistic)
+    audit = _audit(scores, coins, BLACK_BOX, profile=optimistic)  # no Gaussian analysis in its family
     assert audit.profile_rejected is True
     [bug], _, comparisons = privacy_bugs([_result({"canary": _record(audit)}, _privacy(6.0, profile=optimistic))])
     assert comparisons == 3 and bug.method == "certified-curve" and bug.lower_bound is None
@@ -186,5 +191,29 @@ def test_the_certified_curve_of_a_one_run_audit():
     honest = [[6.0, DELTA], [5.0, 1e-3], [4.0, 0.02]]
     assert privacy_bugs([_result({"canary": _record(audit)}, _privacy(6.0, profile=honest))]) == ([], [], 3)
     # a multi-run design has no certified-curve test
-    multi = _audit(scores, coins, {**WHITE_BOX, "kind": "multi-run"})
+    multi = _audit(scores, coins, {**BLACK_BOX, "kind": "multi-run"})
     assert privacy_bugs([_result({"canary": _record(multi)}, _privacy(6.0, profile=optimistic))])[2] == 1
+
+
+def test_white_box_canaries_of_several_seeds_are_pooled():
+    """The seeds of one configuration (same ε, same public σ, q, T) pool their canaries: one more comparison per
+    pool, and a bound none of the runs reaches alone."""
+    rng = np.random.default_rng(11)
+    audits = []
+    for _ in range(3):
+        coins = (rng.random(1000) < 0.5).astype(int)
+        audits.append(_audit(0.8 * coins + rng.normal(0, 1, 1000), coins, WHITE_BOX))
+    fits = [next(b.fit for b in a.bounds if b.method == "gaussian-llr") for a in audits]
+    level = 1 - 0.05 / 10  # 3 runs × 3 analyses + 1 pool
+    alone = max(llr_gdp_bound(f, delta=DELTA, confidence=level) for f in fits)
+    pooled = llr_gdp_bound(pool_llr_fits(fits), delta=DELTA, confidence=level)
+    assert pooled > alone
+    epsilon = (alone + pooled) / 2  # refuted by the pool only
+    results = [_result({"canary-whitebox": _record(a)}, _privacy(epsilon), seed=s) for s, a in enumerate(audits)]
+    bugs, _, comparisons = privacy_bugs(results)
+    assert comparisons == 10
+    [bug] = bugs
+    assert bug.design == "one-run, 3 runs pooled (seeds 0, 1, 2), m = 3000" and bug.method == "gaussian-llr"
+    assert bug.lower_bound == pytest.approx(pooled) and bug.confidence == pytest.approx(level)
+    # one run alone: no pool, and its bound does not refute ε
+    assert privacy_bugs(results[:1]) == ([], [], 3)

@@ -1,0 +1,149 @@
+"""The μ-GDP analysis of white-box DP-SGD canaries' summed log-likelihood ratios (``attacks.audit.gaussian_llr``):
+hand-computed bounds, the CLT's distance from the exact ε at the default profile's q and T, the ideal mechanism
+simulated through the same analysis (a valid bound below the accountant's ε; a mechanism with half its noise
+refuted), the normality gate, and the guessing rule fixed in advance (``attacks.audit.guess_plan``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attacks.audit import family, membership_audit
+from attacks.audit.fdp import gdp_delta, gdp_epsilon
+from attacks.audit.gaussian_llr import (
+    exact_llr_moments,
+    gdp_mu_lower,
+    llr_fit,
+    llr_gdp_bound,
+    llr_valid,
+    pool_llr_fits,
+    simulate_llr_scores,
+)
+from attacks.audit.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
+from mechanisms.accounting import pld_epsilon
+
+DELTA = 1e-5
+WHITE_BOX = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}
+Q, T = 1 / 3, 120  # the default profile's DP-SGD: 10,500 public records, batch 4,096 (3 batches), 40 epochs
+SIGMA_EPS8 = 4.35976  # its σ at replace-one ε = 8, δ = 1e-5 (add/remove ε = 3.70)
+
+
+def test_hand_computed_mu_lower_bound():
+    # gap 1, sd 1, n = 10,001 a side: the gap's bound 1 − t(0.025; 10,000)·√(2/10,001) = 1 − 1.96020·0.0141414
+    # = 0.972280; the sd's bound √(10,000/χ²(0.0125; 10,000)), χ² by Wilson-Hilferty:
+    # 10,000·(1 − 2/90,000 − 2.24140·√(2/90,000))³ = 9,685.8, so √(10,000/9,685.8) = 1.016089; μ = 0.95689
+    fit = {"n_in": 10_001, "n_out": 10_001, "mean_in": 0.5, "mean_out": -0.5, "sd_in": 1.0, "sd_out": 1.0}
+    mu = gdp_mu_lower(fit, confidence=0.95)
+    assert mu == pytest.approx(0.95689, abs=2e-4)
+    eps = llr_gdp_bound(fit, delta=DELTA, confidence=0.95)
+    assert gdp_delta(mu, eps) == pytest.approx(DELTA, rel=1e-4)  # ε is μ-GDP's at δ
+    # the larger sd counts: sd_in 2 halves μ (to the sd bound's precision)
+    assert gdp_mu_lower({**fit, "sd_in": 2.0}, confidence=0.95) < 0.5
+    # no positive gap, no bound; a bad confidence is refused
+    assert gdp_mu_lower({**fit, "mean_in": -0.5}, confidence=0.95) == 0.0
+    with pytest.raises(ValueError, match="confidence"):
+        gdp_mu_lower(fit, confidence=1.0)
+
+
+def test_the_clt_errs_low_at_the_default_q_and_t():
+    """μ-GDP's ε of the exact moments against the exact PLD ε of the same T steps (dp_accounting): below it, within
+    15 %, from the default's σ at ε = 8 down to half of it (the σ × 0.5 bug)."""
+    for sigma in (27.245, 10.145, SIGMA_EPS8, 0.75 * SIGMA_EPS8, 0.5 * SIGMA_EPS8):
+        mom = exact_llr_moments(sigma=sigma, sample_rate=Q, steps=T)
+        exact = pld_epsilon(noise_multiplier=sigma, sample_rate=Q, steps=T, delta=DELTA, relation="add-remove")
+        ratio = gdp_epsilon(mom["mu"], DELTA) / exact
+        assert 0.85 < ratio <= 1.0, (sigma, ratio)
+    # the quadrature against a direct simulation of the per-step mixture
+    rng = np.random.default_rng(0)
+    scores, coins = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=T, m=20_000, rng=rng)
+    mom = exact_llr_moments(sigma=SIGMA_EPS8, sample_rate=Q, steps=T)
+    for g, side in ((1, "in"), (0, "out")):
+        s = scores[coins == g]
+        assert s.mean() == pytest.approx(mom[f"mean_{side}"], abs=4 * math.sqrt(mom[f"var_{side}"] / s.size))
+        assert s.var() == pytest.approx(mom[f"var_{side}"], rel=0.05)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ideal_mechanism_through_the_analysis(seed):
+    """The ideal DP-SGD (default q, T, σ at ε = 8) simulated with 4,000 canaries: the μ-GDP bound is valid, below the
+    accountant's add/remove ε and above half of it; with half the noise drawn it refutes that ε."""
+    accountant = pld_epsilon(noise_multiplier=SIGMA_EPS8, sample_rate=Q, steps=T, delta=DELTA, relation="add-remove")
+    rng = np.random.default_rng(seed)
+    scores, coins = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=T, m=4000, rng=rng)
+    block = membership_audit(scores, coins, delta=DELTA, design=WHITE_BOX)
+    llr = {b["method"]: b for b in block["bounds"]}["gaussian-llr"]
+    assert llr["valid"] and block["method"] == "gaussian-llr"
+    assert 0.5 * accountant < llr["epsilon_lb"] < accountant
+    assert block["method_confidence"] == pytest.approx(1 - 0.05 / len(family(WHITE_BOX)))
+    # half the noise drawn, scored as the tracker scores (with the noise it measures): the bound exceeds the claim
+    half = 0.5 * SIGMA_EPS8
+    buggy, coins = simulate_llr_scores(sigma=half, sample_rate=Q, steps=T, m=4000, rng=rng)
+    block = membership_audit(buggy, coins, delta=DELTA, design=WHITE_BOX)
+    assert block["method"] == "gaussian-llr" and block["epsilon_lb"] > accountant
+
+
+def test_excluded_scores_not_gaussian_decide_nothing():
+    rng = np.random.default_rng(3)
+    coins = (rng.random(3000) < 0.5).astype(int)
+    scores = np.where(coins == 1, 1.0 + rng.normal(size=3000), rng.exponential(size=3000))  # skewed excluded side
+    fit = llr_fit(scores, coins)
+    assert fit["shape_excluded_p"] < 0.01 and not llr_valid(fit, 0.01)
+    block = membership_audit(scores, coins, delta=DELTA, design=WHITE_BOX)
+    llr = {b["method"]: b for b in block["bounds"]}["gaussian-llr"]
+    assert not llr["valid"] and block["method"] != "gaussian-llr"
+    # still counted in the family: the divisor does not depend on the test
+    assert block["method_confidence"] == pytest.approx(1 - 0.05 / 3)
+    with pytest.raises(ValueError, match="at least 3"):
+        llr_fit([1.0, 2.0, 3.0, 4.0], [1, 0, 0, 0])
+
+
+def test_guessing_rule_planned_from_public_parameters():
+    """One rule, chosen from (σ, q, T, m) alone: a fraction of the fixed candidates, the same for any scores, and
+    the audit then uses that rule only."""
+    f = planned_guess_fraction(sigma=SIGMA_EPS8, sample_rate=Q, steps=30, m=2000, delta=DELTA)
+    assert f in PLANNED_FRACTIONS
+    assert f == planned_guess_fraction(sigma=SIGMA_EPS8, sample_rate=Q, steps=30, m=2000, delta=DELTA)
+    rng = np.random.default_rng(4)
+    scores, coins = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=30, m=2000, rng=rng)
+    block = membership_audit(scores, coins, delta=DELTA, design={**WHITE_BOX, "guess_fraction": f})
+    k = max(1, min(1000, round(f * 2000)))
+    assert [g[:3] for g in block["one_run"]["guesses"]] == [[k, k, 2 * k]]
+    with pytest.raises(ValueError, match="σ > 0"):
+        planned_guess_fraction(sigma=0.0, sample_rate=Q, steps=T, m=2000, delta=DELTA)
+
+
+def test_pooled_fits_equal_the_fit_of_the_pooled_scores():
+    rng = np.random.default_rng(5)
+    runs = [simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=20, m=500 + 100 * i, rng=rng) for i in range(3)]
+    pooled = pool_llr_fits([llr_fit(s, c) for s, c in runs])
+    direct = llr_fit(np.concatenate([s for s, _ in runs]), np.concatenate([c for _, c in runs]))
+    for key in ("n_in", "n_out", "mean_in", "mean_out", "sd_in", "sd_out"):
+        assert pooled[key] == pytest.approx(direct[key], rel=1e-10), key
+    assert pooled["shape_excluded_p"] == min(llr_fit(s, c)["shape_excluded_p"] for s, c in runs)
+    # three runs' canaries tighten the bound
+    one = llr_gdp_bound(llr_fit(*runs[0]), delta=DELTA, confidence=0.95)
+    assert llr_gdp_bound(pooled, delta=DELTA, confidence=0.95) > one
+
+
+def test_the_shape_test_knows_the_clt_skew_and_rejects_other_noise():
+    """Against the model's exact skewness and kurtosis at (σ̂, q, T): the ideal mechanism at ε = 8 passes (a plain
+    normality test rejects its known skew at this size in about 40 % of runs); Laplace noise of the same variance
+    instead of Gaussian (a mechanism that does not draw what it claims) is rejected."""
+    model = (SIGMA_EPS8, Q, T)
+    passed = 0
+    for seed in range(5):
+        scores, coins = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=T, m=20_000,
+                                            rng=np.random.default_rng(seed))
+        fit = llr_fit(scores, coins, model)
+        assert fit["shape_test"] == "model skewness and kurtosis"
+        passed += llr_valid(fit, 0.01)
+    assert passed >= 4
+    rng = np.random.default_rng(9)
+    coins = (rng.random(20_000) < 0.5).astype(int)
+    x = rng.laplace(0, SIGMA_EPS8 / math.sqrt(2), (5, 20_000))  # 5 steps: the sum keeps Laplace's heavy tails
+    z = (2 * x - 1) / (2 * SIGMA_EPS8**2)
+    scores = np.logaddexp(math.log1p(-Q), math.log(Q) + z).sum(0) + coins * 0.01
+    fit = llr_fit(scores, coins, (SIGMA_EPS8, Q, 5))
+    assert fit["shape_excluded_p"] < 0.01 and not llr_valid(fit, 0.01)

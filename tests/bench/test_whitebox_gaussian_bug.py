@@ -1,0 +1,52 @@
+"""The μ-GDP analysis of white-box DP-SGD canaries end to end at smoke size: with a canary at every free coordinate
+(``gradient_canaries: all``), DP-SGD drawing half its noise ends ``bench run`` with exit 3, refuted by the
+``gaussian-llr`` bound; the correct mechanism in the same command exits 0 with the analysis valid."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # whole CLI jobs
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = "attack_params:\n  canary: {num_canaries: 400, gradient_canaries: all}\n"
+
+
+def _run(tmp_path: Path, plugin: str | None) -> tuple[subprocess.CompletedProcess, dict]:
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    done = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--config",
+                           str(tmp_path / "c.yaml"), "--mechanisms", "dpsgd", "--attacks", "canary", "--epsilons", "1",
+                           "--no-cache", "--device", "cpu", "--no-privacy-off-points", "--output",
+                           str(tmp_path / "run"), *extra], cwd=REPO, capture_output=True, text=True, timeout=600)
+    return done, json.loads((tmp_path / "run" / "results.json").read_text())
+
+
+def _whitebox(doc: dict) -> dict:
+    [result] = [r for r in doc["results"] if r["mechanism"] == "dpsgd"]
+    return result["attacks"]["canary-whitebox"]["audit"]
+
+
+def test_half_the_noise_is_refuted_by_the_gaussian_analysis(tmp_path):
+    done, doc = _run(tmp_path, "dpsgd_half_noise")
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    bugs = [b for b in doc["privacy_bugs"] if b["attack"] == "canary-whitebox"]
+    assert bugs and bugs[0]["method"] == "gaussian-llr" and bugs[0]["lower_bound"] > bugs[0]["epsilon"]
+    assert bugs[0]["relation"] == "add-remove" and bugs[0]["threat_model"] == "white-box"
+    audit = _whitebox(doc)
+    assert audit["design"]["guess_fraction"] is not None and len(audit["one_run"]["guesses"]) == 1
+
+
+def test_the_correct_mechanism_passes_with_the_analysis_valid(tmp_path):
+    done, doc = _run(tmp_path, None)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    audit = _whitebox(doc)
+    llr = {b["method"]: b for b in audit["bounds"]}["gaussian-llr"]
+    assert llr["valid"] and 0 < llr["epsilon_lb"] and doc["privacy_bugs"] == []
+    # every coordinate of the smoke MLP (64·128 + 128 + 128·10 + 10 = 9,610) holds a canary but 2.5 % per tensor
+    assert 9_000 < audit["design"]["size"] < 9_610
