@@ -39,7 +39,9 @@ class RunConfig:
     ``tabular_hidden`` the hidden widths of the MLP every mechanism trains on tabular data;
     ``privacy_off_points`` trains each mechanism's ε = ∞ point too (its recipe with privacy turned off:
     ``Mechanism.off_point``), the recipe's own non-private ceiling; ``recipes_chosen_on`` the data set the profile's
-    recipes were chosen on (a profile's key: the report says so when the run's data set is another).
+    recipes were chosen on (a profile's key: the report says so when the run's data set is another);
+    ``recipes_from`` the profile whose recipe a mechanism trains with when it has none for ``profile`` (a profile's
+    key: ``ci`` takes each mechanism's ``smoke`` recipe, a plug-in's included).
     """
 
     dataset: str = "mnist"
@@ -50,6 +52,7 @@ class RunConfig:
     reference_epsilons: bool = True
     privacy_off_points: bool = True
     recipes_chosen_on: str | None = None
+    recipes_from: str | None = None
     seeds: tuple[int, ...] = (0,)
     delta: float = 1e-5
     device: str = "auto"
