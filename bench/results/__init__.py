@@ -12,6 +12,7 @@ from bench.results.ceiling import Candidate, Ceiling
 from bench.results.document import (
     AuditSummary,
     DatasetInfo,
+    DetectionRow,
     PrivacyBug,
     ReproducedValues,
     ReproductionCurve,
@@ -27,7 +28,7 @@ from bench.results.schema_doc import schema_markdown
 
 __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "Candidate", "Ceiling",
-    "DatasetInfo", "Design",
+    "DatasetInfo", "Design", "DetectionRow",
     "EpochRecord", "FeatureMaps",
     "Images", "Metrics", "OneRun", "OtherRelation", "Privacy", "PrivacyBug",
     "ReproducedValues", "ReproductionCurve", "ReproductionRow",
