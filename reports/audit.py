@@ -172,8 +172,8 @@ DETECTION_NOTE = (
     "certified σ; labels in the clear: the label channel released without its noise), with only that mechanism's "
     "audit and target ε, so the run's Bonferroni family was that cell's (this run's, over all its cells, divides "
     "the 5% by more comparisons and may miss a bug measured here as caught near the edge). caught: exit status 3; "
-    "missed: exit 0; the number is that run's tightest valid ε_LB. A bug the table does not list was not measured; "
-    "a missed bug is one this run's audits cannot be relied on to find. Commands and data: "
+    "missed: exit 0; the number is that run's tightest valid ε_LB; —: not run (weaker than a bug already missed, "
+    "or not measured). A missed bug is one this run's audits cannot be relied on to find. Commands and data: "
     "docs/detection_power.py, bench/runner/detection_power.json.")
 
 
