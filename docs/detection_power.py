@@ -70,6 +70,28 @@ def measure(profile: str, mechanism: str, epsilon: str, bug: str, workdir: Path)
     return row
 
 
+def markdown(table: dict, profile: str) -> str:
+    """The measured rows of ``profile`` as the Markdown table of docs/detection_power.md (the report's table)."""
+    sys.path.insert(0, str(REPO))
+    from bench.runner.detection import bug_text
+
+    rows = [r for r in table["rows"] if r["profile"] == profile and r["exit"] in (0, 3)]
+    bugs = list(dict.fromkeys(bug_text(b) for b in ("0.9", "0.8", "0.67", "0.5", "labels", "1")
+                              if any(r["bug"] == b for r in rows)))
+    cells: dict[tuple[str, float], dict[str, str]] = {}
+    for r in rows:
+        lb = max(r["epsilon_lb"].values(), default=0.0)
+        cells.setdefault((r["mechanism"], r["epsilon"]), {})[bug_text(r["bug"])] = \
+            f"{'**caught**' if r['exit'] == 3 else 'missed'} ({lb:.3g})"
+    lines = ["| mechanism | target ε | " + " | ".join(bugs) + " | measured at |", "|---" * (len(bugs) + 3) + "|"]
+    for (mech, eps), got in sorted(cells.items()):
+        commits = sorted({r["commit"] + ("+dirty" if r["dirty"] else "") for r in rows
+                          if (r["mechanism"], r["epsilon"]) == (mech, eps)})
+        marks = " | ".join(got.get(b, "—") for b in bugs)
+        lines.append(f"| {mech} | {eps:g} | {marks} | {', '.join(commits)} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
@@ -79,9 +101,13 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="run every bug (default: after a σ × F bug is missed, "
                         "the weaker ones that follow it are not run)")
     parser.add_argument("--data", default=str(REPO / "bench" / "runner" / "detection_power.json"))
+    parser.add_argument("--print", action="store_true", help="print the profile's measured table and stop")
     args = parser.parse_args()
     path = Path(args.data)
     table = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    if args.print:
+        print(markdown(table, args.profile))
+        return
     commit = _git("rev-parse", "--short=12", "HEAD")
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     with tempfile.TemporaryDirectory(prefix="privbench-power-") as tmp:
