@@ -4,6 +4,7 @@ from the release) and between the ideal and the accountant (the one-run analysis
 repository root::
 
     python docs/dpmix_audit_ideal.py [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
+                                     [--runs code,ideal,ideal-design] [--family M]
 
 At the default profile's sizes (n₀ = 10,000 fillers, MNIST's 784 pixels and 10 classes, the default recipe: ℓ = 16,
 T = 10,000, σ_y/σ_x = √(2/784); δ = 1e-5) it prints ε_LB / ε of the audit's tightest valid bound over ``--seeds``
@@ -49,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mechanisms.dpmix as dpmix_module  # noqa: E402
 from attacks.audit import membership_audit  # noqa: E402
+from attacks.audit.fdp import profile_rejected  # noqa: E402
+from attacks.audit.one_run import one_run_guesses  # noqa: E402
 from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams  # noqa: E402
 from bench.core.data import ArrayDataset  # noqa: E402
 from mechanisms.dpmix import DPMix  # noqa: E402
@@ -115,6 +118,21 @@ def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float 
     return membership_audit(scores, coins, delta=DELTA, design=DESIGN, profile=profile)
 
 
+def perfect(epsilon: float, slots: int, releases: int, *, family: int) -> bool:
+    """Whether a perfect ranking of the m = ``slots``·``releases`` slots (every guess of every rule right: the best
+    any score can do) rejects the certified curve at ε when the run-level check divides 5 % among ``family``
+    comparisons (Bonferroni): if not, no score of this design at this size can end the run with exit status 3."""
+    p = RECIPE["params"]
+    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p["sigma_y_scale"]
+    acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
+    sigma = dpmix_sigma(target_epsilon=epsilon, sigma_y_scale=scale, **acc)
+    profile = dpmix_profile(sigma=sigma, sigma_y=scale * sigma, **acc)
+    m = slots * releases
+    coins = (np.random.default_rng(0).random(m) < 0.5).astype(np.int64)
+    ranked = coins + np.random.default_rng(1).random(m) * 1e-6  # every member above every non-member
+    return profile_rejected(m, one_run_guesses(ranked, coins), profile, confidence=1 - 0.05 / family)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slots", type=int, default=32)
@@ -123,6 +141,9 @@ def main() -> None:
     parser.add_argument("--epsilons", default="1,3,8")
     parser.add_argument("--noise", type=float, default=1.0, help="σ·NOISE drawn, σ certified (0.5: half the noise)")
     parser.add_argument("--runs", default="code,ideal,ideal-design")
+    parser.add_argument("--family", type=int, default=0, help="also say whether a perfect ranking rejects the "
+                        "certified curve with the run-level check over this many comparisons (the default main job: "
+                        "70)")
     args = parser.parse_args()
     torch.set_num_threads(2)
     print(f"m = {args.slots} × {args.releases} releases, {args.seeds} seeds, noise σ × {args.noise:g}: ε_LB / ε, "
@@ -130,8 +151,12 @@ def main() -> None:
     f = args.noise
     runs = {"code": lambda *a: code(*a, noise=f), "ideal": lambda *a: ideal(*a, noise=f),
             "ideal-design": lambda *a: ideal(*a, share=0.75, noise=f)}
-    runs = {name: runs[name] for name in args.runs.split(",")}
+    runs = {name: runs[name] for name in args.runs.split(",") if name}
     for epsilon in (float(e) for e in args.epsilons.split(",")):
+        if args.family:
+            best = perfect(epsilon, args.slots, args.releases, family=args.family)
+            print(f"ε = {epsilon:g}  perfect ranking of {args.slots * args.releases} slots, run-level family of "
+                  f"{args.family}: certified curve {'rejected' if best else 'NOT rejected'}", flush=True)
         for name, fn in runs.items():
             blocks = [fn(epsilon, args.slots, args.releases, s) for s in range(args.seeds)]
             r = np.array([b["epsilon_lb"] / epsilon for b in blocks])
