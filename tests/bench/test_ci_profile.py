@@ -62,3 +62,15 @@ def test_ci_takes_each_mechanisms_smoke_recipe_with_its_own_settings_on_top():
 def test_recipes_from_must_name_another_profile():
     with pytest.raises(ConfigError, match="recipes_from = 'nope' must name another profile: .*smoke"):
         build_config(yaml_values={"recipes_from": "nope"})
+
+
+@pytest.mark.slow  # two ci runs of local noise, about 40 s
+def test_the_null_test_judges_each_mechanism_and_seed_alone(tmp_path):
+    """The feasible part of the null test (``docs/null_test.py``; its 20-seed count is in docs/detection_power.md):
+    correct local noise at two seeds of the ci profile, each seed judged as its own CI job, no false alarm."""
+    done = subprocess.run([sys.executable, "docs/null_test.py", "--seeds", "2", "--mechanisms", "local-gaussian",
+                           "--output", str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.startswith("local-gaussian: 0 false alarms in 2 seeds"), done.stdout
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert sorted(r["seed"] for r in doc["results"]) == [0, 1]
