@@ -109,7 +109,9 @@ def main() -> None:
         print(markdown(table, args.profile))
         return
     commit = _git("rev-parse", "--short=12", "HEAD")
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    data = path.resolve()  # the table itself changes as rows come in: not a change of the code measured
+    skip = f":(exclude){data.relative_to(REPO)}" if data.is_relative_to(REPO) else "."
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", skip))
     with tempfile.TemporaryDirectory(prefix="privbench-power-") as tmp:
         for mechanism in args.mechanisms.split(","):
             for epsilon in args.epsilons.split(","):
