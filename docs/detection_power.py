@@ -76,7 +76,7 @@ def markdown(table: dict, profile: str) -> str:
     from bench.runner.detection import bug_text
 
     rows = [r for r in table["rows"] if r["profile"] == profile and r["exit"] in (0, 3)]
-    bugs = list(dict.fromkeys(bug_text(b) for b in ("0.9", "0.8", "0.67", "0.5", "labels", "1")
+    bugs = list(dict.fromkeys(bug_text(b) for b in ("0.5", "0.67", "0.8", "0.9", "labels", "1")
                               if any(r["bug"] == b for r in rows)))
     cells: dict[tuple[str, float], dict[str, str]] = {}
     for r in rows:
