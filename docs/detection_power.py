@@ -81,8 +81,9 @@ def markdown(table: dict, profile: str) -> str:
     cells: dict[tuple[str, float], dict[str, str]] = {}
     for r in rows:
         lb = max(r["epsilon_lb"].values(), default=0.0)
-        cells.setdefault((r["mechanism"], r["epsilon"]), {})[bug_text(r["bug"])] = \
-            f"{'**caught**' if r['exit'] == 3 else 'missed'} ({lb:.3g})"
+        verdict = ("**false alarm**" if r["exit"] == 3 else "passed") if r["bug"] == "1" else \
+            "**caught**" if r["exit"] == 3 else "missed"
+        cells.setdefault((r["mechanism"], r["epsilon"]), {})[bug_text(r["bug"])] = f"{verdict} ({lb:.3g})"
     lines = ["| mechanism | target ε | " + " | ".join(bugs) + " | measured at |", "|---" * (len(bugs) + 3) + "|"]
     for (mech, eps), got in sorted(cells.items()):
         commits = sorted({r["commit"] + ("+dirty" if r["dirty"] else "") for r in rows

@@ -172,7 +172,8 @@ DETECTION_NOTE = (
     "certified σ; labels in the clear: the label channel released without its noise), with only that mechanism's "
     "audit and target ε, so the run's Bonferroni family was that cell's (this run's, over all its cells, divides "
     "the 5% by more comparisons and may miss a bug measured here as caught near the edge). caught: exit status 3; "
-    "missed: exit 0; the number is that run's tightest valid ε_LB; —: not run (weaker than a bug already missed, "
+    "missed: exit 0 (none: the correct mechanism, a control, passed or raised a false alarm); the number is that "
+    "run's tightest valid ε_LB; —: not run (weaker than a bug already missed, "
     "or not measured). A missed bug is one this run's audits cannot be relied on to find. Commands and data: "
     "docs/detection_power.py, bench/runner/detection_power.json.")
 
@@ -189,7 +190,8 @@ def detection_rows(results: Results) -> tuple[list[str], list[list[str]]]:
     commits: dict[tuple[str, float], set[str]] = {}
     for d in measured:
         bound = DASH if d.epsilon_lb is None else f"{d.epsilon_lb:.3g}"
-        cells.setdefault((d.mechanism, d.epsilon), {})[d.bug] = f"{'caught' if d.caught else 'missed'} ({bound})"
+        verdict = ("false alarm" if d.caught else "passed") if d.bug == "none" else "caught" if d.caught else "missed"
+        cells.setdefault((d.mechanism, d.epsilon), {})[d.bug] = f"{verdict} ({bound})"
         commits.setdefault((d.mechanism, d.epsilon), set()).add(d.commit)
     headers = ["mechanism", "target ε", *bugs, "measured at"]
     rows = [[mech, f"{eps:g}", *(got.get(b, DASH) for b in bugs), ", ".join(sorted(commits[(mech, eps)]))]

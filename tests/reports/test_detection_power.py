@@ -70,3 +70,12 @@ def test_the_audit_section_says_what_the_run_could_have_caught(build, table, tmp
     assert "What this run could have caught" in html and "<td>missed (0.61)</td>" in html
     bare = build.results([], audit={"confidence": 0.95, "comparisons": 3})
     assert "could have caught" not in render_markdown(bare, {})
+
+
+def test_a_control_row_says_passed_or_false_alarm(build, tmp_path):
+    rows = [{**ROWS[0], "bug": "1", "exit": 0}, {**ROWS[0], "epsilon": 8.0, "bug": "1", "exit": 3}]
+    path = tmp_path / "detection_power.json"
+    path.write_text(json.dumps({"rows": rows}))
+    power = [r.model_dump() for r in detection_rows("ci", ("dpmix",), path=path)]
+    md = render_markdown(build.results([], audit={"confidence": 0.95, "comparisons": 3, "detection_power": power}), {})
+    assert "| passed (1.89) |" in md and "| false alarm (1.89) |" in md
