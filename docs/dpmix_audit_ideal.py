@@ -33,8 +33,9 @@ a third, from the other slots' z's that share a sample (≈ ℓ·m/(2n) = 2.5 % 
 only in part. The same code with a tenth of DPMix's noise at ε = 1 reaches ε_LB = 4.88 (bench: exit 3); with half
 its noise at ε = 8 it reaches 4.36 and does not reject the certified curve (818 of 820 guesses right at 20 %; the
 ideal-design needs 2,048 perfectly ranked slots there), so that bug is not caught at this size. With 256 releases ×
-8 slots the code does reject it (``--noise 0.5``), but within the default main job's 70 comparisons not even a perfect
-ranking of 2,048 slots can (``--family 70``): docs/detection_power.md, "DPMix with half its noise at ε = 8".
+8 slots the code rejects it by the audit's own test (``--noise 0.5``), though not at a run's 1 − 0.05/3, and within the
+default main job's 70 comparisons not even a perfect ranking of 2,048 slots can (``--family 70``):
+docs/detection_power.md, "DPMix with half its noise at ε = 8".
 """
 
 from __future__ import annotations
