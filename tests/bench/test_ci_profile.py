@@ -6,6 +6,7 @@ by that mechanism's own audit, and the correct mechanism exits 0 (the false-alar
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,36 @@ def test_the_null_test_judges_each_mechanism_and_seed_alone(tmp_path):
     assert done.stdout.startswith("local-gaussian: 0 false alarms in 2 seeds"), done.stdout
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert sorted(r["seed"] for r in doc["results"]) == [0, 1]
+
+
+MY_MECHANISM = '''
+"""A user's mechanism built on the library's local randomiser, with only a smoke recipe."""
+from mechanisms import MECHANISMS
+from mechanisms.local_noise import LocalGaussian
+
+
+class MyLocal(LocalGaussian):
+    name = "my-local"
+    recipes = {"smoke": LocalGaussian.recipes["smoke"]}
+
+
+MECHANISMS.add("my-local", MyLocal)
+'''
+
+
+@pytest.mark.slow  # two CLI jobs, about 20 s each
+def test_the_readme_command_guards_a_plugin_mechanism(tmp_path):
+    """README, "Guard your mechanism in CI": `run --profile ci --plugins my_mechanism --mechanisms my-mechanism`
+    trains the plug-in with its smoke recipe, audits it, exits 0; with its noise halved (the library's randomiser
+    patched by tests/privacy_bugs/local_half_noise.py) it exits 3."""
+    (tmp_path / "my_mechanism.py").write_text(MY_MECHANISM)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    for plugins, status in (("my_mechanism", 0), ("my_mechanism,tests.privacy_bugs.local_half_noise", 3)):
+        out = tmp_path / f"run-{status}"
+        done = subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--plugins", plugins, "--mechanisms",
+                               "my-local", "--epsilons", "2", "--output", str(out)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == status, done.stdout[-3000:] + done.stderr[-3000:]
+        doc = json.loads((out / "results.json").read_text())
+        assert doc["results"][0]["attacks"]["local-canary"]["audit"]["epsilon_lb"] > 0
+        assert {b["attack"] for b in doc["privacy_bugs"]} == ({"local-canary"} if status else set())
