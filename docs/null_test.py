@@ -11,12 +11,16 @@ design-fixed family, the Gaussian ones included where the design allows them, an
 95 % family-wise. A seed is a false alarm when the check finds a bug. Printed per mechanism: false alarms / seeds,
 with the Clopper-Pearson 95 % upper bound on the false-alarm rate; the promise is ≤ 5 %.
 
+``--bug MECHANISM:F`` injects σ × F into that mechanism (``tests/privacy_bugs/scaled.py``; run it with
+``--mechanisms MECHANISM``) and counts the seeds whose check finds the bug: the detection rate over seeds.
+
 Measured: see docs/detection_power.md ("False alarms of the ci profile"), with the commit it was measured at.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -60,17 +64,24 @@ def main() -> None:
     parser.add_argument("--mechanisms", default="dpsgd,local-gaussian,dpmix")
     parser.add_argument("--output", default=None, help="the run's folder (default: a temporary one)")
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--bug", default=None, help="MECHANISM:FACTOR or MECHANISM:labels: inject that bug "
+                        "(tests/privacy_bugs/scaled.py) and count detections instead of false alarms")
     args = parser.parse_args()
     out = Path(args.output or tempfile.mkdtemp(prefix="privbench-null-"))
     cmd = [sys.executable, "-m", "bench", "run", "--profile", "ci", "--mechanisms", args.mechanisms, "--seeds",
            ",".join(str(s) for s in range(args.seeds)), "--output", str(out), "--overwrite"]
     cmd += ["--cache-dir", args.cache_dir] if args.cache_dir else ["--no-cache"]
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    env = dict(os.environ)
+    if args.bug:
+        cmd += ["--plugins", "tests.privacy_bugs.scaled"]
+        env["PRIVBENCH_BUG"] = args.bug
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     if done.returncode not in (0, 3):  # 3: some seed flagged, judged below per (mechanism, seed)
         raise SystemExit(f"bench run failed ({done.returncode}): {done.stderr[-2000:]}")
+    what = f"detections of {args.bug}" if args.bug else "false alarms"
     for mechanism, seeds in false_alarms(out / "results.json").items():
         k = len(seeds)
-        print(f"{mechanism}: {k} false alarms in {args.seeds} seeds (rate {k / args.seeds:.1%}, 95 % upper bound "
+        print(f"{mechanism}: {k} {what} in {args.seeds} seeds (rate {k / args.seeds:.1%}, 95 % upper bound "
               f"{upper_95(k, args.seeds):.1%}){'; seeds ' + ', '.join(map(str, seeds)) if seeds else ''}")
 
 
