@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--mechanisms", default="dpsgd,local-gaussian,dpmix")
     parser.add_argument("--output", default=None, help="the run's folder (default: a temporary one)")
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--config", default=None, help="a YAML file of settings over the ci profile's")
     parser.add_argument("--bug", default=None, help="MECHANISM:FACTOR or MECHANISM:labels: inject that bug "
                         "(tests/privacy_bugs/scaled.py) and count detections instead of false alarms")
     args = parser.parse_args()
@@ -71,6 +72,7 @@ def main() -> None:
     cmd = [sys.executable, "-m", "bench", "run", "--profile", "ci", "--mechanisms", args.mechanisms, "--seeds",
            ",".join(str(s) for s in range(args.seeds)), "--output", str(out), "--overwrite"]
     cmd += ["--cache-dir", args.cache_dir] if args.cache_dir else ["--no-cache"]
+    cmd += ["--config", args.config] if args.config else []
     env = dict(os.environ)
     if args.bug:
         cmd += ["--plugins", "tests.privacy_bugs.scaled"]
