@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE.yaml", help="YAML file of settings (overridden by flags)")
-    p.add_argument("--profile", help="smoke | default | full (sizes, epochs, ε grid)")
+    p.add_argument("--profile", help="smoke | default | full | gpu | ci (sizes, epochs, ε grid; ci: a bug guard)")
     p.add_argument("--dataset", help="mnist | fashion-mnist | cifar10 | digits, or your data: imagefolder:DIR | "
                    "npz:FILE.npz | csv:FILE.csv,label=COLUMN[,bounds=LOW:HIGH]")
     p.add_argument("--mechanisms", help="comma list: baseline,dpsgd,dpmix,local-gaussian,weight-noise")

@@ -3,7 +3,8 @@ analysis, so that the gap between the two (the design's: half the pixels, slots 
 from the release) and between the ideal and the accountant (the one-run analysis') is known. Run from the
 repository root::
 
-    python docs/dpmix_audit_ideal.py [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8]
+    python docs/dpmix_audit_ideal.py [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
+                                     [--runs code,ideal,ideal-design] [--family M]
 
 At the default profile's sizes (n₀ = 10,000 fillers, MNIST's 784 pixels and 10 classes, the default recipe: ℓ = 16,
 T = 10,000, σ_y/σ_x = √(2/784); δ = 1e-5) it prints ε_LB / ε of the audit's tightest valid bound over ``--seeds``
@@ -11,7 +12,9 @@ seeds: "code" runs ``DPMixCanaryAudit`` through ``DPMix.release`` exactly as ``b
 as many independent slots, the accountant's dominating pair at its σ (every sample N(0, 1), a sample drawing z shifted
 by Δ/(ℓσ) with probability q = ℓ/n: the full Δ, no other slot in any sample) and "ideal-design" the same with the
 design's shift (half the pixels: the squared shift 3/4 of Δ²), both scored by the exact likelihood ratio. All go
-through ``attacks.audit.membership_audit`` with the design the audit declares.
+through ``attacks.audit.membership_audit`` with the design the audit declares. ``--noise f`` draws σ·f where the
+accountant certifies σ (the bug of ``tests/privacy_bugs/dpmix_half_noise.py`` at f = 0.5): "code" through the same
+patched ``mix_release``, the ideal pairs with their shift divided by f; the bounds and the certified curve stay σ's.
 
 Measured (2026-11-27, 2-core CPU, the default 64 releases × 32 slots = 2,048 slots, seed 0; one seed, so each ratio
 carries the seed-to-seed spread of a 2,048-slot one-run audit, roughly ±0.05): ε_LB / ε of the tightest valid bound
@@ -29,7 +32,10 @@ canary (¾ of Δ², the price of distinguishable slots). Design → code: at ε 
 a third, from the other slots' z's that share a sample (≈ ℓ·m/(2n) = 2.5 % of samples), which the score explains away
 only in part. The same code with a tenth of DPMix's noise at ε = 1 reaches ε_LB = 4.88 (bench: exit 3); with half
 its noise at ε = 8 it reaches 4.36 and does not reject the certified curve (818 of 820 guesses right at 20 %; the
-ideal-design needs 2,048 perfectly ranked slots there), so that bug is not caught at this size.
+ideal-design needs 2,048 perfectly ranked slots there), so that bug is not caught at this size. With 256 releases ×
+8 slots the code rejects it by the audit's own test (``--noise 0.5``), though not at a run's 1 − 0.05/3, and within the
+default main job's 70 comparisons not even a perfect ranking of 2,048 slots can (``--family 70``):
+docs/detection_power.md, "DPMix with half its noise at ε = 8".
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import mechanisms.dpmix as dpmix_module  # noqa: E402
 from attacks.audit import membership_audit  # noqa: E402
+from attacks.audit.fdp import profile_rejected  # noqa: E402
+from attacks.audit.one_run import one_run_guesses  # noqa: E402
 from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams  # noqa: E402
 from bench.core.data import ArrayDataset  # noqa: E402
 from mechanisms.dpmix import DPMix  # noqa: E402
@@ -56,8 +65,23 @@ DESIGN = {"kind": "one-run", "threat_model": "black-box", "relation": "replace-o
 RECIPE = DPMix.recipes["default"]
 
 
-def code(epsilon: float, slots: int, releases: int, seed: int) -> dict:
-    """The audit block of ``DPMixCanaryAudit`` on ``DPMix.release`` (``bench``'s code path)."""
+def code(epsilon: float, slots: int, releases: int, seed: int, *, noise: float = 1.0) -> dict:
+    """The audit block of ``DPMixCanaryAudit`` on ``DPMix.release`` (``bench``'s code path), its mixtures drawn with
+    σ·``noise`` (1: the correct mechanism)."""
+    original = dpmix_module.mix_release
+
+    def mix_release(x, y_onehot, *, sigma, sigma_y=None, **kwargs):
+        return original(x, y_onehot, sigma=sigma * noise, sigma_y=None if sigma_y is None else sigma_y * noise,
+                        **kwargs)
+
+    dpmix_module.mix_release = mix_release
+    try:
+        return _code(epsilon, slots, releases, seed)
+    finally:
+        dpmix_module.mix_release = original
+
+
+def _code(epsilon: float, slots: int, releases: int, seed: int) -> dict:
     mech = DPMix()
     spec = mech.spec(**RECIPE)
     members = ArrayDataset(torch.zeros(FILL, *SHAPE), torch.arange(FILL) % K, K, "mnist")  # only their count is read
@@ -84,16 +108,32 @@ def ideal_scores(h: float, q: float, t: int, m: int, rng: np.random.Generator) -
     return scores, coins
 
 
-def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float = 1.0) -> dict:
-    """The same analysis on the ideal pair at the accountant's σ, its squared shift ``share`` of Δ²/ℓ²."""
+def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float = 1.0, noise: float = 1.0) -> dict:
+    """The same analysis on the ideal pair at the accountant's σ, its squared shift ``share`` of Δ²/ℓ², drawn with
+    σ·``noise`` (the shift in noise units divided by ``noise``); the certified curve is σ's."""
     p = RECIPE["params"]
     ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p["sigma_y_scale"]
     acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
     sigma = dpmix_sigma(target_epsilon=epsilon, sigma_y_scale=scale, **acc)
-    h = math.sqrt(share * (math.prod(SHAPE) / sigma**2 + 2 / (scale * sigma) ** 2)) / ell
+    h = math.sqrt(share * (math.prod(SHAPE) / sigma**2 + 2 / (scale * sigma) ** 2)) / ell / noise
     scores, coins = ideal_scores(h, ell / n, t, slots * releases, np.random.default_rng(1000 + seed))
     profile = [list(x) for x in dpmix_profile(sigma=sigma, sigma_y=scale * sigma, **acc)]
     return membership_audit(scores, coins, delta=DELTA, design=DESIGN, profile=profile)
+
+
+def perfect(epsilon: float, slots: int, releases: int, *, family: int) -> bool:
+    """Whether a perfect ranking of the m = ``slots``·``releases`` slots (every guess of every rule right: the best
+    any score can do) rejects the certified curve at ε when the run-level check divides 5 % among ``family``
+    comparisons (Bonferroni): if not, no score of this design at this size can end the run with exit status 3."""
+    p = RECIPE["params"]
+    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p["sigma_y_scale"]
+    acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
+    sigma = dpmix_sigma(target_epsilon=epsilon, sigma_y_scale=scale, **acc)
+    profile = dpmix_profile(sigma=sigma, sigma_y=scale * sigma, **acc)
+    m = slots * releases
+    coins = (np.random.default_rng(0).random(m) < 0.5).astype(np.int64)
+    ranked = coins + np.random.default_rng(1).random(m) * 1e-6  # every member above every non-member
+    return profile_rejected(m, one_run_guesses(ranked, coins), profile, confidence=1 - 0.05 / family)
 
 
 def main() -> None:
@@ -102,11 +142,24 @@ def main() -> None:
     parser.add_argument("--releases", type=int, default=64)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epsilons", default="1,3,8")
+    parser.add_argument("--noise", type=float, default=1.0, help="σ·NOISE drawn, σ certified (0.5: half the noise)")
+    parser.add_argument("--runs", default="code,ideal,ideal-design")
+    parser.add_argument("--family", type=int, default=0, help="also say whether a perfect ranking rejects the "
+                        "certified curve with the run-level check over this many comparisons (the default main job: "
+                        "70)")
     args = parser.parse_args()
     torch.set_num_threads(2)
-    print(f"m = {args.slots} × {args.releases} releases, {args.seeds} seeds: ε_LB / ε, median (min–max)")
-    runs = {"code": code, "ideal": ideal, "ideal-design": lambda *a: ideal(*a, share=0.75)}
+    print(f"m = {args.slots} × {args.releases} releases, {args.seeds} seeds, noise σ × {args.noise:g}: ε_LB / ε, "
+          "median (min–max)")
+    f = args.noise
+    runs = {"code": lambda *a: code(*a, noise=f), "ideal": lambda *a: ideal(*a, noise=f),
+            "ideal-design": lambda *a: ideal(*a, share=0.75, noise=f)}
+    runs = {name: runs[name] for name in args.runs.split(",") if name}
     for epsilon in (float(e) for e in args.epsilons.split(",")):
+        if args.family:
+            best = perfect(epsilon, args.slots, args.releases, family=args.family)
+            print(f"ε = {epsilon:g}  perfect ranking of {args.slots * args.releases} slots, run-level family of "
+                  f"{args.family}: certified curve {'rejected' if best else 'NOT rejected'}", flush=True)
         for name, fn in runs.items():
             blocks = [fn(epsilon, args.slots, args.releases, s) for s in range(args.seeds)]
             r = np.array([b["epsilon_lb"] / epsilon for b in blocks])

@@ -164,3 +164,36 @@ def audit_note(results: Results) -> str:
     if methods:
         text += " Methods: " + "; ".join(f"{name}: {METHODS[name][0]}" for name in methods if name in METHODS) + "."
     return text
+
+
+DETECTION_NOTE = (
+    "What this run could have caught: each cell is one earlier run of this profile with the bug injected into the "
+    "mechanism's own code while its accountant still certified the target ε (σ × F: the noise drawn at F times the "
+    "certified σ; labels in the clear: the label channel released without its noise), with only that mechanism's "
+    "audit and target ε, so the run's Bonferroni family was that cell's (this run's, over all its cells, divides "
+    "the 5% by more comparisons and may miss a bug measured here as caught near the edge). caught: exit status 3; "
+    "missed: exit 0 (none: the correct mechanism, a control, passed or raised a false alarm); the number is that "
+    "run's tightest valid ε_LB; —: not run (weaker than a bug already missed, "
+    "or not measured). A missed bug is one this run's audits cannot be relied on to find. Commands and data: "
+    "docs/detection_power.py, bench/runner/detection_power.json.")
+
+
+def detection_rows(results: Results) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the detection-power table of the run's profile (``results.audit.detection_power``): one
+    row per mechanism and target ε, one column per measured bug; empty when nothing was measured."""
+    measured = results.audit.detection_power if results.audit is not None else []
+    if not measured:
+        return [], []
+    bugs = list(dict.fromkeys(d.bug for d in sorted(measured, key=lambda d: (d.bug == "none",
+                                                                             d.bug == "labels in the clear", d.bug))))
+    cells: dict[tuple[str, float], dict[str, str]] = {}
+    commits: dict[tuple[str, float], set[str]] = {}
+    for d in measured:
+        bound = DASH if d.epsilon_lb is None else f"{d.epsilon_lb:.3g}"
+        verdict = ("false alarm" if d.caught else "passed") if d.bug == "none" else "caught" if d.caught else "missed"
+        cells.setdefault((d.mechanism, d.epsilon), {})[d.bug] = f"{verdict} ({bound})"
+        commits.setdefault((d.mechanism, d.epsilon), set()).add(d.commit)
+    headers = ["mechanism", "target ε", *bugs, "measured at"]
+    rows = [[mech, f"{eps:g}", *(got.get(b, DASH) for b in bugs), ", ".join(sorted(commits[(mech, eps)]))]
+            for (mech, eps), got in sorted(cells.items())]
+    return headers, rows

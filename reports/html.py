@@ -17,7 +17,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bench.results import Results
-from reports.audit import DETAIL_HEADERS, audit_detail_rows, audit_note, audit_rows
+from reports.audit import DETAIL_HEADERS, DETECTION_NOTE, audit_detail_rows, audit_note, audit_rows, detection_rows
 from reports.common import one_line
 from reports.curves import CURVES_NOTE, curves_csv
 from reports.empirical import bug_lines, heuristic_note, heuristic_rows, refuted_claim_lines
@@ -70,6 +70,7 @@ def _evidence(results: Results) -> dict[str, Any]:
     """The tables of the evidence sections (audit, heuristic bounds, attacks, reconstruction, reproduction)."""
     attack_headers, attack_table = attack_rows(results)
     audit_headers, audit_table, audit_flags = audit_rows(results)
+    power_headers, power_rows = detection_rows(results)
     heuristic_headers, heuristic_table = heuristic_rows(results)
     return {
         "attack_headers": attack_headers,
@@ -79,6 +80,9 @@ def _evidence(results: Results) -> dict[str, Any]:
         "audit_note": audit_note(results),
         "audit_detail_headers": list(DETAIL_HEADERS),
         "audit_detail_rows": audit_detail_rows(results),
+        "detection_headers": power_headers,
+        "detection_rows": power_rows,
+        "detection_note": DETECTION_NOTE,
         "heuristic_headers": heuristic_headers,
         "heuristic_rows": heuristic_table,
         "heuristic_note": heuristic_note(),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.results import Results
-from reports.audit import DETAIL_HEADERS, audit_detail_rows, audit_note, audit_rows
+from reports.audit import DETAIL_HEADERS, DETECTION_NOTE, audit_detail_rows, audit_note, audit_rows, detection_rows
 from reports.bounds import BUG_MARK, REFUTED_MARK
 from reports.common import target_text
 from reports.curves import CURVES_NOTE
@@ -88,7 +88,8 @@ def _audit(results: Results, plots: dict[str, Path]) -> list[str]:
     """The Audit section (first of the evidence): the table, its note, the tightness plot and the details."""
     headers, rows, flags = audit_rows(results)
     images = _images(plots, "audit")
-    if not rows and not images:
+    power_headers, power_rows = detection_rows(results)
+    if not rows and not images and not power_rows:
         return []
     out = ["## Audit", ""] + [f"- {_cell(line)}" for line in refuted_claim_lines(results)]
     out += [""] if out[-1] else []
@@ -97,6 +98,9 @@ def _audit(results: Results, plots: dict[str, Path]) -> list[str]:
         out += _table(headers, [[marks.get(f, "") + row[0], *row[1:]] for row, f in zip(rows, flags, strict=True)])
         out += ["", _cell(audit_note(results)), ""]
     out += images
+    if power_rows:
+        out += ["### What this run could have caught", ""] + _table(power_headers, power_rows)
+        out += ["", _cell(DETECTION_NOTE), ""]
     details = audit_detail_rows(results)
     if details:
         out += ["<details><summary>Every analysis of every audit</summary>", ""]

@@ -12,6 +12,7 @@ from bench.results.ceiling import Candidate, Ceiling
 from bench.results.document import (
     AuditSummary,
     DatasetInfo,
+    DetectionRow,
     PooledAudit,
     PrivacyBug,
     ReproducedValues,
@@ -29,7 +30,7 @@ from bench.results.tuning import RecipeCandidate, RecipeChoice
 
 __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "Candidate", "Ceiling",
-    "DatasetInfo", "Design",
+    "DatasetInfo", "Design", "DetectionRow",
     "EpochRecord", "FeatureMaps",
     "Images", "Metrics", "OneRun", "OtherRelation", "PooledAudit", "Privacy", "PrivacyBug",
     "RecipeCandidate", "RecipeChoice", "ReproducedValues", "ReproductionCurve", "ReproductionRow",

@@ -119,6 +119,28 @@ class PooledAudit(Model):
     """The neighbouring relation of the audit and of that ε."""
 
 
+class DetectionRow(Model):
+    """One measured row of a profile's detection-power table (``docs/detection_power.py``): whether one run of the
+    profile, with a bug injected into the mechanism while its accountant still certifies the target ε, ended with
+    exit status 3."""
+
+    profile: str
+    """The profile it was measured with."""
+    mechanism: str
+    """The mechanism the bug was injected into."""
+    epsilon: float
+    """The target ε of the run."""
+    bug: str
+    """``σ × F``: the noise drawn at F times the certified σ; ``labels in the clear``: the label channel released
+    without its noise; ``none``: the correct mechanism (a control)."""
+    caught: bool
+    """Whether that run exited with status 3 (a valid audit refuted the accountant)."""
+    epsilon_lb: float | None
+    """The tightest valid ε lower bound of the mechanism's audits in that run (95 %)."""
+    commit: str
+    """The commit it was measured at (``+dirty``: with uncommitted changes)."""
+
+
 class AuditSummary(Model):
     """The run-level check: each bound compared at ``confidence`` family-wise over ``comparisons``."""
 
@@ -131,6 +153,10 @@ class AuditSummary(Model):
     plus one per ``pooled`` analysis (its runs fixed by the run's seeds)."""
     pooled: list[PooledAudit] = Field(default_factory=list)
     """White-box canary audits pooled across the run's seeds, one per configuration run with two or more seeds."""
+    detection_power: list[DetectionRow] = Field(default_factory=list)
+    """What a run of this profile could have caught: the measured detection-power rows of the run's profile and
+    mechanisms (``bench/runner/detection_power.json``, written by ``docs/detection_power.py``); empty where none was
+    measured."""
 
 
 class ReproducedValues(Model):

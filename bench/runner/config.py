@@ -44,6 +44,8 @@ class RunConfig:
     ``tune_recipes`` re-chooses each mechanism's recipe among its candidates (``Mechanism.recipe_candidates``) on a
     validation split of the run's data before the grid trains (``bench.runner.tuning``), within ``tune_budget``
     seconds (given as seconds, ``"600s"`` or ``"10m"``).
+    ``recipes_from`` the profile whose recipe a mechanism trains with when it has none for ``profile`` (a profile's
+    key: ``ci`` takes each mechanism's ``smoke`` recipe, a plug-in's included).
     """
 
     dataset: str = "mnist"
@@ -56,6 +58,7 @@ class RunConfig:
     recipes_chosen_on: str | None = None
     tune_recipes: bool = False
     tune_budget: float = 600.0
+    recipes_from: str | None = None
     seeds: tuple[int, ...] = (0,)
     delta: float = 1e-5
     device: str = "auto"

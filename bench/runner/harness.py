@@ -31,6 +31,7 @@ from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
 from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import Cell, CellRunner
+from bench.runner.detection import detection_rows
 from bench.runner.executor import make_executor
 from bench.runner.jobs import Recipe, Trainer
 from bench.runner.pooled import pooled_audits
@@ -253,7 +254,9 @@ class Harness:
         self.trainer.on_jobs = lambda asked, done: None
         doc.ceilings = self._ceilings(doc)
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
-        doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons, pooled=pooled_audits(doc.results))
+        doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons, pooled=pooled_audits(doc.results),
+                                 detection_power=detection_rows(str(plan.config.get("profile", "")), tuple(
+                                     dict.fromkeys(pc.cell.mechanism for pc in plan.cells))))
         doc.status = "complete"
         doc.wall_s = time.perf_counter() - start
         write(doc, out / "results.json")

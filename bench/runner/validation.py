@@ -137,12 +137,15 @@ def training_spec(mechanism: str, raw: Any, *, n_members: int, where: str | None
 
 
 def _recipes(d: dict[str, Any], user_training: dict[str, Any]) -> dict[str, Any]:
-    """Each selected mechanism's training settings: its recipe for the profile, overridden by the config's."""
+    """Each selected mechanism's training settings: its recipe for the profile (else for the profile's
+    ``recipes_from``), overridden by the config's."""
     from mechanisms import MECHANISMS
 
     out = {}
+    fallback = d.get("recipes_from")
     for name in d["mechanisms"]:
-        base = MECHANISMS.get(name).recipes.get(d["profile"])
+        recipes = MECHANISMS.get(name).recipes
+        base = recipes.get(d["profile"], recipes.get(fallback) if fallback else None)
         over = user_training.get(name)
         if base is None or over is None:
             out[name] = over if over is not None else base
@@ -206,6 +209,10 @@ def _environment(d: dict[str, Any]) -> None:
     if chosen_on is not None and (not isinstance(chosen_on, str) or not chosen_on.strip()):
         raise ConfigError(f"recipes_chosen_on = {chosen_on!r} must be a data set's name")
     d["tune_budget"] = tune_budget(d["tune_budget"])
+    source = d.get("recipes_from")
+    others = sorted(p.stem for p in (Path(__file__).parent / "profiles").glob("*.yaml") if p.stem != d["profile"])
+    if source is not None and source not in others:
+        raise ConfigError(f"recipes_from = {source!r} must name another profile: {', '.join(others)}")
     for flag in ("no_cache", "reference_epsilons", "privacy_off_points", "tune_recipes"):
         if not isinstance(d[flag], bool):
             raise ConfigError(f"{flag} = {d[flag]!r} must be true or false")

@@ -1,0 +1,40 @@
+"""The measured detection-power table (``detection_power.json`` beside this module, written by
+``docs/detection_power.py``): per profile, mechanism, target ε and injected bug, whether one run of that profile ended
+with exit status 3. A run records the rows of its own profile and mechanisms in results.json (``audit
+.detection_power``), so that its report states what the run could have caught. Reading it imports no torch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.results import DetectionRow
+
+TABLE = Path(__file__).parent / "detection_power.json"
+
+
+def bug_text(bug: str) -> str:
+    """The table's bug key (``"0.5"``, ``"labels"``, ``"1"``) in words: ``σ × 0.5``, ``labels in the clear``,
+    ``none``."""
+    return {"labels": "labels in the clear", "1": "none"}.get(bug, f"σ × {bug}")
+
+
+def detection_rows(profile: str, mechanisms: list[str] | tuple[str, ...], *, path: Path = TABLE
+                   ) -> list[DetectionRow]:
+    """The measured rows of ``profile`` for ``mechanisms`` (in the table's order); none where the table or a row is
+    missing, or a row's run did not end with exit status 0 or 3.
+
+    Raises:
+        ValueError: the table is not valid JSON or a row lacks a field (a broken table in the checkout).
+    """
+    if not path.exists():
+        return []
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
+        return [DetectionRow(profile=r["profile"], mechanism=r["mechanism"], epsilon=r["epsilon"],
+                             bug=bug_text(r["bug"]), caught=r["exit"] == 3,
+                             epsilon_lb=max(r["epsilon_lb"].values(), default=None),
+                             commit=r["commit"] + ("+dirty" if r.get("dirty") else ""))
+                for r in rows if r["profile"] == profile and r["mechanism"] in mechanisms and r["exit"] in (0, 3)]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a detection-power table ({type(exc).__name__}: {exc})") from None

@@ -1,0 +1,91 @@
+"""The null test at the `ci` profile's size: how often a *correct* mechanism fails a `privbench run --profile ci`
+job (exit status 3). Run from the repository root::
+
+    PRIVBENCH_DATA=... python docs/null_test.py [--seeds 20] [--mechanisms dpsgd,local-gaussian,dpmix]
+                                                [--output DIR] [--cache-dir DIR]
+
+One `bench run --profile ci --seeds 0,…,N−1 --mechanisms …` trains every (mechanism, seed) cell once; each
+(mechanism, seed) is then judged exactly as a CI job that runs that mechanism at that seed would be: the run-level
+check (``bench.runner.bugs.privacy_bugs``) over that cell's comparisons alone (every analysis in each audit's
+design-fixed family, the Gaussian ones included where the design allows them, and the certified-curve test), at
+95 % family-wise. A seed is a false alarm when the check finds a bug. Printed per mechanism: false alarms / seeds,
+with the Clopper-Pearson 95 % upper bound on the false-alarm rate; the promise is ≤ 5 %.
+
+``--bug MECHANISM:F`` injects σ × F into that mechanism (``tests/privacy_bugs/scaled.py``; run it with
+``--mechanisms MECHANISM``) and counts the seeds whose check finds the bug: the detection rate over seeds.
+
+Measured: see docs/detection_power.md ("False alarms of the ci profile"), with the commit it was measured at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from scipy.stats import beta
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.results.document import read  # noqa: E402
+from bench.runner.bugs import privacy_bugs  # noqa: E402
+
+
+def false_alarms(results_json: Path) -> dict[str, list[int]]:
+    """``{mechanism: [seeds whose own check flags a bug]}`` of a run's results.json, each (mechanism, seed) judged
+    alone (its own Bonferroni family), as a one-mechanism, one-seed CI job would be."""
+    cells = defaultdict(list)
+    for r in read(results_json).results:
+        cells[(r.mechanism, r.seed)].append(r)
+    flagged: dict[str, list[int]] = defaultdict(list)
+    for (mechanism, seed), results in sorted(cells.items()):
+        bugs, _, comparisons = privacy_bugs(results)
+        if comparisons == 0:
+            raise SystemExit(f"{mechanism} seed {seed}: no audit comparison (did its audit fail?)")
+        flagged.setdefault(mechanism, [])
+        if bugs:
+            flagged[mechanism].append(seed)
+    return flagged
+
+
+def upper_95(k: int, n: int) -> float:
+    """Clopper-Pearson one-sided 95 % upper bound on a rate with k of n."""
+    return 1.0 if k == n else float(beta.ppf(0.95, k + 1, n - k))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--mechanisms", default="dpsgd,local-gaussian,dpmix")
+    parser.add_argument("--output", default=None, help="the run's folder (default: a temporary one)")
+    parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--config", default=None, help="a YAML file of settings over the ci profile's")
+    parser.add_argument("--bug", default=None, help="MECHANISM:FACTOR or MECHANISM:labels: inject that bug "
+                        "(tests/privacy_bugs/scaled.py) and count detections instead of false alarms")
+    args = parser.parse_args()
+    out = Path(args.output or tempfile.mkdtemp(prefix="privbench-null-"))
+    cmd = [sys.executable, "-m", "bench", "run", "--profile", "ci", "--mechanisms", args.mechanisms, "--seeds",
+           ",".join(str(s) for s in range(args.seeds)), "--output", str(out), "--overwrite"]
+    cmd += ["--cache-dir", args.cache_dir] if args.cache_dir else ["--no-cache"]
+    cmd += ["--config", args.config] if args.config else []
+    env = dict(os.environ)
+    if args.bug:
+        cmd += ["--plugins", "tests.privacy_bugs.scaled"]
+        env["PRIVBENCH_BUG"] = args.bug
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
+    if done.returncode not in (0, 3):  # 3: some seed flagged, judged below per (mechanism, seed)
+        raise SystemExit(f"bench run failed ({done.returncode}): {done.stderr[-2000:]}")
+    what = f"detections of {args.bug}" if args.bug else "false alarms"
+    for mechanism, seeds in false_alarms(out / "results.json").items():
+        k = len(seeds)
+        print(f"{mechanism}: {k} {what} in {args.seeds} seeds (rate {k / args.seeds:.1%}, 95 % upper bound "
+              f"{upper_95(k, args.seeds):.1%}){'; seeds ' + ', '.join(map(str, seeds)) if seeds else ''}")
+
+
+if __name__ == "__main__":
+    main()

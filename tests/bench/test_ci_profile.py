@@ -1,0 +1,110 @@
+"""The `ci` profile guards a mechanism in a CI job: at its size, each built-in mechanism family drawing half the noise
+its accountant certifies (σ × 0.5, ``tests/privacy_bugs``) ends ``bench run --profile ci`` with exit status 3, refuted
+by that mechanism's own audit, and the correct mechanism exits 0 (the false-alarm rate over seeds:
+``docs/null_test.py``). A mechanism without a ``ci`` recipe trains with its ``smoke`` one (``recipes_from``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.core.errors import ConfigError
+from bench.runner.config import build_config
+from mechanisms.dp_sgd import DPSGD
+from mechanisms.local_noise import LocalGaussian
+
+REPO = Path(__file__).resolve().parents[2]
+CI = ["--profile", "ci", "--no-cache", "--device", "cpu"]
+AUDIT = {"dpsgd": "canary-whitebox", "local-gaussian": "local-canary", "dpmix": "dpmix-canary"}
+BUGS = {"dpsgd": "dpsgd_half_noise", "local-gaussian": "local_half_noise", "dpmix": "dpmix_half_noise"}
+
+
+def _ci_run(mechanism: str, out: Path, plugin: str | None) -> subprocess.CompletedProcess:
+    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    return subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--mechanisms", mechanism, *extra,
+                           "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow  # a whole CLI job, about 30 s
+@pytest.mark.parametrize("mechanism", sorted(BUGS))
+def test_half_the_noise_exits_3_at_ci_size(mechanism, tmp_path):
+    done = _ci_run(mechanism, tmp_path / "run", BUGS[mechanism])
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert {b["attack"] for b in doc["privacy_bugs"]} == {AUDIT[mechanism]}
+    assert [r["target_epsilon"] for r in doc["results"]] == [2.0]  # the profile's ε, no ε = ∞ point
+
+
+@pytest.mark.slow  # a whole CLI job, about 30 s
+@pytest.mark.parametrize("mechanism", sorted(BUGS))
+def test_the_correct_mechanism_exits_0_at_ci_size(mechanism, tmp_path):
+    done = _ci_run(mechanism, tmp_path / "run", None)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    [result] = doc["results"]
+    audit = result["attacks"][AUDIT[mechanism]]["audit"]
+    assert doc["privacy_bugs"] == [] and doc["audit"]["comparisons"] >= 3
+    assert 0 < audit["epsilon_lb"] < 2.0  # the audit sees the mechanism, and stays below its ε
+
+
+def test_ci_takes_each_mechanisms_smoke_recipe_with_its_own_settings_on_top():
+    cfg = build_config(cli_values={"profile": "ci", "mechanisms": ("dpsgd", "local-gaussian")})
+    smoke = DPSGD.spec(**DPSGD.recipes["smoke"])
+    assert cfg.spec_for("dpsgd").epochs == smoke.epochs and cfg.spec_for("dpsgd").lr == smoke.lr
+    assert cfg.spec_for("dpsgd").params.model_kwargs == {"hidden": 1024}  # the profile's change
+    assert cfg.spec_for("local-gaussian") == LocalGaussian.spec(**LocalGaussian.recipes["smoke"])
+
+
+def test_recipes_from_must_name_another_profile():
+    with pytest.raises(ConfigError, match="recipes_from = 'nope' must name another profile: .*smoke"):
+        build_config(yaml_values={"recipes_from": "nope"})
+
+
+@pytest.mark.slow  # two ci runs of local noise, about 40 s
+def test_the_null_test_judges_each_mechanism_and_seed_alone(tmp_path):
+    """The feasible part of the null test (``docs/null_test.py``; its 20-seed count is in docs/detection_power.md):
+    correct local noise at two seeds of the ci profile, each seed judged as its own CI job, no false alarm."""
+    done = subprocess.run([sys.executable, "docs/null_test.py", "--seeds", "2", "--mechanisms", "local-gaussian",
+                           "--output", str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.startswith("local-gaussian: 0 false alarms in 2 seeds"), done.stdout
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert sorted(r["seed"] for r in doc["results"]) == [0, 1]
+
+
+MY_MECHANISM = '''
+"""A user's mechanism built on the library's local randomiser, with only a smoke recipe."""
+from mechanisms import MECHANISMS
+from mechanisms.local_noise import LocalGaussian
+
+
+class MyLocal(LocalGaussian):
+    name = "my-local"
+    recipes = {"smoke": LocalGaussian.recipes["smoke"]}
+
+
+MECHANISMS.add("my-local", MyLocal)
+'''
+
+
+@pytest.mark.slow  # two CLI jobs, about 20 s each
+def test_the_readme_command_guards_a_plugin_mechanism(tmp_path):
+    """README, "Guard your mechanism in CI": `run --profile ci --plugins my_mechanism --mechanisms my-mechanism`
+    trains the plug-in with its smoke recipe, audits it, exits 0; with its noise halved (the library's randomiser
+    patched by tests/privacy_bugs/local_half_noise.py) it exits 3."""
+    (tmp_path / "my_mechanism.py").write_text(MY_MECHANISM)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    for plugins, status in (("my_mechanism", 0), ("my_mechanism,tests.privacy_bugs.local_half_noise", 3)):
+        out = tmp_path / f"run-{status}"
+        done = subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--plugins", plugins, "--mechanisms",
+                               "my-local", "--epsilons", "2", "--output", str(out)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == status, done.stdout[-3000:] + done.stderr[-3000:]
+        doc = json.loads((out / "results.json").read_text())
+        assert doc["results"][0]["attacks"]["local-canary"]["audit"]["epsilon_lb"] > 0
+        assert {b["attack"] for b in doc["privacy_bugs"]} == ({"local-canary"} if status else set())
