@@ -84,14 +84,8 @@ class AuditBound:
 
     @property
     def compared(self) -> Privacy | None:
-        """The privacy this bound is held to, as the run-level check holds it (``bench/runner/bugs.py``): the
-        accountant's guarantee stated under the relation the design tests (``Privacy.under``: DP-SGD states its
-        add/remove ε beside its replace-one ε), or, without a guarantee, the record with its claimed ε; None when
-        neither exists."""
-        p = self.privacy
-        if has_guarantee(p):
-            return p.under(self.design.relation)
-        return p if p is not None and p.claimed_epsilon is not None else None
+        """The privacy this bound is held to, by the rule the run-level check uses (``AttackRecord.held_to``)."""
+        return self.record.held_to(self.result.privacy)
 
     @property
     def comparable(self) -> bool:

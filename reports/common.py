@@ -52,7 +52,7 @@ def one_line(text: object, default: str = "unknown error") -> str:
 
 def has_guarantee(privacy: Privacy | None) -> bool:
     """Whether a model's privacy record carries a formal guarantee with an ε."""
-    return privacy is not None and privacy.guarantee != "none" and privacy.epsilon is not None
+    return privacy is not None and privacy.has_guarantee
 
 
 def format_privacy(privacy: Privacy | None) -> str:

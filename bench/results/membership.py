@@ -169,3 +169,17 @@ class AttackRecord(Model):
     audited_privacy: Privacy | None = None
     """The certified privacy of the run the audit observed when it is not the model itself (an audit run on the
     members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""
+
+    def held_to(self, model_privacy: Privacy | None) -> Privacy | None:
+        """The privacy this audit's bounds are held to — the one rule the run-level bug check
+        (``bench/runner/bugs.py``) and the reports (``reports/bounds.py``) share: the audited run's privacy (else the
+        model's, ``model_privacy``); with a guarantee, stated under the neighbouring relation the audit's design
+        tests (``Privacy.under``: DP-SGD states add/remove beside replace-one), None where it states no ε for that
+        relation; without a guarantee, the record when a source claimed an ε (a refuted claim, never a bug), else
+        None."""
+        p = self.audited_privacy or model_privacy
+        if p is None:
+            return None
+        if p.has_guarantee:
+            return p.under(self.audit.design.relation)
+        return p if p.claimed_epsilon is not None else None

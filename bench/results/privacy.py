@@ -59,6 +59,11 @@ class Privacy(Model):
     as this flag (strict JSON has no infinity) with ``epsilon`` null and ``guarantee`` ``none``; reports print
     "ε = ∞ (privacy off)", never "no guarantee"."""
 
+    @property
+    def has_guarantee(self) -> bool:
+        """Whether this record carries a formal guarantee with an ε (not "none", not privacy off)."""
+        return self.guarantee != "none" and self.epsilon is not None
+
     def under(self, relation: str | None) -> Privacy | None:
         """This record stated under ``relation`` (that relation's ε, accountant and profile), or None without one."""
         if self.epsilon is None or relation is None:

@@ -33,16 +33,10 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
         if not r.ok:
             continue
         for name, record in sorted(r.attacks.items()):
-            p, design = record.audited_privacy or r.privacy, record.audit.design
+            design, p = record.audit.design, record.held_to(r.privacy)  # the rule the reports use too
             if p is None or design.kind not in VALID_DESIGNS:
                 continue
-            guaranteed = p.guarantee != "none" and p.epsilon is not None
-            if guaranteed:  # compared with the ε of the relation the design tests (DP-SGD states both)
-                p = p.under(design.relation)
-                if p is None:
-                    continue
-            elif p.claimed_epsilon is None:
-                continue
+            guaranteed = p.has_guarantee
             members = family(design.model_dump())
             items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.method in members]
             if guaranteed and SAMPLING_TEST in (record.extra or {}):  # the design's own test of the sampling
