@@ -222,6 +222,9 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     clipper = make_clipper(mode, model)
     tracker = None if canaries is None else CanaryTracker(canaries, clipper.params, sample_rate=sample_rate,
                                                           noise_multiplier=noise_multiplier)
+    if tracker is not None and tracker.final:
+        tracker.final_setup(optimizer, expected_batch_size=expected_batch_size, max_grad_norm=max_grad_norm,
+                            ema_decay=ema_decay)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                 canaries=tracker, augment=augment, max_physical_batch_size=max_physical_batch_size)
     history, seen = [], 0
