@@ -13,6 +13,8 @@ import pytest
 
 from attacks.audit import family
 from attacks.base import AuditDesign
+from bench.results.document import read
+from reports.audit import audit_rows
 
 REPO = Path(__file__).resolve().parents[2]
 CI = ["--profile", "ci", "--no-cache", "--device", "cpu", "--mechanisms", "dpsgd", "--attacks", "canary-final"]
@@ -46,6 +48,10 @@ def test_the_correct_mechanism_stays_below_its_epsilon(tmp_path):
     assert {b["method"] for b in audit["bounds"] if b["valid"]} <= {"one-run", "f-dp", "gaussian-llr"}
     extra = record["extra"]
     assert extra["momentum"] == 0.0 and extra["steps"] > 0 and extra["members_sd"] < extra["noise_sd"]
+    headers, [row], _ = audit_rows(read(tmp_path / "run" / "results.json"))  # the report's Audit table
+    ratio = row[headers.index("hidden-state ε_LB / ε")]
+    assert ratio.endswith("(add/remove ε)") and 0 < float(ratio.split()[0]) < 1
+    assert row[headers.index("white-box ε_LB (audit: design, method, confidence)")] == "no audit"
 
 
 @pytest.mark.slow  # a whole CLI job, about 20 s
