@@ -164,12 +164,16 @@ class FinalModelCanaryAudit(CanaryAudit):
     −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate (``CanaryTracker.final_scores``): for plain and heavy-ball momentum
     SGD (no weight decay, dampening, Nesterov or weight averaging; anything else, e.g. Adam, is refused in one line)
     the sum of its noisy updates, weighted by the momentum's a_t/ā. The other records' gradients at a canary's
-    coordinate are unknown to this auditor and enter the excluded and included scores alike: they lower the bound,
-    never invalidate it (the coins are independent of them). Analyses: the one-run and f-DP analyses
-    (assumption-free) and ``gaussian-llr``'s μ-GDP analysis of the sums, valid when the excluded canaries' scores
-    pass a normality test; all three in the design's Bonferroni family. Returns ``{"canary-final": scores}``
-    (larger means "included"); the members' part of the scores is measured and stored (``members_sd`` against
-    ``noise_sd``). Only mechanisms that take gradient canaries (DP-SGD); elsewhere the attack raises ValueError."""
+    coordinate are unknown to this auditor and enter the excluded and included scores alike: they lower the bound
+    and never invalidate the one-run bounds (any score of the final model is post-processing). Analyses: the
+    one-run and f-DP analyses (assumption-free) and ``gaussian-llr``'s μ-GDP analysis of the sums, valid when the
+    excluded canaries' scores pass a normality test; all three in the design's Bonferroni family. Beyond the shape
+    that test checks, the Gaussian analysis assumes the canaries independent trials: true of their noise and
+    sampling by construction, but the other records' part at their coordinates is shared data and feels the
+    included canaries through θ (a second-order effect this design does not test; the one-run and f-DP bounds need
+    no such assumption). Returns ``{"canary-final": scores}`` (larger means "included"); the members' part of the
+    scores is measured and stored (``members_sd`` against ``noise_sd``). DP-SGD targets only (``applies_to``;
+    skipped elsewhere)."""
 
     name = "canary-final"
     Params = FinalModelCanaryParams
