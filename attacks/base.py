@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from bench.core.data import ArrayDataset, MembershipSplit
     from bench.core.types import PrivacySpent, Release, TrainedModel
 
-THREAT_MODELS = ("black-box", "white-box")
+THREAT_MODELS = ("black-box", "white-box", "hidden-state")
 DESIGNS = ("heuristic", "one-run", "multi-run")
 
 
@@ -37,8 +37,9 @@ class AuditDesign:
             outcomes, which DP does not give; never a privacy-bug verdict); ``"one-run"`` — m canaries, each
             included independently with probability ``inclusion``, in one training run; ``"multi-run"`` — m
             independent training runs, each with or without one canary.
-        threat_model: ``"black-box"`` (the final model or the release only) or ``"white-box"`` (every
-            intermediate update seen).
+        threat_model: ``"black-box"`` (the final model or the release only), ``"white-box"`` (every
+            intermediate update seen) or ``"hidden-state"`` (the final model's weights θ_T and the public
+            initialisation θ_0 only; Cebere et al. 2024).
         size: m, the canaries (one-run) or training runs (multi-run); the scored records for a heuristic.
         relation: the neighbouring relation the design tests (``"add-remove"`` or ``"replace-one"``), or None
             for a heuristic.

@@ -144,3 +144,67 @@ class CanaryAudit(MembershipAttack):
                                             **{k: wb.get(k) for k in ("sigma_hat", "sigma_hat_by_tensor",
                                                                       "claimed_sigma", "sample_rate", "steps")}})
         return out
+
+
+class FinalModelCanaryParams(CanaryParams):
+    """Settings of the final-model (hidden-state) canary audit: as ``CanaryParams``, the gradient canaries at every
+    free coordinate by default (``all``)."""
+
+    gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = "all"
+
+
+class FinalModelCanaryAudit(CanaryAudit):
+    """DP-SGD's audit in the hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in
+    the hidden state threat model"; Steinke, Nasr, Jagielski 2023, §6, gradient canaries with the final model only):
+    the auditor sees θ_0 (public: the mechanism's own ``build`` with the run's seed) and θ_T, nothing in between.
+
+    The audit run is ``canary``'s (the members plus a random half of the input canaries, q, T and B from the public
+    n), with Dirac gradient canaries (``mechanisms.dpsgd_canaries``, ``GradientCanaries.final_model``), each
+    included by a fair coin, at every trainable coordinate but a 2.5 % reference share. Canary i's score is
+    −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate (``CanaryTracker.final_scores``): for plain and heavy-ball momentum
+    SGD (no weight decay, dampening, Nesterov or weight averaging; anything else, e.g. Adam, is refused in one line)
+    the sum of its noisy updates, weighted by the momentum's a_t/ā. The other records' gradients at a canary's
+    coordinate are unknown to this auditor and enter the excluded and included scores alike: they lower the bound
+    and never invalidate the one-run bounds (any score of the final model is post-processing). Analyses: the
+    one-run and f-DP analyses (assumption-free) and ``gaussian-llr``'s μ-GDP analysis of the sums, valid when the
+    excluded canaries' scores pass a normality test; all three in the design's Bonferroni family. Beyond the shape
+    that test checks, the Gaussian analysis assumes the canaries independent trials: true of their noise and
+    sampling by construction, but the other records' part at their coordinates is shared data and feels the
+    included canaries through θ (a second-order effect this design does not test; the one-run and f-DP bounds need
+    no such assumption). Returns ``{"canary-final": scores}`` (larger means "included"); the members' part of the
+    scores is measured and stored (``members_sd`` against ``noise_sd``). DP-SGD targets only (``applies_to``;
+    skipped elsewhere)."""
+
+    name = "canary-final"
+    Params = FinalModelCanaryParams
+
+    def applies_to(self, target) -> bool:
+        """DP-SGD targets only (their recorded σ and per-sample gradient mode); elsewhere the attack is skipped."""
+        return "grad_sample_mode" in target.params and "noise_multiplier" in target.params
+
+    def _request(self, ctx: AttackContext):
+        """The audit run's request: the gradient canaries with ``final_model`` set.
+
+        Raises:
+            ValueError: the mechanism takes no gradient canaries, or none are asked for."""
+        from dataclasses import replace
+
+        request = super()._request(ctx)
+        if request is None or not request.active:
+            raise ValueError(f"canary-final needs a mechanism that takes gradient canaries (dpsgd) and "
+                             f"gradient_canaries >= 1 or 'all', got {ctx.mechanism!r}, "
+                             f"{self.params.gradient_canaries!r}")
+        return replace(request, final_model=True)
+
+    def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        _, _, data, seed, request = self._audit_job(ctx)
+        run = ctx.train_like_target.audit_run(data, seed=seed, request=request)
+        wb = run.audit
+        design = AuditDesign("one-run", "hidden-state", size=len(wb["included"]), relation="add-remove")
+        keys = ("sigma_hat", "claimed_sigma", "sample_rate", "steps", "lr", "momentum", "expected_batch_size",
+                "members_sd", "noise_sd")
+        return {self.name: MembershipScores(
+            np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64), design=design, privacy=run.privacy,
+            extra={"gradient_norm": request.norm, "observations": "θ_T − θ_0 (final model, public θ_0)",
+                   "placement": "every coordinate" if request.every_coordinate else "random",
+                   **{k: wb.get(k) for k in keys}})}

@@ -16,7 +16,8 @@ T = 120, σ at replace-one ε by the PLD accountant), it prints:
    runs' canaries pooled (``pool_llr_fits``).
 3. With ``--results``: the code's ``canary-whitebox`` bounds from ``bench run`` results (one per seed), each and
    pooled across the files' runs of one ε.
-4. The final-model (hidden-state) design's ceiling at ε = 10 by simulation (``final_model``; not built).
+4. The final-model (hidden-state) design's ceiling at ε = 10 by simulation (``final_model``; plain SGD; built as
+   ``canary-final``, compared with its ideal at the recipe's momentum by ``docs/dpsgd_final_audit_ideal.py``).
 
 Measured (2026-11-27, 2-core CPU; ``--results`` from ``PRIVBENCH_DATA=... python -m bench run --mechanisms dpsgd
 --epsilons 1,3,8 --seeds 0,1,2 --attacks canary``; ε_LB / add-remove ε at the design's per-analysis level 1 − 0.05/3):
@@ -151,7 +152,7 @@ def main() -> None:
 
 
 def final_model(m: int, seeds: int, level: float, epsilon: float = 10.0) -> None:
-    """4. The final-model (hidden-state) ceiling at target ε (not built): with θ₀ public, plain SGD and the other
+    """4. The final-model (hidden-state) ceiling at target ε (``canary-final``): with θ₀ public, plain SGD and the other
     records' gradients exactly 0 at the canaries' coordinates (the best case), canary i's coordinate of θ_T − θ₀ is
     −lr·C·Σ_t x_t, so its score is the sum Σ_t x_t, N(0, Tσ²) plus Binomial(T, q) when included; ``extra`` adds the
     other records' run-to-run variation there, as a multiple of the noise's sd √T·σ. Through the same μ-GDP

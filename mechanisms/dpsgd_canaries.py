@@ -36,7 +36,10 @@ class GradientCanaries:
     count n from which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉ and its expected batch
     B = int(n·q) are derived, fixed by the auditor before any inclusion coin is drawn (the one-run and multi-run
     theorems need the mechanism independent of the coins: with n = len(training set), adding one input canary could
-    change q, T or B); None: the training set's size. ``count`` may be 0 when only ``public_size`` is asked for."""
+    change q, T or B); None: the training set's size. ``count`` may be 0 when only ``public_size`` is asked for.
+    ``final_model``: the hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the
+    hidden state threat model"; Steinke, Nasr, Jagielski 2023, §6): the canaries are inserted the same way, but
+    scored from θ_T − θ_0 alone (``CanaryTracker.final_scores``), never from the intermediate updates."""
 
     count: int
     seed: int
@@ -44,6 +47,7 @@ class GradientCanaries:
     included: tuple[bool, ...] | None = None
     public_size: int | None = None
     every_coordinate: bool = False
+    final_model: bool = False
 
     def __post_init__(self) -> None:
         if self.count < (0 if self.public_size is not None or self.every_coordinate else 1) or self.norm < 1:
@@ -126,6 +130,11 @@ class CanaryTracker:
         self.q, self.claimed_sigma, self.norm = sample_rate, noise_multiplier, request.norm
         self.others = np.zeros(len(self.included))
         self.steps: list[np.ndarray] = []  # per step: (count + refs,) observations x_t, in units of C
+        self.final = request.final_model
+        self.other_steps: list[np.ndarray] = []  # final_model: per step, the other records' part, in units of C
+        self.theta0 = {p: p.detach().reshape(-1)[idx].double().cpu().numpy() for p, (_, idx) in self.where.items()} \
+            if self.final else {}  # θ_0 at the observed coordinates: the mechanism's own build with the run's seed
+        self.optim: tuple[float, float, int, float] | None = None  # final_model: (lr, momentum, B, C)
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
         """Record the other records' clipped sum at the observed coordinates, then add the sampled included
@@ -143,6 +152,8 @@ class CanaryTracker:
                 s = s.clone()
                 s[idx[hit]] += self.value
                 sums[p] = s.view_as(sums[p])
+        if self.final:
+            self.other_steps.append((self.others / max_grad_norm).astype(np.float32))
 
     def observe(self, p: nn.Parameter, noisy: torch.Tensor, max_grad_norm: float) -> None:
         """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates:
@@ -168,12 +179,76 @@ class CanaryTracker:
         owners = self.owner[self.count:]
         return {int(k): float(np.sqrt(np.mean(refs[:, owners == k] ** 2))) for k in np.unique(owners)}
 
+    def final_setup(self, optimizer: torch.optim.Optimizer, *, expected_batch_size: int, max_grad_norm: float,
+                    ema_decay: float | None) -> None:
+        """Fix the recipe's linear structure for ``final_scores``: θ_T − θ_0 is linear in the noisy updates only for
+        plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one learning rate and momentum, no weight decay,
+        no dampening, no Nesterov) and no moving average of the weights.
+
+        Raises:
+            ValueError: any other optimizer or setting (one line naming it)."""
+        groups = optimizer.param_groups
+        if type(optimizer) is not torch.optim.SGD:
+            raise ValueError(f"the final-model audit needs plain or momentum SGD (θ_T − θ_0 linear in the updates), "
+                             f"got {type(optimizer).__name__}")
+        bad = [f"{k}={g[k]}" for g in groups for k, ok in (("weight_decay", 0), ("dampening", 0), ("nesterov", False))
+               if g.get(k, ok) != ok]
+        if bad or len({(g["lr"], g["momentum"]) for g in groups}) != 1 or ema_decay is not None:
+            raise ValueError("the final-model audit needs SGD with one lr and momentum, no weight decay, dampening, "
+                             f"Nesterov or weight averaging, got {', '.join(bad) or 'several groups or ema_decay'}")
+        self.optim = (float(groups[0]["lr"]), float(groups[0]["momentum"]), int(expected_batch_size),
+                      float(max_grad_norm))
+
+    def step_weights(self) -> np.ndarray:
+        """a_t / ā, ``(T,)``: the weight of step t's noisy update in θ_T − θ_0 for heavy-ball momentum μ,
+        a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ) (1 for plain SGD), normalised to mean 1."""
+        _, mu, _, _ = self.optim
+        t = len(self.steps)
+        a = np.ones(t) if mu == 0 else (1 - mu ** (t - np.arange(t))) / (1 - mu)
+        return a / a.mean()
+
+    def final_scores(self) -> np.ndarray:
+        """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate.
+        SGD with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
+        (``step_weights``), so the score is Σ_t (a_t/ā)·(x_t + o_t): an included canary's expected score is about
+        T·q·(its clipped norm / C), plus N(0, Σ_t (a_t/ā)²·σ²) noise and the other records' part o_t. Read from the
+        parameters' final values and θ_0 only (the hidden-state threat model): the per-step observations never
+        enter it."""
+        lr, mu, batch, c = self.optim
+        t = len(self.steps)
+        a_bar = float(np.mean((1 - mu ** (t - np.arange(t))) / (1 - mu))) if mu else 1.0
+        out = np.zeros(len(self.included))
+        for p, (ids, idx) in self.where.items():
+            theta = p.detach().reshape(-1)[idx].double().cpu().numpy()
+            out[ids.numpy()] = -(theta - self.theta0[p]) * batch / (lr * c * a_bar)
+        return out[: self.count]
+
+    def final_result(self) -> dict[str, list | float]:
+        """``result`` of a final-model run: the hidden-state scores and coins, the run's public parameters, and the
+        measured other records' variation at the canaries' coordinates (a diagnostic the scores never use):
+        ``members_sd``, the sd over canaries of the other records' part of the score, Σ_t (a_t/ā)·o_t, and
+        ``noise_sd``, the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the reference coordinates)."""
+        if self.optim is None:
+            raise ValueError("final_setup was not called before the final-model scores were asked for")
+        w = self.step_weights()
+        drift = (w[:, None] * np.stack(self.other_steps)[:, : self.count].astype(np.float64)).sum(0) \
+            if self.other_steps else np.zeros(self.count)
+        sigma = self.noise_estimate()
+        return {"scores": self.final_scores().tolist(), "included": self.included[: self.count].astype(int).tolist(),
+                "sigma_hat": sigma, "claimed_sigma": self.claimed_sigma, "sample_rate": self.q,
+                "steps": len(self.steps), "threat_model": "hidden-state", "lr": self.optim[0],
+                "momentum": self.optim[1], "expected_batch_size": self.optim[2],
+                "members_sd": float(drift.std()), "noise_sd": float(sigma * np.sqrt(np.sum(w**2)))}
+
     def result(self) -> dict[str, list | float]:
-        """``{"scores": (m,), "included": (m,), "sigma_hat", "sigma_hat_by_tensor", "claimed_sigma", "sample_rate",
-        "steps"}`` (JSON-able; score: larger means included). The score of canary i is the log-likelihood ratio of
+        """A final-model run's ``final_result``; otherwise ``{"scores": (m,), "included": (m,), "sigma_hat",
+        "sigma_hat_by_tensor", "claimed_sigma", "sample_rate", "steps"}`` (JSON-able; score: larger means
+        included). The score of canary i is the log-likelihood ratio of
         "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the noise
         estimated in the canary's own parameter tensor (``tensor_noise``; all references' ``noise_estimate`` where
         the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t."""
+        if self.final:
+            return self.final_result()
         pooled, by_tensor = self.noise_estimate(), self.tensor_noise()
         sigma = np.array([by_tensor.get(int(k), pooled) for k in self.owner[: self.count]], dtype=np.float64)
         x = np.stack(self.steps)[:, : self.count].astype(np.float64) if self.steps else np.zeros((0, self.count))

@@ -182,6 +182,18 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     return total, count
 
 
+def _tracker(canaries: GradientCanaries, params: list[nn.Parameter], optimizer: torch.optim.Optimizer, *,
+             sample_rate: float, noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
+             ema_decay: float | None) -> CanaryTracker:
+    """The run's canary tracker; a final-model request also fixes the recipe's linear structure (and refuses an
+    optimizer whose final model is not linear in the updates: ``CanaryTracker.final_setup``)."""
+    tracker = CanaryTracker(canaries, params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
+    if tracker.final:
+        tracker.final_setup(optimizer, expected_batch_size=expected_batch_size, max_grad_norm=max_grad_norm,
+                            ema_decay=ema_decay)
+    return tracker
+
+
 def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
                mode: str, epochs: int, sample_rate: float, noise_multiplier: float, max_grad_norm: float,
                expected_batch_size: int, accountant, generator: torch.Generator, device: torch.device,
@@ -220,8 +232,9 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         x, model = model.features(x, device), model.head
     ema = _ema(model, ema_decay)  # made before the clipper, so the copy carries none of its hooks
     clipper = make_clipper(mode, model)
-    tracker = None if canaries is None else CanaryTracker(canaries, clipper.params, sample_rate=sample_rate,
-                                                          noise_multiplier=noise_multiplier)
+    tracker = None if canaries is None else _tracker(canaries, clipper.params, optimizer, sample_rate=sample_rate,
+                                                     noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
+                                                     expected_batch_size=expected_batch_size, ema_decay=ema_decay)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                 canaries=tracker, augment=augment, max_physical_batch_size=max_physical_batch_size)
     history, seen = [], 0

@@ -1,5 +1,6 @@
 """The "Audit" section, first of the evidence: per model, the accountant's ε next to the tightest valid ε lower
-bound per threat model (white-box, black-box) with its audit, design, method and confidence, the ratio ε_LB / ε,
+bound per threat model (white-box, hidden-state where one ran, black-box) with its audit, design, method and
+confidence, the ratio ε_LB / ε,
 the best plausible parametric bound (its assumption and normality p-value named), and the run-level verdict
 (privacy bug, refuted claim, or not refuted); and the details: every analysis of every audit. Reads
 ``reports.bounds`` (which bounds are evidence) and the ``privacy_bugs`` / ``refuted_claims`` of the run-level check.
@@ -45,11 +46,19 @@ def _model(r: RunResult, seeds: bool) -> str:
     return model_label(r) + (f" (seed {r.seed})" if seeds else "")
 
 
+def threat_models(results: Results) -> tuple[str, ...]:
+    """The Audit table's threat-model columns: white-box and black-box always, hidden-state where an audit of that
+    threat model (``canary-final``, not run by default) ran."""
+    hidden = any(b.threat_model == "hidden-state" for r in results.results if not is_failed(r)
+                 for b in audit_bounds_of(r))
+    return tuple(tm for tm in THREAT_MODELS if tm != "hidden-state" or hidden)
+
+
 def audit_headers(results: Results) -> list[str]:
     """The Audit table's headers (``dataset`` first only when the run has several)."""
     datasets, _ = _several(results)
     heads = ["mechanism", "target ε", "accountant ε (δ, accountant, relation)"]
-    for tm in THREAT_MODELS:
+    for tm in threat_models(results):
         heads += [f"{tm} ε_LB (audit: design, method, confidence)", f"{tm} ε_LB / ε"]
     heads += ["plausible parametric ε_LB (assumption not guaranteed)", "run-level check"]
     return (["dataset"] if datasets else []) + heads
@@ -102,13 +111,13 @@ def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]
     """Headers, text rows and a per-row flag (``"bug"``, ``"refuted"`` or ``""``) of the Audit table: one row per
     successful model."""
     datasets, seeds = _several(results)
-    rows, flags = [], []
+    rows, flags, columns = [], [], threat_models(results)
     for r in results.results:
         if is_failed(r):
             continue
         cells = [r.dataset] if datasets else []
         cells += [_model(r, seeds), target_text(target_of(r)), _privacy_cell(r)]
-        for tm in THREAT_MODELS:
+        for tm in columns:
             cells += _bound_cells(r, tm)
         check, flag = _check_cell(results, r, [b for b in audit_bounds_of(r) if b.bound.valid])
         rows.append(cells + [_plausible_cell(r), check])

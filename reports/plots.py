@@ -28,8 +28,9 @@ PLOT_ALT = {
     "attack_tpr_vs_epsilon": "TPR at 0.1% FPR of the strongest membership attack against ε; dotted line: chance "
                              "(per-model maxima, not corrected for multiplicity)",
     "audit_tightness": "Audit tightness: per model, the tightest valid ε lower bound (95% each) of its one-run "
-                       "canary audits (m canaries) and multi-run audits (R runs), triangles white-box and circles "
-                       "black-box, one colour per mechanism, against the ε of the audited run (hollow: a mechanism "
+                       "canary audits (m canaries) and multi-run audits (R runs), triangles white-box, squares "
+                       "hidden-state and circles black-box, one colour per mechanism, against the ε of the audited "
+                       "run (hollow: a mechanism "
                        "without a guarantee at its claimed ε), with the dashed diagonal ε_LB = ε; heuristic bounds "
                        "are not plotted; red rings: privacy bugs or refuted claims of the Bonferroni-corrected "
                        "run-level check",

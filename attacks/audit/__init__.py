@@ -88,7 +88,8 @@ def _pair(design: dict[str, Any], scores: Any, labels: Any, *, delta: float, con
     construction); None elsewhere or with fewer than 3 scores a side."""
     if design.get("kind", "heuristic") == "heuristic":
         return None
-    if not (design.get("threat_model") == "white-box" or design.get("kind") == "multi-run" or design.get("gaussian")):
+    if not (design.get("threat_model") in ("white-box", "hidden-state") or design.get("kind") == "multi-run"
+            or design.get("gaussian")):
         return None
     try:
         return gaussian_pair_epsilon(scores, labels, delta=delta, confidence=confidence)
@@ -114,12 +115,14 @@ def family(design: dict[str, Any]) -> tuple[str, ...]:
     whose test rejects is counted and not used, so the family-wise level stays at most 1 − confidence. A heuristic
     design has no family (its bound never decides). A white-box one-run design (DP-SGD's Dirac canaries: independent
     trials by construction, scored by summed log-likelihood ratios) adds ``gaussian-llr``, valid when the excluded
-    canaries' scores pass its shape test (``attacks.audit.gaussian_llr.llr_fit``); counted either way."""
+    canaries' scores pass its shape test (``attacks.audit.gaussian_llr.llr_fit``); counted either way. A hidden-state
+    one-run design (the same canaries scored from θ_T − θ_0, a sum of the canary's noisy updates) adds it too: the
+    μ-GDP analysis of the sums, its shape test a plain normality test of the excluded canaries' scores."""
     kind = design.get("kind", "heuristic")
     if kind not in ("one-run", "multi-run"):
         return ()
     base = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
-    if kind == "one-run" and design.get("threat_model") == "white-box":
+    if kind == "one-run" and design.get("threat_model") in ("white-box", "hidden-state"):
         base += ("gaussian-llr",)
     if not design.get("gaussian"):
         return base

@@ -69,7 +69,7 @@ class PrivacyBug(Model):
     ``gaussian-composed``, ``gaussian-llr`` (also the pooled analysis of several seeds, its ``design`` saying so) or
     ``certified-curve``."""
     threat_model: str
-    """The audit's threat model (``white-box`` or ``black-box``)."""
+    """The audit's threat model (``white-box``, ``hidden-state`` or ``black-box``)."""
     design: str
     """The audit's design (``one-run`` or ``multi-run``) with its size, e.g. ``one-run, m = 1000``."""
     relation: str | None

@@ -58,7 +58,8 @@ class Design(Model):
     """``heuristic`` (a single model's natural members), ``one-run`` (canaries with independent random inclusion) or
     ``multi-run`` (repeated runs)."""
     threat_model: str = "black-box"
-    """``black-box`` (the final model or the release only) or ``white-box`` (every intermediate update seen)."""
+    """``black-box`` (the final model or the release only), ``white-box`` (every intermediate update seen) or
+    ``hidden-state`` (the final weights θ_T and the public initialisation θ_0 only)."""
     size: int = 0
     """Number of canaries (one-run) or runs (multi-run); the number of scored records for a heuristic."""
     relation: str | None = None
