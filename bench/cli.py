@@ -182,8 +182,8 @@ def _cmd_list(name: str | None) -> int:
     from attacks import ATTACKS
     from bench.core.catalog import DATASETS, MODELS
     from bench.runner.config import PROFILES
+    from bench.runner.plugins import load_plugins
     from bench.runner.presets import PRESETS
-    from bench.runner.validation import load_plugins
     from mechanisms import MECHANISMS
 
     load_plugins(())  # what installed packages declare in the privbench.plugins entry-point group

@@ -7,14 +7,11 @@ No torch import. Units: ε unitless, δ a probability, accuracies and rates frac
 throughput in samples/s.
 """
 
+from bench.results.audit_summary import AuditSummary, DetectionRow, PooledAudit, PrivacyBug
 from bench.results.base import REPRODUCED_WITHIN, SCHEMA_VERSION
 from bench.results.ceiling import Candidate, Ceiling
 from bench.results.document import (
-    AuditSummary,
     DatasetInfo,
-    DetectionRow,
-    PooledAudit,
-    PrivacyBug,
     ReproducedValues,
     ReproductionCurve,
     ReproductionRow,

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from bench.results.audit_summary import AuditSummary, PrivacyBug
 from bench.results.base import SCHEMA_VERSION, Model
 from bench.results.ceiling import Ceiling
 from bench.results.runs import RunResult
@@ -43,120 +44,6 @@ class DatasetInfo(Model):
     """Class names in label order (folder names or label values) where the data names them."""
     features: list[str] = Field(default_factory=list)
     """Tabular feature names in column order (empty for images)."""
-
-
-class PrivacyBug(Model):
-    """A valid audit that refutes an accountant's guarantee (or, in ``Results.refuted_claims``, a source's claimed ε
-    of a mechanism without a guarantee) at ``confidence`` (Bonferroni over the run): a valid ε lower bound
-    (``attacks.audit``: non-parametric, or Gaussian on scores Gaussian by construction) above the ε, or a rejection
-    of the accountant's whole certified trade-off curve (``method`` ``certified-curve``). Heuristic designs and
-    bounds that are only plausibly valid never make one."""
-
-    dataset: str
-    """Dataset of the model."""
-    mechanism: str
-    """Mechanism of the model."""
-    target_epsilon: float | None
-    """Target ε of the model (null: none)."""
-    seed: int
-    """Seed of the model."""
-    row: str | None = None
-    """The preset's row key of the model (``bench reproduce``); null otherwise."""
-    attack: str
-    """The audit (attack) that refutes the guarantee."""
-    method: str
-    """The analysis: ``clopper-pearson``, ``one-run``, ``f-dp``, ``f-dp-gaussian``, ``gaussian-pair``, ``gdp-fit``,
-    ``gaussian-composed``, ``gaussian-llr`` (also the pooled analysis of several seeds, its ``design`` saying so) or
-    ``certified-curve``."""
-    threat_model: str
-    """The audit's threat model (``white-box``, ``hidden-state`` or ``black-box``)."""
-    design: str
-    """The audit's design (``one-run`` or ``multi-run``) with its size, e.g. ``one-run, m = 1000``."""
-    relation: str | None
-    """The neighbouring relation both the audit and the accountant's ε are stated for."""
-    lower_bound: float | None
-    """The ε lower bound recomputed at ``confidence`` (null for ``certified-curve``)."""
-    epsilon: float
-    """The accountant's ε (a refuted claim: the claimed ε)."""
-    delta: float | None
-    """δ of that ε (a refuted claim: the run's δ, at which the bound was computed)."""
-    accountant: str | None
-    """The accountant of that ε; null for a refuted claim."""
-    confidence: float
-    """The Bonferroni-corrected confidence of the comparison: 1 − 0.05 / comparisons."""
-
-
-class PooledAudit(Model):
-    """White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
-    same public σ, q and T, so their canaries are draws from one pair of score distributions) pooled into one μ-GDP
-    analysis of their summed log-likelihood ratios (``attacks.audit.gaussian_llr.pool_llr_fits``)."""
-
-    dataset: str
-    """Dataset of the runs."""
-    mechanism: str
-    """Mechanism of the runs."""
-    target_epsilon: float | None
-    """Their target ε."""
-    row: str | None = None
-    """The preset's row key (``bench reproduce``); null otherwise."""
-    attack: str
-    """The audit pooled (``canary-whitebox``)."""
-    seeds: list[int]
-    """The seeds pooled."""
-    size: int
-    """Canaries pooled (m summed over the runs)."""
-    method: str = "gaussian-llr"
-    """The analysis."""
-    epsilon_lb: float
-    """The pooled ε lower bound at ``Audit.delta`` and 95 % (a single analysis)."""
-    valid: bool
-    """True when every run's normality test of its excluded canaries' scores passes (``attacks.audit``)."""
-    epsilon: float
-    """The accountant's ε of the relation the audit tests (the largest over the runs)."""
-    delta: float
-    """δ of that ε."""
-    relation: str
-    """The neighbouring relation of the audit and of that ε."""
-
-
-class DetectionRow(Model):
-    """One measured row of a profile's detection-power table (``docs/detection_power.py``): whether one run of the
-    profile, with a bug injected into the mechanism while its accountant still certifies the target ε, ended with
-    exit status 3."""
-
-    profile: str
-    """The profile it was measured with."""
-    mechanism: str
-    """The mechanism the bug was injected into."""
-    epsilon: float
-    """The target ε of the run."""
-    bug: str
-    """``σ × F``: the noise drawn at F times the certified σ; ``labels in the clear``: the label channel released
-    without its noise; ``none``: the correct mechanism (a control)."""
-    caught: bool
-    """Whether that run exited with status 3 (a valid audit refuted the accountant)."""
-    epsilon_lb: float | None
-    """The tightest valid ε lower bound of the mechanism's audits in that run (95 %)."""
-    commit: str
-    """The commit it was measured at (``+dirty``: with uncommitted changes)."""
-
-
-class AuditSummary(Model):
-    """The run-level check: each bound compared at ``confidence`` family-wise over ``comparisons``."""
-
-    confidence: float
-    """Family-wise confidence of the run-level check (0.95)."""
-    comparisons: int
-    """Number of (model, audit, analysis) comparisons in the run: the analyses of one-run and multi-run designs'
-    families (``attacks.audit.family``, fixed by the design; an analysis that turns out not valid is counted and
-    decides nothing) against an accountant's ε of the same neighbouring relation, or against a source's claimed ε;
-    plus one per ``pooled`` analysis (its runs fixed by the run's seeds)."""
-    pooled: list[PooledAudit] = Field(default_factory=list)
-    """White-box canary audits pooled across the run's seeds, one per configuration run with two or more seeds."""
-    detection_power: list[DetectionRow] = Field(default_factory=list)
-    """What a run of this profile could have caught: the measured detection-power rows of the run's profile and
-    mechanisms (``bench/runner/detection_power.json``, written by ``docs/detection_power.py``); empty where none was
-    measured."""
 
 
 class ReproducedValues(Model):

@@ -7,7 +7,6 @@ attack's ``Params``. Each error is one line naming the setting, the bad value an
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 from pathlib import Path
@@ -18,7 +17,7 @@ from pydantic import ValidationError
 from bench.core.device import DEVICES
 from bench.core.errors import ConfigError
 from bench.core.params import describe, parse, signature_params
-from bench.core.registry import PLUGIN_GROUP, entry_point_plugins
+from bench.runner.plugins import load_plugins
 
 log = logging.getLogger("privbench.config")
 MAX_SEED = 2**63 - 1  # seeds reach torch.Generator.manual_seed, which takes a signed 64-bit integer
@@ -27,32 +26,6 @@ EXECUTORS = ("local", "ray")
 # the largest target ε: the analytic-Gaussian calibration behind local-gaussian overflows a float between 1e6 and
 # 1e7 (e^ε inside dp_accounting), and no guarantee is meaningful there anyway
 MAX_EPSILON = 1e6
-
-
-def load_plugins(modules: Any) -> tuple[str, ...]:
-    """Import each plug-in module (it registers its mechanisms, attacks, models or datasets on import): those named
-    (``--plugins`` / ``plugins:``), then those installed packages declare in the ``privbench.plugins`` entry-point
-    group (``bench.core.registry.entry_point_plugins``), so a pip-installed plug-in needs no flag.
-
-    Returns:
-        Every module imported, named ones first, each once (training workers import the same).
-
-    Raises:
-        ConfigError: not a list of module names, or a module that cannot be imported (one line).
-    """
-    if isinstance(modules, str):
-        modules = [m.strip() for m in modules.split(",") if m.strip()]
-    if not isinstance(modules, (list, tuple)) or not all(isinstance(m, str) and m for m in modules):
-        raise ConfigError(f"plugins = {modules!r} must be a list of module names")
-    installed = entry_point_plugins()
-    for name in dict.fromkeys([*modules, *installed]):
-        where = "check --plugins / PYTHONPATH" if name in modules else f"an entry point of group {PLUGIN_GROUP!r}"
-        try:
-            importlib.import_module(name)
-        except Exception as exc:  # the plug-in's own error: one line naming the module
-            raise ConfigError(f"plugin {name!r} cannot be imported ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else ''}); {where}") from None
-    return tuple(dict.fromkeys([*modules, *installed]))
 
 
 def as_tuple(name: str, value: Any, kind: type) -> tuple:
