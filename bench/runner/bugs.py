@@ -46,13 +46,18 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
     return items
 
 
-def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float) -> tuple[bool, float | None]:
+def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
+             bounds: dict[int, dict[str, float]]) -> tuple[bool, float | None]:
+    """Whether ``method`` of ``record``'s audit refutes ``p`` at ``confidence``, and its bound; ``bounds`` caches each
+    record's ``audit_bounds`` (every analysis at once) across that record's compared methods."""
     audit = record.audit
     if method == SAMPLING_TEST:  # the accountant's Poisson sampling at rate q refuted (attacks.opacus_audit)
         return record.extra[SAMPLING_TEST]["p_value"] < 1.0 - confidence, None
     if method == "certified-curve":
         return profile_rejected(audit.one_run.m, audit.one_run.guesses, p.profile, confidence=confidence), None
-    value = audit_bounds(audit.model_dump(), confidence=confidence).get(method)
+    if id(record) not in bounds:
+        bounds[id(record)] = audit_bounds(audit.model_dump(), confidence=confidence)
+    value = bounds[id(record)].get(method)
     if value is None:  # in the family, not valid (e.g. normality rejected): counted, decides nothing
         return False, None
     epsilon = p.epsilon if p.epsilon is not None else p.claimed_epsilon
@@ -76,8 +81,9 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
         return [], [], 0
     corrected = 1.0 - (1.0 - confidence) / (len(items) + len(groups))
     found: dict[tuple[int, str], PrivacyBug] = {}  # the strongest refutation per (model, audit)
+    bounds: dict[int, dict[str, float]] = {}
     for r, name, record, method, p in items:
-        refuted, value = _refutes(record, method, p, corrected)
+        refuted, value = _refutes(record, method, p, corrected, bounds)
         if not refuted:
             continue
         d, claim = record.audit.design, p.epsilon is None
