@@ -93,6 +93,15 @@ class Plan:
     tuning: Tuning | None = None
 
 
+def attack_order(cells: list[PlannedCell]) -> list[PlannedCell]:
+    """The order cells are trained and attacked in: the plan's, with the ε = ∞ points (``Recipe.off``) last.
+
+    The driver attacks while workers train ahead in this order; an ε = ∞ point trained in the middle would delay the
+    audit runs of the private cells after it (the driver then waits for them), and attacked last its model is ready
+    when the driver gets to it. results.json keeps the plan's order (``_run`` restores it)."""
+    return sorted(cells, key=lambda pc: pc.recipe.off)
+
+
 def curve_probe(split: MembershipSplit) -> ArrayDataset:
     """The first ``PROBE_MAX`` test images of ``split``: what each target's per-epoch test curve is measured on."""
     return split.test.subset(torch.arange(min(PROBE_MAX, len(split.test))))
@@ -228,14 +237,15 @@ class Harness:
             # Ray) train ahead of the driver; each target is evaluated on (at most PROBE_MAX) test images after
             # every epoch: its training curves
             runner = CellRunner(self.trainer, {}, plan.max_attack_examples, "", on_status=lambda s: None)
+            work = attack_order(plan.cells)
             targets = []
-            for pc in plan.cells:
+            for pc in work:
                 targets += self.trainer.submit(pc.recipe, [(pc.split.members, pc.cell.seed)],
                                                probe=curve_probe(pc.split))
                 if not plan.no_cache:
                     runner.attacks = {a: plan.attacks[a] for a in pc.attacks}
                     runner.prefetch(pc.cell, pc.recipe, pc.split)
-            for pc, target in zip(plan.cells, targets, strict=True):
+            for pc, target in zip(work, targets, strict=True):
                 c = pc.cell
                 eps = "" if c.target_epsilon is None else " ε=∞" if pc.recipe.off else f" ε={c.target_epsilon:g}"
                 task = progress.add_task(f"  {c.mechanism}{eps} seed {c.seed}", total=pc.recipe.spec.epochs)
@@ -252,6 +262,9 @@ class Harness:
                 write(doc, out / "results.json")
                 progress.advance(bars.overall)
         self.trainer.on_jobs = lambda asked, done: None
+        rank = {id(pc): i for i, pc in enumerate(plan.cells)}
+        ranked = sorted(zip((rank[id(pc)] for pc in work), doc.results, strict=True), key=lambda t: t[0])
+        doc.results = [r for _, r in ranked]
         doc.ceilings = self._ceilings(doc)
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
         doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons, pooled=pooled_audits(doc.results),

@@ -16,7 +16,7 @@ from bench.core.data import ArrayDataset
 from bench.results import Privacy, RunResult, Timings, Utility
 from bench.runner.ceiling import VALIDATION_MAX, choose_ceiling, validation_split
 from bench.runner.config import build_config
-from bench.runner.harness import Harness
+from bench.runner.harness import Harness, attack_order
 from bench.runner.planning import grid, plan_from_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -98,6 +98,12 @@ def test_a_real_runs_ceiling_ignores_the_test_labels(tmp_path):
         [(x.mechanism, x.validation_accuracy) for x in c2.candidates]
     assert c2.mechanism == c.mechanism
     assert c2.test_accuracy < c.test_accuracy - 0.3  # the test labels really changed what the test set says
+    # trained and attacked with the ε = ∞ points last (attack_order), recorded in the plan's order
+    assert [pc.cell.mechanism for pc in attack_order(plan.cells)] == \
+        ["baseline", "local-gaussian", "weight-noise", "local-gaussian", "weight-noise"]
+    assert [(r.mechanism, r.off_point) for r in doc.results] == \
+        [("baseline", False), ("local-gaussian", False), ("local-gaussian", True), ("weight-noise", False),
+         ("weight-noise", True)]
     off = [r for r in doc.results if r.off_point]
     assert {r.mechanism for r in off} == {"local-gaussian", "weight-noise"}
     assert all(r.target_epsilon is None and r.privacy.off and "loss" in r.attacks for r in off)
