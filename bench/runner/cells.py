@@ -152,9 +152,9 @@ def _prefetch(ctx: AttackContext, attacks: list) -> None:
                 pass
 
 
-@dataclass
+@dataclass(frozen=True)
 class CellRunner:
-    """Evaluates and attacks one cell's model.
+    """Evaluates and attacks one cell's model (one runner per cell: its attacks and dataset never change).
 
     Args:
         trainer: gives models. attacks: the attacks to run, by name, already built with their settings.

@@ -220,6 +220,11 @@ class Harness:
                       if pc.cell.mechanism in specs else pc for pc in plan.cells]
         doc.config["training"] = {**doc.config.get("training", {}), **{m: s.to_json() for m, s in specs.items()}}
 
+    def _runner(self, pc: PlannedCell) -> CellRunner:
+        """The runner of one cell: its attacks and dataset, fixed for the cell."""
+        return CellRunner(self.trainer, {a: self.plan.attacks[a] for a in pc.attacks}, self.plan.max_attack_examples,
+                          pc.recipe.dataset)
+
     def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
         doc = self._document()
@@ -236,22 +241,18 @@ class Harness:
             # cell's shadows and audit runs (with the cache on: they wait there until asked), so that workers (or
             # Ray) train ahead of the driver; each target is evaluated on (at most PROBE_MAX) test images after
             # every epoch: its training curves
-            runner = CellRunner(self.trainer, {}, plan.max_attack_examples, "", on_status=lambda s: None)
             work = attack_order(plan.cells)
             targets = []
             for pc in work:
                 targets += self.trainer.submit(pc.recipe, [(pc.split.members, pc.cell.seed)],
                                                probe=curve_probe(pc.split))
                 if not plan.no_cache:
-                    runner.attacks = {a: plan.attacks[a] for a in pc.attacks}
-                    runner.prefetch(pc.cell, pc.recipe, pc.split)
+                    self._runner(pc).prefetch(pc.cell, pc.recipe, pc.split)
             for pc, target in zip(work, targets, strict=True):
                 c = pc.cell
                 eps = "" if c.target_epsilon is None else " ε=∞" if pc.recipe.off else f" ε={c.target_epsilon:g}"
                 task = progress.add_task(f"  {c.mechanism}{eps} seed {c.seed}", total=pc.recipe.spec.epochs)
-                runner.attacks = {a: plan.attacks[a] for a in pc.attacks}
-                runner.dataset = pc.recipe.dataset
-                res = runner.run(c, pc.recipe, pc.split, target,
+                res = self._runner(pc).run(c, pc.recipe, pc.split, target,
                                  on_epoch=lambda e, n, loss, t=task: progress.update(t, completed=e))
                 progress.remove_task(task)
                 res.preset, res.row = pc.preset, pc.row
