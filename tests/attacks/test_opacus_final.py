@@ -46,20 +46,25 @@ def _setting(digits_split, records: int = 60):
     return mech, spec, request, concat(m, ArrayDataset(x[::2], y[::2], m.num_classes, m.name))
 
 
-def _opacus_loop(model, x, y, *, optimizer=torch.optim.SGD, shrink: float = 1.0, sigma: float = 1.0):
+def _opacus_loop(model, x, y, *, optimizer=torch.optim.SGD, shrink: float = 1.0, sigma: float = 1.0,
+                 momentum: float = 0.0, halve_every: int | None = None):
     """A minimal user loop through Opacus' PrivacyEngine; ``shrink`` < 1 also scales the weights after every step
-    (outside the optimizer)."""
+    (outside the optimizer); ``halve_every``: a StepLR scheduler halving the learning rate every that many steps."""
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
     loader = DataLoader(TensorDataset(x, y), batch_size=50)
-    gsm, opt, loader = PrivacyEngine().make_private(module=model, optimizer=optimizer(model.parameters(), lr=0.1),
-                                                    data_loader=loader, noise_multiplier=sigma, max_grad_norm=1.0)
+    inner = optimizer(model.parameters(), lr=0.1, **({"momentum": momentum} if momentum else {}))
+    gsm, opt, loader = PrivacyEngine().make_private(module=model, optimizer=inner, data_loader=loader,
+                                                    noise_multiplier=sigma, max_grad_norm=1.0)
+    schedule = torch.optim.lr_scheduler.StepLR(opt, halve_every, 0.5) if halve_every else None
     for _ in range(2):
         for xb, yb in loader:
             opt.zero_grad()
             F.cross_entropy(gsm(xb), yb).backward()
             opt.step()
+            if schedule is not None:
+                schedule.step()
             with torch.no_grad():
                 for p in model.parameters():
                     p.mul_(shrink)
@@ -95,6 +100,19 @@ def test_the_example_loop_is_scored_from_its_final_model(digits_split):
     assert roc_auc_score(inc, out["records"]["scores"]) > 0.7  # 30 against 30: 0.5 ± 0.075 without a signal
     dirac = np.asarray(out["dirac"]["included"], bool)
     assert len(dirac) == 2000 and roc_auc_score(dirac, out["dirac"]["scores"]) > 0.7
+
+
+def test_momentum_and_a_learning_rate_schedule_are_followed(digits_split):
+    """Heavy-ball momentum and a learning rate halved every 3 steps: θ_T − θ_0 is still the weighted sum of the
+    observed updates (the weights c_t follow both), and the included records stand out."""
+    mech, spec, request, data = _setting(digits_split)
+    with request.observe(data, mechanism=mech, spec=spec, seed=SEED) as obs:
+        torch.manual_seed(SEED)
+        model = mech.build(data.input_shape, data.num_classes, spec)
+        gsm = _opacus_loop(model, data.x, data.y, sigma=0.3, momentum=0.9, halve_every=3)
+    out = obs.result(gsm)
+    assert out["momentum"] == 0.9 and out["lr"] == 0.1 and out["linearity_error"] < 1e-3
+    assert roc_auc_score(out["records"]["included"], out["records"]["scores"]) > 0.7
 
 
 @pytest.mark.parametrize(("shape", "message"), [
