@@ -82,6 +82,7 @@ def test_theta0_is_the_mechanisms_build_after_manual_seed(digits_split):
     assert not torch.equal(initial_weights(mech, members, spec, SEED + 1)[0], want[0])
 
 
+@pytest.mark.slow  # Opacus' PRV calibration of σ in make_private_with_epsilon, about 20 s
 def test_the_example_loop_is_scored_from_its_final_model(digits_split):
     """The example's own training function at a high ε: the included canary records, sampled by the loop's
     DataLoader, move their coordinates of the final model; θ_T − θ_0 is the sum of the observed updates."""
