@@ -129,10 +129,18 @@ class FinalModelObserver(OpacusObserver):
                                "torch.manual_seed(seed); the audit needs fit to start from that public θ_0")
         self.start = self._read(self.theta0)
 
+    @staticmethod
+    def _renamed(exc: AuditRefused) -> AuditRefused:
+        """A refusal of the shared observer, under this audit's name."""
+        return AuditRefused(str(exc).replace("opacus-canary:", f"{NAME}:", 1))
+
     def _step(self, opt) -> bool:
         if opt.grad_samples is None or len(opt.grad_samples) == 0:
             return True
-        done = super()._step(opt)
+        try:
+            done = super()._step(opt)
+        except AuditRefused as exc:
+            raise self._renamed(exc) from None
         lrs = {g["lr"] for g in opt.original_optimizer.param_groups}
         if len(lrs) != 1:
             raise AuditRefused(f"{NAME}: the loop's SGD has {len(lrs)} learning rates; the audit needs one")
@@ -155,7 +163,10 @@ class FinalModelObserver(OpacusObserver):
         "noise_sd", "linearity_error"}``; scores in units of C, larger means included. ``model``: what ``fit``
         returned (θ_T; the optimizer's parameters when None). Raises ``AuditRefused`` (one line) where an
         assumption fails."""
-        base = super().result()  # the observer's own checks (a step was observed, the records reached the model)
+        try:  # the observer's own checks (a step was observed, the records reached the model)
+            base = super().result()
+        except AuditRefused as exc:
+            raise self._renamed(exc) from None
         released = [p.detach() for p in plain_module(model).parameters() if p.requires_grad] if model is not None \
             else [p.detach() for p in self.opt.params]
         why = _differences(released, self.theta0)

@@ -134,6 +134,18 @@ def test_loops_outside_the_final_model_design_are_refused_in_one_line(digits_spl
     assert len(line.splitlines()) == 1 and line.startswith("opacus-canary-final: ") and message in line, line
 
 
+def test_a_loop_without_opacus_is_refused_under_this_audits_name(digits_split):
+    mech, spec, request, data = _setting(digits_split)
+    with request.observe(data, mechanism=mech, spec=spec, seed=SEED) as obs:
+        torch.manual_seed(SEED)
+        model = mech.build(data.input_shape, data.num_classes, spec)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        F.cross_entropy(model(data.x[:50]), data.y[:50]).backward()
+        opt.step()
+    with pytest.raises(AuditRefused, match=r"^opacus-canary-final: the mechanism's fit never stepped an Opacus"):
+        obs.result(model)
+
+
 def _run(tmp_path: Path, *, plugin: str, mechanism: str, epsilon: str) -> tuple[subprocess.CompletedProcess, dict]:
     cmd = [sys.executable, "-m", "bench", "run", "--profile", "ci", "--plugins", plugin, "--mechanisms", mechanism,
            "--epsilons", epsilon, "--attacks", "opacus-canary-final", "--device", "cpu",
