@@ -17,6 +17,7 @@ ATTACKS.add_lazy("local-canary", "attacks.release_canaries:LocalCanaryAudit")
 ATTACKS.add_lazy("dpmix-canary", "attacks.dpmix_canary:DPMixCanaryAudit")
 ATTACKS.add_lazy("weight-canary", "attacks.weight_canary:WeightCanaryAudit")
 ATTACKS.add_lazy("opacus-canary", "attacks.opacus_audit:OpacusCanaryAudit")
+ATTACKS.add_lazy("opacus-canary-final", "attacks.opacus_final:OpacusFinalCanaryAudit")
 ATTACKS.add_lazy("multi-run", "attacks.multi_run:MultiRunAudit")
 
 ATTACKS.add_lazy("miface", "attacks.inversion:MIFace")

@@ -26,7 +26,8 @@ class AuditRefused(ValueError):
 class OpacusCanaries:
     """The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
     before the run; their images ``keys`` identify them in a batch) and ``dirac`` Dirac gradient canaries at the
-    optimizer (coins drawn with ``seed``), raw norm ``norm``·C (>= 1)."""
+    optimizer (coins drawn with ``seed``; -1: one at every coordinate not taken by a record or kept as one of the
+    ``REFERENCE_COORDINATES``), raw norm ``norm``·C (>= 1)."""
 
     records: int
     dirac: int
@@ -34,8 +35,9 @@ class OpacusCanaries:
     included: tuple[bool, ...]
     norm: float = 10.0
 
-    def observe(self, data: ArrayDataset) -> OpacusObserver:
-        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data``."""
+    def observe(self, data: ArrayDataset, **run) -> OpacusObserver:
+        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data`` (``run``: the
+        job's ``mechanism``, ``spec`` and ``seed``, which this audit does not need)."""
         return OpacusObserver(self, canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0])
 
 
@@ -122,6 +124,9 @@ class OpacusObserver(contextlib.AbstractContextManager):
         params = opt.params
         sizes = [p.numel() for p in params]
         r, d = self.request.records, self.request.dirac
+        if d < 0:  # as many Dirac canaries as the model holds, beside the records and the reference coordinates
+            d = max(0, sum(sizes) - r - REFERENCE_COORDINATES)
+        self.d = d
         if sum(sizes) < r + d + 1:
             raise AuditRefused(
                 f"opacus-canary: {r + d} canaries need as many coordinates and one for the noise; the "
@@ -171,9 +176,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
         _base_clip()(opt)
         members = self._read([p.summed_grad for p in params])
         hits = np.bincount(rows[rows >= 0], minlength=r)
-        sampled_dirac = np.flatnonzero(
-            (torch.rand(self.request.dirac, generator=self.gen) < self.q).numpy() & self.dirac_in
-        )
+        sampled_dirac = np.flatnonzero((torch.rand(self.d, generator=self.gen) < self.q).numpy() & self.dirac_in)
         canaries = np.concatenate([rows[rows >= 0], r + sampled_dirac])  # one crafted gradient per row
         rows_of = [np.zeros((len(canaries), p.numel()), np.float32) for p in params]
         for k, ids, idx in self.where:
@@ -187,6 +190,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
         opt._check_skip_next_step()  # pops the flag, as pre_step does
         opt.add_noise()
         noisy = self._read([p.grad for p in params])
+        self.members = members  # the members' clipped sum at the observed coordinates (this step)
         self.x.append(((noisy - members) / self.C).astype(np.float32))
         self.hits.append(hits.astype(np.int16))
         opt.scale_grad()
@@ -195,10 +199,11 @@ class OpacusObserver(contextlib.AbstractContextManager):
         opt._is_last_step_skipped = False
         return True
 
-    def result(self) -> dict:
+    def result(self, model=None) -> dict:
         """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
         steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma"}``. Raises ``AuditRefused`` when no DPOptimizer
-        stepped, or no included canary record ever reached the model."""
+        stepped, or no included canary record ever reached the model. ``model``: what ``fit`` returned (unused
+        here: this audit scores the updates)."""
         if self.error is not None:
             raise self.error
         if self.opt is None or not self.x:
@@ -206,7 +211,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
                 "opacus-canary: the mechanism's fit never stepped an Opacus DPOptimizer; the audit "
                 "observes a loop made by PrivacyEngine.make_private*"
             )
-        r, d, inc = self.request.records, self.request.dirac, np.asarray(self.request.included, bool)
+        r, d, inc = self.request.records, self.d, np.asarray(self.request.included, bool)
         hits = np.stack(self.hits).sum(0)
         if inc.any() and hits[inc].sum() == 0:
             raise AuditRefused(

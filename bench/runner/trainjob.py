@@ -71,7 +71,8 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
     # an audit that observes the mechanism's own training from outside (e.g. attacks.opacus_audit: a plug-in's Opacus
     # optimizer) gives ``observe``; any other request is ``fit``'s ``audit`` argument
     observe = getattr(job.audit, "observe", None)
-    watch = observe(job.datasets[0]) if observe is not None else contextlib.nullcontext()
+    watch = observe(job.datasets[0], mechanism=mech, spec=job.spec, seed=job.seeds[0]) if observe is not None \
+        else contextlib.nullcontext()
     extra = {} if job.audit is None or observe is not None else {"audit": job.audit}
     probe = job.probe
     recorder = EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)
@@ -84,7 +85,7 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
                                seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)
     trained.epochs = rec.matching(trained.history)
     if observe is not None:
-        trained.audit = watch.result()
+        trained.audit = watch.result(trained.model)  # the released model, as fit returned it
     trained.model = plain_module(trained.model)  # whatever fit returned (wrapped, hooked): a plain, hook-free copy
     return [trained]
 
