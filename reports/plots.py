@@ -41,8 +41,6 @@ SECTIONS = (  # (stem prefix, report section), first match wins; every other plo
     ("release_", "releases"), ("inversion_", "reconstruction"), ("reproduction_", "reproduction"),
     ("curves_", "curves"), ("features_", "features"),
 )
-SECTION_NAMES = ("verdict", "audit", "tradeoff", "attacks", "throughput", "releases", "reconstruction", "reproduction",
-                 "curves", "features")
 PREFIX_ALT = {  # stem prefix -> alt text of the rest of the stem
     "pareto_": lambda rest: (
         f"Privacy-utility Pareto frontier on {rest}: test accuracy against the strongest membership attack's TPR "
@@ -77,7 +75,7 @@ def plot_alt(name: str) -> str:
 
 
 def plot_section(name: str) -> str:
-    """The report section a plot stem belongs to: one of ``SECTION_NAMES``."""
+    """The report section a plot stem belongs to (its id: ``reports.section.Section.id``), by ``SECTIONS``."""
     return next((section for prefix, section in SECTIONS if name.startswith(prefix)), "tradeoff")
 
 
