@@ -1,7 +1,7 @@
 """The self-contained HTML report: Jinja2 (autoescape on), inline CSS, PNGs embedded as data URIs.
 
 The first screen answers "which mechanism should I ship?": per dataset the verdict table, the privacy-utility
-Pareto frontier and plain-language notes (``reports.sections.verdict``); the evidence follows, then the failures,
+Pareto frontier and plain-language notes (``reports.verdict.section``); the evidence follows, then the failures,
 and a collapsed section holds the exact configuration, seeds, versions and git hash (``reports.sections.provenance``).
 Every section is a ``reports.section.Section`` from the registry, drawn by one generic template macro.
 """

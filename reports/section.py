@@ -22,7 +22,7 @@ from typing import ClassVar, Literal, TypeAlias
 
 from bench.core.registry import Registry
 from bench.results import Results
-from reports.plots import plot_section
+from reports.figures import plot_section
 
 Only = Literal["", "markdown", "html"]
 
@@ -171,7 +171,7 @@ SECTIONS: Registry[type[ReportSection]] = Registry("report section", base="repor
 
 
 def images(plots: dict[str, Path], section: str) -> tuple[str, ...]:
-    """The stems of the plots that belong to ``section`` (``reports.plots.plot_section``), in drawing order."""
+    """The stems of the plots that belong to ``section`` (``reports.figures.plot_section``), in drawing order."""
     return tuple(name for name in plots if plot_section(name) == section)
 
 

@@ -3,8 +3,8 @@ line per section below); the page order is each section's ``order``, not the ord
 
 from __future__ import annotations
 
+import reports.audit.section
 import reports.sections.attacks
-import reports.sections.audit
 import reports.sections.curves
 import reports.sections.features
 import reports.sections.heuristic
@@ -15,4 +15,4 @@ import reports.sections.reproduction
 import reports.sections.setup
 import reports.sections.throughput
 import reports.sections.tradeoff
-import reports.sections.verdict  # noqa: F401
+import reports.verdict.section  # noqa: F401

@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from bench.results import Results
 from reports.curves import CURVES_NOTE, curves_csv
-from reports.plots import slug
+from reports.figures import slug
 from reports.section import SECTIONS, Figures, ReportSection, Section, Text, images
 
 

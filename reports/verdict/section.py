@@ -1,15 +1,15 @@
 """The Verdict section (the first screen): per dataset the headline, the verdict table, the Pareto figure, the notes
-and the legend (``reports.verdict``, ``reports.verdict_notes``)."""
+and the legend (``reports.verdict.table``, ``reports.verdict.notes``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from bench.results import Results
-from reports.plots import slug
+from reports.figures import slug
 from reports.section import SECTIONS, Block, Figures, Group, Heading, Items, ReportSection, Section, Table, Text
-from reports.verdict import VERDICT_HEADERS, verdict_tables
-from reports.verdict_notes import verdict_headline, verdict_notes
+from reports.verdict.notes import verdict_headline, verdict_notes
+from reports.verdict.table import VERDICT_HEADERS, verdict_tables
 
 VERDICT_LEGEND = (
     "TPR at 0.1% FPR: the membership attack with the highest TPR there, its 95% Clopper-Pearson interval "

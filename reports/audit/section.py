@@ -1,12 +1,19 @@
 """The Audit section (first of the evidence): refuted claims, the audit table, its note, the tightness plot, what
-this run could have caught and every analysis of every audit (``reports.audit``)."""
+this run could have caught and every analysis of every audit (``reports.audit.table``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from bench.results import Results
-from reports.audit import DETAIL_HEADERS, DETECTION_NOTE, audit_detail_rows, audit_note, audit_rows, detection_rows
+from reports.audit.table import (
+    DETAIL_HEADERS,
+    DETECTION_NOTE,
+    audit_detail_rows,
+    audit_note,
+    audit_rows,
+    detection_rows,
+)
 from reports.bounds import BUG_MARK, REFUTED_MARK
 from reports.empirical import refuted_claim_lines
 from reports.section import SECTIONS, Block, Details, Figures, Heading, Items, ReportSection, Section, Table, Text
