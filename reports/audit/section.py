@@ -52,5 +52,5 @@ class Audit(ReportSection):
             blocks.append(Details("Every analysis of every audit", [Table(
                 DETAIL_HEADERS, details, caption="Every analysis of every audit: its bound, whether it is valid under "
                                                  "the design alone, and its assumption")]))  # fmt: skip
-        shown = "" if rows or images or power_rows else "html"
-        return Section("audit", "Audit", blocks, nav=[("audit", "Audit")], only=shown)
+        return Section("audit", "Audit", blocks, nav=[("audit", "Audit")],
+                       only="" if rows or images or power_rows else "html")

@@ -4,6 +4,7 @@ and the legend (``reports.verdict.table``, ``reports.verdict.notes``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from bench.results import Results
 from reports.figures import slug
@@ -27,7 +28,7 @@ HTML_LEGEND = (
 )
 
 
-def _row_css(row: dict) -> str:
+def _row_css(row: dict[str, Any]) -> str:
     """The HTML class of a verdict row: failed, privacy bug, failed attack (on the frontier or not), frontier."""
     if row.get("failed"):
         return "failed"
