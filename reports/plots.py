@@ -1,5 +1,5 @@
 """PNG plots of a ``bench.results.Results``: privacy-utility curves, attack strength, ROC curves, releases,
-reconstructions and reproduction curves (the verdict's figures are in ``reports.verdict_plots``; the shared
+reconstructions and reproduction curves (the verdict's figures are in ``reports.verdict.plots``; the shared
 figure helpers in ``reports.figures``)."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Results, RunResult
-from reports.audit_plots import tightness_figure
+from reports.audit.plots import tightness_figure
 from reports.bounds import design_text
 from reports.common import format_privacy, has_guarantee, is_audit, is_failed, strongest_attack, target_of, target_text
 from reports.curves import curve_figures
 from reports.feature_maps import feature_figures
 from reports.figures import by_dataset, epsilon_x, figure, save, slug, versus_epsilon
-from reports.verdict_plots import verdict_figures
+from reports.verdict.plots import verdict_figures
 
 PLOT_ALT = {
     "accuracy_vs_epsilon": ("Test accuracy against ε for every mechanism; dashed lines: the models trained with "
@@ -36,13 +36,6 @@ PLOT_ALT = {
                        "run-level check",
     "throughput": "Training throughput in samples per second of every model, log scale",
 }
-SECTIONS = (  # (stem prefix, report section), first match wins; every other plot goes to "tradeoff"
-    ("pareto_", "verdict"), ("audit_", "audit"), ("roc_", "attacks"), ("throughput", "throughput"),
-    ("release_", "releases"), ("inversion_", "reconstruction"), ("reproduction_", "reproduction"),
-    ("curves_", "curves"), ("features_", "features"),
-)
-SECTION_NAMES = ("verdict", "audit", "tradeoff", "attacks", "throughput", "releases", "reconstruction", "reproduction",
-                 "curves", "features")
 PREFIX_ALT = {  # stem prefix -> alt text of the rest of the stem
     "pareto_": lambda rest: (
         f"Privacy-utility Pareto frontier on {rest}: test accuracy against the strongest membership attack's TPR "
@@ -74,11 +67,6 @@ def plot_alt(name: str) -> str:
         if name.startswith(prefix):
             return alt(name[len(prefix):])
     return name.replace("_", " ")
-
-
-def plot_section(name: str) -> str:
-    """The report section a plot stem belongs to: one of ``SECTION_NAMES``."""
-    return next((section for prefix, section in SECTIONS if name.startswith(prefix)), "tradeoff")
 
 
 def _accuracy(r: RunResult) -> float | None:
@@ -249,8 +237,8 @@ def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
 
     Returns:
         ``{stem: path}`` for the files written, among ``pareto_<dataset>``, ``accuracy_vs_epsilon``,
-        ``attack_auc_vs_epsilon``, ``attack_tpr_vs_epsilon``, ``throughput`` (``reports.verdict_plots``),
-        ``audit_tightness`` (``reports.audit_plots``), ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
+        ``attack_auc_vs_epsilon``, ``attack_tpr_vs_epsilon``, ``throughput`` (``reports.verdict.plots``),
+        ``audit_tightness`` (``reports.audit.plots``), ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
         ``inversion_<dataset>_<attack>`` (reconstruction grids), ``reproduction_<preset>_<curve>``
         (``bench reproduce``'s curves), ``curves_<dataset>`` (training curves, ``reports.curves``) and
         ``features_<dataset>`` (CNN filters and feature maps, ``reports.feature_maps``).

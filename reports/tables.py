@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bench.results import Privacy, Results, RunResult
-from reports.audit import audit_rows
+from reports.audit.table import audit_rows
 from reports.bounds import design_text, tightest_valid
 from reports.common import (
     DASH,

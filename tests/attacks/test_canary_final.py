@@ -14,7 +14,7 @@ import pytest
 from attacks.audit import family
 from attacks.base import AuditDesign
 from bench.results.document import read
-from reports.audit import audit_rows
+from reports.audit.table import audit_rows
 
 REPO = Path(__file__).resolve().parents[2]
 CI = ["--profile", "ci", "--no-cache", "--device", "cpu", "--mechanisms", "dpsgd", "--attacks", "canary-final"]

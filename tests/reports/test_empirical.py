@@ -11,16 +11,16 @@ import pytest
 from rich.console import Console
 
 from reports import write_reports
-from reports.audit import audit_rows
-from reports.audit_plots import tightness_figure, tightness_points
+from reports.audit.plots import tightness_figure, tightness_points
+from reports.audit.table import audit_rows
 from reports.bounds import BUG_MARK, REFUTED_MARK
 from reports.common import num
 from reports.empirical import bug_lines, heuristic_rows, privacy_bug_lines, refuted_claim_lines
 from reports.markdown import render_markdown
 from reports.plots import roc_figure
 from reports.tables import render_terminal, summary_rows
-from reports.verdict import verdict_tables
-from reports.verdict_notes import verdict_headline, verdict_notes
+from reports.verdict.notes import verdict_headline, verdict_notes
+from reports.verdict.table import verdict_tables
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EPS_RE = re.compile(r"(claimed )?ε = ([0-9][0-9.e+-]*)")

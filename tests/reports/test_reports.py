@@ -242,7 +242,7 @@ def test_partial_documents_render(tmp_path, build):
 
 def test_import_reports_imports_no_torch_runner_or_plugins():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    code = ("import sys, reports, reports.plots, reports.html, reports.verdict_plots, reports.verdict_notes; "
+    code = ("import sys, reports, reports.plots, reports.html, reports.verdict.plots, reports.verdict.notes; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'mechanisms') "
             "or m.startswith(('bench.runner', 'bench.cli'))]; print(bad); sys.exit(int(bool(bad)))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
@@ -250,8 +250,8 @@ def test_import_reports_imports_no_torch_runner_or_plugins():
 
 
 def test_verdict_table_rows_frontier_and_notes(mnist_results):
-    from reports.verdict import VERDICT_HEADERS, verdict_tables
-    from reports.verdict_notes import verdict_headline, verdict_notes
+    from reports.verdict.notes import verdict_headline, verdict_notes
+    from reports.verdict.table import VERDICT_HEADERS, verdict_tables
 
     (table,) = verdict_tables(mnist_results)
     # dpsgd's attacks have 2,000 non-members: 0.1 % FPR is not measurable there, so the frontier uses 1 %
@@ -294,7 +294,7 @@ def test_verdict_table_rows_frontier_and_notes(mnist_results):
 
 
 def test_pareto_optimal():
-    from reports.verdict import pareto_optimal
+    from reports.verdict.table import pareto_optimal
 
     points = [(90.0, 1.0), (95.0, 2.0), (85.0, 1.5), None, (95.0, 2.0), (80.0, 0.5)]
     assert pareto_optimal(points) == [True, True, False, None, True, True]
@@ -317,7 +317,7 @@ def test_provenance_facts_and_rows(mnist_results, build):
 def test_a_reproductions_rows_of_one_mechanism_stay_apart(build):
     """Two DP-SGD models of a preset at the same target ε (an end-to-end CNN and ScatterNet + linear) are two
     models, not two seeds of one: each keeps its row in the tables, and the ranking lists both, never their mean."""
-    from reports.verdict_notes import verdict_notes
+    from reports.verdict.notes import verdict_notes
 
     dp = {"accountant": "opacus-prv", "guarantee": "central-dp"}
     cnn = build.run("dpsgd", 3.0, build.privacy(2.99, 1e-5, **dp), 0.9811, {}, row="eps3")
@@ -334,7 +334,7 @@ def test_a_reproductions_rows_of_one_mechanism_stay_apart(build):
 def test_the_ranking_never_mixes_neighbouring_relations(build):
     """A DP-SGD model calibrated under add/remove and a DPMix one under replace-one at the same target ε are ranked
     apart, each line naming its relation (the same ε protects differently under the two)."""
-    from reports.verdict_notes import verdict_notes
+    from reports.verdict.notes import verdict_notes
 
     ar = build.run("dpsgd", 1.0, build.privacy(1.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove"),
                    0.95, {})

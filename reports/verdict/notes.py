@@ -1,8 +1,8 @@
 """The verdict in words: per dataset, the headline a reader needs first and one note per mechanism, computed from
-the numbers of the verdict tables (``reports.verdict``). Every ε printed with "=" comes with its δ, accountant and
+the numbers of the verdict tables (``reports.verdict.table``). Every ε printed with "=" comes with its δ, accountant and
 relation elsewhere; here ε appears only as "target ε" or "claimed ε" values and as ratios. A membership attack
 "beats chance" only after a Bonferroni correction over every comparison of the document
-(``reports.significance``); the audits' sentences cite valid bounds only (``reports.audit_notes``)."""
+(``reports.significance``); the audits' sentences cite valid bounds only (``reports.audit.notes``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import math
 from collections import defaultdict
 
 from bench.results import Results
-from reports.audit_notes import at_target as _at
-from reports.audit_notes import audit_headline, bound_sentence
+from reports.audit.notes import at_target as _at
+from reports.audit.notes import audit_headline, bound_sentence
 from reports.ceiling import ceiling_line, cost_of_privacy, off_point_accuracy, recipes_line
 from reports.common import (
     GUARANTEE_SHORT,
@@ -27,7 +27,7 @@ from reports.common import (
     target_of,
 )
 from reports.significance import ChanceFamily, chance_family
-from reports.verdict import Pair, Row, pairs_by_dataset
+from reports.verdict.table import Pair, Row, pairs_by_dataset
 
 
 def _guaranteed_accuracy(row: Row) -> bool:

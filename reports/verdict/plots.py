@@ -1,5 +1,5 @@
 """The verdict's figures: the privacy-utility Pareto frontier, membership-attack TPR at 0.1 % FPR against ε, and
-training throughput (the audits' tightness plot is ``reports.audit_plots``). Same conventions as ``reports.plots``
+training throughput (the audits' tightness plot is ``reports.audit.plots``). Same conventions as ``reports.plots``
 (``reports.figures``: object API, explicit Agg canvas; hollow markers and dotted lines for mechanisms without a
 guarantee)."""
 
@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from bench.results import RunResult
 from reports.common import MAIN_LEVEL, has_guarantee, strongest_at_level
 from reports.figures import by_dataset, colors, epsilon_x, figure, slug, versus_epsilon
-from reports.verdict import LeakageAxis, leakage_axis, pareto_optimal
+from reports.verdict.table import LeakageAxis, leakage_axis, pareto_optimal
 
 
 def _filled(r: RunResult) -> bool:

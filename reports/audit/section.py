@@ -1,0 +1,56 @@
+"""The Audit section (first of the evidence): refuted claims, the audit table, its note, the tightness plot, what
+this run could have caught and every analysis of every audit (``reports.audit.table``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.results import Results
+from reports.audit.table import (
+    DETAIL_HEADERS,
+    DETECTION_NOTE,
+    audit_detail_rows,
+    audit_note,
+    audit_rows,
+    detection_rows,
+)
+from reports.bounds import BUG_MARK, REFUTED_MARK
+from reports.empirical import refuted_claim_lines
+from reports.section import SECTIONS, Block, Details, Figures, Heading, Items, ReportSection, Section, Table, Text
+from reports.section import images as section_images
+
+MARKS = {"bug": f"**{BUG_MARK}** ", "refuted": f"**{REFUTED_MARK}** "}
+
+
+@SECTIONS.register()
+class Audit(ReportSection):
+    name = "audit"
+    order = 20
+
+    def build(self, results: Results, plots: dict[str, Path]) -> Section:
+        """Always in HTML ("No model in this run." without rows); in Markdown only with rows, plots or power rows."""
+        headers, rows, flags = audit_rows(results)
+        images = section_images(plots, "audit")
+        power_headers, power_rows = detection_rows(results)
+        refuted = refuted_claim_lines(results)
+        blocks: list[Block] = [Items(refuted, "refuted")] if refuted else []
+        if rows:
+            blocks += [Table(headers, rows, css="audit-table", row_css=flags, marks=[MARKS.get(f, "") for f in flags],
+                             caption="Accountant ε next to the tightest valid ε lower bound per threat model, with "
+                                     "its audit, design, method and confidence"),
+                       Text(audit_note(results), "note")]  # fmt: skip
+        else:
+            blocks.append(Text("No model in this run.", only="html"))
+        blocks.append(Figures(images))
+        if power_rows:
+            blocks += [Heading("What this run could have caught"),
+                       Table(power_headers, power_rows, caption="Injected bugs one run of this profile caught (exit "
+                             "status 3) or missed, per mechanism and target ε, with that run's tightest valid ε_LB"),
+                       Text(DETECTION_NOTE, "note")]  # fmt: skip
+        details = audit_detail_rows(results)
+        if details:
+            blocks.append(Details("Every analysis of every audit", [Table(
+                DETAIL_HEADERS, details, caption="Every analysis of every audit: its bound, whether it is valid under "
+                                                 "the design alone, and its assumption")]))  # fmt: skip
+        return Section("audit", "Audit", blocks, nav=[("audit", "Audit")],
+                       only="" if rows or images or power_rows else "html")

@@ -1,0 +1,194 @@
+"""A report section as data: what both renderers (``reports.markdown``, ``reports.html``) draw, and the registry of
+sections in page order.
+
+A section is one module: a ``ReportSection`` subclass whose ``build`` turns the results document and the plots into a
+``Section`` (a title and a tuple of blocks: paragraphs, lists, tables, figures, sub-headings, collapsed details), and
+one registration line, ``@SECTIONS.register()``. The renderers know the blocks, never a section: Markdown writes each
+block in GitHub Markdown, HTML through one generic template block (``templates/report.html.j2``, macro ``section``).
+A plug-in module (``--plugins`` or the ``privbench.plugins`` entry-point group, ``bench.runner.plugins``) registers
+a section the same way; ``order`` places it on the page.
+
+Some blocks are drawn by one renderer only (``only="markdown"`` / ``only="html"``): where the two formats say the
+same thing differently (the HTML table captions, the HTML-only notes, the Markdown table marks), so each keeps what it
+showed before the sections were data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import ClassVar, Literal, TypeAlias
+
+from bench.core.registry import Registry
+from bench.results import Results
+from reports.figures import plot_section
+
+Only = Literal["", "markdown", "html"]
+
+
+@dataclass(frozen=True)
+class Text:
+    """One paragraph. ``text`` may be ``markupsafe.Markup`` (inline links or code; its parts escaped by the builder)
+    in an ``only="html"`` block; ``css`` is the HTML class of the ``<p>`` ("note": small, muted)."""
+
+    kind: ClassVar[str] = "text"
+    text: str
+    css: str = ""
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Items:
+    """A list of lines. Markdown: ``- line`` each (``style="bold"``: each line a bold paragraph; ``code``: each line
+    in backticks), then a blank line even when empty. HTML: a ``<ul class=css>`` (always, even empty), or one ``<p>``
+    per line with ``style="paragraphs"``; ``code`` wraps each line in ``<code>``."""
+
+    kind: ClassVar[str] = "items"
+    lines: Sequence[str]
+    css: str = ""
+    style: Literal["bullets", "bold", "paragraphs"] = "bullets"
+    code: bool = False
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: ``headers`` (k strings) and ``rows`` (lists of k strings). HTML only: ``caption``, the table's
+    ``css`` class and one class per row (``row_css``, "" for none). Markdown only: one prefix per row for its first
+    cell (``marks``, e.g. ``"**BUG** "``; "" for none)."""
+
+    kind: ClassVar[str] = "table"
+    headers: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    caption: str = ""
+    css: str = ""
+    row_css: Sequence[str] = ()
+    marks: Sequence[str] = ()
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The plots named by ``names`` (stems of ``reports.plots.make_plots``' output), each with its alt text as
+    caption. HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
+    line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote)."""
+
+    kind: ClassVar[str] = "figures"
+    names: Sequence[str]
+    grid: bool = False
+    blank_if_empty: bool = False
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A sub-heading: HTML ``<h{level} id=anchor class=css>``, Markdown ``md_level`` (default ``level``) hashes."""
+
+    kind: ClassVar[str] = "heading"
+    text: str
+    level: int = 3
+    anchor: str = ""
+    css: str = ""
+    md_level: int | None = None
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Key-value pairs: HTML ``<dl class="meta">``, Markdown ``- **key:** value`` lines."""
+
+    kind: ClassVar[str] = "facts"
+    pairs: Sequence[tuple[str, str]]
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Code:
+    """Preformatted text (``language`` tags the Markdown fence): HTML ``<pre><code>``."""
+
+    kind: ClassVar[str] = "code"
+    text: str
+    language: str = ""
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Group:
+    """Blocks kept together: HTML ``<div class=css>`` around them; Markdown draws them in turn."""
+
+    kind: ClassVar[str] = "group"
+    css: str
+    blocks: Sequence[Block]
+    only: Only = ""
+
+
+@dataclass(frozen=True)
+class Details:
+    """Blocks collapsed under ``summary`` (``<details>`` in both formats)."""
+
+    kind: ClassVar[str] = "details"
+    summary: str
+    blocks: Sequence[Block]
+    only: Only = ""
+
+
+Block: TypeAlias = Text | Items | Table | Figures | Heading | Facts | Code | Group | Details
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the page: ``<section id=id>`` in HTML, ``## title`` in Markdown (no heading when ``title`` is
+    empty), then its ``blocks`` in order. ``nav``: the HTML table of contents' entries it adds, as (anchor, label).
+    ``only``: drawn by one renderer only (e.g. an empty section HTML keeps as a placeholder)."""
+
+    id: str
+    title: str
+    blocks: Sequence[Block] = ()
+    nav: Sequence[tuple[str, str]] = ()
+    only: Only = ""
+
+
+class ReportSection:
+    """Base class of a report section. Subclasses set ``name`` (the registry key), ``order`` (place on the page:
+    the built-in sections use 10 to 130; 115, the default, puts a new one after the evidence and before Setup and
+    guarantees) and implement ``build``."""
+
+    name: ClassVar[str] = ""
+    order: ClassVar[float] = 115
+
+    def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
+        """The section for this document, or None where it has nothing to show in either format.
+
+        Args:
+            results: the whole results document.
+            plots: ``{stem: path}`` of the plots drawn for it (``reports.plots.make_plots``), in drawing order.
+        """
+        raise NotImplementedError
+
+
+SECTIONS: Registry[type[ReportSection]] = Registry("report section", base="reports.section:ReportSection")
+
+
+def images(plots: dict[str, Path], section: str) -> tuple[str, ...]:
+    """The stems of the plots that belong to ``section`` (``reports.figures.plot_section``), in drawing order."""
+    return tuple(name for name in plots if plot_section(name) == section)
+
+
+def registered_sections(results: Results, plots: dict[str, Path], renderer: Only) -> list[Section]:
+    """Every registered section's ``build`` in page order (``order``, then registration), keeping those with
+    something to show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``). The built-in
+    sections register when ``reports.sections`` is imported (the renderers import it)."""
+    classes = sorted((SECTIONS.get(name) for name in SECTIONS.names()), key=lambda cls: cls.order)
+    built = (cls().build(results, plots) for cls in classes)
+    return [replace(s, blocks=_shown(s.blocks, renderer)) for s in built if s is not None and s.only in ("", renderer)]
+
+
+def _shown(blocks: Sequence[Block], renderer: Only) -> tuple[Block, ...]:
+    """The blocks a renderer draws, the children of groups and details included."""
+    return tuple(replace(b, blocks=_shown(b.blocks, renderer)) if isinstance(b, (Group, Details)) else b
+                 for b in blocks if b.only in ("", renderer))
+
+
+__all__ = ["SECTIONS", "Block", "Code", "Details", "Facts", "Figures", "Group", "Heading", "Items", "ReportSection",
+           "Section", "Table", "Text", "images", "registered_sections"]

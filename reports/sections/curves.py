@@ -1,0 +1,44 @@
+"""The Training curves section: accuracy and loss per epoch, and their numbers as CSV (``reports.curves``)."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from markupsafe import Markup
+
+from bench.results import Results
+from reports.curves import CURVES_NOTE, curves_csv
+from reports.figures import slug
+from reports.section import SECTIONS, Figures, ReportSection, Section, Text, images
+
+
+def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
+    """HTML links to the numbers of every training-curve figure inside the page (``data:`` links, so the report stays
+    one self-contained file), named as the CSV written beside it; every part escaped."""
+    links = []
+    for dataset in dict.fromkeys(r.dataset for r in results.results):
+        name = f"curves_{slug(dataset)}"
+        if name in plots:
+            data = base64.b64encode(curves_csv(results, dataset).encode()).decode()
+            links.append(Markup('<a href="{}" download="{}">{}</a>').format(f"data:text/csv;base64,{data}",
+                                                                            f"{name}.csv", f"{name}.csv"))
+    return Markup("Numbers: ") + Markup(", ").join(links) + " (also written beside this report)."
+
+
+@SECTIONS.register()
+class Curves(ReportSection):
+    name = "curves"
+    order = 90
+
+    def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
+        """Only where training curves were plotted."""
+        figures = images(plots, "curves")
+        if not figures:
+            return None
+        csvs = ", ".join(f"[{Path(plots[n]).stem}.csv]({Path(plots[n]).stem}.csv)" for n in figures)
+        return Section("curves", "Training curves", [
+            Text(CURVES_NOTE, "note", only="html"), Figures(figures, grid=True),
+            Text(f"{CURVES_NOTE} Numbers: {csvs}.", only="markdown"),
+            Text(curve_links(results, plots), "note", only="html"),
+        ], nav=[("curves", "Training curves")])  # fmt: skip

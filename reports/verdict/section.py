@@ -1,0 +1,66 @@
+"""The Verdict section (the first screen): per dataset the headline, the verdict table, the Pareto figure, the notes
+and the legend (``reports.verdict.table``, ``reports.verdict.notes``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.results import Results
+from reports.figures import slug
+from reports.section import SECTIONS, Block, Figures, Group, Heading, Items, ReportSection, Section, Table, Text
+from reports.verdict.notes import verdict_headline, verdict_notes
+from reports.verdict.table import VERDICT_HEADERS, verdict_tables
+
+VERDICT_LEGEND = (
+    "TPR at 0.1% FPR: the membership attack with the highest TPR there, its 95% Clopper-Pearson interval "
+    "(chance 0.1%; the interval is not corrected for picking the best attack: the notes above say what survives "
+    "the correction). Audit ε_LB: the tightest valid bound of the model's audits (one-run canaries or multi-run), "
+    "95% on its own, with its audit, threat model, design and method (see Audit); heuristic bounds never appear here."
+)
+HTML_LEGEND = (
+    "TPR at 0.1% FPR: the membership attack with the highest TPR there, with its 95% Clopper-Pearson interval "
+    "(chance: 0.1%); the intervals are per attack, not corrected for picking the best of several (the notes above "
+    "say what survives the correction).\nAudit ε_LB: the tightest valid bound of the model's audits (one-run canaries "
+    "or multi-run), 95% on its own, with its audit, threat model, design and method; only the Bonferroni-corrected "
+    "run-level check decides a privacy bug (see Audit). Heuristic bounds never appear here.\nSamples/s: training "
+    "examples per second, wall clock, on the run's device."
+)
+
+
+def _row_css(row: dict[str, Any]) -> str:
+    """The HTML class of a verdict row: failed, privacy bug, failed attack (on the frontier or not), frontier."""
+    if row.get("failed"):
+        return "failed"
+    if row.get("bug"):
+        return "bug"
+    if row.get("attack_failed"):
+        return "attack-failed frontier" if row.get("frontier") else "attack-failed"
+    return "frontier" if row.get("frontier") else ""
+
+
+@SECTIONS.register()
+class Verdict(ReportSection):
+    name = "verdict"
+    order = 10
+
+    def build(self, results: Results, plots: dict[str, Path]) -> Section:
+        """One headline, table, figure and notes per dataset; HTML says "No results yet." when there is none."""
+        notes, headline = verdict_notes(results), verdict_headline(results)
+        blocks: list[Block] = []
+        for v in verdict_tables(results):
+            dataset = v["dataset"]
+            table = Table(VERDICT_HEADERS, [row["cells"] for row in v["rows"]], css="verdict-table",
+                          caption=f"{dataset}: every model's utility, strongest membership attack, and tightest "
+                                  "valid audit bound next to its accountant's ε",
+                          row_css=[_row_css(row) for row in v["rows"]])  # fmt: skip
+            pareto = Figures([n for n in plots if n == f"pareto_{slug(dataset)}"], blank_if_empty=True)
+            blocks += [Heading(f"Verdict: {dataset}", level=2), Items(headline.get(dataset, []), "headline", "bold"),
+                       Group("verdict", [table, pareto]), Items(notes.get(dataset, []), "notes"),
+                       Text(f"Pareto-optimal: no other model has both higher test accuracy and lower leakage "
+                            f"({v['axis'].description}). " + VERDICT_LEGEND, only="markdown"),
+                       Text(f"Pareto-optimal (shaded): no other model has both higher test accuracy and lower "
+                            f"leakage, measured as {v['axis'].description}.\n" + HTML_LEGEND, "note", only="html")]
+        if not blocks:
+            blocks = [Heading("Verdict", level=2, only="html"), Text("No results yet.", only="html")]
+        return Section("verdict", "", blocks, nav=[("verdict", "Verdict")])
