@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.results import Results
+from reports.audit.pooled import POOLED_HEADERS, POOLED_NOTE, pooled_rows
 from reports.audit.table import (
     DETAIL_HEADERS,
     DETECTION_NOTE,
@@ -42,6 +43,12 @@ class Audit(ReportSection):
         else:
             blocks.append(Text("No model in this run.", only="html"))
         blocks.append(Figures(images))
+        pooled = pooled_rows(results)
+        if pooled:
+            blocks += [Heading("Seeds pooled"),
+                       Table(list(POOLED_HEADERS), pooled, caption="White-box canary audits of one configuration's "
+                             "seeds pooled into one analysis, against the accountant's ε of the audit's relation"),
+                       Text(POOLED_NOTE, "note")]  # fmt: skip
         if power_rows:
             blocks += [Heading("What this run could have caught"),
                        Table(power_headers, power_rows, caption="Injected bugs one run of this profile caught (exit "
@@ -53,4 +60,4 @@ class Audit(ReportSection):
                 DETAIL_HEADERS, details, caption="Every analysis of every audit: its bound, whether it is valid under "
                                                  "the design alone, and its assumption")]))  # fmt: skip
         return Section("audit", "Audit", blocks, nav=[("audit", "Audit")],
-                       only="" if rows or images or power_rows else "html")
+                       only="" if rows or images or power_rows or pooled else "html")
