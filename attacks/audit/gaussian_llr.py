@@ -129,29 +129,32 @@ def llr_valid(fit: dict[str, Any] | None, level: float) -> bool:
 
 
 def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int, rng: np.random.Generator,
-                        contribution: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                        contribution: float = 1.0, score_sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ideal mechanism's canary scores: m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each
     included by a fair coin and then sampled at rate q, adding ``contribution`` (units of C) when sampled), scored
-    with the true σ as ``mechanisms.dpsgd_canaries`` scores them. Returns ``(scores (m,), coins (m,) int)``; memory
-    grows as steps·m (a block of canaries at a time)."""
+    as ``mechanisms.dpsgd_canaries`` scores them, with ``score_sigma`` in the score's σ̂ (None: the true σ; the code
+    uses the σ̂ it measures on canary-free coordinates). Returns ``(scores (m,), coins (m,) int)``; memory grows as
+    steps·m (a block of canaries at a time)."""
     coins = (rng.random(m) < 0.5).astype(np.int64)
     out = np.empty(m)
     block = max(1, 2_000_000 // max(steps, 1))
+    scale = sigma if score_sigma is None else score_sigma
     for a in range(0, m, block):
         c = coins[a:a + block].astype(bool)
         sampled = (rng.random((steps, c.size)) < sample_rate) & c
         x = rng.standard_normal((steps, c.size)) * sigma + contribution * sampled
-        z = (2 * x - 1) / (2 * sigma**2)
+        z = (2 * x - 1) / (2 * scale**2)
         out[a:a + block] = (np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + z)
                             if sample_rate < 1 else z).sum(0)
     return out, coins
 
 
 def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribution: float = 1.0,
-                      nodes: int = 200) -> dict[str, float]:
+                      nodes: int = 200, score_sigma: float | None = None) -> dict[str, float]:
     """The exact means and variances of a canary's summed log-likelihood ratio S = Σ_t ℓ(x_t),
-    ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ²))), under Q (x_t ~ N(0, σ²)) and P (x_t ~ N(c·b_t, σ²), b_t ~
-    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature with ``nodes`` nodes. μ-GDP's ε of
+    ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ̂²))), under Q (x_t ~ N(0, σ²)) and P (x_t ~ N(c·b_t, σ²), b_t ~
+    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature with ``nodes`` nodes; σ̂ is
+    ``score_sigma`` (None: σ, the Neyman-Pearson score; a run's scores use the σ̂ it measured). μ-GDP's ε of
     ``mu`` = (E_P S − E_Q S)/max(sd_P, sd_Q) is what the analysis converges to with many canaries; comparing it with
     the exact ε of the same T steps (a PLD accountant) measures how far the CLT is from exact.
 
@@ -159,15 +162,17 @@ def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribut
         ``{"mean_in", "var_in", "mean_out", "var_out", "mu"}``.
 
     Raises:
-        ValueError: σ <= 0, q outside (0, 1] or T < 1.
+        ValueError: σ <= 0, σ̂ <= 0, q outside (0, 1] or T < 1.
     """
-    if not (sigma > 0 and 0 < sample_rate <= 1 and steps >= 1):
-        raise ValueError(f"exact_llr_moments needs σ > 0, 0 < q <= 1, T >= 1, got {sigma}, {sample_rate}, {steps}")
+    scale = sigma if score_sigma is None else score_sigma
+    if not (sigma > 0 and scale > 0 and 0 < sample_rate <= 1 and steps >= 1):
+        raise ValueError(f"exact_llr_moments needs σ > 0, σ̂ > 0, 0 < q <= 1, T >= 1, got {sigma}, {scale}, "
+                         f"{sample_rate}, {steps}")
     z, w = np.polynomial.hermite_e.hermegauss(nodes)
     w = w / w.sum()
 
     def ell(x: np.ndarray) -> np.ndarray:
-        u = (2 * x - 1) / (2 * sigma**2)
+        u = (2 * x - 1) / (2 * scale**2)
         return np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + u) if sample_rate < 1 else u
 
     off, on = ell(sigma * z), ell(contribution + sigma * z)
@@ -184,14 +189,17 @@ def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``llr_fit`` summary of several runs' canaries pooled, exactly (sizes add; means and sds from each group's
     sums of scores and of squares). Valid to pool only runs of one mechanism with the same public σ, q and T (their
     canaries are then draws from one pair P, Q): the same configuration with different seeds. ``shape_excluded_p``
-    is the smallest of the runs' (the pooled bound decides only if every run's test passes).
+    is the runs' shape tests combined by Fisher's method (Fisher 1932, "Statistical Methods for Research Workers",
+    §21.1): −2·Σ log p_i against χ² with 2R degrees of freedom (``combined_shape_p``), one test of the runs'
+    shared assumption at ``attacks.audit.NORMALITY_LEVEL``; ``shape_test`` says so.
 
     Raises:
         ValueError: no fits.
     """
     if not fits:
         raise ValueError("pool_llr_fits needs at least one fit")
-    out: dict[str, Any] = {"shape_excluded_p": min(float(f["shape_excluded_p"]) for f in fits)}
+    out: dict[str, Any] = {"shape_excluded_p": combined_shape_p([float(f["shape_excluded_p"]) for f in fits]),
+                           "shape_test": f"Fisher's combination of {len(fits)} runs' tests"}
     for g in ("in", "out"):
         n = np.array([f[f"n_{g}"] for f in fits], dtype=np.float64)
         mean = np.array([f[f"mean_{g}"] for f in fits])
@@ -201,3 +209,21 @@ def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:
         squares = ((n - 1) * sd**2 + n * (mean - pooled_mean) ** 2).sum()
         out.update({f"n_{g}": int(total), f"mean_{g}": pooled_mean, f"sd_{g}": float(math.sqrt(squares / (total - 1)))})
     return out
+
+
+def combined_shape_p(p_values: Sequence[float]) -> float:
+    """Fisher's combination of R independent tests' p-values: P(χ²_{2R} ≥ −2·Σ log p_i) (Fisher 1932, §21.1),
+    uniform when every p_i is. Each run's shape test (``llr_fit``) is D'Agostino-Pearson's K², χ²₂ under its
+    hypothesis, so −2·log p_i is that run's K² and the combination is the test of the runs' K² summed: at level α it
+    rejects correct runs at rate α (the smallest of R p-values below α: about R·α), and it sees a departure every
+    run shares (the pooled runs train one mechanism) better than any single run's test.
+
+    Raises:
+        ValueError: no p-values, or one outside [0, 1].
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.size == 0 or not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"combined_shape_p needs p-values in [0, 1], got {list(p_values)!r}")
+    if np.any(p == 0):
+        return 0.0
+    return float(chi2.sf(-2.0 * np.log(p).sum(), 2 * p.size))

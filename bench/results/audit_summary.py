@@ -73,7 +73,8 @@ class PooledAudit(Model):
     epsilon_lb: float
     """The pooled ε lower bound at ``Audit.delta`` and 95 % (a single analysis)."""
     valid: bool
-    """True when every run's normality test of its excluded canaries' scores passes (``attacks.audit``)."""
+    """True when the runs' shape tests of their excluded canaries' scores, combined by Fisher's method, pass
+    (``attacks.audit.gaussian_llr.combined_shape_p``)."""
     epsilon: float
     """The accountant's ε of the relation the audit tests (the largest over the runs)."""
     delta: float

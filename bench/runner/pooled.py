@@ -4,8 +4,10 @@ The seeds of one (dataset, mechanism, target ε, row) train the same mechanism w
 every run's Dirac canaries are independent draws from one pair of score distributions (included, excluded): pooling
 their ``gaussian-llr`` summaries (``attacks.audit.gaussian_llr.pool_llr_fits``) is one μ-GDP analysis of R·m
 canaries. Which runs are pooled is fixed by the run's configuration (its seeds) before any score is seen; each pool
-is one more comparison of the run-level check (``bench.runner.bugs``). The pool decides only when every run's
-normality test of its excluded canaries passes.
+is one more comparison of the run-level check (``bench.runner.bugs``). The pool decides only when the runs' shape
+tests of their excluded canaries, combined by Fisher's method (``attacks.audit.gaussian_llr.combined_shape_p``), pass
+at ``attacks.audit.NORMALITY_LEVEL``: one test of the runs' shared assumption, which rejects correct runs at that
+level (requiring every run's test to pass rejected about R times as often: 3 % of correct three-run pools).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
 
 def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool]:
     """The pooled μ-GDP ε lower bound of ``group`` at ``confidence`` and whether it is valid (every run's fit
-    present and its excluded canaries' normality test passing)."""
+    present and the runs' shape tests, combined by Fisher's method, passing)."""
     fits = [next((b.fit for b in rec.audit.bounds if b.method == METHOD), None) for _, rec, _ in group]
     if any(f is None for f in fits):
         return 0.0, False

@@ -13,6 +13,7 @@ import pytest
 from attacks.audit import family, membership_audit
 from attacks.audit.fdp import gdp_delta, gdp_epsilon
 from attacks.audit.gaussian_llr import (
+    combined_shape_p,
     exact_llr_moments,
     gdp_mu_lower,
     llr_fit,
@@ -121,7 +122,8 @@ def test_pooled_fits_equal_the_fit_of_the_pooled_scores():
     direct = llr_fit(np.concatenate([s for s, _ in runs]), np.concatenate([c for _, c in runs]))
     for key in ("n_in", "n_out", "mean_in", "mean_out", "sd_in", "sd_out"):
         assert pooled[key] == pytest.approx(direct[key], rel=1e-10), key
-    assert pooled["shape_excluded_p"] == min(llr_fit(s, c)["shape_excluded_p"] for s, c in runs)
+    assert pooled["shape_excluded_p"] == pytest.approx(
+        combined_shape_p([llr_fit(s, c)["shape_excluded_p"] for s, c in runs]), rel=1e-12)
     # three runs' canaries tighten the bound
     one = llr_gdp_bound(llr_fit(*runs[0]), delta=DELTA, confidence=0.95)
     assert llr_gdp_bound(pooled, delta=DELTA, confidence=0.95) > one
@@ -147,3 +149,68 @@ def test_the_shape_test_knows_the_clt_skew_and_rejects_other_noise():
     scores = np.logaddexp(math.log1p(-Q), math.log(Q) + z).sum(0) + coins * 0.01
     fit = llr_fit(scores, coins, (SIGMA_EPS8, Q, 5))
     assert fit["shape_excluded_p"] < 0.01 and not llr_valid(fit, 0.01)
+
+
+def test_scores_at_a_measured_sigma_hat():
+    """The code scores at the σ̂ it measures on canary-free coordinates, not the true σ: the exact moments and the
+    simulation both take that σ̂ (``score_sigma``). Hand case q = 1: ℓ(x) = (2x − 1)/(2σ̂²) is linear, so with
+    σ = 2, σ̂ = 3, T = 10 the excluded sum has mean −10/18 and variance 10·4/81, the included mean +10/18, and
+    μ = (20/18)/√(40/81) = √10/2, the same as at σ̂ = σ (a linear score's μ does not depend on its scale)."""
+    mom = exact_llr_moments(sigma=2.0, sample_rate=1.0, steps=10, score_sigma=3.0)
+    assert mom["mean_out"] == pytest.approx(-10 / 18, rel=1e-9)
+    assert mom["mean_in"] == pytest.approx(10 / 18, rel=1e-9)
+    assert mom["var_out"] == pytest.approx(40 / 81, rel=1e-9)
+    assert mom["var_in"] == pytest.approx(40 / 81, rel=1e-9)
+    assert mom["mu"] == pytest.approx(math.sqrt(10) / 2, rel=1e-9)
+    # at q = 1/3 the simulation scored at σ̂ = 1.1·σ agrees with the quadrature at the same σ̂
+    s_hat = 1.1 * SIGMA_EPS8
+    exact = exact_llr_moments(sigma=SIGMA_EPS8, sample_rate=Q, steps=30, score_sigma=s_hat)
+    scores, coins = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=30, m=20_000,
+                                        rng=np.random.default_rng(11), score_sigma=s_hat)
+    for group, side in ((0, "out"), (1, "in")):
+        s = scores[coins == group]
+        assert abs(s.mean() - exact[f"mean_{side}"]) < 4 * math.sqrt(exact[f"var_{side}"] / s.size), side
+        assert s.std() == pytest.approx(math.sqrt(exact[f"var_{side}"]), rel=0.03), side
+    # σ̂ off by 0.4 % (the spread of the default model's 992 references over 120 steps is 0.2 %) costs the score's μ
+    # less than 0.01 %: the Neyman-Pearson score is flat in σ̂ at the true σ
+    at_sigma = exact_llr_moments(sigma=SIGMA_EPS8, sample_rate=Q, steps=T)["mu"]
+    for off in (0.996, 1.004):
+        assert exact_llr_moments(sigma=SIGMA_EPS8, sample_rate=Q, steps=T, score_sigma=off * SIGMA_EPS8)["mu"] \
+            == pytest.approx(at_sigma, rel=1e-4)
+    # no σ̂ given: scored at the true σ, draw for draw
+    a = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=5, m=50, rng=np.random.default_rng(3))
+    b = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=5, m=50, rng=np.random.default_rng(3),
+                            score_sigma=SIGMA_EPS8)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    with pytest.raises(ValueError, match="σ̂ > 0"):
+        exact_llr_moments(sigma=SIGMA_EPS8, sample_rate=Q, steps=T, score_sigma=0.0)
+
+
+def test_pooled_shape_test_is_fishers_combination():
+    """Hand cases: one run's p is its own; three runs at p = ½ give −2·Σ log p = 6·log 2 = 4.15888 against χ²₆,
+    whose survival function is e^(−x/2)·(1 + x/2 + (x/2)²/2) = 0.125·(1 + 2.07944 + 2.16203) = 0.65518; one run at
+    0.005 with two at ½ (the smallest-p rule would reject at 1 %): x = 2·(5.29832 + 1.38629) = 13.36922, χ²₆ tail
+    e^(−6.68461)·(1 + 6.68461 + 22.34201) = 0.0012504·30.02662 = 0.03754, so the pool still decides."""
+    assert combined_shape_p([0.3]) == pytest.approx(0.3, rel=1e-12)
+    assert combined_shape_p([0.5, 0.5, 0.5]) == pytest.approx(0.65518, abs=1e-5)
+    assert combined_shape_p([0.005, 0.5, 0.5]) == pytest.approx(0.03754, abs=1e-5)
+    assert combined_shape_p([0.0, 0.9]) == 0.0
+    with pytest.raises(ValueError, match="p-values in"):
+        combined_shape_p([])
+    with pytest.raises(ValueError, match="p-values in"):
+        combined_shape_p([1.5])
+    # correct runs (uniform p-values): three-run pools rejected at the level, 1 %, not at 1 − 0.99³ ≈ 3 % as when
+    # every run's test had to pass
+    p = np.random.default_rng(12).random((20_000, 3))
+    fisher = np.mean([combined_shape_p(row) < 0.01 for row in p])
+    assert 0.007 < fisher < 0.013
+    assert 0.025 < np.mean(p.min(axis=1) < 0.01) < 0.035
+    # Laplace noise in every run (a mechanism that does not draw Gaussian noise): the pool rejects
+    rng = np.random.default_rng(13)
+    fits = []
+    for _ in range(3):
+        coins = (rng.random(4000) < 0.5).astype(int)
+        x = rng.laplace(0, SIGMA_EPS8 / math.sqrt(2), (5, 4000))
+        scores = np.logaddexp(math.log1p(-Q), math.log(Q) + (2 * x - 1) / (2 * SIGMA_EPS8**2)).sum(0)
+        fits.append(llr_fit(scores, coins, (SIGMA_EPS8, Q, 5)))
+    assert not llr_valid(pool_llr_fits(fits), 0.01)
