@@ -50,10 +50,24 @@ def _rows_with_repeats(rows: torch.Tensor, n: int, chunk_bytes: int = 8 << 20) -
     return out
 
 
+def _within_unit(t: torch.Tensor) -> bool:
+    """Every value of ``t`` in [0, 1] (none NaN): by its min and max, which NaN propagates into."""
+    if t.numel() == 0:
+        return True
+    lo, hi = torch.aminmax(t)
+    return 0 <= float(lo) and float(hi) <= 1
+
+
 def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
     """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ): features in
-    [0, 1], label rows distributions. Raises ValueError naming the first offending value and its record."""
+    [0, 1], label rows distributions. Raises ValueError naming the first offending value and its record.
+
+    One pass of min/max per tensor decides (NaN propagates into them and fails the test); only data that fails it
+    is searched, element by element, for the first offending value (an audit's 64 releases of 10,032 records
+    spent a fifth of their mixing time here)."""
     sums = y.double().sum(1) if y.shape[1] else torch.ones(len(y), dtype=torch.float64)  # per-class: no label part
+    if _within_unit(x) and _within_unit(y) and bool(((sums - 1).abs() <= 1e-6).all()):
+        return
     for what, t, bad in (("feature", x, (x < 0) | (x > 1) | x.isnan()), ("label", y, (y < 0) | (y > 1) | y.isnan()),
                          ("label sum", sums[:, None], (sums[:, None] - 1).abs() > 1e-6)):
         if bad.any():
@@ -111,17 +125,18 @@ def mean_of_rows(data: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return F.embedding_bag(flat, data, offsets, mode="mean")
 
 
-def _bytes_with_scale(data: torch.Tensor, scale: float, rows: int = 8192) -> torch.Tensor | None:
+def _bytes_with_scale(data: torch.Tensor, scale: float, rows: int = 256) -> torch.Tensor | None:
     """``data (n, d)`` as FBGEMM's row-wise 8-bit layout ``(n, d + 8)`` uint8 (255·data, then float32
     scale and bias 0), or ``None`` unless every value is exactly k/255 for an integer k in [0, 255].
-    Checked in cache-sized row blocks."""
+    Checked in cache-sized row blocks (two scratch blocks reused: no allocation per block)."""
     n, d = data.shape
     out = torch.empty(n, d + 8, dtype=torch.uint8)
     out[:, d:] = torch.tensor([scale, 0.0]).view(torch.uint8)
+    scaled, back = torch.empty(min(rows, n), d, dtype=data.dtype), torch.empty(min(rows, n), d, dtype=data.dtype)
     for i in range(0, n, rows):
         block = data[i : i + rows]
-        q = (block * 255).round_().clamp_(0, 255)
-        if not torch.equal(q / 255, block):
+        q = torch.mul(block, 255, out=scaled[: len(block)]).round_().clamp_(0, 255)
+        if not torch.equal(torch.div(q, 255, out=back[: len(block)]), block):
             return None
         out[i : i + rows, :d] = q
     return out
