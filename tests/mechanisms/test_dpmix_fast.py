@@ -82,10 +82,28 @@ def test_byte_packing_in_small_blocks_equals_the_one_block_packing():
     plain = torch.cat([(data * 255).round().clamp(0, 255).to(torch.uint8), scale.expand(len(data), 8)], 1)
     for rows in (1, 7, 256, 5000):
         assert torch.equal(mixing._bytes_with_scale(data, 0.25, rows=rows), plain)
+        assert torch.equal(mixing._bytes_with_scale([data[:, :20], data[:, 20:]], 0.25, rows=rows), plain)
     for i in (0, 500, 999):  # in the first, a middle and the last block
         off = data.clone()
         off[i, 3] = 0.5001
         assert mixing._bytes_with_scale(off, 0.25, rows=256) is None
+
+
+def test_means_of_column_blocks_equal_the_means_of_their_concatenation(monkeypatch):
+    """``mix_release`` hands ``mean_of_rows`` its features and labels as two column blocks, never joined on the byte
+    path; the means are the bits of the joined data's, on the byte path, the float path, an empty label block (the
+    per-class release) and a build without the byte kernel."""
+    idx = sample_subsets(300, 7, 400, generator=torch.Generator().manual_seed(5))
+    for grid in (255, 16):
+        data = _records(grid=grid)
+        for cut in (20, 24):  # features | labels, and everything | no label columns
+            assert torch.equal(mean_of_rows([data[:, :cut], data[:, cut:]], idx), mean_of_rows(data, idx))
+    data = _records()
+
+    def missing(*args):
+        raise RuntimeError("no such op")
+    monkeypatch.setattr(torch.ops.quantized, "embedding_bag_byte_rowwise_offsets", missing, raising=False)
+    assert torch.equal(mean_of_rows([data[:, :20], data[:, 20:]], idx), mean_of_rows(data, idx))
 
 
 def test_record_check_accepts_and_refuses_what_the_element_wise_check_does():
