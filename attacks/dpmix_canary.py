@@ -142,11 +142,14 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     top = log_l.max(1, keepdim=True).values.clamp_min(0.0)  # every term below scaled by e^{-top}: no overflow
     l, one = (log_l - top).exp(), (-top).exp()
     q, p = min(ell / n, 1.0), torch.full((len(shift),), 0.5, dtype=torch.float64)
+    own = q * (l - one)  # q·(L_ti − 1), the same every round
+    # each round's (T, m) terms in place, operation for operation those of score = Σ_t [log((a + q·(L − 1)) ∨ 1e-300)
+    # − log(a ∨ 1e-300)], a = 1 + q·(others − (Σp − p)) (scaled): the same bits, fewer (T, m) temporaries
     for _ in range(ROUNDS):  # the other slots' chance of holding their z: ½, then their posteriors from their scores
         held = l * p
-        others = (held.sum(1, keepdim=True) - held).clamp_min(0.0)  # Σ_{j≠i} p_j·L_tj (scaled)
-        a = one + q * (others - (p.sum() - p) * one)  # > 0: q·Σp < 1 (the audit checks ℓ·(m − 1) < 2n)
-        score = (torch.log((a + q * (l - one)).clamp_min(1e-300)) - torch.log(a.clamp_min(1e-300))).sum(0)
+        others = held.sub_(held.sum(1, keepdim=True)).neg_().clamp_min_(0.0)  # Σ_{j≠i} p_j·L_tj (scaled)
+        a = others.sub_((p.sum() - p) * one).mul_(q).add_(one)  # > 0: q·Σp < 1 (the audit checks ℓ·(m − 1) < 2n)
+        score = torch.add(a, own).clamp_min_(1e-300).log_().sub_(a.clamp_min_(1e-300).log_()).sum(0)
         p = torch.sigmoid(score.clamp(-CONFIDENCE, CONFIDENCE))
     return score.numpy()
 

@@ -39,6 +39,16 @@ def _coins(m: int, generator: torch.Generator) -> np.ndarray:
     return (torch.rand(m, generator=generator) < 0.5).numpy().astype(np.int64)
 
 
+def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarray:
+    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``: each row's products and sum in
+    float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in blocks of ``rows`` rows so
+    that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each)."""
+    out = torch.empty(len(z), dtype=torch.float64)
+    for i in range(0, len(z), rows):
+        out[i : i + rows] = (z[i : i + rows].double() * a[i : i + rows].double()).sum(1)
+    return out.numpy()
+
+
 class LocalCanaryAudit(MembershipAttack):
     """Antipodal canary pairs through the local randomiser; m independent releases. Settings:
     ``ReleaseCanaryParams`` (default m = 20,000: each slot costs one image of noise).
@@ -59,15 +69,15 @@ class LocalCanaryAudit(MembershipAttack):
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 3))
         m = self.params.num_canaries
         a = torch.randn((m, math.prod(shape)), generator=gen)
-        a = a / a.norm(dim=1, keepdim=True)
+        a /= a.norm(dim=1, keepdim=True)  # in place: the same division
         coins = _coins(m, gen)
         first = torch.from_numpy(coins).bool()
-        x = torch.where(first[:, None], a, -a).view(m, *shape)
+        x = (a * (2 * first.float() - 1)[:, None]).view(m, *shape)  # a or −a (a sign flip: exact), no −a copy
         y1 = torch.randint(0, k, (m,), generator=gen)
         y2 = (y1 + torch.randint(1, k, (m,), generator=gen)) % k  # a different label: the label channel is tested
         release, privacy = ctx.train_like_target.release(ArrayDataset(x, torch.where(first, y1, y2), k, "canaries"),
                                                          seed=shadow_seed(ctx.seed, "canary", 4))
-        scores = (release.x.flatten(1).double() * a.double()).sum(1).numpy()
+        scores = projections(release.x.flatten(1), a)
         labels_covered = release.params.get("labels") != "public"
         outcomes = ((release.y == y1).long() - (release.y == y2).long()).numpy() if labels_covered else None
         return MembershipScores(scores, coins, privacy=privacy, label_outcomes=outcomes, design=AuditDesign(

@@ -45,8 +45,15 @@ class L2Normalize(nn.Module):
 
 
 def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> torch.Tensor:
-    """The local release: ``(N, C, H, W)`` images -> unit-L2-norm images + N(0, σ²) on every pixel."""
-    return L2Normalize()(x) + sigma * torch.randn(x.shape, generator=generator)
+    """The local release: ``(N, C, H, W)`` images -> unit-L2-norm images + N(0, σ²) on every pixel.
+
+    The same draws and the same float32 operations as ``L2Normalize()(x) + sigma * randn``, in place (one buffer
+    for the noise, one for the unit images): an audit's 80,000 canary images are 250 MB per temporary."""
+    unit = L2Normalize()(x)
+    noise = torch.randn(x.shape, generator=generator).mul_(sigma)
+    if noise.dtype != unit.dtype:  # e.g. float64 images: the sum takes their type, as before
+        return unit + noise
+    return noise.add_(unit)  # u + σ·e: IEEE addition commutes, so these are the same bits
 
 
 def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, generator: torch.Generator

@@ -3,6 +3,8 @@ kernel, and the noisy release built from them. The mechanism (accounting, learne
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 
@@ -50,10 +52,24 @@ def _rows_with_repeats(rows: torch.Tensor, n: int, chunk_bytes: int = 8 << 20) -
     return out
 
 
+def _within_unit(t: torch.Tensor) -> bool:
+    """Every value of ``t`` in [0, 1] (none NaN): by its min and max, which NaN propagates into."""
+    if t.numel() == 0:
+        return True
+    lo, hi = torch.aminmax(t)
+    return 0 <= float(lo) and float(hi) <= 1
+
+
 def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
     """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ): features in
-    [0, 1], label rows distributions. Raises ValueError naming the first offending value and its record."""
+    [0, 1], label rows distributions. Raises ValueError naming the first offending value and its record.
+
+    One pass of min/max per tensor decides (NaN propagates into them and fails the test); only data that fails it
+    is searched, element by element, for the first offending value (an audit's 64 releases of 10,032 records
+    spent a fifth of their mixing time here)."""
     sums = y.double().sum(1) if y.shape[1] else torch.ones(len(y), dtype=torch.float64)  # per-class: no label part
+    if _within_unit(x) and _within_unit(y) and bool(((sums - 1).abs() <= 1e-6).all()):
+        return
     for what, t, bad in (("feature", x, (x < 0) | (x > 1) | x.isnan()), ("label", y, (y < 0) | (y > 1) | y.isnan()),
                          ("label sum", sums[:, None], (sums[:, None] - 1).abs() > 1e-6)):
         if bad.any():
@@ -84,17 +100,21 @@ def mix_release(
     check_records(x, y_onehot)
     n = x.shape[0]
     idx = sample_subsets(n, mixture_degree, num_samples, generator=generator)
-    data = torch.cat([x, y_onehot], dim=1).to(torch.float32)
-    noisy = torch.randn((num_samples, data.shape[1]), generator=generator).mul_(sigma)
+    noisy = torch.randn((num_samples, x.shape[1] + y_onehot.shape[1]), generator=generator).mul_(sigma)
     if sigma_y is not None and sigma_y != sigma:
         noisy[:, x.shape[1]:] *= sigma_y / sigma
-    noisy += mean_of_rows(data, idx)  # = mean + σ·N(0, 1), the same draws as before
+    # = mean + σ·N(0, 1), the same draws as before; [x, y] as float32 column blocks, joined only if the float path
+    # needs them (the byte path packs each block into its columns)
+    noisy += mean_of_rows([x.to(torch.float32), y_onehot.to(torch.float32)], idx)
     return noisy[:, : x.shape[1]], noisy[:, x.shape[1] :], idx
 
 
-def mean_of_rows(data: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
     """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)``: one fused gather-and-sum kernel
     (``embedding_bag``), no Python loop and no ``(T, ℓ, d)`` intermediate.
+
+    ``data`` may also be given as column blocks ``[(n, d₁), (n, d₂), ...]`` (e.g. features and labels), read as
+    their concatenation along columns, which is only made when the float path needs it.
 
     Data on the 1/255 grid (8-bit images, one-hot labels) are read as bytes (FBGEMM's row-wise 8-bit
     embedding bag, exact values, float32 sums), a quarter of the memory traffic; other data as float32.
@@ -108,20 +128,29 @@ def mean_of_rows(data: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
                 packed, flat, offsets, False, 0, False, None, None, False)
         except (RuntimeError, AttributeError, NotImplementedError):  # a build without FBGEMM's kernels
             pass
-    return F.embedding_bag(flat, data, offsets, mode="mean")
+    whole = data if isinstance(data, torch.Tensor) else torch.cat(list(data), dim=1)
+    return F.embedding_bag(flat, whole, offsets, mode="mean")
 
 
-def _bytes_with_scale(data: torch.Tensor, scale: float, rows: int = 8192) -> torch.Tensor | None:
-    """``data (n, d)`` as FBGEMM's row-wise 8-bit layout ``(n, d + 8)`` uint8 (255·data, then float32
-    scale and bias 0), or ``None`` unless every value is exactly k/255 for an integer k in [0, 255].
-    Checked in cache-sized row blocks."""
-    n, d = data.shape
+def _bytes_with_scale(data: torch.Tensor | Sequence[torch.Tensor], scale: float, rows: int = 256
+                      ) -> torch.Tensor | None:
+    """``data (n, d)`` (or its column blocks, as ``mean_of_rows`` takes them) as FBGEMM's row-wise 8-bit layout
+    ``(n, d + 8)`` uint8 (255·data, then float32 scale and bias 0), or ``None`` unless every value is exactly k/255
+    for an integer k in [0, 255]. Checked in cache-sized row blocks (scratch blocks reused: no allocation per
+    block)."""
+    parts = [data] if isinstance(data, torch.Tensor) else list(data)
+    n, d = len(parts[0]), sum(p.shape[1] for p in parts)
     out = torch.empty(n, d + 8, dtype=torch.uint8)
     out[:, d:] = torch.tensor([scale, 0.0]).view(torch.uint8)
-    for i in range(0, n, rows):
-        block = data[i : i + rows]
-        q = (block * 255).round_().clamp_(0, 255)
-        if not torch.equal(q / 255, block):
-            return None
-        out[i : i + rows, :d] = q
+    col = 0
+    for part in parts:
+        w = part.shape[1]
+        scaled, back = (torch.empty(min(rows, n), w, dtype=part.dtype) for _ in range(2))
+        for i in range(0, n, rows):
+            block = part[i : i + rows]
+            q = torch.mul(block, 255, out=scaled[: len(block)]).round_().clamp_(0, 255)
+            if not torch.equal(torch.div(q, 255, out=back[: len(block)]), block):
+                return None
+            out[i : i + rows, col : col + w] = q
+        col += w
     return out

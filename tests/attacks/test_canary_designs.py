@@ -22,6 +22,7 @@ from attacks.base import AuditDesign, OneAtATime
 from attacks.canary import CanaryAudit, CanaryParams
 from attacks.metrics import membership_metrics
 from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams, _coins
+from attacks.shadows import shadow_seed
 from attacks.weight_canary import WeightCanaryAudit, WeightCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model
@@ -285,6 +286,22 @@ def test_local_canary_releases_what_its_labels_say(split):
     # without noise the score ⟨x_i, a_i⟩ is +1 when slot i released a_i and −1 when it released −a_i
     np.testing.assert_allclose(res.scores, np.where(res.labels == 1, 1.0, -1.0), atol=1e-6)
     _fair_and_independent(res.labels)
+
+
+def test_local_canary_design_and_scores_equal_the_straightforward_computation(split):
+    """The audit flips signs by multiplying and projects in row blocks (no (m, d) float64 copies); its canaries and
+    scores are the bits of ``where(coin, a, −a)`` and ``(z.double() * a.double()).sum(1)`` (three blocks here)."""
+    target = _LocalRelease(3.0)
+    res = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=10_000)).score(context(None, split, seed=5,
+                                                                                   train_like_target=target))
+    [(data, release, _)] = target.calls
+    gen = torch.Generator().manual_seed(shadow_seed(5, "canary", 3))
+    a = torch.randn((10_000, math.prod(split.members.input_shape)), generator=gen)
+    a = a / a.norm(dim=1, keepdim=True)
+    assert np.array_equal(_coins(10_000, gen), res.labels)
+    first = torch.from_numpy(res.labels).bool()
+    assert torch.equal(data.x.flatten(1), torch.where(first[:, None], a, -a))
+    assert np.array_equal(res.scores, (release.x.flatten(1).double() * a.double()).sum(1).numpy())
 
 
 def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):

@@ -14,7 +14,7 @@ from bench.core.training import evaluate
 from bench.core.types import TrainedModel
 from mechanisms import MECHANISMS
 from mechanisms.accounting import gaussian_sigma, local_record_epsilon
-from mechanisms.local_noise import LocalGaussian, perturb, randomize_labels
+from mechanisms.local_noise import L2Normalize, LocalGaussian, perturb, randomize_labels
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
@@ -47,6 +47,15 @@ def test_perturb_without_noise_gives_unit_norm_images(digits_split):
     # direction is kept: out is a positive multiple of x
     cos = torch.nn.functional.cosine_similarity(out.flatten(1), x.flatten(1), dim=1)
     assert torch.allclose(cos, torch.ones_like(cos), atol=1e-5)
+
+
+def test_perturb_in_place_is_the_straightforward_release_bit_for_bit(digits_split):
+    """``perturb`` adds the noise in place; its bits are those of ``L2Normalize()(x) + σ·randn`` with the same
+    generator, for float32 images and (summed in their type) float64 ones."""
+    for x in (digits_split.members.x, digits_split.members.x.double()):
+        plain = L2Normalize()(x) + 0.7 * torch.randn(x.shape, generator=_gen(4))
+        out = perturb(x, sigma=0.7, generator=_gen(4))
+        assert out.dtype == plain.dtype and torch.equal(out, plain)
 
 
 def test_perturb_noise_has_std_sigma(digits_split):
