@@ -57,7 +57,7 @@ from attacks.audit.gaussian_llr import (  # noqa: E402
     simulate_llr_scores,
 )
 from attacks.audit.guess_plan import planned_guess_fraction  # noqa: E402
-from mechanisms.accounting import pld_epsilon, pld_noise_multiplier  # noqa: E402
+from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier  # noqa: E402
 
 DELTA, Q, T = 1e-5, 1 / 3, 120
 DESIGN = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}

@@ -1,6 +1,6 @@
 """The Gaussian (μ-GDP) analysis of white-box DP-SGD canaries' summed log-likelihood ratios.
 
-Design (``mechanisms.dpsgd_canaries``; Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
+Design (``mechanisms.dpsgd.canaries``; Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
 Learning", Dirac canaries): canary i owns one coordinate; at each of T steps it is Poisson-sampled at rate q (only if
 included) and the auditor reads x_t = b_t + N(0, σ²) there. The noise is iid across coordinates and steps and the
 sampling independent across canaries, so the canaries' scores S_i = Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))) are
@@ -132,7 +132,7 @@ def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int,
                         contribution: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The ideal mechanism's canary scores: m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each
     included by a fair coin and then sampled at rate q, adding ``contribution`` (units of C) when sampled), scored
-    with the true σ as ``mechanisms.dpsgd_canaries`` scores them. Returns ``(scores (m,), coins (m,) int)``; memory
+    with the true σ as ``mechanisms.dpsgd.canaries`` scores them. Returns ``(scores (m,), coins (m,) int)``; memory
     grows as steps·m (a block of canaries at a time)."""
     coins = (rng.random(m) < 0.5).astype(np.int64)
     out = np.empty(m)

@@ -1,4 +1,4 @@
-"""Tests for the fast DPMix synthesis kernels (mechanisms.mixing): same subsets as the plain rejection sampler,
+"""Tests for the fast DPMix synthesis kernels (mechanisms.dpmix.mixing): same subsets as the plain rejection sampler,
 exact repeat detection, and the byte and float mean-of-rows paths agreeing with an explicit mean."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-import mechanisms.mixing as mixing
-from mechanisms.mixing import _rows_with_repeats, mean_of_rows, mix_release, sample_subsets
+import mechanisms.dpmix.mixing as mixing
+from mechanisms.dpmix.mixing import _rows_with_repeats, mean_of_rows, mix_release, sample_subsets
 
 
 def _reference_subsets(n: int, size: int, count: int, generator: torch.Generator) -> torch.Tensor:
