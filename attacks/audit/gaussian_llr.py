@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import chi2
 from scipy.stats import t as student_t
 
@@ -37,7 +38,7 @@ from attacks.metrics import validate_scores
 METHOD = "gaussian-llr"
 
 
-def llr_fit(scores: Any, labels: Any, model: Sequence[float] | None = None) -> dict[str, Any]:
+def llr_fit(scores: ArrayLike, labels: ArrayLike, model: Sequence[float] | None = None) -> dict[str, Any]:
     """The summary the analysis needs: each group's size, mean and sd (``n_in``, ``mean_in``, ``sd_in``, ``n_out``,
     ``mean_out``, ``sd_out``) and ``shape_excluded_p``, the p-value of a test of the excluded canaries' scores (the
     run's own noise) against the shape the model predicts (``shape_test``):
@@ -113,7 +114,7 @@ def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
                 for g, n in (("in", n_in), ("out", n_out)))
     if gap <= 0 or sd_hi <= 0:
         return 0.0
-    return gap / sd_hi
+    return float(gap / sd_hi)
 
 
 def llr_gdp_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
