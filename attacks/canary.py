@@ -3,7 +3,7 @@ training run, like the target's, on the members plus a random half of m canaries
 
 Black-box: input canaries (records of the attacker's population, optionally mislabelled), scored by the final
 model's loss. White-box, where the mechanism supports it (DP-SGD): in the same run, Dirac gradient canaries scored
-from every noisy update (``mechanisms.dpsgd_canaries``; Nasr et al. 2023). Both designs add a canary to or leave it
+from every noisy update (``mechanisms.dpsgd.canaries``; Nasr et al. 2023). Both designs add a canary to or leave it
 out of the training set: the add/remove neighbouring relation. The one-run theorems need the mechanism fixed
 independently of the inclusion coins, so where the mechanism takes a public record count (DP-SGD:
 ``GradientCanaries.public_size``) the audit run's q, steps and expected batch come from n = members + m·½, fixed
@@ -88,7 +88,7 @@ class CanaryAudit(MembershipAttack):
 
         if ctx.mechanism not in MECHANISMS.names() or "gradient-canaries" not in MECHANISMS.get(ctx.mechanism).audits:
             return None
-        from mechanisms.dpsgd_canaries import GradientCanaries
+        from mechanisms.dpsgd.canaries import GradientCanaries
 
         every = self.params.gradient_canaries == "all"
         return GradientCanaries(0 if every else self.params.gradient_canaries, shadow_seed(ctx.seed, "canary", 2),
@@ -159,7 +159,7 @@ class FinalModelCanaryAudit(CanaryAudit):
     the auditor sees θ_0 (public: the mechanism's own ``build`` with the run's seed) and θ_T, nothing in between.
 
     The audit run is ``canary``'s (the members plus a random half of the input canaries, q, T and B from the public
-    n), with Dirac gradient canaries (``mechanisms.dpsgd_canaries``, ``GradientCanaries.final_model``), each
+    n), with Dirac gradient canaries (``mechanisms.dpsgd.canaries``, ``GradientCanaries.final_model``), each
     included by a fair coin, at every trainable coordinate but a 2.5 % reference share. Canary i's score is
     −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate (``CanaryTracker.final_scores``): for plain and heavy-ball momentum
     SGD (no weight decay, dampening, Nesterov or weight averaging; anything else, e.g. Adam, is refused in one line)

@@ -1,6 +1,6 @@
 """The ``dpmix-canary`` audit: maximal canary records against a centre record, through DPMix's own release.
 
-**The pair the accountant is tight for.** ``mechanisms.dpmix_accounting``'s ε is the exact ε of T compositions of
+**The pair the accountant is tight for.** ``mechanisms.accounting.dpmix``'s ε is the exact ε of T compositions of
 (q·N(Δ/ℓ) + (1 − q)·N(0), N(0)), q = ℓ/n, attained when every record but one equals a record c and the differing
 record is z at distance Δ from c on one side and c itself on the other: the samples that drew z are shifted by
 (z − c)/ℓ, every other sample (and every sample on the other side) is exactly N(c, σ²). The design builds that data

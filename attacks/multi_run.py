@@ -8,7 +8,7 @@ spreads the runs, and the cache, so an interrupted audit resumes) on the first N
 - black-box: one input canary (a record of the attacker's population; ``canary``: ``mislabelled`` gives it a wrong
   label, ``blank`` is an all-zero image with label 0), scored by the final model's loss on it (add/remove);
 - white-box, where the mechanism supports gradient canaries (DP-SGD): one Dirac gradient canary of raw norm
-  ``gradient_norm``·C with its own coin, scored from every noisy update (``mechanisms.dpsgd_canaries``).
+  ``gradient_norm``·C with its own coin, scored from every noisy update (``mechanisms.dpsgd.canaries``).
 
 Every run of a mechanism that takes a public record count (DP-SGD: ``GradientCanaries.public_size``) derives its
 sample rate q = 1/⌈n/B⌉, steps and expected batch from n = N + 1, fixed before the coins: the runs with and without the
@@ -81,7 +81,7 @@ class MultiRunAudit(MembershipAttack):
         return "gradient-canaries" in MECHANISMS.get(ctx.mechanism).audits
 
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
-        from mechanisms.dpsgd_canaries import GradientCanaries
+        from mechanisms.dpsgd.canaries import GradientCanaries
 
         if self.needs_population and len(ctx.split.population) < 1:
             raise ValueError("multi-run needs one attacker population record as its canary")

@@ -19,7 +19,7 @@ every other record's clipped contribution (the worst case DP guards against), re
 x_t = (noisy sum − the members' clipped sum) / C = (the canary's clipped contribution)/C + N(0, σ²), and scores the
 canary by the Neyman-Pearson log-likelihood ratio of Poisson sampling at the accountant's q,
 Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), σ̂ measured on coordinates without a canary (as
-``mechanisms.dpsgd_canaries``). A loop that samples records more often than q gives its canary records more hits.
+``mechanisms.dpsgd.canaries``). A loop that samples records more often than q gives its canary records more hits.
 
 The canary records also test the sampling itself: their participation counts over the T steps are, for the
 accountant's Poisson sampling at rate q, iid Binomial(T, q). ``sampling_test`` compares the included records' total

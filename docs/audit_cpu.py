@@ -27,8 +27,8 @@ import torch
 from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams
 from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset
-from mechanisms.dpmix import DPMix
-from mechanisms.local_noise import LocalGaussian
+from mechanisms.dpmix.mechanism import DPMix
+from mechanisms.local.mechanism import LocalGaussian
 
 
 def main(out: str, epsilon: float) -> dict:

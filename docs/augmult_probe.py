@@ -14,7 +14,7 @@ torch.set_num_threads(1)
 from bench.core.data import load_dataset, make_split  # noqa: E402
 from bench.runner.presets.recipes import PUBLIC_STANDARDIZE  # noqa: E402
 from mechanisms import MECHANISMS  # noqa: E402
-from mechanisms.dp_sgd import DPSGD  # noqa: E402
+from mechanisms.dpsgd.mechanism import DPSGD  # noqa: E402
 
 pool, test = load_dataset("mnist")
 split = make_split(pool, test, n_members=10_000, n_non_members=10_000, n_population=10_000, n_test=5_000, seed=0)

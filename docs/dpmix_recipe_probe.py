@@ -13,7 +13,7 @@ import torch
 torch.set_num_threads(1)
 
 from bench.core.data import load_dataset, make_split  # noqa: E402
-from mechanisms.dpmix import DPMix  # noqa: E402
+from mechanisms.dpmix.mechanism import DPMix  # noqa: E402
 
 pool, test = load_dataset("mnist")
 split = make_split(pool, test, n_members=10_000, n_non_members=10_000, n_population=10_000, n_test=5_000, seed=0)

@@ -86,7 +86,7 @@ from attacks.audit.gaussian_llr import (  # noqa: E402
     simulate_llr_scores,
 )
 from attacks.audit.guess_plan import planned_guess_fraction  # noqa: E402
-from mechanisms.accounting import opacus_epsilon, pld_epsilon, pld_noise_multiplier  # noqa: E402
+from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon, pld_noise_multiplier  # noqa: E402
 
 DELTA, Q, T = 1e-5, 1 / 3, 120
 DESIGN = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}
@@ -102,7 +102,7 @@ def sigma_at(epsilon: float) -> float:
 
 def add_remove(sigma: float) -> float:
     """The add/remove ε at δ the run holds the audit to: DP-SGD's stated add/remove ε, Opacus' PRV accountant (its
-    default ``eps_error`` 0.01 included; ``mechanisms.dp_sgd``)."""
+    default ``eps_error`` 0.01 included; ``mechanisms.dpsgd.mechanism``)."""
     return opacus_epsilon(((sigma, Q, T),), delta=DELTA, accountant="prv")
 
 

@@ -4,10 +4,10 @@ from bench.core.registry import Registry
 
 MECHANISMS: Registry = Registry("mechanism", base="mechanisms.base:Mechanism")
 MECHANISMS.add_lazy("baseline", "mechanisms.baseline:Baseline")
-MECHANISMS.add_lazy("dpsgd", "mechanisms.dp_sgd:DPSGD")
-MECHANISMS.add_lazy("dpmix", "mechanisms.dpmix:DPMix")
-MECHANISMS.add_lazy("dpmix-per-class", "mechanisms.dpmix_per_class:DPMixPerClass")
-MECHANISMS.add_lazy("local-gaussian", "mechanisms.local_noise:LocalGaussian")
+MECHANISMS.add_lazy("dpsgd", "mechanisms.dpsgd.mechanism:DPSGD")
+MECHANISMS.add_lazy("dpmix", "mechanisms.dpmix.mechanism:DPMix")
+MECHANISMS.add_lazy("dpmix-per-class", "mechanisms.dpmix.per_class:DPMixPerClass")
+MECHANISMS.add_lazy("local-gaussian", "mechanisms.local.mechanism:LocalGaussian")
 MECHANISMS.add_lazy("weight-noise", "mechanisms.weight_noise:WeightNoise")
 
 __all__ = ["MECHANISMS"]

@@ -46,7 +46,7 @@ class Mechanism:
         recipes: training settings per profile name (``TrainSpec`` fields; ``params`` as a mapping), used where
             the configuration gives none. A profile without a recipe needs ``training.<name>`` in the config.
         audits: the audit runs ``fit`` accepts through its ``audit`` argument (e.g. ``"gradient-canaries"``:
-            white-box gradient canaries, ``mechanisms.dpsgd_canaries``); a mechanism with none takes no such
+            white-box gradient canaries, ``mechanisms.dpsgd.canaries``); a mechanism with none takes no such
             argument.
         off_point: what its recipe is with privacy turned off, in words (e.g. "no clipping, no noise"): ``fit`` at
             target ε = ``math.inf`` trains it (its ε = ∞ point, the recipe's own non-private ceiling). Empty: the

@@ -29,6 +29,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from attacks.audit.channels import composed_bound, image_summary, label_counts
 from attacks.audit.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.audit.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
@@ -82,7 +85,7 @@ def _bound(method: str, value: float, valid: bool, **extra: Any) -> dict[str, An
             "assumption": METHODS[method][1], "valid": bool(valid), **extra}
 
 
-def _pair(design: dict[str, Any], scores: Any, labels: Any, *, delta: float, confidence: float
+def _pair(design: dict[str, Any], scores: ArrayLike, labels: ArrayLike, *, delta: float, confidence: float
           ) -> dict[str, Any] | None:
     """The Gaussian pair's fit where the design reads canary-aligned signals (white-box, multi-run, or Gaussian by
     construction); None elsewhere or with fewer than 3 scores a side."""
@@ -121,7 +124,7 @@ def family(design: dict[str, Any]) -> tuple[str, ...]:
     kind = design.get("kind", "heuristic")
     if kind not in ("one-run", "multi-run"):
         return ()
-    base = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
+    base: tuple[str, ...] = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
     if kind == "one-run" and design.get("threat_model") in ("white-box", "hidden-state"):
         base += ("gaussian-llr",)
     if not design.get("gaussian"):
@@ -130,26 +133,29 @@ def family(design: dict[str, Any]) -> tuple[str, ...]:
     return base + gauss + (("gaussian-composed",) if "label" in (design.get("channels") or ()) else ())
 
 
-def _compute(method: str, counts: list, one_run: dict[str, Any] | None, fit: dict[str, Any] | None, *,
+def _compute(method: str, counts: list[list[int]], one_run: dict[str, Any] | None, fit: dict[str, Any] | None, *,
              delta: float, confidence: float) -> float:
-    """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit."""
+    """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit. Raises ValueError when
+    the analysis' input (its fit, or the one-run guesses) is missing."""
     if method == "clopper-pearson":
         return best_epsilon(counts, delta=delta, confidence=confidence)
     if method == "gdp-fit":
         return gdp_fit_epsilon(counts, delta=delta, confidence=confidence)
-    if method == "gaussian-pair":
-        return pair_bound(fit, delta=delta, confidence=confidence)
-    if method == "gaussian-composed":
-        return composed_bound(fit, delta=delta, confidence=confidence)
-    if method == "gaussian-llr":
-        return llr_gdp_bound(fit, delta=delta, confidence=confidence)
+    fit_bounds = {"gaussian-pair": pair_bound, "gaussian-composed": composed_bound, "gaussian-llr": llr_gdp_bound}
+    if method in fit_bounds:
+        if fit is None:
+            raise ValueError(f"the {method} analysis needs its fit, got none")
+        return fit_bounds[method](fit, delta=delta, confidence=confidence)
+    if one_run is None:
+        raise ValueError(f"the {method} analysis needs the one-run guesses, got none")
     m, rules = one_run["m"], one_run["guesses"]
     one_run_methods = {"one-run": best_one_run_epsilon, "f-dp": fdp_epsilon, "f-dp-gaussian": fdp_gdp_epsilon}
     return one_run_methods[method](m, rules, delta=delta, confidence=confidence)
 
 
-def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, one_run: dict[str, Any] | None, *,
-              delta: float, confidence: float, label_outcomes: Any = None) -> tuple[list[dict[str, Any]], float]:
+def _analyses(design: dict[str, Any], scores: ArrayLike, labels: ArrayLike, counts: list[list[int]],
+              one_run: dict[str, Any] | None, *, delta: float, confidence: float,
+              label_outcomes: ArrayLike | None = None) -> tuple[list[dict[str, Any]], float]:
     """Every analysis the design allows, as bound records (``valid``: a lower bound under the design alone), each
     at 1 − (1 − confidence)/k for the k analyses of the design's ``family`` (Bonferroni, fixed before the scores are
     seen: the tightest valid bound holds at ``confidence``); and that per-analysis confidence. A family member that
@@ -189,9 +195,9 @@ def _analyses(design: dict[str, Any], scores: Any, labels: Any, counts: list, on
     return bounds, each
 
 
-def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str, Any] | None = None,
+def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, design: dict[str, Any] | None = None,
                      profile: Sequence[Sequence[float]] | None = None, confidence: float = 0.95,
-                     label_outcomes: Any = None) -> dict[str, Any]:
+                     label_outcomes: ArrayLike | None = None) -> dict[str, Any]:
     """The audit of one attack's scores, as stored in results.json.
 
     Args:
@@ -224,7 +230,7 @@ def membership_audit(scores: Any, labels: Any, *, delta: float, design: dict[str
     if design.get("kind") == "one-run":
         planned = design.get("guess_fraction")
         guesses = one_run_guesses(scores, labels) if planned is None else [two_sided_rule(scores, labels, planned)]
-        block["one_run"] = {"m": int(len(labels)), "guesses": guesses}
+        block["one_run"] = {"m": int(np.asarray(labels).size), "guesses": guesses}
         if profile:
             block["profile_rejected"] = profile_rejected(block["one_run"]["m"], block["one_run"]["guesses"],
                                                          profile, confidence=confidence)

@@ -37,6 +37,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from attacks.audit.fdp import EPSILON_CAP
 from attacks.audit.gaussian import _box
@@ -50,7 +51,7 @@ grid this one loses under 0.05 % of ε at ε_LB 1.9 to 37 and is 5 to 30 times f
 μ = 20, and minutes for local noise at ε = 2,000, in every audit, bug check and report)."""
 
 
-def label_counts(label_outcomes: Any, labels: Any) -> dict[str, int]:
+def label_counts(label_outcomes: ArrayLike, labels: ArrayLike) -> dict[str, int]:
     """``{"kept", "swapped", "n"}``: how many of the n slots released the label they held, and how many the other
     label of their pair. ``label_outcomes``: ``(N,)`` in {−1, 0, 1}: the released label is the pair's first label
     (1), its second (−1) or neither (0); ``labels``: ``(N,)`` in {0, 1}, 1 where the slot holds the first record.
@@ -63,7 +64,7 @@ def label_counts(label_outcomes: Any, labels: Any) -> dict[str, int]:
     return {"kept": int((o == held).sum()), "swapped": int((o == -held).sum()), "n": int(o.size)}
 
 
-def image_summary(scores: Any, labels: Any) -> dict[str, float]:
+def image_summary(scores: ArrayLike, labels: ArrayLike) -> dict[str, float]:
     """``{"n", "mean", "sd"}`` of u = ⟨z, the image held⟩: the ``(N,)`` scores ⟨z, a⟩ with their sign flipped where
     the slot holds −a (``labels`` 0). Raises ValueError for fewer than 3 scores."""
     u = np.where(np.asarray(labels) == 1, 1.0, -1.0) * np.asarray(scores, dtype=np.float64)
@@ -75,7 +76,7 @@ def image_summary(scores: Any, labels: Any) -> dict[str, float]:
 def image_mu(summary: dict[str, float], alpha: float) -> float:
     """μ_LB of the image channel from ``image_summary``: 2·(one-sided lower bound of the mean) / (one-sided upper
     bound of the standard deviation), each at level 1 − ``alpha``; 0 when the mean's bound is not positive."""
-    (mean_lo, _), (_, sd_hi) = _box(summary["n"], summary["mean"], summary["sd"], 2 * alpha)  # one end each
+    (mean_lo, _), (_, sd_hi) = _box(int(summary["n"]), summary["mean"], summary["sd"], 2 * alpha)  # one end each
     return 2 * mean_lo / sd_hi if mean_lo > 0 and sd_hi > 0 else 0.0
 
 

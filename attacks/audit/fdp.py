@@ -101,19 +101,26 @@ def _largest_rejected(test: Callable[[float], bool], upper: float) -> float:
     return lo
 
 
+def _rule_test(curve: Callable[[float], Inverse], m: int, guesses: int, correct: int, tau: float
+               ) -> Callable[[float], bool]:
+    """Whether the guessing rule (``guesses``, ``correct``) rejects the curve ``curve(x)`` at level ``tau``, as a
+    function of the curve's parameter x (ε or μ) for ``_largest_rejected``."""
+    return lambda x: rejects(curve(x), m, guesses, correct, tau=tau)
+
+
 def fdp_epsilon(m: int, rules: Sequence[Sequence[int]], *, delta: float, confidence: float) -> float:
     """Non-parametric ε lower bound: the largest ε whose (ε, δ)-DP curve a guessing rule rejects, Bonferroni over
     the ``rules`` (rows ``[k_plus, k_minus, r, v]``) at ``confidence``."""
     tau = (1.0 - confidence) / max(len(rules), 1)
-    return max((_largest_rejected(lambda e, r=r, v=v: rejects(eps_delta_inverse(e, delta), m, r, v, tau=tau),
-                                  100.0) for _, _, r, v in rules if r), default=0.0)
+    return max((_largest_rejected(_rule_test(lambda e: eps_delta_inverse(e, delta), m, r, v, tau), 100.0)
+                for _, _, r, v in rules if r), default=0.0)
 
 
 def fdp_gdp_epsilon(m: int, rules: Sequence[Sequence[int]], *, delta: float, confidence: float) -> float:
     """Parametric ε lower bound: the largest μ-GDP curve a guessing rule rejects (Bonferroni over ``rules``),
     converted to ε at ``delta``; a lower bound when the mechanism's curve is Gaussian-shaped."""
     tau = (1.0 - confidence) / max(len(rules), 1)
-    mu = max((_largest_rejected(lambda u, r=r, v=v: rejects(gdp_inverse(u), m, r, v, tau=tau), 50.0)
+    mu = max((_largest_rejected(_rule_test(gdp_inverse, m, r, v, tau), 50.0)
               for _, _, r, v in rules if r), default=0.0)
     return gdp_epsilon(mu, delta)
 

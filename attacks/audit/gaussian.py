@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 from scipy.stats import chi2
@@ -105,7 +106,8 @@ def pair_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float
     return float(min(pair_epsilon((gap, a), (0.0, b), delta) for a, b in edges))
 
 
-def gaussian_pair_epsilon(scores: Any, labels: Any, *, delta: float, confidence: float = 0.95) -> dict[str, Any]:
+def gaussian_pair_epsilon(scores: ArrayLike, labels: ArrayLike, *, delta: float,
+                          confidence: float = 0.95) -> dict[str, Any]:
     """ε of the Gaussian pair fitted to included (1) and excluded (0) canaries' scores (``pair_bound``).
 
     Returns:

@@ -1,6 +1,6 @@
 """The Gaussian (μ-GDP) analysis of white-box DP-SGD canaries' summed log-likelihood ratios.
 
-Design (``mechanisms.dpsgd_canaries``; Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
+Design (``mechanisms.dpsgd.canaries``; Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
 Learning", Dirac canaries): canary i owns one coordinate; at each of T steps it is Poisson-sampled at rate q (only if
 included) and the auditor reads x_t = b_t + N(0, σ²) there. The noise is iid across coordinates and steps and the
 sampling independent across canaries, so the canaries' scores S_i = Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))) are
@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import chi2
 from scipy.stats import t as student_t
 
@@ -37,7 +38,7 @@ from attacks.metrics import validate_scores
 METHOD = "gaussian-llr"
 
 
-def llr_fit(scores: Any, labels: Any, model: Sequence[float] | None = None) -> dict[str, Any]:
+def llr_fit(scores: ArrayLike, labels: ArrayLike, model: Sequence[float] | None = None) -> dict[str, Any]:
     """The summary the analysis needs: each group's size, mean and sd (``n_in``, ``mean_in``, ``sd_in``, ``n_out``,
     ``mean_out``, ``sd_out``) and ``shape_excluded_p``, the p-value of a test of the excluded canaries' scores (the
     run's own noise) against the shape the model predicts (``shape_test``):
@@ -113,7 +114,7 @@ def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
                 for g, n in (("in", n_in), ("out", n_out)))
     if gap <= 0 or sd_hi <= 0:
         return 0.0
-    return gap / sd_hi
+    return float(gap / sd_hi)
 
 
 def llr_gdp_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
@@ -132,7 +133,7 @@ def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int,
                         contribution: float = 1.0, score_sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ideal mechanism's canary scores: m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each
     included by a fair coin and then sampled at rate q, adding ``contribution`` (units of C) when sampled), scored
-    as ``mechanisms.dpsgd_canaries`` scores them, with ``score_sigma`` in the score's σ̂ (None: the true σ; the code
+    as ``mechanisms.dpsgd.canaries`` scores them, with ``score_sigma`` in the score's σ̂ (None: the true σ; the code
     uses the σ̂ it measures on canary-free coordinates). Returns ``(scores (m,), coins (m,) int)``; memory grows as
     steps·m (a block of canaries at a time)."""
     coins = (rng.random(m) < 0.5).astype(np.int64)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from attacks.audit.gaussian_llr import simulate_llr_scores
 from attacks.audit.one_run import one_run_epsilon, one_run_guesses
@@ -51,6 +52,6 @@ def planned_guess_fraction(*, sigma: float, sample_rate: float, steps: int, m: i
     return best
 
 
-def two_sided_rule(scores, included, fraction: float) -> list[int]:
+def two_sided_rule(scores: ArrayLike, included: ArrayLike, fraction: float) -> list[int]:
     """``[k, k, 2k, v]``: the single two-sided rule at ``fraction`` (``one_run_guesses``' row for it)."""
     return one_run_guesses(scores, included, fractions=(fraction,))[1]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import binom
 
 from attacks.metrics import validate_scores
@@ -57,7 +57,8 @@ def one_run_epsilon(m: int, r: int, v: int, *, delta: float = 0.0, confidence: f
     return lo
 
 
-def one_run_guesses(scores: Any, included: Any, *, fractions: Sequence[float] = GUESS_FRACTIONS) -> list[list[int]]:
+def one_run_guesses(scores: ArrayLike, included: ArrayLike, *,
+                    fractions: Sequence[float] = GUESS_FRACTIONS) -> list[list[int]]:
     """``[k_plus, k_minus, r, v]`` for each guessing rule of the one-run audit: the k_plus highest scores
     guessed "included", the k_minus lowest "excluded", the rest abstain; r = k_plus + k_minus guesses,
     v correct. Rules: k = fraction · m for each fraction, both one-sided (k_minus = 0) and two-sided."""

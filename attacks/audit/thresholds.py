@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from attacks.metrics import clopper_pearson, validate_scores
 
@@ -83,7 +83,7 @@ def order_statistic_indices(n: int, points: int = THRESHOLD_POINTS) -> list[int]
     return sorted({0, *np.unique(np.round(np.geomspace(1, top, max(1, points - 1)))).astype(int).tolist()})
 
 
-def threshold_counts(scores: Any, labels: Any, *, points: int = THRESHOLD_POINTS) -> list[list[int]]:
+def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRESHOLD_POINTS) -> list[list[int]]:
     """``[tp, fn, fp, tn]`` at a family of thresholds chosen from one side's scores only.
 
     Direction "high score = member": the threshold is the (j+1)-th highest non-member score and an

@@ -38,7 +38,7 @@ epoch of training (one forward pass in eval mode, no gradient)."""
 
 
 class EpochRecorder:
-    """Per-epoch records of training runs: for every loop (``train_loop``, ``mechanisms.fast_dpsgd.train_fast``) the
+    """Per-epoch records of training runs: for every loop (``train_loop``, ``mechanisms.dpsgd.fast.train_fast``) the
     mean training loss and training accuracy of each epoch, and, with a probe set, the test loss and accuracy of the
     released model at the end of each epoch.
 

@@ -32,7 +32,7 @@ from bench.runner.jobs import Recipe
 from bench.runner.presets import PRESETS, VALIDATION_SEED, VALIDATION_SIZE, Curve, Preset, Row, cap_epochs, quick
 from bench.runner.provenance import run_id
 from bench.runner.validation import training_spec
-from mechanisms.dpmix_accounting import dpmix_sigma
+from mechanisms.accounting.dpmix import dpmix_sigma
 
 METRIC = "test accuracy (%)"
 VALIDATION_METRIC = "validation accuracy (%)"

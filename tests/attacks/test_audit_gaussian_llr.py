@@ -23,7 +23,7 @@ from attacks.audit.gaussian_llr import (
     simulate_llr_scores,
 )
 from attacks.audit.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
-from mechanisms.accounting import pld_epsilon
+from mechanisms.accounting.gaussian import pld_epsilon
 
 DELTA = 1e-5
 WHITE_BOX = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}

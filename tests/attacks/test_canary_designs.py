@@ -28,12 +28,12 @@ from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model
 from bench.core.training import per_example_loss, seed_everything
 from bench.core.types import PrivacySpent, TrainedModel
-from mechanisms.accounting import gaussian_epsilon
+from mechanisms.accounting.gaussian import gaussian_epsilon
 from mechanisms.baseline import Baseline
-from mechanisms.dp_sgd import DPSGD
-from mechanisms.dpsgd_canaries import CanaryTracker, GradientCanaries
-from mechanisms.fast_dpsgd import train_fast
-from mechanisms.local_noise import LocalGaussian
+from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.fast import train_fast
+from mechanisms.dpsgd.mechanism import DPSGD
+from mechanisms.local.mechanism import LocalGaussian
 from mechanisms.weight_noise import WeightNoise
 
 DELTA = 1e-5
@@ -167,7 +167,7 @@ def test_without_noise_white_box_scores_are_the_clipped_contributions(split, max
 
 
 def test_a_mechanism_that_does_not_clip_shows_the_raw_norm(split, monkeypatch):
-    import mechanisms.dpsgd_canaries as canaries
+    import mechanisms.dpsgd.canaries as canaries
 
     monkeypatch.setattr(canaries, "clip_factors", lambda sq, c: torch.ones_like(sq))  # clipping broken
     wb = _white_box(split, sigma=0.0, max_grad_norm=1.0, epochs=4)

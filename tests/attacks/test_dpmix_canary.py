@@ -16,7 +16,7 @@ from attacks.audit import membership_audit
 from attacks.base import AuditDesign
 from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams, common_shift, maximal_pairs
 from bench.core.data import ArrayDataset, load_dataset
-from mechanisms.dpmix import DPMix
+from mechanisms.dpmix.mechanism import DPMix
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 DELTA, K, SHAPE, FILL = 1e-5, 10, (1, 8, 8), 300
@@ -97,7 +97,7 @@ def test_the_scores_match_the_ideal_pair_through_the_same_analysis(members):
 def test_a_tenth_of_the_noise_is_visible_from_the_release_itself(members, monkeypatch):
     """The spread is estimated from the release, never the claimed σ: with σ/10 drawn (the accountant still
     certifying σ) the coins separate and the one-run bound exceeds the ε certified."""
-    import mechanisms.dpmix as dpmix
+    import mechanisms.dpmix.mechanism as dpmix
 
     original = dpmix.mix_release
     monkeypatch.setattr(dpmix, "mix_release", lambda x, y, *, sigma, sigma_y=None, **kw: original(

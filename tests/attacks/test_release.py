@@ -14,8 +14,8 @@ from attacks import ATTACKS
 from attacks.base import MembershipAttack
 from attacks.metrics import clopper_pearson, membership_metrics
 from bench.core.types import PrivacySpent, Release, TrainedModel
-from mechanisms.local_noise import perturb
-from mechanisms.mixing import mix_release
+from mechanisms.dpmix.mixing import mix_release
+from mechanisms.local.mechanism import perturb
 
 HUGE = 1e3
 

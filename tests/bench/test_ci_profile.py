@@ -15,8 +15,8 @@ import pytest
 
 from bench.core.errors import ConfigError
 from bench.runner.config import build_config
-from mechanisms.dp_sgd import DPSGD
-from mechanisms.local_noise import LocalGaussian
+from mechanisms.dpsgd.mechanism import DPSGD
+from mechanisms.local.mechanism import LocalGaussian
 
 REPO = Path(__file__).resolve().parents[2]
 CI = ["--profile", "ci", "--no-cache", "--device", "cpu"]
@@ -80,7 +80,7 @@ def test_the_null_test_judges_each_mechanism_and_seed_alone(tmp_path):
 MY_MECHANISM = '''
 """A user's mechanism built on the library's local randomiser, with only a smoke recipe."""
 from mechanisms import MECHANISMS
-from mechanisms.local_noise import LocalGaussian
+from mechanisms.local.mechanism import LocalGaussian
 
 
 class MyLocal(LocalGaussian):

@@ -10,7 +10,7 @@ import pytest
 from bench.core.errors import ConfigError
 from bench.runner.config import PROFILES, build_config, load_yaml, profile
 from mechanisms import MECHANISMS
-from mechanisms.dp_sgd import DPSGD
+from mechanisms.dpsgd.mechanism import DPSGD
 
 
 def test_profile_overrides_defaults():

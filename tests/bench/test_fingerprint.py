@@ -47,7 +47,7 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 def test_a_constant_changes_only_the_mechanisms_that_import_it(project):
     before = _fingerprints(project)
-    _edit(project / "mechanisms/local_noise.py", "SENSITIVITY = 2.0", "SENSITIVITY = 1.0")
+    _edit(project / "mechanisms/local/mechanism.py", "SENSITIVITY = 2.0", "SENSITIVITY = 1.0")
     after = _fingerprints(project)
     assert after["local-gaussian"] != before["local-gaussian"]
     assert {m: after[m] for m in MECHS if m != "local-gaussian"} == \
@@ -63,7 +63,7 @@ def test_shared_training_code_changes_every_mechanism(project):
 
 def test_comments_and_docstrings_keep_the_cache(project):
     before = _fingerprints(project)
-    path = project / "mechanisms/local_noise.py"
+    path = project / "mechanisms/local/mechanism.py"
     text = path.read_text()
     head, rest = text.split('"""', 1)
     path.write_text(head + '"""An edited docstring. ' + rest + "\n# a new comment\n")
@@ -71,12 +71,13 @@ def test_comments_and_docstrings_keep_the_cache(project):
 
 
 def test_a_library_version_changes_the_mechanisms_that_use_it(monkeypatch):
-    base = {m: fp.fingerprint(f"mechanisms.{mod}") for m, mod in (("dpsgd", "dp_sgd"), ("baseline", "baseline"))}
+    modules = (("dpsgd", "dpsgd.mechanism"), ("baseline", "baseline"))
+    base = {m: fp.fingerprint(f"mechanisms.{mod}") for m, mod in modules}
     real = fp.metadata.version
     monkeypatch.setattr(fp.metadata, "version", lambda d: "99.0" if d == "opacus" else real(d))
     fp._closure.cache_clear()
     try:
-        new = {m: fp.fingerprint(f"mechanisms.{mod}") for m, mod in (("dpsgd", "dp_sgd"), ("baseline", "baseline"))}
+        new = {m: fp.fingerprint(f"mechanisms.{mod}") for m, mod in modules}
     finally:
         fp._closure.cache_clear()
     assert new["dpsgd"]["libraries"]["opacus"] == "opacus==99.0" != base["dpsgd"]["libraries"]["opacus"]
@@ -102,7 +103,7 @@ def test_edited_code_retrains_instead_of_reusing_the_old_model(project, tmp_path
     first = _run(project, cache, tmp_path / "a")
     again = _run(project, cache, tmp_path / "b")
     assert not first["timings"]["cached"] and again["timings"]["cached"]
-    _edit(project / "mechanisms/local_noise.py", "SENSITIVITY = 2.0", "SENSITIVITY = 1.0")
+    _edit(project / "mechanisms/local/mechanism.py", "SENSITIVITY = 2.0", "SENSITIVITY = 1.0")
     edited = _run(project, cache, tmp_path / "c")
     assert not edited["timings"]["cached"]
     assert edited["params"]["sigma"] == pytest.approx(first["params"]["sigma"] / 2, rel=1e-6)

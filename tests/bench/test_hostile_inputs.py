@@ -79,7 +79,7 @@ def test_an_epsilon_beyond_the_accountants_range_is_refused_before_any_work(tmp_
 @pytest.mark.parametrize("delta", [1e-12, 1e-5, 0.5])
 def test_local_gaussian_is_calibrated_at_the_largest_epsilon_allowed(delta):
     from bench.runner.validation import MAX_EPSILON
-    from mechanisms.accounting import local_record_sigma
+    from mechanisms.accounting.gaussian import local_record_sigma
 
     sigma, label_epsilon = local_record_sigma(target_epsilon=MAX_EPSILON, delta=delta, label_share=0.25,
                                               num_classes=10)

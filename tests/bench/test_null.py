@@ -20,9 +20,9 @@ from bench.core.data import load_dataset, make_split
 from bench.results import RunResult, Timings
 from bench.runner.bugs import privacy_bugs
 from bench.runner.cells import membership_record, privacy_record
-from mechanisms.dp_sgd import DPSGD
-from mechanisms.dpmix import DPMix
-from mechanisms.local_noise import LocalGaussian
+from mechanisms.dpmix.mechanism import DPMix
+from mechanisms.dpsgd.mechanism import DPSGD
+from mechanisms.local.mechanism import LocalGaussian
 
 pytestmark = pytest.mark.slow  # 20 seeds × 7 audits
 DELTA = 1e-5

@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from mechanisms.dpmix_accounting import dpmix_epsilon
-from mechanisms.dpmix_closed_form import MAX_ORDER
+from mechanisms.accounting.dpmix import dpmix_epsilon
+from mechanisms.accounting.dpmix_closed_form import MAX_ORDER
 
 MNIST = dict(mixture_degree=256, num_samples=10_000, num_records=60_000, d_x=784, d_y=10, delta=1 / 60_000)
 

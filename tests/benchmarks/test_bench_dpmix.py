@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from mechanisms.mixing import mix_release
+from mechanisms.dpmix.mixing import mix_release
 
 N, ELL, T = 60_000, 256, 60_000
 

@@ -1,6 +1,6 @@
 """pytest-benchmark: one cnn-small training step at batch 256, non-private vs DP-SGD (per-sample clipping and
 noise, ``bk`` and ``vmap``). The steps are those ``bench perf`` times (SGD at lr 0.01; DP-SGD at σ = 1, C = 1 through
-``mechanisms.fast_dpsgd.dp_step``). Compare the two groups' means in the saved JSON; CI gates the same-run ratio
+``mechanisms.dpsgd.fast.dp_step``). Compare the two groups' means in the saved JSON; CI gates the same-run ratio
 with ``bench perf --check``, not these absolute times."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 from bench.core.models import build_model
 from bench.runner.perf.paths import nonprivate_step
-from mechanisms.fast_dpsgd import dp_step, make_clipper
+from mechanisms.dpsgd.fast import dp_step, make_clipper
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Tests for mechanisms.accounting: every expected number is computed here, independently of the code."""
+"""Tests for mechanisms.accounting.gaussian: every expected number is computed here, independently of the code."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from mechanisms.accounting import classic_gaussian_sigma, gaussian_delta, gaussian_epsilon, gaussian_sigma
-from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.dpmix_closed_form import MAX_ORDER
+from mechanisms.accounting.dpmix import dpmix_epsilon, dpmix_sigma
+from mechanisms.accounting.dpmix_closed_form import MAX_ORDER
+from mechanisms.accounting.gaussian import classic_gaussian_sigma, gaussian_delta, gaussian_epsilon, gaussian_sigma
 
 MNIST = dict(mixture_degree=256, num_samples=10_000, num_records=60_000, d_x=784, d_y=10, delta=1 / 60_000)
 SMALL = dict(mixture_degree=5, num_samples=10, num_records=100, d_x=4, d_y=2, delta=1e-5)
@@ -251,7 +251,7 @@ def test_dpsgd_pld_without_sampling_is_the_gaussian_mechanism(sigma, steps):
     # and 2·√k·C under replace-one (a replaced record moves the clipped sum by up to 2C). The exact ε of that
     # Gaussian (closed form, _exact_delta) pins down the relation handed to dp_accounting; its pessimistic PLD
     # discretisation (1e-3) may only add.
-    from mechanisms.accounting import pld_epsilon
+    from mechanisms.accounting.gaussian import pld_epsilon
 
     for relation, factor in (("add-remove", 1.0), ("replace-one", 2.0)):
         sens = factor * math.sqrt(steps)
@@ -263,7 +263,7 @@ def test_dpsgd_pld_without_sampling_is_the_gaussian_mechanism(sigma, steps):
 
 def test_dpsgd_calibration_bounded_and_one_line():
     # a target ε that even σ = 0.25 meets is refused at once (an unbounded σ search ran for minutes at ε = 1,000)
-    from mechanisms.accounting import SIGMA_SEARCH, pld_noise_multiplier
+    from mechanisms.accounting.gaussian import SIGMA_SEARCH, pld_noise_multiplier
 
     kw = dict(delta=1e-5, sample_rate=0.01, steps=1000, relation="replace-one")
     with pytest.raises(ValueError, match=r"target ε = 1e\+09 .* met even at σ = 0.25; allowed: ε < ") as err:
@@ -272,7 +272,7 @@ def test_dpsgd_calibration_bounded_and_one_line():
     with pytest.raises(ValueError, match=r"needs σ > 10000"):
         pld_noise_multiplier(target_epsilon=1e-4, **kw)
     sigma = pld_noise_multiplier(target_epsilon=2.0, **kw)
-    from mechanisms.accounting import pld_epsilon
+    from mechanisms.accounting.gaussian import pld_epsilon
 
     assert pld_epsilon(noise_multiplier=sigma, **kw) <= 2.0 < pld_epsilon(noise_multiplier=sigma * 0.999, **kw)
 
@@ -280,7 +280,7 @@ def test_dpsgd_calibration_bounded_and_one_line():
 def test_local_record_sigma_at_a_huge_label_epsilon():
     """ε = 2,000 with half of it on the label (ε_label = 1,000: e^ε_label overflows a float) is still calibrated, and
     the composed ε meets the target."""
-    from mechanisms.accounting import local_record_epsilon, local_record_sigma
+    from mechanisms.accounting.gaussian import local_record_epsilon, local_record_sigma
 
     sigma, label_eps = local_record_sigma(target_epsilon=2000.0, delta=1e-5, label_share=0.5, num_classes=10)
     assert label_eps == 1000.0 and 0 < sigma < 1

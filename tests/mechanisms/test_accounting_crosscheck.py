@@ -78,7 +78,7 @@ def test_dpsgd_mechanism_reports_the_epsilon_dp_accounting_computes(digits_split
     same orders and conversion, but dp_accounting bounds the RDP of fractional orders from above (at α = 2.7,
     50 steps: 5.615 against the exact 5.561, which Opacus computes), 0.7 % looser in ε at most here; RDP can
     never beat the tight PLD value."""
-    from mechanisms.dp_sgd import DPSGD
+    from mechanisms.dpsgd.mechanism import DPSGD
 
     sigma, q = 1.0, 0.2
     eps = []
@@ -106,7 +106,7 @@ def test_dpsgd_default_reports_replace_one_and_add_remove(digits_split):
     """The default relation, replace-one: ε from dp_accounting's PLD accountant at discretisation 1e-3
     (pessimistic) lies at or just above the same accountant at a 10× finer grid (within 1 %); the add/remove ε beside
     it is Opacus' PRV one, within 1 % of dp_accounting's add/remove PLD value."""
-    from mechanisms.dp_sgd import DPSGD
+    from mechanisms.dpsgd.mechanism import DPSGD
 
     spec = DPSGD.spec(model="mlp", epochs=5, batch_size=60, lr=1.0, params={"noise_multiplier": 1.0})
     fit = DPSGD().fit(digits_split.members, spec, target_epsilon=None, delta=DELTA, seed=0,

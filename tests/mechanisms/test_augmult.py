@@ -17,9 +17,9 @@ from bench.core.errors import ConfigError
 from bench.core.models import build_model, wide_resnet
 from bench.runner.config import build_config
 from mechanisms import MECHANISMS
-from mechanisms.augmult import augment_views, augmult_padding
-from mechanisms.clipping import FAST_MODES, make_clipper
-from mechanisms.dp_sgd import DPSGD
+from mechanisms.dpsgd.augmult import augment_views, augmult_padding
+from mechanisms.dpsgd.clipping import FAST_MODES, make_clipper
+from mechanisms.dpsgd.mechanism import DPSGD
 
 CPU = torch.device("cpu")
 
@@ -74,7 +74,7 @@ def test_clipped_sum_is_the_clipped_mean_gradient_of_each_records_views(mode, ne
 def test_bk_conv_blocks_hold_whole_records(monkeypatch, block, keep):
     """Conv per-record gradients in blocks of two views' worth (a block must never split a record's K views), kept
     or recomputed from the c-scaled output gradients: the same sum as in one block."""
-    import mechanisms.bk_layers as clipping
+    import mechanisms.dpsgd.bk_layers as clipping
 
     torch.manual_seed(2)
     model, k = NormNet(), 3

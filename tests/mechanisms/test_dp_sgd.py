@@ -1,4 +1,4 @@
-"""Tests for mechanisms.dp_sgd: Opacus DP-SGD calibrated to a target ε, on real 8×8 digits."""
+"""Tests for mechanisms.dpsgd.mechanism: Opacus DP-SGD calibrated to a target ε, on real 8×8 digits."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bench.core.errors import ConfigError
 from bench.core.training import evaluate, seed_everything
 from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
-from mechanisms.dp_sgd import DPSGD
+from mechanisms.dpsgd.mechanism import DPSGD
 
 CPU = torch.device("cpu")
 DELTA = 1e-5

@@ -1,4 +1,4 @@
-"""Tests for mechanisms.dpmix: subset sampling, the mixing release, and the calibrated fit on real digits."""
+"""Tests for mechanisms.dpmix.mechanism: subset sampling, the mixing release, and the calibrated fit on real digits."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from scipy.stats import chisquare
 from bench.core.errors import ConfigError
 from bench.core.types import TrainedModel, TrainSpec
 from mechanisms import MECHANISMS
-from mechanisms.dpmix import DPMix
-from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.mixing import mix_release, sample_subsets
+from mechanisms.accounting.dpmix import dpmix_epsilon, dpmix_sigma
+from mechanisms.dpmix.mechanism import DPMix
+from mechanisms.dpmix.mixing import mix_release, sample_subsets
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
@@ -256,7 +256,7 @@ def test_label_noise_scale_is_released_and_accounted(digits_split):
 
 
 def test_class_means_estimate_matches_the_members_class_means_within_its_error(digits_split):
-    from mechanisms.dpmix import class_means_from_release
+    from mechanisms.dpmix.mechanism import class_means_from_release
 
     m = digits_split.members
     x, y1 = m.x.flatten(1), F.one_hot(m.y, 10).float()
@@ -273,7 +273,7 @@ def test_class_means_estimate_matches_the_members_class_means_within_its_error(d
 
 
 def test_class_means_learner_is_a_nearest_class_mean_rule_that_learns(digits_split):
-    from mechanisms.dpmix import class_means_from_release
+    from mechanisms.dpmix.mechanism import class_means_from_release
 
     # 300 members are far too few for a useful ε (σ ≈ 10 at ε = 8): a fixed small σ tests the learner itself
     spec = DPMix.spec(model="linear", epochs=1, batch_size=32, lr=1.0, optimizer="sgd",

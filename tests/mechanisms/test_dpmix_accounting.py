@@ -1,4 +1,4 @@
-"""DPMix's tight accountant and its sensitivity (mechanisms.dpmix_accounting): every expected number is computed here
+"""DPMix's tight accountant and its sensitivity (mechanisms.accounting.dpmix): every expected number is computed here
 independently — the sensitivity from the mechanism's own mixing code, ε by numerical integration of the dominating
 pair's hockey-stick divergence, and by Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021) with its error bounds."""
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize
 from scipy.stats import norm
 
-from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_profile, dpmix_sigma, label_sensitivity
-from mechanisms.mixing import check_records, mean_of_rows, sample_subsets
+from mechanisms.accounting.dpmix import dpmix_epsilon, dpmix_profile, dpmix_sigma, label_sensitivity
+from mechanisms.dpmix.mixing import check_records, mean_of_rows, sample_subsets
 
 # The default profile's recipe: n = 10,000 members, ℓ = 16, T = 10,000, 784 pixels, 10 classes.
 DEFAULT = dict(mixture_degree=16, num_samples=10_000, num_records=10_000, d_x=784, d_y=10, delta=1e-5)

@@ -1,4 +1,4 @@
-"""Tests for the fast DPMix synthesis kernels (mechanisms.mixing): same subsets as the plain rejection sampler,
+"""Tests for the fast DPMix synthesis kernels (mechanisms.dpmix.mixing): same subsets as the plain rejection sampler,
 exact repeat detection, the byte and float mean-of-rows paths agreeing with an explicit mean, and the reorganised
 byte packing and record check equal to their straightforward forms."""
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import mechanisms.mixing as mixing
-from mechanisms.mixing import _rows_with_repeats, mean_of_rows, mix_release, sample_subsets
+import mechanisms.dpmix.mixing as mixing
+from mechanisms.dpmix.mixing import _rows_with_repeats, mean_of_rows, mix_release, sample_subsets
 
 
 def _reference_subsets(n: int, size: int, count: int, generator: torch.Generator) -> torch.Tensor:

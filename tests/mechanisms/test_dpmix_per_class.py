@@ -9,9 +9,9 @@ import torch
 
 from bench.core.errors import ConfigError
 from bench.core.training import evaluate
-from mechanisms.dp_sgd import DPSGD
-from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_sigma
-from mechanisms.dpmix_per_class import DPMixPerClass, per_class_release, reused_subset_epsilon
+from mechanisms.accounting.dpmix import dpmix_epsilon, dpmix_sigma
+from mechanisms.dpmix.per_class import DPMixPerClass, per_class_release, reused_subset_epsilon
+from mechanisms.dpsgd.mechanism import DPSGD
 
 CPU = torch.device("cpu")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from mechanisms.dpsgd_canaries import REFERENCE_SHARE, CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.canaries import REFERENCE_SHARE, CanaryTracker, GradientCanaries
 
 
 def _params():

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from mechanisms.dpsgd_canaries import CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
 
 
 def _train(tracker, params, optimizer, *, steps, noise, others, batch, clip=1.0, seed=0):
-    """``steps`` DP-SGD steps as ``mechanisms.fast_dpsgd.noisy_step`` takes them: the other records' clipped sum is
+    """``steps`` DP-SGD steps as ``mechanisms.dpsgd.fast.noisy_step`` takes them: the other records' clipped sum is
     ``others`` at every coordinate, N(0, (noise·C)²) is added, the update is the noisy sum / ``batch``. Returns the
     noisy sums, ``(steps, coordinates)`` per parameter, as the test saw them."""
     gen = torch.Generator().manual_seed(seed)

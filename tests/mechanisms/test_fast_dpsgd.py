@@ -1,4 +1,4 @@
-"""Tests for mechanisms.fast_dpsgd: the ``bk`` and ``vmap`` DP-SGD steps equal Opacus' (same clipping, noise,
+"""Tests for mechanisms.dpsgd.fast: the ``bk`` and ``vmap`` DP-SGD steps equal Opacus' (same clipping, noise,
 scaling, sampling and accounting) to float tolerance."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from bench.core.errors import ConfigError
 from bench.core.models import build_model
 from bench.runner.config import build_config
 from mechanisms import MECHANISMS
-from mechanisms.clipping import FAST_MODES, BookKeepingClipper, make_clipper
-from mechanisms.dp_sgd import DPSGD
-from mechanisms.fast_dpsgd import dp_step, poisson_batches
+from mechanisms.dpsgd.clipping import FAST_MODES, BookKeepingClipper, make_clipper
+from mechanisms.dpsgd.fast import dp_step, poisson_batches
+from mechanisms.dpsgd.mechanism import DPSGD
 
 CPU = torch.device("cpu")
 
@@ -147,7 +147,7 @@ def test_noise_has_std_sigma_c_over_b(mode):
 def test_bk_blocked_and_recomputed_conv_sums(monkeypatch, block, keep):
     """Conv per-sample gradients in several blocks, kept (first case) or too large to keep, so the clipped sum
     is recomputed as one weight gradient of the c-scaled output gradients (second case): same update."""
-    import mechanisms.bk_layers as fast
+    import mechanisms.dpsgd.bk_layers as fast
 
     torch.manual_seed(5)
     base = build_model("cnn-small", (1, 28, 28), 10)
@@ -279,7 +279,7 @@ def test_frozen_front_trains_on_precomputed_features_as_opacus_trains_end_to_end
 def test_physical_batches_add_up_to_the_logical_batch(mode):
     """``max_physical_batch_size`` = 7 on 24 records (pieces of 7, 7, 7, 3): the same clipped sum and losses as the
     whole batch at once — clipping is per record, so the pieces' sums add up."""
-    from mechanisms.fast_dpsgd import clipped_sum
+    from mechanisms.dpsgd.fast import clipped_sum
 
     torch.manual_seed(6)
     model = build_model("cnn-small", (1, 28, 28), 10)

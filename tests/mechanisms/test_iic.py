@@ -12,8 +12,8 @@ from bench.core.data import load_dataset
 from bench.core.models import build_model
 from bench.core.training import evaluate
 from bench.core.types import TrainSpec
-from mechanisms.iic import ClusterToClass, hungarian_mapping, iic_loss, train_iic
-from mechanisms.local_noise import LocalGaussian
+from mechanisms.local.iic import ClusterToClass, hungarian_mapping, iic_loss, train_iic
+from mechanisms.local.mechanism import LocalGaussian
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CHANCE = 0.1

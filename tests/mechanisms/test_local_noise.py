@@ -1,4 +1,4 @@
-"""Tests for mechanisms.local_noise: unit-norm input perturbation with the analytic Gaussian mechanism, labels by
+"""Tests for mechanisms.local.mechanism: unit-norm input perturbation with the analytic Gaussian mechanism, labels by
 k-ary randomized response (default) or public."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from scipy.stats import binom, norm
 from bench.core.training import evaluate
 from bench.core.types import TrainedModel
 from mechanisms import MECHANISMS
-from mechanisms.accounting import gaussian_sigma, local_record_epsilon
-from mechanisms.local_noise import L2Normalize, LocalGaussian, perturb, randomize_labels
+from mechanisms.accounting.gaussian import gaussian_sigma, local_record_epsilon
+from mechanisms.local.mechanism import L2Normalize, LocalGaussian, perturb, randomize_labels
 
 CPU = torch.device("cpu")
 DELTA = 1e-5
@@ -238,7 +238,7 @@ def test_class_means_undo_randomized_response(digits_split):
     inverting the response matrix removes that bias. The members repeated 20 times (6,000 records, so that the
     flips' sampling noise is small): the inverted estimates land near the true class means, the per-label means
     stay a fixed distance off (no image noise here)."""
-    from mechanisms.local_noise import class_means_from_local_release
+    from mechanisms.local.mechanism import class_means_from_local_release
 
     pool = digits_split.members
     x = (pool.x.flatten(1) / pool.x.flatten(1).norm(dim=1, keepdim=True)).repeat(20, 1)

@@ -15,10 +15,10 @@ from bench.core.types import PrivacySpent
 from bench.runner.config import build_config
 from mechanisms import MECHANISMS
 from mechanisms.base import Mechanism
-from mechanisms.dpmix import class_means_from_release
-from mechanisms.fast_dpsgd import fit_fast
-from mechanisms.local_noise import L2Normalize
-from mechanisms.mixing import mix_release
+from mechanisms.dpmix.mechanism import class_means_from_release
+from mechanisms.dpmix.mixing import mix_release
+from mechanisms.dpsgd.fast import fit_fast
+from mechanisms.local.mechanism import L2Normalize
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 CPU = torch.device("cpu")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import mechanisms.fast_dpsgd as fast
+import mechanisms.dpsgd.fast as fast
 
 
 def scale_dpsgd_noise(factor: float) -> None:

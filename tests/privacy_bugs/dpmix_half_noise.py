@@ -1,6 +1,6 @@
 """DPMix with its noise halved: mixtures get σ/2 while the accountant certifies σ."""
 
-import mechanisms.dpmix as dpmix
+import mechanisms.dpmix.mechanism as dpmix
 
 _original = dpmix.mix_release
 

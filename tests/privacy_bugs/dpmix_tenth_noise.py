@@ -1,6 +1,6 @@
 """DPMix with a tenth of its noise: mixtures get σ/10 while the accountant certifies σ."""
 
-import mechanisms.dpmix as dpmix
+import mechanisms.dpmix.mechanism as dpmix
 
 _original = dpmix.mix_release
 

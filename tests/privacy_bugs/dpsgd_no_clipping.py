@@ -2,8 +2,8 @@
 
 import torch
 
-import mechanisms.clipping as clipping
-import mechanisms.dpsgd_canaries as canaries
+import mechanisms.dpsgd.canaries as canaries
+import mechanisms.dpsgd.clipping as clipping
 
 
 def no_clipping(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """Local Gaussian noise halved: each record gets σ/2 while the accountant certifies σ."""
 
-import mechanisms.local_noise as local
+import mechanisms.local.mechanism as local
 
 _original = local.perturb
 

@@ -1,7 +1,7 @@
 """Local Gaussian noise with labels released in the clear: randomized response skipped while the accountant still
 composes the image with a randomized-response label (the source's "labels public", without saying so)."""
 
-import mechanisms.local_noise as local
+import mechanisms.local.mechanism as local
 
 
 def randomize_labels(y, *, epsilon, num_classes, generator):

@@ -5,8 +5,8 @@
 
 import os
 
-import mechanisms.dpmix as dpmix
-import mechanisms.local_noise as local
+import mechanisms.dpmix.mechanism as dpmix
+import mechanisms.local.mechanism as local
 from tests.privacy_bugs._noise import scale_dpsgd_noise
 
 _mechanism, _, _what = os.environ.get("PRIVBENCH_BUG", "").partition(":")

@@ -21,7 +21,7 @@ from bench.runner.cells import epoch_records, feature_maps_record, privacy_recor
 from bench.runner.executor import TrainJob, run_job
 from bench.runner.jobs import Recipe
 from mechanisms import MECHANISMS
-from mechanisms.local_noise import L2Normalize
+from mechanisms.local.mechanism import L2Normalize
 from reports import write_reports
 from reports.common import target_of
 from reports.curves import CURVE_COLUMNS, curve_rows, curves_csv

@@ -17,7 +17,7 @@ from torch import nn
 
 from bench.core.errors import BenchError
 from bench.runner.perf.timing import PeakRss, Record, interleaved, paired_ratio, warm
-from mechanisms.fast_dpsgd import FAST_MODES
+from mechanisms.dpsgd.fast import FAST_MODES
 
 OPACUS_MODES = ("hooks", "functorch", "ew", "ghost")
 
@@ -54,7 +54,7 @@ def opacus_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -
 
 
 def fast_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
-    from mechanisms.fast_dpsgd import dp_step, make_clipper
+    from mechanisms.dpsgd.fast import dp_step, make_clipper
 
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     clipper = make_clipper(mode, model)
@@ -108,7 +108,7 @@ def measure_steps(cfg, device: torch.device, rounds: int, calls: int) -> list[Re
 def measure_dpmix(cfg, rounds: int) -> Record:
     """``mix_release`` of T samples from n records with mixture degree ℓ (real MNIST when found under
     ``$PRIVBENCH_DATA``, else synthetic 8-bit images), on CPU; samples/s = T / seconds."""
-    from mechanisms.mixing import mix_release
+    from mechanisms.dpmix.mixing import mix_release
 
     n, ell, t = cfg.dpmix_records, cfg.dpmix_degree, cfg.dpmix_samples
     x, y, source = None, None, "synthetic 8-bit"

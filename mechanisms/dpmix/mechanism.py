@@ -14,10 +14,10 @@ from pydantic import Field
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, fit_supervised, seed_everything, soft_cross_entropy
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
+from mechanisms.accounting.dpmix import ACCOUNTANT_NAMES, dpmix_epsilon, dpmix_profile, dpmix_sigma
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.dpmix_accounting import ACCOUNTANT_NAMES, dpmix_epsilon, dpmix_profile, dpmix_sigma
-from mechanisms.mixing import mix_release
+from mechanisms.dpmix.mixing import mix_release
 
 
 class DPMixParams(ModelParams):
@@ -27,7 +27,7 @@ class DPMixParams(ModelParams):
         mixture_degree: ℓ, records averaged per released sample (1 <= ℓ <= n).
         num_samples: T, samples released (>= 1).
         accountant: ``pld`` (default: the exact ε of the dominating pair by ``dp_accounting``'s PLD,
-            ``mechanisms.dpmix_accounting``), ``dp_accounting`` (Google's RDP accountant, sampling without replacement)
+            ``mechanisms.accounting.dpmix``), ``dp_accounting`` (Google's RDP accountant, sampling without replacement)
             or ``closed_form`` (Lee et al. 2019, Thm. 1); all under replace-one, label sensitivity √2.
         lr_halving_epochs: the network learner halves its learning rate every that many epochs.
         sigma: a fixed noise std σ_x (> 0, pixel units), e.g. a source's; the target ε is then ignored.

@@ -1,7 +1,7 @@
 """Privacy accounting of the Gaussian mechanism: the analytic calibration (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1,
 evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed; DP-SGD's Opacus calibration
 and ε, memoised. Pure maths (Opacus imported only inside the functions that wrap it). ε is unitless, δ a
-probability. DPMix's accountant: ``mechanisms.dpmix_accounting``."""
+probability. DPMix's accountant: ``mechanisms.accounting.dpmix``."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, make_optimizer, seed_everything, train_loop
 from bench.core.types import PrivacySpent, RelationEpsilon, TrainedModel, TrainSpec
-from mechanisms.accounting import (
+from mechanisms.accounting.gaussian import (
     dpsgd_profile,
     gaussian_epsilon,
     opacus_epsilon,
@@ -24,8 +24,8 @@ from mechanisms.accounting import (
 )
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.dpsgd_canaries import GradientCanaries
-from mechanisms.fast_dpsgd import FAST_MODES, fit_fast
+from mechanisms.dpsgd.canaries import GradientCanaries
+from mechanisms.dpsgd.fast import FAST_MODES, fit_fast
 
 ACCOUNTANTS = ("prv", "rdp", "gdp")
 
@@ -37,7 +37,7 @@ class DPSGDParams(ModelParams):
         max_grad_norm: C, the per-sample clipping norm (> 0, in gradient-norm units).
         accountant: Opacus' accountant that calibrates σ and certifies ε: ``prv``, ``rdp`` or ``gdp``.
         grad_sample_mode: per-sample clipping: ours (``bk`` book-keeping, ``vmap``) or Opacus' (``hooks``,
-            ``functorch``, ``ew``); all give the same update (mechanisms/fast_dpsgd.py).
+            ``functorch``, ``ew``); all give the same update (mechanisms/dpsgd/fast.py).
         noise_multiplier: a fixed σ (> 0), as a source system set it; the target ε is then ignored.
         ema_decay: end with the exponential moving average of the weights at this decay (in (0, 1); ``bk`` or
             ``vmap`` only; De et al. 2022) — post-processing, no privacy cost.

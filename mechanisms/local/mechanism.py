@@ -15,7 +15,7 @@ from torch import nn
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
-from mechanisms.accounting import (
+from mechanisms.accounting.gaussian import (
     classic_gaussian_sigma,
     gaussian_epsilon,
     gaussian_sigma,
@@ -26,7 +26,7 @@ from mechanisms.accounting import (
 )
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.iic import ClusterToClass, hungarian_mapping, train_iic
+from mechanisms.local.iic import ClusterToClass, hungarian_mapping, train_iic
 
 # Replacing one person's unit-norm image by another moves it by up to ||a - b|| <= 2.
 SENSITIVITY = 2.0
@@ -83,7 +83,7 @@ class LocalGaussianParams(ModelParams):
             nearest-class-mean classifier (largest inner product with a class mean) estimated from the release,
             ``class_means_from_local_release``; ``spec.model`` must be ``linear``): with isotropic noise far larger
             than the signal, the class means are what a learner can still estimate. ``iic``: Invariant
-            Information Clustering (Ji, Henriques & Vedaldi 2019; ``mechanisms.iic``) of the noisy images without
+            Information Clustering (Ji, Henriques & Vedaldi 2019; ``mechanisms.local.iic``) of the noisy images without
             their labels, clusters mapped to classes by Hungarian matching on a small labelled split: the first
             ``match_size`` released records with their released labels (public with ``labels: public``, as in the
             source; randomized-response labels otherwise), post-processing of the release at no privacy cost.

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from mechanisms.clipping import clip_factors
+from mechanisms.dpsgd.clipping import clip_factors
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ class, the relation most favourable to the source):
 - the single subset draw is sampling without replacement at q = ℓ/n_c, once. Its dominating pair is
   (q·N(μ, 1) + (1 − q)·N(0, 1), N(0, 1)) (Balle, Barthe, Gaboardi, NeurIPS 2018; Zhu, Dong, Wang, AISTATS 2022),
   attained by a class whose other records all equal one image: ε is that pair's, by ``dp_accounting``'s PLD
-  (``mechanisms.dpmix_accounting.dpmix_pld_epsilon`` with T = 1), exact to its discretisation.
+  (``mechanisms.accounting.dpmix.dpmix_pld_epsilon`` with T = 1), exact to its discretisation.
 
 With ``reuse_subset=False`` every sample gets a fresh subset, which is what Lee et al.'s bound assumes; ε is then
 DPMix's tight accountant per class (n = n_c, T = T_c; the label is the class, so only the image carries a Δ term).
@@ -27,10 +27,10 @@ from pydantic import Field
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, fit_supervised, seed_everything
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
+from mechanisms.accounting.dpmix import dpmix_epsilon, dpmix_pld_epsilon
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.dpmix_accounting import dpmix_epsilon, dpmix_pld_epsilon
-from mechanisms.mixing import mix_release, sample_subsets
+from mechanisms.dpmix.mixing import mix_release, sample_subsets
 
 
 def reused_subset_epsilon(*, sigma: float, mixture_degree: int, samples_per_class: int, class_size: int, d_x: int,

@@ -8,7 +8,7 @@ clipping, Abadi et al. 2016), computed two ways:
   one backward pass for the gradients w.r.t. each layer's *output* only (no weight gradients), then
   per-sample norms in closed form (Linear: ‖a_i‖·‖g_i‖) or from per-sample weight gradients computed as one
   batched convolution per block (Conv2d: the batch becomes the conv groups), and the clipped sum as one
-  weighted contraction (the per-layer rules: ``mechanisms.bk_layers``). Supports ``nn.Linear``, ``nn.Conv2d``
+  weighted contraction (the per-layer rules: ``mechanisms.dpsgd.bk_layers``). Supports ``nn.Linear``, ``nn.Conv2d``
   (groups 1, zero padding), ``nn.GroupNorm`` and ``nn.LayerNorm``; any other module owning trainable parameters raises.
 
 Both take an augmentation multiplicity K (De et al. 2022, "Unlocking high-accuracy differentially private image
@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mechanisms.bk_layers import LAYERS
+from mechanisms.dpsgd.bk_layers import LAYERS
 
 FAST_MODES = ("bk", "vmap")  # fastest first
 PerSampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

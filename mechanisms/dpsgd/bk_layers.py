@@ -7,7 +7,7 @@ With augmentation multiplicity K (De et al. 2022, §3.1) the batch holds K conse
 (``a``, ``g``: ``(B·K, ...)``) and a record's gradient is the sum of its views' (the clipper's loss is already the
 mean over the views): Linear sums over the views as over a sequence, Conv2d and the norm layers sum the views'
 per-sample gradients before the norm. ``LAYERS`` maps each supported module type to its rule
-(``mechanisms.clipping.BookKeepingClipper`` uses it).
+(``mechanisms.dpsgd.clipping.BookKeepingClipper`` uses it).
 """
 
 from __future__ import annotations

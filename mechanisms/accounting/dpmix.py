@@ -1,5 +1,6 @@
 """DPMix's accountants (Lee, Kim, Lee, Suh, ISIT 2019): the tight PLD accountant (default), Google
-``dp_accounting``'s RDP, and the paper's closed form (``mechanisms.dpmix_closed_form``), all under replace-one.
+``dp_accounting``'s RDP, and the paper's closed form (``mechanisms.accounting.dpmix_closed_form``), all under
+replace-one.
 
 Pure maths, no torch. ε is unitless, δ is a probability.
 
@@ -30,8 +31,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from mechanisms.accounting import privacy_profile, require
-from mechanisms.dpmix_closed_form import closed_form_epsilon
+from mechanisms.accounting.dpmix_closed_form import closed_form_epsilon
+from mechanisms.accounting.gaussian import privacy_profile, require
 
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution

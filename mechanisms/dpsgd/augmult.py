@@ -1,8 +1,8 @@
 """Augmentation multiplicity for DP-SGD (De et al. 2022, "Unlocking high-accuracy differentially private image
 classification through scale", §3.1): each record of a batch becomes K random crops (and flips) of itself, and the
-record's gradient is the mean over its K views, clipped as one (``mechanisms.clipping``). One record still moves the
-clipped sum by at most C, so the noise multiplier σ, the sample rate q and ε are those without augmentation; compute
-grows K-fold.
+record's gradient is the mean over its K views, clipped as one (``mechanisms.dpsgd.clipping``). One record still
+moves the clipped sum by at most C, so the noise multiplier σ, the sample rate q and ε are those without augmentation;
+compute grows K-fold.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """DPMix's mixing (Lee, Kim, Lee, Suh, ISIT 2019): uniform ℓ-subsets of the records, their means by one fused
-kernel, and the noisy release built from them. The mechanism (accounting, learners) is ``mechanisms.dpmix``."""
+kernel, and the noisy release built from them. The mechanism (accounting, learners) is
+``mechanisms.dpmix.mechanism``."""
 
 from __future__ import annotations
 

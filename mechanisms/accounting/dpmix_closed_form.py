@@ -1,4 +1,4 @@
-"""DPMix's closed-form accountant (Lee et al. 2019, Thm. 1), evaluated exactly; ``mechanisms.dpmix_accounting``
+"""DPMix's closed-form accountant (Lee et al. 2019, Thm. 1), evaluated exactly; ``mechanisms.accounting.dpmix``
 is the public API that chooses between it, Google ``dp_accounting``'s RDP and the tight PLD accountant.
 
 Pure maths, no torch. ε is unitless, δ is a probability. References:

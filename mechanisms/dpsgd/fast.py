@@ -8,12 +8,12 @@ One DP-SGD step (Abadi et al. 2016, Algorithm 1) as Opacus 1.6 does it with flat
     grad  = (Σ_i c_i g_i + N(0, (σC)² I)) / expected_batch_size  noise drawn per parameter, in optimizer order
     optimizer.step()
 
-Σ_i c_i g_i comes from a clipper of ``mechanisms.clipping`` (``bk`` or ``vmap``); ``noisy_step`` draws the noise
+Σ_i c_i g_i comes from a clipper of ``mechanisms.dpsgd.clipping`` (``bk`` or ``vmap``); ``noisy_step`` draws the noise
 exactly as Opacus does (``torch.normal`` per parameter from the same generator), so with the same seed the updates
 equal Opacus' to float tolerance (tests/mechanisms/test_fast_dpsgd.py). Poisson batches, σ and ε are Opacus'.
 
-With augmentation multiplicity K (De et al. 2022, §3.1; ``mechanisms.augmult``) each record of a batch becomes K random
-crops (and flips) of itself, and g_i is the mean of its K views' gradients, clipped as one: a record still moves
+With augmentation multiplicity K (De et al. 2022, §3.1; ``mechanisms.dpsgd.augmult``) each record of a batch becomes K
+random crops (and flips) of itself, and g_i is the mean of its K views' gradients, clipped as one: a record still moves
 the clipped sum by at most C, so σ, q and ε are those without augmentation.
 """
 
@@ -26,9 +26,9 @@ import torch
 from torch import nn
 
 from bench.core.training import current_recorder, record_epoch
-from mechanisms.augmult import augment_views, augmult_settings
-from mechanisms.clipping import FAST_MODES, make_clipper
-from mechanisms.dpsgd_canaries import CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.augmult import augment_views, augmult_settings
+from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.clipping import FAST_MODES, make_clipper
 
 __all__ = ["FAST_MODES", "clipped_sum", "dp_step", "fit_fast", "make_clipper", "noisy_step", "poisson_batches",
            "train_fast"]
@@ -42,7 +42,7 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
     Noise is drawn per parameter in the optimizer's order with the same ``torch.normal`` call as Opacus'
     ``_generate_noise`` (non-secure mode; none drawn when σC = 0), so the same generator state gives the
     same noise. ``canaries`` (an audit run): its sampled gradient canaries join the clipped sum before the noise,
-    and it reads every noisy sum (``mechanisms.dpsgd_canaries``).
+    and it reads every noisy sum (``mechanisms.dpsgd.canaries``).
     """
     std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0  # σ = 0 and C = ∞: no noise (not NaN)
     if canaries is not None:
@@ -67,8 +67,8 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
 
     ``max_physical_batch_size`` m (Opacus' ``BatchMemoryManager``): the clipper sees at most m records at a time and
     the pieces' clipped sums add up — each record is clipped on its own, so the sum is the same (to float rounding);
-    memory follows m (× K views). ``augment`` (``mechanisms.augmult.augment_views``' settings): each piece's records
-    become their K views just before the clipper sees them (so the views drawn depend on m).
+    memory follows m (× K views). ``augment`` (``mechanisms.dpsgd.augmult.augment_views``' settings): each piece's
+    records become their K views just before the clipper sees them (so the views drawn depend on m).
 
     Raises:
         ValueError: what the clipper or ``augment_views`` raise (a module the clipper cannot handle, inputs that are
@@ -208,8 +208,8 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
             batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
-        canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd_canaries``).
-        augmult: K views per record (``mechanisms.augmult``, flips with ``augmult_flip``; None: no augmentation).
+        canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd.canaries``).
+        augmult: K views per record (``mechanisms.dpsgd.augmult``, flips with ``augmult_flip``; None: no augmentation).
         max_physical_batch_size: records per clipper call (``clipped_sum``; None: the whole Poisson batch).
         A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
         trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
@@ -220,7 +220,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
         ValueError: unsupported model for ``mode``, more canaries than coordinates, ``augmult`` where it cannot
-            apply (``mechanisms.augmult.augmult_settings``).
+            apply (``mechanisms.dpsgd.augmult.augmult_settings``).
     """
     from bench.core.models import FrozenFront
 
@@ -261,7 +261,8 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
              on_epoch: Callable[[int, int, float], None] | None = None,
              canaries: GradientCanaries | None = None, public_size: int | None = None):
     """DP-SGD's training with a fast clipper and everything else as Opacus does it: the module validator and Poisson
-    sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the result (``mechanisms.dp_sgd``).
+    sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the result
+    (``mechanisms.dpsgd.mechanism``).
 
     Args:
         model: freshly built module on ``device``; optimizer: over its parameters; train: an ArrayDataset;
