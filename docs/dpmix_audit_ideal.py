@@ -8,7 +8,11 @@ repository root::
 
 ``--profile ci`` takes the ci profile's sizes instead (bench/runner/profiles/ci.yaml: n₀ = 500 fillers, the 8×8
 digits' 64 pixels, the smoke recipe with the profile's ℓ, σ_y = σ_x; run it with ``--epsilons 2``); there the
-half-image canary carries (32 + 2)/(64 + 2) of the pair's Δ², not ¾.
+half-image canary carries (32 + 2)/(64 + 2) of the pair's Δ² at σ_y = σ_x, ¾ at the profile's σ_y/σ_x = √(2/64).
+Measured there (2026-11-27, ``--profile ci --epsilons 2 --slots 16 --releases 512 --noise 0.5 --seeds 3``, ε_LB / ε
+median, certified curve rejected by the audit's own 95 % test): at σ_y = σ_x ideal 1.98 (3 of 3), ideal-design 0.95
+(2 of 3), code 0.71 (1 of 3); at √(2/64) ideal 1.98, ideal-design 1.45 (3 of 3): the reason the ci profile trains
+DPMix at that ratio (docs/detection_power.md, the ci profile).
 
 At the default profile's sizes (n₀ = 10,000 fillers, MNIST's 784 pixels and 10 classes, the default recipe: ℓ = 16,
 T = 10,000, σ_y/σ_x = √(2/784); δ = 1e-5) it prints ε_LB / ε of the audit's tightest valid bound over ``--seeds``
