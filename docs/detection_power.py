@@ -2,7 +2,7 @@
 Run from the repository root (real MNIST for the default profile)::
 
     PRIVBENCH_DATA=... python docs/detection_power.py [--profile default] [--mechanisms dpsgd,local-gaussian,dpmix]
-        [--epsilons 1,3,8] [--bugs 0.5,0.67,0.8,0.9,labels] [--all] [--data bench/runner/detection_power.json]
+        [--epsilons 1,3,8] [--bugs 0.5,0.67,0.75,0.8,0.9,labels] [--all] [--data bench/runner/detection_power.json]
 
 For each mechanism, target ε and bug it runs, with ``PRIVBENCH_BUG=MECHANISM:BUG`` and the plug-in
 ``tests.privacy_bugs.scaled`` (σ × FACTOR drawn while the accountant certifies σ; ``labels``: the label channel in the
@@ -76,7 +76,7 @@ def markdown(table: dict, profile: str) -> str:
     from bench.runner.detection import bug_text
 
     rows = [r for r in table["rows"] if r["profile"] == profile and r["exit"] in (0, 3)]
-    bugs = list(dict.fromkeys(bug_text(b) for b in ("0.5", "0.67", "0.8", "0.9", "labels", "1")
+    bugs = list(dict.fromkeys(bug_text(b) for b in ("0.1", "0.5", "0.67", "0.75", "0.8", "0.9", "labels", "1")
                               if any(r["bug"] == b for r in rows)))
     cells: dict[tuple[str, float], dict[str, str]] = {}
     for r in rows:
@@ -98,7 +98,8 @@ def main() -> None:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--mechanisms", default="dpsgd,local-gaussian,dpmix")
     parser.add_argument("--epsilons", default="1,3,8")
-    parser.add_argument("--bugs", default="0.5,0.67,0.8,0.9,labels", help="strongest noise bug first")
+    parser.add_argument("--bugs", default="0.5,0.67,0.75,0.8,0.9,labels",
+                        help="strongest noise bug first (σ × 0.1 for DPMix's tenth of the noise: --bugs 0.1,...)")
     parser.add_argument("--all", action="store_true", help="run every bug (default: after a σ × F bug is missed, "
                         "the weaker ones that follow it are not run)")
     parser.add_argument("--data", default=str(REPO / "bench" / "runner" / "detection_power.json"))

@@ -4,7 +4,15 @@ from the release) and between the ideal and the accountant (the one-run analysis
 repository root::
 
     python docs/dpmix_audit_ideal.py [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
-                                     [--runs code,ideal,ideal-design] [--family M]
+                                     [--runs code,ideal,ideal-design] [--family M] [--profile default]
+
+``--profile ci`` takes the ci profile's sizes instead (bench/runner/profiles/ci.yaml: n₀ = 500 fillers, the 8×8
+digits' 64 pixels, the smoke recipe with the profile's ℓ, σ_y = σ_x; run it with ``--epsilons 2``); there the
+half-image canary carries (32 + 2)/(64 + 2) of the pair's Δ² at σ_y = σ_x, ¾ at the profile's σ_y/σ_x = √(2/64).
+Measured there (2026-11-27, ``--profile ci --epsilons 2 --slots 16 --releases 512 --noise 0.5 --seeds 3``, ε_LB / ε
+median, certified curve rejected by the audit's own 95 % test): at σ_y = σ_x ideal 1.98 (3 of 3), ideal-design 0.95
+(2 of 3), code 0.71 (1 of 3); at √(2/64) ideal 1.98, ideal-design 1.45 (3 of 3): the reason the ci profile trains
+DPMix at that ratio (docs/detection_power.md, the ci profile).
 
 At the default profile's sizes (n₀ = 10,000 fillers, MNIST's 784 pixels and 10 classes, the default recipe: ℓ = 16,
 T = 10,000, σ_y/σ_x = √(2/784); δ = 1e-5) it prints ε_LB / ε of the audit's tightest valid bound over ``--seeds``
@@ -65,6 +73,26 @@ DESIGN = {"kind": "one-run", "threat_model": "black-box", "relation": "replace-o
 RECIPE = DPMix.recipes["default"]
 
 
+def use_profile(name: str) -> None:
+    """Set the sizes of profile ``name`` (``default``: as above; ``ci``: ci.yaml's members, data set and ℓ over the
+    smoke recipe)."""
+    global SHAPE, FILL, RECIPE
+    if name == "default":
+        return
+    import yaml
+
+    ci = yaml.safe_load((Path(__file__).resolve().parents[1] / "bench/runner/profiles/ci.yaml").read_text())
+    smoke = DPMix.recipes[ci["recipes_from"]]
+    SHAPE, FILL = (1, 8, 8), int(ci["n_members"])
+    RECIPE = {**smoke, "params": {**smoke["params"], **ci["training"]["dpmix"]["params"]}}
+
+
+def design_share() -> float:
+    """The share of the pair's Δ² = d_x/σ_x² + 2/σ_y² that the design's half-image canary carries."""
+    d, scale = math.prod(SHAPE), RECIPE["params"].get("sigma_y_scale", 1.0)
+    return (d // 2 + 2 / scale**2) / (d + 2 / scale**2)
+
+
 def code(epsilon: float, slots: int, releases: int, seed: int, *, noise: float = 1.0) -> dict:
     """The audit block of ``DPMixCanaryAudit`` on ``DPMix.release`` (``bench``'s code path), its mixtures drawn with
     σ·``noise`` (1: the correct mechanism)."""
@@ -112,7 +140,7 @@ def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float 
     """The same analysis on the ideal pair at the accountant's σ, its squared shift ``share`` of Δ²/ℓ², drawn with
     σ·``noise`` (the shift in noise units divided by ``noise``); the certified curve is σ's."""
     p = RECIPE["params"]
-    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p["sigma_y_scale"]
+    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p.get("sigma_y_scale", 1.0)
     acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
     sigma = dpmix_sigma(target_epsilon=epsilon, sigma_y_scale=scale, **acc)
     h = math.sqrt(share * (math.prod(SHAPE) / sigma**2 + 2 / (scale * sigma) ** 2)) / ell / noise
@@ -126,7 +154,7 @@ def perfect(epsilon: float, slots: int, releases: int, *, family: int) -> bool:
     any score can do) rejects the certified curve at ε when the run-level check divides 5 % among ``family``
     comparisons (Bonferroni): if not, no score of this design at this size can end the run with exit status 3."""
     p = RECIPE["params"]
-    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p["sigma_y_scale"]
+    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p.get("sigma_y_scale", 1.0)
     acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
     sigma = dpmix_sigma(target_epsilon=epsilon, sigma_y_scale=scale, **acc)
     profile = dpmix_profile(sigma=sigma, sigma_y=scale * sigma, **acc)
@@ -147,13 +175,15 @@ def main() -> None:
     parser.add_argument("--family", type=int, default=0, help="also say whether a perfect ranking rejects the "
                         "certified curve with the run-level check over this many comparisons (the default main job: "
                         "70)")
+    parser.add_argument("--profile", default="default", choices=("default", "ci"))
     args = parser.parse_args()
+    use_profile(args.profile)
     torch.set_num_threads(2)
     print(f"m = {args.slots} × {args.releases} releases, {args.seeds} seeds, noise σ × {args.noise:g}: ε_LB / ε, "
           "median (min–max)")
     f = args.noise
     runs = {"code": lambda *a: code(*a, noise=f), "ideal": lambda *a: ideal(*a, noise=f),
-            "ideal-design": lambda *a: ideal(*a, share=0.75, noise=f)}
+            "ideal-design": lambda *a: ideal(*a, share=design_share(), noise=f)}
     runs = {name: runs[name] for name in args.runs.split(",") if name}
     for epsilon in (float(e) for e in args.epsilons.split(",")):
         if args.family:

@@ -79,3 +79,16 @@ def test_a_control_row_says_passed_or_false_alarm(build, tmp_path):
     power = [r.model_dump() for r in detection_rows("ci", ("dpmix",), path=path)]
     md = render_markdown(build.results([], audit={"confidence": 0.95, "comparisons": 3, "detection_power": power}), {})
     assert "| passed (1.89) |" in md and "| false alarm (1.89) |" in md
+
+
+def test_the_committed_default_table_shows_its_bugs_strongest_first(build):
+    """Issue 28's targets need the σ × 0.1 (DPMix at ε = 1) and σ × 0.75 (ε = 8) columns, ordered by the noise
+    removed, not as the rows were measured."""
+    power = [r.model_dump() for r in detection_rows("default", ("dpsgd", "local-gaussian", "dpmix"), path=TABLE)]
+    md = render_markdown(build.results([], audit={"confidence": 0.95, "comparisons": 3, "detection_power": power}), {})
+    header = md.split("### What this run could have caught", 1)[1].strip().splitlines()[0]
+    bugs = [c.strip() for c in header.strip("|").split("|")][2:-1]
+    noise = [b for b in bugs if b.startswith("σ × ")]
+    assert {"σ × 0.1", "σ × 0.5", "σ × 0.75"} <= set(noise)
+    assert noise == sorted(noise, key=lambda b: float(b.removeprefix("σ × ")))
+    assert bugs[len(noise):] == ["labels in the clear", "none"]
