@@ -118,17 +118,26 @@ class OpacusCanaryAudit(MembershipAttack):
 
         return ctx.mechanism in MECHANISMS.names() and bool(MECHANISMS.get(ctx.mechanism).audits)
 
-    def _job(self, ctx: AttackContext):
+    def _with_canaries(self, ctx: AttackContext, stream: int) -> tuple[ArrayDataset, tuple[bool, ...]]:
+        """The audit run's training data: the members and the canary records a fair coin included, at random
+        positions (the coins and the order drawn from the seed's ``stream``), and the ``(records,)`` coins.
+
+        Raises:
+            ValueError: every coin fell on one side (no included or no excluded canary to compare)."""
         p, members = self.params, ctx.split.members
-        gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 10 + 2))
+        gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", stream))
         included = (torch.rand(p.records, generator=gen) < 0.5).numpy()
         if included.all() or not included.any():
-            raise ValueError(f"opacus-canary: all {p.records} canary records fell on one side of the coin")
+            raise ValueError(f"{self.name}: all {p.records} canary records fell on one side of the coin")
         x, y = canary_records(p.records, members.input_shape, members.num_classes, ctx.seed)
         keep = torch.from_numpy(np.flatnonzero(included))
         data = concat(members, ArrayDataset(x[keep], y[keep], members.num_classes, members.name))
-        data = data.subset(torch.randperm(len(data), generator=gen))  # canaries at random positions
-        request = OpacusCanaries(p.records, p.dirac, ctx.seed, tuple(bool(b) for b in included), p.gradient_norm)
+        return data.subset(torch.randperm(len(data), generator=gen)), tuple(bool(b) for b in included)
+
+    def _job(self, ctx: AttackContext):
+        p = self.params
+        data, included = self._with_canaries(ctx, 10 + 2)
+        request = OpacusCanaries(p.records, p.dirac, ctx.seed, included, p.gradient_norm)
         return data, shadow_seed(ctx.seed, "canary", 10 + 3), request
 
     def prefetch(self, ctx: AttackContext) -> None:

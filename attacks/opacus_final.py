@@ -51,7 +51,7 @@ from attacks.base import AttackContext, AuditDesign, MembershipScores
 from attacks.opacus_audit import OpacusCanaryAudit
 from attacks.opacus_observer import AuditRefused, OpacusCanaries, OpacusObserver, canary_records
 from attacks.shadows import shadow_seed
-from bench.core.data import ArrayDataset, concat
+from bench.core.data import ArrayDataset
 from bench.core.params import Params
 from bench.core.plain import plain_module
 
@@ -217,17 +217,9 @@ class OpacusFinalCanaryAudit(OpacusCanaryAudit):
     Params = OpacusFinalCanaryParams
 
     def _job(self, ctx: AttackContext):
-        p, members = self.params, ctx.split.members
-        gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 10 + 4))
-        included = (torch.rand(p.records, generator=gen) < 0.5).numpy()
-        if included.all() or not included.any():
-            raise ValueError(f"{NAME}: all {p.records} canary records fell on one side of the coin")
-        x, y = canary_records(p.records, members.input_shape, members.num_classes, ctx.seed)
-        keep = torch.from_numpy(np.flatnonzero(included))
-        data = concat(members, ArrayDataset(x[keep], y[keep], members.num_classes, members.name))
-        data = data.subset(torch.randperm(len(data), generator=gen))  # canaries at random positions
-        request = FinalCanaries(p.records, -1 if p.dirac == "all" else p.dirac, ctx.seed,
-                                tuple(bool(b) for b in included), p.gradient_norm)
+        p = self.params
+        data, included = self._with_canaries(ctx, 10 + 4)
+        request = FinalCanaries(p.records, -1 if p.dirac == "all" else p.dirac, ctx.seed, included, p.gradient_norm)
         return data, shadow_seed(ctx.seed, "canary", 10 + 5), request
 
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
