@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "docs"))
+from opacus_audit_vs_dpsgd import _add_remove, _best  # noqa: E402  (the same reading of a record's bounds)
 
 
 def _bench(args: list[str], out: Path, env: dict, seeds: str) -> dict:
@@ -34,17 +36,6 @@ def _bench(args: list[str], out: Path, env: dict, seeds: str) -> dict:
            "--output", str(out), "--cache-dir", str(out.parent / "cache"), *args]
     subprocess.run(cmd, check=True, env=env, cwd=REPO, capture_output=True)
     return json.loads((out / "results.json").read_text())
-
-
-def _best(record: dict) -> float:
-    return max((b["epsilon_lb"] for b in record["audit"]["bounds"] if b["valid"]), default=0.0)
-
-
-def _add_remove(record: dict) -> float:
-    p = record["audited_privacy"]
-    if p["relation"] == "add-remove":
-        return p["epsilon"]
-    return next(o["epsilon"] for o in p["other_relations"] if o["relation"] == "add-remove")
 
 
 def _cells(records: list[dict]) -> str:
