@@ -20,8 +20,13 @@ not count for slot i. The centre of a sample that drew no z is c itself, known b
 of the label coordinates is measured from the release (scaled median absolute deviation), never taken from the claimed
 σ, so a mechanism that adds less noise than it certifies shows larger shifts.
 
+**The target's mechanism.** A release holds the target's n records (n₀ = n − m fillers and the m slots) with the
+target's ℓ, T and σ (the σ its own calibration chose, ``target_noise``): the accountant's ε of every audit release is
+the target's ε, and a release bug (σ scaled after calibration, a label left in the clear) reaches the audit through
+DPMix's own ``release``.
+
 **Validity.** The design fixes everything but the coins in advance: n = n₀ + m (both sides of a slot are records),
-ℓ, T, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
+ℓ, T, σ, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
 releases form one one-run experiment under replace-one (Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis,
 Chaudhuri 2024), whatever the mechanism does; the scores are not Gaussian, so only non-parametric analyses decide.
 ``docs/dpmix_audit_ideal.py`` runs the same analysis on a simulation of the ideal pair.
@@ -41,6 +46,7 @@ from attacks.release_canaries import _coins
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
+from bench.core.types import TrainedModel
 
 ROUNDS = 3  # rounds of explaining the other slots' z's away, each with their last scores' posteriors
 CONFIDENCE = 2.0  # a posterior is kept within sigmoid(±2) = [0.12, 0.88]: the scores are approximate log-ratios
@@ -52,8 +58,8 @@ class DPMixCanaryParams(Params):
     """Settings of the DPMix canary audit.
 
     Attributes:
-        num_canaries: m, canary slots per release (>= 2, at most the filler records n₀ so the slots stay rare in
-            a sample); the release holds n₀ + m records.
+        num_canaries: m, canary slots per release (>= 2, at most the filler records n₀ = n − m so the slots stay
+            rare in a sample: m ≤ n/2 for the target's n members); the release holds n₀ + m = n records.
         releases: independent releases, each of the n₀ fillers and its own m slots (1 to 1,000; time grows
             linearly, one DPMix release each); the slots of all of them form one one-run experiment.
     """
@@ -154,6 +160,19 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     return score.numpy()
 
 
+def target_noise(target: TrainedModel | None, n: int) -> dict[str, float]:
+    """``{"sigma": σ}``, the noise the target's own calibration chose, when the target released ``n`` records (the
+    audit's releases then are the target's mechanism: same n, ℓ, T and σ, so the accountant's ε is the target's);
+    else ``{}`` (each release calibrates σ for its own n, as the mechanism does). The calibration is a pure function of
+    the public (n, ℓ, T, δ, target ε): fixing its result saves the audit a search of seconds per model, and a σ
+    scaled down after calibration (a bug in the release) still reaches the mixtures through the same code."""
+    params = {} if target is None else target.params
+    sigma = params.get("sigma")
+    if params.get("num_records") != n or not isinstance(sigma, (int, float)) or not sigma > 0:
+        return {}
+    return {"sigma": float(sigma)}
+
+
 class DPMixCanaryAudit(MembershipAttack):
     """Maximal canary slots among records equal to a centre record, over ``releases`` DPMix releases (module
     docstring). Settings: ``DPMixCanaryParams``."""
@@ -165,9 +184,12 @@ class DPMixCanaryAudit(MembershipAttack):
 
     def score(self, ctx: AttackContext) -> MembershipScores:
         members = ctx.split.members
-        shape, k, fill, m = members.input_shape, members.num_classes, len(members), self.params.num_canaries
+        shape, k, m = members.input_shape, members.num_classes, self.params.num_canaries
+        n, fill = len(members), len(members) - m  # the target's n records: n₀ fillers and m slots
         if m > fill:
-            raise ValueError(f"dpmix-canary: {m} slots per release exceed the {fill} filler records")
+            raise ValueError(f"dpmix-canary: {m} slots per release exceed the {fill} filler records of {n} (at most "
+                             f"half the records)")
+        settings = target_noise(ctx.target, n)
         scores, coins, privacy = [], [], None
         for r in range(self.params.releases):
             gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 10 + r))
@@ -177,8 +199,9 @@ class DPMixCanaryAudit(MembershipAttack):
             slots = ArrayDataset(torch.where(held[:, None, None, None], canaries.x, centre.x),
                                  torch.where(held, canaries.y, centre.y), k, canaries.name)
             fillers = ArrayDataset(centre.x.expand(fill, *shape), centre.y.expand(fill), k, centre.name)
-            data = concat(fillers, slots)  # n = n₀ + m whatever the coins
-            release, privacy = ctx.train_like_target.release(data, seed=shadow_seed(ctx.seed, "canary", 20 + r))
+            data = concat(fillers, slots)  # n = n₀ + m, the target's, whatever the coins
+            release, privacy = ctx.train_like_target.release(data, seed=shadow_seed(ctx.seed, "canary", 20 + r),
+                                                             settings=settings)
             z = torch.cat([release.x.flatten(1), release.y.float().flatten(1)], dim=1)
             ell, d_x = int(release.params["mixture_degree"]), math.prod(shape)
             if ell * (m - 1) >= 2 * len(data):
@@ -193,4 +216,5 @@ class DPMixCanaryAudit(MembershipAttack):
             "one-run", "black-box", size=total, relation="replace-one"),
             extra={"canaries": "maximal records (1 on a random half of the pixels, label e_b) against the centre "
                    "record c (0-image, label e_a ≠ e_b) that every other record equals; both channels",
-                   "releases": self.params.releases, "records_per_release": fill + m})
+                   "releases": self.params.releases, "records_per_release": n,
+                   "noise": "the target's calibrated σ" if settings else "calibrated for the release"})

@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import math
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,7 @@ import torch
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback
-from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
+from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 from bench.runner.cache import ModelCache, cache_key
 from bench.runner.ensemble import choose_path, ensemble_supported
 from bench.runner.executor import Executor, Pending, TrainJob
@@ -219,12 +219,18 @@ class LikeTarget:
             if request is not None:
                 self.trainer.submit(self.recipe, [(data, seed)], audit=request)
 
-    def release(self, data: ArrayDataset, *, seed: int):
-        """The mechanism's own release of ``data`` with the recipe's settings, target ε and δ (not cached: cheap)."""
+    def release(self, data: ArrayDataset, *, seed: int, settings: Mapping[str, Any] | None = None
+                ) -> tuple[Release, PrivacySpent]:
+        """The mechanism's own release of ``data`` with the recipe's settings (``settings``, if given, fixed on top
+        of the mechanism's own: validated by its ``Params``), target ε and δ (not cached: cheap)."""
         from mechanisms import MECHANISMS
 
         r = self.recipe
-        release, privacy = MECHANISMS.get(r.mechanism)().release(data, r.spec, target_epsilon=r.target_epsilon,
+        spec = r.spec
+        if settings:
+            spec = spec.model_copy(update={"params": type(spec.params).model_validate(
+                {**spec.params.model_dump(), **settings})})
+        release, privacy = MECHANISMS.get(r.mechanism)().release(data, spec, target_epsilon=r.target_epsilon,
                                                                  delta=r.delta, seed=seed)
         if r.off:  # the ε = ∞ point's release: privacy off, whatever the accountant says of its vanishing noise
             privacy = PrivacySpent.privacy_off(note=f"{r.mechanism} with privacy turned off")

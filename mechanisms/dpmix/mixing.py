@@ -66,7 +66,7 @@ def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
     [0, 1], label rows distributions. Raises ValueError naming the first offending value and its record.
 
     One pass of min/max per tensor decides (NaN propagates into them and fails the test); only data that fails it
-    is searched, element by element, for the first offending value (an audit's 64 releases of 10,032 records
+    is searched, element by element, for the first offending value (an audit's 64 releases of 10,000 records
     spent a fifth of their mixing time here)."""
     sums = y.double().sum(1) if y.shape[1] else torch.ones(len(y), dtype=torch.float64)  # per-class: no label part
     if _within_unit(x) and _within_unit(y) and bool(((sums - 1).abs() <= 1e-6).all()):

@@ -28,16 +28,18 @@ def members() -> ArrayDataset:
     return ArrayDataset(pool.x[:FILL], pool.y[:FILL], pool.num_classes, pool.name)
 
 
-def _audit(members, *, m: int, releases: int, seed: int = 0, **release_kw):
-    """The audit through ``DPMix.release`` (smoke recipe plus ``release_kw``), recording every data set released."""
+def _audit(members, *, m: int, releases: int, seed: int = 0, target=None, **release_kw):
+    """The audit through ``DPMix.release`` (smoke recipe plus ``release_kw``; the audit's ``settings`` on top, as the
+    runner's ``LikeTarget.release`` fixes them), recording every data set released and the settings it was given."""
     mech, seen = DPMix(), []
     recipe = DPMix.recipes["smoke"]
-    spec = mech.spec(**{**recipe, "params": {**recipe["params"], **release_kw.pop("params", {})}})
+    params = {**recipe["params"], **release_kw.pop("params", {})}
 
-    def release(data, *, seed):
-        seen.append(data)
+    def release(data, *, seed, settings=None):
+        seen.append((data, dict(settings or {})))
+        spec = mech.spec(**{**recipe, "params": {**params, **(settings or {})}})
         return mech.release(data, spec, delta=DELTA, seed=seed, **release_kw)
-    ctx = SimpleNamespace(split=SimpleNamespace(members=members), seed=seed,
+    ctx = SimpleNamespace(split=SimpleNamespace(members=members), seed=seed, target=target,
                           train_like_target=SimpleNamespace(release=release))
     return DPMixCanaryAudit(DPMixCanaryParams(num_canaries=m, releases=releases)).score(ctx), seen
 
@@ -63,14 +65,32 @@ def test_each_release_holds_the_fillers_and_the_slots_whatever_the_coins(members
     res, seen = _audit(members, m=8, releases=3, target_epsilon=4.0)
     assert res.design == AuditDesign("one-run", "black-box", size=24, relation="replace-one")
     assert res.privacy.relation == "replace-one" and res.privacy.accountant == "dpmix-pld"
-    assert len(seen) == 3 and all(len(data) == FILL + 8 for data in seen)  # n fixed before the coins
-    for r, data in enumerate(seen):
+    assert len(seen) == 3 and all(len(data) == FILL for data, _ in seen)  # the target's n, fixed before the coins
+    for r, (data, _) in enumerate(seen):
         coins = res.labels[8 * r : 8 * (r + 1)]
-        fill_x, fill_y = data.x[:FILL], data.y[:FILL]
+        fill_x, fill_y = data.x[: FILL - 8], data.y[: FILL - 8]
         assert (fill_x == 0).all() and (fill_y == fill_y[0]).all()  # every other record equals c
-        slots = data.x[FILL:].flatten(1)
+        slots = data.x[FILL - 8 :].flatten(1)
         assert torch.equal(slots.sum(1) > 0, torch.from_numpy(coins).bool())  # z where the coin is 1, c elsewhere
-        assert torch.equal(data.y[FILL:] != fill_y[0], torch.from_numpy(coins).bool())  # the label channel too
+        assert torch.equal(data.y[FILL - 8 :] != fill_y[0], torch.from_numpy(coins).bool())  # the label channel too
+
+
+def test_the_releases_are_the_targets_mechanism_with_the_sigma_its_calibration_chose(members):
+    """With the target's record (its n, its calibrated σ) every release fixes that σ and certifies the target's own
+    ε; a target of another n (or none) leaves each release to calibrate σ itself, as DPMix does (for the audit's n,
+    the same σ: the calibration is a function of the public settings alone)."""
+    mech, spec = DPMix(), DPMix.spec(**DPMix.recipes["smoke"])
+    target = mech.fit(members, spec, target_epsilon=4.0, delta=DELTA, seed=0, device=torch.device("cpu"))
+    sigma = target.params["sigma"]
+    res, seen = _audit(members, m=8, releases=2, target_epsilon=4.0, target=target)
+    assert [settings for _, settings in seen] == [{"sigma": sigma}] * 2
+    assert res.privacy.epsilon == target.privacy.epsilon and res.privacy.profile == target.privacy.profile
+    assert res.extra["noise"] == "the target's calibrated σ"
+    other = mech.fit(members.subset(torch.arange(FILL - 1)), spec, target_epsilon=4.0, delta=DELTA, seed=0,
+                     device=torch.device("cpu"))
+    res, seen = _audit(members, m=8, releases=1, target_epsilon=4.0, target=other)
+    assert seen[0][1] == {} and res.extra["noise"] == "calibrated for the release"
+    assert res.privacy == target.privacy  # calibrated for the same n: the σ the first target's calibration chose
 
 
 def _ideal_auc(h: float, q: float, t: int, m: int, seed: int) -> float:
@@ -88,7 +108,7 @@ def test_the_scores_match_the_ideal_pair_through_the_same_analysis(members):
     sigma = 1.0
     res, _ = _audit(members, m=2, releases=150, target_epsilon=None, params={"sigma": sigma})
     p = DPMix.recipes["smoke"]["params"]
-    ell, t, n = p["mixture_degree"], p["num_samples"], FILL + 2
+    ell, t, n = p["mixture_degree"], p["num_samples"], FILL
     h = math.sqrt((math.prod(SHAPE) // 2 + 2) / sigma**2) / ell
     code, ideal = roc_auc_score(res.labels, res.scores), _ideal_auc(h, ell / n, t, 4000, seed=1)
     assert 0.7 < ideal < 0.95 and abs(code - ideal) < 0.08, (code, ideal)
@@ -105,7 +125,8 @@ def test_a_tenth_of_the_noise_is_visible_from_the_release_itself(members, monkey
     res, _ = _audit(members, m=16, releases=16, target_epsilon=1.0)
     block = membership_audit(res.scores, res.labels, delta=DELTA, design={"kind": "one-run", "relation":
                              "replace-one"}, profile=[list(x) for x in res.privacy.profile])
-    assert roc_auc_score(res.labels, res.scores) > 0.85  # measured 0.92 (at this σ a drawn sample moves by ≈ 1.5 σ)
+    assert roc_auc_score(res.labels, res.scores) > 0.75  # measured 0.85 (0.77–0.85 over seeds 0–4; a drawn
+    # sample moves by ≈ 1.5 σ at this σ)
     assert block["epsilon_lb"] > res.privacy.epsilon and block["profile_rejected"]
 
 
@@ -145,7 +166,7 @@ def test_pair_scores_equal_the_straightforward_computation_bit_for_bit(members):
         mech = DPMix()
         recipe = DPMix.recipes["smoke"]
         spec = mech.spec(**{**recipe, "params": {**recipe["params"], **params.get("params", {})}})
-        for r, data in enumerate(seen):
+        for r, (data, _) in enumerate(seen):
             release, _ = mech.release(data, spec, target_epsilon=eps, delta=DELTA, seed=0)
             z = torch.cat([release.x.flatten(1), release.y.float().flatten(1)], dim=1)
             gen = torch.Generator().manual_seed(r)

@@ -41,9 +41,10 @@ class _Like:
         spec = DPSGD.spec(model="mlp", epochs=5, batch_size=60, lr=1.0)
         return DPSGD().fit(data, spec, target_epsilon=self.epsilon, delta=DELTA, seed=seed, device=CPU, audit=request)
 
-    def release(self, data, *, seed):
+    def release(self, data, *, seed, settings=None):
         mech = {"local-gaussian": LocalGaussian, "dpmix": DPMix}[self.mechanism]
-        spec = mech.spec(**mech.recipes["smoke"])
+        recipe = mech.recipes["smoke"]
+        spec = mech.spec(**{**recipe, "params": {**recipe.get("params", {}), **(settings or {})}})
         return mech().release(data, spec, target_epsilon=self.epsilon, delta=DELTA, seed=seed)
 
 
