@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from mechanisms.accounting.dpmix_closed_form import closed_form_epsilon
-from mechanisms.accounting.gaussian import privacy_profile, require
+from mechanisms.accounting.gaussian import privacy_profile, require, solve_log
 
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
@@ -214,7 +213,7 @@ def dpmix_sigma(
 ) -> float:
     """Smallest σ = σ_x (σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε is ≤ ``target_epsilon``, memoised. ε falls in σ:
     a bracket (from the closed form's σ, an upper end for the tighter accountants, down by factors of 4), then Brent's
-    method on log ε to relative ``tol`` (``_solve_log``); the σ returned always meets the target.
+    method on log ε to relative ``tol`` (``accounting.gaussian.solve_log``); the σ returned always meets the target.
 
     Args:
         target_epsilon: ε to reach (unitless, > 0).
@@ -255,20 +254,4 @@ def dpmix_sigma(
         hi, lo = lo, lo / 4
         if lo < 1e-12:
             return hi
-    return _solve_log(eps, target_epsilon, lo, hi, tol)
-
-
-def _solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float, tol: float) -> float:
-    """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``:
-    Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each a PLD of up to a second),
-    then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the target."""
-    from scipy.optimize import brentq
-
-    def gap(u: float) -> float:
-        return math.log(min(max(eps(math.exp(u)), 1e-300), 1e300)) - math.log(target)
-
-    root = math.exp(brentq(gap, math.log(lo), math.log(hi), xtol=tol / 4))
-    sigma = min(root * (1 + tol / 2), hi)
-    while eps(sigma) > target:
-        sigma = min(sigma * (1 + tol), hi)
-    return sigma
+    return solve_log(eps, target_epsilon, lo, hi, tol)

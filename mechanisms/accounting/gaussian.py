@@ -114,6 +114,23 @@ PROFILE_DELTAS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3)
 """δ values at which mechanisms record their privacy profile (plus the run's δ): audits test the whole curve."""
 
 
+def solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float, tol: float) -> float:
+    """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``:
+    Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each an accountant's ε of up to
+    a second), then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the
+    target. ``eps``: σ -> ε (unitless) of one accountant, falling in σ; ``lo``, ``hi``: the bracket (> 0)."""
+    from scipy.optimize import brentq
+
+    def gap(u: float) -> float:
+        return math.log(min(max(eps(math.exp(u)), 1e-300), 1e300)) - math.log(target)
+
+    root = math.exp(brentq(gap, math.log(lo), math.log(hi), xtol=tol / 4))
+    sigma = min(root * (1 + tol / 2), hi)
+    while eps(sigma) > target:
+        sigma = min(sigma * (1 + tol), hi)
+    return sigma
+
+
 def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple[tuple[float, float], ...]:
     """``((ε(δᵢ), δᵢ), ...)`` at ``PROFILE_DELTAS`` and ``delta``, from a function δ -> ε of one accountant."""
     return tuple((float(epsilon_of(d)), d) for d in sorted({*PROFILE_DELTAS, float(delta)}))
@@ -266,8 +283,9 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
                        ) -> tuple[float, float]:
     """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one: the
     label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6
-    relative, by bisection) for which the composition (``local_record_epsilon``) is at most the target. σ lies
-    between the analytic σ for the whole ε and for (1 − share)·ε (basic composition).
+    relative, by Brent's method on log ε, ``solve_log``: 6–8 PLD accountants where bisection took 18) for which the
+    composition (``local_record_epsilon``) is at most the target. σ lies between the analytic σ for the whole ε and
+    for (1 − share)·ε (basic composition).
 
     Raises:
         ValueError: ε ≤ 0, a share outside (0, 1) or k < 2.
@@ -282,7 +300,8 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
     def eps(sigma: float) -> float:
         return local_record_epsilon(sigma=sigma, delta=delta, label_epsilon=label_epsilon, num_classes=num_classes)
 
-    while hi / lo > 1 + 1e-6:  # invariant: eps(hi) <= target (basic composition at hi meets it exactly)
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if eps(mid) <= target_epsilon else (mid, hi)
-    return hi, label_epsilon
+    if eps(lo) <= target_epsilon:  # the label adds nothing the accountant resolves: the image's σ for the whole ε
+        return lo, label_epsilon
+    if eps(hi) >= target_epsilon:  # basic composition meets the target exactly at hi (up to rounding): ε falls in σ,
+        return hi, label_epsilon  # so no smaller σ meets it
+    return solve_log(eps, target_epsilon, lo, hi, 1e-6), label_epsilon
