@@ -26,8 +26,8 @@ from bench.results import (
     Results,
     RunResult,
 )
-from bench.runner.cells import Cell
-from bench.runner.harness import Plan, PlannedCell
+from bench.runner.cells import PlannedCell
+from bench.runner.harness import Plan
 from bench.runner.jobs import Recipe
 from bench.runner.presets import PRESETS, VALIDATION_SEED, VALIDATION_SIZE, Curve, Preset, Row, cap_epochs, quick
 from bench.runner.provenance import run_id
@@ -268,7 +268,7 @@ def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is
             spec = training_spec(row.mechanism, row_training(row, first, delta), n_members=len(first.members),
                                  where=f"preset {preset.name}.{row.key}")
             recipe = Recipe(row.mechanism, spec, row.target_epsilon, delta, preset.dataset)
-            cells += [PlannedCell(Cell(row.mechanism, row.target_epsilon, s), recipe, splits[s], preset.attacks,
+            cells += [PlannedCell(recipe, s, splits[s], preset.attacks,
                                   preset=preset.name, row=row.key) for s in run_seeds]
     names = [p.name for p in presets]
     attacks = {a: _attack(a) for pc in cells for a in pc.attacks}
