@@ -10,7 +10,7 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -37,6 +37,18 @@ from mechanisms.accounting.dpmix import dpmix_sigma
 METRIC = "test accuracy (%)"
 VALIDATION_METRIC = "validation accuracy (%)"
 TPR_KEY = "0.001"
+
+
+class ReproduceOptions(TypedDict):
+    """Where and how ``bench reproduce`` trains (its command-line options; recorded in results.json's config).
+    device: ``auto`` / ``cpu`` / ``cuda``. data_root: the data folder (None: the default). cache_dir: the model cache, a
+    resolved path. no_cache: train without the cache. output: the output folder (None: ``results/<run_id>``)."""
+
+    device: str
+    data_root: str | None
+    cache_dir: str
+    no_cache: bool
+    output: str | None
 
 
 def resolve(names: Sequence[str]) -> list[Preset]:
@@ -235,13 +247,14 @@ class _Collector:
             self.on_row(row)
 
 
-def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is_quick: bool, options: dict[str, Any],
+def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is_quick: bool, options: ReproduceOptions,
                  command: str, max_epochs: int | None = None,
                  on_row: Callable[[ReproductionRow], None] | None = None) -> Plan:
     """The plan of every row of every preset for each seed (``None``: the preset's own), validated.
 
     Args:
-        options: ``device``, ``data_root``, ``cache_dir`` (a resolved path), ``no_cache``, ``output``.
+        options: ``device``, ``data_root``, ``cache_dir`` (a resolved path), ``no_cache``, ``output``
+            (``ReproduceOptions``).
         is_quick: ``quick`` every preset. max_epochs: ``cap_epochs`` (None: no cap). command: recorded in every row.
 
     Raises:
