@@ -10,7 +10,7 @@ plug-in module loaded with ``--plugins``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import Field, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
@@ -93,8 +93,8 @@ class MembershipScores:
     scores: np.ndarray
     labels: np.ndarray
     design: AuditDesign = field(default_factory=AuditDesign)
-    extra: dict[str, Any] = field(default_factory=dict)
-    privacy: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)  # free-form JSON, recorded as it is
+    privacy: PrivacySpent | None = None
     label_outcomes: np.ndarray | None = None
 
 
@@ -110,7 +110,16 @@ class Reconstruction:
 
     images: np.ndarray
     labels: np.ndarray
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)  # free-form JSON, recorded as it is
+
+
+class AuditRequest(Protocol):
+    """What an audit run asks of ``Mechanism.fit`` (its ``audit`` argument; e.g. ``GradientCanaries``,
+    ``CleanWeights``, ``OpacusCanaries``): any dataclass instance, frozen by convention, whose fields
+    (``dataclasses.asdict``) enter the audit run's cache key beside its class name. A request with an ``observe``
+    method watches the mechanism's own training from outside instead (``bench.runner.trainjob.run_job``)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what makes a dataclass instance (typeshed's)
 
 
 class TrainLikeTarget(Protocol):
@@ -131,18 +140,18 @@ class TrainLikeTarget(Protocol):
         as one vectorised ensemble (non-private shadows, ``bench.runner.ensemble``)."""
         ...
 
-    def audit_run(self, data: ArrayDataset, *, seed: int, request: Any) -> TrainedModel:
+    def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
         """One model on ``data`` with an audit ``request`` passed to ``Mechanism.fit`` (e.g. white-box gradient
         canaries); its observations are in ``TrainedModel.audit``. Through the cache like any model."""
         ...
 
-    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> Iterator[TrainedModel]:
+    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
         """Models trained like the target, one per ``(data, seed, request)`` (``request``: ``Mechanism.fit``'s
         ``audit``, or None), all submitted at once (the executor spreads them; Ray runs them in parallel) and
         yielded in order. Through the cache like any model."""
         ...
 
-    def release(self, data: ArrayDataset, *, seed: int, settings: Mapping[str, Any] | None = None
+    def release(self, data: ArrayDataset, *, seed: int, settings: Mapping[str, object] | None = None
                 ) -> tuple[Release, PrivacySpent]:
         """The mechanism's own release of ``data`` (``Mechanism.release``, for mechanisms that publish data) with
         the target's settings, ε and δ, and the privacy that release spent. ``settings``: mechanism settings fixed
@@ -150,7 +159,7 @@ class TrainLikeTarget(Protocol):
         mechanism's ``Params`` (ValueError if not allowed)."""
         ...
 
-    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> None:
+    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
         """Submit models a later call will ask for, one per ``(data, seed, audit request or None)``, so that an idle
         executor trains them while the attacker does other work; returns nothing (a no-op is correct)."""
         ...
@@ -170,14 +179,19 @@ class OneAtATime:
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
         return (self.fn(data, seed=seed) for data, seed in jobs)
 
-    def audit_run(self, data: ArrayDataset, *, seed: int, request: Any) -> TrainedModel:
+    def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
         return self.fn(data, seed=seed, audit=request)
 
-    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> Iterator[TrainedModel]:
+    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
         return (self.fn(d, seed=s) if r is None else self.fn(d, seed=s, audit=r) for d, s, r in jobs)
 
-    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> None:
+    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
         pass  # one model at a time, when asked
+
+
+class TargetNotTrained(RuntimeError):
+    """``AttackContext.target`` asked for in a context built before the target exists (``MembershipAttack.prefetch``
+    at the start of a run)."""
 
 
 @dataclass(frozen=True)
@@ -185,7 +199,8 @@ class AttackContext:
     """Everything an attack may use on one target.
 
     Attributes:
-        target: the trained model (and its release, if any).
+        trained: the trained target (and its release, if any); None in the context ``MembershipAttack.prefetch`` gets
+            at the start of a run, before the target exists. Attacks read it as ``target``.
         split: the membership split; ``split.population`` is the attacker's own data.
         member_index, non_member_index: ``(n,)`` int64 rows of ``split.members`` / ``split.non_members``
             scored by every membership attack of the cell (balanced, drawn with ``seed``; the same people for
@@ -195,14 +210,27 @@ class AttackContext:
             ``Mechanism.audits``).
     """
 
-    target: TrainedModel
+    trained: TrainedModel | None
     split: MembershipSplit
-    member_index: Any
-    non_member_index: Any
+    member_index: torch.Tensor
+    non_member_index: torch.Tensor
     seed: int
     device: torch.device
     train_like_target: TrainLikeTarget
     mechanism: str = ""
+
+    @property
+    def target(self) -> TrainedModel:
+        """The trained target.
+
+        Raises:
+            TargetNotTrained: the context was built before the target exists (a ``prefetch`` at the start of a run
+                must not use the target).
+        """
+        if self.trained is None:
+            raise TargetNotTrained("ctx.target is not trained yet: a prefetch at the start of a run sees no target; "
+                                   "use it in score or reconstruct only")
+        return self.trained
 
     def sides(self, limit: int | None = None) -> tuple[ArrayDataset, ArrayDataset]:
         """The scored members and non-members, the first ``limit`` of each (None: all)."""
@@ -274,8 +302,8 @@ class MembershipAttack(Attack):
         """Submit the models ``score`` will train (``ctx.train_like_target.prefetch``) before the cell's attacks run,
         so that an idle training worker trains them meanwhile; the default submits nothing. Called by the runner
         before the cell's attacks, and for attacks that apply to every model (``release_kind`` None) also when the
-        run starts, with ``ctx.target`` None: it must not use the target. An error here is ignored (``score``
-        meets it again)."""
+        run starts, before the target exists (``ctx.trained`` None; ``ctx.target`` raises ``TargetNotTrained``): it
+        must not use the target. An error here is ignored (``score`` meets it again)."""
 
     def score(self, ctx: AttackContext) -> MembershipScores | dict[str, MembershipScores]:
         """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``; an audit that gets two

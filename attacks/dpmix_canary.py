@@ -189,7 +189,7 @@ class DPMixCanaryAudit(MembershipAttack):
         if m > fill:
             raise ValueError(f"dpmix-canary: {m} slots per release exceed the {fill} filler records of {n} (at most "
                              f"half the records)")
-        settings = target_noise(ctx.target, n)
+        settings = target_noise(ctx.trained, n)
         scores, coins, privacy = [], [], None
         for r in range(self.params.releases):
             gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 10 + r))

@@ -34,7 +34,7 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
 
     from bench.runner.config import RunConfig
     from bench.runner.presets import REFERENCE_PRESETS
-    from bench.runner.reproduce import describe_row, plan_presets, resolve
+    from bench.runner.reproduce import ReproduceOptions, describe_row, plan_presets, resolve
     from bench.runner.validation import MAX_SEED, as_tuple
 
     if bool(args.preset) == bool(args.all):
@@ -46,8 +46,8 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     if args.max_epochs is not None and args.max_epochs < 1:
         raise BenchError(f"--max-epochs {args.max_epochs} must be an integer >= 1")
     cache = RunConfig(cache_dir=args.cache_dir).resolved_cache_dir()
-    options = {"device": args.device, "data_root": args.data_root, "cache_dir": str(cache),
-               "no_cache": bool(args.no_cache), "output": args.output}
+    options = ReproduceOptions(device=args.device, data_root=args.data_root, cache_dir=str(cache),
+                               no_cache=bool(args.no_cache), output=args.output)
     console = _console()
     plan = plan_presets(presets, seeds=seeds, is_quick=args.quick, options=options, max_epochs=args.max_epochs,
                         command=f"python -m bench {shlex.join(argv)}",

@@ -4,10 +4,20 @@ Fergus, ECCV 2014, §2, at its simplest: activations and first-layer weights).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import torch
 from torch import nn
+
+
+class ConvFeatures(TypedDict):
+    """What ``conv_feature_maps`` reads. layers: the convolutions' names (``named_modules``). maps: one
+    ``(channels, h, w)`` float32 CPU tensor per layer. filters: the first convolution's ``(out, in, kh, kw)`` float32
+    CPU weights."""
+
+    layers: list[str]
+    maps: list[torch.Tensor]
+    filters: torch.Tensor
 
 
 def conv_layers(model: nn.Module) -> list[tuple[str, nn.Conv2d]]:
@@ -18,7 +28,7 @@ def conv_layers(model: nn.Module) -> list[tuple[str, nn.Conv2d]]:
 
 @torch.no_grad()
 def conv_feature_maps(model: nn.Module, image: torch.Tensor, *, layers: int = 2, max_channels: int = 32,
-                      device: torch.device | str = "cpu") -> dict[str, Any] | None:
+                      device: torch.device | str = "cpu") -> ConvFeatures | None:
     """The outputs of the first ``layers`` convolutions of ``model`` on one image, and the first one's filters.
 
     A forward hook on each convolution module of ``model`` itself records its output during one forward pass of
@@ -31,8 +41,8 @@ def conv_feature_maps(model: nn.Module, image: torch.Tensor, *, layers: int = 2,
         device: where to run the forward pass.
 
     Returns:
-        ``{"layers": [name, ...], "maps": [(channels, h, w) float32 tensors on CPU], "filters": (out, in, kh, kw)
-        float32 tensor}``, or None when ``model`` has no convolution.
+        ``ConvFeatures`` (``{"layers": [name, ...], "maps": [(channels, h, w) float32 tensors on CPU], "filters":
+        (out, in, kh, kw) float32 tensor}``), or None when ``model`` has no convolution.
     """
     convs = conv_layers(model)[:layers]
     if not convs:
@@ -55,5 +65,5 @@ def conv_feature_maps(model: nn.Module, image: torch.Tensor, *, layers: int = 2,
         for m, mode in modes.items():
             m.training = mode
     names = [name for name, _ in convs if name in captured]
-    return {"layers": names, "maps": [captured[n] for n in names],
-            "filters": convs[0][1].weight.detach()[:max_channels].float().cpu().clone()}
+    return ConvFeatures(layers=names, maps=[captured[n] for n in names],
+                        filters=convs[0][1].weight.detach()[:max_channels].float().cpu().clone())

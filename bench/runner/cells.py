@@ -1,5 +1,6 @@
-"""One cell of a run: a mechanism at a target ε for one seed — its model trained (or loaded), evaluated and
-attacked. Metrics and ε lower bounds are applied here, in one place, to every membership attack's scores."""
+"""One cell of a run (``PlannedCell``: a recipe for one seed, its data and attacks) — its model trained (or loaded),
+evaluated and attacked. Metrics and ε lower bounds are applied here, in one place, to every membership attack's
+scores."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
 
 from attacks.audit import membership_audit
-from attacks.base import AttackContext, MembershipAttack, MembershipScores, Reconstruction
+from attacks.base import Attack, AttackContext, MembershipAttack, MembershipScores, Reconstruction, ReconstructionAttack
 from attacks.metrics import membership_metrics
 from bench.core.data import MembershipSplit
 from bench.core.features import conv_feature_maps
@@ -43,13 +45,17 @@ ATTACK_ERRORS = (Exception,)
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One point of the grid: a mechanism at a target ε (None: no target; ``math.inf``: its ε = ∞ point, the recipe
-    with privacy turned off) for one seed."""
+class PlannedCell:
+    """One cell of a plan: what to train (``recipe``: mechanism, settings, target ε — ``math.inf``: its ε = ∞ point,
+    the recipe with privacy turned off — δ and dataset) for one ``seed``, on which data, which attacks to run, and the
+    preset and row it belongs to (``bench reproduce``; recorded with its result)."""
 
-    mechanism: str
-    target_epsilon: float | None
+    recipe: Recipe
     seed: int
+    split: MembershipSplit
+    attacks: tuple[str, ...]
+    preset: str | None = None
+    row: str | None = None
 
 
 def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent, delta: float,
@@ -142,7 +148,7 @@ def feature_maps_record(trained: TrainedModel, split: MembershipSplit, device: t
                        filters=_round(got["filters"]), filter_shape=list(got["filters"].shape))
 
 
-def _prefetch(ctx: AttackContext, attacks: list) -> None:
+def _prefetch(ctx: AttackContext, attacks: list[Attack]) -> None:
     """``MembershipAttack.prefetch`` of each membership attack; an error is left for its ``score`` to record."""
     for attack in attacks:
         if isinstance(attack, MembershipAttack):
@@ -154,31 +160,33 @@ def _prefetch(ctx: AttackContext, attacks: list) -> None:
 
 @dataclass(frozen=True)
 class CellRunner:
-    """Evaluates and attacks one cell's model (one runner per cell: its attacks and dataset never change).
+    """Evaluates and attacks one cell's model (one runner per cell, holding it: its recipe, data and attacks never
+    change).
 
     Args:
-        trainer: gives models. attacks: the attacks to run, by name, already built with their settings.
-        max_attack_examples: members (and as many non-members) scored per membership attack (None: all).
-        dataset: the dataset's name. on_status: called with a one-line status (progress display).
+        trainer: gives models. cell: the cell. attacks: the cell's attacks, by name, already built with their
+        settings. max_attack_examples: members (and as many non-members) scored per membership attack (None: all).
+        on_status: called with a one-line status (progress display).
     """
 
     trainer: Trainer
-    attacks: dict[str, object]
+    cell: PlannedCell
+    attacks: dict[str, Attack]
     max_attack_examples: int | None
-    dataset: str
     on_status: Callable[[str], None] = lambda line: None
 
-    def run(self, cell: Cell, recipe: Recipe, split: MembershipSplit, target: Slot | None = None,
-            on_epoch: EpochCallback | None = None) -> RunResult:
+    def run(self, target: Slot | None = None, on_epoch: EpochCallback | None = None) -> RunResult:
         """The cell's RunResult; a training failure gives a ``failed`` result, an attack failure an entry in
-        ``attack_errors``."""
+        ``attack_errors``. ``target``: its model's slot, if already submitted (None: submitted here)."""
+        recipe, seed, split = self.cell.recipe, self.cell.seed, self.cell.split
         spec = recipe.spec
-        head = dict(dataset=self.dataset, mechanism=cell.mechanism, seed=cell.seed, off_point=recipe.off,
-                    target_epsilon=None if recipe.off else cell.target_epsilon, model=spec.model, spec=spec.to_dict())
+        head = dict(dataset=recipe.dataset, mechanism=recipe.mechanism, seed=seed, off_point=recipe.off,
+                    target_epsilon=None if recipe.off else recipe.target_epsilon, model=spec.model,
+                    spec=spec.to_dict(), preset=self.cell.preset, row=self.cell.row)
         t0 = time.perf_counter()
         try:
             if target is None:
-                (target,) = self.trainer.submit(recipe, [(split.members, cell.seed)])
+                (target,) = self.trainer.submit(recipe, [(split.members, seed)])
             trained = self.trainer.collect(target, on_epoch=on_epoch)
         except Exception as exc:  # any training error fails this cell visibly; the run goes on
             why = str(exc).splitlines()[0] if str(exc) else ""
@@ -202,7 +210,7 @@ class CellRunner:
             epochs=epoch_records(trained, recipe), feature_maps=feature_maps_record(trained, split, device),
             timings=Timings(train_s=trained.train_seconds, samples_per_s=trained.samples_per_s, eval_s=t2 - t1,
                             cached=target.cached))
-        self._attack(result, cell, recipe, split, trained)
+        self._attack(result, trained)
         result.timings.attack_s = time.perf_counter() - t2
         return result
 
@@ -211,31 +219,33 @@ class CellRunner:
         p = trained.privacy
         return privacy_record(p, p.delta is not None and p.delta >= 1.0 / len(split.members))
 
-    def prefetch(self, cell: Cell, recipe: Recipe, split: MembershipSplit) -> None:
+    def _context(self, trained: TrainedModel | None) -> AttackContext:
+        """The cell's ``AttackContext`` around ``trained`` (None: before the target exists)."""
+        recipe, seed, split = self.cell.recipe, self.cell.seed, self.cell.split
+        members, non_members = split.scored(self.max_attack_examples, seed=seed)
+        return AttackContext(trained, split, members, non_members, seed, self.trainer.device,
+                             self.trainer.like(recipe), recipe.mechanism)
+
+    def prefetch(self) -> None:
         """Submit the training jobs of this cell's attacks that apply to every model (shadows, audit runs) before
         its target exists, so that idle training workers train them while earlier cells are attacked. Their
-        ``prefetch`` sees no target (``ctx.target`` is None); an error is left for ``score`` to record."""
-        members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
-        ctx = AttackContext(None, split, members, non_members, cell.seed, self.trainer.device,  # type: ignore[arg-type]
-                            self.trainer.like(recipe), recipe.mechanism)
-        _prefetch(ctx, [a for a in self._attacks(recipe).values() if a.release_kind is None])
+        ``prefetch`` sees no target (``ctx.trained`` is None); an error is left for ``score`` to record."""
+        _prefetch(self._context(None), [a for a in self._attacks().values() if a.release_kind is None])
 
-    def _attacks(self, recipe: Recipe) -> dict[str, object]:
+    def _attacks(self) -> dict[str, Attack]:
         """The cell's attacks: all of them, but no audit (``Attack.audit``) on an ε = ∞ point (no ε to test)."""
-        return {name: a for name, a in self.attacks.items() if not (recipe.off and getattr(a, "audit", False))}
+        return {name: a for name, a in self.attacks.items() if not (self.cell.recipe.off and a.audit)}
 
-    def _attack(self, result: RunResult, cell: Cell, recipe: Recipe, split: MembershipSplit,
-                trained: TrainedModel) -> None:
-        members, non_members = split.scored(self.max_attack_examples, seed=cell.seed)
-        ctx = AttackContext(trained, split, members, non_members, cell.seed, self.trainer.device,
-                            self.trainer.like(recipe), recipe.mechanism)
+    def _attack(self, result: RunResult, trained: TrainedModel) -> None:
+        recipe, seed = self.cell.recipe, self.cell.seed
+        ctx = self._context(trained)
         delta = trained.privacy.delta if trained.privacy.delta is not None else recipe.delta
-        attacks = self._attacks(recipe)
+        attacks = self._attacks()
         _prefetch(ctx, [a for a in attacks.values() if a.applies_to(trained)])  # an idle worker trains them
         for name, attack in attacks.items():
             if not attack.applies_to(trained):
                 continue
-            self.on_status(f"{cell.mechanism} seed {cell.seed}: attack {name}")
+            self.on_status(f"{recipe.mechanism} seed {seed}: attack {name}")
             start = time.perf_counter()
             try:
                 if isinstance(attack, MembershipAttack):
@@ -243,13 +253,13 @@ class CellRunner:
                     for key, scores in (out if isinstance(out, dict) else {name: out}).items():
                         result.attacks[key] = membership_record(key, scores, privacy=trained.privacy, delta=delta,
                                                                 weak_delta=result.privacy.weak_delta)
-                else:
-                    rec: Reconstruction = attack.reconstruct(ctx)
+                else:  # a ReconstructionAttack (any other Attack fails here, recorded as that attack's error)
+                    rec: Reconstruction = cast(ReconstructionAttack, attack).reconstruct(ctx)
                     result.inversion[name] = images_record(rec.images, rec.labels, attack=name, metrics=rec.metrics)
             except ATTACK_ERRORS as exc:  # e.g. a shadow model diverged: a failed part of the cell
                 why = str(exc).splitlines()[0] if str(exc) else ""
                 result.attack_errors[name] = why if isinstance(exc, TRAINING_ERRORS) and why else \
                     f"{type(exc).__name__}: {why}".rstrip(": ")
                 result.attack_tracebacks[name] = traceback.format_exc()
-                self.on_status(f"attack {name} failed on {cell.mechanism}: {result.attack_errors[name]}")
+                self.on_status(f"attack {name} failed on {recipe.mechanism}: {result.attack_errors[name]}")
             result.timings.attacks[name] = time.perf_counter() - start

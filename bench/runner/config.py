@@ -14,10 +14,15 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.core.errors import ConfigError
 from bench.runner.validation import validate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from attacks.base import Attack
+    from bench.core.params import Params
+    from bench.core.types import TrainSpec
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 PROFILES = tuple(sorted(p.stem for p in PROFILE_DIR.glob("*.yaml")))
@@ -74,16 +79,16 @@ class RunConfig:
     n_population: int = 10_000
     n_test: int = 5_000
     max_attack_examples: int | None = 10_000
-    training: dict[str, Any] = field(default_factory=dict)
-    attack_params: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, TrainSpec] = field(default_factory=dict)
+    attack_params: dict[str, Params] = field(default_factory=dict)
     plugins: tuple[str, ...] = ()
     tabular_hidden: tuple[int, ...] = (128,)
 
-    def spec_for(self, mechanism: str):
+    def spec_for(self, mechanism: str) -> TrainSpec:
         """The validated ``TrainSpec`` of ``mechanism``."""
         return self.training[mechanism]
 
-    def attack(self, name: str):
+    def attack(self, name: str) -> Attack:
         """A fresh instance of attack ``name`` with this run's settings."""
         from attacks import ATTACKS
 

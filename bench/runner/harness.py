@@ -23,6 +23,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from attacks.base import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device
 from bench.core.training import PROBE_MAX
@@ -30,26 +31,13 @@ from bench.results import AuditSummary, Ceiling, DatasetInfo, Results, RunResult
 from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
 from bench.runner.ceiling import choose_ceiling, validation_split
-from bench.runner.cells import Cell, CellRunner
+from bench.runner.cells import CellRunner, PlannedCell
 from bench.runner.detection import detection_rows
 from bench.runner.executor import make_executor
-from bench.runner.jobs import Recipe, Trainer
+from bench.runner.jobs import Trainer
 from bench.runner.pooled import pooled_audits
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
 from bench.runner.tuning import Tuning, chosen_spec, run_tuning
-
-
-@dataclass(frozen=True)
-class PlannedCell:
-    """One cell of a plan: what to train (``recipe``), on which data, which attacks to run, and the preset and
-    row it belongs to (``bench reproduce``; recorded with its result)."""
-
-    cell: Cell
-    recipe: Recipe
-    split: MembershipSplit
-    attacks: tuple[str, ...]
-    preset: str | None = None
-    row: str | None = None
 
 
 @dataclass
@@ -75,9 +63,9 @@ class Plan:
 
     run_id: str
     output: str | None
-    config: dict[str, Any]
+    config: dict[str, Any]  # free-form JSON, recorded in results.json as it is
     cells: list[PlannedCell]
-    attacks: dict[str, Any]
+    attacks: dict[str, Attack]
     datasets: dict[str, DatasetInfo]
     max_attack_examples: int | None
     cache_dir: Path
@@ -202,13 +190,13 @@ class Harness:
                 out[dataset] = found
         return out
 
-    def _tune(self, doc: Results, progress: Progress) -> None:
+    def _tune(self, doc: Results, progress: Progress) -> list[PlannedCell]:
         """``--tune-recipes``: each mechanism's recipe chosen on the validation split of the first seed's data
-        (``bench.runner.tuning.run_tuning``); every cell of a mechanism then trains with its choice, and the run's
-        configuration records it."""
+        (``bench.runner.tuning.run_tuning``); returns the plan's cells, each mechanism's with its choice (the plan
+        itself is left as it is), and the run's configuration records it."""
         plan, tuning = self.plan, self.plan.tuning
         assert tuning is not None
-        pc = next(pc for pc in plan.cells if pc.cell.seed == tuning.seed)
+        pc = next(pc for pc in plan.cells if pc.seed == tuning.seed)
         task = progress.add_task(f"  choosing recipes on validation (budget {tuning.budget_s:g} s)", total=None)
         workers = getattr(self.executor, "workers", 1)
         doc.recipe_choices = run_tuning(tuning, self.trainer, pc.split, dataset=pc.recipe.dataset,
@@ -216,14 +204,14 @@ class Harness:
                                         probe=curve_probe(pc.split), window=workers + 1)
         progress.remove_task(task)
         specs = {c.mechanism: chosen_spec(tuning, c) for c in doc.recipe_choices}
-        plan.cells = [dataclasses.replace(pc, recipe=dataclasses.replace(pc.recipe, spec=specs[pc.cell.mechanism]))
-                      if pc.cell.mechanism in specs else pc for pc in plan.cells]
         doc.config["training"] = {**doc.config.get("training", {}), **{m: s.to_json() for m, s in specs.items()}}
+        return [dataclasses.replace(pc, recipe=dataclasses.replace(pc.recipe, spec=specs[pc.recipe.mechanism]))
+                if pc.recipe.mechanism in specs else pc for pc in plan.cells]
 
     def _runner(self, pc: PlannedCell) -> CellRunner:
-        """The runner of one cell: its attacks and dataset, fixed for the cell."""
-        return CellRunner(self.trainer, {a: self.plan.attacks[a] for a in pc.attacks}, self.plan.max_attack_examples,
-                          pc.recipe.dataset)
+        """The runner of one cell: the cell and its attacks, fixed for the cell."""
+        return CellRunner(self.trainer, pc, {a: self.plan.attacks[a] for a in pc.attacks},
+                          self.plan.max_attack_examples)
 
     def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
@@ -234,28 +222,26 @@ class Harness:
         with Progress(*columns, console=self.console, transient=False) as progress:
             bars = _Bars(progress, len(plan.cells), self.executor.name)
             self.trainer.on_jobs = bars.jobs
+            cells = plan.cells
             if plan.tuning is not None:
-                self._tune(doc, progress)
+                cells = self._tune(doc, progress)
                 write(doc, out / "results.json")
             # every target is submitted now, cell by cell in the order they are attacked, each followed by its
             # cell's shadows and audit runs (with the cache on: they wait there until asked), so that workers (or
             # Ray) train ahead of the driver; each target is evaluated on (at most PROBE_MAX) test images after
             # every epoch: its training curves
-            work = attack_order(plan.cells)
+            work = attack_order(cells)
             targets = []
             for pc in work:
-                targets += self.trainer.submit(pc.recipe, [(pc.split.members, pc.cell.seed)],
-                                               probe=curve_probe(pc.split))
+                targets += self.trainer.submit(pc.recipe, [(pc.split.members, pc.seed)], probe=curve_probe(pc.split))
                 if not plan.no_cache:
-                    self._runner(pc).prefetch(pc.cell, pc.recipe, pc.split)
+                    self._runner(pc).prefetch()
             for pc, target in zip(work, targets, strict=True):
-                c = pc.cell
-                eps = "" if c.target_epsilon is None else " ε=∞" if pc.recipe.off else f" ε={c.target_epsilon:g}"
-                task = progress.add_task(f"  {c.mechanism}{eps} seed {c.seed}", total=pc.recipe.spec.epochs)
-                res = self._runner(pc).run(c, pc.recipe, pc.split, target,
-                                 on_epoch=lambda e, n, loss, t=task: progress.update(t, completed=e))
+                r = pc.recipe
+                eps = "" if r.target_epsilon is None else " ε=∞" if r.off else f" ε={r.target_epsilon:g}"
+                task = progress.add_task(f"  {r.mechanism}{eps} seed {pc.seed}", total=r.spec.epochs)
+                res = self._runner(pc).run(target, on_epoch=lambda e, n, loss, t=task: progress.update(t, completed=e))
                 progress.remove_task(task)
-                res.preset, res.row = pc.preset, pc.row
                 doc.results.append(res)
                 progress.console.print(log_line(res), markup=False)
                 if plan.after_cell is not None:
@@ -263,14 +249,14 @@ class Harness:
                 write(doc, out / "results.json")
                 progress.advance(bars.overall)
         self.trainer.on_jobs = lambda asked, done: None
-        rank = {id(pc): i for i, pc in enumerate(plan.cells)}
+        rank = {id(pc): i for i, pc in enumerate(cells)}
         ranked = sorted(zip((rank[id(pc)] for pc in work), doc.results, strict=True), key=lambda t: t[0])
         doc.results = [r for _, r in ranked]
         doc.ceilings = self._ceilings(doc)
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
         doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons, pooled=pooled_audits(doc.results),
                                  detection_power=detection_rows(str(plan.config.get("profile", "")), tuple(
-                                     dict.fromkeys(pc.cell.mechanism for pc in plan.cells))))
+                                     dict.fromkeys(pc.recipe.mechanism for pc in cells))))
         doc.status = "complete"
         doc.wall_s = time.perf_counter() - start
         write(doc, out / "results.json")

@@ -5,45 +5,28 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback
-from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
+from bench.core.types import PrivacySpent, Release, TrainedModel
 from bench.runner.cache import ModelCache, cache_key
 from bench.runner.ensemble import choose_path, ensemble_supported
 from bench.runner.executor import Executor, Pending, TrainJob
 from bench.runner.fingerprint import fingerprint
+from bench.runner.trainjob import Recipe
+
+if TYPE_CHECKING:  # pragma: no cover
+    from attacks.base import AuditRequest
+
+__all__ = ["LikeTarget", "Recipe", "Slot", "Trainer", "code_fingerprint"]
 
 RECENT = 16  # models kept in memory by a Trainer
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How every model of one cell is trained: the target and its shadow / reference / canary models alike.
-
-    Attributes:
-        mechanism: registered name. spec: its validated TrainSpec. target_epsilon: ε to calibrate to (None: no
-        target; ``math.inf``: the mechanism's ε = ∞ point, its recipe with privacy turned off). delta: δ.
-        dataset: the dataset's name (part of the cache key).
-    """
-
-    mechanism: str
-    spec: TrainSpec
-    target_epsilon: float | None
-    delta: float
-    dataset: str
-
-    @property
-    def off(self) -> bool:
-        """Whether this is a mechanism's ε = ∞ point (privacy turned off)."""
-        return self.target_epsilon is not None and math.isinf(self.target_epsilon)
 
 
 @dataclass
@@ -88,7 +71,7 @@ class Trainer:
         self._asked: set[str] = set()  # models counted by the progress bar as asked for, and as done
         self._done: set[str] = set()
 
-    def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: Any = None,
+    def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: AuditRequest | None = None,
             probe: ArrayDataset | None = None) -> str:
         """The cache key of one model: a content hash of everything that determines it, the code and library
         versions that train it included (``bench.runner.fingerprint``); with a ``probe``, its images too (they
@@ -102,7 +85,7 @@ class Trainer:
             parts["probe"] = probe.fingerprint()
         return cache_key(parts)
 
-    def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]], *, audit: Any = None,
+    def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]], *, audit: AuditRequest | None = None,
                probe: ArrayDataset | None = None) -> list[Slot]:
         """Load every ``(data, seed)`` job that is in the cache and submit the others: as one vectorised-ensemble
         job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else one job per model (DP
@@ -127,8 +110,7 @@ class Trainer:
         together = (audit is None and len(missing) > 1 and choose_path(self.train_device) == "ensemble"
                     and ensemble_supported(mech, arch))
         for group in [missing] if together else [[i] for i in missing]:
-            job = TrainJob(recipe.mechanism, recipe.spec, tuple(jobs[i][0] for i in group),
-                           tuple(jobs[i][1] for i in group), recipe.target_epsilon, recipe.delta,
+            job = TrainJob(recipe, tuple(jobs[i][0] for i in group), tuple(jobs[i][1] for i in group),
                            self.train_device.type, audit, probe)
             pending = self.executor.submit(job, on_done=lambda models, g=group: self._store(
                 [slots[i].key for i in g], models))
@@ -197,19 +179,19 @@ class LikeTarget:
         slots = deque(self.trainer.submit(self.recipe, jobs))
         return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))  # yielded models are let go
 
-    def audit_run(self, data: ArrayDataset, *, seed: int, request: Any) -> TrainedModel:
+    def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
         """One model trained like the target with an audit ``request`` (``Mechanism.fit``'s ``audit``)."""
         (slot,) = self.trainer.submit(self.recipe, [(data, seed)], audit=request)
         return self.trainer.collect(slot)
 
-    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> Iterator[TrainedModel]:
+    def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
         """Models trained like the target with per-model audit requests: all submitted first (Ray spreads them), then
         yielded in order, each let go once yielded."""
         slots = deque(slot for data, seed, request in jobs
                       for slot in self.trainer.submit(self.recipe, [(data, seed)], audit=request))
         return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))
 
-    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, Any]]) -> None:
+    def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
         """Submit models a later call will ask for (``(data, seed, audit request or None)``); a later ``many``,
         ``audit_run`` or ``audit_runs`` of the same model waits for that job instead of submitting another."""
         plain = [(data, seed) for data, seed, request in jobs if request is None]
@@ -219,7 +201,7 @@ class LikeTarget:
             if request is not None:
                 self.trainer.submit(self.recipe, [(data, seed)], audit=request)
 
-    def release(self, data: ArrayDataset, *, seed: int, settings: Mapping[str, Any] | None = None
+    def release(self, data: ArrayDataset, *, seed: int, settings: Mapping[str, object] | None = None
                 ) -> tuple[Release, PrivacySpent]:
         """The mechanism's own release of ``data`` with the recipe's settings (``settings``, if given, fixed on top
         of the mechanism's own: validated by its ``Params``), target ε and δ (not cached: cheap)."""

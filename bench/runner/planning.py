@@ -9,14 +9,15 @@ import logging
 import math
 from pathlib import Path
 
+from attacks.base import Attack
 from bench.core.data import make_split
 from bench.core.datasource import is_source, parse_source
 from bench.core.errors import ConfigError
 from bench.core.fileformats import open_dataset
 from bench.results import DatasetInfo
-from bench.runner.cells import Cell
+from bench.runner.cells import PlannedCell
 from bench.runner.config import RunConfig
-from bench.runner.harness import Plan, PlannedCell
+from bench.runner.harness import Plan
 from bench.runner.jobs import Recipe
 from bench.runner.provenance import run_id
 from bench.runner.tuning import plan_tuning
@@ -24,24 +25,28 @@ from bench.runner.tuning import plan_tuning
 log = logging.getLogger("privbench.plan")
 
 
-def grid(cfg: RunConfig) -> list[Cell]:
-    """Every cell of the run: seeds × mechanisms × (ε grid + the mechanism's reference ε + its ε = ∞ point, unless
-    ``cfg.privacy_off_points`` is false)."""
+def grid(cfg: RunConfig) -> list[tuple[Recipe, int]]:
+    """Every cell of the run, as (what to train, seed): seeds × mechanisms × (ε grid + the mechanism's reference ε +
+    its ε = ∞ point, unless ``cfg.privacy_off_points`` is false), each with ``cfg``'s training settings, δ and
+    dataset."""
     from mechanisms import MECHANISMS
+
+    def recipe(name: str, target_epsilon: float | None) -> Recipe:
+        return Recipe(name, cfg.spec_for(name), target_epsilon, cfg.delta, cfg.dataset)
 
     cells = []
     for seed in cfg.seeds:
         for name in cfg.mechanisms:
             mech = MECHANISMS.get(name)
             if not mech.needs_epsilon:
-                cells.append(Cell(name, None, seed))
+                cells.append((recipe(name, None), seed))
                 continue
             eps = list(cfg.epsilons)
             if cfg.reference_epsilons:
                 eps += [e for e in mech.reference_epsilons if e not in eps]
-            cells += [Cell(name, e, seed) for e in sorted(eps)]
+            cells += [(recipe(name, e), seed) for e in sorted(eps)]
             if cfg.privacy_off_points and mech.off_point:
-                cells.append(Cell(name, math.inf, seed))  # the recipe with privacy turned off: its own ceiling
+                cells.append((recipe(name, math.inf), seed))  # the recipe with privacy turned off: its own ceiling
     return cells
 
 
@@ -72,10 +77,10 @@ def models_for_data(cfg: RunConfig, kind: str) -> RunConfig:
     return dataclasses.replace(cfg, training=training)
 
 
-def image_attacks_skipped(cfg: RunConfig, attacks: dict[str, object]) -> tuple[RunConfig, dict[str, object]]:
+def image_attacks_skipped(cfg: RunConfig, attacks: dict[str, Attack]) -> tuple[RunConfig, dict[str, Attack]]:
     """Tabular data: the attacks that score images as images (``needs_images``: SSIM, total variation) are left
     out, named in a warning; the returned config lists the attacks that run. Raises ConfigError if none is left."""
-    skipped = [name for name, a in attacks.items() if getattr(a, "needs_images", False)]
+    skipped = [name for name, a in attacks.items() if a.needs_images]
     if not skipped:
         return cfg, attacks
     kept = tuple(name for name in cfg.attacks if name not in skipped)
@@ -101,7 +106,7 @@ def check_models(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> No
             ) from None
 
 
-def build_attacks(cfg: RunConfig) -> dict[str, object]:
+def build_attacks(cfg: RunConfig) -> dict[str, Attack]:
     """Each attack of the run with its settings. Raises ConfigError when one needs an attacker population and
     ``n_population`` is 0, or asks for more records than the run has (``Attack.size_problem``)."""
     attacks = {name: cfg.attack(name) for name in cfg.attacks}
@@ -134,8 +139,7 @@ def plan_from_config(cfg: RunConfig, *, overwrite: bool = False) -> Plan:
     check_models(cfg, pool.input_shape, pool.num_classes)
     splits = {s: make_split(pool, test, n_members=cfg.n_members, n_non_members=cfg.n_non_members,
                             n_population=cfg.n_population, n_test=cfg.n_test, seed=s) for s in cfg.seeds}
-    cells = [PlannedCell(cell, Recipe(cell.mechanism, cfg.spec_for(cell.mechanism), cell.target_epsilon, cfg.delta,
-                                      cfg.dataset), splits[cell.seed], cfg.attacks) for cell in grid(cfg)]
+    cells = [PlannedCell(recipe, seed, splits[seed], cfg.attacks) for recipe, seed in grid(cfg)]
     info = DatasetInfo(n_members=cfg.n_members, n_non_members=cfg.n_non_members, n_population=cfg.n_population,
                        n_test=cfg.n_test, input_shape=list(pool.input_shape), num_classes=pool.num_classes,
                        format=origin.format, source=origin.source, kind=origin.kind, scaling=origin.scaling,

@@ -10,7 +10,7 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -26,8 +26,8 @@ from bench.results import (
     Results,
     RunResult,
 )
-from bench.runner.cells import Cell
-from bench.runner.harness import Plan, PlannedCell
+from bench.runner.cells import PlannedCell
+from bench.runner.harness import Plan
 from bench.runner.jobs import Recipe
 from bench.runner.presets import PRESETS, VALIDATION_SEED, VALIDATION_SIZE, Curve, Preset, Row, cap_epochs, quick
 from bench.runner.provenance import run_id
@@ -37,6 +37,18 @@ from mechanisms.accounting.dpmix import dpmix_sigma
 METRIC = "test accuracy (%)"
 VALIDATION_METRIC = "validation accuracy (%)"
 TPR_KEY = "0.001"
+
+
+class ReproduceOptions(TypedDict):
+    """Where and how ``bench reproduce`` trains (its command-line options; recorded in results.json's config).
+    device: ``auto`` / ``cpu`` / ``cuda``. data_root: the data folder (None: the default). cache_dir: the model cache, a
+    resolved path. no_cache: train without the cache. output: the output folder (None: ``results/<run_id>``)."""
+
+    device: str
+    data_root: str | None
+    cache_dir: str
+    no_cache: bool
+    output: str | None
 
 
 def resolve(names: Sequence[str]) -> list[Preset]:
@@ -235,13 +247,14 @@ class _Collector:
             self.on_row(row)
 
 
-def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is_quick: bool, options: dict[str, Any],
+def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is_quick: bool, options: ReproduceOptions,
                  command: str, max_epochs: int | None = None,
                  on_row: Callable[[ReproductionRow], None] | None = None) -> Plan:
     """The plan of every row of every preset for each seed (``None``: the preset's own), validated.
 
     Args:
-        options: ``device``, ``data_root``, ``cache_dir`` (a resolved path), ``no_cache``, ``output``.
+        options: ``device``, ``data_root``, ``cache_dir`` (a resolved path), ``no_cache``, ``output``
+            (``ReproduceOptions``).
         is_quick: ``quick`` every preset. max_epochs: ``cap_epochs`` (None: no cap). command: recorded in every row.
 
     Raises:
@@ -268,7 +281,7 @@ def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is
             spec = training_spec(row.mechanism, row_training(row, first, delta), n_members=len(first.members),
                                  where=f"preset {preset.name}.{row.key}")
             recipe = Recipe(row.mechanism, spec, row.target_epsilon, delta, preset.dataset)
-            cells += [PlannedCell(Cell(row.mechanism, row.target_epsilon, s), recipe, splits[s], preset.attacks,
+            cells += [PlannedCell(recipe, s, splits[s], preset.attacks,
                                   preset=preset.name, row=row.key) for s in run_seeds]
     names = [p.name for p in presets]
     attacks = {a: _attack(a) for pc in cells for a in pc.attacks}

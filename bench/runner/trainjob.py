@@ -1,7 +1,7 @@
-"""A training job (``TrainJob``), the pure function that runs one (``run_job``), and the handle the driver holds
-while it runs (``Pending``). Executors (``bench.runner.executor``) decide where a job runs; ``run_job`` is a pure
-function of the job (every mechanism seeds itself from ``job.seeds``), so where a job runs does not change its
-result."""
+"""What to train (``Recipe``), a training job (``TrainJob``: a recipe's models shipped to a worker), the pure function
+that runs one (``run_job``), and the handle the driver holds while it runs (``Pending``). Executors
+(``bench.runner.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
+itself from ``job.seeds``), so where a job runs does not change its result."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -18,6 +18,9 @@ from bench.core.plain import plain_module
 from bench.core.training import EpochCallback, EpochRecorder, recording_epochs
 from bench.core.types import TrainedModel, TrainSpec
 
+if TYPE_CHECKING:  # pragma: no cover
+    from attacks.base import AuditRequest
+
 
 class JobFailed(RuntimeError):
     """A job that did not finish for a reason outside training itself (e.g. its worker died more often than
@@ -25,28 +28,47 @@ class JobFailed(RuntimeError):
 
 
 @dataclass(frozen=True)
-class TrainJob:
-    """One independent unit of training.
+class Recipe:
+    """What to train: how every model of one cell is trained, the target and its shadow / reference / canary models
+    alike. The one place a cell's mechanism, settings, target ε, δ and dataset are written.
 
     Attributes:
-        mechanism: registered mechanism name. spec: its training settings.
+        mechanism: registered name. spec: its validated TrainSpec. target_epsilon: ε to calibrate to (None: no
+        target; ``math.inf``: the mechanism's ε = ∞ point, its recipe with privacy turned off). delta: δ.
+        dataset: the dataset's name (part of the cache key).
+    """
+
+    mechanism: str
+    spec: TrainSpec
+    target_epsilon: float | None
+    delta: float
+    dataset: str
+
+    @property
+    def off(self) -> bool:
+        """Whether this is a mechanism's ε = ∞ point (privacy turned off)."""
+        return self.target_epsilon is not None and math.isinf(self.target_epsilon)
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """One independent unit of training: models of one ``Recipe`` on their data, as shipped to a worker.
+
+    Attributes:
+        recipe: what to train (mechanism, settings, target ε — ``math.inf``: ``Mechanism.fit_privacy_off`` — and δ).
         datasets: the training set of every model (one; several for a vectorised ensemble).
-        seeds: one training seed per model. target_epsilon: target ε (None: no target; ``math.inf``: the
-            mechanism's ε = ∞ point, ``Mechanism.fit_privacy_off``). delta: δ.
+        seeds: one training seed per model.
         device: device type to train on (``"cpu"`` / ``"cuda"``), on whichever machine runs the job.
         audit: an audit request for ``Mechanism.fit`` (one model only; e.g. ``GradientCanaries``), or None.
         probe: held-out images a single model is evaluated on after every epoch (``bench.core.training.
             EpochRecorder``, at most ``PROBE_MAX``; the training curves), or None. It never changes the weights.
     """
 
-    mechanism: str
-    spec: TrainSpec
+    recipe: Recipe
     datasets: tuple[ArrayDataset, ...]
     seeds: tuple[int, ...]
-    target_epsilon: float | None
-    delta: float
     device: str
-    audit: Any = None
+    audit: AuditRequest | None = None
     probe: ArrayDataset | None = None
 
     def __len__(self) -> int:
@@ -65,23 +87,24 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
     from bench.runner.ensemble import fit_ensemble
     from mechanisms import MECHANISMS
 
-    mech, device = MECHANISMS.get(job.mechanism)(), torch.device(job.device)
+    r = job.recipe
+    mech, device = MECHANISMS.get(r.mechanism)(), torch.device(job.device)
     if len(job) > 1:
-        return fit_ensemble(mech, job.datasets, job.spec, job.seeds, device)
+        return fit_ensemble(mech, job.datasets, r.spec, job.seeds, device)
     # an audit that observes the mechanism's own training from outside (e.g. attacks.opacus_audit: a plug-in's Opacus
     # optimizer) gives ``observe``; any other request is ``fit``'s ``audit`` argument
     observe = getattr(job.audit, "observe", None)
-    watch = observe(job.datasets[0], mechanism=mech, spec=job.spec, seed=job.seeds[0]) if observe is not None \
+    watch = observe(job.datasets[0], mechanism=mech, spec=r.spec, seed=job.seeds[0]) if observe is not None \
         else contextlib.nullcontext()
     extra = {} if job.audit is None or observe is not None else {"audit": job.audit}
     probe = job.probe
     recorder = EpochRecorder(None if probe is None else probe.x, None if probe is None else probe.y)
     with watch, recording_epochs(recorder) as rec:
-        if job.target_epsilon is not None and math.isinf(job.target_epsilon):  # the recipe with privacy off
-            trained = mech.fit_privacy_off(job.datasets[0], job.spec, delta=job.delta, seed=job.seeds[0],
+        if r.off:  # the recipe with privacy off
+            trained = mech.fit_privacy_off(job.datasets[0], r.spec, delta=r.delta, seed=job.seeds[0],
                                            device=device, on_epoch=on_epoch, **extra)
         else:
-            trained = mech.fit(job.datasets[0], job.spec, target_epsilon=job.target_epsilon, delta=job.delta,
+            trained = mech.fit(job.datasets[0], r.spec, target_epsilon=r.target_epsilon, delta=r.delta,
                                seed=job.seeds[0], device=device, on_epoch=on_epoch, **extra)
     trained.epochs = rec.matching(trained.history)
     if observe is not None:

@@ -39,7 +39,7 @@ def _audit(members, *, m: int, releases: int, seed: int = 0, target=None, **rele
         seen.append((data, dict(settings or {})))
         spec = mech.spec(**{**recipe, "params": {**params, **(settings or {})}})
         return mech.release(data, spec, delta=DELTA, seed=seed, **release_kw)
-    ctx = SimpleNamespace(split=SimpleNamespace(members=members), seed=seed, target=target,
+    ctx = SimpleNamespace(split=SimpleNamespace(members=members), seed=seed, trained=target,
                           train_like_target=SimpleNamespace(release=release))
     return DPMixCanaryAudit(DPMixCanaryParams(num_canaries=m, releases=releases)).score(ctx), seen
 

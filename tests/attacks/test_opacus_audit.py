@@ -25,7 +25,7 @@ from bench.core.models import build_model
 from bench.results import RunResult, Timings
 from bench.runner.bugs import privacy_bugs
 from bench.runner.cells import membership_record, privacy_record
-from bench.runner.trainjob import TrainJob, run_job
+from bench.runner.trainjob import Recipe, TrainJob, run_job
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = "ci"  # the README's CI command (bench/runner/profiles/ci.yaml)
@@ -103,7 +103,8 @@ class _Like:
     def audit_run(self, data, *, seed, request):
         cls = _plugin().OpacusDPSGD
         spec = cls.spec(model="mlp", epochs=3, batch_size=50, lr=0.5, params=self.params)
-        return run_job(TrainJob("opacus-dpsgd", spec, (data,), (seed,), self.epsilon, DELTA, "cpu", audit=request))[0]
+        recipe = Recipe("opacus-dpsgd", spec, self.epsilon, DELTA, "digits")
+        return run_job(TrainJob(recipe, (data,), (seed,), "cpu", audit=request))[0]
 
 
 def _flagged(split, seed: int, params: dict) -> list:

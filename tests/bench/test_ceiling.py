@@ -68,10 +68,10 @@ def test_validation_split_is_training_images_outside_the_members(digits_split):
 def test_grid_adds_each_mechanisms_off_point_once_per_seed():
     cfg = build_config({"seeds": [0, 1]}, {"profile": "smoke", "mechanisms": "baseline,dpsgd,weight-noise"})
     cells = grid(cfg)
-    off = [(c.mechanism, c.seed) for c in cells if c.target_epsilon is not None and math.isinf(c.target_epsilon)]
+    off = [(r.mechanism, seed) for r, seed in cells if r.target_epsilon is not None and math.isinf(r.target_epsilon)]
     assert off == [("dpsgd", 0), ("weight-noise", 0), ("dpsgd", 1), ("weight-noise", 1)]
     cfg = build_config({"privacy_off_points": False}, {"profile": "smoke", "mechanisms": "dpsgd"})
-    assert all(not math.isinf(c.target_epsilon or 0) for c in grid(cfg))
+    assert all(not math.isinf(r.target_epsilon or 0) for r, _ in grid(cfg))
 
 
 def _permuted_test(split):
@@ -99,7 +99,7 @@ def test_a_real_runs_ceiling_ignores_the_test_labels(tmp_path):
     assert c2.mechanism == c.mechanism
     assert c2.test_accuracy < c.test_accuracy - 0.3  # the test labels really changed what the test set says
     # trained and attacked with the ε = ∞ points last (attack_order), recorded in the plan's order
-    assert [pc.cell.mechanism for pc in attack_order(plan.cells)] == \
+    assert [pc.recipe.mechanism for pc in attack_order(plan.cells)] == \
         ["baseline", "local-gaussian", "weight-noise", "local-gaussian", "weight-noise"]
     assert [(r.mechanism, r.off_point) for r in doc.results] == \
         [("baseline", False), ("local-gaussian", False), ("local-gaussian", True), ("weight-noise", False),

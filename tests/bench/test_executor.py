@@ -4,6 +4,7 @@ retried to the same model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -18,6 +19,7 @@ from bench.cli import main
 from bench.core.data import ArrayDataset
 from bench.runner.config import build_config
 from bench.runner.executor import JobFailed, RayExecutor, TrainJob, run_job
+from bench.runner.trainjob import Recipe
 
 SWEEP = ["--profile", "smoke", "--mechanisms", "baseline,local-gaussian", "--epsilons", "2"]
 
@@ -123,8 +125,8 @@ def test_smoke_sweep_on_ray_equals_local(ray_2cpu, one_thread, tmp_path, capsys)
 def _job(digits_split, dataset: ArrayDataset | None = None, **kw) -> TrainJob:
     cfg = build_config({}, {"profile": "smoke"})
     spec = cfg.spec_for(kw.get("mechanism", "baseline"))
-    return TrainJob(kw.get("mechanism", "baseline"), spec, (dataset or digits_split.members,), (0,),
-                    kw.get("target_epsilon"), 1e-5, "cpu")
+    recipe = Recipe(kw.get("mechanism", "baseline"), spec, kw.get("target_epsilon"), 1e-5, "digits")
+    return TrainJob(recipe, (dataset or digits_split.members,), (0,), "cpu")
 
 
 @pytest.mark.slow
@@ -212,8 +214,7 @@ def test_local_workers_train_the_models_the_driver_would(one_thread, digits_spli
 
     executor = _started(LocalExecutor(workers=1, threads=1))
     try:
-        jobs = [TrainJob("baseline", _job(digits_split).spec, (digits_split.members,), (seed,), None, 1e-5, "cpu")
-                for seed in range(3)]
+        jobs = [TrainJob(_job(digits_split).recipe, (digits_split.members,), (seed,), "cpu") for seed in range(3)]
         first = _in_worker(executor, jobs[0])
         pendings = [first] + [executor.submit(job) for job in jobs[1:]]
         models = [executor.result(p)[0] for p in pendings]
@@ -247,8 +248,8 @@ def test_a_dead_local_worker_fails_its_job(digits_split):
     executor = _started(LocalExecutor(workers=1, threads=1))
     try:
         job = _job(digits_split)
-        slow = TrainJob(job.mechanism, job.spec.model_copy(update={"epochs": 500}), job.datasets, job.seeds, None,
-                        1e-5, "cpu")
+        slow = TrainJob(dataclasses.replace(job.recipe, spec=job.recipe.spec.model_copy(update={"epochs": 500})),
+                        job.datasets, job.seeds, "cpu")
         pending = _in_worker(executor, slow)
         executor._procs[0].kill()
         with pytest.raises(JobFailed, match="worker 0 died"):

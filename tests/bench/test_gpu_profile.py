@@ -39,7 +39,7 @@ def test_gpu_profile_plans_on_cifar10_files(tmp_path):
     plan = plan_from_config(cfg)
     info = plan.datasets["cifar10"]
     assert info.input_shape == [3, 32, 32] and info.num_classes == 10 and info.format == "torchvision"
-    assert [(c.cell.mechanism, c.cell.target_epsilon) for c in plan.cells] == [
+    assert [(c.recipe.mechanism, c.recipe.target_epsilon) for c in plan.cells] == [
         ("baseline", None), ("dpsgd", 8.0), ("dpsgd", math.inf)]  # DP-SGD's ε = ∞ point: its recipe, privacy off
     assert not (tmp_path / "out").exists()
 

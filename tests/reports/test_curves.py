@@ -40,8 +40,7 @@ def _recipe(mechanism: str, target: float | None) -> Recipe:
 
 
 def _trained(recipe: Recipe, members: ArrayDataset, probe: ArrayDataset):
-    job = TrainJob(recipe.mechanism, recipe.spec, (members,), (0,), recipe.target_epsilon, recipe.delta, "cpu",
-                   probe=probe)
+    job = TrainJob(recipe, (members,), (0,), "cpu", probe=probe)
     (trained,) = run_job(job)
     return trained
 

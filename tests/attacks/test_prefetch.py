@@ -1,0 +1,71 @@
+"""The context ``MembershipAttack.prefetch`` gets at the start of a run, before the target exists
+(``bench.runner.cells.CellRunner.prefetch``): every built-in attack with a ``prefetch`` submits its jobs from it
+without reading the target, and an attack that asks for the target there gets a clear error, not ``None``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from helpers import context
+
+from attacks import ATTACKS
+from attacks.base import MembershipAttack, TargetNotTrained
+
+
+class _Recorder:
+    """A ``TrainLikeTarget`` that records what ``prefetch`` submits and trains nothing."""
+
+    batch_size = 50
+
+    def __init__(self) -> None:
+        self.jobs: list = []
+
+    def prefetch(self, jobs) -> None:
+        self.jobs += list(jobs)
+
+
+def _prefetch_context(split, mechanism: str, like: _Recorder):
+    """What the runner builds before the target exists: no trained model."""
+    return dataclasses.replace(context(None, split, seed=3, train_like_target=like), mechanism=mechanism)
+
+
+# (attack, settings that fit 200 population records, the mechanism its prefetch is meant for, the audit request class
+# each job carries; None: plain models)
+PREFETCHING = [("shadow", {}, "baseline", None), ("canary", {"num_canaries": 50}, "dpsgd", "GradientCanaries"),
+               ("weight-canary", {}, "weight-noise", "CleanWeights"),
+               ("opacus-canary", {}, "opacus-dpsgd", "OpacusCanaries"),
+               ("opacus-canary-final", {}, "opacus-dpsgd", "FinalCanaries")]
+
+
+def test_every_attack_that_prefetches_is_covered():
+    own = {name for name in ATTACKS.names() if issubclass(ATTACKS.get(name), MembershipAttack)
+           and ATTACKS.get(name).prefetch is not MembershipAttack.prefetch and ATTACKS.get(name).release_kind is None}
+    assert own - {"canary-final"} == {name for name, _, _, _ in PREFETCHING}  # canary-final: its own test below
+
+
+@pytest.mark.parametrize("name,params,mechanism,request_class", PREFETCHING)
+def test_prefetch_submits_its_jobs_before_the_target_exists(digits_split, name, params, mechanism, request_class):
+    like = _Recorder()
+    cls = ATTACKS.get(name)
+    cls(cls.Params(**params)).prefetch(_prefetch_context(digits_split, mechanism, like))
+    assert like.jobs, f"{name} submitted nothing"
+    for data, seed, request in like.jobs:
+        assert len(data) > 0 and isinstance(seed, int)
+        assert (request is None) if request_class is None else type(request).__name__ == request_class
+
+
+def test_canary_final_prefetches_its_hidden_state_run(digits_split):
+    like = _Recorder()
+    cls = ATTACKS.get("canary-final")
+    attack = cls(cls.Params(num_canaries=50, gradient_canaries=4))
+    attack.prefetch(_prefetch_context(digits_split, "dpsgd", like))
+    ((data, _, request),) = like.jobs
+    assert type(request).__name__ == "GradientCanaries" and request.final_model and request.active
+
+
+def test_the_target_is_a_clear_error_before_it_exists(digits_split):
+    ctx = _prefetch_context(digits_split, "baseline", _Recorder())
+    with pytest.raises(TargetNotTrained, match="not trained yet"):
+        ctx.target  # noqa: B018 - the property raises
+    assert ctx.trained is None
