@@ -25,7 +25,6 @@ from bench.results import (
     EpochRecord,
     FeatureMaps,
     Images,
-    OtherRelation,
     Privacy,
     RunResult,
     Timings,
@@ -76,12 +75,8 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
 
 
 def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:
-    """The results.json form of a ``PrivacySpent``."""
-    return Privacy(epsilon=p.epsilon, delta=p.delta, accountant=p.accountant, guarantee=p.guarantee,
-                   claimed_epsilon=p.claimed_epsilon, note=p.note, relation=p.relation, weak_delta=weak_delta,
-                   off=p.off, profile=[list(x) for x in p.profile],
-                   other_relations=[OtherRelation(relation=o.relation, epsilon=o.epsilon, accountant=o.accountant,
-                                                  profile=[list(x) for x in o.profile]) for o in p.other_relations])
+    """The results.json form of a ``PrivacySpent``: the same record plus ``weak_delta`` (δ >= 1 / n_members)."""
+    return Privacy(**p.model_dump(), weak_delta=weak_delta)
 
 
 def images_record(images: np.ndarray, labels: np.ndarray, **fields) -> Images:
