@@ -31,10 +31,10 @@ nothing else, so every report can be redrawn without retraining (`python -m benc
 - **Strict JSON.** Non-finite floats are written as `null`.
 - **Units.** ε unitless, δ a probability, accuracies and rates fractions in [0, 1] (reproduction rows and curves:
   percent), times in seconds, throughput in samples/s.
-- **Types** are the Python annotations of `bench/results/` (and of the foundation's `PrivacySpent` and
-  `RelationEpsilon`, stored as they are): `None` is JSON `null`, `dict[str, X]` a JSON object with string keys,
-  `list[X]` and `tuple[X, ...]` a JSON array (`tuple[X, Y]`: of exactly those items); a linked name is another object
-  below. Fields without a default are required.
+- **Types** are the Python annotations of `bench/results/` (and of the foundation's `PrivacySpent`,
+  `RelationEpsilon` and `AuditDesign`, stored as they are): `None` is JSON `null`, `dict[str, X]` a JSON object with
+  string keys, `list[X]` and `tuple[X, ...]` a JSON array (`tuple[X, Y]`: of exactly those items); a linked name is
+  another object below. Fields without a default are required.
 """
 
 INVERSION_METRIC_KEYS = {  # attack -> the keys of its Images.metrics (hand-written: the metrics are free-form)
@@ -90,7 +90,7 @@ scores and are stored under `attacks` like every membership attack.
 
 def _schema_models() -> list[type[BaseModel]]:
     """Every model reachable from ``Results``, depth first in field order (``Results`` first): the results models
-    and the foundation's types stored as they are (``bench.core.privacy``)."""
+    and the foundation's types stored as they are (``bench.core.privacy``, ``bench.core.design``)."""
     found: list[type[BaseModel]] = []
 
     def visit(tp: Any) -> None:
