@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from bench.core.design import AuditDesign  # re-exported: attacks build their design from here
 from bench.core.params import NoParams, Params
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,57 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bench.core.data import ArrayDataset, MembershipSplit
     from bench.core.types import PrivacySpent, Release, TrainedModel
-
-THREAT_MODELS = ("black-box", "white-box", "hidden-state")
-DESIGNS = ("heuristic", "one-run", "multi-run")
-
-
-@dataclass(frozen=True)
-class AuditDesign:
-    """How the membership of the scored records was decided, which fixes what an ε lower bound from the scores
-    may claim (Jagielski et al. 2020; Steinke, Nasr, Jagielski 2023).
-
-    Attributes:
-        kind: ``"heuristic"`` — one model's natural members and non-members (the bound assumes independent
-            outcomes, which DP does not give; never a privacy-bug verdict); ``"one-run"`` — m canaries, each
-            included independently with probability ``inclusion``, in one training run; ``"multi-run"`` — m
-            independent training runs, each with or without one canary.
-        threat_model: ``"black-box"`` (the final model or the release only), ``"white-box"`` (every
-            intermediate update seen) or ``"hidden-state"`` (the final model's weights θ_T and the public
-            initialisation θ_0 only; Cebere et al. 2024).
-        size: m, the canaries (one-run) or training runs (multi-run); the scored records for a heuristic.
-        relation: the neighbouring relation the design tests (``"add-remove"`` or ``"replace-one"``), or None
-            for a heuristic.
-        inclusion: the probability with which each canary (or run's canary) was included.
-        gaussian: True when the scores are Gaussian by construction (the mechanism's Gaussian noise read through a
-            score linear in it, e.g. a local release projected on its canary): Gaussian analyses of a one-run or
-            multi-run design are then valid bounds, provided a normality test of the scores does not reject.
-        guess_fraction: a one-run design's single guessing rule fixed in advance from the mechanism's public
-            parameters (``attacks.audit.guess_plan``): the fraction·m highest scores guessed included and as many
-            lowest excluded, the only rule the one-run and f-DP analyses use (no Bonferroni over rules); None: the
-            fixed family of 12 rules (``attacks.audit.GUESS_FRACTIONS``).
-        llr_model: white-box DP-SGD canaries: the run's (σ̂, q, T), against which the ``gaussian-llr`` analysis
-            tests the excluded canaries' score shape (``attacks.audit.gaussian_llr.llr_fit``); None elsewhere.
-        channels: the channels of a record the design reads separately, e.g. ``("image", "label")`` for canary
-            pairs that differ in both, the label's outcome given as ``MembershipScores.label_outcomes`` beside the image
-            scores; empty when the scores read the whole record at once.
-    """
-
-    kind: str = "heuristic"
-    threat_model: str = "black-box"
-    size: int = 0
-    relation: str | None = None
-    inclusion: float = 0.5
-    gaussian: bool = False
-    channels: tuple[str, ...] = ()
-    guess_fraction: float | None = None
-    llr_model: tuple[float, float, int] | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in DESIGNS or self.threat_model not in THREAT_MODELS:
-            raise ValueError(f"design kind must be in {DESIGNS} and threat model in {THREAT_MODELS}, got "
-                             f"{self.kind!r}, {self.threat_model!r}")
-
 
 @dataclass
 class MembershipScores:

@@ -105,7 +105,7 @@ class CanaryAudit(MembershipAttack):
         sigma, q, steps, m = wb.get("claimed_sigma"), wb.get("sample_rate"), wb.get("steps"), len(wb["included"])
         if not sigma or not q or not steps or m < 2 or privacy is None or not privacy.delta:
             return None
-        k = len(family({"kind": "one-run", "threat_model": "white-box"}))
+        k = len(family(AuditDesign("one-run", "white-box")))
         return planned_guess_fraction(sigma=float(sigma), sample_rate=float(q), steps=int(steps), m=m,
                                       delta=float(privacy.delta), confidence=1 - 0.05 / k)
 

@@ -65,11 +65,12 @@ from attacks.audit.fdp import profile_rejected  # noqa: E402
 from attacks.audit.one_run import one_run_guesses  # noqa: E402
 from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams  # noqa: E402
 from bench.core.data import ArrayDataset  # noqa: E402
+from bench.core.design import AuditDesign  # noqa: E402
 from mechanisms.accounting.dpmix import dpmix_profile, dpmix_sigma  # noqa: E402
 from mechanisms.dpmix.mechanism import DPMix  # noqa: E402
 
 DELTA, K, SHAPE, FILL = 1e-5, 10, (1, 28, 28), 10_000
-DESIGN = {"kind": "one-run", "threat_model": "black-box", "relation": "replace-one"}
+DESIGN = AuditDesign(kind="one-run", threat_model="black-box", relation="replace-one")
 RECIPE = DPMix.recipes["default"]
 
 

@@ -86,10 +86,11 @@ from attacks.audit.gaussian_llr import (  # noqa: E402
     simulate_llr_scores,
 )
 from attacks.audit.guess_plan import planned_guess_fraction  # noqa: E402
+from bench.core.design import AuditDesign  # noqa: E402
 from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon, pld_noise_multiplier  # noqa: E402
 
 DELTA, Q, T = 1e-5, 1 / 3, 120
-DESIGN = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}
+DESIGN = AuditDesign(kind="one-run", threat_model="white-box", relation="add-remove")
 REFERENCES = 992  # the default model's canary-free coordinates in its weight tensor (2.5 % of 39,690): σ̂'s sample
 POOLED_LEVEL = 0.95  # results.json's audit.pooled states its bound at 95 % (one comparison of the run-level check)
 TARGET = 0.85  # issue 28's target for three runs pooled
@@ -128,7 +129,7 @@ def ideal(sigma: float, m: int, seed: int, level: float, audit: bool = True) -> 
     if not audit:
         return None, fit
     f = planned_guess_fraction(sigma=sigma, sample_rate=Q, steps=T, m=m, delta=DELTA, confidence=level)
-    design = {**DESIGN, "guess_fraction": f, "llr_model": [s_hat, Q, T]}
+    design = DESIGN.model_copy(update={"guess_fraction": f, "llr_model": (s_hat, Q, T)})
     return membership_audit(scores, coins, delta=DELTA, design=design), fit
 
 

@@ -30,10 +30,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attacks.audit import membership_audit  # noqa: E402
+from bench.core.design import AuditDesign  # noqa: E402
 from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier  # noqa: E402
 
 DELTA = 1e-5
-DESIGN = {"kind": "one-run", "threat_model": "hidden-state", "relation": "add-remove"}
+DESIGN = AuditDesign(kind="one-run", threat_model="hidden-state", relation="add-remove")
 
 
 def simulate(*, sigma: float, q: float, steps: int, momentum: float, m: int, other: float,

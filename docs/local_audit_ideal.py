@@ -40,12 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from attacks.audit import membership_audit  # noqa: E402
 from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams  # noqa: E402
 from bench.core.data import ArrayDataset  # noqa: E402
+from bench.core.design import AuditDesign  # noqa: E402
 from mechanisms.accounting.gaussian import local_record_sigma, randomized_response_keep  # noqa: E402
 from mechanisms.local.mechanism import LocalGaussian  # noqa: E402
 
 DELTA, K, SHAPE, SHARE = 1e-5, 10, (1, 28, 28), 0.5
-DESIGN = {"kind": "multi-run", "threat_model": "black-box", "gaussian": True, "relation": "replace-one",
-          "channels": ["image", "label"]}
+DESIGN = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="replace-one",
+                     channels=("image", "label"))
 
 
 def code(epsilon: float, m: int, seed: int) -> dict:

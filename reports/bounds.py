@@ -144,7 +144,7 @@ class AuditBound:
 
     def at_confidence(self, confidence: float) -> float | None:
         """The bound recomputed at ``confidence`` (``attacks.audit.audit_bounds``); None for an invalid bound."""
-        return audit_bounds(self.record.audit.model_dump(), confidence=confidence).get(self.bound.method)
+        return audit_bounds(self.record.audit, confidence=confidence).get(self.bound.method)
 
 
 def audit_bounds_of(r: RunResult) -> list[AuditBound]:

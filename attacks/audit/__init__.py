@@ -1,7 +1,7 @@
 """Empirical privacy: ε lower bounds from an attack's scores, by the design that decided who was a member.
 
 Every bound names its method, whether it is valid for any mechanism (non-parametric) or only under an assumption
-(parametric), and its confidence. Designs (``attacks.base.AuditDesign``):
+(parametric), and its confidence. Designs (``bench.core.design.AuditDesign``):
 
 - ``heuristic``: one model's natural members. The Clopper-Pearson bound over thresholds (Jagielski et al. 2020)
   treats the outcomes as independent, which DP does not give: shown, never a privacy-bug verdict.
@@ -51,6 +51,8 @@ from attacks.audit.thresholds import (
     order_statistic_indices,
     threshold_counts,
 )
+from bench.core.design import AuditDesign
+from bench.results.membership import Audit
 
 __all__ = ["GAUSSIAN_METHODS", "GUESS_FRACTIONS", "METHODS", "NORMALITY_LEVEL", "THRESHOLD_POINTS", "audit_bounds",
            "best_epsilon", "best_one_run_epsilon", "composed_bound", "epsilon_lower_bound", "family", "fdp_epsilon",
@@ -85,14 +87,13 @@ def _bound(method: str, value: float, valid: bool, **extra: Any) -> dict[str, An
             "assumption": METHODS[method][1], "valid": bool(valid), **extra}
 
 
-def _pair(design: dict[str, Any], scores: ArrayLike, labels: ArrayLike, *, delta: float, confidence: float
+def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: float, confidence: float
           ) -> dict[str, Any] | None:
     """The Gaussian pair's fit where the design reads canary-aligned signals (white-box, multi-run, or Gaussian by
     construction); None elsewhere or with fewer than 3 scores a side."""
-    if design.get("kind", "heuristic") == "heuristic":
+    if design.kind == "heuristic":
         return None
-    if not (design.get("threat_model") in ("white-box", "hidden-state") or design.get("kind") == "multi-run"
-            or design.get("gaussian")):
+    if not (design.threat_model in ("white-box", "hidden-state") or design.kind == "multi-run" or design.gaussian):
         return None
     try:
         return gaussian_pair_epsilon(scores, labels, delta=delta, confidence=confidence)
@@ -100,41 +101,41 @@ def _pair(design: dict[str, Any], scores: ArrayLike, labels: ArrayLike, *, delta
         return None
 
 
-def gaussian_valid(design: dict[str, Any], normality_p: float | None) -> bool:
+def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
     """Whether Gaussian analyses are valid bounds under ``design``: scores Gaussian by construction
-    (``design["gaussian"]``), a one-run or multi-run design, and a normality test that does not reject at
+    (``design.gaussian``), a one-run or multi-run design, and a normality test that does not reject at
     ``NORMALITY_LEVEL``."""
-    return bool(design.get("gaussian")) and design.get("kind") in ("one-run", "multi-run") \
+    return design.gaussian and design.kind in ("one-run", "multi-run") \
         and normality_p is not None and normality_p >= NORMALITY_LEVEL
 
 
-def family(design: dict[str, Any]) -> tuple[str, ...]:
+def family(design: AuditDesign) -> tuple[str, ...]:
     """The analyses that may decide anything under ``design``, fixed by the design alone before any score is seen:
     the Bonferroni family of the audit (its divisor k) and of the run-level check (``bench.runner.bugs``).
 
     Non-parametric analyses of a one-run or multi-run design always belong; the Gaussian ones (and, where the design
     reads a record's label as its own channel, their composition with it) belong exactly when the scores are
-    Gaussian by construction (``design["gaussian"]``), whether or not the normality test later passes: a bound
+    Gaussian by construction (``design.gaussian``), whether or not the normality test later passes: a bound
     whose test rejects is counted and not used, so the family-wise level stays at most 1 − confidence. A heuristic
     design has no family (its bound never decides). A white-box one-run design (DP-SGD's Dirac canaries: independent
     trials by construction, scored by summed log-likelihood ratios) adds ``gaussian-llr``, valid when the excluded
     canaries' scores pass its shape test (``attacks.audit.gaussian_llr.llr_fit``); counted either way. A hidden-state
     one-run design (the same canaries scored from θ_T − θ_0, a sum of the canary's noisy updates) adds it too: the
     μ-GDP analysis of the sums, its shape test a plain normality test of the excluded canaries' scores."""
-    kind = design.get("kind", "heuristic")
+    kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()
     base: tuple[str, ...] = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
-    if kind == "one-run" and design.get("threat_model") in ("white-box", "hidden-state"):
+    if kind == "one-run" and design.threat_model in ("white-box", "hidden-state"):
         base += ("gaussian-llr",)
-    if not design.get("gaussian"):
+    if not design.gaussian:
         return base
     gauss = ("gdp-fit", "gaussian-pair") if kind == "multi-run" else ("f-dp-gaussian", "gaussian-pair")
-    return base + gauss + (("gaussian-composed",) if "label" in (design.get("channels") or ()) else ())
+    return base + gauss + (("gaussian-composed",) if "label" in design.channels else ())
 
 
-def _compute(method: str, counts: list[list[int]], one_run: dict[str, Any] | None, fit: dict[str, Any] | None, *,
-             delta: float, confidence: float) -> float:
+def _compute(method: str, counts: list[list[int]], one_run: tuple[int, list[list[int]]] | None,
+             fit: dict[str, Any] | None, *, delta: float, confidence: float) -> float:
     """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit. Raises ValueError when
     the analysis' input (its fit, or the one-run guesses) is missing."""
     if method == "clopper-pearson":
@@ -148,19 +149,19 @@ def _compute(method: str, counts: list[list[int]], one_run: dict[str, Any] | Non
         return fit_bounds[method](fit, delta=delta, confidence=confidence)
     if one_run is None:
         raise ValueError(f"the {method} analysis needs the one-run guesses, got none")
-    m, rules = one_run["m"], one_run["guesses"]
+    m, rules = one_run
     one_run_methods = {"one-run": best_one_run_epsilon, "f-dp": fdp_epsilon, "f-dp-gaussian": fdp_gdp_epsilon}
     return one_run_methods[method](m, rules, delta=delta, confidence=confidence)
 
 
-def _analyses(design: dict[str, Any], scores: ArrayLike, labels: ArrayLike, counts: list[list[int]],
-              one_run: dict[str, Any] | None, *, delta: float, confidence: float,
+def _analyses(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, counts: list[list[int]],
+              one_run: tuple[int, list[list[int]]] | None, *, delta: float, confidence: float,
               label_outcomes: ArrayLike | None = None) -> tuple[list[dict[str, Any]], float]:
     """Every analysis the design allows, as bound records (``valid``: a lower bound under the design alone), each
     at 1 − (1 − confidence)/k for the k analyses of the design's ``family`` (Bonferroni, fixed before the scores are
     seen: the tightest valid bound holds at ``confidence``); and that per-analysis confidence. A family member that
     cannot be computed (a Gaussian fit on too few scores) is recorded as 0, not valid."""
-    kind = design.get("kind", "heuristic")
+    kind = design.kind
     if kind == "heuristic":
         return [_bound("clopper-pearson", best_epsilon(counts, delta=delta, confidence=confidence), False)], confidence
     members = family(design)
@@ -174,7 +175,7 @@ def _analyses(design: dict[str, Any], scores: ArrayLike, labels: ArrayLike, coun
     if "gaussian-llr" in members:
         methods.append("gaussian-llr")
         try:
-            fits["gaussian-llr"] = llr_fit(scores, labels, design.get("llr_model"))
+            fits["gaussian-llr"] = llr_fit(scores, labels, design.llr_model)
         except ValueError:
             fits["gaussian-llr"] = None
     if "gaussian-composed" in members:
@@ -195,7 +196,7 @@ def _analyses(design: dict[str, Any], scores: ArrayLike, labels: ArrayLike, coun
     return bounds, each
 
 
-def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, design: dict[str, Any] | None = None,
+def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, design: AuditDesign | None = None,
                      profile: Sequence[Sequence[float]] | None = None, confidence: float = 0.95,
                      label_outcomes: ArrayLike | None = None) -> dict[str, Any]:
     """The audit of one attack's scores, as stored in results.json.
@@ -203,9 +204,9 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     Args:
         scores, labels: ``(N,)`` scores (larger: "member") and membership labels (1: member / canary included).
         delta: δ of the guarantee tested (the mechanism's, or the run's without a guarantee).
-        design: ``{"kind", "threat_model", "gaussian", ...}`` (``attacks.base.AuditDesign``); None: heuristic,
-            black-box. A one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing
-            rules by its single two-sided rule.
+        design: how the labels were decided (``bench.core.design.AuditDesign``); None: heuristic, black-box. A
+            one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing rules by its
+            single two-sided rule.
         profile: the accountant's certified ``[[ε, δ], ...]`` (one-run designs test the whole curve).
         confidence: coverage of the audit's ``epsilon_lb``: each of the k analyses of the design's ``family`` is
             made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing
@@ -216,25 +217,27 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
             ``gaussian-composed`` bound (``attacks.audit.channels``).
 
     Returns:
+        The stored audit block, a ``bench.results.Audit`` without its ``design`` (``Audit(**block, design=design)``):
         ``{"delta", "confidence", "method_confidence", "counts", "bounds", "epsilon_lb", "method"}`` plus, for
-        one-run designs,
-        ``"one_run": {"m", "guesses"}`` and, given a profile, ``"profile_rejected"``. ``epsilon_lb`` / ``method``:
-        the tightest valid bound (a heuristic design: its heuristic bound, marked not valid).
+        one-run designs, ``"one_run": {"m", "guesses"}`` and, given a profile, ``"profile_rejected"``.
+        ``epsilon_lb`` / ``method``: the tightest valid bound (a heuristic design: its heuristic bound, marked not
+        valid).
 
     Raises:
         ValueError: invalid scores or labels (``attacks.metrics.validate_scores``).
     """
-    design = design or {}
+    design = design or AuditDesign()
     counts = threshold_counts(scores, labels)
     block: dict[str, Any] = {"delta": float(delta), "confidence": confidence, "counts": counts}
-    if design.get("kind") == "one-run":
-        planned = design.get("guess_fraction")
+    one_run: tuple[int, list[list[int]]] | None = None
+    if design.kind == "one-run":
+        planned = design.guess_fraction
         guesses = one_run_guesses(scores, labels) if planned is None else [two_sided_rule(scores, labels, planned)]
-        block["one_run"] = {"m": int(np.asarray(labels).size), "guesses": guesses}
+        one_run = (int(np.asarray(labels).size), guesses)
+        block["one_run"] = {"m": one_run[0], "guesses": guesses}
         if profile:
-            block["profile_rejected"] = profile_rejected(block["one_run"]["m"], block["one_run"]["guesses"],
-                                                         profile, confidence=confidence)
-    block["bounds"], block["method_confidence"] = _analyses(design, scores, labels, counts, block.get("one_run"),
+            block["profile_rejected"] = profile_rejected(*one_run, profile, confidence=confidence)
+    block["bounds"], block["method_confidence"] = _analyses(design, scores, labels, counts, one_run,
                                                             delta=delta, confidence=confidence,
                                                             label_outcomes=label_outcomes)
     candidates = [b for b in block["bounds"] if b["valid"]] or block["bounds"]
@@ -243,9 +246,12 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     return block
 
 
-def audit_bounds(block: dict[str, Any], *, confidence: float) -> dict[str, float]:
-    """The valid bounds of a stored audit block (an ``Audit``'s ``model_dump()``) recomputed, each at
-    ``confidence`` (method -> ε; empty for a heuristic design)."""
-    delta, counts, one_run = block["delta"], block.get("counts") or [], block.get("one_run")
-    return {b["method"]: _compute(b["method"], counts, one_run, b.get("fit"), delta=delta, confidence=confidence)
-            for b in block.get("bounds") or [] if b["valid"]}
+def audit_bounds(audit: Audit, *, confidence: float) -> dict[str, float]:
+    """The valid bounds of a stored audit (``bench.results.Audit``) recomputed from its counts, one-run guesses and
+    fits, each at ``confidence`` (method -> ε lower bound; empty for a heuristic design, whose bound is not valid).
+
+    Raises:
+        ValueError: a valid bound whose input (its fit, or the one-run guesses) is missing from ``audit``."""
+    one_run = None if audit.one_run is None else (audit.one_run.m, audit.one_run.guesses)
+    return {b.method: _compute(b.method, audit.counts, one_run, b.fit, delta=audit.delta, confidence=confidence)
+            for b in audit.bounds if b.valid}

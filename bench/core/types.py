@@ -3,133 +3,19 @@ it spent. Frozen where they are values; ``TrainedModel`` holds a live module."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SerializeAsAny
 
 from bench.core.params import NoParams, Params
+from bench.core.privacy import GUARANTEES, RELATIONS, PrivacySpent, RelationEpsilon
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
     from torch import nn
 
-GUARANTEES = ("none", "central-dp", "local-dp", "dp-release")
-RELATIONS = ("add-remove", "replace-one", "replace-one-same-class")
-
-
-@dataclass(frozen=True)
-class RelationEpsilon:
-    """The same guarantee stated under another neighbouring relation (e.g. DP-SGD's add/remove ε, the figure papers
-    quote, beside the replace-one ε its budget is matched on).
-
-    Attributes:
-        relation: one of ``RELATIONS``. epsilon: ε (unitless) at the guarantee's δ. accountant: what certified it.
-        profile: ``((ε, δ), ...)`` under ``relation`` (empty when unknown).
-    """
-
-    relation: str
-    epsilon: float
-    accountant: str
-    profile: tuple[tuple[float, float], ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "profile", tuple((float(e), float(d)) for e, d in self.profile))
-        if self.relation not in RELATIONS:
-            raise ValueError(f"relation {self.relation!r} not in {RELATIONS}")
-
-
-@dataclass(frozen=True)
-class PrivacySpent:
-    """The privacy a mechanism actually spent, as certified by a named accountant.
-
-    Attributes:
-        epsilon: ε (unitless), or ``None`` when there is no formal guarantee.
-        delta: δ (a probability), or ``None`` when there is no formal guarantee.
-        accountant: the accountant that produced ``epsilon`` (e.g. ``"opacus-prv"``,
-            ``"dpmix-closed-form"``, ``"analytic-gaussian"``), ``"none"`` for no guarantee.
-        guarantee: one of ``"none"``, ``"central-dp"``, ``"local-dp"``, ``"dp-release"``.
-        claimed_epsilon: the ε a source system *claimed* for the same noise, where it differs
-            from what holds (e.g. weight noise "std = sensitivity/ε"); shown beside, never instead.
-        note: free text shown in reports (e.g. why δ is weak).
-        relation: the neighbouring relation the ε holds for (``RELATIONS``): ``"add-remove"`` (one record added
-            or removed), ``"replace-one"`` (one record replaced by any other) or ``"replace-one-same-class"``;
-            ``None`` without a guarantee.
-        off: privacy turned off (a non-private baseline, or a mechanism's recipe at its ε = ∞ point): ε is ∞, and
-            ``epsilon`` stays ``None`` with ``guarantee`` ``"none"`` (strict JSON has no infinity); printed
-            "ε = ∞ (privacy off)", never "no guarantee".
-        profile: the accountant's privacy profile ``((ε, δ), ...)``: (ε, δ)-DP at each point under ``relation``
-            (audits test the whole certified curve); empty when unknown or without a guarantee.
-        other_relations: the same guarantee under other neighbouring relations (``RelationEpsilon``), same δ.
-
-    Raises:
-        ValueError: unknown guarantee or relation, or an ε without δ, accountant and relation.
-    """
-
-    epsilon: float | None
-    delta: float | None
-    accountant: str
-    guarantee: str
-    claimed_epsilon: float | None = None
-    note: str = ""
-    relation: str | None = None
-    profile: tuple[tuple[float, float], ...] = ()
-    other_relations: tuple[RelationEpsilon, ...] = ()
-    off: bool = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "profile", tuple((float(e), float(d)) for e, d in self.profile))
-        object.__setattr__(self, "other_relations", tuple(
-            o if isinstance(o, RelationEpsilon) else RelationEpsilon(**o) for o in self.other_relations))
-        if self.guarantee not in GUARANTEES:
-            raise ValueError(f"guarantee {self.guarantee!r} not in {GUARANTEES}")
-        if self.off and (self.guarantee != "none" or self.claimed_epsilon is not None):
-            raise ValueError("privacy turned off (ε = ∞) has guarantee 'none' and no claimed epsilon")
-        if self.guarantee == "none":
-            if self.epsilon is not None:
-                raise ValueError("a mechanism with no guarantee cannot report an epsilon")
-        elif self.epsilon is None or self.delta is None or self.accountant in ("", "none"):
-            raise ValueError("a formal guarantee needs epsilon, delta and an accountant name")
-        elif self.relation not in RELATIONS:
-            raise ValueError(f"a formal guarantee needs its neighbouring relation in {RELATIONS}, "
-                             f"got {self.relation!r}")
-
-    def under(self, relation: str | None) -> PrivacySpent | None:
-        """This guarantee stated under ``relation`` (ε, accountant and profile of that relation; no other relations),
-        or None when it has none for that relation (or no guarantee at all)."""
-        if self.epsilon is None or relation is None:
-            return None
-        if relation == self.relation:
-            return self
-        for o in self.other_relations:
-            if o.relation == relation:
-                return replace(self, epsilon=o.epsilon, accountant=o.accountant, relation=o.relation,
-                               profile=o.profile, other_relations=())
-        return None
-
-    @classmethod
-    def no_guarantee(cls, *, claimed_epsilon: float | None = None, note: str = "") -> PrivacySpent:
-        return cls(None, None, "none", "none", claimed_epsilon=claimed_epsilon, note=note)
-
-    @classmethod
-    def privacy_off(cls, *, note: str = "") -> PrivacySpent:
-        """A model trained with privacy turned off: ε = ∞ (``off``), no accountant, no neighbouring relation."""
-        return cls(None, None, "none", "none", note=note, off=True)
-
-    def describe(self) -> str:
-        """Human-readable ε with its δ, accountant and neighbouring relation, "ε = ∞ (privacy off)" or "no
-        guarantee"."""
-        if self.off:
-            return "ε = ∞ (privacy off)"
-        if self.epsilon is None:
-            return "no guarantee"
-        eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.3g}"
-        other = "".join(f"; {o.relation}: ε = {o.epsilon:.3g}, {o.accountant}" for o in self.other_relations)
-        return f"ε = {eps} (δ = {self.delta:.0e}, {self.accountant}, {self.relation}{other})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = ["GUARANTEES", "RELATIONS", "PrivacySpent", "RelationEpsilon", "Release", "TrainSpec", "TrainedModel"]
 
 
 class TrainSpec(Params):

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from bench.core.design import AuditDesign
 from bench.results.base import Model
 from bench.results.privacy import Privacy
 
@@ -49,36 +50,8 @@ class Roc(Model):
     """True-positive rates at each ``fpr``."""
 
 
-class Design(Model):
-    """How the scored records' membership was decided (``attacks.base.AuditDesign``): ``kind`` heuristic |
-    one-run | multi-run, ``threat_model`` black-box | white-box, ``size`` (m canaries or runs; the scored records
-    of a heuristic), the neighbouring ``relation`` it tests, and each canary's ``inclusion`` probability."""
-
-    kind: str = "heuristic"
-    """``heuristic`` (a single model's natural members), ``one-run`` (canaries with independent random inclusion) or
-    ``multi-run`` (repeated runs)."""
-    threat_model: str = "black-box"
-    """``black-box`` (the final model or the release only), ``white-box`` (every intermediate update seen) or
-    ``hidden-state`` (the final weights θ_T and the public initialisation θ_0 only)."""
-    size: int = 0
-    """Number of canaries (one-run) or runs (multi-run); the number of scored records for a heuristic."""
-    relation: str | None = None
-    """The neighbouring relation the design tests (to be compared only with an ε of the same relation); null when
-    unstated."""
-    inclusion: float = 0.5
-    """Probability that each canary was included in training."""
-    gaussian: bool = False
-    """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): Gaussian
-    analyses are then valid bounds when a normality test does not reject."""
-    guess_fraction: float | None = None
-    """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
-    (``attacks.audit.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
-    llr_model: list[float] | None = None
-    """White-box DP-SGD canaries: the run's ``[σ̂, q, T]``, the model their ``gaussian-llr`` analysis tests the
-    excluded canaries' score shape against; null elsewhere."""
-    channels: list[str] = Field(default_factory=list)
-    """The channels of a record the design reads separately (``["image", "label"]``: the local canary pairs differ in
-    both, and the ``gaussian-composed`` bound composes the two); empty when the scores read the whole record."""
+Design = AuditDesign
+"""How the scored records' membership was decided: the attack's own ``bench.core.design.AuditDesign``, stored as is."""
 
 
 class OneRun(Model):
@@ -140,7 +113,7 @@ class Audit(Model):
     """The method of ``epsilon_lb``."""
     bounds: list[Bound] = Field(default_factory=list)
     """Every analysis of the scores the design allows."""
-    design: Design = Field(default_factory=Design)
+    design: AuditDesign = Field(default_factory=AuditDesign)
     """What the bounds may claim: the audit's design, threat model, size and relation."""
     one_run: OneRun | None = None
     """The one-run canary audit's guessing counts; null for any other design."""

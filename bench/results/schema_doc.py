@@ -10,7 +10,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from bench.results.base import SCHEMA_VERSION, Model
+from bench.results.base import SCHEMA_VERSION
 from bench.results.document import Results
 
 SCHEMA_HEADER = f"""\
@@ -31,9 +31,10 @@ nothing else, so every report can be redrawn without retraining (`python -m benc
 - **Strict JSON.** Non-finite floats are written as `null`.
 - **Units.** ε unitless, δ a probability, accuracies and rates fractions in [0, 1] (reproduction rows and curves:
   percent), times in seconds, throughput in samples/s.
-- **Types** are the Python annotations of `bench/results/`: `None` is JSON `null`, `dict[str, X]` a JSON object
-  with string keys, `list[X]` a JSON array; a linked name is another object below. Fields without a default are
-  required.
+- **Types** are the Python annotations of `bench/results/` (and of the foundation's `PrivacySpent`,
+  `RelationEpsilon` and `AuditDesign`, stored as they are): `None` is JSON `null`, `dict[str, X]` a JSON object with
+  string keys, `list[X]` and `tuple[X, ...]` a JSON array (`tuple[X, Y]`: of exactly those items); a linked name is
+  another object below. Fields without a default are required.
 """
 
 INVERSION_METRIC_KEYS = {  # attack -> the keys of its Images.metrics (hand-written: the metrics are free-form)
@@ -87,12 +88,13 @@ scores and are stored under `attacks` like every membership attack.
                                  + [f"| `{attack}` | {keys} |" for attack, keys in INVERSION_METRIC_KEYS.items()]))
 
 
-def _schema_models() -> list[type[Model]]:
-    """Every model reachable from ``Results``, depth first in field order (``Results`` first)."""
-    found: list[type[Model]] = []
+def _schema_models() -> list[type[BaseModel]]:
+    """Every model reachable from ``Results``, depth first in field order (``Results`` first): the results models
+    and the foundation's types stored as they are (``bench.core.privacy``, ``bench.core.design``)."""
+    found: list[type[BaseModel]] = []
 
     def visit(tp: Any) -> None:
-        if isinstance(tp, type) and issubclass(tp, Model):
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
             if tp in found:
                 return
             found.append(tp)
@@ -106,12 +108,14 @@ def _schema_models() -> list[type[Model]]:
 
 
 def _type_text(tp: Any) -> str:
-    """A field's annotation as text: ``float | None``, ``dict[str, [Metrics](#metrics)]``."""
+    """A field's annotation as text: ``float | None``, ``dict[str, [Metrics](#metrics)]``, ``tuple[str, ...]``."""
     if tp is type(None):
         return "None"
     if tp is Any:
         return "Any"
-    if isinstance(tp, type) and issubclass(tp, Model):
+    if tp is Ellipsis:
+        return "..."
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
         return f"[{tp.__name__}](#{tp.__name__.lower()})"
     origin, args = get_origin(tp), get_args(tp)
     if origin in (Union, UnionType):
@@ -130,7 +134,7 @@ def _default_text(field: FieldInfo) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def _model_section(model: type[Model]) -> list[str]:
+def _model_section(model: type[BaseModel]) -> list[str]:
     """One model's section: heading, docstring, and a table of its fields."""
     doc = inspect.cleandoc(model.__doc__ or "").replace("``", "`")
     lines = [f"## `{model.__name__}`", "", doc, "", "| field | type | default | description |", "|---|---|---|---|"]

@@ -37,7 +37,7 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
             if p is None or design.kind not in VALID_DESIGNS:
                 continue
             guaranteed = p.has_guarantee
-            members = family(design.model_dump())
+            members = family(design)
             items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.method in members]
             if guaranteed and SAMPLING_TEST in (record.extra or {}):  # the design's own test of the sampling
                 items.append((r, name, record, SAMPLING_TEST, p))
@@ -56,7 +56,7 @@ def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
     if method == "certified-curve":
         return profile_rejected(audit.one_run.m, audit.one_run.guesses, p.profile, confidence=confidence), None
     if id(record) not in bounds:
-        bounds[id(record)] = audit_bounds(audit.model_dump(), confidence=confidence)
+        bounds[id(record)] = audit_bounds(audit, confidence=confidence)
     value = bounds[id(record)].get(method)
     if value is None:  # in the family, not valid (e.g. normality rejected): counted, decides nothing
         return False, None

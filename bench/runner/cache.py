@@ -142,9 +142,10 @@ class ModelCache:
                 r = torch.load(d / "release.pt", map_location="cpu", weights_only=True)
                 release = Release(r["x"], r["y"], meta["release_kind"], meta["release_params"],
                                   display=meta["release_display"])
-            return TrainedModel(model, PrivacySpent(**meta["privacy"]), params=meta["params"], release=release,
-                                train_seconds=meta["train_seconds"], samples_per_s=meta["samples_per_s"],
-                                history=meta["history"], audit=meta.get("audit"), epochs=meta.get("epochs", []))
+            return TrainedModel(model, PrivacySpent.model_validate(meta["privacy"]), params=meta["params"],
+                                release=release, train_seconds=meta["train_seconds"],
+                                samples_per_s=meta["samples_per_s"], history=meta["history"],
+                                audit=meta.get("audit"), epochs=meta.get("epochs", []))
         except FileNotFoundError:
             return None
         except Exception as exc:  # corrupt or truncated entry: report, then retrain
@@ -162,7 +163,7 @@ class ModelCache:
             state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
             torch.save(state, tmp / "model.pt")
             meta: dict[str, Any] = {
-                "privacy": trained.privacy.to_dict(), "params": trained.params,
+                "privacy": trained.privacy.model_dump(), "params": trained.params,
                 "train_seconds": trained.train_seconds, "samples_per_s": trained.samples_per_s,
                 "history": trained.history, "audit": trained.audit, "epochs": trained.epochs,
             }

@@ -23,11 +23,9 @@ from bench.core.types import PrivacySpent, TrainedModel
 from bench.results import (
     AttackRecord,
     Audit,
-    Design,
     EpochRecord,
     FeatureMaps,
     Images,
-    OtherRelation,
     Privacy,
     RunResult,
     Timings,
@@ -65,16 +63,12 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
     certified profile is tested when the design tests the neighbouring relation the profile is stated for."""
     metrics = membership_metrics(res.scores, res.labels)
     roc = metrics.pop("roc")
-    d = res.design
-    design = Design(kind=d.kind, threat_model=d.threat_model, size=d.size or int(len(res.labels)),
-                    relation=d.relation, inclusion=d.inclusion, gaussian=d.gaussian, channels=list(d.channels),
-                    guess_fraction=d.guess_fraction,
-                    llr_model=None if d.llr_model is None else list(d.llr_model))
+    design = res.design if res.design.size else res.design.model_copy(update={"size": int(len(res.labels))})
     audited = res.privacy or privacy
-    same = audited.under(d.relation)  # the guarantee under the relation the design tests, if it has one
-    profile = [list(x) for x in same.profile] if same is not None else None
+    same = audited.under(design.relation)  # the guarantee under the relation the design tests, if it has one
+    profile = same.profile if same is not None else None
     block = membership_audit(res.scores, res.labels, delta=audited.delta if audited.delta is not None else delta,
-                             design=design.model_dump(), profile=profile, label_outcomes=res.label_outcomes)
+                             design=design, profile=profile, label_outcomes=res.label_outcomes)
     n_members = int(res.labels.sum())
     return AttackRecord(attack=name, n_members=n_members, n_non_members=int(len(res.labels) - n_members),
                         metrics=metrics, roc=roc, audit=Audit(**block, design=design), extra=res.extra,
@@ -82,12 +76,8 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
 
 
 def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:
-    """The results.json form of a ``PrivacySpent``."""
-    return Privacy(epsilon=p.epsilon, delta=p.delta, accountant=p.accountant, guarantee=p.guarantee,
-                   claimed_epsilon=p.claimed_epsilon, note=p.note, relation=p.relation, weak_delta=weak_delta,
-                   off=p.off, profile=[list(x) for x in p.profile],
-                   other_relations=[OtherRelation(relation=o.relation, epsilon=o.epsilon, accountant=o.accountant,
-                                                  profile=[list(x) for x in o.profile]) for o in p.other_relations])
+    """The results.json form of a ``PrivacySpent``: the same record plus ``weak_delta`` (δ >= 1 / n_members)."""
+    return Privacy(**p.model_dump(), weak_delta=weak_delta)
 
 
 def images_record(images: np.ndarray, labels: np.ndarray, **fields) -> Images:

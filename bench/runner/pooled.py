@@ -30,7 +30,7 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
             continue
         for name, record in sorted(r.attacks.items()):
             design = record.audit.design
-            if METHOD not in family(design.model_dump()):
+            if METHOD not in family(design):
                 continue
             p = record.audited_privacy or r.privacy
             if p is None or p.guarantee == "none" or p.epsilon is None:

@@ -26,6 +26,8 @@ from attacks.audit import (
     order_statistic_indices,
     threshold_counts,
 )
+from bench.core.design import AuditDesign
+from bench.results import Audit
 
 
 def _perfect_limit(n: int, confidence: float = 0.95) -> float:
@@ -133,7 +135,7 @@ def test_family_is_fixed_by_n_and_bonferroni_corrected():
 
 def test_random_attacker_gives_zero():
     rng = np.random.default_rng(1)
-    design = {"kind": "multi-run", "relation": "add-remove"}
+    design = AuditDesign(kind="multi-run", relation="add-remove")
     values = [membership_audit(rng.normal(size=2000), np.repeat([1, 0], 1000), delta=1e-5, design=design)
               ["epsilon_lb"] for _ in range(20)]
     assert sum(v == 0.0 for v in values) >= 18 and max(values) < 0.3
@@ -143,7 +145,7 @@ def test_random_attacker_gives_zero():
 def test_perfect_attacker_reaches_the_bonferroni_limit(n):
     scores = np.concatenate([np.arange(n) + n + 1.0, np.arange(n, dtype=float)])
     labels = np.repeat([1, 0], n)
-    got = membership_audit(scores, labels, delta=0.0, design={"kind": "multi-run"})["epsilon_lb"]
+    got = membership_audit(scores, labels, delta=0.0, design=AuditDesign(kind="multi-run"))["epsilon_lb"]
     family = len(threshold_counts(scores, labels))
     assert family == 2 * len(order_statistic_indices(n)) <= 24
     # the price of searching the family: α/2 per bound becomes α/(2·family), about 0.6 nats at large n
@@ -179,13 +181,13 @@ def test_heuristic_design_has_no_valid_bound():
     assert not bound["valid"] and not bound["parametric"] and bound["assumption"] is None
     # shown, never a verdict: the heuristic bound is the audit's number, and there is nothing to recompute
     assert block["epsilon_lb"] == bound["epsilon_lb"] == best_epsilon(block["counts"], delta=1e-5) > 1
-    assert audit_bounds(block, confidence=0.95) == {}
+    assert audit_bounds(Audit(**block), confidence=0.95) == {}
     assert "one_run" not in block and "profile_rejected" not in block
 
 
 def test_multi_run_gaussian_design_validity_follows_the_design_and_normality():
     scores, labels = _gaussian_scores(3000, 1.5, seed=1)
-    gaussian = {"kind": "multi-run", "threat_model": "black-box", "gaussian": True, "relation": "add-remove"}
+    gaussian = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="add-remove")
     bounds = _by_method(membership_audit(scores, labels, delta=1e-5, design=gaussian))
     assert set(bounds) == {"clopper-pearson", "gdp-fit", "gaussian-pair"}
     assert bounds["gaussian-pair"]["fit"]["normality_p"] >= NORMALITY_LEVEL
@@ -193,7 +195,8 @@ def test_multi_run_gaussian_design_validity_follows_the_design_and_normality():
     assert [m for m, b in bounds.items() if b["parametric"]] == ["gdp-fit", "gaussian-pair"]
     assert all(b["assumption"] == METHODS[m][1] for m, b in bounds.items())
     # the same scores without "Gaussian by construction": the Gaussian analyses are shown, not valid
-    plain = _by_method(membership_audit(scores, labels, delta=1e-5, design={**gaussian, "gaussian": False}))
+    plain = _by_method(membership_audit(scores, labels, delta=1e-5,
+                                        design=gaussian.model_copy(update={"gaussian": False})))
     assert plain["clopper-pearson"]["valid"] and not plain["gdp-fit"]["valid"] and not plain["gaussian-pair"]["valid"]
     # a design that claims Gaussian scores but whose scores are clearly bimodal: normality rejected, not valid
     bimodal = _by_method(membership_audit(*_bimodal_scores(3000, seed=2), delta=1e-5, design=gaussian))
@@ -206,14 +209,15 @@ def test_the_bonferroni_family_is_fixed_by_the_design_not_by_the_normality_test(
     """The divisor k of an audit's analyses is the design's family, decided before the scores: a Gaussian design
     whose normality test rejects still divides by 3, not by its 1 valid analysis (else the family-wise level of
     Gaussian designs would depend on the data: up to 1.5 × 5 % over a test that passes half the time)."""
-    gaussian = {"kind": "multi-run", "threat_model": "black-box", "gaussian": True, "relation": "add-remove"}
+    gaussian = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="add-remove")
     assert family(gaussian) == ("clopper-pearson", "gdp-fit", "gaussian-pair")
-    assert family({**gaussian, "kind": "one-run"}) == ("one-run", "f-dp", "f-dp-gaussian", "gaussian-pair")
-    assert family({**gaussian, "channels": ["image", "label"]})[-1] == "gaussian-composed"
-    assert family({**gaussian, "gaussian": False}) == ("clopper-pearson",)
+    assert family(gaussian.model_copy(update={"kind": "one-run"})) == ("one-run", "f-dp", "f-dp-gaussian",
+                                                                      "gaussian-pair")
+    assert family(gaussian.model_copy(update={"channels": ("image", "label")}))[-1] == "gaussian-composed"
+    assert family(gaussian.model_copy(update={"gaussian": False})) == ("clopper-pearson",)
     # white-box Dirac canaries: the μ-GDP analysis of their log-likelihood ratios joins; their pair is shown only
-    assert family({"kind": "one-run", "threat_model": "white-box"}) == ("one-run", "f-dp", "gaussian-llr")
-    assert family({"kind": "heuristic", "gaussian": True}) == ()
+    assert family(AuditDesign(kind="one-run", threat_model="white-box")) == ("one-run", "f-dp", "gaussian-llr")
+    assert family(AuditDesign(kind="heuristic", gaussian=True)) == ()
     normal = membership_audit(*_gaussian_scores(3000, 1.5, seed=1), delta=1e-5, design=gaussian)
     bimodal = membership_audit(*_bimodal_scores(3000, seed=2), delta=1e-5, design=gaussian)
     assert [b["valid"] for b in normal["bounds"]] == [True, True, True]
@@ -230,24 +234,24 @@ def test_the_bonferroni_family_is_fixed_by_the_design_not_by_the_normality_test(
 
 
 def test_gaussian_valid_needs_every_condition():
-    design = {"kind": "multi-run", "gaussian": True}
+    design = AuditDesign(kind="multi-run", gaussian=True)
     assert gaussian_valid(design, NORMALITY_LEVEL)
     assert not gaussian_valid(design, NORMALITY_LEVEL / 2)
     assert not gaussian_valid(design, None)
-    assert not gaussian_valid({**design, "gaussian": False}, 0.5)
-    assert not gaussian_valid({**design, "kind": "heuristic"}, 0.5)
-    assert gaussian_valid({**design, "kind": "one-run"}, 0.5)
+    assert not gaussian_valid(design.model_copy(update={"gaussian": False}), 0.5)
+    assert not gaussian_valid(design.model_copy(update={"kind": "heuristic"}), 0.5)
+    assert gaussian_valid(design.model_copy(update={"kind": "one-run"}), 0.5)
 
 
 def test_epsilon_lb_is_the_tightest_valid_bound():
     scores, labels = _bimodal_scores(3000, seed=3)
-    block = membership_audit(scores, labels, delta=1e-5, design={"kind": "multi-run", "gaussian": True})
+    block = membership_audit(scores, labels, delta=1e-5, design=AuditDesign(kind="multi-run", gaussian=True))
     valid = [b for b in block["bounds"] if b["valid"]]
     assert [b["method"] for b in valid] == ["clopper-pearson"]
     # the parametric bounds (invalid here) may be larger; they never become the audit's number
     assert block["method"] == "clopper-pearson" and block["epsilon_lb"] == valid[0]["epsilon_lb"]
     scores, labels = _gaussian_scores(3000, 2.0, seed=4)
-    block = membership_audit(scores, labels, delta=1e-5, design={"kind": "multi-run", "gaussian": True})
+    block = membership_audit(scores, labels, delta=1e-5, design=AuditDesign(kind="multi-run", gaussian=True))
     best = max(block["bounds"], key=lambda b: b["epsilon_lb"])
     assert block["epsilon_lb"] == best["epsilon_lb"] and block["method"] == best["method"] != "clopper-pearson"
 
@@ -256,7 +260,7 @@ def test_one_run_design_block():
     rng = np.random.default_rng(5)
     included = (rng.random(1000) < 0.5).astype(int)
     scores = included + rng.normal(0, 0.5, 1000)
-    design = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}
+    design = AuditDesign(kind="one-run", threat_model="white-box", relation="add-remove")
     block = membership_audit(scores, included, delta=1e-5, design=design, profile=[[1.0, 1e-5], [0.5, 1e-2]])
     assert block["one_run"] == {"m": 1000, "guesses": one_run_guesses(scores, included)}
     assert isinstance(block["profile_rejected"], bool)
@@ -267,24 +271,25 @@ def test_one_run_design_block():
     assert bounds["one-run"]["valid"] and bounds["f-dp"]["valid"] and bounds["gaussian-llr"]["valid"]
     assert not bounds["f-dp-gaussian"]["valid"] and not bounds["gaussian-pair"]["valid"]  # not Gaussian by design
     # a black-box one-run design reads no Gaussian pair
-    assert "gaussian-pair" not in _by_method(membership_audit(scores, included, delta=1e-5,
-                                                              design={**design, "threat_model": "black-box"}))
+    black_box = design.model_copy(update={"threat_model": "black-box"})
+    assert "gaussian-pair" not in _by_method(membership_audit(scores, included, delta=1e-5, design=black_box))
 
 
 @pytest.mark.parametrize("kind", ["one-run", "multi-run"])
 def test_audit_bounds_recompute_the_stored_bounds(kind):
     scores, labels = _gaussian_scores(1500, 2.0, seed=6)
-    block = membership_audit(scores, labels, delta=1e-5, design={"kind": kind, "gaussian": True})
+    block = membership_audit(scores, labels, delta=1e-5, design=AuditDesign(kind=kind, gaussian=True))
     stored = {b["method"]: b["epsilon_lb"] for b in block["bounds"] if b["valid"]}
     k = 4 if kind == "one-run" else 3
     assert len(stored) == k
     # each of the k valid analyses is made at 1 − 0.05/k, so that the tightest of them holds at 95 %
     assert block["confidence"] == 0.95 and block["method_confidence"] == pytest.approx(1 - 0.05 / k)
-    same = audit_bounds(block, confidence=block["method_confidence"])
+    audit = Audit(**block, design=AuditDesign(kind=kind, gaussian=True))  # as results.json stores it
+    same = audit_bounds(audit, confidence=audit.method_confidence)
     assert same.keys() == stored.keys()
     for method, value in stored.items():
         assert same[method] == pytest.approx(value, rel=1e-9, abs=1e-12), method
-    stricter = audit_bounds(block, confidence=0.999)
+    stricter = audit_bounds(audit, confidence=0.999)
     for method, value in stored.items():
         assert stricter[method] <= value + 1e-9, method
     assert sum(stricter[m] < stored[m] - 1e-3 for m in stored) >= len(stored) - 1  # most strictly lower

@@ -17,12 +17,13 @@ from attacks.audit import family, membership_audit
 from attacks.audit.channels import composed_bound, composed_epsilon, image_summary, label_counts
 from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset
+from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import local_record_epsilon, local_record_sigma, randomized_response_keep
 from mechanisms.local.mechanism import LocalGaussian
 
 DELTA, K = 1e-5, 10
-DESIGN = {"kind": "multi-run", "threat_model": "black-box", "gaussian": True, "relation": "replace-one",
-          "channels": ["image", "label"]}
+DESIGN = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="replace-one",
+                     channels=("image", "label"))
 logging.getLogger().setLevel(logging.ERROR)  # dp_accounting logs a notice per optimistic Gaussian PLD
 
 
@@ -96,14 +97,14 @@ def test_the_local_canary_audit_reads_both_channels_through_the_mechanism():
     counts = label_counts(res.label_outcomes, res.labels)
     assert counts["kept"] / counts["n"] == pytest.approx(keep, abs=0.03)  # the pair's labels differ: tested
     assert counts["swapped"] / counts["n"] == pytest.approx((1 - keep) / (K - 1), abs=0.02)
-    block = membership_audit(res.scores, res.labels, delta=DELTA, design={**DESIGN}, label_outcomes=res.label_outcomes)
+    block = membership_audit(res.scores, res.labels, delta=DELTA, design=DESIGN, label_outcomes=res.label_outcomes)
     composed = {b["method"]: b for b in block["bounds"]}["gaussian-composed"]
     assert composed["valid"] and 0.1 < composed["epsilon_lb"] < 1.0 and block["method"] == "gaussian-composed"
     assert composed["fit"]["label"] == counts and composed["fit"]["normality_p"] >= 0.01  # what the reports show
     # labels declared public: the ε covers the image only, and so does the design
     public = attack.score(_context(labels="public"))
     assert public.design.channels == ("image",) and public.label_outcomes is None
-    assert "gaussian-composed" not in family({**DESIGN, "channels": list(public.design.channels)})
+    assert "gaussian-composed" not in family(DESIGN.model_copy(update={"channels": public.design.channels}))
 
 
 def test_the_mechanisms_audit_lands_where_the_ideal_mechanism_does():

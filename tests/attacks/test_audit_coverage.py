@@ -32,6 +32,7 @@ from attacks.audit import (
 )
 from attacks.audit.fdp import eps_delta_inverse, gdp_delta, gdp_inverse, profile_rejected, rejects
 from attacks.audit.gaussian import gaussian_pair_epsilon
+from bench.core.design import AuditDesign
 
 DELTA = 1e-5
 
@@ -138,7 +139,7 @@ def test_multi_run_gaussian_bounds_cover_the_gaussian_mechanism():
     true = gdp_epsilon(mu, DELTA)  # 4.377
     rng = np.random.default_rng(6)
     labels = np.repeat([1, 0], n)
-    design = {"kind": "multi-run", "threat_model": "black-box", "gaussian": True, "relation": "add-remove"}
+    design = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="add-remove")
     values: dict[str, list[float]] = {}
     valid = 0
     for _ in range(reps):

@@ -23,10 +23,11 @@ from attacks.audit.gaussian_llr import (
     simulate_llr_scores,
 )
 from attacks.audit.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
+from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon
 
 DELTA = 1e-5
-WHITE_BOX = {"kind": "one-run", "threat_model": "white-box", "relation": "add-remove"}
+WHITE_BOX = AuditDesign(kind="one-run", threat_model="white-box", relation="add-remove")
 Q, T = 1 / 3, 120  # the default profile's DP-SGD: 10,500 public records, batch 4,096 (3 batches), 40 epochs
 SIGMA_EPS8 = 4.35976  # its σ at replace-one ε = 8, δ = 1e-5 (add/remove ε = 3.70)
 
@@ -108,7 +109,7 @@ def test_guessing_rule_planned_from_public_parameters():
     assert f == planned_guess_fraction(sigma=SIGMA_EPS8, sample_rate=Q, steps=30, m=2000, delta=DELTA)
     rng = np.random.default_rng(4)
     scores, coins = simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=30, m=2000, rng=rng)
-    block = membership_audit(scores, coins, delta=DELTA, design={**WHITE_BOX, "guess_fraction": f})
+    block = membership_audit(scores, coins, delta=DELTA, design=WHITE_BOX.model_copy(update={"guess_fraction": f}))
     k = max(1, min(1000, round(f * 2000)))
     assert [g[:3] for g in block["one_run"]["guesses"]] == [[k, k, 2 * k]]
     with pytest.raises(ValueError, match="σ > 0"):

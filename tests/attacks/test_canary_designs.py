@@ -126,7 +126,7 @@ def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
     _fair_and_independent(wb.labels)
     assert wb.privacy is out["canary"].privacy and 3.9 < wb.privacy.epsilon <= 4.0 + 1e-3
     for res in out.values():  # a correct mechanism: no valid bound above its accountant's ε
-        block = membership_audit(res.scores, res.labels, delta=DELTA, design=dataclasses.asdict(res.design))
+        block = membership_audit(res.scores, res.labels, delta=DELTA, design=res.design)
         assert all(b["epsilon_lb"] <= res.privacy.epsilon for b in block["bounds"] if b["valid"])
     assert membership_metrics(wb.scores, wb.labels)["auc"] > 0.6  # the white-box canaries are seen
 
@@ -323,7 +323,7 @@ def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):
     # approached by the composed bound of both channels
     image_epsilon = gaussian_epsilon(sigma=sigma, delta=DELTA, sensitivity=2.0)
     assert image_epsilon < privacy.epsilon
-    block = membership_audit(res.scores, res.labels, delta=DELTA, design=dataclasses.asdict(res.design),
+    block = membership_audit(res.scores, res.labels, delta=DELTA, design=res.design,
                              label_outcomes=res.label_outcomes)
     bounds = {b["method"]: b for b in block["bounds"]}
     assert all(b["valid"] for b in bounds.values())

@@ -28,7 +28,7 @@ def _run(out: Path, plugin: str | None) -> subprocess.CompletedProcess:
 
 def test_the_hidden_state_design_has_its_family_fixed_in_advance():
     design = AuditDesign("one-run", "hidden-state", size=100, relation="add-remove")
-    assert family({"kind": design.kind, "threat_model": design.threat_model}) == ("one-run", "f-dp", "gaussian-llr")
+    assert family(AuditDesign(design.kind, design.threat_model)) == ("one-run", "f-dp", "gaussian-llr")
     with pytest.raises(ValueError, match="threat model"):
         AuditDesign("one-run", "grey-box", size=100, relation="add-remove")
 

@@ -44,7 +44,7 @@ def _result(attacks: dict[str, AttackRecord], privacy: Privacy | None, *, status
 def _audit(scores, labels, design: dict, profile=None) -> Audit:
     """The audit block exactly as the runner stores it (bench.runner.cells)."""
     d = Design(**design)
-    return Audit(**membership_audit(scores, labels, delta=DELTA, design=d.model_dump(), profile=profile), design=d)
+    return Audit(**membership_audit(scores, labels, delta=DELTA, design=d, profile=profile), design=d)
 
 
 def _canaries(seed: int = 0, m: int = 1000, mu: float = 6.0):

@@ -23,7 +23,8 @@ import pytest
 
 from attacks.audit import membership_audit
 from attacks.metrics import membership_metrics
-from bench.results import SCHEMA_VERSION, Design, Results
+from bench.core.design import AuditDesign
+from bench.results import SCHEMA_VERSION, Results
 from bench.runner.bugs import privacy_bugs
 
 SCRIPT = "<script>alert(1)</script>"
@@ -40,16 +41,16 @@ def attack(name: str, rng: np.random.Generator, n: int, shift: float, *, delta: 
            audited: dict[str, Any] | None = None, dist: str = "normal") -> dict[str, Any]:
     """An ``AttackRecord`` dict as the runner makes it (``bench.runner.cells.membership_record``): ``n`` members
     (canaries in) scored ``shift`` higher than ``n`` non-members (canaries out), noise ``dist`` ("normal" or the
-    skewed "exponential"); ``design`` (``Design`` fields; None: heuristic, black-box) decides which bounds are valid;
-    ``profile`` the accountant's certified curve a one-run design tests; ``audited`` the audit run's privacy."""
+    skewed "exponential"); ``design`` (``AuditDesign`` fields; None: heuristic, black-box) decides which bounds are
+    valid; ``profile`` the accountant's certified curve a one-run design tests; ``audited`` the audit run's privacy."""
     labels = np.r_[np.ones(n, int), np.zeros(n, int)]
     noise = rng.normal(size=2 * n) if dist == "normal" else rng.exponential(size=2 * n)
     scores = noise + shift * labels
     metrics = membership_metrics(scores, labels)
-    full = Design(**{"size": 2 * n, **(design or {})}).model_dump()
+    full = AuditDesign(**{"size": 2 * n, **(design or {})})
     audit = membership_audit(scores, labels, delta=delta, design=full, profile=profile)
     record = {"attack": name, "n_members": n, "n_non_members": n, "roc": metrics.pop("roc"), "metrics": metrics,
-              "audit": {**audit, "design": full}}
+              "audit": {**audit, "design": full.model_dump()}}
     return {**record, "audited_privacy": audited} if audited else record
 
 

@@ -209,21 +209,23 @@ def test_format_privacy_and_tpr(build):
     def priv(*args, **kwargs) -> Privacy:
         return Privacy(**build.privacy(*args, **kwargs))
 
-    assert format_privacy(priv(0.99, 1e-5, "opacus-prv", "central-dp")) == "ε = 0.99 (δ = 1e-05, opacus-prv)"
+    with pytest.raises(ValueError, match="neighbouring relation"):  # an ε is never stored without its relation
+        priv(0.99, 1e-5, "opacus-prv", "central-dp")
     assert format_privacy(priv(0.99, 1e-5, "opacus-prv", "central-dp", relation="add-remove")) == (
         "ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)")
     assert format_privacy(priv(2.0, 1e-5, "rdp", "central-dp", relation="replace-one-same-class")) == (
         "ε = 2 (δ = 1e-05, rdp, replace-one, same class)")
-    dpsgd = priv(1.0, 1e-5, "dp_accounting-pld", "central-dp", relation="replace-one")
-    dpsgd.other_relations = [OtherRelation(relation="add-remove", epsilon=0.5, accountant="opacus-prv")]
+    dpsgd = priv(1.0, 1e-5, "dp_accounting-pld", "central-dp", relation="replace-one").model_copy(
+        update={"other_relations": (OtherRelation(relation="add-remove", epsilon=0.5, accountant="opacus-prv"),)})
     assert format_privacy(dpsgd) == (
         "ε = 1 (δ = 1e-05, dp_accounting-pld, replace-one); add/remove: ε = 0.5 (opacus-prv)")
     assert format_privacy(priv()) == "no guarantee"
     assert format_privacy(priv(claimed=10.0)) == "no guarantee (claimed ε = 10, not a guarantee)"
     assert format_privacy(None) == "—"
-    weak = format_privacy(priv(15.0, 1 / 60_000, "dpmix-closed-form", "dp-release", weak=True))
-    assert weak.startswith("ε = 15 (δ = 1.7e-05, dpmix-closed-form)") and "weak δ ≥ 1/n" in weak
-    assert "ε =" not in format_privacy(priv(2.0, None, "", "central-dp"))  # never an ε without δ
+    weak = format_privacy(priv(15.0, 1 / 60_000, "dpmix-closed-form", "dp-release", weak=True, relation="replace-one"))
+    assert weak.startswith("ε = 15 (δ = 1.7e-05, dpmix-closed-form, replace-one)") and "weak δ ≥ 1/n" in weak
+    with pytest.raises(ValueError, match="needs epsilon, delta"):  # never an ε without δ: not even stored
+        priv(2.0, None, "", "central-dp", relation="add-remove")
     assert format_tpr(TprAtFpr(**_tpr(0.012, 0.008, 0.019))) == "1.2% [0.8, 1.9]"
     assert format_tpr(TprAtFpr(**_tpr(fpr=1e-4))) == "not measurable"
     assert format_tpr(None) == "—"
@@ -319,14 +321,14 @@ def test_a_reproductions_rows_of_one_mechanism_stay_apart(build):
     models, not two seeds of one: each keeps its row in the tables, and the ranking lists both, never their mean."""
     from reports.verdict.notes import verdict_notes
 
-    dp = {"accountant": "opacus-prv", "guarantee": "central-dp"}
+    dp = {"accountant": "opacus-prv", "guarantee": "central-dp", "relation": "add-remove"}
     cnn = build.run("dpsgd", 3.0, build.privacy(2.99, 1e-5, **dp), 0.9811, {}, row="eps3")
     scatter = build.run("dpsgd", 3.0, build.privacy(3.0, 1e-5, **dp), 0.9879, {}, row="scatternet-eps3")
     plain = build.run("baseline", None, build.privacy(), 0.99, {})
     doc = build.results([cnn, scatter, {**plain, "row": "baseline"}])
     assert [r["mechanism"] for r in summary_rows(doc)] == ["dpsgd (eps3)", "dpsgd (scatternet-eps3)", "baseline"]
     ranking = verdict_notes(doc)["mnist"][0]
-    assert ranking == ("At target ε 3, by test accuracy: dpsgd (scatternet-eps3) 98.8% (central DP), "
+    assert ranking == ("At target ε 3 under add/remove, by test accuracy: dpsgd (scatternet-eps3) 98.8% (central DP), "
                        "dpsgd (eps3) 98.1% (central DP).")
     assert [r["mechanism"] for r in summary_rows(build.results([plain]))] == ["baseline"]  # bench all: no rows
 

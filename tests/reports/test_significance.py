@@ -44,7 +44,8 @@ def _doc(build, levels: dict[str, dict[float, int]]):
         a = build.attack("loss", rng, 50, 0.0)
         a.update(n_members=N, n_non_members=N)
         a["metrics"]["tpr_at_fpr"] = {str(lv): _entry(lv, k) for lv, k in counts.items()}
-        runs.append(build.run(mech, 1.0, build.privacy(1.0, 1e-5, "opacus-prv", "central-dp"), 0.9, {"loss": a}))
+        priv = build.privacy(1.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
+        runs.append(build.run(mech, 1.0, priv, 0.9, {"loss": a}))
     return build.results(runs)
 
 

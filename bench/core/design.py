@@ -1,0 +1,69 @@
+"""How an audit decided who was a member, defined once: attacks construct an ``AuditDesign``, the audit maths
+(``attacks.audit``) reads it, and results.json stores it as is (``bench.results.Audit.design``). Frozen, validated
+on construction. No torch import (the results contract and the pure audit maths import this module).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from bench.core.privacy import by_position
+
+__all__ = ["DESIGNS", "THREAT_MODELS", "AuditDesign"]
+
+THREAT_MODELS = ("black-box", "white-box", "hidden-state")
+DESIGNS = ("heuristic", "one-run", "multi-run")
+_POSITIONAL = ("kind", "threat_model", "size", "relation", "inclusion", "gaussian", "channels", "guess_fraction",
+               "llr_model")
+
+
+class AuditDesign(BaseModel):
+    """How the scored records' membership was decided, which fixes what an ε lower bound from the scores may claim
+    (Jagielski et al. 2020; Steinke, Nasr, Jagielski 2023): ``kind`` heuristic | one-run | multi-run,
+    ``threat_model`` black-box | white-box | hidden-state, ``size`` (m canaries or runs; the scored records of a
+    heuristic), the neighbouring ``relation`` it tests, and each canary's ``inclusion`` probability."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null", use_attribute_docstrings=True)
+
+    kind: str = "heuristic"
+    """``heuristic`` (a single model's natural members), ``one-run`` (canaries with independent random inclusion) or
+    ``multi-run`` (repeated runs)."""
+    threat_model: str = "black-box"
+    """``black-box`` (the final model or the release only), ``white-box`` (every intermediate update seen) or
+    ``hidden-state`` (the final weights θ_T and the public initialisation θ_0 only)."""
+    size: int = 0
+    """Number of canaries (one-run) or runs (multi-run); the number of scored records for a heuristic."""
+    relation: str | None = None
+    """The neighbouring relation the design tests (to be compared only with an ε of the same relation); null when
+    unstated."""
+    inclusion: float = 0.5
+    """Probability that each canary was included in training."""
+    gaussian: bool = False
+    """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): Gaussian
+    analyses are then valid bounds when a normality test does not reject."""
+    guess_fraction: float | None = None
+    """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
+    (``attacks.audit.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
+    llr_model: tuple[float, float, int] | None = None
+    """White-box DP-SGD canaries: the run's ``[σ̂, q, T]``, the model their ``gaussian-llr`` analysis tests the
+    excluded canaries' score shape against; null elsewhere."""
+    channels: tuple[str, ...] = ()
+    """The channels of a record the design reads separately (``["image", "label"]``: the local canary pairs differ in
+    both, and the ``gaussian-composed`` bound composes the two); empty when the scores read the whole record."""
+
+    def __init__(self, *args: object, **data: object) -> None:
+        """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
+        channels, guess_fraction, llr_model)``.
+
+        Raises:
+            pydantic.ValidationError (a ValueError): ``kind`` not in ``DESIGNS`` or ``threat_model`` not in
+                ``THREAT_MODELS``, or a value of the wrong type.
+            TypeError: more positional arguments than fields, or a field given twice."""
+        super().__init__(**by_position(type(self).__name__, _POSITIONAL, args, data))
+
+    @model_validator(mode="after")
+    def _known(self) -> AuditDesign:
+        if self.kind not in DESIGNS or self.threat_model not in THREAT_MODELS:
+            raise ValueError(f"design kind must be in {DESIGNS} and threat model in {THREAT_MODELS}, got "
+                             f"{self.kind!r}, {self.threat_model!r}")
+        return self
