@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from bench.results import AttackRecord, Metrics, Privacy, RunResult, TprAtFpr
+from bench.results import AttackRecord, Metrics, Privacy, Results, RunResult, TprAtFpr
 
 MAIN_LEVEL = 0.001  # the headline low-FPR level: TPR at 0.1 % FPR
 DASH = "—"
@@ -154,6 +154,11 @@ def strongest_at_level(result: RunResult, level: float = MAIN_LEVEL) -> tuple[st
 def is_failed(result: RunResult) -> bool:
     """Whether a RunResult is a failed cell."""
     return not result.ok
+
+
+def finished(results: Results) -> list[RunResult]:
+    """The runs of ``results`` that did not fail (``is_failed``), in document order: what the plots draw."""
+    return [r for r in results.results if not is_failed(r)]
 
 
 def model_label(r: RunResult) -> str:

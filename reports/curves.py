@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from bench.results import Results, RunResult
 from reports.common import delta_text, is_failed, relation_text, target_of, target_text
-from reports.figures import by_dataset, figure, slug
+from reports.figures import figure
 
 CURVE_COLUMNS = (
     "dataset", "mechanism", "target_epsilon", "seed", "row", "epoch", "train_loss", "train_accuracy", "test_loss",
@@ -129,8 +129,3 @@ def curves_figure(rs: list[RunResult]) -> Figure | None:
                  "dashed: train)", fontsize=9)
     return fig
 
-
-def curve_figures(results: Results) -> dict[str, Figure | None]:
-    """``{"curves_<dataset>": figure}`` for every dataset of the run."""
-    runs = [r for r in results.results if not is_failed(r)]
-    return {f"curves_{slug(dataset)}": curves_figure(rs) for dataset, rs in by_dataset(runs).items()}

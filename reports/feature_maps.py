@@ -15,7 +15,7 @@ from scipy.optimize import linear_sum_assignment
 
 from bench.results import FeatureMaps, Results, RunResult
 from reports.common import format_privacy, is_failed
-from reports.figures import by_dataset, slug
+from reports.figures import by_dataset
 
 SHOWN = 8  # channels shown per layer in the grid
 EPSILON_AT_MOST = 10.0
@@ -181,13 +181,6 @@ def features_figure(rs: list[RunResult]) -> Figure | None:
     fig.suptitle(f"{base.dataset}: first-layer filters and the first {n_layers} convolutions' feature maps "
                  "(forward hooks) on one test image; private channels matched to the baseline's", fontsize=8)
     return fig
-
-
-def feature_figures(results: Results) -> dict[str, Figure | None]:
-    """``{"features_<dataset>": figure}`` for every dataset with a baseline CNN."""
-    runs = [r for r in results.results if not is_failed(r)]
-    return {f"features_{slug(d)}": features_figure(rs) for d, rs in by_dataset(runs).items()
-            if any(r.feature_maps is not None for r in rs)}
 
 
 def features_text(results: Results) -> list[str]:

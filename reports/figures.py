@@ -123,15 +123,3 @@ def versus_epsilon(runs: list[RunResult], y_of: Callable[[RunResult], float | No
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     return fig
-
-
-PLOT_SECTIONS = (  # (stem prefix, report section), first match wins; every other plot goes to "tradeoff"
-    ("pareto_", "verdict"), ("audit_", "audit"), ("roc_", "attacks"), ("throughput", "throughput"),
-    ("release_", "releases"), ("inversion_", "reconstruction"), ("reproduction_", "reproduction"),
-    ("curves_", "curves"), ("features_", "features"),
-)
-
-
-def plot_section(name: str) -> str:
-    """The report section a plot stem belongs to (its id: ``reports.section.Section.id``), by ``PLOT_SECTIONS``."""
-    return next((section for prefix, section in PLOT_SECTIONS if name.startswith(prefix)), "tradeoff")

@@ -1,6 +1,8 @@
-"""PNG plots of a ``bench.results.Results``: privacy-utility curves, attack strength, ROC curves, releases,
-reconstructions and reproduction curves (the verdict's figures are in ``reports.verdict.plots``; the shared
-figure helpers in ``reports.figures``)."""
+"""PNG plots of a ``bench.results.Results``: ``make_plots`` writes the figures of every registered report section
+(``reports.section.ReportSection.figures``: each section draws the plots it shows); here the drawing functions of
+the ROC curves, releases, reconstructions and reproduction curves and every plot's alt text (the verdict's figures
+are in ``reports.verdict.plots``, the audit's in ``reports.audit.plots``; the shared figure helpers in
+``reports.figures``)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Results, RunResult
-from reports.audit.plots import tightness_figure
 from reports.bounds import design_text
-from reports.common import format_privacy, has_guarantee, is_audit, is_failed, strongest_attack, target_of, target_text
-from reports.curves import curve_figures
-from reports.feature_maps import feature_figures
-from reports.figures import by_dataset, epsilon_x, figure, save, slug, versus_epsilon
-from reports.verdict.plots import verdict_figures
+from reports.common import format_privacy, has_guarantee, is_audit, target_of, target_text
+from reports.figures import epsilon_x, figure, save
+from reports.section import section_classes
 
 PLOT_ALT = {
     "accuracy_vs_epsilon": ("Test accuracy against ε for every mechanism; dashed lines: the models trained with "
@@ -67,15 +66,6 @@ def plot_alt(name: str) -> str:
         if name.startswith(prefix):
             return alt(name[len(prefix):])
     return name.replace("_", " ")
-
-
-def _accuracy(r: RunResult) -> float | None:
-    return None if r.utility is None else 100.0 * r.utility.test_accuracy
-
-
-def _auc(r: RunResult) -> float | None:
-    best = strongest_attack(r)
-    return best[1].metrics.auc if best else None
 
 
 def _bound_line(ax: Axes, p: Privacy | None, grid: np.ndarray) -> None:
@@ -218,44 +208,35 @@ def reproduction_figure(entry: ReproductionCurve) -> Figure:
     return fig
 
 
-def _dataset_figures(dataset: str, rs: list[RunResult]) -> dict[str, Figure | None]:
-    """The ROC panels, release examples per mechanism and reconstruction grids per attack of one dataset."""
-    figures: dict[str, Figure | None] = {f"roc_{slug(dataset)}": roc_figure(rs)}
-    for mech in dict.fromkeys(r.mechanism for r in rs):
-        figures[f"release_{slug(dataset)}_{slug(mech)}"] = release_figure([r for r in rs if r.mechanism == mech])
-    for attack in dict.fromkeys(a for r in rs for a in r.inversion):
-        figures[f"inversion_{slug(dataset)}_{slug(attack)}"] = inversion_grid(rs, attack)
-    return figures
-
-
 def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
-    """Write every plot that has data as a PNG in ``out_dir``.
+    """Write every plot that has data as a PNG in ``out_dir``: the ``figures`` of every registered report section
+    (``reports.section.section_classes``, page order), ``<stem>.png`` each.
 
     Args:
         results: the whole results document (failed cells are ignored).
         out_dir: directory for the PNGs (created if missing).
 
     Returns:
-        ``{stem: path}`` for the files written, among ``pareto_<dataset>``, ``accuracy_vs_epsilon``,
-        ``attack_auc_vs_epsilon``, ``attack_tpr_vs_epsilon``, ``throughput`` (``reports.verdict.plots``),
-        ``audit_tightness`` (``reports.audit.plots``), ``roc_<dataset>``, ``release_<dataset>_<mechanism>`` and
-        ``inversion_<dataset>_<attack>`` (reconstruction grids), ``reproduction_<preset>_<curve>``
-        (``bench reproduce``'s curves), ``curves_<dataset>`` (training curves, ``reports.curves``) and
-        ``features_<dataset>`` (CNN filters and feature maps, ``reports.feature_maps``).
+        ``{stem: path}`` for the files written, in page order of the sections that drew them: the built-in ones are
+        ``pareto_<dataset>`` (verdict), ``audit_tightness`` (audit), ``accuracy_vs_epsilon``,
+        ``attack_auc_vs_epsilon`` and ``attack_tpr_vs_epsilon`` (privacy vs utility), ``roc_<dataset>`` (membership
+        attacks), ``throughput``, ``release_<dataset>_<mechanism>`` (released data), ``inversion_<dataset>_<attack>``
+        (reconstruction grids), ``curves_<dataset>`` (training curves, ``reports.curves``), ``features_<dataset>``
+        (CNN filters and feature maps, ``reports.feature_maps``) and ``reproduction_<preset>_<curve>``
+        (``bench reproduce``'s curves).
+
+    Raises:
+        ValueError: two sections draw a plot of the same stem (one line naming it and both sections).
+        OSError: a PNG cannot be written (``reports.figures.save``).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = [r for r in results.results if not is_failed(r)]
-    figures: dict[str, Figure | None] = {
-        "accuracy_vs_epsilon": versus_epsilon(runs, _accuracy, "test accuracy (%)", None),
-        "attack_auc_vs_epsilon": versus_epsilon(runs, _auc, "AUC of the strongest attack", 0.5),
-        **verdict_figures(runs),
-        "audit_tightness": tightness_figure(runs, [*results.privacy_bugs, *results.refuted_claims]),
-    }
-    for dataset, rs in by_dataset(runs).items():
-        figures.update(_dataset_figures(dataset, rs))
-    figures.update(curve_figures(results))
-    figures.update(feature_figures(results))
-    for entry in results.reproduction_curves or []:
-        figures[f"reproduction_{slug(entry.preset)}_{slug(entry.name)}"] = reproduction_figure(entry)
+    figures: dict[str, Figure | None] = {}
+    owner: dict[str, str] = {}
+    for cls in section_classes():
+        for name, fig in cls().figures(results).items():
+            if name in owner:
+                raise ValueError(f"plot stem {name!r} is drawn by two report sections, {owner[name]!r} and "
+                                 f"{cls.name!r}: a stem names one PNG, so each section needs its own")
+            owner[name], figures[name] = cls.name, fig
     return {name: save(fig, out_dir / f"{name}.png") for name, fig in figures.items() if fig is not None}

@@ -1,10 +1,12 @@
 """A report section as data: what both renderers (``reports.markdown``, ``reports.html``) draw, and the registry of
 sections in page order.
 
-A section is one module: a ``ReportSection`` subclass whose ``build`` turns the results document and the plots into a
-``Section`` (a title and a tuple of blocks: paragraphs, lists, tables, figures, sub-headings, collapsed details), and
-one registration line, ``@SECTIONS.register()``. The renderers know the blocks, never a section: Markdown writes each
-block in GitHub Markdown, HTML through one generic template block (``templates/report.html.j2``, macro ``section``).
+A section is one module: a ``ReportSection`` subclass whose ``figures`` draws the plots it shows
+(``reports.plots.make_plots`` writes every registered section's as PNGs) and whose ``build`` turns the results
+document and the plots into a ``Section`` (a title and a tuple of blocks: paragraphs, lists, tables, figures,
+sub-headings, collapsed details), and one registration line, ``@SECTIONS.register()``. The renderers know the blocks,
+never a section: Markdown writes each block in GitHub Markdown, HTML through one generic template block
+(``templates/report.html.j2``, macro ``section``).
 A plug-in module (``--plugins`` or the ``privbench.plugins`` entry-point group, ``bench.runner.plugins``) registers
 a section the same way; ``order`` places it on the page.
 
@@ -15,14 +17,16 @@ showed before the sections were data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
 from bench.core.registry import Registry
 from bench.results import Results
-from reports.figures import plot_section
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Only = Literal["", "markdown", "html"]
 
@@ -70,7 +74,8 @@ class Table:
 
 @dataclass(frozen=True)
 class Figures:
-    """The plots named by ``names`` (stems of ``reports.plots.make_plots``' output), each with its alt text as
+    """The plots named by ``names`` (stems of ``reports.plots.make_plots``' output, each drawn by a section's
+    ``figures``; ``drawn`` keeps those that were), each with its alt text as
     caption. HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
     line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote)."""
 
@@ -152,17 +157,27 @@ class Section:
 class ReportSection:
     """Base class of a report section. Subclasses set ``name`` (the registry key), ``order`` (place on the page:
     the built-in sections use 10 to 130; 115, the default, puts a new one after the evidence and before Setup and
-    guarantees) and implement ``build``."""
+    guarantees), implement ``build`` and, when they show plots, ``figures``."""
 
     name: ClassVar[str] = ""
     order: ClassVar[float] = 115
+
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """The plots this section shows, keyed by PNG stem (unique across sections; ``reports.plots.make_plots``
+        writes ``<stem>.png``), ``None`` where there is no data to draw; the default draws none.
+
+        Args:
+            results: the whole results document.
+        """
+        return {}
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """The section for this document, or None where it has nothing to show in either format.
 
         Args:
             results: the whole results document.
-            plots: ``{stem: path}`` of the plots drawn for it (``reports.plots.make_plots``), in drawing order.
+            plots: ``{stem: path}`` of the plots drawn for the document (``reports.plots.make_plots``: every
+                section's ``figures``), in drawing order; a section names its own in ``Figures`` blocks.
         """
         raise NotImplementedError
 
@@ -170,17 +185,21 @@ class ReportSection:
 SECTIONS: Registry[type[ReportSection]] = Registry("report section", base="reports.section:ReportSection")
 
 
-def images(plots: dict[str, Path], section: str) -> tuple[str, ...]:
-    """The stems of the plots that belong to ``section`` (``reports.figures.plot_section``), in drawing order."""
-    return tuple(name for name in plots if plot_section(name) == section)
+def drawn(plots: dict[str, Path], names: Iterable[str]) -> tuple[str, ...]:
+    """The stems among ``names`` that were drawn (are keys of ``plots``), in the order of ``names``."""
+    return tuple(name for name in names if name in plots)
+
+
+def section_classes() -> list[type[ReportSection]]:
+    """Every registered section class in page order (``order``, then registration). The built-in sections register
+    when ``reports.sections`` is imported (``reports``, the package, imports it through the renderers)."""
+    return sorted((SECTIONS.get(name) for name in SECTIONS.names()), key=lambda cls: cls.order)
 
 
 def registered_sections(results: Results, plots: dict[str, Path], renderer: Only) -> list[Section]:
-    """Every registered section's ``build`` in page order (``order``, then registration), keeping those with
-    something to show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``). The built-in
-    sections register when ``reports.sections`` is imported (the renderers import it)."""
-    classes = sorted((SECTIONS.get(name) for name in SECTIONS.names()), key=lambda cls: cls.order)
-    built = (cls().build(results, plots) for cls in classes)
+    """Every registered section's ``build`` in page order (``section_classes``), keeping those with something to
+    show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``)."""
+    built = (cls().build(results, plots) for cls in section_classes())
     return [replace(s, blocks=_shown(s.blocks, renderer)) for s in built if s is not None and s.only in ("", renderer)]
 
 
@@ -191,4 +210,4 @@ def _shown(blocks: Sequence[Block], renderer: Only) -> tuple[Block, ...]:
 
 
 __all__ = ["SECTIONS", "Block", "Code", "Details", "Facts", "Figures", "Group", "Heading", "Items", "ReportSection",
-           "Section", "Table", "Text", "images", "registered_sections"]
+           "Section", "Table", "Text", "drawn", "registered_sections", "section_classes"]

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from bench.results import Results
+from reports.audit.plots import tightness_figure
 from reports.audit.pooled import POOLED_HEADERS, POOLED_NOTE, pooled_rows
 from reports.audit.table import (
     DETAIL_HEADERS,
@@ -16,9 +19,21 @@ from reports.audit.table import (
     detection_rows,
 )
 from reports.bounds import BUG_MARK, REFUTED_MARK
+from reports.common import finished
 from reports.empirical import refuted_claim_lines
-from reports.section import SECTIONS, Block, Details, Figures, Heading, Items, ReportSection, Section, Table, Text
-from reports.section import images as section_images
+from reports.section import (
+    SECTIONS,
+    Block,
+    Details,
+    Figures,
+    Heading,
+    Items,
+    ReportSection,
+    Section,
+    Table,
+    Text,
+    drawn,
+)
 
 MARKS = {"bug": f"**{BUG_MARK}** ", "refuted": f"**{REFUTED_MARK}** "}
 
@@ -28,10 +43,16 @@ class Audit(ReportSection):
     name = "audit"
     order = 20
 
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """``audit_tightness``: every model's tightest valid ε lower bounds against its ε, the privacy bugs and
+        refuted claims ringed (``reports.audit.plots``)."""
+        flagged = [*results.privacy_bugs, *results.refuted_claims]
+        return {"audit_tightness": tightness_figure(finished(results), flagged)}
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always in HTML ("No model in this run." without rows); in Markdown only with rows, plots or power rows."""
         headers, rows, flags = audit_rows(results)
-        images = section_images(plots, "audit")
+        images = drawn(plots, ["audit_tightness"])
         power_headers, power_rows = detection_rows(results)
         refuted = refuted_claim_lines(results)
         blocks: list[Block] = [Items(refuted, "refuted")] if refuted else []

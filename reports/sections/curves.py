@@ -6,11 +6,18 @@ import base64
 from pathlib import Path
 
 from markupsafe import Markup
+from matplotlib.figure import Figure
 
-from bench.results import Results
-from reports.curves import CURVES_NOTE, curves_csv
-from reports.figures import slug
-from reports.section import SECTIONS, Figures, ReportSection, Section, Text, images
+from bench.results import Results, RunResult
+from reports.common import finished
+from reports.curves import CURVES_NOTE, curves_csv, curves_figure
+from reports.figures import by_dataset, slug
+from reports.section import SECTIONS, Figures, ReportSection, Section, Text, drawn
+
+
+def _curves(results: Results) -> dict[str, list[RunResult]]:
+    """``{"curves_<dataset>": the dataset's finished runs}``, in document order."""
+    return {f"curves_{slug(dataset)}": rs for dataset, rs in by_dataset(finished(results)).items()}
 
 
 def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
@@ -31,9 +38,14 @@ class Curves(ReportSection):
     name = "curves"
     order = 90
 
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset
+        (``reports.curves``)."""
+        return {name: curves_figure(rs) for name, rs in _curves(results).items()}
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """Only where training curves were plotted."""
-        figures = images(plots, "curves")
+        figures = drawn(plots, _curves(results))
         if not figures:
             return None
         csvs = ", ".join(f"[{Path(plots[n]).stem}.csv]({Path(plots[n]).stem}.csv)" for n in figures)

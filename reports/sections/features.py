@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.results import Results
-from reports.feature_maps import FEATURES_NOTE, features_text
-from reports.section import SECTIONS, Figures, Items, ReportSection, Section, Text, images
+from matplotlib.figure import Figure
+
+from bench.results import Results, RunResult
+from reports.common import finished
+from reports.feature_maps import FEATURES_NOTE, features_figure, features_text
+from reports.figures import by_dataset, slug
+from reports.section import SECTIONS, Figures, Items, ReportSection, Section, Text, drawn
+
+
+def _cnns(results: Results) -> dict[str, list[RunResult]]:
+    """``{"features_<dataset>": the dataset's finished runs}`` for every dataset with feature maps (a CNN), in
+    document order."""
+    return {f"features_{slug(dataset)}": rs for dataset, rs in by_dataset(finished(results)).items()
+            if any(r.feature_maps is not None for r in rs)}
 
 
 @SECTIONS.register()
@@ -15,8 +26,12 @@ class Features(ReportSection):
     name = "features"
     order = 100
 
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """``features_<dataset>``: first-layer filters and feature maps per model (``reports.feature_maps``)."""
+        return {name: features_figure(rs) for name, rs in _cnns(results).items()}
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always."""
         return Section("features", "What the convolutions see", [
-            Figures(images(plots, "features")), Items(features_text(results)), Text(FEATURES_NOTE, "note"),
+            Figures(drawn(plots, _cnns(results))), Items(features_text(results)), Text(FEATURES_NOTE, "note"),
         ], nav=[("features", "What the convolutions see")])  # fmt: skip

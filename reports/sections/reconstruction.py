@@ -4,15 +4,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.results import Results
+from matplotlib.figure import Figure
+
+from bench.results import Results, RunResult
+from reports.common import finished
+from reports.figures import by_dataset, slug
+from reports.plots import inversion_grid
 from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
-from reports.section import SECTIONS, Figures, ReportSection, Section, Table, Text, images
+from reports.section import SECTIONS, Figures, ReportSection, Section, Table, Text, drawn
+
+
+def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
+    """``{"inversion_<dataset>_<attack>": (the dataset's finished runs, attack)}`` for every attack with an
+    ``inversion`` block, in document order."""
+    return {f"inversion_{slug(dataset)}_{slug(attack)}": (rs, attack)
+            for dataset, rs in by_dataset(finished(results)).items()
+            for attack in dict.fromkeys(a for r in rs for a in r.inversion)}
 
 
 @SECTIONS.register()
 class Reconstruction(ReportSection):
     name = "reconstruction"
     order = 80
+
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """``inversion_<dataset>_<attack>``: each reconstruction attack's grid, one row per model, one column per
+        class (``reports.plots``)."""
+        return {name: inversion_grid(rs, attack) for name, (rs, attack) in _grids(results).items()}
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """Only where a reconstruction attack ran."""
@@ -22,5 +40,5 @@ class Reconstruction(ReportSection):
         table = Table(RECONSTRUCTION_HEADERS, rows,
                       caption="What an attacker sees of the data: model inversion and attacks on released data")
         return Section("reconstruction", "Reconstruction",
-                       [table, Text(RECONSTRUCTION_NOTE, "note"), Figures(images(plots, "reconstruction"))],
+                       [table, Text(RECONSTRUCTION_NOTE, "note"), Figures(drawn(plots, _grids(results)))],
                        nav=[("reconstruction", "Reconstruction")])

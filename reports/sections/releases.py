@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.results import Results
-from reports.section import SECTIONS, Figures, ReportSection, Section, Text, images
+from matplotlib.figure import Figure
+
+from bench.results import Results, RunResult
+from reports.common import finished
+from reports.figures import by_dataset, slug
+from reports.plots import release_figure
+from reports.section import SECTIONS, Figures, ReportSection, Section, Text, drawn
+
+
+def _releases(results: Results) -> dict[str, list[RunResult]]:
+    """``{"release_<dataset>_<mechanism>": that mechanism's finished runs on the dataset}``, in document order."""
+    return {f"release_{slug(dataset)}_{slug(mech)}": [r for r in rs if r.mechanism == mech]
+            for dataset, rs in by_dataset(finished(results)).items() for mech in dict.fromkeys(r.mechanism for r in rs)}
 
 
 @SECTIONS.register()
@@ -13,9 +24,13 @@ class Releases(ReportSection):
     name = "releases"
     order = 70
 
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """``release_<dataset>_<mechanism>``: the release examples of each mechanism, one row per ε."""
+        return {name: release_figure(rs) for name, rs in _releases(results).items()}
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """Only where a release was plotted."""
-        figures = images(plots, "releases")
+        figures = drawn(plots, _releases(results))
         if not figures:
             return None
         note = Text("What DPMix and local noise publish: example records of each release, one row per ε.", "note",

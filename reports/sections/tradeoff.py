@@ -1,11 +1,32 @@
-"""The Privacy vs utility section: accuracy, attack AUC and attack TPR against ε (``reports.plots``)."""
+"""The Privacy vs utility section: test accuracy, attack AUC and attack TPR against ε
+(``reports.figures.versus_epsilon``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.results import Results
-from reports.section import SECTIONS, Figures, ReportSection, Section, images
+from matplotlib.figure import Figure
+
+from bench.results import Results, RunResult
+from reports.common import MAIN_LEVEL, finished, strongest_at_level, strongest_attack
+from reports.figures import versus_epsilon
+from reports.section import SECTIONS, Figures, ReportSection, Section, drawn
+
+STEMS = ("accuracy_vs_epsilon", "attack_auc_vs_epsilon", "attack_tpr_vs_epsilon")
+
+
+def _accuracy(r: RunResult) -> float | None:
+    return None if r.utility is None else 100.0 * r.utility.test_accuracy
+
+
+def _auc(r: RunResult) -> float | None:
+    best = strongest_attack(r)
+    return best[1].metrics.auc if best else None
+
+
+def _tpr_percent(r: RunResult) -> float | None:
+    found = strongest_at_level(r, MAIN_LEVEL)
+    return None if found is None or found[1].tpr is None else 100.0 * found[1].tpr
 
 
 @SECTIONS.register()
@@ -13,8 +34,18 @@ class Tradeoff(ReportSection):
     name = "tradeoff"
     order = 30
 
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """``STEMS``: test accuracy, the strongest attack's AUC and its TPR at 0.1% FPR against ε, one panel per
+        dataset and one line per mechanism."""
+        runs = finished(results)
+        return dict(zip(STEMS, (
+            versus_epsilon(runs, _accuracy, "test accuracy (%)", None),
+            versus_epsilon(runs, _auc, "AUC of the strongest attack", 0.5),
+            versus_epsilon(runs, _tpr_percent, "TPR at 0.1% FPR of the strongest attack (%)", 100.0 * MAIN_LEVEL),
+        ), strict=True))  # fmt: skip
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always in HTML; in Markdown only with plots."""
-        figures = images(plots, "tradeoff")
+        figures = drawn(plots, STEMS)
         return Section("tradeoff", "Privacy vs utility", [Figures(figures, grid=True)],
                        nav=[("tradeoff", "Privacy vs utility")], only="" if figures else "html")

@@ -1,16 +1,16 @@
-"""The verdict's figures: the privacy-utility Pareto frontier, membership-attack TPR at 0.1 % FPR against ε, and
-training throughput (the audits' tightness plot is ``reports.audit.plots``). Same conventions as ``reports.plots``
-(``reports.figures``: object API, explicit Agg canvas; hollow markers and dotted lines for mechanisms without a
-guarantee)."""
+"""The verdict's Pareto frontier and the training throughput figure, drawn by the Verdict and Throughput sections
+(``reports.verdict.section``, ``reports.sections.throughput``; the audits' tightness plot is ``reports.audit.plots``).
+Same conventions as ``reports.plots`` (``reports.figures``: object API, explicit Agg canvas; hollow markers and
+dotted lines for mechanisms without a guarantee)."""
 
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
 from bench.results import RunResult
-from reports.common import MAIN_LEVEL, has_guarantee, strongest_at_level
-from reports.figures import by_dataset, colors, epsilon_x, figure, slug, versus_epsilon
-from reports.verdict.table import LeakageAxis, leakage_axis, pareto_optimal
+from reports.common import has_guarantee
+from reports.figures import by_dataset, colors, epsilon_x, figure
+from reports.verdict.table import LeakageAxis, pareto_optimal
 
 
 def _filled(r: RunResult) -> bool:
@@ -63,11 +63,6 @@ def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
     return fig
 
 
-def _tpr_percent(r: RunResult) -> float | None:
-    found = strongest_at_level(r, MAIN_LEVEL)
-    return None if found is None or found[1].tpr is None else 100.0 * found[1].tpr
-
-
 def throughput_figure(runs: list[RunResult]) -> Figure | None:
     """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε,
     one panel per dataset; hatched bars are cached models (their original training's timing)."""
@@ -96,15 +91,3 @@ def throughput_figure(runs: list[RunResult]) -> Figure | None:
         ax.grid(True, axis="x", which="both", alpha=0.3)
     return fig
 
-
-def verdict_figures(runs: list[RunResult]) -> dict[str, Figure | None]:
-    """Every verdict figure of the successful RunResults ``runs``, keyed by file stem: ``pareto_<dataset>``,
-    ``attack_tpr_vs_epsilon`` and ``throughput`` (``None`` where there is no data)."""
-    figures: dict[str, Figure | None] = {
-        f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs)) for dataset, rs in by_dataset(runs).items()
-    }
-    figures["attack_tpr_vs_epsilon"] = versus_epsilon(
-        runs, _tpr_percent, "TPR at 0.1% FPR of the strongest attack (%)", 100.0 * MAIN_LEVEL
-    )
-    figures["throughput"] = throughput_figure(runs)
-    return figures

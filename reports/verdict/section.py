@@ -6,11 +6,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+
 from bench.results import Results
-from reports.figures import slug
-from reports.section import SECTIONS, Block, Figures, Group, Heading, Items, ReportSection, Section, Table, Text
+from reports.common import finished
+from reports.figures import by_dataset, slug
+from reports.section import (
+    SECTIONS,
+    Block,
+    Figures,
+    Group,
+    Heading,
+    Items,
+    ReportSection,
+    Section,
+    Table,
+    Text,
+    drawn,
+)
 from reports.verdict.notes import verdict_headline, verdict_notes
-from reports.verdict.table import VERDICT_HEADERS, verdict_tables
+from reports.verdict.plots import pareto_figure
+from reports.verdict.table import VERDICT_HEADERS, leakage_axis, verdict_tables
 
 VERDICT_LEGEND = (
     "TPR at 0.1% FPR: the membership attack with the highest TPR there, its 95% Clopper-Pearson interval "
@@ -44,6 +60,11 @@ class Verdict(ReportSection):
     name = "verdict"
     order = 10
 
+    def figures(self, results: Results) -> dict[str, Figure | None]:
+        """``pareto_<dataset>``: every dataset's privacy-utility Pareto frontier (``reports.verdict.plots``)."""
+        return {f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs))
+                for dataset, rs in by_dataset(finished(results)).items()}
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """One headline, table, figure and notes per dataset; HTML says "No results yet." when there is none."""
         notes, headline = verdict_notes(results), verdict_headline(results)
@@ -54,7 +75,7 @@ class Verdict(ReportSection):
                           caption=f"{dataset}: every model's utility, strongest membership attack, and tightest "
                                   "valid audit bound next to its accountant's ε",
                           row_css=[_row_css(row) for row in v["rows"]])  # fmt: skip
-            pareto = Figures([n for n in plots if n == f"pareto_{slug(dataset)}"], blank_if_empty=True)
+            pareto = Figures(drawn(plots, [f"pareto_{slug(dataset)}"]), blank_if_empty=True)
             blocks += [Heading(f"Verdict: {dataset}", level=2), Items(headline.get(dataset, []), "headline", "bold"),
                        Group("verdict", [table, pareto]), Items(notes.get(dataset, []), "notes"),
                        Text(f"Pareto-optimal: no other model has both higher test accuracy and lower leakage "

@@ -1,5 +1,6 @@
 """The section promise: a new report section is one module with one registration line, and both report.md and
-report.html show it with no other edit (as ``tests/test_plugins.py`` adds a toy mechanism and a toy attack)."""
+report.html show it, its own figure included, with no other edit (as ``tests/test_plugins.py`` adds a toy mechanism
+and a toy attack)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,26 @@ from reports.section import SECTIONS, ReportSection, Section, Text
 REPO = Path(__file__).resolve().parents[2]
 
 TOY_SECTION = '''
-"""A toy section: the test accuracy of every finished model, best first, and a sentence on the best one."""
-from reports.section import SECTIONS, Items, ReportSection, Section, Table, Text
+"""A toy section: the test accuracy of every finished model, best first, as a table and a bar chart, and a sentence
+on the best one."""
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from reports.section import SECTIONS, Figures, Items, ReportSection, Section, Table, Text, drawn
 
 
 @SECTIONS.register()
 class Leaderboard(ReportSection):
     name = "toy-leaderboard"
+
+    def figures(self, results):
+        done = [r for r in results.results if r.utility is not None]
+        if not done:
+            return {"toy_accuracy": None}
+        fig = Figure(figsize=(4, 3))
+        FigureCanvasAgg(fig)
+        fig.subplots().bar([r.mechanism for r in done], [100 * r.utility.test_accuracy for r in done])
+        return {"toy_accuracy": fig}
 
     def build(self, results, plots):
         done = sorted((r for r in results.results if r.utility is not None), key=lambda r: -r.utility.test_accuracy)
@@ -32,7 +46,7 @@ class Leaderboard(ReportSection):
         rows = [[r.mechanism, f"{100 * r.utility.test_accuracy:.1f}%"] for r in done]
         return Section("toy-leaderboard", "Toy leaderboard", [
             Table(["mechanism", "test accuracy"], rows, caption="Every finished model, best first"),
-            Items([f"best: {done[0].mechanism} <b>"]),
+            Items([f"best: {done[0].mechanism} <b>"]), Figures(drawn(plots, ["toy_accuracy"])),
             Text("HTML draws this note only.", "note", only="html"),
         ], nav=[("toy-leaderboard", "Toy leaderboard")])
 '''
@@ -42,10 +56,8 @@ import sys
 from pathlib import Path
 import toy_section
 from bench.results import read
-from reports import render_html, render_markdown
-doc, out = read(Path(sys.argv[1])), Path(sys.argv[2])
-(out / "report.md").write_text(render_markdown(doc, {}), encoding="utf-8")
-(out / "report.html").write_text(render_html(doc, {}), encoding="utf-8")
+from reports import write_reports
+print(sorted(write_reports(read(Path(sys.argv[1])), Path(sys.argv[2]))))
 """
 
 
@@ -60,6 +72,7 @@ def test_a_toy_section_appears_in_both_reports(mnist_results, tmp_path):
     proc = subprocess.run([sys.executable, "-c", RENDER, str(tmp_path / "results.json"), str(tmp_path)],
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "'toy_accuracy'" in proc.stdout and (tmp_path / "toy_accuracy.png").read_bytes().startswith(b"\x89PNG")
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     # Markdown: its heading and table after the evidence (order 115) and before Setup and guarantees
@@ -67,12 +80,18 @@ def test_a_toy_section_appears_in_both_reports(mnist_results, tmp_path):
         "## Setup and guarantees")
     assert "| mechanism | test accuracy |\n|---|---|\n| baseline | 98.5% |\n| dpsgd | 95.0% |" in md
     assert "- best: baseline <b>" in md and "HTML draws this note only." not in md
+    # its figure, drawn by its own figures() through make_plots, in its own section only (alt text from the stem)
+    toy_md = md[md.index("## Toy leaderboard"):md.index("## Setup and guarantees")]
+    assert "![toy accuracy](toy_accuracy.png)" in toy_md and md.count("toy_accuracy.png") == 1
     # HTML: its own <section>, a caption, escaped text, the HTML-only note and an entry in the table of contents
     assert '<li><a href="#toy-leaderboard">Toy leaderboard</a></li>' in html
     section = html[html.index('<section id="toy-leaderboard">'):html.index('<section id="setup">')]
     assert "<h2>Toy leaderboard</h2>" in section and "<caption>Every finished model, best first</caption>" in section
     assert "<td>weight-noise</td><td>76.0%</td>" in section and "best: baseline &lt;b&gt;" in section
     assert '<p class="note">HTML draws this note only.</p>' in section
+    caption = "<figcaption>toy accuracy</figcaption>"
+    assert html.count(caption) == 1 and caption in section
+    assert section.count('<img src="data:image/png;base64,') == 1
     assert html.index('<section id="features">') < html.index('<section id="toy-leaderboard">')
 
 
@@ -87,3 +106,25 @@ def test_the_section_registry_checks_the_base_class_and_the_name():
         SECTIONS.add("not-a-section", Text)
     with pytest.raises(ValueError, match="already registered"):
         SECTIONS.add(SECTIONS.get("verdict"))
+
+
+def test_two_sections_drawing_one_stem_fail_loudly(mnist_results, tmp_path, monkeypatch):
+    """A PNG stem names one file: a second section drawing the same stem is an error naming both, not an overwrite."""
+    import reports.plots
+
+    class First(ReportSection):
+        name = "first"
+
+        def figures(self, results):
+            return {"shared": None}
+
+    class Second(ReportSection):
+        name = "second"
+
+        def figures(self, results):
+            return {"shared": None}
+
+    monkeypatch.setattr(reports.plots, "section_classes", lambda: [First, Second])
+    with pytest.raises(ValueError, match="plot stem 'shared' is drawn by two report sections, 'first' and 'second'"):
+        reports.plots.make_plots(mnist_results, tmp_path)
+    assert list(tmp_path.iterdir()) == []
