@@ -9,7 +9,7 @@ plug-in module loaded with ``--plugins``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import Field, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -101,12 +101,9 @@ class TrainLikeTarget(Protocol):
         yielded in order. Through the cache like any model."""
         ...
 
-    def release(self, data: ArrayDataset, *, seed: int, settings: Mapping[str, object] | None = None
-                ) -> tuple[Release, PrivacySpent]:
+    def release(self, data: ArrayDataset, *, seed: int) -> tuple[Release, PrivacySpent]:
         """The mechanism's own release of ``data`` (``Mechanism.release``, for mechanisms that publish data) with
-        the target's settings, ε and δ, and the privacy that release spent. ``settings``: mechanism settings fixed
-        on top of the target's (e.g. ``{"sigma": σ}``, the noise the target's calibration chose), validated by the
-        mechanism's ``Params`` (ValueError if not allowed)."""
+        the target's settings, ε and δ, and the privacy that release spent."""
         ...
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:

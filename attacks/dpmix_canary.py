@@ -21,9 +21,11 @@ of the label coordinates is measured from the release (scaled median absolute de
 σ, so a mechanism that adds less noise than it certifies shows larger shifts.
 
 **The target's mechanism.** A release holds the target's n records (n₀ = n − m fillers and the m slots) with the
-target's ℓ, T and σ (the σ its own calibration chose, ``target_noise``): the accountant's ε of every audit release is
-the target's ε, and a release bug (σ scaled after calibration, a label left in the clear) reaches the audit through
-DPMix's own ``release``.
+target's ℓ, T and target ε, so DPMix's calibration, a function of those public settings alone, gives the target's σ
+and every audit release is certified for exactly the target's ε; a release bug (σ scaled after calibration, a label
+left in the clear) reaches the audit through DPMix's own ``release``. The R releases run as one job of the training
+executor (``ReleaseAuditJob``, submitted by ``prefetch``): a training worker makes them while the driver attacks other
+cells, and the model cache keeps them for an interrupted run.
 
 **Validity.** The design fixes everything but the coins in advance: n = n₀ + m (both sides of a slot are records),
 ℓ, T, σ, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
@@ -35,6 +37,9 @@ Chaudhuri 2024), whatever the mechanism does; the scores are not Gaussian, so on
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -46,7 +51,10 @@ from attacks.release_canaries import _coins
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
-from bench.core.types import TrainedModel
+from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mechanisms.base import Mechanism
 
 ROUNDS = 3  # rounds of explaining the other slots' z's away, each with their last scores' posteriors
 CONFIDENCE = 2.0  # a posterior is kept within sigmoid(±2) = [0.12, 0.88]: the scores are approximate log-ratios
@@ -160,17 +168,74 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     return score.numpy()
 
 
-def target_noise(target: TrainedModel | None, n: int) -> dict[str, float]:
-    """``{"sigma": σ}``, the noise the target's own calibration chose, when the target released ``n`` records (the
-    audit's releases then are the target's mechanism: same n, ℓ, T and σ, so the accountant's ε is the target's);
-    else ``{}`` (each release calibrates σ for its own n, as the mechanism does). The calibration is a pure function of
-    the public (n, ℓ, T, δ, target ε): fixing its result saves the audit a search of seconds per model, and a σ
-    scaled down after calibration (a bug in the release) still reaches the mixtures through the same code."""
-    params = {} if target is None else target.params
-    sigma = params.get("sigma")
-    if params.get("num_records") != n or not isinstance(sigma, (int, float)) or not sigma > 0:
-        return {}
-    return {"sigma": float(sigma)}
+def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, seed: int,
+                    release: Callable[[ArrayDataset, int], tuple[Release, PrivacySpent]]
+                    ) -> tuple[np.ndarray, np.ndarray, PrivacySpent]:
+    """The design's ``releases`` data sets, each released by ``release(data, seed)`` (the mechanism's own) and scored.
+
+    Args:
+        members: the target's members (only their count n, image shape and classes are used). num_canaries: m.
+        releases: R. seed: the cell's seed (every coin, pair and release seed is drawn from it).
+        release: the mechanism's release of a data set with a seed, and the privacy that release spent.
+
+    Returns:
+        ``(scores (R·m,), coins (R·m,) int64, privacy)``: each slot's ``pair_scores``, its coin (1: z_i held) and the
+        last release's privacy (every release has the same n, ℓ, T and σ).
+
+    Raises:
+        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n.
+    """
+    shape, k, m = members.input_shape, members.num_classes, num_canaries
+    n, fill = len(members), len(members) - m  # the target's n records: n₀ fillers and m slots
+    if m > fill:
+        raise ValueError(f"dpmix-canary: {m} slots per release exceed the {fill} filler records of {n} (at most "
+                         f"half the records)")
+    scores, coins, privacy = [], [], None
+    for r in range(releases):
+        gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 10 + r))
+        centre, canaries = maximal_pairs(m, shape=shape, num_classes=k, gen=gen)
+        coin = _coins(m, gen)
+        held = torch.from_numpy(coin).bool()
+        slots = ArrayDataset(torch.where(held[:, None, None, None], canaries.x, centre.x),
+                             torch.where(held, canaries.y, centre.y), k, canaries.name)
+        fillers = ArrayDataset(centre.x.expand(fill, *shape), centre.y.expand(fill), k, centre.name)
+        data = concat(fillers, slots)  # n = n₀ + m, the target's, whatever the coins
+        out, privacy = release(data, shadow_seed(seed, "canary", 20 + r))
+        z = torch.cat([out.x.flatten(1), out.y.float().flatten(1)], dim=1)
+        ell, d_x = int(out.params["mixture_degree"]), math.prod(shape)
+        if ell * (m - 1) >= 2 * len(data):
+            raise ValueError(f"dpmix-canary: {m} slots per release with ℓ = {ell} of {len(data)} records: "
+                             f"ℓ·(m − 1) must stay below 2n (a sample holds few slots)")
+        shift = with_labels(canaries) - with_labels(centre)
+        scores.append(pair_scores(z, with_labels(centre)[0], shift, common_shift(centre, d_x), d_x=d_x, ell=ell,
+                                  n=len(data)))
+        coins.append(coin)
+    assert privacy is not None  # releases >= 1
+    return np.concatenate(scores), np.concatenate(coins), privacy
+
+
+@dataclass(frozen=True)
+class ReleaseAuditJob:
+    """The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
+    ``bench.runner.trainjob.run_job`` calls it instead of ``fit``), so that a training worker makes the R releases
+    while the driver attacks other cells, and an interrupted run finds them in the model cache. ``run`` is a pure
+    function of its arguments: the scores are the same bits wherever it runs."""
+
+    num_canaries: int
+    releases: int
+    seed: int
+
+    def run(self, mechanism: Mechanism, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None,
+            delta: float) -> TrainedModel:
+        """``scored_releases`` through ``mechanism.release`` with the recipe's ``spec``, ε and δ; the returned
+        TrainedModel holds the mechanism's untrained architecture (nothing is trained), the releases' privacy and
+        ``audit = {"scores": [...], "coins": [...]}``."""
+        scores, coins, privacy = scored_releases(
+            data, num_canaries=self.num_canaries, releases=self.releases, seed=self.seed,
+            release=lambda d, s: mechanism.release(d, spec, target_epsilon=target_epsilon, delta=delta, seed=s))
+        model = mechanism.build(data.input_shape, data.num_classes, spec)
+        return TrainedModel(model, privacy, params={"releases": self.releases, "records": len(data)},
+                            audit={"scores": [float(v) for v in scores], "coins": [int(c) for c in coins]})
 
 
 class DPMixCanaryAudit(MembershipAttack):
@@ -182,39 +247,26 @@ class DPMixCanaryAudit(MembershipAttack):
     audit = True
     Params = DPMixCanaryParams
 
+    def _job(self, ctx: AttackContext) -> ReleaseAuditJob:
+        return ReleaseAuditJob(self.params.num_canaries, self.params.releases, ctx.seed)
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        """The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
+        when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job)."""
+        from mechanisms import MECHANISMS
+        from mechanisms.dpmix.mechanism import DPMix
+
+        if issubclass(MECHANISMS.get(ctx.mechanism), DPMix):
+            ctx.train_like_target.prefetch([(ctx.split.members, ctx.seed, self._job(ctx))])
+
     def score(self, ctx: AttackContext) -> MembershipScores:
         members = ctx.split.members
-        shape, k, m = members.input_shape, members.num_classes, self.params.num_canaries
-        n, fill = len(members), len(members) - m  # the target's n records: n₀ fillers and m slots
-        if m > fill:
-            raise ValueError(f"dpmix-canary: {m} slots per release exceed the {fill} filler records of {n} (at most "
-                             f"half the records)")
-        settings = target_noise(ctx.trained, n)
-        scores, coins, privacy = [], [], None
-        for r in range(self.params.releases):
-            gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 10 + r))
-            centre, canaries = maximal_pairs(m, shape=shape, num_classes=k, gen=gen)
-            coin = _coins(m, gen)
-            held = torch.from_numpy(coin).bool()
-            slots = ArrayDataset(torch.where(held[:, None, None, None], canaries.x, centre.x),
-                                 torch.where(held, canaries.y, centre.y), k, canaries.name)
-            fillers = ArrayDataset(centre.x.expand(fill, *shape), centre.y.expand(fill), k, centre.name)
-            data = concat(fillers, slots)  # n = n₀ + m, the target's, whatever the coins
-            release, privacy = ctx.train_like_target.release(data, seed=shadow_seed(ctx.seed, "canary", 20 + r),
-                                                             settings=settings)
-            z = torch.cat([release.x.flatten(1), release.y.float().flatten(1)], dim=1)
-            ell, d_x = int(release.params["mixture_degree"]), math.prod(shape)
-            if ell * (m - 1) >= 2 * len(data):
-                raise ValueError(f"dpmix-canary: {m} slots per release with ℓ = {ell} of {len(data)} records: "
-                                 f"ℓ·(m − 1) must stay below 2n (a sample holds few slots)")
-            shift = with_labels(canaries) - with_labels(centre)
-            scores.append(pair_scores(z, with_labels(centre)[0], shift, common_shift(centre, d_x), d_x=d_x, ell=ell,
-                                      n=len(data)))
-            coins.append(coin)
-        total = m * self.params.releases
-        return MembershipScores(np.concatenate(scores), np.concatenate(coins), privacy=privacy, design=AuditDesign(
+        run = ctx.train_like_target.audit_run(members, seed=ctx.seed, request=self._job(ctx))
+        assert run.audit is not None
+        total = self.params.num_canaries * self.params.releases
+        return MembershipScores(np.asarray(run.audit["scores"], np.float64), np.asarray(run.audit["coins"], np.int64),
+                                privacy=run.privacy, design=AuditDesign(
             "one-run", "black-box", size=total, relation="replace-one"),
             extra={"canaries": "maximal records (1 on a random half of the pixels, label e_b) against the centre "
                    "record c (0-image, label e_a ≠ e_b) that every other record equals; both channels",
-                   "releases": self.params.releases, "records_per_release": n,
-                   "noise": "the target's calibrated σ" if settings else "calibrated for the release"})
+                   "releases": self.params.releases, "records_per_release": len(members)})

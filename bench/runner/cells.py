@@ -217,10 +217,11 @@ class CellRunner:
                              self.trainer.like(recipe), recipe.mechanism)
 
     def prefetch(self) -> None:
-        """Submit the training jobs of this cell's attacks that apply to every model (shadows, audit runs) before
-        its target exists, so that idle training workers train them while earlier cells are attacked. Their
-        ``prefetch`` sees no target (``ctx.trained`` is None); an error is left for ``score`` to record."""
-        _prefetch(self._context(None), [a for a in self._attacks().values() if a.release_kind is None])
+        """Submit the jobs of this cell's attacks (shadows, audit runs, a release audit's releases) before its
+        target exists, so that idle training workers run them while earlier cells are attacked. Their ``prefetch``
+        sees no target (``ctx.trained`` is None; a release audit checks ``ctx.mechanism`` instead of the target's
+        release); an error is left for ``score`` to record."""
+        _prefetch(self._context(None), list(self._attacks().values()))
 
     def _attacks(self) -> dict[str, Attack]:
         """The cell's attacks: all of them, but no audit (``Attack.audit``) on an ε = ∞ point (no ε to test)."""

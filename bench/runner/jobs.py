@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -201,18 +201,12 @@ class LikeTarget:
             if request is not None:
                 self.trainer.submit(self.recipe, [(data, seed)], audit=request)
 
-    def release(self, data: ArrayDataset, *, seed: int, settings: Mapping[str, object] | None = None
-                ) -> tuple[Release, PrivacySpent]:
-        """The mechanism's own release of ``data`` with the recipe's settings (``settings``, if given, fixed on top
-        of the mechanism's own: validated by its ``Params``), target ε and δ (not cached: cheap)."""
+    def release(self, data: ArrayDataset, *, seed: int) -> tuple[Release, PrivacySpent]:
+        """The mechanism's own release of ``data`` with the recipe's settings, target ε and δ (not cached: cheap)."""
         from mechanisms import MECHANISMS
 
         r = self.recipe
-        spec = r.spec
-        if settings:
-            spec = spec.model_copy(update={"params": type(spec.params).model_validate(
-                {**spec.params.model_dump(), **settings})})
-        release, privacy = MECHANISMS.get(r.mechanism)().release(data, spec, target_epsilon=r.target_epsilon,
+        release, privacy = MECHANISMS.get(r.mechanism)().release(data, r.spec, target_epsilon=r.target_epsilon,
                                                                  delta=r.delta, seed=seed)
         if r.off:  # the ε = ∞ point's release: privacy off, whatever the accountant says of its vanishing noise
             privacy = PrivacySpent.privacy_off(note=f"{r.mechanism} with privacy turned off")

@@ -28,19 +28,23 @@ def members() -> ArrayDataset:
     return ArrayDataset(pool.x[:FILL], pool.y[:FILL], pool.num_classes, pool.name)
 
 
-def _audit(members, *, m: int, releases: int, seed: int = 0, target=None, **release_kw):
-    """The audit through ``DPMix.release`` (smoke recipe plus ``release_kw``; the audit's ``settings`` on top, as the
-    runner's ``LikeTarget.release`` fixes them), recording every data set released and the settings it was given."""
-    mech, seen = DPMix(), []
-    recipe = DPMix.recipes["smoke"]
-    params = {**recipe["params"], **release_kw.pop("params", {})}
+def _audit(members, *, m: int, releases: int, seed: int = 0, target_epsilon=None, **release_kw):
+    """The audit as the runner runs it: its ``ReleaseAuditJob`` run through ``DPMix.release`` (smoke recipe plus
+    ``release_kw``'s ``params``), as ``bench.runner.trainjob.run_job`` calls it; records every data set released."""
+    seen = []
 
-    def release(data, *, seed, settings=None):
-        seen.append((data, dict(settings or {})))
-        spec = mech.spec(**{**recipe, "params": {**params, **(settings or {})}})
-        return mech.release(data, spec, delta=DELTA, seed=seed, **release_kw)
-    ctx = SimpleNamespace(split=SimpleNamespace(members=members), seed=seed, trained=target,
-                          train_like_target=SimpleNamespace(release=release))
+    class Recording(DPMix):
+        def release(self, data, spec, **kw):
+            seen.append(data)
+            return super().release(data, spec, **kw)
+
+    recipe = DPMix.recipes["smoke"]
+    spec = DPMix.spec(**{**recipe, "params": {**recipe["params"], **release_kw.pop("params", {})}})
+
+    def audit_run(data, *, seed, request):
+        return request.run(Recording(), data, spec, target_epsilon=target_epsilon, delta=DELTA)
+    ctx = SimpleNamespace(split=SimpleNamespace(members=members), seed=seed,
+                          train_like_target=SimpleNamespace(audit_run=audit_run))
     return DPMixCanaryAudit(DPMixCanaryParams(num_canaries=m, releases=releases)).score(ctx), seen
 
 
@@ -65,8 +69,8 @@ def test_each_release_holds_the_fillers_and_the_slots_whatever_the_coins(members
     res, seen = _audit(members, m=8, releases=3, target_epsilon=4.0)
     assert res.design == AuditDesign("one-run", "black-box", size=24, relation="replace-one")
     assert res.privacy.relation == "replace-one" and res.privacy.accountant == "dpmix-pld"
-    assert len(seen) == 3 and all(len(data) == FILL for data, _ in seen)  # the target's n, fixed before the coins
-    for r, (data, _) in enumerate(seen):
+    assert len(seen) == 3 and all(len(data) == FILL for data in seen)  # the target's n, fixed before the coins
+    for r, data in enumerate(seen):
         coins = res.labels[8 * r : 8 * (r + 1)]
         fill_x, fill_y = data.x[: FILL - 8], data.y[: FILL - 8]
         assert (fill_x == 0).all() and (fill_y == fill_y[0]).all()  # every other record equals c
@@ -75,22 +79,34 @@ def test_each_release_holds_the_fillers_and_the_slots_whatever_the_coins(members
         assert torch.equal(data.y[FILL - 8 :] != fill_y[0], torch.from_numpy(coins).bool())  # the label channel too
 
 
-def test_the_releases_are_the_targets_mechanism_with_the_sigma_its_calibration_chose(members):
-    """With the target's record (its n, its calibrated σ) every release fixes that σ and certifies the target's own
-    ε; a target of another n (or none) leaves each release to calibrate σ itself, as DPMix does (for the audit's n,
-    the same σ: the calibration is a function of the public settings alone)."""
-    mech, spec = DPMix(), DPMix.spec(**DPMix.recipes["smoke"])
-    target = mech.fit(members, spec, target_epsilon=4.0, delta=DELTA, seed=0, device=torch.device("cpu"))
-    sigma = target.params["sigma"]
-    res, seen = _audit(members, m=8, releases=2, target_epsilon=4.0, target=target)
-    assert [settings for _, settings in seen] == [{"sigma": sigma}] * 2
-    assert res.privacy.epsilon == target.privacy.epsilon and res.privacy.profile == target.privacy.profile
-    assert res.extra["noise"] == "the target's calibrated σ"
-    other = mech.fit(members.subset(torch.arange(FILL - 1)), spec, target_epsilon=4.0, delta=DELTA, seed=0,
-                     device=torch.device("cpu"))
-    res, seen = _audit(members, m=8, releases=1, target_epsilon=4.0, target=other)
-    assert seen[0][1] == {} and res.extra["noise"] == "calibrated for the release"
-    assert res.privacy == target.privacy  # calibrated for the same n: the σ the first target's calibration chose
+def test_the_releases_certify_the_targets_own_epsilon(members):
+    """A release holds the target's n records with its ℓ, T and target ε, so DPMix's calibration chooses the target's σ
+    and the audit is held to exactly the target's ε and privacy profile."""
+    spec = DPMix.spec(**DPMix.recipes["smoke"])
+    target = DPMix().fit(members, spec, target_epsilon=4.0, delta=DELTA, seed=0, device=torch.device("cpu"))
+    res, seen = _audit(members, m=8, releases=2, target_epsilon=4.0)
+    assert all(len(data) == len(members) for data in seen)
+    assert res.privacy == target.privacy
+
+
+def test_the_job_gives_the_same_scores_in_another_process(members):
+    """``ReleaseAuditJob.run`` is a pure function of the job: run in a spawned process (as a training worker runs it)
+    it returns the same scores, coins and privacy, bit for bit."""
+    import multiprocessing
+
+    from attacks.dpmix_canary import ReleaseAuditJob
+
+    spec = DPMix.spec(**DPMix.recipes["smoke"])
+    job = ReleaseAuditJob(num_canaries=8, releases=2, seed=5)
+    here = job.run(DPMix(), members, spec, target_epsilon=4.0, delta=DELTA)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        there = pool.apply(_run_job_elsewhere, (job, members, spec))
+    assert here.audit == there.audit and here.privacy == there.privacy
+    assert len(here.audit["scores"]) == 16 and set(here.audit["coins"]) <= {0, 1}
+
+
+def _run_job_elsewhere(job, members, spec):
+    return job.run(DPMix(), members, spec, target_epsilon=4.0, delta=DELTA)
 
 
 def _ideal_auc(h: float, q: float, t: int, m: int, seed: int) -> float:
@@ -166,7 +182,7 @@ def test_pair_scores_equal_the_straightforward_computation_bit_for_bit(members):
         mech = DPMix()
         recipe = DPMix.recipes["smoke"]
         spec = mech.spec(**{**recipe, "params": {**recipe["params"], **params.get("params", {})}})
-        for r, (data, _) in enumerate(seen):
+        for r, data in enumerate(seen):
             release, _ = mech.release(data, spec, target_epsilon=eps, delta=DELTA, seed=0)
             z = torch.cat([release.x.flatten(1), release.y.float().flatten(1)], dim=1)
             gen = torch.Generator().manual_seed(r)

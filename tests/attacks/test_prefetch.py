@@ -35,12 +35,13 @@ def _prefetch_context(split, mechanism: str, like: _Recorder):
 PREFETCHING = [("shadow", {}, "baseline", None), ("canary", {"num_canaries": 50}, "dpsgd", "GradientCanaries"),
                ("weight-canary", {}, "weight-noise", "CleanWeights"),
                ("opacus-canary", {}, "opacus-dpsgd", "OpacusCanaries"),
-               ("opacus-canary-final", {}, "opacus-dpsgd", "FinalCanaries")]
+               ("opacus-canary-final", {}, "opacus-dpsgd", "FinalCanaries"),
+               ("dpmix-canary", {"num_canaries": 8, "releases": 2}, "dpmix", "ReleaseAuditJob")]
 
 
 def test_every_attack_that_prefetches_is_covered():
     own = {name for name in ATTACKS.names() if issubclass(ATTACKS.get(name), MembershipAttack)
-           and ATTACKS.get(name).prefetch is not MembershipAttack.prefetch and ATTACKS.get(name).release_kind is None}
+           and ATTACKS.get(name).prefetch is not MembershipAttack.prefetch}
     assert own - {"canary-final"} == {name for name, _, _, _ in PREFETCHING}  # canary-final: its own test below
 
 
@@ -69,3 +70,13 @@ def test_the_target_is_a_clear_error_before_it_exists(digits_split):
     with pytest.raises(TargetNotTrained, match="not trained yet"):
         ctx.target  # noqa: B018 - the property raises
     assert ctx.trained is None
+
+
+def test_a_release_audit_prefetches_only_for_its_mechanism(digits_split):
+    """dpmix-canary's releases are a job only in a DPMix cell: the runner prefetches every attack of every cell before
+    any target exists, so the attack, not the target's release, decides."""
+    cls = ATTACKS.get("dpmix-canary")
+    for mechanism, expected in (("dpmix", 1), ("dpsgd", 0), ("local-gaussian", 0)):
+        like = _Recorder()
+        cls(cls.Params(num_canaries=8, releases=2)).prefetch(_prefetch_context(digits_split, mechanism, like))
+        assert len(like.jobs) == expected, mechanism
