@@ -6,7 +6,7 @@ repository root::
     python docs/dpmix_audit_ideal.py [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
                                      [--runs code,ideal,ideal-design] [--family M] [--profile default]
 
-``--profile ci`` takes the ci profile's sizes instead (bench/runner/profiles/ci.yaml: n₀ = 500 fillers, the 8×8
+``--profile ci`` takes the ci profile's sizes instead (bench/runner/profiles/ci.yaml: n = 500 records, the 8×8
 digits' 64 pixels, the smoke recipe with the profile's ℓ, σ_y = σ_x; run it with ``--epsilons 2``); there the
 half-image canary carries (32 + 2)/(64 + 2) of the pair's Δ² at σ_y = σ_x, ¾ at the profile's σ_y/σ_x = √(2/64).
 Measured there (2026-11-27, ``--profile ci --epsilons 2 --slots 16 --releases 512 --noise 0.5 --seeds 3``, ε_LB / ε
@@ -14,9 +14,10 @@ median, certified curve rejected by the audit's own 95 % test): at σ_y = σ_x i
 (2 of 3), code 0.71 (1 of 3); at √(2/64) ideal 1.98, ideal-design 1.45 (3 of 3): the reason the ci profile trains
 DPMix at that ratio (docs/detection_power.md, the ci profile).
 
-At the default profile's sizes (n₀ = 10,000 fillers, MNIST's 784 pixels and 10 classes, the default recipe: ℓ = 16,
-T = 10,000, σ_y/σ_x = √(2/784); δ = 1e-5) it prints ε_LB / ε of the audit's tightest valid bound over ``--seeds``
-seeds: "code" runs ``DPMixCanaryAudit`` through ``DPMix.release`` exactly as ``bench`` does; "ideal" simulates, for
+At the default profile's sizes (n = 10,000 records, n₀ = n − m fillers, MNIST's 784 pixels and 10 classes, the default
+recipe: ℓ = 16, T = 10,000, σ_y/σ_x = √(2/784); δ = 1e-5) it prints ε_LB / ε of the audit's tightest valid bound over
+``--seeds`` seeds: "code" runs ``DPMixCanaryAudit``'s releases and scores (``scored_releases``)
+through ``DPMix.release`` exactly as ``bench`` does; "ideal" simulates, for
 as many independent slots, the accountant's dominating pair at its σ (every sample N(0, 1), a sample drawing z shifted
 by Δ/(ℓσ) with probability q = ℓ/n: the full Δ, no other slot in any sample) and "ideal-design" the same with the
 design's shift (half the pixels: the squared shift 3/4 of Δ²), both scored by the exact likelihood ratio. All go
@@ -52,7 +53,6 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -63,7 +63,7 @@ import mechanisms.dpmix.mechanism as dpmix_module  # noqa: E402
 from attacks.audit import membership_audit  # noqa: E402
 from attacks.audit.fdp import profile_rejected  # noqa: E402
 from attacks.audit.one_run import one_run_guesses  # noqa: E402
-from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams  # noqa: E402
+from attacks.dpmix_canary import scored_releases  # noqa: E402
 from bench.core.data import ArrayDataset  # noqa: E402
 from bench.core.design import AuditDesign  # noqa: E402
 from mechanisms.accounting.dpmix import dpmix_profile, dpmix_sigma  # noqa: E402
@@ -115,13 +115,11 @@ def _code(epsilon: float, slots: int, releases: int, seed: int) -> dict:
     spec = mech.spec(**RECIPE)
     members = ArrayDataset(torch.zeros(FILL, *SHAPE), torch.arange(FILL) % K, K, "mnist")  # only their count is read
 
-    def release(data, *, seed):
-        return mech.release(data, spec, target_epsilon=epsilon, delta=DELTA, seed=seed)
-    ctx = SimpleNamespace(split=SimpleNamespace(members=members), seed=seed,
-                          train_like_target=SimpleNamespace(release=release))
-    res = DPMixCanaryAudit(DPMixCanaryParams(num_canaries=slots, releases=releases)).score(ctx)
-    profile = [list(p) for p in res.privacy.profile]
-    return membership_audit(res.scores, res.labels, delta=DELTA, design=DESIGN, profile=profile)
+    scores, coins, privacy = scored_releases(  # what DPMixCanaryAudit's job computes
+        members, num_canaries=slots, releases=releases, seed=seed,
+        release=lambda data, s: mech.release(data, spec, target_epsilon=epsilon, delta=DELTA, seed=s))
+    profile = [list(p) for p in privacy.profile]
+    return membership_audit(scores, coins, delta=DELTA, design=DESIGN, profile=profile)
 
 
 def ideal_scores(h: float, q: float, t: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +139,7 @@ def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float 
     """The same analysis on the ideal pair at the accountant's σ, its squared shift ``share`` of Δ²/ℓ², drawn with
     σ·``noise`` (the shift in noise units divided by ``noise``); the certified curve is σ's."""
     p = RECIPE["params"]
-    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p.get("sigma_y_scale", 1.0)
+    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL, p.get("sigma_y_scale", 1.0)
     acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
     sigma = dpmix_sigma(target_epsilon=epsilon, sigma_y_scale=scale, **acc)
     h = math.sqrt(share * (math.prod(SHAPE) / sigma**2 + 2 / (scale * sigma) ** 2)) / ell / noise
@@ -155,7 +153,7 @@ def perfect(epsilon: float, slots: int, releases: int, *, family: int) -> bool:
     any score can do) rejects the certified curve at ε when the run-level check divides 5 % among ``family``
     comparisons (Bonferroni): if not, no score of this design at this size can end the run with exit status 3."""
     p = RECIPE["params"]
-    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL + slots, p.get("sigma_y_scale", 1.0)
+    ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL, p.get("sigma_y_scale", 1.0)
     acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
     sigma = dpmix_sigma(target_epsilon=epsilon, sigma_y_scale=scale, **acc)
     profile = dpmix_profile(sigma=sigma, sigma_y=scale * sigma, **acc)
