@@ -283,7 +283,7 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
                        ) -> tuple[float, float]:
     """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one: the
     label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6
-    relative, by Brent's method on log ε, ``solve_log``: 6–8 PLD accountants where bisection took 18) for which the
+    relative, by Brent's method on log ε, ``solve_log``: 8–10 PLD accountants where bisection took 18–19) for which the
     composition (``local_record_epsilon``) is at most the target. σ lies between the analytic σ for the whole ε and
     for (1 − share)·ε (basic composition).
 
