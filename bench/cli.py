@@ -32,9 +32,9 @@ def _console():
 def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     import shlex
 
-    from bench.runner.config import RunConfig
+    from bench.runner.config import ReproduceOptions, RunConfig
     from bench.runner.presets import REFERENCE_PRESETS
-    from bench.runner.reproduce import ReproduceOptions, describe_row, plan_presets, resolve
+    from bench.runner.reproduce import describe_row, plan_presets, resolve
     from bench.runner.validation import MAX_SEED, as_tuple
 
     if bool(args.preset) == bool(args.all):

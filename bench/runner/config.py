@@ -14,7 +14,7 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from bench.core.errors import ConfigError
 from bench.runner.validation import validate
@@ -254,3 +254,15 @@ def build_config(yaml_values: dict[str, Any] | None = None, cli_values: dict[str
         logging.getLogger("privbench.config").warning("tune_budget is set but tune_recipes is not (see "
                                                       "--tune-recipes); ignored")
     return cfg
+
+
+class ReproduceOptions(TypedDict):
+    """Where and how ``bench reproduce`` trains (its command-line options; recorded in results.json's config).
+    device: ``auto`` / ``cpu`` / ``cuda``. data_root: the data folder (None: the default). cache_dir: the model cache, a
+    resolved path. no_cache: train without the cache. output: the output folder (None: ``results/<run_id>``)."""
+
+    device: str
+    data_root: str | None
+    cache_dir: str
+    no_cache: bool
+    output: str | None

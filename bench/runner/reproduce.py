@@ -10,7 +10,7 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,6 +27,7 @@ from bench.results import (
     RunResult,
 )
 from bench.runner.cells import PlannedCell
+from bench.runner.config import ReproduceOptions
 from bench.runner.harness import Plan
 from bench.runner.jobs import Recipe
 from bench.runner.presets import PRESETS, VALIDATION_SEED, VALIDATION_SIZE, Curve, Preset, Row, cap_epochs, quick
@@ -37,18 +38,6 @@ from mechanisms.accounting.dpmix import dpmix_sigma
 METRIC = "test accuracy (%)"
 VALIDATION_METRIC = "validation accuracy (%)"
 TPR_KEY = "0.001"
-
-
-class ReproduceOptions(TypedDict):
-    """Where and how ``bench reproduce`` trains (its command-line options; recorded in results.json's config).
-    device: ``auto`` / ``cpu`` / ``cuda``. data_root: the data folder (None: the default). cache_dir: the model cache, a
-    resolved path. no_cache: train without the cache. output: the output folder (None: ``results/<run_id>``)."""
-
-    device: str
-    data_root: str | None
-    cache_dir: str
-    no_cache: bool
-    output: str | None
 
 
 def resolve(names: Sequence[str]) -> list[Preset]:
@@ -253,8 +242,7 @@ def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is
     """The plan of every row of every preset for each seed (``None``: the preset's own), validated.
 
     Args:
-        options: ``device``, ``data_root``, ``cache_dir`` (a resolved path), ``no_cache``, ``output``
-            (``ReproduceOptions``).
+        options: where and how it trains (``bench.runner.config.ReproduceOptions``).
         is_quick: ``quick`` every preset. max_epochs: ``cap_epochs`` (None: no cap). command: recorded in every row.
 
     Raises:

@@ -31,7 +31,8 @@ import math
 from typing import TYPE_CHECKING, Any, Literal
 
 from mechanisms.accounting.dpmix_closed_form import closed_form_epsilon
-from mechanisms.accounting.gaussian import privacy_profile, require, solve_log
+from mechanisms.accounting.gaussian import privacy_profile, require
+from mechanisms.accounting.search import solve_log
 
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
@@ -213,7 +214,7 @@ def dpmix_sigma(
 ) -> float:
     """Smallest σ = σ_x (σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε is ≤ ``target_epsilon``, memoised. ε falls in σ:
     a bracket (from the closed form's σ, an upper end for the tighter accountants, down by factors of 4), then Brent's
-    method on log ε to relative ``tol`` (``accounting.gaussian.solve_log``); the σ returned always meets the target.
+    method on log ε to relative ``tol`` (``accounting.search.solve_log``); the σ returned always meets the target.
 
     Args:
         target_epsilon: ε to reach (unitless, > 0).

@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mechanisms.accounting.search import solve_log
+
 if TYPE_CHECKING:
     from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 
@@ -112,23 +114,6 @@ def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float =
 
 PROFILE_DELTAS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3)
 """δ values at which mechanisms record their privacy profile (plus the run's δ): audits test the whole curve."""
-
-
-def solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float, tol: float) -> float:
-    """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``:
-    Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each an accountant's ε of up to
-    a second), then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the
-    target. ``eps``: σ -> ε (unitless) of one accountant, falling in σ; ``lo``, ``hi``: the bracket (> 0)."""
-    from scipy.optimize import brentq
-
-    def gap(u: float) -> float:
-        return math.log(min(max(eps(math.exp(u)), 1e-300), 1e300)) - math.log(target)
-
-    root = math.exp(brentq(gap, math.log(lo), math.log(hi), xtol=tol / 4))
-    sigma = min(root * (1 + tol / 2), hi)
-    while eps(sigma) > target:
-        sigma = min(sigma * (1 + tol), hi)
-    return sigma
 
 
 def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple[tuple[float, float], ...]:
@@ -283,9 +268,9 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
                        ) -> tuple[float, float]:
     """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one: the
     label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6
-    relative, by Brent's method on log ε, ``solve_log``: 8–10 PLD accountants where bisection took 18–19) for which the
-    composition (``local_record_epsilon``) is at most the target. σ lies between the analytic σ for the whole ε and
-    for (1 − share)·ε (basic composition).
+    relative, by Brent's method on log ε, ``accounting.search.solve_log``: 8–10 PLD accountants where bisection took
+    18–19) for which the composition (``local_record_epsilon``) is at most the target. σ lies between the analytic
+    σ for the whole ε and for (1 − share)·ε (basic composition).
 
     Raises:
         ValueError: ε ≤ 0, a share outside (0, 1) or k < 2.
