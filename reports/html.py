@@ -17,7 +17,6 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 import reports.sections  # noqa: F401  (registers the built-in sections)
 from bench.results import Results
 from reports.empirical import bug_lines, refuted_claim_lines
-from reports.plots import plot_alt
 from reports.section import registered_sections
 from reports.tables import failed_attack_lines, summary_rows
 
@@ -43,12 +42,13 @@ def data_uri(path: Path) -> str:
 
 
 def _image(name: str, path: Path) -> dict[str, str]:
-    return {"alt": plot_alt(name), "src": data_uri(path), "name": name}
+    return {"src": data_uri(path), "name": name}
 
 
 def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
     """Everything the template shows: the header's facts and notices, every registered section (``sections``, each
-    drawn by the template's one generic ``section`` macro) and every plot as ``{stem: {alt, src, name}}``."""
+    drawn by the template's one generic ``section`` macro) and every plot as ``{stem: {src, name}}`` (its alt text is
+    in the ``Figures`` block that shows it)."""
     rows = summary_rows(results)
     cfg = results.config
     datasets = ", ".join(dict.fromkeys(str(r["dataset"]) for r in rows)) or str(cfg.get("dataset", "no dataset"))

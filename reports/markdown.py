@@ -10,7 +10,6 @@ from typing import Any
 import reports.sections  # noqa: F401  (registers the built-in sections)
 from bench.results import Results
 from reports.empirical import bug_lines, refuted_claim_lines
-from reports.plots import plot_alt
 from reports.section import (
     Block,
     Code,
@@ -75,7 +74,7 @@ def _block(block: Block, plots: dict[str, Path]) -> list[str]:
         return _table(list(block.headers), rows) + [""]
     if isinstance(block, Figures):
         lines = [line for name in block.names if name in plots
-                 for line in (f"![{plot_alt(name)}]({Path(plots[name]).name})", "")]  # fmt: skip
+                 for line in (f"![{block.alt[name]}]({Path(plots[name]).name})", "")]  # fmt: skip
         return lines or ([""] if block.blank_if_empty else [])
     if isinstance(block, Heading):
         return ["#" * (block.md_level or block.level) + " " + block.text, ""]

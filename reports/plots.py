@@ -1,8 +1,8 @@
 """PNG plots of a ``bench.results.Results``: ``make_plots`` writes the figures of every registered report section
 (``reports.section.ReportSection.figures``: each section draws the plots it shows); here the drawing functions of
-the ROC curves, releases, reconstructions and reproduction curves and every plot's alt text (the verdict's figures
-are in ``reports.verdict.plots``, the audit's in ``reports.audit.plots``; the shared figure helpers in
-``reports.figures``)."""
+the ROC curves, releases, reconstructions and reproduction curves (the verdict's figures are in
+``reports.verdict.plots``, the audit's in ``reports.audit.plots``; the shared figure helpers in ``reports.figures``;
+each plot's alt text in the ``alt`` of the section that shows it)."""
 
 from __future__ import annotations
 
@@ -19,53 +19,6 @@ from reports.bounds import design_text
 from reports.common import format_privacy, has_guarantee, is_audit, target_of, target_text
 from reports.figures import epsilon_x, figure, save
 from reports.section import section_classes
-
-PLOT_ALT = {
-    "accuracy_vs_epsilon": ("Test accuracy against ε for every mechanism; dashed lines: the models trained with "
-                            "privacy off, each mechanism's ε = ∞ point in its colour and the baseline"),
-    "attack_auc_vs_epsilon": "AUC of the strongest membership attack against ε for every mechanism",
-    "attack_tpr_vs_epsilon": "TPR at 0.1% FPR of the strongest membership attack against ε; dotted line: chance "
-                             "(per-model maxima, not corrected for multiplicity)",
-    "audit_tightness": "Audit tightness: per model, the tightest valid ε lower bound (95% each) of its one-run "
-                       "canary audits (m canaries) and multi-run audits (R runs), triangles white-box, squares "
-                       "hidden-state and circles black-box, one colour per mechanism, against the ε of the audited "
-                       "run (hollow: a mechanism "
-                       "without a guarantee at its claimed ε), with the dashed diagonal ε_LB = ε; heuristic bounds "
-                       "are not plotted; red rings: privacy bugs or refuted claims of the Bonferroni-corrected "
-                       "run-level check",
-    "throughput": "Training throughput in samples per second of every model, log scale",
-}
-PREFIX_ALT = {  # stem prefix -> alt text of the rest of the stem
-    "pareto_": lambda rest: (
-        f"Privacy-utility Pareto frontier on {rest}: test accuracy against the strongest membership attack's TPR "
-        "at 0.1% FPR, or at the lowest FPR measurable on every model (the AUC where none is; the y-axis says "
-        "which), every model labelled with its target ε; the line joins the models no other model beats on both"),
-    "roc_": lambda rest: (f"Log-log ROC curves on {rest}, one panel per mechanism and ε: membership attacks on "
-                          "natural members (solid) and canary audits (dashed, labelled with threat model and "
-                          "design: one-run with m canaries, multi-run with R runs), with the bound "
-                          "TPR <= e^ε·FPR + δ"),
-    "reproduction_": lambda rest: (f"Reproduction curve {rest.replace('_', ' ')}: test accuracy (mean ± std over "
-                                   "seeds) against the varied setting; crosses: the source's published figures"),
-    "release_": lambda rest: f"Example images released by {rest.replace('_', ' / ', 1)}, one row per ε",
-    "curves_": lambda rest: (f"Training curves on {rest}: one column per mechanism, accuracy (%) and cross-entropy "
-                             "against epoch (solid: test, on the first 2,000 test images at most; dashed: train), one "
-                             "colour per target ε; DP-SGD's test accuracy also against the ε spent so far"),
-    "features_": lambda rest: (f"What the convolutions see on {rest}: per model (baseline first, then each private "
-                               "model at one ε) the test image, first-layer filters and the first two convolutions' "
-                               "feature maps, private channels matched to the baseline's"),
-    "inversion_": lambda rest: (f"Reconstructions by the {rest.partition('_')[2]} attack on {rest.partition('_')[0]}: "
-                                "one row per mechanism and ε, one column per class"),
-}  # fmt: skip
-
-
-def plot_alt(name: str) -> str:
-    """Meaningful alt text for a plot stem (``roc_mnist``, ``release_mnist_dpmix``, ...)."""
-    if name in PLOT_ALT:
-        return PLOT_ALT[name]
-    for prefix, alt in PREFIX_ALT.items():
-        if name.startswith(prefix):
-            return alt(name[len(prefix):])
-    return name.replace("_", " ")
 
 
 def _bound_line(ax: Axes, p: Privacy | None, grid: np.ndarray) -> None:

@@ -17,8 +17,8 @@ showed before the sections were data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
@@ -77,13 +77,15 @@ class Figures:
     """The plots named by ``names`` (stems of ``reports.plots.make_plots``' output, each drawn by a section's
     ``figures``; ``drawn`` keeps those that were), each with its alt text as
     caption. HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
-    line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote)."""
+    line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote). ``alt``: each plot's
+    alt text by stem; ``registered_sections`` fills in the missing ones from the section's ``ReportSection.alt``."""
 
     kind: ClassVar[str] = "figures"
     names: Sequence[str]
     grid: bool = False
     blank_if_empty: bool = False
     only: Only = ""
+    alt: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ class Section:
 class ReportSection:
     """Base class of a report section. Subclasses set ``name`` (the registry key), ``order`` (place on the page:
     the built-in sections use 10 to 130; 115, the default, puts a new one after the evidence and before Setup and
-    guarantees), implement ``build`` and, when they show plots, ``figures``."""
+    guarantees), implement ``build`` and, when they show plots, ``figures`` and ``alt``."""
 
     name: ClassVar[str] = ""
     order: ClassVar[float] = 115
@@ -170,6 +172,11 @@ class ReportSection:
             results: the whole results document.
         """
         return {}
+
+    def alt(self, stem: str) -> str:
+        """The alt text (and HTML caption) of the plot ``stem`` that ``figures`` draws: what the plot shows, for a
+        reader who cannot see it; the default spells the stem out (``my_plot`` -> "my plot")."""
+        return stem.replace("_", " ")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """The section for this document, or None where it has nothing to show in either format.
@@ -198,14 +205,22 @@ def section_classes() -> list[type[ReportSection]]:
 
 def registered_sections(results: Results, plots: dict[str, Path], renderer: Only) -> list[Section]:
     """Every registered section's ``build`` in page order (``section_classes``), keeping those with something to
-    show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``)."""
-    built = (cls().build(results, plots) for cls in section_classes())
-    return [replace(s, blocks=_shown(s.blocks, renderer)) for s in built if s is not None and s.only in ("", renderer)]
+    show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``), each ``Figures`` block with
+    the alt text of every plot it names (the section's ``alt`` where the block gives none)."""
+    sections = []
+    for cls in section_classes():
+        section = cls()
+        built = section.build(results, plots)
+        if built is not None and built.only in ("", renderer):
+            sections.append(replace(built, blocks=_shown(built.blocks, renderer, section.alt)))
+    return sections
 
 
-def _shown(blocks: Sequence[Block], renderer: Only) -> tuple[Block, ...]:
-    """The blocks a renderer draws, the children of groups and details included."""
-    return tuple(replace(b, blocks=_shown(b.blocks, renderer)) if isinstance(b, (Group, Details)) else b
+def _shown(blocks: Sequence[Block], renderer: Only, alt: Callable[[str], str]) -> tuple[Block, ...]:
+    """The blocks a renderer draws, the children of groups and details included, figures with their alt text."""
+    return tuple(replace(b, blocks=_shown(b.blocks, renderer, alt)) if isinstance(b, (Group, Details))
+                 else replace(b, alt={name: b.alt.get(name) or alt(name) for name in b.names})
+                 if isinstance(b, Figures) else b
                  for b in blocks if b.only in ("", renderer))
 
 

@@ -49,6 +49,15 @@ class Audit(ReportSection):
         flagged = [*results.privacy_bugs, *results.refuted_claims]
         return {"audit_tightness": tightness_figure(finished(results), flagged)}
 
+    def alt(self, stem: str) -> str:
+        if stem != "audit_tightness":
+            return super().alt(stem)
+        return ("Audit tightness: per model, the tightest valid ε lower bound (95% each) of its one-run canary audits "
+                "(m canaries) and multi-run audits (R runs), triangles white-box, squares hidden-state and circles "
+                "black-box, one colour per mechanism, against the ε of the audited run (hollow: a mechanism without a "
+                "guarantee at its claimed ε), with the dashed diagonal ε_LB = ε; heuristic bounds are not plotted; red "
+                "rings: privacy bugs or refuted claims of the Bonferroni-corrected run-level check")
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always in HTML ("No model in this run." without rows); in Markdown only with rows, plots or power rows."""
         headers, rows, flags = audit_rows(results)

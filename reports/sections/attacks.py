@@ -28,6 +28,11 @@ class Attacks(ReportSection):
         """``roc_<dataset>``: the log-log ROC panels of every model's attacks and audits (``reports.plots``)."""
         return {name: roc_figure(rs) for name, rs in _rocs(results).items()}
 
+    def alt(self, stem: str) -> str:
+        return (f"Log-log ROC curves on {stem.removeprefix('roc_')}, one panel per mechanism and ε: membership "
+                "attacks on natural members (solid) and canary audits (dashed, labelled with threat model and design: "
+                "one-run with m canaries, multi-run with R runs), with the bound TPR <= e^ε·FPR + δ")
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always in HTML ("No membership attack ran." without rows); in Markdown with rows or plots."""
         headers, rows = attack_rows(results)

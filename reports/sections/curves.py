@@ -43,6 +43,11 @@ class Curves(ReportSection):
         (``reports.curves``)."""
         return {name: curves_figure(rs) for name, rs in _curves(results).items()}
 
+    def alt(self, stem: str) -> str:
+        return (f"Training curves on {stem.removeprefix('curves_')}: one column per mechanism, accuracy (%) and "
+                "cross-entropy against epoch (solid: test, on the first 2,000 test images at most; dashed: train), "
+                "one colour per target ε; DP-SGD's test accuracy also against the ε spent so far")
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """Only where training curves were plotted."""
         figures = drawn(plots, _curves(results))

@@ -30,6 +30,11 @@ class Features(ReportSection):
         """``features_<dataset>``: first-layer filters and feature maps per model (``reports.feature_maps``)."""
         return {name: features_figure(rs) for name, rs in _cnns(results).items()}
 
+    def alt(self, stem: str) -> str:
+        return (f"What the convolutions see on {stem.removeprefix('features_')}: per model (baseline first, then each "
+                "private model at one ε) the test image, first-layer filters and the first two convolutions' feature "
+                "maps, private channels matched to the baseline's")
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always."""
         return Section("features", "What the convolutions see", [

@@ -32,6 +32,11 @@ class Reconstruction(ReportSection):
         class (``reports.plots``)."""
         return {name: inversion_grid(rs, attack) for name, (rs, attack) in _grids(results).items()}
 
+    def alt(self, stem: str) -> str:
+        dataset, _, attack = stem.removeprefix("inversion_").partition("_")
+        return (f"Reconstructions by the {attack} attack on {dataset}: one row per mechanism and ε, one column per "
+                "class")
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """Only where a reconstruction attack ran."""
         rows = reconstruction_rows(results)

@@ -28,6 +28,9 @@ class Releases(ReportSection):
         """``release_<dataset>_<mechanism>``: the release examples of each mechanism, one row per ε."""
         return {name: release_figure(rs) for name, rs in _releases(results).items()}
 
+    def alt(self, stem: str) -> str:
+        return f"Example images released by {stem.removeprefix('release_').replace('_', ' / ', 1)}, one row per ε"
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """Only where a release was plotted."""
         figures = drawn(plots, _releases(results))

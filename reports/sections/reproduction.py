@@ -32,6 +32,10 @@ class Reproduction(ReportSection):
         (``reports.plots``)."""
         return {name: reproduction_figure(curve) for name, curve in _curves(results).items()}
 
+    def alt(self, stem: str) -> str:
+        return (f"Reproduction curve {stem.removeprefix('reproduction_').replace('_', ' ')}: test accuracy (mean ± "
+                "std over seeds) against the varied setting; crosses: the source's published figures")
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
         """Only where ``bench reproduce`` wrote rows."""
         rows = reproduction_rows(results)

@@ -22,6 +22,11 @@ class Throughput(ReportSection):
         """``throughput``: training samples per second of every model (``reports.verdict.plots``)."""
         return {"throughput": throughput_figure(finished(results))}
 
+    def alt(self, stem: str) -> str:
+        if stem != "throughput":
+            return super().alt(stem)
+        return "Training throughput in samples per second of every model, log scale"
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always."""
         return Section("throughput", "Throughput", [

@@ -44,6 +44,15 @@ class Tradeoff(ReportSection):
             versus_epsilon(runs, _tpr_percent, "TPR at 0.1% FPR of the strongest attack (%)", 100.0 * MAIN_LEVEL),
         ), strict=True))  # fmt: skip
 
+    def alt(self, stem: str) -> str:
+        return {
+            "accuracy_vs_epsilon": ("Test accuracy against ε for every mechanism; dashed lines: the models trained "
+                                    "with privacy off, each mechanism's ε = ∞ point in its colour and the baseline"),
+            "attack_auc_vs_epsilon": "AUC of the strongest membership attack against ε for every mechanism",
+            "attack_tpr_vs_epsilon": ("TPR at 0.1% FPR of the strongest membership attack against ε; dotted line: "
+                                      "chance (per-model maxima, not corrected for multiplicity)"),
+        }.get(stem) or super().alt(stem)
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always in HTML; in Markdown only with plots."""
         figures = drawn(plots, STEMS)

@@ -65,6 +65,13 @@ class Verdict(ReportSection):
         return {f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs))
                 for dataset, rs in by_dataset(finished(results)).items()}
 
+    def alt(self, stem: str) -> str:
+        dataset = stem.removeprefix("pareto_")
+        return (f"Privacy-utility Pareto frontier on {dataset}: test accuracy against the strongest membership "
+                "attack's TPR at 0.1% FPR, or at the lowest FPR measurable on every model (the AUC where none is; the "
+                "y-axis says which), every model labelled with its target ε; the line joins the models no other model "
+                "beats on both")
+
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """One headline, table, figure and notes per dataset; HTML says "No results yet." when there is none."""
         notes, headline = verdict_notes(results), verdict_headline(results)

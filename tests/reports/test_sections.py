@@ -39,6 +39,9 @@ class Leaderboard(ReportSection):
         fig.subplots().bar([r.mechanism for r in done], [100 * r.utility.test_accuracy for r in done])
         return {"toy_accuracy": fig}
 
+    def alt(self, stem):
+        return "Test accuracy of every finished model, one bar each <%>"
+
     def build(self, results, plots):
         done = sorted((r for r in results.results if r.utility is not None), key=lambda r: -r.utility.test_accuracy)
         if not done:
@@ -80,17 +83,19 @@ def test_a_toy_section_appears_in_both_reports(mnist_results, tmp_path):
         "## Setup and guarantees")
     assert "| mechanism | test accuracy |\n|---|---|\n| baseline | 98.5% |\n| dpsgd | 95.0% |" in md
     assert "- best: baseline <b>" in md and "HTML draws this note only." not in md
-    # its figure, drawn by its own figures() through make_plots, in its own section only (alt text from the stem)
+    # its figure, drawn by its own figures() through make_plots, in its own section only, with its own alt text
     toy_md = md[md.index("## Toy leaderboard"):md.index("## Setup and guarantees")]
-    assert "![toy accuracy](toy_accuracy.png)" in toy_md and md.count("toy_accuracy.png") == 1
+    assert "![Test accuracy of every finished model, one bar each <%>](toy_accuracy.png)" in toy_md
+    assert md.count("toy_accuracy.png") == 1
     # HTML: its own <section>, a caption, escaped text, the HTML-only note and an entry in the table of contents
     assert '<li><a href="#toy-leaderboard">Toy leaderboard</a></li>' in html
     section = html[html.index('<section id="toy-leaderboard">'):html.index('<section id="setup">')]
     assert "<h2>Toy leaderboard</h2>" in section and "<caption>Every finished model, best first</caption>" in section
     assert "<td>weight-noise</td><td>76.0%</td>" in section and "best: baseline &lt;b&gt;" in section
     assert '<p class="note">HTML draws this note only.</p>' in section
-    caption = "<figcaption>toy accuracy</figcaption>"
+    caption = "<figcaption>Test accuracy of every finished model, one bar each &lt;%&gt;</figcaption>"
     assert html.count(caption) == 1 and caption in section
+    assert 'alt="Test accuracy of every finished model, one bar each &lt;%&gt;"' in section
     assert section.count('<img src="data:image/png;base64,') == 1
     assert html.index('<section id="features">') < html.index('<section id="toy-leaderboard">')
 
