@@ -33,9 +33,19 @@ def is_report_file(name: str) -> bool:
     return name in REPORT_NAMES or PLOT_STEM.fullmatch(name) is not None
 
 
+# an image of report.md: ``![alt](name.png)``, a file beside it (how a plug-in section's plot is found)
+LINKED_PNG = re.compile(r"\]\(([^()/\\]+\.png)\)")
+
+
 def report_files(folder: Path) -> list[Path]:
-    """The report files (``is_report_file``) in ``folder``, sorted by name."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and is_report_file(p.name))
+    """The report files in ``folder``, sorted by name: those ``is_report_file`` names, and every PNG that the
+    folder's report.md shows (the plots of a plug-in report section, whose stems this module cannot know)."""
+    linked: set[str] = set()
+    try:
+        linked = set(LINKED_PNG.findall((folder / "report.md").read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError):  # no report.md (or not one privbench wrote): the built-in names only
+        pass
+    return sorted(p for p in folder.iterdir() if p.is_file() and (is_report_file(p.name) or p.name in linked))
 
 
 class FolderLock:

@@ -80,8 +80,14 @@ def test_overwrite_replaces_the_results_and_leaves_nothing_of_the_old_run(finish
     assert REPORTS | {"results.json"} <= set(os.listdir(out)) and list(out.glob("*.png"))
     (out / ".tmp-results.json-k2x9q1z7").write_bytes(b'{"half": ')  # a write killed midway
     (out / "notes.txt").write_text("the user's own file")
+    (out / "photo.png").write_bytes(b"\x89PNG the user's own image")
+    # a plug-in report section's plot, whose stem only the report that shows it knows
+    with (out / "report.md").open("a", encoding="utf-8") as md:
+        md.write("## Toy\n\n![Toy plot [a plug-in's alt text]](toy_plot.png)\n")
+    (out / "toy_plot.png").write_bytes(b"\x89PNG drawn by a plug-in section")
     assert main(_argv("run", out, cache, "--seeds", "1", "--overwrite")) == 0
-    assert sorted(os.listdir(out)) == ["notes.txt", "results.json"]  # no report, plot or leftover of the old run
+    # no report, plot or leftover of the old run
+    assert sorted(os.listdir(out)) == ["notes.txt", "photo.png", "results.json"]
     doc = json.loads((out / "results.json").read_text())
     assert doc["status"] == "complete" and doc["config"]["seeds"] == [1] and doc["run_id"] != old["run_id"]
 
