@@ -50,6 +50,7 @@ class Audit(ReportSection):
         return {"audit_tightness": tightness_figure(finished(results), flagged)}
 
     def alt(self, stem: str) -> str:
+        """``audit_tightness``'s alt text: markers, colours and rings explained."""
         if stem != "audit_tightness":
             return super().alt(stem)
         return ("Audit tightness: per model, the tightest valid ε lower bound (95% each) of its one-run canary audits "

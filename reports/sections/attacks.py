@@ -29,6 +29,7 @@ class Attacks(ReportSection):
         return {name: roc_figure(rs) for name, rs in _rocs(results).items()}
 
     def alt(self, stem: str) -> str:
+        """``roc_<dataset>``'s alt text: panels, line styles and the DP bound."""
         return (f"Log-log ROC curves on {stem.removeprefix('roc_')}, one panel per mechanism and ε: membership "
                 "attacks on natural members (solid) and canary audits (dashed, labelled with threat model and design: "
                 "one-run with m canaries, multi-run with R runs), with the bound TPR <= e^ε·FPR + δ")

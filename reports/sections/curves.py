@@ -44,6 +44,7 @@ class Curves(ReportSection):
         return {name: curves_figure(rs) for name, rs in _curves(results).items()}
 
     def alt(self, stem: str) -> str:
+        """``curves_<dataset>``'s alt text: columns, line styles and colours."""
         return (f"Training curves on {stem.removeprefix('curves_')}: one column per mechanism, accuracy (%) and "
                 "cross-entropy against epoch (solid: test, on the first 2,000 test images at most; dashed: train), "
                 "one colour per target ε; DP-SGD's test accuracy also against the ε spent so far")

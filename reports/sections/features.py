@@ -31,6 +31,7 @@ class Features(ReportSection):
         return {name: features_figure(rs) for name, rs in _cnns(results).items()}
 
     def alt(self, stem: str) -> str:
+        """``features_<dataset>``'s alt text: what each row and column shows."""
         return (f"What the convolutions see on {stem.removeprefix('features_')}: per model (baseline first, then each "
                 "private model at one ε) the test image, first-layer filters and the first two convolutions' feature "
                 "maps, private channels matched to the baseline's")

@@ -33,6 +33,7 @@ class Reconstruction(ReportSection):
         return {name: inversion_grid(rs, attack) for name, (rs, attack) in _grids(results).items()}
 
     def alt(self, stem: str) -> str:
+        """``inversion_<dataset>_<attack>``'s alt text."""
         dataset, _, attack = stem.removeprefix("inversion_").partition("_")
         return (f"Reconstructions by the {attack} attack on {dataset}: one row per mechanism and ε, one column per "
                 "class")

@@ -29,6 +29,7 @@ class Releases(ReportSection):
         return {name: release_figure(rs) for name, rs in _releases(results).items()}
 
     def alt(self, stem: str) -> str:
+        """``release_<dataset>_<mechanism>``'s alt text."""
         return f"Example images released by {stem.removeprefix('release_').replace('_', ' / ', 1)}, one row per ε"
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:

@@ -33,6 +33,7 @@ class Reproduction(ReportSection):
         return {name: reproduction_figure(curve) for name, curve in _curves(results).items()}
 
     def alt(self, stem: str) -> str:
+        """``reproduction_<preset>_<curve>``'s alt text."""
         return (f"Reproduction curve {stem.removeprefix('reproduction_').replace('_', ' ')}: test accuracy (mean ± "
                 "std over seeds) against the varied setting; crosses: the source's published figures")
 

@@ -23,6 +23,7 @@ class Throughput(ReportSection):
         return {"throughput": throughput_figure(finished(results))}
 
     def alt(self, stem: str) -> str:
+        """``throughput``'s alt text."""
         if stem != "throughput":
             return super().alt(stem)
         return "Training throughput in samples per second of every model, log scale"

@@ -45,6 +45,7 @@ class Tradeoff(ReportSection):
         ), strict=True))  # fmt: skip
 
     def alt(self, stem: str) -> str:
+        """The three ε plots' alt text; ``ReportSection.alt`` says what alt text is for."""
         return {
             "accuracy_vs_epsilon": ("Test accuracy against ε for every mechanism; dashed lines: the models trained "
                                     "with privacy off, each mechanism's ε = ∞ point in its colour and the baseline"),

@@ -66,6 +66,7 @@ class Verdict(ReportSection):
                 for dataset, rs in by_dataset(finished(results)).items()}
 
     def alt(self, stem: str) -> str:
+        """``pareto_<dataset>``'s alt text: the frontier's axes and line."""
         dataset = stem.removeprefix("pareto_")
         return (f"Privacy-utility Pareto frontier on {dataset}: test accuracy against the strongest membership "
                 "attack's TPR at 0.1% FPR, or at the lowest FPR measurable on every model (the AUC where none is; the "
