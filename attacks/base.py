@@ -38,6 +38,9 @@ class MembershipScores:
         label_outcomes: ``(N,)`` int in {−1, 0, 1} for a design whose ``channels`` hold ``"label"``: the release
             labelled canary i with its pair's first label (1; the first record is present where ``labels`` is 1),
             its second (−1) or another (0).
+        conformance: the audit run's conformance tests to its certified mechanism, ``{"tests": [...],
+            "measured_epsilon": {...} | None}`` (``attacks.audit.conformance``; ``bench.results.Conformance``'s
+            fields); None where the attack measures none.
     """
 
     scores: np.ndarray
@@ -46,6 +49,7 @@ class MembershipScores:
     extra: dict[str, Any] = field(default_factory=dict)  # free-form JSON, recorded as it is
     privacy: PrivacySpent | None = None
     label_outcomes: np.ndarray | None = None
+    conformance: dict[str, Any] | None = None
 
 
 @dataclass

@@ -245,6 +245,14 @@ def refuted_for(results: Results, r: RunResult) -> list[PrivacyBug]:
     return [b for b in results.refuted_claims if same_model(b, r)]
 
 
+def conformance_text(b: PrivacyBug) -> str:
+    """A refuted conformance test in words: ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified
+    (p = 1e-30)"``."""
+    measured = DASH if b.measured is None else f"{b.measured:.4g}"
+    certified = DASH if b.certified is None else f"{b.certified:.4g}"
+    return f"{b.test} measured {measured} against {certified} certified (p = {b.p_value:.2g})"
+
+
 def bug_audit(b: PrivacyBug) -> str:
     """The audit of a privacy bug or refuted claim: ``"canary-whitebox (white-box, one-run, m = 2000, f-dp)"``."""
     method = "" if b.method == "certified-curve" else f", {b.method}"
@@ -254,6 +262,8 @@ def bug_audit(b: PrivacyBug) -> str:
 def bug_value(b: PrivacyBug) -> str:
     """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim), or the rejection of the
     accountant's whole certified (ε, δ) curve."""
+    if b.method == "conformance":
+        return f"inconsistent with the certified mechanism: {conformance_text(b)}"
     if b.method == "sampling_test":
         return "refutes the Poisson sampling the accountant assumes"
     if b.lower_bound is None:

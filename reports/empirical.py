@@ -6,7 +6,17 @@ claims (``bench/runner/bugs.py``: valid audit bounds only, Bonferroni over the r
 from __future__ import annotations
 
 from bench.results import PrivacyBug, Results, RunResult
-from reports.bounds import BUG_MARK, HEURISTIC, REFUTED_MARK, bug_audit, bugs_for, family_text, percent, value_text
+from reports.bounds import (
+    BUG_MARK,
+    HEURISTIC,
+    REFUTED_MARK,
+    bug_audit,
+    bugs_for,
+    conformance_text,
+    family_text,
+    percent,
+    value_text,
+)
 from reports.common import (
     DASH,
     delta_text,
@@ -68,7 +78,9 @@ def bug_lines(results: Results) -> list[str]:
         relation = relation_text(b.relation)
         eps = (f"ε = {b.epsilon:.3g} (δ = {delta_text(b.delta) if b.delta is not None else DASH}, {b.accountant}"
                f"{', ' + relation if relation else ''})")
-        if b.method == "sampling_test":
+        if b.method == "conformance":
+            what = (f"is inconsistent with the certified mechanism of the accountant's {eps}: {conformance_text(b)}")
+        elif b.method == "sampling_test":
             what = f"shows the batches are not the Poisson sampling the accountant's {eps} is certified for"
         elif b.lower_bound is None:
             what = f"rejects the accountant's whole certified (ε, δ) curve, of which {eps} is one point"

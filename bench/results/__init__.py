@@ -10,6 +10,7 @@ throughput in samples/s.
 from bench.results.audit_summary import AuditSummary, DetectionRow, PooledAudit, PrivacyBug
 from bench.results.base import REPRODUCED_WITHIN, SCHEMA_VERSION
 from bench.results.ceiling import Candidate, Ceiling
+from bench.results.conformance import Conformance, ConformanceTest, MeasuredEpsilon
 from bench.results.document import (
     DatasetInfo,
     ReproducedValues,
@@ -27,9 +28,10 @@ from bench.results.tuning import RecipeCandidate, RecipeChoice
 
 __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "Candidate", "Ceiling",
+    "Conformance", "ConformanceTest",
     "DatasetInfo", "Design", "DetectionRow",
     "EpochRecord", "FeatureMaps",
-    "Images", "Metrics", "OneRun", "OtherRelation", "PooledAudit", "Privacy", "PrivacyBug",
+    "Images", "MeasuredEpsilon", "Metrics", "OneRun", "OtherRelation", "PooledAudit", "Privacy", "PrivacyBug",
     "RecipeCandidate", "RecipeChoice", "ReproducedValues", "ReproductionCurve", "ReproductionRow",
     "Results", "Roc", "RunResult", "Timings", "TprAtFpr", "Utility", "read", "write", "schema_markdown",
 ]

@@ -29,8 +29,9 @@ class PrivacyBug(Model):
     """The audit (attack) that refutes the guarantee."""
     method: str
     """The analysis: ``clopper-pearson``, ``one-run``, ``f-dp``, ``f-dp-gaussian``, ``gaussian-pair``, ``gdp-fit``,
-    ``gaussian-composed``, ``gaussian-llr`` (also the pooled analysis of several seeds, its ``design`` saying so) or
-    ``certified-curve``."""
+    ``gaussian-composed``, ``gaussian-llr`` (also the pooled analysis of several seeds, its ``design`` saying so),
+    ``certified-curve``, or ``conformance`` (a measured parameter inconsistent with the certified mechanism:
+    ``test``)."""
     threat_model: str
     """The audit's threat model (``white-box``, ``hidden-state`` or ``black-box``)."""
     design: str
@@ -47,6 +48,15 @@ class PrivacyBug(Model):
     """The accountant of that ε; null for a refuted claim."""
     confidence: float
     """The Bonferroni-corrected confidence of the comparison: 1 − 0.05 / comparisons."""
+    test: str | None = None
+    """``method`` ``conformance``: the conformance test that rejected "this run is the certified mechanism"
+    (``bench.results.ConformanceTest.name``, or ``ε from measured parameters``); null otherwise."""
+    measured: float | None = None
+    """A conformance test's measured value (its units: ``bench.results.ConformanceTest.measured``)."""
+    certified: float | None = None
+    """A conformance test's certified value."""
+    p_value: float | None = None
+    """A conformance test's p-value (rejected below 1 − ``confidence``)."""
 
 
 class PooledAudit(Model):

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from bench.core.design import AuditDesign
 from bench.results.base import Model
+from bench.results.conformance import Conformance
 from bench.results.privacy import Privacy
 
 
@@ -140,6 +141,9 @@ class AttackRecord(Model):
     """The empirical ε lower bound of this attack."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Free-form facts the attack recorded (e.g. shadow models trained)."""
+    conformance: Conformance | None = None
+    """The audit run's conformance tests to its certified mechanism and the ε its measured parameters imply
+    (``attacks.audit.conformance``); null where the attack measures none."""
     audited_privacy: Privacy | None = None
     """The certified privacy of the run the audit observed when it is not the model itself (an audit run on the
     members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""

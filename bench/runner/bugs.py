@@ -11,6 +11,12 @@ decides nothing), so M is fixed by the run's design before any score is seen; ea
 1 − (1 − ``confidence``)/M (Bonferroni over the run), so the chance that any flag of a correct run is a false alarm is
 at most 1 − ``confidence``. Where the run has several seeds, the white-box canaries of each configuration's seeds
 are pooled (``bench.runner.pooled``): one more comparison per pool, its runs fixed by the configuration.
+
+Conformance (``attacks.audit.conformance``): an audit run that measured the parameters its accountant assumes
+(``AttackRecord.conformance``) adds one comparison per test, and one for the ε its measured parameters imply
+(``MeasuredEpsilon.p_value``); their number is fixed by the design and the model's architecture. A test rejected at
+the corrected level is a privacy bug whatever the ε lower bounds say: the run is inconsistent with the mechanism its
+ε certifies. These are tests of that hypothesis (exact, or their level shown by simulation), never "ε ≥" evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ VALID_DESIGNS = ("one-run", "multi-run")
 # an audit whose canary records go through the mechanism's own sampling also tests that sampling against the
 # accountant's (attacks.opacus_audit.sampling_test): one comparison per such audit, fixed by its design
 SAMPLING_TEST = "sampling_test"
+CONFORMANCE = "conformance"  # one comparison per conformance test: method "conformance:<index>"
+MEASURED = "measured-epsilon"  # the ε the measured parameters imply, against the certified ε
 Comparison = tuple[RunResult, str, AttackRecord, str, Privacy]
 
 
@@ -43,6 +51,13 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
                 items.append((r, name, record, SAMPLING_TEST, p))
             if guaranteed and design.kind == "one-run" and p.profile and record.audit.one_run is not None:
                 items.append((r, name, record, "certified-curve", p))
+        for name, record in sorted(r.attacks.items()):  # conformance: held to the audited run's own guarantee
+            c, p = record.conformance, record.audited_privacy or r.privacy
+            if c is None or p is None or not p.has_guarantee:
+                continue
+            items += [(r, name, record, f"{CONFORMANCE}:{i}", p) for i in range(len(c.tests))]
+            if c.measured_epsilon is not None and c.measured_epsilon.p_value is not None:
+                items.append((r, name, record, MEASURED, p))
     return items
 
 
@@ -51,6 +66,12 @@ def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
     """Whether ``method`` of ``record``'s audit refutes ``p`` at ``confidence``, and its bound; ``bounds`` caches each
     record's ``audit_bounds`` (every analysis at once) across that record's compared methods."""
     audit = record.audit
+    if method.startswith(CONFORMANCE + ":") and record.conformance is not None:
+        test = record.conformance.tests[int(method.split(":")[1])]
+        return test.p_value < 1.0 - confidence, None
+    if method == MEASURED and record.conformance is not None and record.conformance.measured_epsilon is not None:
+        p_value = record.conformance.measured_epsilon.p_value
+        return p_value is not None and p_value < 1.0 - confidence, None
     if method == SAMPLING_TEST:  # the accountant's Poisson sampling at rate q refuted (attacks.opacus_audit)
         return record.extra[SAMPLING_TEST]["p_value"] < 1.0 - confidence, None
     if method == "certified-curve":
@@ -62,6 +83,22 @@ def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
         return False, None
     epsilon = p.epsilon if p.epsilon is not None else p.claimed_epsilon
     return value > epsilon * (1.0 + 1e-9), value
+
+
+def _conformance_test(record: AttackRecord, method: str) -> dict[str, object] | None:
+    """A refuted conformance comparison's facts for its ``PrivacyBug`` (``test``, ``measured``, ``certified``,
+    ``p_value``); None for every other method."""
+    c = record.conformance
+    if c is None:
+        return None
+    if method.startswith(CONFORMANCE + ":"):
+        t = c.tests[int(method.split(":")[1])]
+        return {"test": t.name, "measured": t.measured, "certified": t.certified, "p_value": t.p_value}
+    if method == MEASURED and c.measured_epsilon is not None:
+        m = c.measured_epsilon
+        return {"test": f"ε from measured parameters ({m.accountant}, {m.relation})", "measured": m.epsilon,
+                "certified": m.certified, "p_value": m.p_value}
+    return None
 
 
 def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
@@ -87,13 +124,20 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
         if not refuted:
             continue
         d, claim = record.audit.design, p.epsilon is None
+        test = _conformance_test(record, method)
         bug = PrivacyBug(
             dataset=r.dataset, mechanism=r.mechanism, target_epsilon=r.target_epsilon, seed=r.seed, row=r.row,
-            attack=name, method=method,
+            attack=name, method=CONFORMANCE if test else method,
             threat_model=d.threat_model, design=f"{d.kind}, {'m' if d.kind == 'one-run' else 'R'} = {d.size}",
-            relation=d.relation, lower_bound=value, epsilon=p.claimed_epsilon if claim else p.epsilon,
+            relation=p.relation if test else d.relation, lower_bound=value,
+            epsilon=p.claimed_epsilon if claim else p.epsilon,
             delta=record.audit.delta if claim else p.delta, accountant=None if claim else p.accountant,
-            confidence=corrected)
+            confidence=corrected, **(test or {}))
+        if test:  # the smallest p-value per (model, audit) among its rejected conformance tests
+            key, old = (id(r), f"{name} {CONFORMANCE}"), found.get((id(r), f"{name} {CONFORMANCE}"))
+            if old is None or (bug.p_value or 0.0) < (old.p_value or 0.0):
+                found[key] = bug
+            continue
         old = found.get((id(r), name))
         if old is None or old.lower_bound is None or (value is not None and value > old.lower_bound):
             found[(id(r), name)] = bug

@@ -23,6 +23,7 @@ from bench.core.types import PrivacySpent, TrainedModel
 from bench.results import (
     AttackRecord,
     Audit,
+    Conformance,
     EpochRecord,
     FeatureMaps,
     Images,
@@ -72,6 +73,7 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
     n_members = int(res.labels.sum())
     return AttackRecord(attack=name, n_members=n_members, n_non_members=int(len(res.labels) - n_members),
                         metrics=metrics, roc=roc, audit=Audit(**block, design=design), extra=res.extra,
+                        conformance=None if res.conformance is None else Conformance(**res.conformance),
                         audited_privacy=None if res.privacy is None else privacy_record(res.privacy, weak_delta))
 
 
