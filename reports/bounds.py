@@ -115,6 +115,15 @@ class AuditBound:
         return None if ref is None or ref <= 0 else self.value / ref
 
     @property
+    def headline_ratio(self) -> float | None:
+        """ε_LB / the model's headline ε (its own relation: DP-SGD's replace-one, the relation budgets are matched
+        on) where the bound is held to another relation's ε (DP-SGD's canaries test add/remove); None otherwise."""
+        p, c = self.privacy, self.compared
+        if c is None or p is None or not has_guarantee(p) or p.epsilon is None or p.epsilon <= 0:
+            return None
+        return None if c.relation == p.relation else self.value / p.epsilon
+
+    @property
     def confidence(self) -> float:
         """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
         the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k), else its own
@@ -272,8 +281,9 @@ def bug_value(b: PrivacyBug) -> str:
 
 
 def ratio_text(b: AuditBound | None) -> str:
-    """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε)"`` where the
-    design's relation is not the one of the model's headline ε), or why there is no ratio."""
+    """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε); 0.38
+    (replace-one ε)"`` where the design's relation is not the one of the model's headline ε: against both), or why
+    there is no ratio."""
     if b is None:
         return DASH
     ratio = b.ratio
@@ -283,4 +293,8 @@ def ratio_text(b: AuditBound | None) -> str:
     if not has_guarantee(b.privacy):
         return f"{text} (claimed ε)"
     relation = b.compared.relation if b.compared is not None else None
-    return text if relation == b.privacy.relation else f"{text} ({relation_text(relation)} ε)"
+    if relation == b.privacy.relation:
+        return text
+    headline = b.headline_ratio
+    other = "" if headline is None else f"; {num(headline)} ({relation_text(b.privacy.relation)} ε)"
+    return f"{text} ({relation_text(relation)} ε){other}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from bench.results import AttackRecord, Metrics, Privacy, Results, RunResult, TprAtFpr
+from bench.results import AttackRecord, MeasuredEpsilon, Metrics, Privacy, Results, RunResult, TprAtFpr
 
 MAIN_LEVEL = 0.001  # the headline low-FPR level: TPR at 0.1 % FPR
 DASH = "—"
@@ -53,6 +53,25 @@ def one_line(text: object, default: str = "unknown error") -> str:
 def has_guarantee(privacy: Privacy | None) -> bool:
     """Whether a model's privacy record carries a formal guarantee with an ε."""
     return privacy is not None and privacy.has_guarantee
+
+
+def measured_epsilon(r: RunResult) -> MeasuredEpsilon | None:
+    """The ε a model's audit run implies from its measured parameters (``AttackRecord.conformance``), under the
+    model's own relation where one was recomputed for it, else the first (by attack name); None without any."""
+    found = [a.conformance.measured_epsilon for _, a in sorted(r.attacks.items())
+             if a.conformance is not None and a.conformance.measured_epsilon is not None]
+    p = r.privacy
+    same = [m for m in found if p is not None and m.relation == p.relation]
+    return (same or found or [None])[0]
+
+
+def measured_text(m: MeasuredEpsilon | None) -> str:
+    """``"ε certified 1 · from measured parameters ≥ 0.98 (replace-one, dp_accounting-pld, 95%)"``; empty for None.
+    The "≥" is a lower confidence limit: noise at its upper limit, rates at their lower limits."""
+    if m is None:
+        return ""
+    return (f"ε certified {num(m.certified)} · from measured parameters ≥ {num(m.epsilon)} "
+            f"({relation_text(m.relation) or m.relation}, {m.accountant}, {m.confidence:.0%})")
 
 
 def format_privacy(privacy: Privacy | None) -> str:

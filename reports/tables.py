@@ -27,6 +27,8 @@ from reports.common import (
     is_audit,
     is_failed,
     level_label,
+    measured_epsilon,
+    measured_text,
     model_label,
     num,
     one_line,
@@ -46,7 +48,8 @@ SUMMARY_COLUMNS = (
     "guarantee", "epsilon", "delta", "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper",
     "epsilon_lb", "epsilon_lb_attack", "relation", "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design",
     "epsilon_lb_method", "epsilon_lb_confidence", "epsilon_lb_ratio", "epsilon_lb_reference",
-    "epsilon_lb_relation",
+    "epsilon_lb_relation", "epsilon_lb_ratio_headline", "epsilon_measured", "epsilon_measured_relation",
+    "epsilon_measured_accountant",
 )  # fmt: skip
 TERMINAL_HEADERS = (
     "mechanism", "target ε", "achieved ε (δ, accountant, relation)", "test acc.", "attack AUC",
@@ -60,9 +63,11 @@ def summary_row(r: RunResult) -> dict[str, Any]:
     entry = at_level[1] if at_level else None
     p = r.privacy
     guaranteed = p is not None and p.guarantee != "none"
+    measured = measured_epsilon(r)
+    privacy = format_privacy(p) + (f" · {measured_text(measured)}" if measured is not None and guaranteed else "")
     return {
         "dataset": r.dataset, "mechanism": model_label(r), "seed": r.seed, "target_epsilon": target_of(r),
-        "privacy": format_privacy(p),
+        "privacy": privacy,
         "test_accuracy": r.utility.test_accuracy if r.utility else None,
         "strongest_attack": best[0] if best else None,
         "attack_auc": best[1].metrics.auc if best else None,
@@ -86,6 +91,10 @@ def summary_row(r: RunResult) -> dict[str, Any]:
         "epsilon_lb_ratio": lower.ratio if lower else None,
         "epsilon_lb_reference": lower.reference if lower else None,
         "epsilon_lb_relation": lower.design.relation if lower else None,
+        "epsilon_lb_ratio_headline": lower.headline_ratio if lower else None,
+        "epsilon_measured": measured.epsilon if measured else None,
+        "epsilon_measured_relation": measured.relation if measured else None,
+        "epsilon_measured_accountant": measured.accountant if measured else None,
     }  # fmt: skip
 
 
@@ -101,9 +110,13 @@ def summary_rows(results: Results) -> list[dict[str, Any]]:
         never a heuristic one) with its ``epsilon_lb_threat_model``, ``epsilon_lb_design`` ("one-run, m = 2000"),
         ``epsilon_lb_method``, ``epsilon_lb_confidence``, ``epsilon_lb_ratio`` (ε_LB / the ε it is compared with:
         ``epsilon_lb_reference``, the accountant's ε under the relation the audit tests, ``epsilon_lb_relation``, e.g.
-        DP-SGD's add/remove ε beside its replace-one ``epsilon``; ``None`` when it is not comparable): float or
-        ``None``) and ready texts
-        (``privacy`` from ``format_privacy``, ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no
+        DP-SGD's add/remove ε beside its replace-one ``epsilon``; ``None`` when it is not comparable;
+        ``epsilon_lb_ratio_headline``: ε_LB / the headline ``epsilon`` where the audit's relation is another),
+        ``epsilon_measured`` (the ε the audit run's measured parameters imply, a lower confidence limit, with its
+        ``epsilon_measured_relation`` and ``epsilon_measured_accountant``: ``reports.common.measured_epsilon``): float
+        or ``None``) and ready texts
+        (``privacy`` from ``format_privacy``, followed by ``measured_text`` where the audit measured the
+        parameters, ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no
         attack is measurable there; ``attack_errors``: ``"lira: reason; ..."`` or ``None``).
     """
     return [summary_row(r) for r in results.results]

@@ -145,9 +145,10 @@ def test_ratios_are_to_the_epsilon_of_the_audits_own_relation(build, tmp_path):
     best = max(_valid(doc, "dpsgd", "canary-whitebox"), key=lambda b: b.epsilon_lb)
     assert doc.audit.comparisons == 3  # one-run, f-dp and gaussian-llr, against the add/remove ε
     _, (row,), _ = audit_rows(doc)
-    assert row[4] == f"{num(best.epsilon_lb / 0.62)} (add/remove ε)"
+    assert row[4] == f"{num(best.epsilon_lb / 0.62)} (add/remove ε); {num(best.epsilon_lb / 1.0)} (replace-one ε)"
     (summary,) = summary_rows(doc)
     assert summary["epsilon_lb_ratio"] == pytest.approx(best.epsilon_lb / 0.62)
+    assert summary["epsilon_lb_ratio_headline"] == pytest.approx(best.epsilon_lb / 1.0)  # against both relations
     assert (summary["epsilon_lb_reference"], summary["epsilon_lb_relation"]) == (0.62, "add-remove")
     md = render_markdown(doc, {})
     assert "not compared" not in md and "the accountant's add/remove ε 0.62 (opacus-prv)" in md
