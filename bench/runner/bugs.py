@@ -101,6 +101,25 @@ def _conformance_test(record: AttackRecord, method: str) -> dict[str, object] | 
     return None
 
 
+def _unmade(results: list[RunResult], items: list[Comparison]) -> int:
+    """The comparisons a failed cell or a failed audit would have made, so that M follows the run's configuration and
+    not which jobs succeeded (a failure never lowers M): a cell that failed, or lost an attack, counts as many as the
+    most any complete cell of the same dataset, mechanism and kind (private or ε = ∞) made, less those it made."""
+    made: dict[int, int] = {}
+    for r, *_ in items:
+        made[id(r)] = made.get(id(r), 0) + 1
+
+    def key(r: RunResult) -> tuple[str, str, bool]:
+        return r.dataset, r.mechanism, r.off_point
+
+    full: dict[tuple[str, str, bool], int] = {}
+    for r in results:
+        if r.ok and not r.attack_errors:
+            full[key(r)] = max(full.get(key(r), 0), made.get(id(r), 0))
+    return sum(max(0, full.get(key(r), 0) - made.get(id(r), 0)) for r in results
+               if not r.ok or r.attack_errors)
+
+
 def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
                  ) -> tuple[list[PrivacyBug], list[PrivacyBug], int]:
     """Every valid audit that refutes its model's accountant (or a source's claim), and the comparisons made.
@@ -110,13 +129,15 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
         confidence: the family-wise confidence of the whole check.
 
     Returns:
-        (privacy bugs, refuted claims, M comparisons).
+        (privacy bugs, refuted claims, M comparisons: those made, plus those a failed cell or audit would have
+        made, ``_unmade``).
     """
     items = _comparisons(results)
     groups = pool_groups(results)
-    if not items and not groups:
+    total = len(items) + len(groups) + _unmade(results, items)
+    if not total:
         return [], [], 0
-    corrected = 1.0 - (1.0 - confidence) / (len(items) + len(groups))
+    corrected = 1.0 - (1.0 - confidence) / total
     found: dict[tuple[int, str], PrivacyBug] = {}  # the strongest refutation per (model, audit)
     bounds: dict[int, dict[str, float]] = {}
     for r, name, record, method, p in items:
@@ -158,4 +179,4 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
             confidence=corrected)
     bugs = [b for b in found.values() if b.accountant is not None]
     claims = [b for b in found.values() if b.accountant is None]
-    return bugs, claims, len(items) + len(groups)
+    return bugs, claims, total

@@ -217,3 +217,4 @@ def test_white_box_canaries_of_several_seeds_are_pooled():
     assert bug.lower_bound == pytest.approx(pooled) and bug.confidence == pytest.approx(level)
     # one run alone: no pool, and its bound does not refute ε
     assert privacy_bugs(results[:1]) == ([], [], 3)
+
