@@ -25,9 +25,9 @@ def _conformance(sigma_measured: float, *, measured_epsilon: float = 1.96, p: fl
 def _doc(build, sigma_measured: float, cells: int = 1):
     rng = np.random.default_rng(1)
     dp = build.privacy(2.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
-    runs = [build.run("dpsgd", 2.0, dp, 0.9, {"canary-whitebox": {
+    runs = [build.run("dpsgd", 2.0 + k, dp, 0.9, {"canary-whitebox": {  # distinct ε: no pooled comparison
         **build.canary("canary-whitebox", rng, 400, 0.0), "conformance": _conformance(sigma_measured)}})
-        for _ in range(cells)]
+        for k in range(cells)]
     return build.checked(runs)
 
 
