@@ -14,7 +14,9 @@ clear, local noise and DPMix only)::
 AUDIT is the mechanism's own audit (``canary``: DP-SGD's white-box and black-box canaries; ``local-canary``;
 ``dpmix-canary``) at the profile's size. The run's Bonferroni family is that one cell's comparisons, so the table
 says what the profile's audit of that cell can catch; the whole main job corrects over all its cells' comparisons
-(about 5 to 15 times more), which costs a little power (the α of each comparison shrinks by that factor).
+(about 5 to 15 times more), which costs a little power (the α of each comparison shrinks by that factor):
+``--judge-at M`` re-judges each run's scores at the main job's M (``privacy_bugs(..., at_least=M)``, no retraining)
+and the report's table then shows that verdict, with the M it was judged at.
 ``--bugs 1`` runs the correct mechanism (a control: it must exit 0). The noise bugs run strongest first, and once
 one is missed the weaker ones after it are not run (less noise removed is no easier to see; ``--all`` runs them).
 
@@ -44,8 +46,8 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
 
-def measure(profile: str, mechanism: str, epsilon: str, bug: str, workdir: Path) -> dict:
-    """One `bench run` with the bug injected: its row of the table."""
+def measure(profile: str, mechanism: str, epsilon: str, bug: str, workdir: Path, judge_at: int = 0) -> dict:
+    """One `bench run` with the bug injected: its row of the table (``judge_at``: also judged at that M)."""
     out = workdir / f"{mechanism}-{epsilon}-{bug}"
     cmd = [sys.executable, "-m", "bench", "run", "--profile", profile, "--mechanisms", mechanism, "--epsilons",
            epsilon, "--attacks", AUDITS[mechanism], "--no-reference-epsilons", "--no-privacy-off-points",
@@ -67,6 +69,12 @@ def measure(profile: str, mechanism: str, epsilon: str, bug: str, workdir: Path)
     row["epsilon_lb"] = {name: round(a["epsilon_lb"] or 0.0, 3) for name, a in sorted(audits.items())}
     row["refuted_by"] = sorted({f"{b['attack']}: {b['method']}" for b in doc["privacy_bugs"]})
     row["comparisons"] = doc["audit"]["comparisons"]
+    if judge_at:  # the same scores judged as one cell of a main job of judge_at comparisons
+        from bench.results import read
+        from bench.runner.bugs import privacy_bugs
+
+        bugs, _, m = privacy_bugs(read(out / "results.json").results, at_least=judge_at)
+        row["judged_at"], row["exit_judged"] = m, 3 if bugs else 0
     return row
 
 
@@ -103,6 +111,9 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="run every bug (default: after a σ × F bug is missed, "
                         "the weaker ones that follow it are not run)")
     parser.add_argument("--data", default=str(REPO / "bench" / "runner" / "detection_power.json"))
+    parser.add_argument("--judge-at", type=int, default=0, help="also judge each run as one cell of a main job of "
+                        "this many comparisons (its results.json's audit.comparisons); the report's table then says "
+                        "what that job can catch (default 0: the run's own one-cell family)")
     parser.add_argument("--print", action="store_true", help="print the profile's measured table and stop")
     args = parser.parse_args()
     path = Path(args.data)
@@ -121,7 +132,7 @@ def main() -> None:
                 for bug in args.bugs.split(","):
                     if bug == "labels" and mechanism not in LABELS or (missed and bug not in ("labels", "1")):
                         continue
-                    row = measure(args.profile, mechanism, epsilon, bug, Path(tmp))
+                    row = measure(args.profile, mechanism, epsilon, bug, Path(tmp), args.judge_at)
                     row.update(commit=commit, dirty=dirty,
                                measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
                     key = (row["profile"], mechanism, row["epsilon"], bug)

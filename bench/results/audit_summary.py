@@ -113,6 +113,10 @@ class DetectionRow(Model):
     """The tightest valid ε lower bound of the mechanism's audits in that run (95 %)."""
     commit: str
     """The commit it was measured at (``+dirty``: with uncommitted changes)."""
+    comparisons: int | None = None
+    """The Bonferroni M the row was judged at (``docs/detection_power.py --judge-at``: the measurement run re-judged
+    as if it were one cell of a main job of that many comparisons); null for rows measured before M was recorded,
+    judged in a one-cell family of a few comparisons."""
 
 
 class AuditSummary(Model):

@@ -120,13 +120,15 @@ def _unmade(results: list[RunResult], items: list[Comparison]) -> int:
                if not r.ok or r.attack_errors)
 
 
-def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
+def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least: int = 0
                  ) -> tuple[list[PrivacyBug], list[PrivacyBug], int]:
     """Every valid audit that refutes its model's accountant (or a source's claim), and the comparisons made.
 
     Args:
         results: the run's RunResults.
         confidence: the family-wise confidence of the whole check.
+        at_least: judge as if the run made at least this many comparisons (``docs/detection_power.py`` re-judges a
+            one-cell measurement at a main job's M, so the report's detection table says what that job can catch).
 
     Returns:
         (privacy bugs, refuted claims, M comparisons: those made, plus those a failed cell or audit would have
@@ -134,7 +136,7 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95
     """
     items = _comparisons(results)
     groups = pool_groups(results)
-    total = len(items) + len(groups) + _unmade(results, items)
+    total = max(len(items) + len(groups) + _unmade(results, items), at_least if items or groups else 0)
     if not total:
         return [], [], 0
     corrected = 1.0 - (1.0 - confidence) / total

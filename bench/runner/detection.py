@@ -32,9 +32,10 @@ def detection_rows(profile: str, mechanisms: list[str] | tuple[str, ...], *, pat
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
         return [DetectionRow(profile=r["profile"], mechanism=r["mechanism"], epsilon=r["epsilon"],
-                             bug=bug_text(r["bug"]), caught=r["exit"] == 3,
+                             bug=bug_text(r["bug"]), caught=r.get("exit_judged", r["exit"]) == 3,
                              epsilon_lb=max(r["epsilon_lb"].values(), default=None),
-                             commit=r["commit"] + ("+dirty" if r.get("dirty") else ""))
+                             commit=r["commit"] + ("+dirty" if r.get("dirty") else ""),
+                             comparisons=r.get("judged_at"))
                 for r in rows if r["profile"] == profile and r["mechanism"] in mechanisms and r["exit"] in (0, 3)]
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{path}: not a detection-power table ({type(exc).__name__}: {exc})") from None

@@ -183,7 +183,9 @@ DETECTION_NOTE = (
     "the 5% by more comparisons and may miss a bug measured here as caught near the edge). caught: exit status 3; "
     "missed: exit 0 (none: the correct mechanism, a control, passed or raised a false alarm); the number is that "
     "run's tightest valid ε_LB; —: not run (weaker than a bug already missed, "
-    "or not measured). A missed bug is one this run's audits cannot be relied on to find. Commands and data: "
+    "or not measured); \"M = k\": re-judged as one cell of a main job of k comparisons (docs/detection_power.py "
+    "--judge-at), the verdict this run gives where its M is k or fewer. A missed bug is one this run's audits cannot "
+    "be relied on to find. Commands and data: "
     "docs/detection_power.py, bench/runner/detection_power.json.")
 
 
@@ -200,7 +202,8 @@ def detection_rows(results: Results) -> tuple[list[str], list[list[str]]]:
     for d in measured:
         bound = DASH if d.epsilon_lb is None else f"{d.epsilon_lb:.3g}"
         verdict = ("false alarm" if d.caught else "passed") if d.bug == "none" else "caught" if d.caught else "missed"
-        cells.setdefault((d.mechanism, d.epsilon), {})[d.bug] = f"{verdict} ({bound})"
+        judged = "" if d.comparisons is None else f", M = {d.comparisons}"
+        cells.setdefault((d.mechanism, d.epsilon), {})[d.bug] = f"{verdict} ({bound}{judged})"
         commits.setdefault((d.mechanism, d.epsilon), set()).add(d.commit)
     headers = ["mechanism", "target ε", *bugs, "measured at"]
     rows = [[mech, f"{eps:g}", *(got.get(b, DASH) for b in bugs), ", ".join(sorted(commits[(mech, eps)]))]

@@ -92,3 +92,29 @@ def test_the_committed_default_table_shows_its_bugs_strongest_first(build):
     assert {"σ × 0.1", "σ × 0.5", "σ × 0.75"} <= set(noise)
     assert noise == sorted(noise, key=lambda b: float(b.removeprefix("σ × ")))
     assert bugs[len(noise):] == ["labels in the clear", "none"]
+
+
+def test_a_row_re_judged_at_a_main_jobs_m_reports_that_verdict_and_its_m(tmp_path):
+    """issue 38, item 4: a measurement re-judged as one cell of a main job (``--judge-at``) carries that verdict,
+    not its one-cell family's, and the table says at which M."""
+    row = {**ROWS[0], "judged_at": 73, "exit_judged": 0}  # caught alone (exit 3), missed at M = 73
+    path = tmp_path / "detection_power.json"
+    path.write_text(json.dumps({"rows": [row]}))
+    (got,) = detection_rows("ci", ("dpmix",), path=path)
+    assert got.caught is False and got.comparisons == 73
+
+
+def test_privacy_bugs_judges_at_least_at_the_given_m(build):
+    """``privacy_bugs(at_least=M)`` divides 5 % by M when the run itself made fewer comparisons: a bound that refutes
+    ε in a 3-comparison family may not at M = 10,000."""
+    import numpy as np
+
+    from bench.runner.bugs import privacy_bugs
+
+    rng = np.random.default_rng(0)
+    dp = build.privacy(0.05, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
+    doc = build.results([build.run("dpsgd", 0.05, dp, 0.9, {"c": build.canary("c", rng, 400, 0.6)})])
+    bugs, _, m = privacy_bugs(doc.results)
+    strict, _, m_strict = privacy_bugs(doc.results, at_least=10_000)
+    assert m < 10 and m_strict == 10_000 and len(bugs) == 1
+    assert all(b.confidence > bugs[0].confidence for b in strict)
