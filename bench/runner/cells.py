@@ -57,11 +57,32 @@ class PlannedCell:
     row: str | None = None
 
 
+SCORES_ENV = "PRIVBENCH_SCORES_DIR"
+"""Where the raw scores of every membership attack and audit are saved (``<attack>-<n>.npz``: ``scores``, ``labels``;
+``n`` counts up), when set: the bug zoo's anchors read them (``bench.zoo``); a run without it saves none."""
+
+
+def save_scores(name: str, res: MembershipScores) -> None:
+    """Save ``res``'s scores ``(N,)`` and labels ``(N,)`` under ``PRIVBENCH_SCORES_DIR`` (nothing when unset)."""
+    import os
+    from pathlib import Path
+
+    folder = os.environ.get(SCORES_ENV)
+    if not folder:
+        return
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    n = len(list(path.glob(f"{name}-*.npz")))
+    np.savez(path / f"{name}-{n}.npz", scores=np.asarray(res.scores, np.float64),
+             labels=np.asarray(res.labels, np.int64))
+
+
 def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent, delta: float,
                       weak_delta: bool = False) -> AttackRecord:
     """Metrics (``attacks.metrics``) and the audit (``attacks.audit``, every analysis the attack's design allows) of
     one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces it. Its
     certified profile is tested when the design tests the neighbouring relation the profile is stated for."""
+    save_scores(name, res)
     metrics = membership_metrics(res.scores, res.labels)
     roc = metrics.pop("roc")
     design = res.design if res.design.size else res.design.model_copy(update={"size": int(len(res.labels))})
