@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {all,run,audit,report,list,perf,reproduce}`` (also installed as ``privbench``).
+"""Command line: ``python -m bench {all,run,audit,report,list,perf,reproduce,zoo}`` (also installed as ``privbench``).
 The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
@@ -261,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_perf(args)
         if args.command == "reproduce":
             return _cmd_reproduce(args, argv)
+        if args.command == "zoo":
+            from bench.zoo.cli import main as zoo_main
+
+            return zoo_main(args)
         return _cmd_list(args.name)
     except BenchError as exc:
         print(f"privbench: error: {exc}", file=sys.stderr)

@@ -72,7 +72,7 @@ def _float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``privbench`` parser: sub-commands all, run, audit, report, list, perf and reproduce."""
+    """The ``privbench`` parser: sub-commands all, run, audit, report, list, perf, reproduce and zoo."""
     parser = _Parser(prog="privbench", description="Train private models, attack them, report.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p_all = sub.add_parser("all", help="train, attack, and write every report (the main job)")
@@ -114,4 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_repro.add_argument("--no-cache", action="store_true", help="retrain everything, save nothing")
     p_repro.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     p_repro.add_argument("--device", default="auto", help="cpu | cuda | auto (default auto)")
+    from bench.zoo.cli import add_parser as add_zoo
+
+    add_zoo(sub)
     return parser

@@ -106,7 +106,8 @@ class Auditor:
             measured on its code path).
         source: whose code decides (``privbench``, ``jax-privacy 2.0 auditing``, ``ART 1.20``).
         mechanisms: the zoo mechanisms it can audit.
-        attacks: the privbench attacks whose records and scores its verdict reads (run in every run it judges).
+        attacks: the privbench attacks whose records and scores its verdict reads (run in every run it judges): the
+            same for every mechanism, or per mechanism.
         judge: the verdict on one run.
         requires: the import name of a package it needs; where that is missing, its rows say "not installed".
         description: one line for ``zoo list``.
@@ -116,10 +117,16 @@ class Auditor:
     threat_model: str
     source: str
     mechanisms: tuple[str, ...]
-    attacks: tuple[str, ...]
+    attacks: tuple[str, ...] | dict[str, tuple[str, ...]]
     judge: Callable[[AuditorInput], Verdict]
     requires: str | None = None
     description: str = ""
+
+    def attacks_for(self, mechanism: str) -> tuple[str, ...]:
+        """The privbench attacks a run of ``mechanism`` needs for this auditor (empty: it cannot audit it)."""
+        if mechanism not in self.mechanisms:
+            return ()
+        return self.attacks.get(mechanism, ()) if isinstance(self.attacks, dict) else self.attacks
 
     def missing(self) -> str | None:
         """Why this auditor cannot run here (``"jax_privacy is not installed"``), or None."""

@@ -1,0 +1,204 @@
+"""``privbench zoo run``: every bug (and each mechanism's correct version) × seed, each as one ``bench run`` of its
+mechanism with the bug applied in every process (``bench.zoo.apply``), then every auditor's verdict on it.
+
+One run per (case, seed, attack set): auditors that read the same privbench attacks share a run, so an auditor's
+CPU-seconds per verdict are the CPU time of the run it needs (every process of it, training workers included) plus
+its own analysis. Each case trains into a model cache of its own (``cache/<case>-<hash of the bug's module>``): a
+bug's models can never be served to the correct mechanism, nor a model of an edited bug. Runs go through privbench's
+executor (``--executor ray`` spreads each run's jobs over a Ray cluster). Completed work is kept: a run whose
+``zoo-run.json`` exists is judged again from its files, never retrained; an interrupted run resumes through its own
+results and the cache. ``zoo.json`` (``bench.zoo.document``) is written atomically after every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.core.io import atomic_write_text
+from bench.zoo.api import AUDITORS, BUGS, ZOO_MECHANISMS, Auditor, AuditorInput, Bug
+from bench.zoo.apply import BUG_ENV
+from bench.zoo.catalogue import PLUGINS_ENV, load
+
+REPO = Path(__file__).resolve().parents[2]
+MECHANISM_RUN = {  # zoo mechanism -> (bench mechanism, extra --plugins, PYTHONPATH addition)
+    "dpsgd": ("dpsgd", (), None),
+    "dpmix": ("dpmix", (), None),
+    "local-gaussian": ("local-gaussian", (), None),
+    "opacus-example": ("opacus-dpsgd", ("opacus_plugin",), REPO / "examples"),
+}
+PROFILE_EPSILON = {"ci": 2.0, "default": 1.0}
+CORRECT = "correct"  # the case name suffix of a mechanism's correct version: "dpsgd:correct"
+
+
+@dataclass(frozen=True)
+class ZooOptions:
+    """A zoo run's settings: ``profile`` (``ci`` or ``default``), the ``bugs`` and ``auditors`` (names), ``seeds``
+    (0..N−1), the target ε (None: the profile's: ci 2, default 1), ``output`` folder, ``executor``
+    (``local``/``ray``), ``data_root``, user ``plugins`` (modules registering bugs or auditors)."""
+
+    profile: str
+    bugs: tuple[str, ...]
+    auditors: tuple[str, ...]
+    seeds: int
+    output: Path
+    epsilon: float | None = None
+    executor: str = "local"
+    data_root: str | None = None
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def target_epsilon(self) -> float:
+        return self.epsilon if self.epsilon is not None else PROFILE_EPSILON[self.profile]
+
+
+def cases(bugs: tuple[str, ...]) -> list[tuple[str, str, Bug | None]]:
+    """``(case name, zoo mechanism, bug or None)`` for each bug and, first, the correct version of every mechanism
+    a bug mutates (its false alarms are always measured)."""
+    chosen = [BUGS.get(b) for b in bugs]
+    mechanisms = [m for m in ZOO_MECHANISMS if any(b.mechanism == m for b in chosen)]
+    return [(f"{m}:{CORRECT}", m, None) for m in mechanisms] + [(b.name, b.mechanism, b) for b in chosen]
+
+
+def _hash(bug: Bug | None) -> str:
+    """A hash of the bug's module source (its models' cache folder changes when it is edited)."""
+    if bug is None:
+        return "correct"
+    source = inspect.getsource(sys.modules[bug.apply.__module__])
+    return hashlib.sha256(source.encode()).hexdigest()[:10]
+
+
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def run_case(options: ZooOptions, case: str, mechanism: str, bug: Bug | None, seed: int, attacks: tuple[str, ...],
+             folder: Path) -> dict[str, Any]:
+    """One ``bench run`` of ``mechanism`` with ``bug`` applied: its exit status, wall time and CPU-seconds (every
+    process of it); kept in ``folder/zoo-run.json`` (a run with one is never run again)."""
+    done = folder / "zoo-run.json"
+    if done.exists():
+        return dict(json.loads(done.read_text(encoding="utf-8")))
+    name, extra_plugins, path = MECHANISM_RUN[mechanism]
+    cache = options.output / "cache" / f"{case.replace(':', '-')}-{_hash(bug)}"
+    cmd = [sys.executable, "-m", "bench", "run", "--profile", options.profile, "--mechanisms", name,
+           "--epsilons", f"{options.target_epsilon:g}", "--seeds", str(seed), "--attacks", ",".join(attacks),
+           "--no-reference-epsilons", "--no-privacy-off-points", "--output", str(folder / "run"),
+           "--cache-dir", str(cache), "--executor", options.executor,
+           "--plugins", ",".join((*extra_plugins, "bench.zoo.apply"))]
+    if options.data_root:
+        cmd += ["--data-root", options.data_root]
+    env = dict(os.environ, **{BUG_ENV: bug.name if bug else "", "PRIVBENCH_SCORES_DIR": str(folder / "scores"),
+                              PLUGINS_ENV: ",".join(options.plugins)})
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), str(REPO), env.get("PYTHONPATH", "")) if p)
+    folder.mkdir(parents=True, exist_ok=True)
+    if (folder / "scores").exists():  # an interrupted run's scores: the resumed run writes them again
+        for f in (folder / "scores").glob("*.npz"):
+            f.unlink()
+    cpu, start = _children_cpu(), time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    record = {"case": case, "seed": seed, "attacks": list(attacks), "exit": proc.returncode,
+              "wall_s": round(time.monotonic() - start, 2), "run_cpu_s": round(_children_cpu() - cpu, 2),
+              "error": None if proc.returncode in (0, 1, 3) else (proc.stderr or proc.stdout).strip()[-400:]}
+    if proc.returncode in (0, 1, 3):
+        atomic_write_text(done, json.dumps(record, indent=1))
+    return record
+
+
+def _scores(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for f in sorted((folder / "scores").glob("*.npz")):
+        with np.load(f) as z:
+            out[f.stem.rsplit("-", 1)[0]] = (z["scores"], z["labels"])
+    return out
+
+
+def judge(auditor: Auditor, folder: Path) -> dict[str, Any]:
+    """``auditor``'s verdict on the run in ``folder`` (``caught``, ``value``, ``text``, ``judge_cpu_s``), or
+    ``error`` where it raised or the run left no result."""
+    from bench.results import read
+
+    path = folder / "run" / "results.json"
+    if not path.exists():
+        return {"error": "the run left no results.json"}
+    doc = read(path)
+    targets = [r for r in doc.results if not r.off_point]
+    if not targets or not targets[0].ok:
+        return {"error": f"the run failed: {targets[0].error if targets else 'no cell'}"}
+    start = time.process_time()
+    try:
+        v = auditor.judge(AuditorInput(results=doc, target=targets[0], scores=_scores(folder), folder=folder))
+    except Exception as exc:  # an auditor that fails is a visible failure of its row, never a silent gap
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+    return {"caught": bool(v.caught), "value": v.value, "text": v.text,
+            "judge_cpu_s": round(time.process_time() - start, 3)}
+
+
+def true_epsilon(bug: Bug | None, folder: Path) -> tuple[float | None, float | None]:
+    """(certified ε, the ε the bug really spends) of the run in ``folder``; the correct mechanism's true ε is its
+    certified one. None where unknown."""
+    from bench.results import read
+
+    path = folder / "run" / "results.json"
+    if not path.exists():
+        return None, None
+    targets = [r for r in read(path).results if r.ok and r.privacy is not None]
+    if not targets:
+        return None, None
+    p = targets[0].privacy
+    certified = p.epsilon
+    if bug is None or certified is None:
+        return certified, certified
+    if bug.true_epsilon is None:
+        return certified, None
+    try:
+        return certified, float(bug.true_epsilon({**targets[0].params, "delta": p.delta}, certified))
+    except (KeyError, TypeError, ValueError):
+        return certified, None
+
+
+def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Every case × seed × attack set: run, judge, and write ``zoo.json`` after each (``bench.zoo.document``).
+
+    Raises:
+        ValueError: an unknown bug or auditor (one line listing the known ones)."""
+    from bench.zoo.document import write_document
+
+    load(options.plugins)
+    auditors = [AUDITORS.get(a) for a in options.auditors]
+    rows: list[dict[str, Any]] = []
+    for case, mechanism, bug in cases(options.bugs):
+        groups: dict[tuple[str, ...], list[Auditor]] = {}
+        for a in auditors:
+            attacks = a.attacks_for(mechanism)
+            if attacks:
+                groups.setdefault(tuple(sorted(attacks)), []).append(a)
+        for seed in range(options.seeds):
+            for attacks, members in groups.items():
+                folder = options.output / "runs" / case.replace(":", "-") / f"seed-{seed}" / "+".join(attacks)
+                progress(f"{case}, seed {seed}, {','.join(attacks)}")
+                record = run_case(options, case, mechanism, bug, seed, attacks, folder)
+                certified, true = true_epsilon(bug, folder)
+                for a in members:
+                    verdict = {"missing": a.missing()} if a.missing() else judge(a, folder)
+                    rows.append({"case": case, "bug": bug.name if bug else None, "mechanism": mechanism,
+                                 "seed": seed, "auditor": a.name, "attacks": list(attacks),
+                                 "certified_epsilon": certified, "true_epsilon": true,
+                                 "exit": record["exit"], "run_cpu_s": record["run_cpu_s"],
+                                 "folder": str(folder.relative_to(options.output)), **verdict})
+                write_document(options, rows)
+    return write_document(options, rows)
