@@ -50,8 +50,9 @@ def markdown(doc: dict[str, Any]) -> str:
         first = next(s for s in summary if s["case"] == case)
         lines.append(f"| {case} | {first['mechanism']} | {_ratio(first['epsilon_ratio'])} | "
                      + " | ".join(_cell(by.get((case, a))) for a in auditors) + " |")
-    lines += ["", "CPU-seconds per verdict (mean over runs: the run the auditor needs, every process of it, shared "
-              "with the auditors that read the same attacks, plus the auditor's own analysis):", "",
+    lines += ["", "CPU-seconds per verdict (mean over runs): the run's CPU time, every process of it, less the "
+              "seconds of the attacks the auditor does not read (an estimate of a run of its own; auditors that "
+              "read the same attacks share it), plus the auditor's own analysis:", "",
               "| auditor | threat model | source | CPU-s per verdict | what it decides on |", "|---|---|---|---|---|"]
     for a in auditors:
         info = doc["auditors"][a]

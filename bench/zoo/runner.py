@@ -1,13 +1,15 @@
 """``privbench zoo run``: every bug (and each mechanism's correct version) × seed, each as one ``bench run`` of its
 mechanism with the bug applied in every process (``bench.zoo.apply``), then every auditor's verdict on it.
 
-One run per (case, seed, attack set): auditors that read the same privbench attacks share a run, so an auditor's
-CPU-seconds per verdict are the CPU time of the run it needs (every process of it, training workers included) plus
-its own analysis. Each case trains into a model cache of its own (``cache/<case>-<hash of the bug's module>``): a
-bug's models can never be served to the correct mechanism, nor a model of an edited bug. Runs go through privbench's
-executor (``--executor ray`` spreads each run's jobs over a Ray cluster). Completed work is kept: a run whose
-``zoo-run.json`` exists is judged again from its files, never retrained; an interrupted run resumes through its own
-results and the cache. ``zoo.json`` (``bench.zoo.document``) is written atomically after every run.
+One run per (case, seed), with every attack any chosen auditor reads. An auditor's CPU-seconds per verdict estimate
+what a run of its own would cost: the run's CPU time (every process of it, training workers included) less the
+seconds of the attacks it does not read (``timings.attacks``, their audit runs' training included), plus its own
+analysis; auditors that read the same attacks share that cost. Each case trains into a model cache of its own
+(``cache/<case>-<hash of the bug's module>``): a bug's models are never served to the correct mechanism, nor a
+model of an edited bug. Runs go through privbench's executor (``--executor ray`` spreads each run's jobs over a Ray
+cluster). Completed work is kept: a run whose ``zoo-run.json`` exists is judged again from its files, never
+retrained; an interrupted run resumes through its own results and the cache. ``zoo.json``
+(``bench.zoo.document``) is written atomically after every run.
 """
 
 from __future__ import annotations
@@ -171,6 +173,18 @@ def true_epsilon(bug: Bug | None, folder: Path) -> tuple[float | None, float | N
         return certified, None
 
 
+def attack_seconds(folder: Path) -> dict[str, float]:
+    """Seconds each attack of the run in ``folder`` took (results.json's ``timings.attacks``; its audit runs'
+    training included); empty where the run left no result."""
+    from bench.results import read
+
+    path = folder / "run" / "results.json"
+    if not path.exists():
+        return {}
+    targets = [r for r in read(path).results if r.ok]
+    return dict(targets[0].timings.attacks) if targets else {}
+
+
 def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Every case × seed × attack set: run, judge, and write ``zoo.json`` after each (``bench.zoo.document``).
 
@@ -182,23 +196,24 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
     auditors = [AUDITORS.get(a) for a in options.auditors]
     rows: list[dict[str, Any]] = []
     for case, mechanism, bug in cases(options.bugs):
-        groups: dict[tuple[str, ...], list[Auditor]] = {}
-        for a in auditors:
-            attacks = a.attacks_for(mechanism)
-            if attacks:
-                groups.setdefault(tuple(sorted(attacks)), []).append(a)
+        members = [a for a in auditors if a.attacks_for(mechanism)]
+        attacks = tuple(sorted({x for a in members for x in a.attacks_for(mechanism)}))
+        if not attacks:
+            continue
         for seed in range(options.seeds):
-            for attacks, members in groups.items():
-                folder = options.output / "runs" / case.replace(":", "-") / f"seed-{seed}" / "+".join(attacks)
-                progress(f"{case}, seed {seed}, {','.join(attacks)}")
-                record = run_case(options, case, mechanism, bug, seed, attacks, folder)
-                certified, true = true_epsilon(bug, folder)
-                for a in members:
-                    verdict = {"missing": a.missing()} if a.missing() else judge(a, folder)
-                    rows.append({"case": case, "bug": bug.name if bug else None, "mechanism": mechanism,
-                                 "seed": seed, "auditor": a.name, "attacks": list(attacks),
-                                 "certified_epsilon": certified, "true_epsilon": true,
-                                 "exit": record["exit"], "run_cpu_s": record["run_cpu_s"],
-                                 "folder": str(folder.relative_to(options.output)), **verdict})
-                write_document(options, rows)
+            folder = options.output / "runs" / case.replace(":", "-") / f"seed-{seed}"
+            progress(f"{case}, seed {seed}: {', '.join(attacks)}")
+            record = run_case(options, case, mechanism, bug, seed, attacks, folder)
+            certified, true = true_epsilon(bug, folder)
+            spent = attack_seconds(folder)
+            for a in members:
+                verdict = {"missing": a.missing()} if a.missing() else judge(a, folder)
+                others = sum(t for name, t in spent.items() if name not in a.attacks_for(mechanism))
+                rows.append({"case": case, "bug": bug.name if bug else None, "mechanism": mechanism,
+                             "seed": seed, "auditor": a.name, "attacks": list(a.attacks_for(mechanism)),
+                             "certified_epsilon": certified, "true_epsilon": true, "exit": record["exit"],
+                             "run_cpu_s": None if record["run_cpu_s"] is None
+                             else round(max(record["run_cpu_s"] - others, 0.0), 2),
+                             "folder": str(folder.relative_to(options.output)), **verdict})
+            write_document(options, rows)
     return write_document(options, rows)
