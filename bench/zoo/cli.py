@@ -22,6 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p_run.add_argument("--epsilon", type=float, help="target ε (default: ci 2, default 1)")
     p_run.add_argument("--output", default="results/zoo", help="output folder (default results/zoo)")
     p_run.add_argument("--executor", default="local", help="local | ray (each run's training jobs)")
+    p_run.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1; each has its own "
+                       "training processes)")
     p_run.add_argument("--data-root", help="folder holding MNIST/raw (or $PRIVBENCH_DATA)")
     p_run.add_argument("--plugins", help="comma list of modules registering your own bugs or auditors")
     p_rep = zsub.add_parser("report", help="redraw zoo.md and zoo_cost.png from a zoo folder's zoo.json")
@@ -75,6 +77,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--profile {args.profile!r}; allowed: {', '.join(PROFILE_EPSILON)}")
     if args.seeds < 1 or args.seeds > 1000:
         raise ConfigError(f"--seeds {args.seeds}; allowed: 1 to 1000")
+    if not 1 <= args.jobs <= 64:
+        raise ConfigError(f"--jobs {args.jobs}; allowed: 1 to 64")
     if args.executor not in ("local", "ray"):
         raise ConfigError(f"--executor {args.executor!r}; allowed: local, ray")
     if args.epsilon is not None and not 0 < args.epsilon <= 1e6:
@@ -82,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
     options = ZooOptions(profile=args.profile, bugs=_names(args.bugs, BUGS.names(), "bugs"),
                          auditors=_names(args.auditors, AUDITORS.names(), "auditors"), seeds=args.seeds,
                          output=Path(args.output), epsilon=args.epsilon, executor=args.executor,
-                         data_root=args.data_root, plugins=plugins)
+                         data_root=args.data_root, plugins=plugins, jobs=args.jobs)
     doc = run_zoo(options, progress=lambda text: print(f"zoo: {text}", flush=True))
     print(f"report: {write_report(options.output)}")
     failed = any("error" in r for r in doc["rows"])

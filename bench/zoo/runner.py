@@ -18,11 +18,11 @@ import hashlib
 import inspect
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,8 @@ CORRECT = "correct"  # the case name suffix of a mechanism's correct version: "d
 class ZooOptions:
     """A zoo run's settings: ``profile`` (``ci`` or ``default``), the ``bugs`` and ``auditors`` (names), ``seeds``
     (0..N−1), the target ε (None: the profile's: ci 2, default 1), ``output`` folder, ``executor``
-    (``local``/``ray``), ``data_root``, user ``plugins`` (modules registering bugs or auditors)."""
+    (``local``/``ray``), ``data_root``, user ``plugins`` (modules registering bugs or auditors), ``jobs`` (runs side
+    by side: each is a ``bench run`` with its own training processes)."""
 
     profile: str
     bugs: tuple[str, ...]
@@ -60,6 +61,7 @@ class ZooOptions:
     executor: str = "local"
     data_root: str | None = None
     plugins: tuple[str, ...] = ()
+    jobs: int = 1
 
     @property
     def target_epsilon(self) -> float:
@@ -80,11 +82,6 @@ def _hash(bug: Bug | None) -> str:
         return "correct"
     source = inspect.getsource(sys.modules[bug.apply.__module__])
     return hashlib.sha256(source.encode()).hexdigest()[:10]
-
-
-def _children_cpu() -> float:
-    use = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return use.ru_utime + use.ru_stime
 
 
 def run_case(options: ZooOptions, case: str, mechanism: str, bug: Bug | None, seed: int, attacks: tuple[str, ...],
@@ -111,12 +108,22 @@ def run_case(options: ZooOptions, case: str, mechanism: str, bug: Bug | None, se
     if (folder / "scores").exists():  # an interrupted run's scores: the resumed run writes them again
         for f in (folder / "scores").glob("*.npz"):
             f.unlink()
-    cpu, start = _children_cpu(), time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-    record = {"case": case, "seed": seed, "attacks": list(attacks), "exit": proc.returncode,
-              "wall_s": round(time.monotonic() - start, 2), "run_cpu_s": round(_children_cpu() - cpu, 2),
-              "error": None if proc.returncode in (0, 1, 3) else (proc.stderr or proc.stdout).strip()[-400:]}
-    if proc.returncode in (0, 1, 3):
+    start = time.monotonic()
+    with open(folder / "bench-run.log", "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)  # this run's own CPU time, its workers included
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    code = proc.returncode
+    log_tail = (folder / "bench-run.log").read_text(encoding="utf-8", errors="replace").strip()[-400:]
+    record = {"case": case, "seed": seed, "attacks": list(attacks), "exit": code,
+              "wall_s": round(time.monotonic() - start, 2), "run_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+              "error": None if code in (0, 1, 3) else log_tail}
+    if code in (0, 1, 3):
         atomic_write_text(done, json.dumps(record, indent=1))
     return record
 
@@ -195,15 +202,23 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
     load(options.plugins)
     auditors = [AUDITORS.get(a) for a in options.auditors]
     rows: list[dict[str, Any]] = []
+    planned = []
     for case, mechanism, bug in cases(options.bugs):
         members = [a for a in auditors if a.attacks_for(mechanism)]
         attacks = tuple(sorted({x for a in members for x in a.attacks_for(mechanism)}))
-        if not attacks:
-            continue
-        for seed in range(options.seeds):
+        planned += [(case, mechanism, bug, seed, members, attacks) for seed in range(options.seeds) if attacks]
+
+    def start(item: tuple[Any, ...]) -> dict[str, Any]:
+        case, mechanism, bug, seed, _, attacks = item
+        progress(f"{case}, seed {seed}: {', '.join(attacks)}")
+        folder = options.output / "runs" / case.replace(":", "-") / f"seed-{seed}"
+        return run_case(options, case, mechanism, bug, seed, attacks, folder)
+
+    with ThreadPoolExecutor(max_workers=options.jobs) as pool:  # runs side by side; verdicts in plan order
+        futures = [pool.submit(start, item) for item in planned]
+        for (case, mechanism, bug, seed, members, _), future in zip(planned, futures, strict=True):
+            record = future.result()
             folder = options.output / "runs" / case.replace(":", "-") / f"seed-{seed}"
-            progress(f"{case}, seed {seed}: {', '.join(attacks)}")
-            record = run_case(options, case, mechanism, bug, seed, attacks, folder)
             certified, true = true_epsilon(bug, folder)
             spent = attack_seconds(folder)
             for a in members:
