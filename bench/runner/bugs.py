@@ -120,6 +120,28 @@ def _unmade(results: list[RunResult], items: list[Comparison]) -> int:
                if not r.ok or r.attack_errors)
 
 
+def _pooled_bugs(groups: list, corrected: float) -> dict[tuple[int, str], PrivacyBug]:
+    """The privacy bugs of the white-box canaries pooled across the run's seeds (``bench.runner.pooled``), each
+    compared at ``corrected``."""
+    found: dict[tuple[int, str], PrivacyBug] = {}
+    for group in groups:  # white-box canaries pooled across the run's seeds (bench.runner.pooled)
+        value, valid = pooled_bound(group, confidence=corrected)
+        r, record, p = group[0]
+        epsilon = max(m[2].epsilon for m in group)
+        if not valid or value <= epsilon * (1.0 + 1e-9):
+            continue
+        d = record.audit.design
+        found[(id(r), f"pooled {d.threat_model}")] = PrivacyBug(
+            dataset=r.dataset, mechanism=r.mechanism, target_epsilon=r.target_epsilon, seed=r.seed, row=r.row,
+            attack=next(n for n, rec in r.attacks.items() if rec is record), method=POOLED_METHOD,
+            threat_model=d.threat_model,
+            design=f"one-run, {len(group)} runs pooled (seeds {', '.join(str(m[0].seed) for m in group)}), "
+                   f"m = {sum(m[1].audit.design.size for m in group)}",
+            relation=d.relation, lower_bound=value, epsilon=epsilon, delta=p.delta, accountant=p.accountant,
+            confidence=corrected)
+    return found
+
+
 def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least: int = 0
                  ) -> tuple[list[PrivacyBug], list[PrivacyBug], int]:
     """Every valid audit that refutes its model's accountant (or a source's claim), and the comparisons made.
@@ -164,21 +186,7 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least
         old = found.get((id(r), name))
         if old is None or old.lower_bound is None or (value is not None and value > old.lower_bound):
             found[(id(r), name)] = bug
-    for group in groups:  # white-box canaries pooled across the run's seeds (bench.runner.pooled)
-        value, valid = pooled_bound(group, confidence=corrected)
-        r, record, p = group[0]
-        epsilon = max(m[2].epsilon for m in group)
-        if not valid or value <= epsilon * (1.0 + 1e-9):
-            continue
-        d = record.audit.design
-        found[(id(r), f"pooled {d.threat_model}")] = PrivacyBug(
-            dataset=r.dataset, mechanism=r.mechanism, target_epsilon=r.target_epsilon, seed=r.seed, row=r.row,
-            attack=next(n for n, rec in r.attacks.items() if rec is record), method=POOLED_METHOD,
-            threat_model=d.threat_model,
-            design=f"one-run, {len(group)} runs pooled (seeds {', '.join(str(m[0].seed) for m in group)}), "
-                   f"m = {sum(m[1].audit.design.size for m in group)}",
-            relation=d.relation, lower_bound=value, epsilon=epsilon, delta=p.delta, accountant=p.accountant,
-            confidence=corrected)
+    found.update(_pooled_bugs(groups, corrected))
     bugs = [b for b in found.values() if b.accountant is not None]
     claims = [b for b in found.values() if b.accountant is None]
     return bugs, claims, total
