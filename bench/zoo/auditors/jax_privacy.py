@@ -1,0 +1,56 @@
+"""jax-privacy 2.0.0's auditing estimators as zoo auditors (PyPI ``jax-privacy==2.0.0``, module
+``jax_privacy.auditing``): ``CanaryScoreAuditor(in_canary_scores, out_canary_scores)`` on the scores of privbench's
+canary audits, then its own ε lower bound at significance 0.05 with its default threshold choice (``Bonferroni()``
+over every threshold):
+
+- ``epsilon_one_run(significance, delta)``: Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training
+  run" (NeurIPS), one-sided guesses;
+- ``epsilon_one_run_fdp(significance, delta)``: Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential
+  privacy in one run" (the f-DP reading of the same guesses, tighter).
+
+Both are valid for privbench's canary designs: every canary's inclusion (one-run) or side (the local release's
+multi-run pairs) is an independent fair coin. jax-privacy trains nothing and chooses no threat model, so each
+estimator has two rows: on the white-box canaries (every noisy update: privbench's DP-SGD gradient canaries, the
+Opacus loop's canaries) and on the black-box ones (the final model's loss on input canaries; the release audits of
+DPMix and local noise). The verdict is the anchor's own number: caught when its ε lower bound exceeds the certified ε
+under the relation the canaries test (``_anchors``). δ: the certified δ.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from bench.zoo.api import AuditorInput, Verdict, register_auditor
+from bench.zoo.auditors._anchors import BLACK_BOX, CONFIDENCE, WHITE_BOX, AnchorAuditor, canaries
+
+ESTIMATORS = {"one-run": "epsilon_one_run", "one-run-fdp": "epsilon_one_run_fdp"}
+_PAPERS = {"one-run": "Steinke et al. 2023", "one-run-fdp": "Mahloujifar et al. 2024"}
+
+
+def estimate(method: str, scores: np.ndarray, labels: np.ndarray, *, delta: float) -> float:
+    """jax-privacy's ``CanaryScoreAuditor.<method>`` at significance 1 − ``CONFIDENCE`` on ``scores`` (larger:
+    included) split by ``labels`` (1: included)."""
+    from jax_privacy.auditing import CanaryScoreAuditor
+
+    auditor = CanaryScoreAuditor(scores[labels == 1], scores[labels == 0])
+    return float(getattr(auditor, method)(significance=1.0 - CONFIDENCE, delta=delta))
+
+
+def judge_with(method: str, records: tuple[str, ...], inp: AuditorInput) -> Verdict:
+    """The verdict of ``CanaryScoreAuditor.<method>`` on the first of ``records`` this run saved."""
+    c = canaries(inp, records)
+    return c.verdict(estimate(method, c.scores, c.labels, delta=c.delta), f"jax-privacy {method}")
+
+
+for _key, _method in ESTIMATORS.items():
+    for _threat, _records, _attacks, _mechs in (
+            ("white-box", WHITE_BOX, ("canary", "opacus-canary"), ("dpsgd", "opacus-example")),
+            ("black-box", BLACK_BOX, ("canary", "dpmix-canary", "local-canary"),
+             ("dpsgd", "opacus-example", "dpmix", "local-gaussian"))):
+        register_auditor(AnchorAuditor(
+            name=f"jax-privacy-{_key}-{_threat}", threat_model=_threat, source="jax-privacy 2.0 auditing",
+            mechanisms=_mechs, attacks=_attacks, judge=partial(judge_with, _method, _records), requires="jax_privacy",
+            description=f"jax-privacy's CanaryScoreAuditor.{_method} ({_PAPERS[_key]}) on privbench's {_threat} "
+                        "canary scores, 95 %; caught: its ε lower bound > the certified ε"))
