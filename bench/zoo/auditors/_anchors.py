@@ -123,4 +123,11 @@ def one_run_bound(m: int, r: int, v: int, *, delta: float, confidence: float = C
     return one_run_epsilon(m, r, v, delta=delta, confidence=confidence)
 
 
-__all__ = ["BLACK_BOX", "CONFIDENCE", "WHITE_BOX", "AnchorAuditor", "Canaries", "canaries", "one_run_bound"]
+WHITE_BOX_ATTACKS = {"dpsgd": ("canary",), "opacus-example": ("opacus-canary",)}
+"""The privbench attacks whose scores a white-box anchor reads, per zoo mechanism."""
+BLACK_BOX_ATTACKS = {"dpsgd": ("canary",), "opacus-example": ("canary",), "dpmix": ("dpmix-canary",),
+                     "local-gaussian": ("local-canary",)}
+"""The privbench attacks whose scores a black-box anchor reads, per zoo mechanism (the releases' own audits)."""
+
+__all__ = ["BLACK_BOX", "BLACK_BOX_ATTACKS", "CONFIDENCE", "WHITE_BOX", "WHITE_BOX_ATTACKS", "AnchorAuditor",
+           "Canaries", "canaries", "one_run_bound"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.zoo.api import AuditorInput, Verdict, register_auditor
-from bench.zoo.auditors._anchors import BLACK_BOX, AnchorAuditor, canaries, one_run_bound
+from bench.zoo.auditors._anchors import BLACK_BOX, BLACK_BOX_ATTACKS, AnchorAuditor, canaries, one_run_bound
 
 ATTACK_MODEL = "lr"
 
@@ -60,7 +60,7 @@ def judge(inp: AuditorInput) -> Verdict:
 register_auditor(AnchorAuditor(
     name="art-blackbox", threat_model="black-box", source="ART 1.20 MembershipInferenceBlackBox",
     mechanisms=("dpsgd", "opacus-example", "dpmix", "local-gaussian"),
-    attacks=("canary", "dpmix-canary", "local-canary"), judge=judge, requires="art",
+    attacks=BLACK_BOX_ATTACKS, judge=judge, requires="art",
     description="ART's learned black-box MIA (lr attack model) trained on half the black-box canaries, deciding the "
                 "other half; no verdict of its own: privbench reads its decisions as a one-run ε lower bound "
                 "(Steinke et al. 2023, 95 %) against the certified ε"))

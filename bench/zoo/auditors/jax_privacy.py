@@ -23,7 +23,15 @@ from functools import partial
 import numpy as np
 
 from bench.zoo.api import AuditorInput, Verdict, register_auditor
-from bench.zoo.auditors._anchors import BLACK_BOX, CONFIDENCE, WHITE_BOX, AnchorAuditor, canaries
+from bench.zoo.auditors._anchors import (
+    BLACK_BOX,
+    BLACK_BOX_ATTACKS,
+    CONFIDENCE,
+    WHITE_BOX,
+    WHITE_BOX_ATTACKS,
+    AnchorAuditor,
+    canaries,
+)
 
 ESTIMATORS = {"one-run": "epsilon_one_run", "one-run-fdp": "epsilon_one_run_fdp"}
 _PAPERS = {"one-run": "Steinke et al. 2023", "one-run-fdp": "Mahloujifar et al. 2024"}
@@ -46,9 +54,8 @@ def judge_with(method: str, records: tuple[str, ...], inp: AuditorInput) -> Verd
 
 for _key, _method in ESTIMATORS.items():
     for _threat, _records, _attacks, _mechs in (
-            ("white-box", WHITE_BOX, ("canary", "opacus-canary"), ("dpsgd", "opacus-example")),
-            ("black-box", BLACK_BOX, ("canary", "dpmix-canary", "local-canary"),
-             ("dpsgd", "opacus-example", "dpmix", "local-gaussian"))):
+            ("white-box", WHITE_BOX, WHITE_BOX_ATTACKS, tuple(WHITE_BOX_ATTACKS)),
+            ("black-box", BLACK_BOX, BLACK_BOX_ATTACKS, tuple(BLACK_BOX_ATTACKS))):
         register_auditor(AnchorAuditor(
             name=f"jax-privacy-{_key}-{_threat}", threat_model=_threat, source="jax-privacy 2.0 auditing",
             mechanisms=_mechs, attacks=_attacks, judge=partial(judge_with, _method, _records), requires="jax_privacy",
