@@ -58,7 +58,7 @@ class Bug:
     changes: str
     claims: str
     apply: Callable[[], None]
-    true_epsilon: Callable[[dict[str, Any], float], float] | None = None
+    true_epsilon: Callable[[dict[str, Any], float], float | None] | None = None
     true_epsilon_text: str = "unknown"
 
     def __post_init__(self) -> None:
