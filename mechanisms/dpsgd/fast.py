@@ -20,7 +20,8 @@ the clipped sum by at most C, so σ, q and ε are those without augmentation.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import nn
@@ -29,6 +30,7 @@ from bench.core.training import current_recorder, record_epoch
 from mechanisms.dpsgd.augmult import augment_views, augmult_settings
 from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
 from mechanisms.dpsgd.clipping import FAST_MODES, make_clipper
+from mechanisms.dpsgd.sampling import poisson_batches
 
 __all__ = ["FAST_MODES", "clipped_sum", "dp_step", "fit_fast", "make_clipper", "noisy_step", "poisson_batches",
            "train_fast"]
@@ -104,22 +106,6 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
     return losses
 
 
-def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, generator: torch.Generator
-                    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of Poisson-sampled batches, drawn exactly as iterating Opacus' ``DPDataLoader`` draws them.
-
-    Opacus' loader is a torch ``DataLoader`` over ``UniformWithReplacementSampler``: creating its iterator
-    draws one int64 base seed from the loader's generator, then each of ``int(1/q)`` steps draws
-    ``torch.rand(n) < q``. Here the same draws index the tensors directly (no per-sample collation).
-    """
-    from opacus.utils.uniform_sampler import UniformWithReplacementSampler
-
-    torch.empty((), dtype=torch.int64).random_(generator=generator)  # DataLoader iterator's base seed
-    for idx in UniformWithReplacementSampler(num_samples=len(x), sample_rate=sample_rate, generator=generator):
-        idx_t = torch.as_tensor(idx, dtype=torch.int64)
-        yield x[idx_t], y[idx_t]
-
-
 def _step(clipper, optimizer: torch.optim.Optimizer, xb: torch.Tensor, yb: torch.Tensor, step: dict,
           epoch: int) -> float:
     """One DP-SGD step on a batch (possibly empty); its mean loss. Raises TrainingDiverged on a NaN loss."""
@@ -170,8 +156,9 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
     """
-    total, count = 0.0, 0
-    for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator):
+    total, count, tracker = 0.0, 0, step["canaries"]
+    observe = None if tracker is None else partial(tracker.batch, records=len(x))  # each record's participation
+    for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator, observe=observe):
         # an empty batch is a step too (noise only), as Opacus' optimizer makes it and its accountant counts it
         loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
                      step, epoch)
@@ -235,6 +222,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     tracker = None if canaries is None else _tracker(canaries, clipper.params, optimizer, sample_rate=sample_rate,
                                                      noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
                                                      expected_batch_size=expected_batch_size, ema_decay=ema_decay)
+    clipper.observe_norms = tracker is not None  # an audit run: the largest clipped per-sample norm (conformance)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                 canaries=tracker, augment=augment, max_physical_batch_size=max_physical_batch_size)
     history, seen = [], 0
@@ -253,6 +241,8 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         clipper.close()
         optimizer.zero_grad(set_to_none=True)
     _finish(model, ema, device)
+    if tracker is not None:
+        tracker.observed_clip(getattr(clipper, "largest_clipped", None), max_grad_norm)
     return history, seen, time.perf_counter() - start, None if tracker is None else tracker.result()
 
 
