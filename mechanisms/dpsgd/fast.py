@@ -169,16 +169,26 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     return total, count
 
 
-def _tracker(canaries: GradientCanaries, params: list[nn.Parameter], optimizer: torch.optim.Optimizer, *,
+def _tracker(canaries: GradientCanaries, clipper, optimizer: torch.optim.Optimizer, *,
              sample_rate: float, noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
              ema_decay: float | None) -> CanaryTracker:
-    """The run's canary tracker; a final-model request also fixes the recipe's linear structure (and refuses an
+    """The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
+    ``clipping.observe_clipped``); a final-model request also fixes the recipe's linear structure (and refuses an
     optimizer whose final model is not linear in the updates: ``CanaryTracker.final_setup``)."""
-    tracker = CanaryTracker(canaries, params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
+    clipper.observe_norms = True  # an audit run: the clip bound's conformance test reads the clipper's output
+    tracker = CanaryTracker(canaries, clipper.params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
     if tracker.final:
         tracker.final_setup(optimizer, expected_batch_size=expected_batch_size, max_grad_norm=max_grad_norm,
                             ema_decay=ema_decay)
     return tracker
+
+
+def _audit_result(tracker: CanaryTracker | None, clipper, max_grad_norm: float) -> dict | None:
+    """An audit run's observations (``CanaryTracker.result``, with the clipper's largest clipped norm); else None."""
+    if tracker is None:
+        return None
+    tracker.observed_clip(getattr(clipper, "largest_clipped", None), max_grad_norm)
+    return tracker.result()
 
 
 def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
@@ -219,10 +229,9 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         x, model = model.features(x, device), model.head
     ema = _ema(model, ema_decay)  # made before the clipper, so the copy carries none of its hooks
     clipper = make_clipper(mode, model)
-    tracker = None if canaries is None else _tracker(canaries, clipper.params, optimizer, sample_rate=sample_rate,
+    tracker = None if canaries is None else _tracker(canaries, clipper, optimizer, sample_rate=sample_rate,
                                                      noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
                                                      expected_batch_size=expected_batch_size, ema_decay=ema_decay)
-    clipper.observe_norms = tracker is not None  # an audit run: the largest clipped per-sample norm (conformance)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                 canaries=tracker, augment=augment, max_physical_batch_size=max_physical_batch_size)
     history, seen = [], 0
@@ -241,9 +250,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         clipper.close()
         optimizer.zero_grad(set_to_none=True)
     _finish(model, ema, device)
-    if tracker is not None:
-        tracker.observed_clip(getattr(clipper, "largest_clipped", None), max_grad_norm)
-    return history, seen, time.perf_counter() - start, None if tracker is None else tracker.result()
+    return history, seen, time.perf_counter() - start, _audit_result(tracker, clipper, max_grad_norm)
 
 
 def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *, mode: str, noise_multiplier: float,
