@@ -109,6 +109,20 @@ class CanaryAudit(MembershipAttack):
         return planned_guess_fraction(sigma=float(sigma), sample_rate=float(q), steps=int(steps), m=m,
                                       delta=float(privacy.delta), confidence=1 - 0.05 / k)
 
+    @staticmethod
+    def _conformance(run) -> dict | None:
+        """The audit run's conformance to its certified DP-SGD (``attacks.dpsgd_conformance``): K + 7 tests for a
+        model of K parameter tensors and the ε from the measured parameters; None for a run without a guarantee or
+        noise (nothing certified to test) or observations from before the tests existed."""
+        from attacks.dpsgd_conformance import dpsgd_conformance
+
+        wb, privacy, params = run.audit, run.privacy, run.params or {}
+        sigma = float(params.get("noise_multiplier") or 0.0)
+        if "conformance" not in wb or privacy is None or not privacy.has_guarantee or sigma <= 0:
+            return None
+        return dpsgd_conformance(wb["conformance"], noise_multiplier=sigma, sample_rate=float(params["sample_rate"]),
+                                 certified_steps=int(params["steps"]), privacy=privacy)
+
     def _audit_job(self, ctx: AttackContext):
         """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""
         if len(ctx.split.population) < 2:
@@ -139,10 +153,11 @@ class CanaryAudit(MembershipAttack):
                                  guess_fraction=self._planned_fraction(wb, run.privacy), llr_model=model)
             out["canary-whitebox"] = MembershipScores(
                 np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64), design=design,
-                privacy=run.privacy, extra={"gradient_norm": request.norm, "observations": "every noisy update",
-                                            "placement": "every coordinate" if request.every_coordinate else "random",
-                                            **{k: wb.get(k) for k in ("sigma_hat", "sigma_hat_by_tensor",
-                                                                      "claimed_sigma", "sample_rate", "steps")}})
+                privacy=run.privacy, conformance=self._conformance(run),
+                extra={"gradient_norm": request.norm, "observations": "every noisy update",
+                       "placement": "every coordinate" if request.every_coordinate else "random",
+                       **{k: wb.get(k) for k in ("sigma_hat", "sigma_hat_by_tensor", "claimed_sigma", "sample_rate",
+                                                 "steps")}})
         return out
 
 

@@ -13,7 +13,7 @@ level (requiring every run's test to pass rejected about R times as often: 3 % o
 from __future__ import annotations
 
 from attacks.audit import NORMALITY_LEVEL, family
-from attacks.audit.gaussian_llr import llr_gdp_bound, pool_llr_fits
+from attacks.audit.gaussian_llr import llr_gdp_bound, llr_valid, pool_llr_fits
 from bench.results import AttackRecord, PooledAudit, Privacy, RunResult
 
 METHOD = "gaussian-llr"
@@ -52,7 +52,7 @@ def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool
         return 0.0, False
     pooled = pool_llr_fits(fits)
     delta = group[0][1].audit.delta
-    return llr_gdp_bound(pooled, delta=delta, confidence=confidence), pooled["shape_excluded_p"] >= NORMALITY_LEVEL
+    return llr_gdp_bound(pooled, delta=delta, confidence=confidence), llr_valid(pooled, NORMALITY_LEVEL)
 
 
 def pooled_audits(results: list[RunResult], *, confidence: float = 0.95) -> list[PooledAudit]:

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from mechanisms.dpsgd.clipping import clip_factors
+from mechanisms.dpsgd.observations import conformance_observations
 
 
 @dataclass(frozen=True)
@@ -135,12 +136,25 @@ class CanaryTracker:
         self.theta0 = {p: p.detach().reshape(-1)[idx].double().cpu().numpy() for p, (_, idx) in self.where.items()} \
             if self.final else {}  # θ_0 at the observed coordinates: the mechanism's own build with the run's seed
         self.optim: tuple[float, float, int, float] | None = None  # final_model: (lr, momentum, B, C)
+        self.tensors, self.participation = len(sizes), None  # conformance: K tensors; each record's batch count
+        self.largest_value, self.record_norm, self.clip_norm = 0.0, None, float("nan")  # clipped norms seen, C
+
+    def batch(self, idx: torch.Tensor, records: int) -> None:
+        """Count the training records (of ``records``) a Poisson batch holds: ``idx (B,)``, the sampler's indices."""
+        if self.participation is None:
+            self.participation = np.zeros(records, np.int64)
+        self.participation[idx.cpu().numpy()] += 1
+
+    def observed_clip(self, largest: torch.Tensor | None, max_grad_norm: float) -> None:
+        """The largest clipped per-sample norm of the real records the clipper output (None: none seen), and C."""
+        self.record_norm, self.clip_norm = None if largest is None else float(largest), float(max_grad_norm)
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
         """Record the other records' clipped sum at the observed coordinates, then add the sampled included
         canaries' clipped gradients (each clipped by the mechanism's clip factor)."""
         raw = torch.tensor([self.norm * max_grad_norm])
         self.value = float(clip_factors(raw.square(), max_grad_norm)[0]) * self.norm * max_grad_norm
+        self.largest_value, self.clip_norm = max(self.largest_value, self.value), float(max_grad_norm)
         sampled = (torch.rand(self.count, generator=self.generator) < self.q).numpy() & self.included[: self.count]
         sampled = np.concatenate([sampled, np.zeros(len(self.included) - self.count, bool)])
         self.steps.append(np.zeros(len(self.included), np.float32))
@@ -259,4 +273,7 @@ class CanaryTracker:
         return {"scores": scores.tolist(), "included": self.included[: self.count].astype(int).tolist(),
                 "sigma_hat": pooled, "sigma_hat_by_tensor": [by_tensor.get(k) for k in range(int(self.owner.max()) + 1)]
                 if self.owner.size else [], "claimed_sigma": self.claimed_sigma, "sample_rate": self.q,
-                "steps": len(self.steps)}
+                "steps": len(self.steps), "conformance": conformance_observations(
+                    self.steps, count=self.count, owner=self.owner, tensors=self.tensors,
+                    participation=self.participation, largest_contribution=self.largest_value,
+                    largest_record_norm=self.record_norm, max_grad_norm=self.clip_norm)}

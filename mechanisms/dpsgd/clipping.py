@@ -42,6 +42,16 @@ def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:
     return (max_grad_norm / (sq_norms.sqrt() + 1e-6)).clamp(max=1.0)
 
 
+def observe_clipped(clipper, sq_norms: torch.Tensor, factors: torch.Tensor) -> None:
+    """An audit run's observation of the clipper's output: the largest clipped per-sample norm c_i·‖g_i‖ so far
+    (``clipper.largest_clipped``, a 0-d tensor on the batch's device, no host sync), kept only where
+    ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs); otherwise nothing is computed."""
+    if getattr(clipper, "observe_norms", False) and sq_norms.numel():
+        m = (factors * sq_norms.sqrt()).max().detach()
+        old = getattr(clipper, "largest_clipped", None)
+        clipper.largest_clipped = m if old is None else torch.maximum(old, m)
+
+
 def _trainable(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
@@ -84,6 +94,7 @@ class VmapClipper:
         flat = [grads[n].reshape(b, -1) for n in self.names]
         sq = torch.stack([g.pow(2).sum(1) for g in flat], dim=1).sum(1)
         c = clip_factors(sq, max_grad_norm)
+        observe_clipped(self, sq, c)
         return {p: (c @ g).view_as(p) for p, g in zip(self.params, flat, strict=True)}, losses.detach()
 
     def close(self) -> None:
@@ -185,6 +196,7 @@ class BookKeepingClipper:
             parts.append(total)
         self._records.clear()
         c = clip_factors(sq, max_grad_norm)
+        observe_clipped(self, sq, c)
         sums: dict[nn.Parameter, torch.Tensor] = {}
         for total in parts:
             sums.update(total(c))

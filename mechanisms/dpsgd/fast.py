@@ -20,7 +20,8 @@ the clipped sum by at most C, so σ, q and ε are those without augmentation.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import nn
@@ -29,6 +30,7 @@ from bench.core.training import current_recorder, record_epoch
 from mechanisms.dpsgd.augmult import augment_views, augmult_settings
 from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
 from mechanisms.dpsgd.clipping import FAST_MODES, make_clipper
+from mechanisms.dpsgd.sampling import poisson_batches
 
 __all__ = ["FAST_MODES", "clipped_sum", "dp_step", "fit_fast", "make_clipper", "noisy_step", "poisson_batches",
            "train_fast"]
@@ -104,22 +106,6 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
     return losses
 
 
-def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, generator: torch.Generator
-                    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of Poisson-sampled batches, drawn exactly as iterating Opacus' ``DPDataLoader`` draws them.
-
-    Opacus' loader is a torch ``DataLoader`` over ``UniformWithReplacementSampler``: creating its iterator
-    draws one int64 base seed from the loader's generator, then each of ``int(1/q)`` steps draws
-    ``torch.rand(n) < q``. Here the same draws index the tensors directly (no per-sample collation).
-    """
-    from opacus.utils.uniform_sampler import UniformWithReplacementSampler
-
-    torch.empty((), dtype=torch.int64).random_(generator=generator)  # DataLoader iterator's base seed
-    for idx in UniformWithReplacementSampler(num_samples=len(x), sample_rate=sample_rate, generator=generator):
-        idx_t = torch.as_tensor(idx, dtype=torch.int64)
-        yield x[idx_t], y[idx_t]
-
-
 def _step(clipper, optimizer: torch.optim.Optimizer, xb: torch.Tensor, yb: torch.Tensor, step: dict,
           epoch: int) -> float:
     """One DP-SGD step on a batch (possibly empty); its mean loss. Raises TrainingDiverged on a NaN loss."""
@@ -170,8 +156,9 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
     """
-    total, count = 0.0, 0
-    for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator):
+    total, count, tracker = 0.0, 0, step["canaries"]
+    observe = None if tracker is None else partial(tracker.batch, records=len(x))  # each record's participation
+    for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator, observe=observe):
         # an empty batch is a step too (noise only), as Opacus' optimizer makes it and its accountant counts it
         loss = _step(clipper, optimizer, xb.to(device, non_blocking=True), yb.to(device, non_blocking=True),
                      step, epoch)
@@ -182,16 +169,26 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     return total, count
 
 
-def _tracker(canaries: GradientCanaries, params: list[nn.Parameter], optimizer: torch.optim.Optimizer, *,
+def _tracker(canaries: GradientCanaries, clipper, optimizer: torch.optim.Optimizer, *,
              sample_rate: float, noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
              ema_decay: float | None) -> CanaryTracker:
-    """The run's canary tracker; a final-model request also fixes the recipe's linear structure (and refuses an
+    """The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
+    ``clipping.observe_clipped``); a final-model request also fixes the recipe's linear structure (and refuses an
     optimizer whose final model is not linear in the updates: ``CanaryTracker.final_setup``)."""
-    tracker = CanaryTracker(canaries, params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
+    clipper.observe_norms = True  # an audit run: the clip bound's conformance test reads the clipper's output
+    tracker = CanaryTracker(canaries, clipper.params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
     if tracker.final:
         tracker.final_setup(optimizer, expected_batch_size=expected_batch_size, max_grad_norm=max_grad_norm,
                             ema_decay=ema_decay)
     return tracker
+
+
+def _audit_result(tracker: CanaryTracker | None, clipper, max_grad_norm: float) -> dict | None:
+    """An audit run's observations (``CanaryTracker.result``, with the clipper's largest clipped norm); else None."""
+    if tracker is None:
+        return None
+    tracker.observed_clip(getattr(clipper, "largest_clipped", None), max_grad_norm)
+    return tracker.result()
 
 
 def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *,
@@ -232,7 +229,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         x, model = model.features(x, device), model.head
     ema = _ema(model, ema_decay)  # made before the clipper, so the copy carries none of its hooks
     clipper = make_clipper(mode, model)
-    tracker = None if canaries is None else _tracker(canaries, clipper.params, optimizer, sample_rate=sample_rate,
+    tracker = None if canaries is None else _tracker(canaries, clipper, optimizer, sample_rate=sample_rate,
                                                      noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
                                                      expected_batch_size=expected_batch_size, ema_decay=ema_decay)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
@@ -253,7 +250,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         clipper.close()
         optimizer.zero_grad(set_to_none=True)
     _finish(model, ema, device)
-    return history, seen, time.perf_counter() - start, None if tracker is None else tracker.result()
+    return history, seen, time.perf_counter() - start, _audit_result(tracker, clipper, max_grad_norm)
 
 
 def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *, mode: str, noise_multiplier: float,

@@ -215,3 +215,27 @@ def test_pooled_shape_test_is_fishers_combination():
         scores = np.logaddexp(math.log1p(-Q), math.log(Q) + (2 * x - 1) / (2 * SIGMA_EPS8**2)).sum(0)
         fits.append(llr_fit(scores, coins, (SIGMA_EPS8, Q, 5)))
     assert not llr_valid(pool_llr_fits(fits), 0.01)
+
+
+def test_the_included_group_is_tested_too():
+    """A bug that changes only the included canaries' law (5 % of them let through unclipped: 10·C where sampled)
+    leaves the excluded group's test passing; the included group's, against the model's exact skewness and kurtosis
+    of the per-step mixture, rejects it and the analysis is not valid. Both tests are one validity check
+    (Bonferroni), not a new analysis: the design's family is unchanged."""
+    model, m = (SIGMA_EPS8, Q, T), 20_000
+    rng = np.random.default_rng(11)
+    coins = (rng.random(m) < 0.5).astype(int)
+    contribution = np.where(rng.random(m) < 0.05, 10.0, 1.0)
+    x = rng.standard_normal((T, m)) * SIGMA_EPS8 + ((rng.random((T, m)) < Q) & (coins == 1)) * contribution
+    scores = np.logaddexp(math.log1p(-Q), math.log(Q) + (2 * x - 1) / (2 * SIGMA_EPS8**2)).sum(0)
+    fit = llr_fit(scores, coins, model)
+    assert fit["shape_included_p"] < 1e-6 and fit["shape_p"] == min(1.0, 2 * fit["shape_included_p"])
+    assert fit["shape_excluded_p"] > 0.01 and not llr_valid(fit, 0.01)
+    block = membership_audit(scores, coins, delta=DELTA, design=WHITE_BOX.model_copy(update={"llr_model": model}))
+    assert not {b["method"]: b for b in block["bounds"]}["gaussian-llr"]["valid"]
+    assert block["method_confidence"] == pytest.approx(1 - 0.05 / len(family(WHITE_BOX)))
+    runs = [simulate_llr_scores(sigma=SIGMA_EPS8, sample_rate=Q, steps=T, m=2000, rng=np.random.default_rng(s))
+            for s in (1, 2)]
+    fits = [llr_fit(s, c, model) for s, c in runs]
+    pooled = pool_llr_fits(fits)
+    assert pooled["shape_included_p"] == pytest.approx(combined_shape_p([f["shape_included_p"] for f in fits]))

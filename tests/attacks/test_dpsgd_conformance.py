@@ -1,0 +1,134 @@
+"""Conformance of the built-in DP-SGD to its certified mechanism, measured in the white-box canary audit run on real
+digits (``attacks.dpsgd_conformance``, observations from ``mechanisms.dpsgd.observations``): the correct mechanism
+passes every test; each planted bug (patched into the mechanism's own code, never into the audit) is caught by the
+test that names its parameter, at the level of the run's Bonferroni family."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import mechanisms.dpsgd.canaries as canaries_module
+import mechanisms.dpsgd.clipping as clipping
+import mechanisms.dpsgd.fast as fast
+import mechanisms.dpsgd.sampling as sampling
+from attacks.dpsgd_conformance import dpsgd_conformance
+from bench.runner.config import build_config
+from mechanisms import MECHANISMS
+from mechanisms.dpsgd.canaries import GradientCanaries
+from tests.privacy_bugs import _dpsgd_draws as draws
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+CPU = torch.device("cpu")
+EPOCHS = 5  # q = 1/3 on 300 members, T = 15
+TENSORS = 4  # the smoke recipe's MLP: Linear(64, h), its bias, Linear(h, 10), its bias
+
+
+def _conformance(data, seed: int = 1) -> dict:
+    """One audit run (every free coordinate a canary, the public n = the members) and its conformance."""
+    spec = build_config({"training": {"dpsgd": {"epochs": EPOCHS}}},
+                        {"profile": "smoke", "mechanisms": "dpsgd"}).spec_for("dpsgd")
+    request = GradientCanaries(0, seed, every_coordinate=True, public_size=len(data))
+    run = MECHANISMS.get("dpsgd")().fit(data, spec, target_epsilon=2.0, delta=1e-5, seed=seed, device=CPU,
+                                        audit=request)
+    p = run.params
+    return dpsgd_conformance(run.audit["conformance"], noise_multiplier=p["noise_multiplier"],
+                             sample_rate=p["sample_rate"], certified_steps=p["steps"], privacy=run.privacy)
+
+
+def _level(c: dict) -> float:
+    """The family's per-comparison level: 5 % over every test and the measured ε."""
+    return 0.05 / (len(c["tests"]) + 1)
+
+
+def _rejected(c: dict) -> set[str]:
+    return {t["name"] for t in c["tests"] if t["p_value"] < _level(c)}
+
+
+def test_the_correct_mechanism_passes_every_test(digits_split):
+    c = _conformance(digits_split.members)
+    assert len(c["tests"]) == TENSORS + 7  # fixed by the architecture
+    assert _rejected(c) == set() and c["measured_epsilon"]["p_value"] >= _level(c)
+    by = {t["name"]: t for t in c["tests"]}
+    assert by["steps T"]["measured"] == by["steps T"]["certified"] == EPOCHS * 3
+    assert by["sample rate q"]["n"] == len(digits_split.members) * EPOCHS * 3
+    m = c["measured_epsilon"]
+    assert m["epsilon"] <= m["certified"] * 1.0001 and m["relation"] == "replace-one"
+
+
+def test_less_noise_in_every_tensor_is_caught(digits_split, monkeypatch):
+    draws_scaled = draws.broken_torch(lambda normal, *a, **k: 0.8 * normal(*a, **k))
+    monkeypatch.setattr(fast, "torch", draws_scaled)
+    c = _conformance(digits_split.members)
+    assert "noise σ, tensor 1 of 4" in _rejected(c)
+    assert c["measured_epsilon"]["p_value"] < _level(c) and c["measured_epsilon"]["epsilon"] > \
+        c["measured_epsilon"]["certified"]
+
+
+def test_no_noise_in_one_tensor_is_caught(digits_split, monkeypatch):
+    monkeypatch.setattr(fast, "torch", draws.broken_torch(draws.no_noise_in((10,))))
+    c = _conformance(digits_split.members)
+    assert "noise σ, tensor 4 of 4" in _rejected(c)
+    assert c["tests"][3]["measured"] == 0.0
+
+
+def test_noise_reused_across_steps_is_caught(digits_split, monkeypatch):
+    monkeypatch.setattr(fast, "torch", draws.broken_torch(draws.reused()))
+    c = _conformance(digits_split.members)
+    assert "noise independence (steps, coordinates)" in _rejected(c)
+
+
+def test_laplace_noise_of_the_certified_variance_is_caught(digits_split, monkeypatch):
+    monkeypatch.setattr(fast, "torch", draws.broken_torch(draws.laplace()))
+    c = _conformance(digits_split.members)
+    assert "noise shape (Gaussian)" in _rejected(c)
+    assert not any(name.startswith("noise σ") for name in _rejected(c))  # the variance is the certified one
+
+
+def test_uneven_sampling_is_caught(digits_split, monkeypatch):
+    """A fifth of the records sampled at twice the rate of the rest, the mean rate q kept."""
+    def uneven(n, *, sample_rate, generator):
+        rate = torch.full((n,), sample_rate / 1.2)
+        rate[: n // 5] *= 2
+        for _ in range(round(1 / sample_rate)):
+            yield torch.nonzero(torch.rand(n, generator=generator) < rate).reshape(-1)
+
+    monkeypatch.setattr(sampling, "poisson_indices", uneven)
+    c = _conformance(digits_split.members)
+    assert "participation dispersion" in _rejected(c)
+
+
+def test_an_extra_epoch_is_caught(digits_split, monkeypatch):
+    original = fast.train_fast
+
+    def one_more(*args, epochs, **kwargs):
+        return original(*args, epochs=epochs + 1, **kwargs)
+
+    monkeypatch.setattr(fast, "train_fast", one_more)
+    c = _conformance(digits_split.members)
+    assert _rejected(c) == {"steps T"}
+
+
+def test_no_clipping_is_caught(digits_split, monkeypatch):
+    def no_clipping(sq_norms, max_grad_norm):
+        return torch.ones_like(sq_norms)
+
+    monkeypatch.setattr(clipping, "clip_factors", no_clipping)
+    monkeypatch.setattr(canaries_module, "clip_factors", no_clipping)
+    c = _conformance(digits_split.members)
+    assert {"clip bound C (canary contribution)", "clip bound C (records' clipped gradients)"} <= _rejected(c)
+
+
+def test_observations_stay_small_and_change_no_draw(digits_split):
+    """The audit run's observations are sums, counts and a bounded sample; observing a batch's indices leaves the
+    batches drawn unchanged."""
+    x, y = torch.arange(50.0)[:, None], torch.arange(50)
+    seen: list[torch.Tensor] = []
+    a = [yb.tolist() for _, yb in sampling.poisson_batches(x, y, sample_rate=0.2,
+                                                           generator=torch.Generator().manual_seed(3))]
+    b = [yb.tolist() for _, yb in sampling.poisson_batches(x, y, sample_rate=0.2, observe=seen.append,
+                                                           generator=torch.Generator().manual_seed(3))]
+    assert a == b and [s.tolist() for s in seen] == a
+    counts = np.bincount(np.concatenate([np.asarray(s, np.int64) for s in a]), minlength=50)
+    assert counts.sum() == sum(len(s) for s in a)
