@@ -114,7 +114,7 @@ def _config_from_args(args: argparse.Namespace):
     cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
                                          "seeds", "device", "executor", "ray_address", "threads", "output", "data_root",
                                          "cache_dir", "no_cache", "reference_epsilons", "privacy_off_points",
-                                         "tune_recipes", "tune_budget", "plugins")}
+                                         "tune_recipes", "tune_budget", "job_timeout", "plugins")}
     values = load_yaml(args.config) if args.config else {}
     if args.command == "audit":  # the multi-run audit (attacks.multi_run) unless --attacks says otherwise
         cli["attacks"] = cli["attacks"] or "multi-run"

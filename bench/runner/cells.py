@@ -33,10 +33,12 @@ from bench.results import (
 )
 from bench.runner.ceiling import validation_split
 from bench.runner.executor import JobFailed
+from bench.runner.faults import MechanismFault
 from bench.runner.jobs import Recipe, Slot, Trainer
 
 RELEASE_EXAMPLES = 8
-TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed)  # a failed cell or attack, not a failed run
+# a failed cell or attack, not a failed run; their message is the one line (a plug-in's fault names it: faults.py)
+TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed, MechanismFault)
 # Any error inside one attack (a diverged shadow, broken numbers, a bug in a plug-in) fails that attack visibly:
 # recorded in results.json and every report, exit 1, and the rest of the run goes on. Interrupts are not errors.
 ATTACK_ERRORS = (Exception,)

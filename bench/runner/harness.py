@@ -34,6 +34,7 @@ from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import CellRunner, PlannedCell
 from bench.runner.detection import detection_rows
 from bench.runner.executor import make_executor
+from bench.runner.faults import DEFAULT_JOB_TIMEOUT_S
 from bench.runner.jobs import Trainer
 from bench.runner.pooled import pooled_audits
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
@@ -59,6 +60,8 @@ class Plan:
         plugins: modules the run imported first (``--plugins``); training workers import them too.
         tuning: each mechanism's recipe candidates, re-chosen on validation before the grid trains
             (``--tune-recipes``; ``bench.runner.tuning``); None: the configured recipes.
+        job_timeout: seconds each model's training job may run (``--job-timeout``; ``bench.runner.faults``); a job
+            past it fails its cell (or attack) alone. None: no limit.
     """
 
     run_id: str
@@ -79,6 +82,7 @@ class Plan:
     threads: int | None = None
     plugins: tuple[str, ...] = ()
     tuning: Tuning | None = None
+    job_timeout: float | None = DEFAULT_JOB_TIMEOUT_S
 
 
 def attack_order(cells: list[PlannedCell]) -> list[PlannedCell]:
@@ -146,7 +150,8 @@ class Harness:
         # evaluation and attacks run here: on the training device type where this machine has it
         device = torch.device("cpu") if train_device.type == "cuda" and not torch.cuda.is_available() \
             else train_device
-        self.trainer = Trainer(self.executor, cache, train_device=train_device, device=device)
+        self.trainer = Trainer(self.executor, cache, train_device=train_device, device=device,
+                               job_timeout=plan.job_timeout)
 
     @property
     def device(self) -> torch.device:

@@ -59,11 +59,12 @@ class Trainer:
         executor: where jobs run. cache: the model cache. train_device: where jobs train (on Ray: the workers).
         device: where this process evaluates and attacks. on_jobs: called with (models asked, models already
             done) on every submit and (0, models finished) when a job finishes (progress display).
+        job_timeout: seconds each model's job may train (``TrainJob.timeout_s``, ``--job-timeout``); None: no limit.
     """
 
     def __init__(self, executor: Executor, cache: ModelCache, *, train_device: torch.device, device: torch.device,
-                 on_jobs: Callable[[int, int], None] | None = None) -> None:
-        self.executor, self.cache = executor, cache
+                 on_jobs: Callable[[int, int], None] | None = None, job_timeout: float | None = None) -> None:
+        self.executor, self.cache, self.job_timeout = executor, cache, job_timeout
         self.train_device, self.device = train_device, device
         self.on_jobs = on_jobs or (lambda asked, done: None)
         self._recent: OrderedDict[str, TrainedModel] = OrderedDict()  # the last models, also when the cache is off
@@ -111,7 +112,7 @@ class Trainer:
                     and ensemble_supported(mech, arch))
         for group in [missing] if together else [[i] for i in missing]:
             job = TrainJob(recipe, tuple(jobs[i][0] for i in group), tuple(jobs[i][1] for i in group),
-                           self.train_device.type, audit, probe)
+                           self.train_device.type, audit, probe, self.job_timeout)
             pending = self.executor.submit(job, on_done=lambda models, g=group: self._store(
                 [slots[i].key for i in g], models))
             for index, i in enumerate(group):
