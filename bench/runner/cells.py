@@ -17,6 +17,7 @@ from attacks.audit import membership_audit
 from attacks.base import Attack, AttackContext, MembershipAttack, MembershipScores, Reconstruction, ReconstructionAttack
 from attacks.metrics import membership_metrics
 from bench.core.data import MembershipSplit
+from bench.core.evaluation import predict_logits
 from bench.core.features import conv_feature_maps
 from bench.core.training import EpochCallback, TrainingDiverged, evaluate
 from bench.core.types import PrivacySpent, TrainedModel
@@ -32,6 +33,7 @@ from bench.results import (
     Utility,
 )
 from bench.runner.ceiling import validation_split
+from bench.runner.degenerate import check_predictions
 from bench.runner.executor import JobFailed
 from bench.runner.faults import MechanismFault
 from bench.runner.jobs import Recipe, Slot, Trainer
@@ -187,6 +189,7 @@ class CellRunner:
         t1 = time.perf_counter()
         device = self.trainer.device
         test_m = evaluate(trained.model, split.test.x, split.test.y, device=device)
+        predicted = predict_logits(trained.model, split.test.x, device=device).argmax(1)
         train_m = evaluate(trained.model, split.members.x, split.members.y, device=device)
         val_m = None
         if trained.privacy.off:  # a candidate for the non-private ceiling: measured on validation, never on test
@@ -201,7 +204,8 @@ class CellRunner:
             history=trained.history, release=release_examples(trained),
             epochs=epoch_records(trained, recipe), feature_maps=feature_maps_record(trained, split, device),
             timings=Timings(train_s=trained.train_seconds, samples_per_s=trained.samples_per_s, eval_s=t2 - t1,
-                            cached=target.cached))
+                            cached=target.cached),
+            degenerate=check_predictions(predicted, split.test.y))  # its cause: assign_causes, once all are done
         self._attack(result, trained)
         result.timings.attack_s = time.perf_counter() - t2
         return result

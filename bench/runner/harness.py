@@ -32,6 +32,7 @@ from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
 from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import CellRunner, PlannedCell
+from bench.runner.degenerate import assign_causes
 from bench.runner.detection import detection_rows
 from bench.runner.executor import make_executor
 from bench.runner.faults import DEFAULT_JOB_TIMEOUT_S
@@ -112,7 +113,8 @@ def log_line(r: RunResult) -> str:
             f"; {o.relation} ε={o.epsilon:.3g}, {o.accountant}" for o in p.other_relations) + ")"
     auc = " ".join(f"{k} AUC {a.metrics.auc:.3f}" for k, a in r.attacks.items())
     failed = "".join(f"; attack {k} FAILED: {why}" for k, why in r.attack_errors.items())
-    return (f"{head}: {priv}, test acc {r.utility.test_accuracy:.2%}, {auc}, "
+    mark = "" if r.degenerate is None else f" (DEGENERATE: {r.degenerate.reason}; not evidence of privacy)"
+    return (f"{head}: {priv}, test acc {r.utility.test_accuracy:.2%}{mark}, {auc}, "
             f"{t.samples_per_s or 0:,.0f} samples/s{' (cached)' if t.cached else ''}{failed}")
 
 
@@ -257,6 +259,7 @@ class Harness:
         rank = {id(pc): i for i, pc in enumerate(cells)}
         ranked = sorted(zip((rank[id(pc)] for pc in work), doc.results, strict=True), key=lambda t: t[0])
         doc.results = [r for _, r in ranked]
+        assign_causes(doc.results)
         doc.ceilings = self._ceilings(doc)
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
         doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons, pooled=pooled_audits(doc.results),

@@ -164,7 +164,7 @@ def test_summary_csv(written):
         "attack_auc", "tpr_at_0.1%_fpr", "samples_per_s", "status", "error", "guarantee", "epsilon", "delta",
         "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper", "epsilon_lb", "epsilon_lb_attack", "relation",
         "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design", "epsilon_lb_method", "epsilon_lb_confidence",
-        "epsilon_lb_ratio", "epsilon_lb_reference", "epsilon_lb_relation",
+        "epsilon_lb_ratio", "epsilon_lb_reference", "epsilon_lb_relation", "degenerate", "degenerate_cause",
     ]  # fmt: skip
     assert len(rows) == 6
     assert [r["status"] for r in rows].count("failed") == 1
