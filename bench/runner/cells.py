@@ -197,7 +197,8 @@ class CellRunner:
             val_m = evaluate(trained.model, val.x, val.y, device=device)
         t2 = time.perf_counter()
         result = RunResult(
-            **head, cache_key=target.key, params=trained.params, privacy=self._privacy(trained, split),
+            **head, cache_key=target.key, split_hash=self.trainer.splits.get(target.key), params=trained.params,
+            privacy=self._privacy(trained, split),
             utility=Utility(test_accuracy=test_m["accuracy"], test_loss=test_m["loss"],
                             train_accuracy=train_m["accuracy"],
                             validation_accuracy=None if val_m is None else val_m["accuracy"]),
@@ -243,7 +244,7 @@ class CellRunner:
             if not attack.applies_to(trained):
                 continue
             self.on_status(f"{recipe.mechanism} seed {seed}: attack {name}")
-            start = time.perf_counter()
+            start, asked = time.perf_counter(), len(self.trainer.asked)
             try:
                 if isinstance(attack, MembershipAttack):
                     out = attack.score(ctx)
@@ -260,3 +261,6 @@ class CellRunner:
                 result.attack_tracebacks[name] = traceback.format_exc()
                 self.on_status(f"attack {name} failed on {recipe.mechanism}: {result.attack_errors[name]}")
             result.timings.attacks[name] = time.perf_counter() - start
+            keys = dict.fromkeys(self.trainer.asked[asked:])  # the models it trained or reused, each once
+            if keys:
+                result.training_splits[name] = [self.trainer.splits[k] for k in keys]

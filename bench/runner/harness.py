@@ -39,6 +39,7 @@ from bench.runner.faults import DEFAULT_JOB_TIMEOUT_S
 from bench.runner.jobs import Trainer
 from bench.runner.pooled import pooled_audits
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
+from bench.runner.splits import cell_identity, mismatch_line, recorded_splits
 from bench.runner.tuning import Tuning, chosen_spec, run_tuning
 
 
@@ -223,6 +224,7 @@ class Harness:
     def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
         doc = self._document()
+        recorded = {} if plan.overwrite else recorded_splits(out / "results.json")  # a resumed run's, before we write
         start = time.perf_counter()
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("ETA"), TimeRemainingColumn())  # ETA: from the pace of each bar so far
@@ -238,6 +240,12 @@ class Harness:
             # Ray) train ahead of the driver; each target is evaluated on (at most PROBE_MAX) test images after
             # every epoch: its training curves
             work = attack_order(cells)
+            for pc in work:
+                derived, earlier = pc.split.members.split_hash(), recorded.get(cell_identity(pc))
+                if earlier is not None and earlier != derived:
+                    progress.console.print(mismatch_line(pc, earlier, derived), markup=False, soft_wrap=True)
+                    self.trainer.fresh.add(self.trainer.key(pc.recipe, pc.split.members, pc.seed,
+                                                            probe=curve_probe(pc.split)))
             targets = []
             for pc in work:
                 targets += self.trainer.submit(pc.recipe, [(pc.split.members, pc.seed)], probe=curve_probe(pc.split))

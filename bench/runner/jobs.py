@@ -71,6 +71,9 @@ class Trainer:
         self._inflight: dict[str, tuple[Pending, int]] = {}  # submitted, not finished: key -> (job, model index)
         self._asked: set[str] = set()  # models counted by the progress bar as asked for, and as done
         self._done: set[str] = set()
+        self.splits: dict[str, str] = {}  # key -> split hash of the model's training records (ArrayDataset)
+        self.asked: list[str] = []  # every key asked of ``submit``, in order (a cell's models: bench.runner.cells)
+        self.fresh: set[str] = set()  # keys to train again whatever the cache holds (a resumed run's split mismatch)
 
     def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: AuditRequest | None = None,
             probe: ArrayDataset | None = None) -> str:
@@ -103,7 +106,12 @@ class Trainer:
         for data, seed in jobs:
             arch = mech.build(data.input_shape, data.num_classes, recipe.spec)
             key = self.key(recipe, data, seed, audit, probe)
-            slots.append(Slot(key, self._recent.get(key) or self.cache.load(key, arch)))
+            split = self.splits.setdefault(key, data.split_hash())
+            self.asked.append(key)
+            what = f"{recipe.mechanism} seed {seed}"
+            found = None if key in self.fresh else self._recent.get(key) or self.cache.load(key, arch, split_hash=split,
+                                                                                           what=what)
+            slots.append(Slot(key, found))
         for slot in slots:  # already submitted (e.g. prefetched) and not finished: wait for that job
             if slot.trained is None and slot.key in self._inflight:
                 slot.pending, slot.index = self._inflight[slot.key]
@@ -132,7 +140,8 @@ class Trainer:
         self._done.update(fresh)
         for key, trained in zip(keys, models, strict=True):
             self._inflight.pop(key, None)
-            self.cache.save(key, trained)
+            self.fresh.discard(key)  # trained again: the cache now holds this run's model
+            self.cache.save(key, trained, split_hash=self.splits.get(key))
             self._remember(key, trained)
         self.on_jobs(0, len(fresh))
 

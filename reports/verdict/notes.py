@@ -217,7 +217,8 @@ def _leak_line(ok: list[Pair], chance: ChanceFamily) -> str:
     skipped = len(ok) - len(learned)
     but = f" ({skipped} degenerate model(s) left out: no evidence either way)" if skipped else ""
     if chance.size:
-        return f"No membership attack beats chance on any model that learned{but} after {chance.correction_text()}."
+        return (f"No membership attack beats chance on any model{' that learned' if skipped else ''}{but} after "
+                f"{chance.correction_text()}.")
     return "TPR at ≤ 1% FPR is not measurable in this run (too few non-members); see the AUCs below."
 
 
