@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -165,3 +166,19 @@ def test_the_time_limit_interrupts_a_job_and_restores_the_alarm():
     import signal
 
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("value,seconds", [(90, 90.0), ("90s", 90.0), ("10m", 600.0), ("6h", 21600.0)])
+def test_the_job_time_limit_reads_seconds_minutes_and_hours(value, seconds):
+    from bench.runner.validation import job_time_limit
+
+    assert job_time_limit(value) == seconds
+
+
+@pytest.mark.parametrize("value", [0, -1, "5x", "inf", True, "1d"])
+def test_a_bad_job_time_limit_is_one_line(value):
+    from bench.core.errors import ConfigError
+    from bench.runner.validation import job_time_limit
+
+    with pytest.raises(ConfigError, match=rf"^job_timeout = {re.escape(repr(value))} must be a time > 0: seconds "):
+        job_time_limit(value)
