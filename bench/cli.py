@@ -80,6 +80,7 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
     """Draw the reports of a finished run, print its privacy bugs and failures; the exit status."""
     from rich.text import Text
 
+    from reports.common import degenerate_line
     from reports.empirical import bug_lines, refuted_claim_lines
     from reports.tables import render_terminal
 
@@ -101,6 +102,9 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
         console.print(Text(f"{len(failed)} cell(s) failed or have failed attacks; see the table, and each "
                            "attack's traceback under attack_tracebacks in results.json",
                            style="red"))
+    for r in doc.results:  # one line per model that learned nothing (no exit status: a result, not a failure)
+        if r.degenerate is not None:
+            console.print(Text(degenerate_line(r), style="yellow"), soft_wrap=True)  # one line, never wrapped
     for line in bug_lines(doc):  # one line per privacy bug (exit 3)
         console.print(Text(line, style="bold red"))
     for line in refuted_claim_lines(doc):  # a source's claim refuted: no guarantee, so no exit status
@@ -114,7 +118,7 @@ def _config_from_args(args: argparse.Namespace):
     cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
                                          "seeds", "device", "executor", "ray_address", "threads", "output", "data_root",
                                          "cache_dir", "no_cache", "reference_epsilons", "privacy_off_points",
-                                         "tune_recipes", "tune_budget", "plugins")}
+                                         "tune_recipes", "tune_budget", "job_timeout", "plugins")}
     values = load_yaml(args.config) if args.config else {}
     if args.command == "audit":  # the multi-run audit (attacks.multi_run) unless --attacks says otherwise
         cli["attacks"] = cli["attacks"] or "multi-run"

@@ -53,6 +53,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    "(never the test set) before the run trains")
     p.add_argument("--tune-budget", metavar="TIME", help="time for --tune-recipes: seconds (600, 600s) or minutes "
                    "(10m); candidates not started by then are recorded as not tried (default 600)")
+    p.add_argument("--job-timeout", metavar="TIME", help="time one model's training job may run: seconds (90, 90s), "
+                   "minutes (10m) or hours (6h); a job past it fails its cell alone (default 24h)")
     p.add_argument("--plugins", metavar="MODULES", help="comma list of modules to import first (they register "
                    "mechanisms, attacks, models or datasets)")
 

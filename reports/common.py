@@ -175,6 +175,32 @@ def is_failed(result: RunResult) -> bool:
     return not result.ok
 
 
+def degenerate_reason(r: RunResult) -> str:
+    """Why a model is degenerate, in a few words: "at chance; the noise", "collapsed to one class; the recipe";
+    "" for a model that learned (``bench.results.Degenerate``)."""
+    d = r.degenerate
+    if d is None:
+        return ""
+    reason = {"constant": "collapsed to one class", "at-chance": "at chance"}.get(d.reason, d.reason)
+    return reason + {"noise": "; the noise", "recipe": "; the recipe"}.get(d.cause or "", "")
+
+
+def degenerate_mark(r: RunResult) -> str:
+    """A degenerate model's short mark for a table cell, e.g. "degenerate (at chance; the noise)"; "" otherwise
+    (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy)."""
+    return f"degenerate ({degenerate_reason(r)})" if r.degenerate is not None else ""
+
+
+def degenerate_line(r: RunResult) -> str:
+    """The one line a run prints for a degenerate model: "degenerate model: baseline seed 0: at chance: …; its
+    attack results are not evidence of privacy"; "" for a model that learned."""
+    if r.degenerate is None:
+        return ""
+    target = "" if target_of(r) is None else f" target ε {target_text(target_of(r))}"
+    return (f"degenerate model: {model_label(r)}{target} seed {r.seed}: {r.degenerate.text}; its attack results are "
+            "not evidence of privacy")
+
+
 def finished(results: Results) -> list[RunResult]:
     """The runs of ``results`` that did not fail (``is_failed``), in document order: what the plots draw."""
     return [r for r in results.results if not is_failed(r)]

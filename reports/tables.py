@@ -20,6 +20,7 @@ from reports.bounds import design_text, tightest_valid
 from reports.common import (
     DASH,
     GUARANTEE_WORDS,
+    degenerate_mark,
     format_privacy,
     format_tpr,
     fpr_levels,
@@ -49,7 +50,7 @@ SUMMARY_COLUMNS = (
     "epsilon_lb", "epsilon_lb_attack", "relation", "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design",
     "epsilon_lb_method", "epsilon_lb_confidence", "epsilon_lb_ratio", "epsilon_lb_reference",
     "epsilon_lb_relation", "epsilon_lb_ratio_headline", "epsilon_measured", "epsilon_measured_relation",
-    "epsilon_measured_accountant",
+    "epsilon_measured_accountant", "degenerate", "degenerate_cause",
 )  # fmt: skip
 TERMINAL_HEADERS = (
     "mechanism", "target ε", "achieved ε (δ, accountant, relation)", "test acc.", "attack AUC",
@@ -95,6 +96,8 @@ def summary_row(r: RunResult) -> dict[str, Any]:
         "epsilon_measured": measured.epsilon if measured else None,
         "epsilon_measured_relation": measured.relation if measured else None,
         "epsilon_measured_accountant": measured.accountant if measured else None,
+        "degenerate": r.degenerate.text if r.degenerate else None,
+        "degenerate_cause": r.degenerate.cause if r.degenerate else None,
     }  # fmt: skip
 
 
@@ -117,7 +120,9 @@ def summary_rows(results: Results) -> list[dict[str, Any]]:
         or ``None``) and ready texts
         (``privacy`` from ``format_privacy``, followed by ``measured_text`` where the audit measured the
         parameters, ``tpr_at_0.1%_fpr`` from ``format_tpr``: "not measurable" when no
-        attack is measurable there; ``attack_errors``: ``"lira: reason; ..."`` or ``None``).
+        attack is measurable there; ``attack_errors``: ``"lira: reason; ..."`` or ``None``); ``degenerate``: the
+        one line of a model that learned nothing (``bench.results.Degenerate.text``), with ``degenerate_cause``
+        (``noise`` / ``recipe``); ``None`` for a model that learned.
     """
     return [summary_row(r) for r in results.results]
 
@@ -133,7 +138,7 @@ def row_cells(row: dict[str, Any], r: RunResult) -> list[str]:
         row["mechanism"] or DASH,
         target,
         row["privacy"],
-        DASH if acc is None else f"{100 * acc:.2f}%",
+        (DASH if acc is None else f"{100 * acc:.2f}%") + (f" {degenerate_mark(r)}" if r.degenerate else ""),
         with_failed_attacks(DASH if auc is None else f"{auc:.3f} ({row['strongest_attack']})", r),
         row["tpr_at_0.1%_fpr"] + ("" if row["tpr_attack"] is None else f" ({row['tpr_attack']})"),
         DASH if sps is None else f"{sps:,.0f}",
@@ -234,7 +239,7 @@ def _main_tables(results: Results, console: Console) -> None:
             cells = [Text(c) for c in row_cells(row, r)]
             if r.attack_errors and r.ok:
                 cells[4].stylize("bold red")
-            table.add_row(*cells, style="red" if row["status"] != "ok" else None)
+            table.add_row(*cells, style="red" if row["status"] != "ok" else "dim" if r.degenerate else None)
         console.print(table)
     if not pairs:
         console.print("no results yet")

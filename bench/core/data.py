@@ -7,7 +7,7 @@ import hashlib
 import math
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +28,16 @@ class ArrayDataset:
         y: labels, ``(N,)`` int64 in ``[0, num_classes)``.
         num_classes: number of classes K.
         name: dataset name (``"mnist"``, ...).
+        origin: ``(N,)`` int64, each row's position in the data set's training pool (``make_split`` numbers it), −1
+            for a record that is not one of the pool's (a crafted canary); None: unknown (every row counts as
+            crafted). Carried by ``subset`` and ``concat``; what ``split_hash`` hashes.
     """
 
     x: torch.Tensor
     y: torch.Tensor
     num_classes: int
     name: str
+    origin: torch.Tensor | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.x.ndim != 4 or self.y.ndim != 1 or self.x.shape[0] != self.y.shape[0]:
@@ -56,8 +60,24 @@ class ArrayDataset:
         return tuple(self.x.shape[1:])  # type: ignore[return-value]
 
     def subset(self, index: torch.Tensor) -> ArrayDataset:
-        """Rows ``index`` (a ``(M,)`` int64 tensor) as a new dataset."""
-        return ArrayDataset(self.x[index], self.y[index], self.num_classes, self.name)
+        """Rows ``index`` (a ``(M,)`` int64 tensor) as a new dataset (their ``origin`` with them)."""
+        return ArrayDataset(self.x[index], self.y[index], self.num_classes, self.name,
+                            None if self.origin is None else self.origin[index])
+
+    def split_hash(self) -> str:
+        """SHA-256 of which records these are: the set of pool positions (``origin``, sorted, so the order of rows
+        does not matter but a repeated record does) and the exact images and labels of the crafted ones (origin −1
+        or unknown), with the data set's name. Two models with equal split hashes trained on the same records;
+        results.json records it for every model and the model cache re-checks it (``bench.runner.cache``)."""
+        origin = self.origin if self.origin is not None else torch.full((len(self),), -1, dtype=torch.int64)
+        pool = origin[origin >= 0].sort().values
+        crafted = (origin < 0).nonzero().flatten()
+        h = hashlib.sha256(f"privbench-split-v1:{self.name}:{len(pool)}:".encode())
+        h.update(pool.to(torch.int64).contiguous().numpy().tobytes())
+        if len(crafted):
+            h.update(self.x[crafted].contiguous().numpy().tobytes())
+            h.update(self.y[crafted].contiguous().numpy().tobytes())
+        return h.hexdigest()
 
     def fingerprint(self) -> str:
         """SHA-256 of the exact images and labels (part of every model's cache key)."""
@@ -70,8 +90,10 @@ class ArrayDataset:
 def concat(*parts: ArrayDataset) -> ArrayDataset:
     """Rows of ``parts`` one after another (same classes and name as the first)."""
     first = parts[0]
+    origin = None if all(p.origin is None for p in parts) else torch.cat(
+        [p.origin if p.origin is not None else torch.full((len(p),), -1, dtype=torch.int64) for p in parts])
     return ArrayDataset(torch.cat([p.x for p in parts]), torch.cat([p.y for p in parts]), first.num_classes,
-                        first.name)
+                        first.name, origin)
 
 
 @dataclass(frozen=True)
@@ -241,6 +263,8 @@ def make_split(
         )
     if n_test > len(test):
         raise ConfigError(f"n_test = {n_test} exceeds the {len(test)} test images of {test.name}")
+    if pool.origin is None:  # number the pool's records: every model's training data is then an index set
+        pool = ArrayDataset(pool.x, pool.y, pool.num_classes, pool.name, torch.arange(len(pool)))
     perm = torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed))
     a, b = n_members, n_members + n_non_members
     test_idx = torch.randperm(len(test), generator=torch.Generator().manual_seed(12345))[:n_test]

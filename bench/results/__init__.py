@@ -22,14 +22,14 @@ from bench.results.document import (
 )
 from bench.results.membership import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Roc, TprAtFpr
 from bench.results.privacy import OtherRelation, Privacy
-from bench.results.runs import EpochRecord, FeatureMaps, Images, RunResult, Timings, Utility
+from bench.results.runs import Degenerate, EpochRecord, FeatureMaps, Images, RunResult, Timings, Utility
 from bench.results.schema_doc import schema_markdown
 from bench.results.tuning import RecipeCandidate, RecipeChoice
 
 __all__ = [
     "REPRODUCED_WITHIN", "SCHEMA_VERSION", "AttackRecord", "Audit", "AuditSummary", "Bound", "Candidate", "Ceiling",
     "Conformance", "ConformanceTest",
-    "DatasetInfo", "Design", "DetectionRow",
+    "DatasetInfo", "Degenerate", "Design", "DetectionRow",
     "EpochRecord", "FeatureMaps",
     "Images", "MeasuredEpsilon", "Metrics", "OneRun", "OtherRelation", "PooledAudit", "Privacy", "PrivacyBug",
     "RecipeCandidate", "RecipeChoice", "ReproducedValues", "ReproductionCurve", "ReproductionRow",

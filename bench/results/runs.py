@@ -107,6 +107,36 @@ class Timings(Model):
     """True when the model came from the model cache."""
 
 
+class Degenerate(Model):
+    """A model that learned nothing (``bench.runner.degenerate``): its test accuracy is no better than the best
+    constant prediction's, or it predicts one class for every test record. Its attack results are kept but are not
+    evidence of privacy: the reports grey its row, print ``text``, and leave it off the Pareto frontier and out of
+    the verdict's "no attack beats chance"."""
+
+    reason: str
+    """``constant`` (one class predicted for every test record) or ``at-chance`` (test accuracy's 95 %
+    Clopper-Pearson interval reaches the best constant prediction's accuracy, or lies below it)."""
+    cause: str | None = None
+    """``noise``: a private model whose mechanism's ε = ∞ point (same recipe, privacy off, same seed) is not
+    degenerate, so the mechanism's noise is why; ``recipe``: a model trained with privacy off (the baseline, an ε = ∞
+    point), or a private one whose ε = ∞ point is degenerate too; null: no ε = ∞ point to tell."""
+    text: str
+    """The one line the reports and the run print, e.g. "collapsed: predicts class 1 for every test record (test
+    accuracy 11.4 %, the best constant prediction 11.4 %)"."""
+    test_accuracy: float
+    """Test accuracy (fraction)."""
+    lower: float
+    """95 % Clopper-Pearson lower end of the test accuracy (fraction)."""
+    upper: float
+    """95 % Clopper-Pearson upper end of the test accuracy (fraction)."""
+    chance_accuracy: float
+    """Accuracy of the best constant prediction on the test set (the share of its most frequent class; fraction)."""
+    chance_class: int
+    """That most frequent test class."""
+    predicted_classes: int
+    """How many distinct classes the model predicts on the test set."""
+
+
 class RunResult(Model):
     """One model: a mechanism at a target ε (null: no target) for one seed, its privacy, utility, attacks and
     reconstructions. ``status`` "failed" with a one-line ``error`` when training failed; ``attack_errors`` names
@@ -160,6 +190,14 @@ class RunResult(Model):
     feature_maps: FeatureMaps | None = None
     """A CNN's first two convolutions' feature maps and first-layer filters on one fixed test image; null for a
     model without convolutions."""
+    degenerate: Degenerate | None = None
+    """Set when the model learned nothing (``Degenerate``); null for a model that learned, or a failed cell."""
+    split_hash: str | None = None
+    """SHA-256 of the index set of the target's training records (``bench.core.data.ArrayDataset.split_hash``);
+    re-checked when its cached model or a resumed run is reused."""
+    training_splits: dict[str, list[str]] = Field(default_factory=dict)
+    """Attack name -> the ``split_hash`` of every model it trained or reused (shadows, references, canary and audit
+    runs), in the order asked, each model once."""
     preset: str | None = None
     """The ``bench reproduce`` preset that ran this model; null otherwise."""
     row: str | None = None

@@ -124,8 +124,12 @@ class ModelCache:
             raise ValueError(f"cache key {key!r} is not a 64-digit hex SHA-256")
         return self.root / key[:2] / key
 
-    def load(self, key: str, model: nn.Module) -> TrainedModel | None:
-        """Load the entry into ``model`` (the untrained architecture); ``None`` if absent or corrupt."""
+    def load(self, key: str, model: nn.Module, *, split_hash: str | None = None, what: str = "") -> TrainedModel | None:
+        """Load the entry into ``model`` (the untrained architecture); ``None`` if absent or corrupt, or when the
+        entry records a ``split_hash`` other than the one given (the index set of the records this run would train
+        it on, ``ArrayDataset.split_hash``): then one warning line, naming ``what`` (e.g. "baseline seed 0"), says
+        so and the model is retrained, never mixed in. An entry saved without a split hash (an older privbench) is
+        taken on its key alone, which holds the exact training records' content."""
         if not self.enabled:
             return None
         d = self._dir(key)
@@ -133,6 +137,12 @@ class ModelCache:
             meta = json.loads((d / "meta.json").read_text())
             if _meta_digest(meta) != meta.get("meta_sha256"):
                 raise ValueError("checksum mismatch in meta.json")
+            recorded = meta.get("split_hash")
+            if split_hash is not None and recorded is not None and recorded != split_hash:
+                log.warning("cached model %s%s was trained on another split (recorded split hash %s, this run "
+                            "derives %s); retraining it", key[:12], f" ({what})" if what else "", str(recorded)[:12],
+                            split_hash[:12])
+                return None
             for name, digest in meta["files"].items():
                 if _sha256(d / name) != digest:
                     raise ValueError(f"checksum mismatch in {name}")
@@ -152,8 +162,9 @@ class ModelCache:
             log.warning("cache entry %s is corrupt (%s); retraining", key[:12], exc)
             return None
 
-    def save(self, key: str, trained: TrainedModel) -> None:
-        """Write the entry atomically (temporary folder, then rename)."""
+    def save(self, key: str, trained: TrainedModel, *, split_hash: str | None = None) -> None:
+        """Write the entry atomically (temporary folder, then rename), with the ``split_hash`` of its training
+        records where known (``load`` re-checks it)."""
         if not self.enabled:
             return
         final = self._dir(key)
@@ -167,6 +178,8 @@ class ModelCache:
                 "train_seconds": trained.train_seconds, "samples_per_s": trained.samples_per_s,
                 "history": trained.history, "audit": trained.audit, "epochs": trained.epochs,
             }
+            if split_hash is not None:
+                meta["split_hash"] = split_hash
             if trained.release is not None:
                 torch.save({"x": trained.release.x, "y": trained.release.y}, tmp / "release.pt")
                 meta["release_kind"] = trained.release.kind

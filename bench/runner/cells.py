@@ -17,6 +17,7 @@ from attacks.audit import membership_audit
 from attacks.base import Attack, AttackContext, MembershipAttack, MembershipScores, Reconstruction, ReconstructionAttack
 from attacks.metrics import membership_metrics
 from bench.core.data import MembershipSplit
+from bench.core.evaluation import predict_logits
 from bench.core.features import conv_feature_maps
 from bench.core.training import EpochCallback, TrainingDiverged, evaluate
 from bench.core.types import PrivacySpent, TrainedModel
@@ -33,11 +34,14 @@ from bench.results import (
     Utility,
 )
 from bench.runner.ceiling import validation_split
+from bench.runner.degenerate import check_predictions
 from bench.runner.executor import JobFailed
+from bench.runner.faults import MechanismFault
 from bench.runner.jobs import Recipe, Slot, Trainer
 
 RELEASE_EXAMPLES = 8
-TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed)  # a failed cell or attack, not a failed run
+# a failed cell or attack, not a failed run; their message is the one line (a plug-in's fault names it: faults.py)
+TRAINING_ERRORS = (TrainingDiverged, ValueError, JobFailed, MechanismFault)
 # Any error inside one attack (a diverged shadow, broken numbers, a bug in a plug-in) fails that attack visibly:
 # recorded in results.json and every report, exit 1, and the rest of the run goes on. Interrupts are not errors.
 ATTACK_ERRORS = (Exception,)
@@ -208,6 +212,7 @@ class CellRunner:
         t1 = time.perf_counter()
         device = self.trainer.device
         test_m = evaluate(trained.model, split.test.x, split.test.y, device=device)
+        predicted = predict_logits(trained.model, split.test.x, device=device).argmax(1)
         train_m = evaluate(trained.model, split.members.x, split.members.y, device=device)
         val_m = None
         if trained.privacy.off:  # a candidate for the non-private ceiling: measured on validation, never on test
@@ -215,14 +220,16 @@ class CellRunner:
             val_m = evaluate(trained.model, val.x, val.y, device=device)
         t2 = time.perf_counter()
         result = RunResult(
-            **head, cache_key=target.key, params=trained.params, privacy=self._privacy(trained, split),
+            **head, cache_key=target.key, split_hash=self.trainer.splits.get(target.key), params=trained.params,
+            privacy=self._privacy(trained, split),
             utility=Utility(test_accuracy=test_m["accuracy"], test_loss=test_m["loss"],
                             train_accuracy=train_m["accuracy"],
                             validation_accuracy=None if val_m is None else val_m["accuracy"]),
             history=trained.history, release=release_examples(trained),
             epochs=epoch_records(trained, recipe), feature_maps=feature_maps_record(trained, split, device),
             timings=Timings(train_s=trained.train_seconds, samples_per_s=trained.samples_per_s, eval_s=t2 - t1,
-                            cached=target.cached))
+                            cached=target.cached),
+            degenerate=check_predictions(predicted, split.test.y))  # its cause: assign_causes, once all are done
         self._attack(result, trained)
         result.timings.attack_s = time.perf_counter() - t2
         return result
@@ -260,7 +267,7 @@ class CellRunner:
             if not attack.applies_to(trained):
                 continue
             self.on_status(f"{recipe.mechanism} seed {seed}: attack {name}")
-            start = time.perf_counter()
+            start, asked = time.perf_counter(), len(self.trainer.asked)
             try:
                 if isinstance(attack, MembershipAttack):
                     out = attack.score(ctx)
@@ -277,3 +284,6 @@ class CellRunner:
                 result.attack_tracebacks[name] = traceback.format_exc()
                 self.on_status(f"attack {name} failed on {recipe.mechanism}: {result.attack_errors[name]}")
             result.timings.attacks[name] = time.perf_counter() - start
+            keys = dict.fromkeys(self.trainer.asked[asked:])  # the models it trained or reused, each once
+            if keys:
+                result.training_splits[name] = [self.trainer.splits[k] for k in keys]

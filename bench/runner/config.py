@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from bench.core.errors import ConfigError
-from bench.runner.validation import validate
+from bench.runner.validation import DEFAULT_JOB_TIMEOUT_S, validate
 
 if TYPE_CHECKING:  # pragma: no cover
     from attacks.base import Attack
@@ -49,6 +49,9 @@ class RunConfig:
     ``tune_recipes`` re-chooses each mechanism's recipe among its candidates (``Mechanism.recipe_candidates``) on a
     validation split of the run's data before the grid trains (``bench.runner.tuning``), within ``tune_budget``
     seconds (given as seconds, ``"600s"`` or ``"10m"``).
+    ``job_timeout`` the seconds one model's training job may run (``"90s"``, ``"10m"``, ``"6h"``; default 24 h): a
+    job past it fails its cell or attack alone, with one line (``bench.runner.faults``); a rerun with a longer limit
+    resumes the same run (the limit does not change a model, so it is not compared on resume).
     ``recipes_from`` the profile whose recipe a mechanism trains with when it has none for ``profile`` (a profile's
     key: ``ci`` takes each mechanism's ``smoke`` recipe, a plug-in's included).
     """
@@ -63,6 +66,7 @@ class RunConfig:
     recipes_chosen_on: str | None = None
     tune_recipes: bool = False
     tune_budget: float = 600.0
+    job_timeout: float = DEFAULT_JOB_TIMEOUT_S
     recipes_from: str | None = None
     seeds: tuple[int, ...] = (0,)
     delta: float = 1e-5

@@ -32,11 +32,14 @@ from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
 from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import CellRunner, PlannedCell
+from bench.runner.degenerate import assign_causes
 from bench.runner.detection import detection_rows
 from bench.runner.executor import make_executor
+from bench.runner.faults import DEFAULT_JOB_TIMEOUT_S
 from bench.runner.jobs import Trainer
 from bench.runner.pooled import pooled_audits
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
+from bench.runner.splits import cell_identity, mismatch_line, recorded_splits
 from bench.runner.tuning import Tuning, chosen_spec, run_tuning
 
 
@@ -59,6 +62,8 @@ class Plan:
         plugins: modules the run imported first (``--plugins``); training workers import them too.
         tuning: each mechanism's recipe candidates, re-chosen on validation before the grid trains
             (``--tune-recipes``; ``bench.runner.tuning``); None: the configured recipes.
+        job_timeout: seconds each model's training job may run (``--job-timeout``; ``bench.runner.faults``); a job
+            past it fails its cell (or attack) alone. None: no limit.
     """
 
     run_id: str
@@ -79,6 +84,7 @@ class Plan:
     threads: int | None = None
     plugins: tuple[str, ...] = ()
     tuning: Tuning | None = None
+    job_timeout: float | None = DEFAULT_JOB_TIMEOUT_S
 
 
 def attack_order(cells: list[PlannedCell]) -> list[PlannedCell]:
@@ -108,7 +114,8 @@ def log_line(r: RunResult) -> str:
             f"; {o.relation} ε={o.epsilon:.3g}, {o.accountant}" for o in p.other_relations) + ")"
     auc = " ".join(f"{k} AUC {a.metrics.auc:.3f}" for k, a in r.attacks.items())
     failed = "".join(f"; attack {k} FAILED: {why}" for k, why in r.attack_errors.items())
-    return (f"{head}: {priv}, test acc {r.utility.test_accuracy:.2%}, {auc}, "
+    mark = "" if r.degenerate is None else f" (DEGENERATE: {r.degenerate.reason}; not evidence of privacy)"
+    return (f"{head}: {priv}, test acc {r.utility.test_accuracy:.2%}{mark}, {auc}, "
             f"{t.samples_per_s or 0:,.0f} samples/s{' (cached)' if t.cached else ''}{failed}")
 
 
@@ -146,7 +153,8 @@ class Harness:
         # evaluation and attacks run here: on the training device type where this machine has it
         device = torch.device("cpu") if train_device.type == "cuda" and not torch.cuda.is_available() \
             else train_device
-        self.trainer = Trainer(self.executor, cache, train_device=train_device, device=device)
+        self.trainer = Trainer(self.executor, cache, train_device=train_device, device=device,
+                               job_timeout=plan.job_timeout)
 
     @property
     def device(self) -> torch.device:
@@ -216,6 +224,7 @@ class Harness:
     def _run(self, out: Path) -> tuple[Results, Path]:
         plan = self.plan
         doc = self._document()
+        recorded = {} if plan.overwrite else recorded_splits(out / "results.json")  # a resumed run's, before we write
         start = time.perf_counter()
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("ETA"), TimeRemainingColumn())  # ETA: from the pace of each bar so far
@@ -231,6 +240,12 @@ class Harness:
             # Ray) train ahead of the driver; each target is evaluated on (at most PROBE_MAX) test images after
             # every epoch: its training curves
             work = attack_order(cells)
+            for pc in work:
+                derived, earlier = pc.split.members.split_hash(), recorded.get(cell_identity(pc))
+                if earlier is not None and earlier != derived:
+                    progress.console.print(mismatch_line(pc, earlier, derived), markup=False, soft_wrap=True)
+                    self.trainer.fresh.add(self.trainer.key(pc.recipe, pc.split.members, pc.seed,
+                                                            probe=curve_probe(pc.split)))
             targets = []
             for pc in work:
                 targets += self.trainer.submit(pc.recipe, [(pc.split.members, pc.seed)], probe=curve_probe(pc.split))
@@ -252,6 +267,7 @@ class Harness:
         rank = {id(pc): i for i, pc in enumerate(cells)}
         ranked = sorted(zip((rank[id(pc)] for pc in work), doc.results, strict=True), key=lambda t: t[0])
         doc.results = [r for _, r in ranked]
+        assign_causes(doc.results)
         doc.ceilings = self._ceilings(doc)
         doc.privacy_bugs, doc.refuted_claims, comparisons = privacy_bugs(doc.results)
         doc.audit = AuditSummary(confidence=0.95, comparisons=comparisons, pooled=pooled_audits(doc.results),

@@ -59,17 +59,21 @@ class Trainer:
         executor: where jobs run. cache: the model cache. train_device: where jobs train (on Ray: the workers).
         device: where this process evaluates and attacks. on_jobs: called with (models asked, models already
             done) on every submit and (0, models finished) when a job finishes (progress display).
+        job_timeout: seconds each model's job may train (``TrainJob.timeout_s``, ``--job-timeout``); None: no limit.
     """
 
     def __init__(self, executor: Executor, cache: ModelCache, *, train_device: torch.device, device: torch.device,
-                 on_jobs: Callable[[int, int], None] | None = None) -> None:
-        self.executor, self.cache = executor, cache
+                 on_jobs: Callable[[int, int], None] | None = None, job_timeout: float | None = None) -> None:
+        self.executor, self.cache, self.job_timeout = executor, cache, job_timeout
         self.train_device, self.device = train_device, device
         self.on_jobs = on_jobs or (lambda asked, done: None)
         self._recent: OrderedDict[str, TrainedModel] = OrderedDict()  # the last models, also when the cache is off
         self._inflight: dict[str, tuple[Pending, int]] = {}  # submitted, not finished: key -> (job, model index)
         self._asked: set[str] = set()  # models counted by the progress bar as asked for, and as done
         self._done: set[str] = set()
+        self.splits: dict[str, str] = {}  # key -> split hash of the model's training records (ArrayDataset)
+        self.asked: list[str] = []  # every key asked of ``submit``, in order (a cell's models: bench.runner.cells)
+        self.fresh: set[str] = set()  # keys to train again whatever the cache holds (a resumed run's split mismatch)
 
     def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: AuditRequest | None = None,
             probe: ArrayDataset | None = None) -> str:
@@ -102,7 +106,12 @@ class Trainer:
         for data, seed in jobs:
             arch = mech.build(data.input_shape, data.num_classes, recipe.spec)
             key = self.key(recipe, data, seed, audit, probe)
-            slots.append(Slot(key, self._recent.get(key) or self.cache.load(key, arch)))
+            split = self.splits.setdefault(key, data.split_hash())
+            self.asked.append(key)
+            what = f"{recipe.mechanism} seed {seed}"
+            found = None if key in self.fresh else self._recent.get(key) or self.cache.load(key, arch, split_hash=split,
+                                                                                           what=what)
+            slots.append(Slot(key, found))
         for slot in slots:  # already submitted (e.g. prefetched) and not finished: wait for that job
             if slot.trained is None and slot.key in self._inflight:
                 slot.pending, slot.index = self._inflight[slot.key]
@@ -111,7 +120,7 @@ class Trainer:
                     and ensemble_supported(mech, arch))
         for group in [missing] if together else [[i] for i in missing]:
             job = TrainJob(recipe, tuple(jobs[i][0] for i in group), tuple(jobs[i][1] for i in group),
-                           self.train_device.type, audit, probe)
+                           self.train_device.type, audit, probe, self.job_timeout)
             pending = self.executor.submit(job, on_done=lambda models, g=group: self._store(
                 [slots[i].key for i in g], models))
             for index, i in enumerate(group):
@@ -131,7 +140,8 @@ class Trainer:
         self._done.update(fresh)
         for key, trained in zip(keys, models, strict=True):
             self._inflight.pop(key, None)
-            self.cache.save(key, trained)
+            self.fresh.discard(key)  # trained again: the cache now holds this run's model
+            self.cache.save(key, trained, split_hash=self.splits.get(key))
             self._remember(key, trained)
         self.on_jobs(0, len(fresh))
 

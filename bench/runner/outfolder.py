@@ -136,10 +136,11 @@ class CompleteResults(BenchError):
 
 def _comparable(config: dict[str, Any] | None) -> Any:
     """``config`` as results.json records it (JSON types), without ``output`` (the same run may be named by
-    another path)."""
+    another path) and ``job_timeout`` (it changes no model: a rerun with a longer limit retries a timed-out cell)."""
     if not isinstance(config, dict):
         return None
-    return json.loads(json.dumps({k: v for k, v in config.items() if k != "output"}, default=str))
+    return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("output", "job_timeout")},
+                                 default=str))
 
 
 def _previous(path: Path) -> dict[str, Any]:
@@ -156,11 +157,20 @@ def _previous(path: Path) -> dict[str, Any]:
     return doc
 
 
+def _failed_cells(doc: dict[str, Any]) -> int:
+    """How many models of a results.json document failed or have a failed attack (a rerun retries them)."""
+    rows = doc.get("results")
+    return sum(1 for r in rows if isinstance(r, dict) and (r.get("status") == "failed" or r.get("attack_errors"))
+               ) if isinstance(rows, list) else 0
+
+
 def check_reuse(out: Path, config: dict[str, Any] | None, *, overwrite: bool) -> None:
     """Refuse an output folder that holds another run's results or reports; call it holding the folder's lock.
 
     Allowed: an empty or unrelated folder; an interrupted run of the same ``config`` (results.json with status not
-    ``complete``; its report files, drawn from a partial document, are deleted); anything with ``overwrite``
+    ``complete``; its report files, drawn from a partial document, are deleted); a complete run of the same
+    ``config`` in which a cell or an attack failed (the rerun retries them: every model that finished is in the
+    model cache, so only the failed ones train; one warning line says so); anything with ``overwrite``
     (the previous reports are deleted now; results.json is replaced by the new run's first write).
 
     Raises:
@@ -174,7 +184,11 @@ def check_reuse(out: Path, config: dict[str, Any] | None, *, overwrite: bool) ->
         prev = _previous(results)
         what = f"results.json of run {prev.get('run_id', '?')}, started {prev.get('created', '?')}"
         same = _comparable(config) is not None and _comparable(prev.get("config")) == _comparable(config)
-        if same and prev.get("status") == "complete":
+        retry = _failed_cells(prev)
+        if same and prev.get("status") == "complete" and retry:
+            log.warning("output folder %s holds this configuration's complete results with %d failed cell(s) or "
+                        "attack(s); retrying them (finished models come from the model cache)", out, retry)
+        elif same and prev.get("status") == "complete":
             drawn = prev.get("report_s") is not None and all((out / n).is_file() for n in REPORT_NAMES)
             raise CompleteResults(f"output folder {out} holds the complete results of this same configuration "
                                   f"({what}); redraw its reports with 'privbench report {out}', pass --overwrite "

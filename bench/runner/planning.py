@@ -149,4 +149,5 @@ def plan_from_config(cfg: RunConfig, *, overwrite: bool = False) -> Plan:
                 attacks=attacks, datasets={cfg.dataset: info}, max_attack_examples=cfg.max_attack_examples,
                 cache_dir=cfg.resolved_cache_dir(), executor=cfg.executor, ray_address=cfg.ray_address,
                 device=cfg.device, no_cache=cfg.no_cache, overwrite=overwrite, threads=cfg.threads,
-                plugins=tuple(cfg.plugins), tuning=plan_tuning(cfg, pool.input_shape, pool.num_classes))
+                plugins=tuple(cfg.plugins), tuning=plan_tuning(cfg, pool.input_shape, pool.num_classes),
+                job_timeout=cfg.job_timeout)

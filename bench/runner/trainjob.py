@@ -17,6 +17,7 @@ from bench.core.data import ArrayDataset
 from bench.core.plain import plain_module
 from bench.core.training import EpochCallback, EpochRecorder, recording_epochs
 from bench.core.types import TrainedModel, TrainSpec
+from bench.runner.faults import MechanismFault, check_trained, is_plugin, mechanism_words, time_limit
 
 if TYPE_CHECKING:  # pragma: no cover
     from attacks.base import AuditRequest
@@ -62,6 +63,8 @@ class TrainJob:
         audit: an audit request for ``Mechanism.fit`` (one model only; e.g. ``GradientCanaries``), or None.
         probe: held-out images a single model is evaluated on after every epoch (``bench.core.training.
             EpochRecorder``, at most ``PROBE_MAX``; the training curves), or None. It never changes the weights.
+        timeout_s: seconds each model of the job may train (``--job-timeout``; a vectorised ensemble of k models
+            gets k times as long); None: no limit. Not part of any cache key: it does not change the model.
     """
 
     recipe: Recipe
@@ -70,6 +73,7 @@ class TrainJob:
     device: str
     audit: AuditRequest | None = None
     probe: ArrayDataset | None = None
+    timeout_s: float | None = None
 
     def __len__(self) -> int:
         return len(self.seeds)
@@ -82,8 +86,32 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
         One TrainedModel per model, in the order of ``job.seeds``.
 
     Raises:
-        TrainingDiverged, ValueError: from training (e.g. a NaN loss, an unreachable ε).
+        TrainingDiverged, ValueError: from a built-in mechanism's training (e.g. a NaN loss, an unreachable ε).
+        bench.runner.faults.MechanismFault: a plug-in's ``fit`` raised; a model came back with non-finite weights
+            or the wrong output shape; the job ran past ``job.timeout_s`` (``JobTimeout``). One line each, naming the
+            mechanism (``bench.runner.faults``).
     """
+    r = job.recipe
+    limit = None if job.timeout_s is None else job.timeout_s * len(job)
+    try:
+        with time_limit(limit, r.mechanism):
+            models = _run_job(job, on_epoch)
+    except MechanismFault:
+        raise
+    except Exception as exc:
+        if not is_plugin(r.mechanism):
+            raise
+        why = str(exc).splitlines()[0] if str(exc) else ""
+        raise MechanismFault(f"{mechanism_words(r.mechanism)}: fit raised {type(exc).__name__}"
+                             + (f": {why}" if why else "")) from exc
+    if job.audit is None or getattr(job.audit, "run", None) is None:  # an audit's own computation is no model
+        for trained, data in zip(models, job.datasets, strict=True):
+            check_trained(trained, data, r.mechanism)
+    return models
+
+
+def _run_job(job: TrainJob, on_epoch: EpochCallback | None) -> list[TrainedModel]:
+    """``run_job`` without its checks and time limit."""
     from bench.runner.ensemble import fit_ensemble
     from mechanisms import MECHANISMS
 

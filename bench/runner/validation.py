@@ -19,6 +19,8 @@ from bench.core.errors import ConfigError
 from bench.core.params import describe, parse, signature_params
 from bench.runner.plugins import load_plugins
 
+DEFAULT_JOB_TIMEOUT_S = 24 * 3600.0  # --job-timeout's default: generous (the gpu profile's models train in hours)
+
 log = logging.getLogger("privbench.config")
 MAX_SEED = 2**63 - 1  # seeds reach torch.Generator.manual_seed, which takes a signed 64-bit integer
 _SPEC_KEYS = ("model", "epochs", "batch_size", "lr", "optimizer", "momentum", "params")
@@ -182,6 +184,7 @@ def _environment(d: dict[str, Any]) -> None:
     if chosen_on is not None and (not isinstance(chosen_on, str) or not chosen_on.strip()):
         raise ConfigError(f"recipes_chosen_on = {chosen_on!r} must be a data set's name")
     d["tune_budget"] = tune_budget(d["tune_budget"])
+    d["job_timeout"] = job_time_limit(d["job_timeout"])
     source = d.get("recipes_from")
     others = sorted(p.stem for p in (Path(__file__).parent / "profiles").glob("*.yaml") if p.stem != d["profile"])
     if source is not None and source not in others:
@@ -201,24 +204,38 @@ def _environment(d: dict[str, Any]) -> None:
         _count(d, "max_attack_examples", 2)
 
 
+def _duration(value: Any, name: str, units: str, allowed: str) -> float:
+    """A time in seconds from a number of seconds or a text such as ``"90s"``, with unit letters ``units``
+    (``s`` seconds, ``m`` minutes, ``h`` hours). Raises ConfigError naming ``name``, the value and ``allowed``."""
+    import re
+
+    seconds = None
+    if isinstance(value, str):
+        found = re.fullmatch(rf"\s*(\d+(?:\.\d*)?|\.\d+)\s*([{units}]?)\s*", value.lower())
+        if found:
+            seconds = float(found[1]) * {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}[found[2]]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"{name} = {value!r} must be a time > 0: {allowed}")
+    return seconds
+
+
 def tune_budget(value: Any) -> float:
     """The recipe-tuning time budget in seconds from a number of seconds or a text ``"90s"`` / ``"10m"``.
 
     Raises:
         ConfigError: not a positive finite number of seconds or minutes (one line)."""
-    import re
+    return _duration(value, "tune_budget", "sm", "seconds (e.g. 600 or 600s) or minutes (e.g. 10m)")
 
-    seconds = None
-    if isinstance(value, str):
-        found = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([sm]?)\s*", value.lower())
-        if found:
-            seconds = float(found[1]) * (60.0 if found[2] == "m" else 1.0)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-        raise ConfigError(f"tune_budget = {value!r} must be a time > 0: seconds (e.g. 600 or 600s) or minutes "
-                          "(e.g. 10m)")
-    return seconds
+
+def job_time_limit(value: Any) -> float:
+    """The per-job time limit (``--job-timeout``) in seconds from a number of seconds or a text ``"90s"`` /
+    ``"10m"`` / ``"6h"``.
+
+    Raises:
+        ConfigError: not a positive finite time (one line naming the value)."""
+    return _duration(value, "job_timeout", "smh", "seconds (e.g. 600 or 600s), minutes (10m) or hours (6h)")
 
 
 def _attack_params(params: Any, attacks: tuple[str, ...], user: set[str]) -> dict[str, Any]:

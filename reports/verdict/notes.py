@@ -17,6 +17,7 @@ from reports.common import (
     GUARANTEE_SHORT,
     GUARANTEE_WORDS,
     MAIN_LEVEL,
+    degenerate_reason,
     format_tpr,
     is_failed,
     level_label,
@@ -129,8 +130,14 @@ def _cost_words(results: Results, ok: list[Pair]) -> str:
 def _mechanism_note(results: Results, mech: str, pairs: list[Pair], chance: ChanceFamily) -> str:
     ok = sorted(((r, row) for r, row in pairs if not is_failed(r)),
                 key=lambda rr: (rr[1]["target_epsilon"] is not None, rr[1]["target_epsilon"] or 0.0))
-    parts = [_accuracy_words(ok), _cost_words(results, ok), _attack_sentence(ok, chance),
+    learned = [(r, row) for r, row in ok if r.degenerate is None]
+    parts = [_accuracy_words(ok), _cost_words(results, ok),
+             _attack_sentence(learned, chance) if learned else "every model is degenerate: its attacks are no evidence",
              bound_sentence(results, [r for r, _ in ok])]
+    degenerate = [f"{_at(target_of(r)).strip() or 'without a target ε'} ({degenerate_reason(r)})"
+                  for r, _ in ok if r.degenerate]
+    if degenerate:
+        parts.insert(2, f"degenerate (learned nothing) {', '.join(degenerate)}")
     failed = len(pairs) - len(ok)
     if failed:
         parts.append(f"{failed} model(s) failed")
@@ -203,22 +210,48 @@ def _leak_line(ok: list[Pair], chance: ChanceFamily) -> str:
     if beating:
         return (f"Membership attacks beat chance on: {'; '.join(beating)}; significant after "
                 f"{chance.correction_text()}.")
+    learned = [r for r, _ in ok if r.degenerate is None]
+    if ok and not learned:
+        return ("No model of this run learned anything (every one is degenerate), so its attack results are no "
+                "evidence of privacy.")
+    skipped = len(ok) - len(learned)
+    but = f" ({skipped} degenerate model(s) left out: no evidence either way)" if skipped else ""
     if chance.size:
-        return f"No membership attack beats chance on any model after {chance.correction_text()}."
+        return (f"No membership attack beats chance on any model{' that learned' if skipped else ''}{but} after "
+                f"{chance.correction_text()}.")
     return "TPR at ≤ 1% FPR is not measurable in this run (too few non-members); see the AUCs below."
+
+
+def _degenerate_lines(ok: list[Pair]) -> list[str]:
+    """The headline's word on degenerate models (``bench.results.Degenerate``): the baseline's first, then the
+    others, each with its cause."""
+    lines = []
+    base = [r for r, _ in ok if r.mechanism == "baseline" and r.target_epsilon is None and r.degenerate]
+    if base:
+        lines.append(f"The baseline is degenerate: {base[0].degenerate.text if base[0].degenerate else ''}. It "
+                     "learned nothing: no comparison with it, and none of its attack results, says anything about "
+                     "privacy.")
+    others = [f"{row['mechanism']}{_at(row['target_epsilon'])} seed {r.seed} ({degenerate_reason(r)})"
+              for r, row in ok if r.degenerate is not None and r not in base]
+    if others:
+        lines.append(f"Degenerate models (they learned nothing; their attack results are shown but are not evidence "
+                     f"of privacy): {'; '.join(others)}.")
+    return lines
 
 
 def verdict_headline(results: Results) -> dict[str, list[str]]:
     """Per dataset, the sentences a reader needs first: which mechanism with a formal guarantee is the most
     accurate at the target ε values tried (against the non-private baseline), whether any membership attack beats
     chance after a Bonferroni correction over every comparison, the tightest valid audit bound against its
-    accountant's ε, the privacy bugs and refuted claims of the run-level check, and how many attacks failed.
+    accountant's ε, the privacy bugs and refuted claims of the run-level check, and how many attacks failed. A
+    degenerate baseline (it learned nothing) leads the headline; other degenerate models are named after it, and
+    "no attack beats chance" is said of the models that learned only.
     """
     out, chance = {}, chance_family(results)
     for dataset, pairs in pairs_by_dataset(results).items():
         ok = [(r, row) for r, row in pairs if not is_failed(r)]
         extra = [line for line in (ceiling_line(results, dataset), recipes_line(results, dataset)) if line]
-        lines = [_best_line(ok, dataset in results.ceilings), *extra, _leak_line(ok, chance),
+        lines = [*_degenerate_lines(ok), _best_line(ok, dataset in results.ceilings), *extra, _leak_line(ok, chance),
                  *audit_headline(results, [r for r, _ in ok])]
         broken = sum(len(r.attack_errors) for r, _ in ok)
         if broken:

@@ -30,7 +30,9 @@ def _point_label(r: RunResult) -> str:
 def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
     """Test accuracy (x, %) against the strongest attack's leakage (y: TPR at ``axis.level`` FPR in % with its
     95 % Clopper-Pearson interval, or AUC) for every model of one dataset; points labelled with their target ε,
-    the Pareto frontier (no other model has higher accuracy and lower leakage) joined by a line."""
+    the Pareto frontier (no other model has higher accuracy and lower leakage) joined by a line. A degenerate model
+    (``bench.results.Degenerate``: it learned nothing) is a grey cross, labelled with its mechanism, and never on
+    the frontier: its low leakage is not evidence of privacy."""
     points = []
     for r in rs:
         leak = axis.value(r)
@@ -44,12 +46,19 @@ def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
     for r, x, (y, lo, hi, _) in points:
         mech = r.mechanism
         yerr = None if lo is None or hi is None else [[y - lo], [hi - y]]
+        if r.degenerate is not None:  # learned nothing: drawn grey, never on the frontier
+            label = None if "degenerate" in seen else "degenerate (learned nothing; not evidence of privacy)"
+            seen.add("degenerate")
+            ax.errorbar(x, y, yerr=yerr, fmt="x", ms=6, color="0.6", capsize=2, elinewidth=0.8, label=label)
+            ax.annotate(f"{mech} {_point_label(r)}".strip(), (x, y), xytext=(4, 3), textcoords="offset points",
+                        fontsize=6, color="0.6")
+            continue
         label = None if mech in seen else (mech if _filled(r) else f"{mech} (no guarantee)")
         seen.add(mech)
         ax.errorbar(x, y, yerr=yerr, fmt="o", ms=5, color=palette[mech], capsize=2, elinewidth=0.8,
                     mfc=palette[mech] if _filled(r) else "white", label=label)
         ax.annotate(_point_label(r), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=6, color="0.25")
-    front = pareto_optimal([(x, leak[0]) for _, x, leak in points])
+    front = pareto_optimal([None if r.degenerate else (x, leak[0]) for r, x, leak in points])
     xy = sorted((x, leak[0]) for (_, x, leak), on in zip(points, front, strict=True) if on)
     ax.plot([p[0] for p in xy], [p[1] for p in xy], color="k", lw=1.2, alpha=0.7, label="Pareto frontier")
     chance = 0.5 if axis.level is None else 100.0 * axis.level

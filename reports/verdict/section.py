@@ -45,11 +45,14 @@ HTML_LEGEND = (
 
 
 def _row_css(row: dict[str, Any]) -> str:
-    """The HTML class of a verdict row: failed, privacy bug, failed attack (on the frontier or not), frontier."""
+    """The HTML class of a verdict row: failed, privacy bug, degenerate (greyed), failed attack (on the frontier or
+    not), frontier."""
     if row.get("failed"):
         return "failed"
     if row.get("bug"):
         return "bug"
+    if row.get("degenerate"):  # greyed: learned nothing
+        return "degenerate attack-failed" if row.get("attack_failed") else "degenerate"
     if row.get("attack_failed"):
         return "attack-failed frontier" if row.get("frontier") else "attack-failed"
     return "frontier" if row.get("frontier") else ""

@@ -22,6 +22,7 @@ from reports.common import (
     DASH,
     GUARANTEE_SHORT,
     MAIN_LEVEL,
+    degenerate_mark,
     fpr_levels,
     has_guarantee,
     is_failed,
@@ -117,7 +118,7 @@ def pairs_by_dataset(results: Results) -> dict[str, list[Pair]]:
 def _frontier(pairs: list[Pair], axis: LeakageAxis) -> list[bool | None]:
     points = []
     for r, row in pairs:
-        leak = None if is_failed(r) else axis.value(r)
+        leak = None if is_failed(r) or r.degenerate else axis.value(r)  # learned nothing: no evidence of privacy
         acc = row["test_accuracy"]
         points.append(None if leak is None or acc is None else (100 * acc, leak[0]))
     return pareto_optimal(points)
@@ -146,14 +147,18 @@ def _verdict_row(results: Results, r: RunResult, row: Row, front: bool | None, s
         return {"cells": cells, "failed": True, "bug": False, "frontier": None, "attack_failed": False}
     acc, sps = row["test_accuracy"], row["samples_per_s"]
     tpr = row["tpr_at_0.1%_fpr"] + ("" if row["tpr_attack"] is None else f" ({row['tpr_attack']})")
+    accuracy = DASH if acc is None else f"{100 * acc:.2f}%"
+    pareto = DASH if front is None else ("yes" if front else "no")
+    if r.degenerate is not None:  # shown, greyed, never counted as evidence of privacy
+        mech, accuracy = f"{mech} — {degenerate_mark(r)}", f"{accuracy} — {r.degenerate.text}"
+        tpr, pareto = f"{tpr}; not evidence of privacy (learned nothing)", "— (degenerate)"
     cells = [
         mech, target, GUARANTEE_SHORT.get(str(row["guarantee"]), str(row["guarantee"])), row["privacy"],
-        _lower_bound_cell(results, r), DASH if acc is None else f"{100 * acc:.2f}%", cost_text(results, r),
-        with_failed_attacks(tpr, r),
-        DASH if sps is None else f"{sps:,.0f}", DASH if front is None else ("yes" if front else "no"),
+        _lower_bound_cell(results, r), accuracy, cost_text(results, r), with_failed_attacks(tpr, r),
+        DASH if sps is None else f"{sps:,.0f}", pareto,
     ]  # fmt: skip
     return {"cells": cells, "failed": False, "bug": bool(bugs_for(results, r)), "frontier": front,
-            "attack_failed": bool(r.attack_errors)}
+            "attack_failed": bool(r.attack_errors), "degenerate": r.degenerate is not None}
 
 
 def verdict_tables(results: Results) -> list[dict[str, Any]]:
@@ -161,8 +166,10 @@ def verdict_tables(results: Results) -> list[dict[str, Any]]:
 
     Returns:
         ``[{"dataset", "axis": LeakageAxis, "rows": [{"cells": [str] (``VERDICT_HEADERS``), "failed": bool,
-        "bug": bool, "frontier": bool | None, "attack_failed": bool}]}]``. A failed cell keeps its reason in the
-        guarantee column; an attack that failed on a finished model is named in the TPR column.
+        "bug": bool, "frontier": bool | None, "attack_failed": bool, "degenerate": bool}]}]``. A failed cell keeps
+        its reason in the guarantee column; an attack that failed on a finished model is named in the TPR column; a
+        degenerate model (it learned nothing) is marked in the mechanism column, its one line follows its test
+        accuracy, its TPR is "not evidence of privacy", and it is never on the Pareto frontier.
     """
     groups = pairs_by_dataset(results)
     seeds = len({row["seed"] for pairs in groups.values() for _, row in pairs}) > 1

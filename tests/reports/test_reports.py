@@ -165,7 +165,8 @@ def test_summary_csv(written):
         "accountant", "tpr_attack", "tpr", "tpr_lower", "tpr_upper", "epsilon_lb", "epsilon_lb_attack", "relation",
         "attack_errors", "epsilon_lb_threat_model", "epsilon_lb_design", "epsilon_lb_method", "epsilon_lb_confidence",
         "epsilon_lb_ratio", "epsilon_lb_reference", "epsilon_lb_relation", "epsilon_lb_ratio_headline",
-        "epsilon_measured", "epsilon_measured_relation", "epsilon_measured_accountant",
+        "epsilon_measured", "epsilon_measured_relation", "epsilon_measured_accountant", "degenerate",
+        "degenerate_cause",
     ]  # fmt: skip
     assert len(rows) == 6
     assert [r["status"] for r in rows].count("failed") == 1
