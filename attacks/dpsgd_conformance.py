@@ -3,14 +3,15 @@ assumes, measured in the white-box canary run on the mechanism's own code path (
 gathered by ``CanaryTracker``) and tested against the certified value (``attacks.audit.conformance``).
 
 The family, fixed by the model's architecture (K trainable parameter tensors) before any data, K + 7 tests in this
-order: the noise sd in each tensor (exact one-sided χ² on its canary-free reference coordinates, units of C,
-certified sd σ; a tensor without a reference: p = 1 and the reason); the noise's independence across steps and
+order: the noise sd in each tensor (exact one-sided χ² on every observed coordinate of it that holds no canary's
+gradient — its canary-free references and its excluded canaries —, units of C, certified sd σ; a tensor without
+one: p = 1 and the reason); the noise's independence across steps and
 coordinates and its Gaussian shape (a bounded sample of the references, standardised by σ, pooled over tensors); the
 largest clipped contribution of a canary and of a real record (the clipper's own output) against C; the sample rate
 q (each record-step a Bernoulli(q) trial under Poisson sampling: exact one-sided binomial); the dispersion of the
 records' participation counts against Binomial(T, q); the number of noisy steps against the accountant's. Beside
-them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled over every reference, q from the counts,
-the observed T; under the run's certified relation): one more comparison of the family.
+them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled over every noise observation, q from the
+counts, the observed T; under the run's certified relation): one more comparison of the family.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _noise_tests(obs: dict[str, Any], sigma: float) -> list[dict[str, Any]]:
     for t, (ss, n) in enumerate(zip(obs["tensor_sum_squares"], obs["tensor_counts"], strict=True)):
         name = f"noise σ, tensor {t + 1} of {k}"
         out.append(noise_test(name, float(ss), int(n), sigma) if n > 0 else
-                   _skipped(name, "noise sd", "the tensor has no canary-free reference coordinate"))
+                   _skipped(name, "noise sd", "no observed coordinate of the tensor is free of canaries"))
     return out
 
 

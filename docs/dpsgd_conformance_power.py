@@ -7,7 +7,8 @@ alarms. Also the "ε from measured parameters" at the null's median observations
 
 Run: ``PYTHONPATH=. python docs/dpsgd_conformance_power.py [runs]`` (about a minute on one core at 500 runs).
 
-Sizes (the audit run's; ``gradient_canaries: all``, 2.5 % of each tensor kept as references, at least one):
+Sizes (the audit run's; ``gradient_canaries: all``, 2.5 % of each tensor kept as references, at least one; a
+tensor's noise test reads its references and its excluded canaries, about half of the rest):
 ci: digits, MLP 64-1024-10 (tensors 65,536 / 1,024 / 10,240 / 10 coordinates: 1,638 / 26 / 256 / 1 references),
 n = 700 records (500 members + 200), batch 100: q = 1/7, T = 105, ε = 2 (replace-one). default: MNIST, ScatterNet +
 linear (39,690 / 10: 992 / 1 references), n = 10,500, batch 4,096: q = 1/3, T = 120, ε = 1.
@@ -29,8 +30,19 @@ from attacks.audit.conformance import (
     sigma_for_epsilon,
 )
 
-PROFILES = {"ci": {"refs": (1638, 26, 256, 1), "n": 700, "q": 1 / 7, "T": 105, "eps": 2.0, "k": 155},
-            "default": {"refs": (992, 1), "n": 10_500, "q": 1 / 3, "T": 120, "eps": 1.0, "k": 65}}
+SIZES = {"ci": ((65_536, 1_024, 10_240, 10), (1638, 26, 256, 1)), "default": ((39_690, 10), (992, 1))}
+
+
+def _noise_coordinates(profile: str) -> tuple[int, ...]:
+    """Per tensor, the coordinates holding noise alone: its references and (the floor of the expected number of)
+    its excluded canaries, half of the rest."""
+    sizes, refs = SIZES[profile]
+    return tuple(r + (s - r) // 2 for s, r in zip(sizes, refs, strict=True))
+
+
+PROFILES = {"ci": {"refs": _noise_coordinates("ci"), "n": 700, "q": 1 / 7, "T": 105, "eps": 2.0, "k": 155},
+            "default": {"refs": _noise_coordinates("default"), "n": 10_500, "q": 1 / 3, "T": 120, "eps": 1.0,
+                        "k": 65}}
 DELTA = 1e-5
 FAMILIES = (19, 100)  # ci with --mechanisms dpsgd --attacks canary: 19 comparisons; 100: a whole profile's run
 
@@ -75,7 +87,7 @@ def family_false_alarms(p: dict, alpha: float, runs: int, rng: np.random.Generat
 
 def measured_ratio(p: dict) -> tuple[float, float]:
     """(ε from measured parameters / certified ε, σ) at the null's median observations (Σx² = median of σ²·χ²_N over
-    every reference, participations = n·T·q)."""
+    every noise observation, participations = n·T·q)."""
     sigma = sigma_for_epsilon(p["eps"], sample_rate=p["q"], steps=p["T"], delta=DELTA, relation="replace-one",
                               guess=3.0)
     obs = sum(p["refs"]) * p["T"]

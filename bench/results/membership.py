@@ -88,7 +88,8 @@ class Bound(Model):
     fit: dict[str, Any] | None = None
     """The fitted parameters (Gaussian pair: ``n_in``, ``mean_in``, ``sd_in``, ``n_out``, ``mean_out``, ``sd_out``
     and ``normality_p``, the smaller normality-test p-value of the two groups; ``gaussian-llr``: the same sizes,
-    means and sds and ``shape_excluded_p`` / ``shape_test``, the test of the excluded canaries' scores)."""
+    means and sds, ``shape_excluded_p`` and ``shape_included_p``, the shape tests of each group's scores, ``shape_p``,
+    the two as one (Bonferroni), and ``shape_test``)."""
 
 
 class Audit(Model):

@@ -274,6 +274,6 @@ class CanaryTracker:
                 "sigma_hat": pooled, "sigma_hat_by_tensor": [by_tensor.get(k) for k in range(int(self.owner.max()) + 1)]
                 if self.owner.size else [], "claimed_sigma": self.claimed_sigma, "sample_rate": self.q,
                 "steps": len(self.steps), "conformance": conformance_observations(
-                    self.steps, count=self.count, owner=self.owner, tensors=self.tensors,
+                    self.steps, count=self.count, owner=self.owner, included=self.included, tensors=self.tensors,
                     participation=self.participation, largest_contribution=self.largest_value,
                     largest_record_norm=self.record_norm, max_grad_norm=self.clip_norm)}
