@@ -103,21 +103,29 @@ def _conformance_test(record: AttackRecord, method: str) -> dict[str, object] | 
 
 def _unmade(results: list[RunResult], items: list[Comparison]) -> int:
     """The comparisons a failed cell or a failed audit would have made, so that M follows the run's configuration and
-    not which jobs succeeded (a failure never lowers M): a cell that failed, or lost an attack, counts as many as the
-    most any complete cell of the same dataset, mechanism and kind (private or ε = ∞) made, less those it made."""
-    made: dict[int, int] = {}
-    for r, *_ in items:
-        made[id(r)] = made.get(id(r), 0) + 1
+    not which jobs succeeded (a failure never lowers M): a failed cell counts as many as the most any complete cell
+    of the same dataset, mechanism and kind (private or ε = ∞) made; a failed attack of a finished cell as many as
+    that attack's records (its name, or its name and a suffix: ``canary``, ``canary-whitebox``) made there."""
+    made: dict[tuple[int, str], int] = {}
+    for r, name, *_ in items:
+        made[(id(r), name)] = made.get((id(r), name), 0) + 1
 
     def key(r: RunResult) -> tuple[str, str, bool]:
         return r.dataset, r.mechanism, r.off_point
 
-    full: dict[tuple[str, str, bool], int] = {}
+    def count(r: RunResult, attack: str | None) -> int:
+        return sum(n for (rid, name), n in made.items()
+                   if rid == id(r) and (attack is None or name == attack or name.startswith(attack + "-")))
+
+    complete = [r for r in results if r.ok and not r.attack_errors]
+    extra = 0
     for r in results:
         if r.ok and not r.attack_errors:
-            full[key(r)] = max(full.get(key(r), 0), made.get(id(r), 0))
-    return sum(max(0, full.get(key(r), 0) - made.get(id(r), 0)) for r in results
-               if not r.ok or r.attack_errors)
+            continue
+        peers = [c for c in complete if key(c) == key(r)]
+        failed = [None] if not r.ok else list(r.attack_errors)
+        extra += sum(max((count(c, a) for c in peers), default=0) - count(r, a) for a in failed)
+    return max(extra, 0)
 
 
 def _pooled_bugs(groups: list, corrected: float) -> dict[tuple[int, str], PrivacyBug]:
