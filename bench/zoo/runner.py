@@ -144,7 +144,10 @@ def judge(auditor: Auditor, folder: Path) -> dict[str, Any]:
     path = folder / "run" / "results.json"
     if not path.exists():
         return {"error": "the run left no results.json"}
-    doc = read(path)
+    try:
+        doc = read(path)
+    except ValueError as exc:  # a document this privbench cannot read: a visible failure of the row
+        return {"error": str(exc).splitlines()[0][:300]}
     targets = [r for r in doc.results if not r.off_point]
     if not targets or not targets[0].ok:
         return {"error": f"the run failed: {targets[0].error if targets else 'no cell'}"}
@@ -163,9 +166,10 @@ def true_epsilon(bug: Bug | None, folder: Path) -> tuple[float | None, float | N
     from bench.results import read
 
     path = folder / "run" / "results.json"
-    if not path.exists():
-        return None, None
-    targets = [r for r in read(path).results if r.ok and r.privacy is not None]
+    try:
+        targets = [r for r in read(path).results if r.ok and r.privacy is not None] if path.exists() else []
+    except ValueError:
+        targets = []
     if not targets:
         return None, None
     p = targets[0].privacy
@@ -186,9 +190,10 @@ def attack_seconds(folder: Path) -> dict[str, float]:
     from bench.results import read
 
     path = folder / "run" / "results.json"
-    if not path.exists():
-        return {}
-    targets = [r for r in read(path).results if r.ok]
+    try:
+        targets = [r for r in read(path).results if r.ok] if path.exists() else []
+    except ValueError:
+        targets = []
     return dict(targets[0].timings.attacks) if targets else {}
 
 
