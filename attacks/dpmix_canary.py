@@ -169,7 +169,8 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
 
 
 def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, seed: int,
-                    release: Callable[[ArrayDataset, int], tuple[Release, PrivacySpent]]
+                    release: Callable[[ArrayDataset, int], tuple[Release, PrivacySpent]],
+                    observe: Callable[[ArrayDataset, Release], None] | None = None
                     ) -> tuple[np.ndarray, np.ndarray, PrivacySpent]:
     """The design's ``releases`` data sets, each released by ``release(data, seed)`` (the mechanism's own) and scored.
 
@@ -177,6 +178,7 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
         members: the target's members (only their count n, image shape and classes are used). num_canaries: m.
         releases: R. seed: the cell's seed (every coin, pair and release seed is drawn from it).
         release: the mechanism's release of a data set with a seed, and the privacy that release spent.
+        observe: called with each release's data set and release (the conformance tests' observer), if given.
 
     Returns:
         ``(scores (R·m,), coins (R·m,) int64, privacy)``: each slot's ``pair_scores``, its coin (1: z_i held) and the
@@ -201,6 +203,8 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
         fillers = ArrayDataset(centre.x.expand(fill, *shape), centre.y.expand(fill), k, centre.name)
         data = concat(fillers, slots)  # n = n₀ + m, the target's, whatever the coins
         out, privacy = release(data, shadow_seed(seed, "canary", 20 + r))
+        if observe is not None:
+            observe(data, out)
         z = torch.cat([out.x.flatten(1), out.y.float().flatten(1)], dim=1)
         ell, d_x = int(out.params["mixture_degree"]), math.prod(shape)
         if ell * (m - 1) >= 2 * len(data):
@@ -224,18 +228,27 @@ class ReleaseAuditJob:
     num_canaries: int
     releases: int
     seed: int
+    conformance: int = 1  # the version of the conformance observations the job returns (part of its cache key)
 
     def run(self, mechanism: Mechanism, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None,
             delta: float) -> TrainedModel:
         """``scored_releases`` through ``mechanism.release`` with the recipe's ``spec``, ε and δ; the returned
         TrainedModel holds the mechanism's untrained architecture (nothing is trained), the releases' privacy and
-        ``audit = {"scores": [...], "coins": [...]}``."""
-        scores, coins, privacy = scored_releases(
-            data, num_canaries=self.num_canaries, releases=self.releases, seed=self.seed,
-            release=lambda d, s: mechanism.release(d, spec, target_epsilon=target_epsilon, delta=delta, seed=s))
+        ``audit = {"scores": [...], "coins": [...], "conformance": {...}}`` (``attacks.release_conformance``: the
+        subsets ``mix_release`` drew are observed during these releases only)."""
+        from attacks.release_conformance import MixingObserver
+
+        observer = MixingObserver(data.input_shape, data.num_classes)
+        with observer.subsets():
+            scores, coins, privacy = scored_releases(
+                data, num_canaries=self.num_canaries, releases=self.releases, seed=self.seed, observe=observer.add,
+                release=lambda d, s: mechanism.release(d, spec, target_epsilon=target_epsilon, delta=delta, seed=s))
+        conformance = None if not privacy.has_guarantee else observer.result(
+            mixture_degree=int(spec.params.mixture_degree), num_samples=int(spec.params.num_samples), privacy=privacy)
         model = mechanism.build(data.input_shape, data.num_classes, spec)
         return TrainedModel(model, privacy, params={"releases": self.releases, "records": len(data)},
-                            audit={"scores": [float(v) for v in scores], "coins": [int(c) for c in coins]})
+                            audit={"scores": [float(v) for v in scores], "coins": [int(c) for c in coins],
+                                   "conformance": conformance})
 
 
 class DPMixCanaryAudit(MembershipAttack):
@@ -265,7 +278,7 @@ class DPMixCanaryAudit(MembershipAttack):
         assert run.audit is not None
         total = self.params.num_canaries * self.params.releases
         return MembershipScores(np.asarray(run.audit["scores"], np.float64), np.asarray(run.audit["coins"], np.int64),
-                                privacy=run.privacy, design=AuditDesign(
+                                privacy=run.privacy, conformance=run.audit.get("conformance"), design=AuditDesign(
             "one-run", "black-box", size=total, relation="replace-one"),
             extra={"canaries": "maximal records (1 on a random half of the pixels, label e_b) against the centre "
                    "record c (0-image, label e_a ≠ e_b) that every other record equals; both channels",

@@ -3,10 +3,13 @@ mechanism's settings. Both test the relation the releases are certified for, rep
 two records, a_i or b_i, chosen by an independent fair coin, and the attacker guesses which.
 
 - ``local-canary`` (local Gaussian noise): each canary slot is one person's local release, independent of every
-  other (a multi-run design: m independent runs of the local randomiser). a_i is a random direction and b_i = −a_i,
-  the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels; the score is
-  ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²): Gaussian by construction, so the Gaussian analyses are valid bounds here;
-  the released label is the second channel, composed with the first (``attacks.audit.channels``).
+  other (a multi-run design: m independent runs of the local randomiser). The m slots go through one call of the
+  mechanism's release, so their independence is the mechanism's promise: the one-run analyses, valid under any
+  dependence, join the family (``AuditDesign.one_release``); the release's conformance to its certified σ and
+  randomized response is tested on the same canaries (``attacks.release_conformance``). a_i is a random direction
+  and b_i = −a_i, the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels;
+  the score is ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²): Gaussian by construction, so the Gaussian analyses are valid
+  bounds here; the released label is the second channel, composed with the first (``attacks.audit.channels``).
 - ``dpmix-canary`` (DPMix) is ``attacks.dpmix_canary``: maximal records against a centre record, one-run.
 """
 
@@ -19,6 +22,7 @@ import torch
 from pydantic import Field
 
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.release_conformance import local_conformance
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset
 from bench.core.params import Params
@@ -77,11 +81,15 @@ class LocalCanaryAudit(MembershipAttack):
         y2 = (y1 + torch.randint(1, k, (m,), generator=gen)) % k  # a different label: the label channel is tested
         release, privacy = ctx.train_like_target.release(ArrayDataset(x, torch.where(first, y1, y2), k, "canaries"),
                                                          seed=shadow_seed(ctx.seed, "canary", 4))
-        scores = projections(release.x.flatten(1), a)
+        scores = projections(release.x.flatten(1)[:m], a)  # the first m rows: a release of more is a conformance bug
         labels_covered = release.params.get("labels") != "public"
-        outcomes = ((release.y == y1).long() - (release.y == y2).long()).numpy() if labels_covered else None
-        return MembershipScores(scores, coins, privacy=privacy, label_outcomes=outcomes, design=AuditDesign(
-            "multi-run", "black-box", size=m, relation="replace-one", gaussian=True,
+        ry = release.y[:m]
+        outcomes = ((ry == y1).long() - (ry == y2).long()).numpy() if labels_covered else None
+        conformance = local_conformance(x, torch.where(first, y1, y2), release, privacy, num_classes=k) \
+            if privacy.has_guarantee and release.params.get("sigma", 0.0) > 0 else None
+        return MembershipScores(scores, coins, privacy=privacy, label_outcomes=outcomes, conformance=conformance,
+                                design=AuditDesign(
+            "multi-run", "black-box", size=m, relation="replace-one", gaussian=True, one_release=True,
             channels=("image", "label") if labels_covered else ("image",)),
             extra={"canaries": "antipodal unit vectors (a, −a), the stated sensitivity 2, with two different labels"
                    if labels_covered else "antipodal unit vectors (a, −a): the stated sensitivity 2 (labels public: "

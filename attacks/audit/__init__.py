@@ -121,11 +121,15 @@ def family(design: AuditDesign) -> tuple[str, ...]:
     trials by construction, scored by summed log-likelihood ratios) adds ``gaussian-llr``, valid when the excluded
     canaries' scores pass its shape test (``attacks.audit.gaussian_llr.llr_fit``); counted either way. A hidden-state
     one-run design (the same canaries scored from θ_T − θ_0, a sum of the canary's noisy updates) adds it too: the
-    μ-GDP analysis of the sums, its shape test a plain normality test of the excluded canaries' scores."""
+    μ-GDP analysis of the sums, its shape test a plain normality test of the excluded canaries' scores. A multi-run
+    design whose slots went through one release call (``design.one_release``) adds ``one-run`` and ``f-dp``: valid
+    whatever the dependence between its slots, where the multi-run analyses assume them independent."""
     kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()
     base: tuple[str, ...] = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
+    if kind == "multi-run" and design.one_release:  # slots of one release: independence not by construction
+        base += ("one-run", "f-dp")
     if kind == "one-run" and design.threat_model in ("white-box", "hidden-state"):
         base += ("gaussian-llr",)
     if not design.gaussian:
@@ -168,6 +172,8 @@ def _analyses(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, counts:
     pair = _pair(design, scores, labels, delta=delta, confidence=confidence)
     gaussian = gaussian_valid(design, pair["normality_p"] if pair else None)
     methods = ["clopper-pearson", "gdp-fit"] if kind == "multi-run" else ["one-run", "f-dp", "f-dp-gaussian"]
+    if kind == "multi-run" and design.one_release:
+        methods += ["one-run", "f-dp"]
     fits: dict[str, dict[str, Any] | None] = {}
     if pair is not None or "gaussian-pair" in members:
         methods.append("gaussian-pair")
@@ -230,7 +236,7 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     counts = threshold_counts(scores, labels)
     block: dict[str, Any] = {"delta": float(delta), "confidence": confidence, "counts": counts}
     one_run: tuple[int, list[list[int]]] | None = None
-    if design.kind == "one-run":
+    if design.kind == "one-run" or design.one_release:
         planned = design.guess_fraction
         guesses = one_run_guesses(scores, labels) if planned is None else [two_sided_rule(scores, labels, planned)]
         one_run = (int(np.asarray(labels).size), guesses)

@@ -14,7 +14,7 @@ __all__ = ["DESIGNS", "THREAT_MODELS", "AuditDesign"]
 THREAT_MODELS = ("black-box", "white-box", "hidden-state")
 DESIGNS = ("heuristic", "one-run", "multi-run")
 _POSITIONAL = ("kind", "threat_model", "size", "relation", "inclusion", "gaussian", "channels", "guess_fraction",
-               "llr_model")
+               "llr_model", "one_release")
 
 
 class AuditDesign(BaseModel):
@@ -50,10 +50,14 @@ class AuditDesign(BaseModel):
     channels: tuple[str, ...] = ()
     """The channels of a record the design reads separately (``["image", "label"]``: the local canary pairs differ in
     both, and the ``gaussian-composed`` bound composes the two); empty when the scores read the whole record."""
+    one_release: bool = False
+    """A multi-run design whose m slots went through one call of the mechanism's release (``local-canary``): their
+    independence is the mechanism's promise, not the design's, so the one-run analyses, valid under any dependence
+    between slots (Steinke, Nasr, Jagielski 2023; Mahloujifar et al. 2024), join its family."""
 
     def __init__(self, *args: object, **data: object) -> None:
         """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
-        channels, guess_fraction, llr_model)``.
+        channels, guess_fraction, llr_model, one_release)``.
 
         Raises:
             pydantic.ValidationError (a ValueError): ``kind`` not in ``DESIGNS`` or ``threat_model`` not in

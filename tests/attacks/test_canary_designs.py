@@ -311,7 +311,7 @@ def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):
     [(_, release, privacy)] = target.calls
     sigma = release.params["sigma"]
     assert res.design == AuditDesign("multi-run", "black-box", size=20_000, relation="replace-one", gaussian=True,
-                                     channels=("image", "label"))
+                                     channels=("image", "label"), one_release=True)  # m slots, one release call
     assert res.privacy is privacy and privacy.relation == "replace-one"
     for coin, mean in ((1, 1.0), (0, -1.0)):
         s = res.scores[res.labels == coin]

@@ -1,0 +1,181 @@
+"""Conformance of the release audits (``attacks.release_conformance``) on small real data (scikit-learn's 8×8
+digits, the smoke recipes): through each mechanism's own ``release``, the correct mechanism passes every test and
+each planted violation (the mechanism's own functions monkeypatched, as ``tests/privacy_bugs`` do) is caught by the
+test that measures it; the tests whose level is not exact hold it in simulation under the certified mechanism; the
+local-canary design's family holds the one-run analyses. Expected values come from the certified parameters."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import mechanisms.dpmix.mechanism as dpmix
+import mechanisms.dpmix.mixing as mixing
+import mechanisms.local.mechanism as local
+from attacks.audit import family, membership_audit
+from attacks.audit.conformance_release import label_flip_test, mixing_dispersion, mixing_dispersion_test, region_ids
+from attacks.base import AuditDesign
+from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams
+from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
+from bench.core.data import ArrayDataset, load_dataset
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+DELTA, SHAPE = 1e-5, (1, 8, 8)
+FAMILY = 0.05 / 10  # a test's share of a 95 % Bonferroni family of about ten
+
+
+@pytest.fixture(scope="module")
+def members() -> ArrayDataset:
+    pool, _ = load_dataset("digits")
+    return ArrayDataset(pool.x[:300], pool.y[:300], pool.num_classes, pool.name)
+
+
+def _ctx(mech, members, seed=0):
+    spec = mech.spec(**mech.recipes["smoke"])
+
+    class Target:
+        def release(self, data, seed):
+            return mech.release(data, spec, target_epsilon=1.0, delta=DELTA, seed=seed)
+
+        def audit_run(self, data, *, seed, request):
+            return request.run(mech, data, spec, target_epsilon=1.0, delta=DELTA)
+    return SimpleNamespace(split=SimpleNamespace(members=members), seed=seed, train_like_target=Target())
+
+
+def _local(members, seed=0):
+    res = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=2000)).score(_ctx(local.LocalGaussian(), members, seed))
+    return {t["name"]: t for t in res.conformance["tests"]}, res.conformance["measured_epsilon"]
+
+
+def _dpmix(members, seed=0):
+    res = DPMixCanaryAudit(DPMixCanaryParams(num_canaries=8, releases=4)).score(_ctx(dpmix.DPMix(), members, seed))
+    return {t["name"]: t for t in res.conformance["tests"]}, res.conformance["measured_epsilon"]
+
+
+def test_the_correct_local_release_passes_every_test_and_its_measured_epsilon_is_near_the_certified(members):
+    tests, eps = _local(members)
+    assert len(tests) == 8 and all(t["p_value"] > FAMILY for t in tests.values()), tests
+    assert tests["image noise σ, pooled"]["measured"] == pytest.approx(tests["image noise σ, pooled"]["certified"],
+                                                                      rel=0.01)
+    assert eps["epsilon"] <= eps["certified"] and eps["epsilon"] > 0.8 * eps["certified"] and eps["p_value"] > FAMILY
+
+
+@pytest.mark.parametrize("plant, caught", [
+    ("sigma 0.95", "image noise σ, pooled"),
+    ("one region at 0.8", "image noise σ, smallest of 16 regions"),
+    ("one pixel at 0.8", "image noise σ, smallest of 64 pixels"),
+    ("labels kept more", "label keep rate"),
+    ("labels shifted by one", "label replacements uniform"),
+    ("released twice", "releases per record"),
+])
+def test_each_planted_local_violation_is_caught_by_its_test(members, monkeypatch, plant, caught):
+    perturb, randomize = local.perturb, local.randomize_labels
+
+    def scaled(x, *, sigma, generator):
+        out = perturb(x, sigma=sigma, generator=generator)
+        unit = local.L2Normalize()(x)
+        factor = torch.ones(x.shape[1:])
+        if plant == "sigma 0.95":
+            factor[:] = 0.95
+        elif plant == "one region at 0.8":
+            factor.view(-1)[torch.from_numpy(region_ids(tuple(x.shape[1:])) == 5)] = 0.8
+        elif plant == "one pixel at 0.8":
+            factor.view(-1)[17] = 0.8
+        out = unit + (out - unit) * factor
+        return torch.cat([out, out]) if plant == "released twice" else out
+
+    def labels(y, *, epsilon, num_classes, generator):
+        if plant == "labels kept more":  # a label ε that keeps it 1.5× as often (ci-sized m: a large shift)
+            keep = local.randomized_response_keep(epsilon, num_classes) * 1.5
+            epsilon = math.log(keep * (num_classes - 1) / (1 - keep))
+        out = randomize(y, epsilon=epsilon, num_classes=num_classes, generator=generator)
+        return torch.where(out != y, (y + 1) % num_classes, y) if plant == "labels shifted by one" else out
+
+    monkeypatch.setattr(local, "perturb", scaled)
+    monkeypatch.setattr(local, "randomize_labels", labels)
+    if plant == "released twice":  # the labels of the doubled release: the first m are the canaries'
+        monkeypatch.setattr(local, "randomize_labels", lambda y, **kw: randomize(y, **kw).repeat(2))
+    tests, _ = _local(members)
+    assert tests[caught]["p_value"] < FAMILY, tests[caught]
+    if plant == "sigma 0.95":
+        assert tests[caught]["detail"]["sd_upper"] < tests[caught]["certified"]
+
+
+def test_the_correct_dpmix_release_passes_every_test_and_its_measured_epsilon_is_near_the_certified(members):
+    tests, eps = _dpmix(members)
+    assert len(tests) == 10 and all(t["p_value"] > FAMILY for t in tests.values()), tests
+    assert tests["mixture degree ℓ"]["measured"] == 8 and tests["mixtures released T"]["measured"] == 2000
+    assert 0.95 * eps["certified"] < eps["epsilon"] <= eps["certified"] and eps["p_value"] > FAMILY
+
+
+def _uneven(n, size, count, *, generator):
+    """A fifth of the records drawn at twice the rate of the rest (distinct within each subset)."""
+    weights = torch.ones(count, n)
+    weights[:, : n // 5] = 2.0
+    return torch.multinomial(weights, size, replacement=False, generator=generator)
+
+
+@pytest.mark.parametrize("plant, caught", [
+    ("sigma 0.8", "image noise σ, pooled"),
+    ("one region at 0.8", "image noise σ, smallest of 16 regions"),
+    ("label noise 0.8", "label noise σ_y, pooled"),
+    ("uneven mixing", "inclusion dispersion"),
+    ("T under-counted", None),
+])
+def test_each_planted_dpmix_violation_is_caught_by_its_test(members, monkeypatch, plant, caught):
+    mix, account = dpmix.mix_release, dpmix.dpmix_epsilon
+
+    def noisy(x, y_onehot, **kw):
+        rx, ry, idx = mix(x, y_onehot, **kw)
+        clean = mixing.mean_of_rows([x.float(), y_onehot.float()], idx)
+        if plant in ("sigma 0.8", "one region at 0.8"):
+            factor = torch.full((x.shape[1],), 0.8)
+            if plant == "one region at 0.8":
+                factor[:] = 1.0
+                factor[torch.from_numpy(region_ids(SHAPE) == 6)] = 0.8
+            rx = clean[:, : x.shape[1]] + (rx - clean[:, : x.shape[1]]) * factor
+        if plant == "label noise 0.8":
+            ry = clean[:, x.shape[1]:] + (ry - clean[:, x.shape[1]:]) * 0.8
+        return rx, ry, idx
+
+    monkeypatch.setattr(dpmix, "mix_release", noisy)
+    if plant == "uneven mixing":
+        monkeypatch.setattr(mixing, "sample_subsets", _uneven)
+    if plant == "T under-counted":  # the accountant counts a fifth fewer mixtures than are released
+        monkeypatch.setattr(dpmix, "dpmix_epsilon", lambda **kw: account(**{**kw, "num_samples": kw["num_samples"]
+                                                                            * 4 // 5}))
+    tests, eps = _dpmix(members)
+    if caught is None:
+        assert eps["p_value"] < FAMILY and eps["epsilon"] > eps["certified"], eps
+    else:
+        assert tests[caught]["p_value"] < FAMILY, tests[caught]
+
+
+def test_the_dispersion_and_label_flip_tests_hold_their_level_under_the_certified_mechanism():
+    """Level by simulation: DPMix's own ``sample_subsets`` (uniform ℓ-subsets) and uniform RR replacements."""
+    gen, rng = torch.Generator().manual_seed(0), np.random.default_rng(0)
+    reps, n, ell, t = 400, 60, 8, 40
+    p_mix = [mixing_dispersion_test("d", mixing_dispersion(torch.bincount(
+        mixing.sample_subsets(n, ell, t, generator=gen).flatten(), minlength=n).numpy(), t, ell),
+        releases=1, samples=t, size=ell, records=n)["p_value"] for _ in range(reps)]
+    p_flip = [label_flip_test("f", rng.integers(1, 10, 300), 10)["p_value"] for _ in range(reps)]
+    se = math.sqrt(0.05 * 0.95 / reps)
+    for p in (p_mix, p_flip):
+        assert np.mean(np.asarray(p) < 0.05) <= 0.05 + 2.5 * se
+        assert np.mean(np.asarray(p) < 0.01) <= 0.01 + 2.5 * math.sqrt(0.01 * 0.99 / reps)
+
+
+def test_local_canary_design_adds_the_one_run_analyses_valid_under_any_dependence():
+    design = AuditDesign("multi-run", "black-box", size=400, relation="replace-one", gaussian=True, one_release=True,
+                         channels=("image",))
+    assert {"one-run", "f-dp", "clopper-pearson"} <= set(family(design))
+    assert "one-run" not in family(design.model_copy(update={"one_release": False}))
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400)
+    block = membership_audit(rng.normal(2.0 * labels - 1, 0.5), labels, delta=DELTA, design=design)
+    methods = {b["method"]: b for b in block["bounds"]}
+    assert block["one_run"]["m"] == 400 and methods["one-run"]["valid"] and methods["f-dp"]["valid"]
