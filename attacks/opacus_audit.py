@@ -21,21 +21,22 @@ canary by the Neyman-Pearson log-likelihood ratio of Poisson sampling at the acc
 Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), σ̂ measured on coordinates without a canary (as
 ``mechanisms.dpsgd.canaries``). A loop that samples records more often than q gives its canary records more hits.
 
-The canary records also test the sampling itself: their participation counts over the T steps are, for the
-accountant's Poisson sampling at rate q, iid Binomial(T, q). ``sampling_test`` compares the included records' total
-and the dispersion of their counts with that law (a simulation of it, two-sided): shuffled fixed-size batches (each
-record once per epoch: no dispersion) and a weighted sampler (rates that differ: too much) are refuted there, which
-ends the run with exit 3 like an ε lower bound above ε (``bench.runner.bugs``).
+The run is also tested for conformance to the mechanism its ε certifies (``attacks.opacus_conformance``: the noise
+σ·C of every parameter tensor, the sample rate q from the rows of every batch, the dispersion of the canary records'
+participation against Poisson(q), the steps T against the accountant's history, the clip bound C on the crafted
+gradients), and its ε is recomputed from the measured parameters by Opacus' PRV accountant; each test is one
+comparison of the run's Bonferroni family (``bench.runner.bugs``), so shuffled fixed-size batches, a weighted
+sampler, a wrong q told to the accountant or too little noise end the run with exit 3.
 
 What the design assumes of the user's loop, refused in one line otherwise: the model is wrapped by Opacus'
 ``GradSampleModule`` (``grad_sample_mode`` ``hooks`` or ``functorch``) and trained by a ``DPOptimizer`` made by a
 ``PrivacyEngine`` (its accountant's q is read from the optimizer's step hook), with flat clipping (the base
 ``clip_and_accumulate``); one forward/backward and one ``step`` per batch (no ``BatchMemoryManager``, no gradient
 accumulation); the batch reaches the model's forward as the training records were given (no transform inside the
-loop); the model has at least 2m + 1 trainable coordinates. The audit run's q and T come from the user's loader on
-members + included canary records: with ⌈n/b⌉ batches, they change only if the included count crosses a multiple of
-the batch size (a small dependence on the coins that the one-run theorems exclude; the canary attack fixes a public n
-for privbench's own DP-SGD, which a user's loop cannot be told).
+loop); the model has room for the canaries and the reference coordinates of every tensor; the accountant is not
+Opacus' ``gdp`` (a central-limit approximation, not an upper bound: no certified ε to audit against). Every canary
+record is in the loader whatever its coin (an excluded one's crafted gradient is zero), so the run's n, hence its q,
+T and σ, are fixed before the coins, as the one-run theorems need.
 """
 
 from __future__ import annotations
@@ -45,50 +46,21 @@ import torch
 from pydantic import Field
 
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.opacus_conformance import opacus_conformance
 from attacks.opacus_observer import AuditRefused, OpacusCanaries, canary_records
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
 
-__all__ = ["AuditRefused", "OpacusCanaries", "OpacusCanaryAudit", "OpacusCanaryParams", "sampling_test"]
-NULL_DRAWS = 20_000  # simulations of the ideal Poisson sampling for the sampling test
-
-
-def sampling_test(hits: np.ndarray, *, steps: int, q: float, seed: int = 0, draws: int = NULL_DRAWS) -> dict:
-    """Do ``hits`` ``(m,)`` — each included canary record's participation count over ``steps`` — follow Poisson
-    sampling at rate q (iid Binomial(steps, q)), as the accountant assumes?
-
-    Two statistics, each two-sided against ``draws`` simulations of the ideal sampling (no approximation): the total
-    Σ hits (the rate) and the dispersion Σ (hits − steps·q)² (shuffled batches give every record the same count; a
-    weighted sampler spreads them). Returns ``{"p_value"`` (the smaller p, ×2 for the two statistics), ``"rate"``
-    (observed per-step rate), ``"dispersion"`` (observed / expected), ``"assumed"``}``. Raises ValueError for no
-    record."""
-    hits = np.asarray(hits, np.float64)
-    if not len(hits):
-        raise ValueError("the sampling test needs at least one included canary record")
-    rng = np.random.default_rng(seed)
-    null = rng.binomial(steps, q, size=(draws, len(hits))).astype(np.float64)
-    mean = steps * q
-
-    def two_sided(observed: float, sims: np.ndarray) -> float:
-        lo, hi = (1 + np.sum(sims <= observed)) / (draws + 1), (1 + np.sum(sims >= observed)) / (draws + 1)
-        return min(1.0, 2 * min(lo, hi))
-
-    total = two_sided(hits.sum(), null.sum(1))
-    spread = two_sided(((hits - mean) ** 2).sum(), ((null - mean) ** 2).sum(1))
-    return {
-        "p_value": min(1.0, 2 * min(total, spread)),
-        "rate": float(hits.sum() / (steps * len(hits))),
-        "dispersion": float(((hits - mean) ** 2).mean() / (mean * (1 - q))),
-        "assumed": f"Poisson sampling at q = {q:.4g} over T = {steps} steps",
-    }
+__all__ = ["AuditRefused", "OpacusCanaries", "OpacusCanaryAudit", "OpacusCanaryParams"]
 
 
 class OpacusCanaryParams(Params):
     """Settings of the Opacus plug-in audit.
 
     Attributes:
-        records: m canary records added to the training data (>= 2), each included with probability ½.
+        records: m canary records added to the training data (>= 2), each included (its crafted gradient given)
+            with probability ½.
         dirac: Dirac gradient canaries at the optimizer (>= 0).
         gradient_norm: the crafted gradients' raw norm in units of C (>= 1).
     """
@@ -100,9 +72,9 @@ class OpacusCanaryParams(Params):
 
 class OpacusCanaryAudit(MembershipAttack):
     """One audit run of a plug-in mechanism that trains through Opacus, observed white-box (module docstring).
-    Returns ``{"opacus-canary": the canary records (their sampling test in ``extra``), "opacus-canary-dirac": the
-    optimizer's Dirac canaries}``; scores: larger means "included". Applies to mechanisms with a central-DP guarantee
-    and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``)."""
+    Returns ``{"opacus-canary": the canary records (the run's conformance tests and measured ε in ``conformance``),
+    "opacus-canary-dirac": the optimizer's Dirac canaries}``; scores: larger means "included". Applies to mechanisms
+    with a central-DP guarantee and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``)."""
 
     audit = True
     name = "opacus-canary"
@@ -119,20 +91,21 @@ class OpacusCanaryAudit(MembershipAttack):
         return ctx.mechanism in MECHANISMS.names() and bool(MECHANISMS.get(ctx.mechanism).audits)
 
     def _with_canaries(self, ctx: AttackContext, stream: int) -> tuple[ArrayDataset, tuple[bool, ...]]:
-        """The audit run's training data: the members and the canary records a fair coin included, at random
-        positions (the coins and the order drawn from the seed's ``stream``), and the ``(records,)`` coins.
+        """The audit run's training data: the members and every canary record, at random positions (the order
+        drawn from the seed's ``stream`` before the coins, so n and the order do not depend on them), and the
+        ``(records,)`` coins: an included record's crafted gradient is given, an excluded one's is zero.
 
         Raises:
             ValueError: every coin fell on one side (no included or no excluded canary to compare)."""
         p, members = self.params, ctx.split.members
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", stream))
+        order = torch.randperm(len(members) + p.records, generator=gen)
         included = (torch.rand(p.records, generator=gen) < 0.5).numpy()
         if included.all() or not included.any():
             raise ValueError(f"{self.name}: all {p.records} canary records fell on one side of the coin")
         x, y = canary_records(p.records, members.input_shape, members.num_classes, ctx.seed)
-        keep = torch.from_numpy(np.flatnonzero(included))
-        data = concat(members, ArrayDataset(x[keep], y[keep], members.num_classes, members.name))
-        return data.subset(torch.randperm(len(data), generator=gen)), tuple(bool(b) for b in included)
+        data = concat(members, ArrayDataset(x, y, members.num_classes, members.name))
+        return data.subset(order), tuple(bool(b) for b in included)
 
     def _job(self, ctx: AttackContext):
         p = self.params
@@ -153,7 +126,9 @@ class OpacusCanaryAudit(MembershipAttack):
         run = ctx.train_like_target.audit_run(data, seed=seed, request=request)
         wb = run.audit
         inc = np.asarray(wb["records"]["included"], bool)
-        test = sampling_test(np.asarray(wb["hits"])[inc], steps=wb["steps"], q=wb["sample_rate"], seed=ctx.seed)
+        privacy = run.privacy.under("add-remove") or run.privacy
+        conformance = opacus_conformance(wb, certified=float(privacy.epsilon), delta=float(privacy.delta),
+                                         relation=str(privacy.relation))
         facts = {
             "observations": "every noisy update of the loop's DPOptimizer",
             "gradient_norm": request.norm,
@@ -168,7 +143,8 @@ class OpacusCanaryAudit(MembershipAttack):
                 inc.astype(np.int64),
                 privacy=run.privacy,
                 design=AuditDesign("one-run", "white-box", size=request.records, relation="add-remove"),
-                extra={**facts, "canaries": "records in the loop's own data pipeline", "sampling_test": test},
+                extra={**facts, "canaries": "records in the loop's own data pipeline"},
+                conformance=conformance,
             )
         }
         if request.dirac:

@@ -83,7 +83,7 @@ class FinalCanaries(OpacusCanaries):
         if mechanism is None or spec is None or seed is None:
             raise AuditRefused(f"{NAME}: the audit run gave no mechanism, spec and seed to build θ_0 from")
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
-        return FinalModelObserver(self, images, initial_weights(mechanism, data, spec, seed))
+        return FinalModelObserver(self, images, initial_weights(mechanism, data, spec, seed), records_total=len(data))
 
 
 def _differences(got: list[torch.Tensor], want: list[torch.Tensor]) -> str | None:
@@ -102,10 +102,12 @@ class FinalModelObserver(OpacusObserver):
     Args:
         request: the canaries. images: the canary records' images ``(m, *input_shape)``.
         theta0: θ_0, the trainable parameters in ``build``'s order (``initial_weights``).
+        records_total: n, the training records given to ``fit``.
     """
 
-    def __init__(self, request: FinalCanaries, images: torch.Tensor, theta0: list[torch.Tensor]) -> None:
-        super().__init__(request, images)
+    def __init__(self, request: FinalCanaries, images: torch.Tensor, theta0: list[torch.Tensor], *,
+                 records_total: int = 0) -> None:
+        super().__init__(request, images, records_total=records_total)
         self.theta0 = theta0
         self.rates: list[tuple[float, float]] = []  # per step: (lr_t, B_t)
         self.member_steps: list[np.ndarray] = []  # per step: the members' clipped sum / C at the observed coordinates
@@ -198,7 +200,7 @@ class OpacusFinalCanaryParams(Params):
     Attributes:
         records: m canary records added to the training data (>= 2), each included with probability ½.
         dirac: Dirac gradient canaries at the optimizer (>= 0), or ``all``: one at every trainable coordinate not
-            taken by a record or kept as one of the 1,000 reference coordinates.
+            taken by a record or kept as a reference (``attacks.opacus_observer.references``).
         gradient_norm: the crafted gradients' raw norm in units of C (>= 1).
     """
 

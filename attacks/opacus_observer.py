@@ -2,7 +2,14 @@
 stated): for the length of a plug-in's ``fit`` it patches Opacus' ``GradSampleModule.forward`` (which canary records
 each batch holds) and ``DPOptimizer.pre_step`` (the canaries' crafted gradients put in their per-sample rows before
 the user's optimizer clips them, Dirac canaries at the accountant's rate q, and every noisy update read at the
-canaries' coordinates; Nasr et al. 2023, §3). One-line ``AuditRefused`` for a loop outside the design."""
+canaries' coordinates; Nasr et al. 2023, §3). One-line ``AuditRefused`` for a loop outside the design.
+
+Besides the scores it records what the conformance tests read (``attacks.opacus_conformance``): the noise at reference
+coordinates of every parameter tensor (``references``), the rows of every batch, each canary record's participation,
+the largest clipped canary contribution and the accountant's history. Every canary record is in the loader whatever
+its coin (an excluded one carries a zero crafted gradient), so n, and with it q, T and σ, are fixed before the coins.
+A loop accounted by Opacus' ``gdp`` accountant (a central-limit approximation, not an upper bound on ε) is refused:
+its ε is not a certificate to audit against."""
 
 from __future__ import annotations
 
@@ -15,7 +22,9 @@ import torch
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset
 
-REFERENCE_COORDINATES = 1000  # coordinates without a canary: the noise the updates really carry
+REFERENCES_PER_TENSOR = 500  # at most, per parameter tensor (and at most a quarter of it): coordinates without a
+# canary, where the updates carry the noise alone
+NOT_CERTIFIED = ("gdp",)  # Opacus accountants whose ε is an approximation, not a certificate
 
 
 class AuditRefused(ValueError):
@@ -26,8 +35,8 @@ class AuditRefused(ValueError):
 class OpacusCanaries:
     """The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
     before the run; their images ``keys`` identify them in a batch) and ``dirac`` Dirac gradient canaries at the
-    optimizer (coins drawn with ``seed``; -1: one at every coordinate not taken by a record or kept as one of the
-    ``REFERENCE_COORDINATES``), raw norm ``norm``·C (>= 1)."""
+    optimizer (coins drawn with ``seed``; -1: one at every coordinate not taken by a record or kept as a reference,
+    ``references``), raw norm ``norm``·C (>= 1). The run's data hold every canary record, included or not."""
 
     records: int
     dirac: int
@@ -38,7 +47,8 @@ class OpacusCanaries:
     def observe(self, data: ArrayDataset, **run) -> OpacusObserver:
         """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data`` (``run``: the
         job's ``mechanism``, ``spec`` and ``seed``, which this audit does not need)."""
-        return OpacusObserver(self, canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0])
+        images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
+        return OpacusObserver(self, images, records_total=len(data))
 
 
 def canary_records(
@@ -50,6 +60,12 @@ def canary_records(
     return torch.rand((m, *input_shape), generator=gen), torch.randint(0, num_classes, (m,), generator=gen)
 
 
+def references(sizes: list[int]) -> list[int]:
+    """Reference coordinates per parameter tensor of ``sizes`` coordinates: min(``REFERENCES_PER_TENSOR``,
+    ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own)."""
+    return [min(REFERENCES_PER_TENSOR, -(-n // 4)) for n in sizes]
+
+
 def _row_keys(x: torch.Tensor) -> list[bytes]:
     return [row.tobytes() for row in x.detach().cpu().float().reshape(len(x), -1).numpy()]
 
@@ -59,8 +75,11 @@ class OpacusObserver(contextlib.AbstractContextManager):
     module docstring); ``result()`` gives the scores. Raises ``AuditRefused`` (one line) for a loop outside the
     design."""
 
-    def __init__(self, request: OpacusCanaries, images: torch.Tensor) -> None:
+    def __init__(self, request: OpacusCanaries, images: torch.Tensor, *, records_total: int = 0) -> None:
         self.request, self.keys = request, {k: i for i, k in enumerate(_row_keys(images))}
+        self.records_total = records_total  # n: the training records given to fit (members + every canary record)
+        self.batch_rows = 0  # rows of every batch, summed over the steps
+        self.largest_clip: float | None = None  # the largest clipped canary contribution per row, units of C
         self.rows: list[int] = []  # canary index (or -1) of each row fed to the model since the last step
         self.x: list[np.ndarray] = []  # per step: (records + dirac + refs,) observations, in units of C
         self.hits: list[np.ndarray] = []  # per step: (records,) times each canary record was in the batch
@@ -111,6 +130,13 @@ class OpacusObserver(contextlib.AbstractContextManager):
             if getattr(hook, "__closure__", None)
             else {}
         )
+        self.accountant = cells.get("self")
+        kind = getattr(self.accountant, "mechanism", lambda: "")()
+        if kind in NOT_CERTIFIED:
+            raise AuditRefused(
+                f"opacus-canary: the loop's accountant is Opacus' {kind}, a central-limit approximation that is not "
+                "an upper bound on ε; the audit holds a loop to a certified ε (accountant prv or rdp)"
+            )
         if "sample_rate" not in cells:
             raise AuditRefused(
                 "opacus-canary: the DPOptimizer has no accountant step hook (it was not made by "
@@ -124,18 +150,25 @@ class OpacusObserver(contextlib.AbstractContextManager):
         params = opt.params
         sizes = [p.numel() for p in params]
         r, d = self.request.records, self.request.dirac
+        refs = references(sizes)
         if d < 0:  # as many Dirac canaries as the model holds, beside the records and the reference coordinates
-            d = max(0, sum(sizes) - r - REFERENCE_COORDINATES)
+            d = max(0, sum(sizes) - r - sum(refs))
         self.d = d
-        if sum(sizes) < r + d + 1:
+        if sum(sizes) < r + d + sum(refs):
             raise AuditRefused(
-                f"opacus-canary: {r + d} canaries need as many coordinates and one for the noise; the "
-                f"model has {sum(sizes)} trainable ones"
+                f"opacus-canary: {r + d} canaries need as many coordinates and {sum(refs)} more for the noise of "
+                f"each parameter tensor; the model has {sum(sizes)} trainable ones"
             )
         gen = torch.Generator().manual_seed(shadow_seed(self.request.seed, "canary", 10 + 1))
-        refs = min(REFERENCE_COORDINATES, sum(sizes) - r - d)
-        flat = torch.randperm(sum(sizes), generator=gen)[: r + d + refs].numpy()
         bounds = np.cumsum([0, *sizes])
+        perm = torch.randperm(sum(sizes), generator=gen).numpy()
+        owner = np.searchsorted(bounds, perm, side="right") - 1
+        is_ref = np.zeros(len(perm), bool)
+        for k, count in enumerate(refs):  # each tensor's first ``count`` coordinates in the random order
+            is_ref[np.flatnonzero(owner == k)[:count]] = True
+        flat = np.concatenate([perm[~is_ref][: r + d], perm[is_ref]])
+        self.ref_tensor = owner[is_ref]  # the parameter tensor of each reference column
+        self.shapes = [list(p.shape) for p in params]
         owner = np.searchsorted(bounds, flat, side="right") - 1
         self.where = [(k, np.flatnonzero(owner == k), flat[owner == k] - bounds[k]) for k in np.unique(owner)]
         self.dirac_in = (torch.rand(d, generator=gen) < 0.5).numpy()
@@ -162,6 +195,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
                 "the audit needs one optimizer step per batch"
             )
         params, rows = opt.params, np.asarray(self.rows, dtype=np.int64)
+        self.batch_rows += len(rows)
         self.rows = []
         full = [opt._get_flat_grad_sample(p) for p in params]
         if len(full[0]) != len(rows):
@@ -177,7 +211,9 @@ class OpacusObserver(contextlib.AbstractContextManager):
         members = self._read([p.summed_grad for p in params])
         hits = np.bincount(rows[rows >= 0], minlength=r)
         sampled_dirac = np.flatnonzero((torch.rand(self.d, generator=self.gen) < self.q).numpy() & self.dirac_in)
-        canaries = np.concatenate([rows[rows >= 0], r + sampled_dirac])  # one crafted gradient per row
+        records = rows[rows >= 0]
+        records = records[np.asarray(self.request.included, bool)[records]]  # an excluded record's gradient: zero
+        canaries = np.concatenate([records, r + sampled_dirac])  # one crafted gradient per row
         rows_of = [np.zeros((len(canaries), p.numel()), np.float32) for p in params]
         for k, ids, idx in self.where:
             for j, c in enumerate(canaries):
@@ -187,6 +223,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
         for p, g in zip(params, rows_of, strict=True):  # pass 2: the canaries' rows, by the user's clipping again
             p.grad_sample = torch.from_numpy(g).to(p.device, p.dtype).view(len(canaries), *p.shape)
         _base_clip()(opt)
+        self._clipped(np.bincount(canaries, minlength=r + self.d), members)
         opt._check_skip_next_step()  # pops the flag, as pre_step does
         opt.add_noise()
         noisy = self._read([p.grad for p in params])
@@ -199,25 +236,30 @@ class OpacusObserver(contextlib.AbstractContextManager):
         opt._is_last_step_skipped = False
         return True
 
+    def _clipped(self, count: np.ndarray, members: np.ndarray) -> None:
+        """The largest clipped canary contribution per row this step (``count``: rows per canary; ``members``: the
+        members' clipped sum, which the canaries' pass accumulated onto), units of C."""
+        at = np.flatnonzero(count)
+        if len(at):
+            got = (self._read([p.summed_grad for p in self.opt.params]) - members)[at] / (count[at] * self.C)
+            self.largest_clip = max(self.largest_clip or 0.0, float(np.max(np.abs(got))))
+
     def result(self, model=None) -> dict:
         """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
-        steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma"}``. Raises ``AuditRefused`` when no DPOptimizer
-        stepped, or no included canary record ever reached the model. ``model``: what ``fit`` returned (unused
-        here: this audit scores the updates)."""
+        steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma", "noise_by_tensor": [{"shape", "sum_squares",
+        "n"}] (reference noise, units of C), "batch_rows", "records_total", "largest_clip" (units of C),
+        "clip_bound", "history" ([σ, q, steps] as accounted), "accountant"}``. Raises ``AuditRefused`` when no
+        DPOptimizer stepped, or no canary record reached the model. ``model``: what ``fit`` returned (unused)."""
         if self.error is not None:
             raise self.error
         if self.opt is None or not self.x:
-            raise AuditRefused(
-                "opacus-canary: the mechanism's fit never stepped an Opacus DPOptimizer; the audit "
-                "observes a loop made by PrivacyEngine.make_private*"
-            )
+            raise AuditRefused("opacus-canary: the mechanism's fit never stepped an Opacus DPOptimizer; the audit "
+                               "observes a loop made by PrivacyEngine.make_private*")
         r, d, inc = self.request.records, self.d, np.asarray(self.request.included, bool)
         hits = np.stack(self.hits).sum(0)
-        if inc.any() and hits[inc].sum() == 0:
-            raise AuditRefused(
-                "opacus-canary: none of the included canary records reached the model's forward as "
-                "given; the audit needs the loop to feed the training records unchanged"
-            )
+        if hits.sum() == 0:
+            raise AuditRefused("opacus-canary: none of the canary records reached the model's forward as given; "
+                               "the audit needs the loop to feed the training records unchanged")
         x = np.stack(self.x).astype(np.float64)
         sigma = float(np.sqrt(np.mean(x[:, r + d :] ** 2))) if x.shape[1] > r + d else self.sigma
         scores = log_likelihood_ratio(x[:, : r + d], q=self.q, sigma=sigma)
@@ -229,7 +271,17 @@ class OpacusObserver(contextlib.AbstractContextManager):
             "sample_rate": self.q,
             "sigma_hat": sigma,
             "claimed_sigma": self.sigma,
+            **self._conformance(x[:, r + d :]),
         }
+
+    def _conformance(self, noise: np.ndarray) -> dict:
+        """What ``attacks.opacus_conformance`` tests (``noise``: ``(T, references)``, units of C)."""
+        history = [[float(s), float(q), int(t)] for s, q, t in getattr(self.accountant, "history", [])]
+        tensors = [{"shape": shape, "sum_squares": float(np.sum(noise[:, self.ref_tensor == k] ** 2)),
+                    "n": int(noise[:, self.ref_tensor == k].size)} for k, shape in enumerate(self.shapes)]
+        return {"noise_by_tensor": tensors, "batch_rows": self.batch_rows, "records_total": self.records_total,
+                "largest_clip": self.largest_clip, "clip_bound": self.C, "history": history,
+                "accountant": getattr(self.accountant, "mechanism", lambda: "unknown")()}
 
 
 def _base_clip():

@@ -1,6 +1,7 @@
 """The white-box audit of a user's own Opacus loop (``attacks/opacus_audit.py``) on ``examples/opacus_plugin.py``:
-the correct loop passes (exit 0), shuffled batches and a weighted sampler end with exit 3, the sampling test holds
-its level on the ideal sampling, and loops outside the design are refused in one line. The end-to-end runs use the
+the correct loop passes (exit 0); shuffled batches, a weighted sampler and a wrong q told to the accountant end with
+exit 3 by the run's conformance tests (``attacks.opacus_conformance``; their levels and the other planted violations:
+tests/attacks/test_opacus_conformance.py); loops outside the design are refused in one line. The end-to-end runs use the
 ``ci`` profile, as the README's CI command does."""
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from helpers import context
 
-from attacks.opacus_audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams, sampling_test
+from attacks.opacus_audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model
 from bench.results import RunResult, Timings
@@ -38,22 +38,6 @@ def _plugin():
         return importlib.import_module("opacus_plugin")  # registers opacus-dpsgd once
     finally:
         sys.path.remove(str(REPO / "examples"))
-
-
-def test_sampling_test_keeps_its_level_on_the_ideal_sampling_and_sees_both_bugs():
-    rng = np.random.default_rng(0)
-    steps, q, m = 120, 0.125, 250
-    p_null = [
-        sampling_test(rng.binomial(steps, q, m), steps=steps, q=q, seed=s, draws=2000)["p_value"] for s in range(40)
-    ]
-    assert np.mean(np.asarray(p_null) < 0.05) <= 0.15  # 5 % expected; 40 draws
-    shuffled = np.full(m, int(steps * q))  # each record once per epoch: no dispersion at all
-    assert sampling_test(shuffled, steps=steps, q=q)["p_value"] < 1e-3
-    weights = np.where(np.arange(m) % 2 == 0, 2.0, 1.0)  # a weighted sampler: rates 4q/3 and 2q/3, the same mean
-    weighted = rng.binomial(steps, q * weights / weights.mean())
-    got = sampling_test(weighted, steps=steps, q=q)
-    assert got["p_value"] < 1e-3 and got["dispersion"] > 1.5
-    assert sampling_test(rng.binomial(steps, 2 * q, m), steps=steps, q=q)["p_value"] < 1e-3  # twice the rate
 
 
 def _loop(model, x, y, *, engine_made=True, accumulate=False):
@@ -130,8 +114,8 @@ def _flagged(split, seed: int, params: dict) -> list:
 @pytest.mark.slow
 def test_null_the_correct_plugin_is_not_flagged_and_a_shuffled_one_is():
     """The null test of the plug-in path (20 seeds, 150 members, 100 canary records, ε = 2): at most 5 % of correct
-    runs flagged by the run-level check (Bonferroni over the records' and Dirac canaries' analyses and the sampling
-    test); the same audit at the same size flags the shuffled loop."""
+    runs flagged by the run-level check (Bonferroni over the records' and Dirac canaries' analyses and the conformance
+    tests); the same audit at the same size flags the shuffled loop by the canary records' participation."""
     pool, test = load_dataset("digits")
     flagged = 0
     for seed in range(20):
@@ -140,7 +124,7 @@ def test_null_the_correct_plugin_is_not_flagged_and_a_shuffled_one_is():
     assert flagged <= 1  # 5 % of 20
     split = make_split(pool, test, n_members=150, n_non_members=10, n_population=0, n_test=10, seed=0)
     (bug,) = _flagged(split, 0, {"poisson_sampling": False})
-    assert bug.method == "sampling_test" and bug.attack == "opacus-canary"
+    assert (bug.method, bug.test, bug.attack) == ("conformance", "participation of the canary records", "opacus-canary")
 
 
 def _run(tmp_path: Path, params: str | None, *, plugin: str = "opacus_plugin", mechanism: str = "opacus-dpsgd",
@@ -166,7 +150,11 @@ def test_the_correct_example_passes_with_every_attack(tmp_path):
     (r,) = doc["results"]
     assert r["attack_errors"] == {} and "miface" in r["inversion"]  # the Opacus-wrapped model is attacked too
     wb = r["attacks"]["opacus-canary"]
-    assert wb["audit"]["design"]["threat_model"] == "white-box" and wb["extra"]["sampling_test"]["p_value"] > 0.05
+    assert wb["audit"]["design"]["threat_model"] == "white-box" and doc["privacy_bugs"] == []
+    assert len(wb["conformance"]["tests"]) == 4 + 4  # four parameter tensors, q, dispersion, T, C
+    measured = wb["conformance"]["measured_epsilon"]  # a lower limit, near the certified ε
+    assert measured["accountant"] == "opacus-prv" and 0.9 * r["privacy"]["epsilon"] < measured["epsilon"] <= \
+        r["privacy"]["epsilon"]
     assert abs(wb["extra"]["sigma_hat"] / wb["extra"]["claimed_sigma"] - 1) < 0.05  # the loop's noise, measured
     assert any(b["epsilon_lb"] for b in r["attacks"]["opacus-canary-dirac"]["audit"]["bounds"])  # it sees something
 
@@ -177,8 +165,48 @@ def test_a_sampling_bug_in_the_loop_exits_3(tmp_path, bug):
     proc, doc = _run(tmp_path, bug)
     assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
     (b,) = doc["privacy_bugs"]
-    assert (b["attack"], b["method"], b["threat_model"]) == ("opacus-canary", "sampling_test", "white-box")
-    assert "PRIVACY BUG" in proc.stdout and "Poisson sampling" in proc.stdout
+    assert (b["attack"], b["method"], b["threat_model"]) == ("opacus-canary", "conformance", "white-box")
+    assert b["test"] == "participation of the canary records"
+    assert "PRIVACY BUG" in proc.stdout and "inconsistent with the certified mechanism" in proc.stdout
+
+
+WRONG_Q = '''
+"""The example's loop telling its accountant half the sample rate its DataLoader draws with (a user's bug: the
+accountant's q taken from another loader), so its ε is understated."""
+from opacus.accountants.accountant import IAccountant
+
+import opacus_plugin
+from mechanisms import MECHANISMS
+
+
+class WrongQ(opacus_plugin.OpacusDPSGD):
+    name = "opacus-wrong-q"
+
+    def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None):
+        hook = IAccountant.get_optimizer_hook_fn
+        IAccountant.get_optimizer_hook_fn = lambda acc, sample_rate: hook(acc, sample_rate / 2)
+        try:
+            return super().fit(train, spec, target_epsilon=target_epsilon, delta=delta, seed=seed, device=device)
+        finally:
+            IAccountant.get_optimizer_hook_fn = hook
+
+
+MECHANISMS.add("opacus-wrong-q", WrongQ)
+'''
+
+
+@pytest.mark.slow
+def test_a_wrong_q_told_to_the_accountant_exits_3_by_the_rate_test(tmp_path):
+    """The issue's case: ε understated (the accountant is told q/2) passed every ε lower bound with exit 0; the rate
+    test of the batches' rows against the accountant's q refutes it, and the measured ε is above the certified one."""
+    (tmp_path / "wrong_q.py").write_text(WRONG_Q)
+    proc, doc = _run(tmp_path, None, plugin="wrong_q", mechanism="opacus-wrong-q", attacks="opacus-canary")
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (b,) = doc["privacy_bugs"]
+    assert (b["method"], b["test"]) == ("conformance", "sample rate q (rows of every batch)")
+    (r,) = doc["results"]
+    measured = r["attacks"]["opacus-canary"]["conformance"]["measured_epsilon"]
+    assert measured["epsilon"] > 1.2 * measured["certified"]
 
 
 QUARTER_NOISE = '''
