@@ -1,16 +1,22 @@
-"""Shared fixtures: tiny seeded splits of real data, an isolated model cache, the MNIST root."""
+"""Shared fixtures: tiny seeded splits of real data, an isolated model cache, the MNIST root, the smoke run built
+once per test run (across pytest-xdist's workers too, ``helpers.run_once``).
+
+The suite runs on pytest-xdist (pyproject.toml's addopts: ``-n auto --dist loadgroup``; the scheduling is in
+``pytest_xdist_make_scheduler`` below): one worker per available CPU, each training on one torch thread.
+"""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import run_once
 
 from bench.core.data import load_dataset, make_split
+from bench.core.device import available_cpus
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -18,7 +24,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
     """Never write into the user's model cache from tests."""
     old = os.environ.get("PRIVBENCH_CACHE")
     os.environ["PRIVBENCH_CACHE"] = str(tmp_path_factory.mktemp("model-cache"))
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))  # set in pytest-xdist's workers
+    torch.set_num_threads(max(1, min(2, available_cpus() // workers)))  # 2 workers on 2 CPUs: one thread each
     yield
     if old is None:
         os.environ.pop("PRIVBENCH_CACHE", None)
@@ -48,16 +55,16 @@ def mnist_root() -> Path:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory):
     """The main job as a user runs it: ``python -m bench all --profile smoke`` (sklearn's bundled digits: real
-    data, every mechanism, every attack of the profile), once per session (a minute or two on two cores).
+    data, every mechanism, every attack of the profile), once per test run (a minute or two on two cores), shared
+    by the xdist workers (``run_once``).
 
     Returns:
         (run folder, its model cache, the finished process). Tests that change the folder copy it first.
     """
-    out, cache = tmp_path_factory.mktemp("smoke"), tmp_path_factory.mktemp("smoke-cache")
-    proc = subprocess.run([sys.executable, "-m", "bench", "all", "--profile", "smoke", "--output", str(out / "run"),
-                           "--cache-dir", str(cache)], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out / "run", cache, proc
+    proc = run_once(tmp_path_factory, "smoke", [sys.executable, "-m", "bench", "all", "--profile", "smoke",
+                                                "--output", "{folder}/run", "--cache-dir", "{folder}/cache"])
+    folder = Path(proc.args[proc.args.index("--cache-dir") + 1]).parent
+    return folder / "run", folder / "cache", proc
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +77,57 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# ---- pytest-xdist: how many workers, which tests go together ---------------------------------------------------
+
+MAX_WORKERS = 4  # each worker's CLI jobs start their own training processes (one per CPU): keep the product sane
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per CPU this process may use (``available_cpus``: the cgroup quota too), at most
+    ``MAX_WORKERS``; no workers at all on one CPU. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides, as in xdist."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    n = min(available_cpus(), MAX_WORKERS)
+    return n if n > 1 else 0
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup`` with every test module one unit of work unless its tests name an ``xdist_group``: a
+    module's module-scoped fixtures (trained models) are built once, by one worker. Units go out in collection
+    order, which ``pytest_collection_modifyitems`` puts longest first."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ModuleOrGroup(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = super()._split_scope(nodeid)
+            return group if group != nodeid else nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False  # keep the order below
+    return ModuleOrGroup(config, log)
+
+
+GROUPS = {"smoke_run": "smoke", "ray_2cpu": "ray"}  # tests that use the fixture run on one worker, one after another
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In xdist's workers (which all collect the same order): the tests that use a fixture of ``GROUPS`` in that
+    group (the smoke run is built once and nobody waits for it; one local Ray instance at a time), and the modules
+    with the most ``slow`` tests first (whole CLI jobs, real-MNIST training), so that the long units of work start
+    early and the short ones fill the end."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for item in items:
+        for fixture, group in GROUPS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+    slow: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        slow[module] = slow.get(module, 0) + bool(item.get_closest_marker("slow"))
+    rank = {module: i for i, module in enumerate(sorted(slow, key=lambda m: -slow[m]))}
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -34,3 +42,38 @@ class NormNet(nn.Module):
 
     def forward(self, x):
         return self.fc(self.ln(F.relu(self.gn(self.conv(x))).flatten(1)))
+
+
+def shared_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build`` fills once per test run: the first pytest-xdist worker that asks builds it under a file
+    lock in the run's temporary folder (shared by the workers), the others wait and reuse it. A build that raised
+    leaves no finished folder: the next caller builds again (and fails the same way)."""
+    from filelock import FileLock  # torch's own dependency
+
+    root = factory.getbasetemp()
+    root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root  # .../pytest-N/popen-gw0 -> pytest-N
+    folder = root / f"shared-{name}"
+    with FileLock(f"{folder}.lock"):
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder
+
+
+def run_once(factory: pytest.TempPathFactory, name: str, argv: list[str], timeout: int = 900
+             ) -> subprocess.CompletedProcess:
+    """``argv`` run once per test run (``shared_once``; ``{folder}`` in an argument: the shared folder), its finished
+    process kept beside its files; asserts it exited 0."""
+
+    def build(folder: Path) -> None:
+        args = [a.replace("{folder}", str(folder)) for a in argv]
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        (folder / "process.json").write_text(json.dumps({"args": args, "returncode": proc.returncode,
+                                                         "stdout": proc.stdout, "stderr": proc.stderr}))
+
+    done = json.loads((shared_once(factory, name, build) / "process.json").read_text())
+    proc = subprocess.CompletedProcess(done["args"], done["returncode"], done["stdout"], done["stderr"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc

@@ -30,6 +30,7 @@ def _ci_run(mechanism: str, out: Path, plugin: str | None) -> subprocess.Complet
                            "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
 @pytest.mark.slow  # a whole CLI job, about 30 s
 @pytest.mark.parametrize("mechanism", sorted(BUGS))
 def test_half_the_noise_exits_3_at_ci_size(mechanism, tmp_path):
@@ -40,6 +41,7 @@ def test_half_the_noise_exits_3_at_ci_size(mechanism, tmp_path):
     assert [r["target_epsilon"] for r in doc["results"]] == [2.0]  # the profile's ε, no ε = ∞ point
 
 
+@pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
 @pytest.mark.slow  # a whole CLI job, about 30 s
 @pytest.mark.parametrize("mechanism", sorted(BUGS))
 def test_the_correct_mechanism_exits_0_at_ci_size(mechanism, tmp_path):
@@ -65,6 +67,7 @@ def test_recipes_from_must_name_another_profile():
         build_config(yaml_values={"recipes_from": "nope"})
 
 
+@pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
 @pytest.mark.slow  # two ci runs of local noise, about 40 s
 def test_the_null_test_judges_each_mechanism_and_seed_alone(tmp_path):
     """The feasible part of the null test (``docs/null_test.py``; its 20-seed count is in docs/detection_power.md):
@@ -92,6 +95,7 @@ MECHANISMS.add("my-local", MyLocal)
 '''
 
 
+@pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
 @pytest.mark.slow  # two CLI jobs, about 20 s each
 def test_the_readme_command_guards_a_plugin_mechanism(tmp_path):
     """README, "Guard your mechanism in CI": `run --profile ci --plugins my_mechanism --mechanisms my-mechanism`

@@ -108,6 +108,7 @@ training:
 """
 
 
+@pytest.mark.long  # two real-MNIST jobs; CI runs it in its second pytest command (pytest -m long)
 def test_real_mnist_subset_is_deterministic(mnist_root, tmp_path):
     """Real MNIST from the data root; two uncached runs with one seed give identical numbers."""
     cfg = tmp_path / "mnist.yaml"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # whole CLI jobs
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # whole CLI jobs; CI runs them in its second command (-m long)
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = ["--profile", "smoke", "--no-reference-epsilons", "--no-cache", "--device", "cpu"]
@@ -59,6 +59,7 @@ def test_a_broken_mechanism_ends_the_main_job_with_exit_3(plugin, tmp_path):
         assert "PRIVACY BUG" in (tmp_path / "run" / report).read_text(encoding="utf-8")
 
 
+@pytest.mark.xdist_group("ray")  # one local Ray instance at a time (tests/conftest.py, GROUPS)
 def test_ray_tasks_train_with_the_plugins(tmp_path):
     """With ``--executor ray`` the broken mechanism is the one trained in the Ray tasks too (they import the run's
     plug-ins): the audit refutes it as it does locally."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import shared_once
 
 from attacks.audit import membership_audit
 from attacks.metrics import membership_metrics
@@ -154,13 +155,16 @@ def mnist_results() -> Results:
 
 @pytest.fixture(scope="session")
 def smoke_report(smoke_run, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the smoke run's folder whose reports were redrawn by ``python -m bench report``. Holds
-    results.json, report.html, report.md, summary.csv and the PNGs."""
-    out = tmp_path_factory.mktemp("smoke-report") / "run"
-    shutil.copytree(smoke_run[0], out)
-    for stale in [*out.glob("*.png"), *out.glob("report.*"), out / "summary.csv"]:
-        stale.unlink()  # so every file the tests read was drawn by `bench report`
-    proc = subprocess.run([sys.executable, "-m", "bench", "report", str(out)], capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    """A copy of the smoke run's folder whose reports were redrawn by ``python -m bench report``, once per test run
+    (``helpers.shared_once``). Holds results.json, report.html, report.md, summary.csv and the PNGs."""
+
+    def build(folder: Path) -> None:
+        out = folder / "run"
+        shutil.copytree(smoke_run[0], out)
+        for stale in [*out.glob("*.png"), *out.glob("report.*"), out / "summary.csv"]:
+            stale.unlink()  # so every file the tests read was drawn by `bench report`
+        proc = subprocess.run([sys.executable, "-m", "bench", "report", str(out)], capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    return shared_once(tmp_path_factory, "smoke-report", build) / "run"
