@@ -15,7 +15,7 @@ import pytest
 from bench.zoo.document import without_times
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 ARGS = ["--profile", "ci", "--bugs", "dpsgd-half-noise,test-no-noise-last-tensor", "--auditors",
         "privbench-whitebox,privbench-conformance", "--seeds", "1", "--plugins", "tests.zoo.plugin_bug"]
 
