@@ -27,7 +27,7 @@ def _cell(s: dict[str, Any] | None) -> str:
 def _ratio(x: Any) -> str:
     if x is None:
         return "unknown"
-    return "unbounded" if x == "unbounded" or x == float("inf") else f"{x:.2g}×"
+    return "unbounded" if x == "unbounded" or x == float("inf") else f"{x:.3g}×"
 
 
 def markdown(doc: dict[str, Any]) -> str:

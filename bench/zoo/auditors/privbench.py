@@ -28,7 +28,7 @@ def _keep(records: Callable[[str, object], bool], *, bounds: bool, conformance: 
     ``conformance``."""
 
     def judge(inp: AuditorInput) -> Verdict:
-        from bench.runner.bugs import SAMPLING_TEST, privacy_bugs
+        from bench.runner.bugs import privacy_bugs
 
         target = inp.target
         kept = {}
@@ -38,7 +38,6 @@ def _keep(records: Callable[[str, object], bool], *, bounds: bool, conformance: 
             update: dict[str, object] = {}
             if not conformance:
                 update["conformance"] = None
-                update["extra"] = {k: v for k, v in record.extra.items() if k != SAMPLING_TEST}
             if not bounds:
                 update["audit"] = record.audit.model_copy(update={"bounds": [], "one_run": None})
             kept[name] = record.model_copy(update=update)

@@ -20,9 +20,11 @@ def apply() -> None:
 
     import mechanisms.dpsgd.fast as fast
 
-    def poisson_batches(x, y, *, sample_rate, generator):  # type: ignore[no-untyped-def]
+    def poisson_batches(x, y, *, sample_rate, generator, observe=None):  # type: ignore[no-untyped-def]
         perm = torch.randperm(len(x), generator=generator)
         for idx in torch.tensor_split(perm, int(1 / sample_rate)):
+            if observe is not None:  # the audit run's observer sees the batches the mutant really draws
+                observe(idx)
             yield x[idx], y[idx]
 
     fast.poisson_batches = poisson_batches

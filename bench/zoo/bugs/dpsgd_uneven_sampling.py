@@ -16,13 +16,15 @@ def apply() -> None:
 
     import mechanisms.dpsgd.fast as fast
 
-    def poisson_batches(x, y, *, sample_rate, generator):  # type: ignore[no-untyped-def]
+    def poisson_batches(x, y, *, sample_rate, generator, observe=None):  # type: ignore[no-untyped-def]
         n = len(x)
         rate = torch.full((n,), float(sample_rate))
         rate[: n // 5] = min(2 * sample_rate, 1.0)
         torch.empty((), dtype=torch.int64).random_(generator=generator)  # as the loader's base seed
         for _ in range(int(1 / sample_rate)):
             idx = torch.nonzero(torch.rand(n, generator=generator) < rate).flatten()
+            if observe is not None:  # the audit run's observer sees the batches the mutant really draws
+                observe(idx)
             yield x[idx], y[idx]
 
     fast.poisson_batches = poisson_batches
