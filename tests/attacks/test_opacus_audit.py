@@ -167,7 +167,8 @@ def test_a_sampling_bug_in_the_loop_exits_3(tmp_path, bug):
     (b,) = doc["privacy_bugs"]
     assert (b["attack"], b["method"], b["threat_model"]) == ("opacus-canary", "conformance", "white-box")
     assert b["test"] == "participation of the canary records"
-    assert "PRIVACY BUG" in proc.stdout and "inconsistent with the certified mechanism" in proc.stdout
+    out = " ".join(proc.stdout.split())  # the terminal wraps the red line
+    assert "PRIVACY BUG" in out and "inconsistent with the certified mechanism" in out
 
 
 WRONG_Q = '''
