@@ -16,7 +16,7 @@ from bench.zoo.document import without_times
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.long]
-ARGS = ["--profile", "ci", "--bugs", "dpsgd-half-noise,test-no-noise-last-tensor", "--auditors",
+ARGS = ["--profile", "ci", "--bugs", "dpsgd-half-noise,test-stale-sigma", "--auditors",
         "privbench-whitebox,privbench-conformance", "--seeds", "1", "--plugins", "tests.zoo.plugin_bug"]
 
 
@@ -40,12 +40,13 @@ def _summary(folder: Path) -> dict[tuple[str, str], dict]:
 
 def test_the_correct_mechanism_passes_and_a_bug_is_caught(zoo):
     s = _summary(zoo)
-    assert {case for case, _ in s} == {"dpsgd:correct", "dpsgd-half-noise", "test-no-noise-last-tensor"}
+    assert {case for case, _ in s} == {"dpsgd:correct", "dpsgd-half-noise", "test-stale-sigma"}
     for auditor in ("privbench-whitebox", "privbench-conformance"):
         assert s[("dpsgd:correct", auditor)]["caught"] == 0 and s[("dpsgd:correct", auditor)]["verdicts"] == 1
     assert s[("dpsgd-half-noise", "privbench-whitebox")]["caught"] == 1  # σ/2 moves the canaries' scores
+    assert s[("test-stale-sigma", "privbench-conformance")]["caught"] == 1  # 0.9·σ: the noise tests see it
     doc = json.loads((zoo / "zoo.json").read_text())
-    assert doc["bugs"]["test-no-noise-last-tensor"]["source"] == "planted (issue 38)"  # the plug-in's own row
+    assert doc["bugs"]["test-stale-sigma"]["source"] == "planted (a test's own plug-in)"  # the plug-in's own row
     half = next(r for r in doc["rows"] if r["case"] == "dpsgd-half-noise")
     assert half["true_epsilon"] > 1.2 * half["certified_epsilon"]  # ε(σ/2) by dp_accounting
     md = (zoo / "zoo.md").read_text()
@@ -58,7 +59,7 @@ def test_a_resumed_zoo_gives_the_same_document(zoo, tmp_path):
     the same command finishes it, and zoo.json equals the uninterrupted run's but for times."""
     resumed = tmp_path / "z"
     shutil.copytree(zoo, resumed)
-    last = resumed / "runs" / "test-no-noise-last-tensor" / "seed-0"
+    last = resumed / "runs" / "test-stale-sigma" / "seed-0"
     (last / "zoo-run.json").unlink()
     shutil.rmtree(last / "run")
     (resumed / "zoo.json").unlink()
