@@ -83,7 +83,8 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, release: Release, privac
     head = min(rows, SAMPLE_ROWS)
     sample = (rx[:head].double() - flat[:head].double()).numpy() / max(sigma, 1e-300)
     tests = image_noise_tests("image noise", ss.numpy(), rows, sigma, shape)
-    tests += [shape_test("image noise shape", sample), independence_test("image noise independence", sample),
+    tests += [shape_test("image noise shape", sample, per_column=sample.shape[0] >= 1000),
+              independence_test("image noise independence", sample),
               steps_test("releases per record", len(rx), m)]
     kept = int((release.y[:m] == y).sum())
     if label_eps is not None:
@@ -185,7 +186,8 @@ class MixingObserver:
         tests = regions + [
             noise_test("label noise σ_y, pooled", self.ss_y if seen else 1.0, max(self.obs, 1) * self.k,
                        max(self.sigma_y, 1e-12)),
-            shape_test("noise shape", self.sample if self.sample is not None else np.arange(20.0)),
+            shape_test("noise shape", self.sample if self.sample is not None else np.arange(20.0),
+                       per_column=self.sample is not None and self.sample.shape[0] >= 1000),
             independence_test("noise independence", self.sample if self.sample is not None else np.eye(2)),
             steps_test("mixtures released T", self.rows, t),
             conformance_record("mixture degree ℓ", "mixture degree", certified=float(ell), measured=self.degree
