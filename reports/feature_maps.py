@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy.optimize import linear_sum_assignment
 
 from bench.results import FeatureMaps, Results, RunResult
 from reports.common import format_privacy, is_failed
-from reports.figures import by_dataset
+from reports.figures import by_dataset, image_grid
 
 SHOWN = 8  # channels shown per layer in the grid
 EPSILON_AT_MOST = 10.0
@@ -151,9 +150,7 @@ def features_figure(rs: list[RunResult]) -> Figure | None:
     n_layers = len(fm0.maps)
     shown = [min(SHOWN, fm0.filter_shape[0])] + [min(SHOWN, s[0]) for s in fm0.map_shapes]
     ncols = 1 + sum(shown)
-    fig = Figure(figsize=(0.62 * ncols + 1.8, 0.8 * len(rows) + 0.9), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(len(rows), ncols, squeeze=False)
+    fig, axes = image_grid(len(rows), ncols, cell=(0.62, 0.8), left=1.8, top=0.9)
     for row_axes, (r, c) in zip(axes, rows, strict=True):
         fm = r.feature_maps
         shape = fm.image_shape

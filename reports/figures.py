@@ -39,6 +39,21 @@ def figure(n_panels: int, *, ncols: int = 3, size: tuple[float, float] = (5.2, 3
     return fig, axes[:n_panels]
 
 
+def image_grid(nrows: int, ncols: int, *, cell: tuple[float, float], left: float, top: float = 0.6,
+               bottom: float = 0.1) -> tuple[Figure, list[list[Axes]]]:
+    """A figure of ``nrows`` × ``ncols`` image cells, each ``cell`` inches (width, height), with ``left`` inches for
+    the row labels and ``top`` / ``bottom`` inches of margin; ticks off. Fixed margins instead of matplotlib's
+    constrained layout, which measured every cell's tick labels twice per save: the report's image grids (hundreds
+    of cells in a smoke run) took most of the time ``make_plots`` spent."""
+    width, height = cell[0] * ncols + left + 0.15, cell[1] * nrows + top + bottom
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=left / width, right=1 - 0.15 / width, top=1 - top / height, bottom=bottom / height,
+                        wspace=0.08, hspace=0.3)
+    axes = fig.subplots(nrows, ncols, squeeze=False, subplot_kw={"xticks": [], "yticks": []})
+    return fig, [list(row) for row in axes]
+
+
 def save(fig: Figure, path: Path) -> Path:
     """Write ``fig`` as a PNG to ``path`` atomically (``bench.core.io.atomic_write_bytes``: its temporary file, its
     mode). Raises OSError (unwritable folder, full disk; the previous file stays)."""
