@@ -19,13 +19,32 @@ from bench.core.data import load_dataset, make_split
 from bench.core.device import available_cpus
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In an xdist worker, when there are as many workers as CPUs (``-n auto``): pin the worker to its own CPU.
+
+    What a test starts inherits the pin: a whole CLI job (``python -m bench ...``) then sees one CPU
+    (``available_cpus``) and trains in its own process on one thread, as a one-CPU machine would, instead of
+    spawning a training worker (a second interpreter importing torch: ~8 CPU-s per job) that competes with the
+    other xdist worker's job for the same two cores. Tests that need both CPUs (a local Ray instance) take them
+    back for their duration (``helpers.every_cpu``)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    if count < 2 or count != min(available_cpus(), len(cpus)):
+        return
+    os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+    os.environ["PRIVBENCH_TEST_CPUS"] = ",".join(map(str, cpus))  # what every_cpu gives back
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
     """Never write into the user's model cache from tests."""
     old = os.environ.get("PRIVBENCH_CACHE")
     os.environ["PRIVBENCH_CACHE"] = str(tmp_path_factory.mktemp("model-cache"))
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))  # set in pytest-xdist's workers
-    torch.set_num_threads(max(1, min(2, available_cpus() // workers)))  # 2 workers on 2 CPUs: one thread each
+    torch.set_num_threads(max(1, min(2, available_cpus() // workers)))  # 2 workers on 2 CPUs (pinned): one thread
     yield
     if old is None:
         os.environ.pop("PRIVBENCH_CACHE", None)

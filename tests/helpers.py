@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -77,3 +78,19 @@ def run_once(factory: pytest.TempPathFactory, name: str, argv: list[str], timeou
     proc = subprocess.CompletedProcess(done["args"], done["returncode"], done["stdout"], done["stderr"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+@contextlib.contextmanager
+def every_cpu():
+    """Undo the xdist worker's pin (``conftest.pytest_configure``) for the block: the process and what it starts
+    may use every CPU the test run was given."""
+    given = os.environ.get("PRIVBENCH_TEST_CPUS")
+    if not given or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {int(c) for c in given.split(",")})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)

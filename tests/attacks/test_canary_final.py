@@ -34,6 +34,7 @@ def test_the_hidden_state_design_has_its_family_fixed_in_advance():
 
 
 @pytest.mark.slow  # a whole CLI job, about 20 s
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_the_correct_mechanism_stays_below_its_epsilon(tmp_path):
     done = _run(tmp_path / "run", None)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

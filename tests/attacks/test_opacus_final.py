@@ -157,6 +157,7 @@ def _run(tmp_path: Path, *, plugin: str, mechanism: str, epsilon: str) -> tuple[
 
 
 @pytest.mark.slow  # a whole CLI job, about 30 s
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_the_correct_example_gets_a_valid_bound_below_its_epsilon(tmp_path):
     proc, doc = _run(tmp_path, plugin="opacus_plugin", mechanism="opacus-dpsgd", epsilon="8")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

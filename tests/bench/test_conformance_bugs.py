@@ -21,7 +21,8 @@ CASES = {  # plug-in -> (mechanism, audit, the conformance test that must refute
 }
 
 
-@pytest.mark.parametrize("plugin", sorted(CASES))
+@pytest.mark.parametrize("plugin", [pytest.param(c, marks=[pytest.mark.long] if c == "dpmix_uneven_mixing" else [])
+                                    for c in sorted(CASES)])
 def test_a_release_bug_the_lower_bounds_miss_exits_3_by_its_conformance_test(plugin, tmp_path):
     mechanism, attack, test = CASES[plugin]
     done = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "ci", "--mechanisms", mechanism,

@@ -66,6 +66,7 @@ def test_smoke_run_writes_every_cell_and_report(smoke_run):
     assert "dpsgd" in proc.stdout and "δ" in proc.stdout  # the final table
 
 
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_rerun_reuses_cached_models_with_identical_numbers(smoke_run, tmp_path):
     run, cache, _ = smoke_run
     _bench("run", "--profile", "smoke", "--output", str(tmp_path / "again"), "--cache-dir", str(cache))

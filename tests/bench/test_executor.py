@@ -71,10 +71,13 @@ def _import_ray():
 @pytest.fixture(scope="module")
 def ray_2cpu():
     """A local Ray instance with 2 CPUs for this module (workers: 1 torch thread per job)."""
+    from helpers import every_cpu
+
     ray = _import_ray()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield ray
-    ray.shutdown()
+    with every_cpu():  # the xdist worker's pin (conftest.py) lifted: Ray's two workers on two cores
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+        yield ray
+        ray.shutdown()
 
 
 @pytest.fixture

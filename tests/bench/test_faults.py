@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,16 +49,20 @@ def _numbers(doc: dict) -> list:
 
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory):
-    """An uninterrupted, uncached run of the same grid."""
-    out = tmp_path_factory.mktemp("ref") / "run"
-    proc = subprocess.run([sys.executable, "-m", "bench", "run", *FAST, "--output", str(out), "--no-cache"],
-                          capture_output=True, text=True, timeout=600)
+    """An uninterrupted run of the same grid from an empty cache: (its results.json, the cache it filled)."""
+    folder = tmp_path_factory.mktemp("ref")
+    out, cache = folder / "run", folder / "cache"
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", *FAST, "--output", str(out), "--cache-dir",
+                           str(cache)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads((out / "results.json").read_text())
+    assert not any(r["timings"]["cached"] for r in json.loads((out / "results.json").read_text())["results"])
+    return json.loads((out / "results.json").read_text()), cache
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["KILL", "TERM", "INT"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, *(pytest.param(s, marks=pytest.mark.long)  # graceful stops: -m long
+                                                    for s in (signal.SIGTERM, signal.SIGINT))],
+                         ids=["KILL", "TERM", "INT"])
 def test_interrupted_run_resumes_to_the_same_results(sig, tmp_path, reference_run):
     out, cache = tmp_path / "run", tmp_path / "cache"
     proc = _start(out, cache)
@@ -77,29 +82,31 @@ def test_interrupted_run_resumes_to_the_same_results(sig, tmp_path, reference_ru
     doc = json.loads((out / "results.json").read_text())
     assert doc["status"] == "complete"
     assert sum(r["timings"]["cached"] for r in doc["results"]) >= 2  # finished models were reused
-    assert _numbers(doc) == _numbers(reference_run)
+    assert _numbers(doc) == _numbers(reference_run[0])
 
 
 @pytest.mark.slow
 def test_corrupt_cache_entry_is_detected_and_retrained(tmp_path, reference_run):
-    out, cache = tmp_path / "run", tmp_path / "cache"
+    reference, filled = reference_run
+    cache = tmp_path / "cache"
+    shutil.copytree(filled, cache)  # the reference run's cache, every model of the grid in it
     args = [sys.executable, "-m", "bench", "run", *FAST, "--cache-dir", str(cache)]
-    assert subprocess.run([*args, "--output", str(out)], capture_output=True, timeout=600).returncode == 0
-    key = json.loads((out / "results.json").read_text())["results"][0]["cache_key"]  # a target model, not a shadow
+    key = reference["results"][0]["cache_key"]  # a target model, not a shadow
     victim = next(p for p in cache.rglob("model.pt") if key in str(p))
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])  # truncate one model
     proc = subprocess.run([*args, "--output", str(tmp_path / "again")], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "corrupt" in proc.stderr
     doc = json.loads((tmp_path / "again" / "results.json").read_text())
     assert sum(not r["timings"]["cached"] for r in doc["results"]) == 1
-    assert _numbers(doc) == _numbers(reference_run)
+    assert _numbers(doc) == _numbers(reference)
 
 
 @pytest.mark.slow
 def test_divergence_marks_the_cell_failed_and_the_run_goes_on(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("training:\n  baseline: {lr: 1.0e+12, momentum: 0.9}\n")
-    proc = subprocess.run([sys.executable, "-m", "bench", "all", *FAST, "--config", str(cfg), "--no-cache",
+    proc = subprocess.run([sys.executable, "-m", "bench", "all", "--profile", "smoke", "--mechanisms",
+                           "baseline,local-gaussian", "--epsilons", "8", "--config", str(cfg), "--no-cache",
                            "--output", str(tmp_path / "o")], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1  # the run finished, but says a cell failed
     doc = json.loads((tmp_path / "o" / "results.json").read_text())

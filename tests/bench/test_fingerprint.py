@@ -96,6 +96,7 @@ def _run(project: Path, cache: Path, out: Path) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_edited_code_retrains_instead_of_reusing_the_old_model(project, tmp_path):
     """The issue's reproduction: a cached command rerun after ``SENSITIVITY`` changed must not bring back the
     model (and σ) of the old code."""

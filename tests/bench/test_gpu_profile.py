@@ -45,6 +45,7 @@ def test_gpu_profile_plans_on_cifar10_files(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_gpu_profile_runs_on_cpu_at_tiny_sizes(tmp_path):
     import yaml
 

@@ -24,7 +24,7 @@ from mechanisms.dpmix.mechanism import DPMix
 from mechanisms.dpsgd.mechanism import DPSGD
 from mechanisms.local.mechanism import LocalGaussian
 
-pytestmark = pytest.mark.slow  # 20 seeds × 7 audits
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # 20 seeds × 7 audits (4–6 min): CI runs it with `pytest -m long`
 DELTA = 1e-5
 SEEDS = range(20)
 

@@ -122,6 +122,7 @@ def test_every_seed_failing_is_not_reproduced_and_says_why():
 
 
 @pytest.mark.slow
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_dpsgd_cnn_quick_rows_and_poisson_epsilon(tmp_path, mnist_root):
     """The DP-SGD row's corrected ε is Opacus' PRV accountant for the preset's σ, its Poisson rate and steps,
     computed here from the accountant's own API; seeded reruns give the same accuracies."""
@@ -155,6 +156,7 @@ def test_dpsgd_cnn_quick_rows_and_poisson_epsilon(tmp_path, mnist_root):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_local_gaussian_reports_what_the_sources_sigma_really_buys(tmp_path, mnist_root):
     doc = _reproduce(tmp_path, mnist_root, "local-gaussian", "--seeds", "0")
     delta = 1 / 784**2
@@ -206,6 +208,7 @@ def test_claimed_trends_are_checked(claim, accuracies, holds):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_dpsgd_best_quick_trains_every_recipe_row_to_its_epsilon(tmp_path, mnist_root):
     """Our recipes, ScatterNet + linear included, run end to end on real MNIST: each row is calibrated to its target
     ε by Opacus' PRV accountant, is attacked, and says whether its target was met (a quick run is far from it)."""

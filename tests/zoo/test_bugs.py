@@ -270,3 +270,22 @@ def test_true_epsilon(name):
         assert true is not None and certified * (1 - 1e-6) <= true < math.inf
         if name not in ("opacus-sigma-overshoot",):
             assert true > 1.05 * certified, (true, certified)
+
+
+def test_local_jobs_side_by_side_take_disjoint_shares_of_the_cpus(tmp_path):
+    import os
+
+    from bench.core.device import available_cpus
+    from bench.zoo.runner import ZooOptions, cpu_shares
+
+    def options(**kw) -> ZooOptions:
+        return ZooOptions(profile="ci", bugs=(), auditors=(), seeds=1, output=tmp_path, **kw)
+
+    assert cpu_shares(options(jobs=1)) is None and cpu_shares(options(jobs=2, executor="ray")) is None
+    cpus = set(sorted(os.sched_getaffinity(0))[:available_cpus()])
+    if len(cpus) < 2:
+        assert cpu_shares(options(jobs=2)) is None  # one CPU: nothing to share
+        return
+    shares = cpu_shares(options(jobs=2))
+    first, second = shares.get_nowait(), shares.get_nowait()
+    assert first and second and not first & second and first | second == cpus and shares.empty()
