@@ -22,8 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p_run.add_argument("--epsilon", type=float, help="target ε (default: ci 2, default 1)")
     p_run.add_argument("--output", default="results/zoo", help="output folder (default results/zoo)")
     p_run.add_argument("--executor", default="local", help="local | ray (each run's training jobs)")
-    p_run.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1; each has its own "
-                       "training processes)")
+    p_run.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1); with the local "
+                       "executor each takes its own share of the CPUs (2 jobs on 2 CPUs: one each)")
     p_run.add_argument("--data-root", help="folder holding MNIST/raw (or $PRIVBENCH_DATA)")
     p_run.add_argument("--plugins", help="comma list of modules registering your own bugs or auditors")
     p_rep = zsub.add_parser("report", help="redraw zoo.md and zoo_cost.png from a zoo folder's zoo.json")

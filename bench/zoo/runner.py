@@ -18,6 +18,7 @@ import hashlib
 import inspect
 import json
 import os
+import queue
 import subprocess
 import sys
 import time
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.core.device import available_cpus
 from bench.core.io import atomic_write_text
 from bench.zoo.api import AUDITORS, BUGS, ZOO_MECHANISMS, Auditor, AuditorInput, Bug
 from bench.zoo.apply import BUG_ENV
@@ -85,9 +87,10 @@ def _hash(bug: Bug | None) -> str:
 
 
 def run_case(options: ZooOptions, case: str, mechanism: str, bug: Bug | None, seed: int, attacks: tuple[str, ...],
-             folder: Path) -> dict[str, Any]:
+             folder: Path, cpus: frozenset[int] | None = None) -> dict[str, Any]:
     """One ``bench run`` of ``mechanism`` with ``bug`` applied: its exit status, wall time and CPU-seconds (every
-    process of it); kept in ``folder/zoo-run.json`` (a run with one is never run again)."""
+    process of it); kept in ``folder/zoo-run.json`` (a run with one is never run again). ``cpus``: the CPUs the run
+    may use (its affinity, which its training processes inherit; None: all of this process's)."""
     done = folder / "zoo-run.json"
     if done.exists():
         return dict(json.loads(done.read_text(encoding="utf-8")))
@@ -111,6 +114,11 @@ def run_case(options: ZooOptions, case: str, mechanism: str, bug: Bug | None, se
     start = time.monotonic()
     with open(folder / "bench-run.log", "w", encoding="utf-8") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        if cpus:  # set before the run spawns its training workers (seconds of imports away); they inherit it
+            try:
+                os.sched_setaffinity(proc.pid, cpus)
+            except OSError:  # it has already ended: nothing to pin
+                pass
         try:
             _, status, usage = os.wait4(proc.pid, 0)  # this run's own CPU time, its workers included
         except BaseException:
@@ -197,6 +205,22 @@ def attack_seconds(folder: Path) -> dict[str, float]:
     return dict(targets[0].timings.attacks) if targets else {}
 
 
+def cpu_shares(options: ZooOptions) -> queue.Queue[frozenset[int]] | None:
+    """With ``jobs`` local runs side by side on at least as many CPUs: this process's CPUs cut into ``jobs``
+    disjoint shares, one per running ``bench run`` (each then sees its share as its machine: processes × threads =
+    its CPUs, instead of every run starting a training process per CPU of the whole machine and ``jobs`` times too
+    many competing for it). None where there is nothing to share (one job, Ray, fewer CPUs than jobs, no affinity)."""
+    if options.jobs < 2 or options.executor != "local" or not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))[:available_cpus()]
+    if len(cpus) < options.jobs:
+        return None
+    shares: queue.Queue[frozenset[int]] = queue.Queue()
+    for i in range(options.jobs):
+        shares.put(frozenset(cpus[i::options.jobs]))
+    return shares
+
+
 def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Every case × seed × attack set: run, judge, and write ``zoo.json`` after each (``bench.zoo.document``).
 
@@ -213,11 +237,18 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
         attacks = tuple(sorted({x for a in members for x in a.attacks_for(mechanism)}))
         planned += [(case, mechanism, bug, seed, members, attacks) for seed in range(options.seeds) if attacks]
 
+    shares = cpu_shares(options)
+
     def start(item: tuple[Any, ...]) -> dict[str, Any]:
         case, mechanism, bug, seed, _, attacks = item
         progress(f"{case}, seed {seed}: {', '.join(attacks)}")
         folder = options.output / "runs" / case.replace(":", "-") / f"seed-{seed}"
-        return run_case(options, case, mechanism, bug, seed, attacks, folder)
+        cpus = shares.get() if shares else None
+        try:
+            return run_case(options, case, mechanism, bug, seed, attacks, folder, cpus)
+        finally:
+            if shares and cpus is not None:
+                shares.put(cpus)
 
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:  # runs side by side; verdicts in plan order
         futures = [pool.submit(start, item) for item in planned]

@@ -202,7 +202,8 @@ class DPMix(Baseline):
                 model, x_in[:keep], y_soft[:keep], spec, generator=gen, device=device, loss_fn=soft_cross_entropy,
                 scheduler_step=p.lr_halving_epochs, on_epoch=on_epoch)
         params = {"sigma": sigma, "mixture_degree": ell, "num_samples": t, "accountant": p.accountant,
-                  "num_records": n, **({"sigma_y": sigma_y, "learner": learner} if p.sigma_y_scale != 1.0 or
+                  "num_records": n, "d_x": math.prod(train.input_shape), "num_classes": k,
+                  **({"sigma_y": sigma_y, "learner": learner} if p.sigma_y_scale != 1.0 or
                                        learner != "network" else {})}
         return TrainedModel(model, privacy, params=params, release=release, train_seconds=secs,
                             samples_per_s=seen / secs, history=hist)

@@ -35,3 +35,17 @@ def dpmix_epsilon(params: dict[str, Any], *, factor: float) -> float | None:
                    mixture_degree=int(params["mixture_degree"]), num_samples=int(params["num_samples"]),
                    num_records=int(params["num_records"]), d_x=d_x, d_y=int(params.get("num_classes", NUM_CLASSES)),
                    delta=float(params["delta"]), method="pld", label_form="distribution")
+
+
+def scale_dpmix_noise(factor: float) -> None:
+    """Patch ``mix_release`` as DPMix's mechanism calls it to draw ``factor`` × σ and ``factor`` × σ_y while the
+    accountant still certifies σ and σ_y (the planted noise bugs of DPMix)."""
+    import mechanisms.dpmix.mechanism as dpmix
+
+    original = dpmix.mix_release  # type: ignore[attr-defined]
+
+    def mix_release(x, y_onehot, *, sigma, sigma_y=None, **kwargs):  # type: ignore[no-untyped-def]
+        return original(x, y_onehot, sigma=factor * sigma, sigma_y=None if sigma_y is None else factor * sigma_y,
+                        **kwargs)
+
+    dpmix.mix_release = mix_release  # type: ignore[attr-defined]

@@ -6,19 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from bench.zoo.api import Bug, register_bug
-from bench.zoo.bugs._release import dpmix_epsilon
+from bench.zoo.bugs._release import dpmix_epsilon, scale_dpmix_noise
 
 
 def apply() -> None:
     """``mix_release`` (as the mechanism calls it) draws σ/2 and σ_y/2."""
-    import mechanisms.dpmix.mechanism as dpmix
-
-    original = dpmix.mix_release  # type: ignore[attr-defined]
-
-    def mix_release(x, y_onehot, *, sigma, sigma_y=None, **kwargs):  # type: ignore[no-untyped-def]
-        return original(x, y_onehot, sigma=sigma / 2, sigma_y=None if sigma_y is None else sigma_y / 2, **kwargs)
-
-    dpmix.mix_release = mix_release  # type: ignore[attr-defined]
+    scale_dpmix_noise(1 / 2)
 
 
 def true_epsilon(params: dict[str, Any], certified: float) -> float | None:
