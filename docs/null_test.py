@@ -2,7 +2,10 @@
 job (exit status 3). Run from the repository root::
 
     PRIVBENCH_DATA=... python docs/null_test.py [--seeds 20] [--mechanisms dpsgd,local-gaussian,dpmix]
-                                                [--output DIR] [--cache-dir DIR]
+                                                [--output DIR] [--cache-dir DIR] [--plugins MODULES]
+
+An Opacus plug-in: ``PYTHONPATH=examples python docs/null_test.py --mechanisms opacus-dpsgd --plugins
+opacus_plugin``.
 
 One `bench run --profile ci --seeds 0,…,N−1 --mechanisms …` trains every (mechanism, seed) cell once; each
 (mechanism, seed) is then judged exactly as a CI job that runs that mechanism at that seed would be: the run-level
@@ -65,6 +68,8 @@ def main() -> None:
     parser.add_argument("--output", default=None, help="the run's folder (default: a temporary one)")
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--config", default=None, help="a YAML file of settings over the ci profile's")
+    parser.add_argument("--plugins", default=None, help="modules defining the mechanisms (e.g. opacus_plugin, with "
+                        "examples/ on PYTHONPATH, for --mechanisms opacus-dpsgd)")
     parser.add_argument("--bug", default=None, help="MECHANISM:FACTOR or MECHANISM:labels: inject that bug "
                         "(tests/privacy_bugs/scaled.py) and count detections instead of false alarms")
     args = parser.parse_args()
@@ -74,8 +79,9 @@ def main() -> None:
     cmd += ["--cache-dir", args.cache_dir] if args.cache_dir else ["--no-cache"]
     cmd += ["--config", args.config] if args.config else []
     env = dict(os.environ)
+    plugins = [p for p in (args.plugins or "").split(",") if p] + (["tests.privacy_bugs.scaled"] if args.bug else [])
+    cmd += ["--plugins", ",".join(plugins)] if plugins else []
     if args.bug:
-        cmd += ["--plugins", "tests.privacy_bugs.scaled"]
         env["PRIVBENCH_BUG"] = args.bug
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     if done.returncode not in (0, 3):  # 3: some seed flagged, judged below per (mechanism, seed)
