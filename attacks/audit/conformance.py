@@ -18,6 +18,7 @@ Pure NumPy / SciPy (and ``dp_accounting`` for the ε); no torch.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -203,6 +204,9 @@ def independence_test(name: str, observations: ArrayLike) -> dict[str, Any]:
                               alternative="two-sided", validity="simulated", r_steps=rs[0], r_coordinates=rs[1])
 
 
+RELATIONS = ("add-remove", "replace-one")
+
+
 def poisson_gaussian_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
                              relation: str) -> float:
     """ε at δ of ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise multiplier σ)
@@ -213,25 +217,33 @@ def poisson_gaussian_epsilon(*, noise_multiplier: float, sample_rate: float, ste
     Raises:
         ValueError: q outside (0, 1], steps < 1, δ outside (0, 1), σ < 0 or an unknown relation.
     """
+    if relation not in RELATIONS or not 0 < sample_rate <= 1 or steps < 1 or not 0 < delta < 1 \
+            or noise_multiplier < 0:
+        raise ValueError(f"poisson_gaussian_epsilon: need q in (0, 1], steps >= 1, δ in (0, 1), σ >= 0 and a relation "
+                         f"in {list(RELATIONS)}, got {sample_rate}, {steps}, {delta}, {noise_multiplier}, {relation!r}")
+    if noise_multiplier == 0:
+        return math.inf
+    return _pld_epsilon(float(noise_multiplier), float(sample_rate), int(steps), float(delta), relation)
+
+
+@functools.lru_cache(maxsize=256)
+def _pld_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, relation: str) -> float:
+    """``poisson_gaussian_epsilon``'s accountant, memoised: a root search and the record of one run ask for the
+    same point more than once, and each costs a PLD composition of T steps (seconds at the default profile's T)."""
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation
 
     rel = {"add-remove": NeighboringRelation.ADD_OR_REMOVE_ONE, "replace-one": NeighboringRelation.REPLACE_ONE}
-    if relation not in rel or not 0 < sample_rate <= 1 or steps < 1 or not 0 < delta < 1 or noise_multiplier < 0:
-        raise ValueError(f"poisson_gaussian_epsilon: need q in (0, 1], steps >= 1, δ in (0, 1), σ >= 0 and a relation "
-                         f"in {sorted(rel)}, got {sample_rate}, {steps}, {delta}, {noise_multiplier}, {relation!r}")
-    if noise_multiplier == 0:
-        return math.inf
     acct = pld.PLDAccountant(neighboring_relation=rel[relation], value_discretization_interval=1e-3)
     event = dp_event.PoissonSampledDpEvent(sample_rate, dp_event.GaussianDpEvent(noise_multiplier))
-    acct.compose(dp_event.SelfComposedDpEvent(event, int(steps)))
+    acct.compose(dp_event.SelfComposedDpEvent(event, steps))
     return float(acct.get_epsilon(delta))
 
 
 def sigma_for_epsilon(epsilon: float, *, sample_rate: float, steps: int, delta: float, relation: str,
                       guess: float) -> float:
     """The noise multiplier σ* at which ``poisson_gaussian_epsilon`` equals ``epsilon`` (Brent's method on log σ,
-    to 1e-4 relative, from a bracket around ``guess``); ε falls as σ grows.
+    to 1e-3 relative, from a bracket of ±5 % around ``guess``, widened until it holds the root); ε falls as σ grows.
 
     Raises:
         ValueError: no σ in [guess/64, 64·guess] reaches ``epsilon``."""
@@ -241,14 +253,14 @@ def sigma_for_epsilon(epsilon: float, *, sample_rate: float, steps: int, delta: 
         return math.log(poisson_gaussian_epsilon(noise_multiplier=math.exp(log_sigma), sample_rate=sample_rate,
                                                  steps=steps, delta=delta, relation=relation)) - math.log(epsilon)
 
-    lo, hi = math.log(guess) - 0.1, math.log(guess) + 0.1
+    lo, hi = math.log(guess) - 0.05, math.log(guess) + 0.05
     while gap(lo) < 0 and lo > math.log(guess) - math.log(64):
         lo -= 0.7
     while gap(hi) > 0 and hi < math.log(guess) + math.log(64):
         hi += 0.7
-    if gap(lo) < 0 or gap(hi) > 0:
+    if gap(lo) < 0 or gap(hi) > 0:  # memoised: no accountant is composed again here
         raise ValueError(f"no noise multiplier within 64× of {guess:g} gives ε = {epsilon:g} ({relation})")
-    return math.exp(float(brentq(gap, lo, hi, xtol=1e-4)))
+    return math.exp(float(brentq(gap, lo, hi, xtol=1e-3)))
 
 
 def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int, int] | None, sample_rate: float,
