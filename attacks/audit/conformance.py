@@ -217,8 +217,7 @@ def poisson_gaussian_epsilon(*, noise_multiplier: float, sample_rate: float, ste
     Raises:
         ValueError: q outside (0, 1], steps < 1, δ outside (0, 1), σ < 0 or an unknown relation.
     """
-    if relation not in RELATIONS or not 0 < sample_rate <= 1 or steps < 1 or not 0 < delta < 1 \
-            or noise_multiplier < 0:
+    if relation not in RELATIONS or not 0 < sample_rate <= 1 or steps < 1 or not 0 < delta < 1 or noise_multiplier < 0:
         raise ValueError(f"poisson_gaussian_epsilon: need q in (0, 1], steps >= 1, δ in (0, 1), σ >= 0 and a relation "
                          f"in {list(RELATIONS)}, got {sample_rate}, {steps}, {delta}, {noise_multiplier}, {relation!r}")
     if noise_multiplier == 0:
@@ -228,8 +227,7 @@ def poisson_gaussian_epsilon(*, noise_multiplier: float, sample_rate: float, ste
 
 @functools.lru_cache(maxsize=256)
 def _pld_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, relation: str) -> float:
-    """``poisson_gaussian_epsilon``'s accountant, memoised: a root search and the record of one run ask for the
-    same point more than once, and each costs a PLD composition of T steps (seconds at the default profile's T)."""
+    """``poisson_gaussian_epsilon``'s accountant, memoised (a root search asks for one point more than once)."""
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation
 
