@@ -51,7 +51,7 @@ def _log_grid(ax: Axes, lo: float) -> None:
     minor = [m * 10.0**e for e in range(first, 1) for m in range(2, 10) if lo <= m * 10.0**e < 1]
     style = {"colors": "0.5", "alpha": 0.15, "linewidths": 0.6, "zorder": 0}
     ax.vlines(minor, lo, 1.05, **style)
-    ax.hlines([m for m in minor if m <= 1.05], lo, 1, **style)
+    ax.hlines(minor, lo, 1, **style)
 
 
 def roc_figure(rs: list[RunResult]) -> Figure | None:
