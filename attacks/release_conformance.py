@@ -48,11 +48,12 @@ from bench.core.types import PrivacySpent, Release
 
 
 def _shown_only(test: dict[str, Any]) -> dict[str, Any]:
-    """DPMix's noise-shape test, shown but not deciding: on a 3-channel synthetic CIFAR-10 the correct mechanism's
-    residual noise has an excess kurtosis of about 0.04 (p = 5e-4 at M = 55), not yet explained, so its p-value is
-    kept in ``detail`` and the comparison (still in the family) is made at p = 1."""
-    return {**test, "p_value": 1.0, "detail": {**test["detail"], "p_value_shown": test["p_value"],
-                                               "reason": "shown, not deciding (see _shown_only)"}}
+    """DPMix's noise-shape test, shown but not deciding (``ConformanceTest.deciding``): on a 3-channel synthetic
+    CIFAR-10 the correct mechanism's residual noise has an excess kurtosis of about 0.04 (p = 5e-4 at M = 55), not
+    yet explained, so its level under the certified mechanism is not established; its p-value is kept as measured."""
+    return {**test, "deciding": False,
+            "detail": {**test["detail"], "reason": "shown, not deciding: its level under the certified DPMix is not "
+                                                   "established (an excess kurtosis of 0.04 on 3-channel data)"}}
 
 
 SAMPLE_ROWS = 4096  # rows of noise the shape and independence tests read (the first ones: fixed by the design)

@@ -52,7 +52,7 @@ def conformance_record(name: str, quantity: str, *, certified: float | None, mea
         raise ValueError(f"conformance test {name!r}: p-value {p_value!r} outside [0, 1]")
     return {"name": name, "quantity": quantity, "certified": certified, "measured": measured, "n": int(n),
             "statistic": statistic, "p_value": float(p_value), "alternative": alternative, "validity": validity,
-            "detail": detail}
+            "detail": detail, "deciding": True}
 
 
 def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
@@ -295,5 +295,5 @@ def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int
 
 
 def smallest_p(tests: Sequence[dict[str, Any]]) -> float:
-    """The smallest p-value of ``tests`` (1 without any)."""
-    return min((float(t["p_value"]) for t in tests), default=1.0)
+    """The smallest p-value of ``tests``' deciding ones (1 without any)."""
+    return min((float(t["p_value"]) for t in tests if t.get("deciding", True)), default=1.0)

@@ -38,6 +38,10 @@ class ConformanceTest(Model):
     """``exact`` under H0, or ``simulated``: asymptotic, its level shown by simulation."""
     detail: dict[str, Any] = Field(default_factory=dict)
     """Confidence limits and anything else the test reports."""
+    deciding: bool = True
+    """Whether the test is one of the run's comparisons (and can make a privacy bug). False: shown with its real
+    p-value but deciding nothing, because its level under the certified mechanism is not established; ``detail``'s
+    ``reason`` says why. Fixed by the design, never by the data."""
 
 
 class MeasuredEpsilon(Model):

@@ -13,7 +13,8 @@ at most 1 − ``confidence``. Where the run has several seeds, the white-box can
 are pooled (``bench.runner.pooled``): one more comparison per pool, its runs fixed by the configuration.
 
 Conformance (``attacks.audit.conformance``): an audit run that measured the parameters its accountant assumes
-(``AttackRecord.conformance``) adds one comparison per test, and one for the ε its measured parameters imply
+(``AttackRecord.conformance``) adds one comparison per deciding test (``ConformanceTest.deciding``; a test shown
+but not deciding is no comparison), and one for the ε its measured parameters imply
 (``MeasuredEpsilon.p_value``); their number is fixed by the design and the model's architecture. A test rejected at
 the corrected level is a privacy bug whatever the ε lower bounds say: the run is inconsistent with the mechanism its
 ε certifies. These are tests of that hypothesis (exact, or their level shown by simulation), never "ε ≥" evidence.
@@ -56,7 +57,7 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
             c, p = record.conformance, record.audited_privacy or r.privacy
             if c is None or p is None or not p.has_guarantee or p.accountant in NOT_CERTIFIED:
                 continue
-            items += [(r, name, record, f"{CONFORMANCE}:{i}", p) for i in range(len(c.tests))]
+            items += [(r, name, record, f"{CONFORMANCE}:{i}", p) for i, t in enumerate(c.tests) if t.deciding]
             if c.measured_epsilon is not None and c.measured_epsilon.p_value is not None:
                 items.append((r, name, record, MEASURED, p))
     return items

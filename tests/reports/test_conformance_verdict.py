@@ -58,3 +58,18 @@ def test_a_failed_cell_or_audit_never_lowers_the_number_of_comparisons(build):
     lost.results[1].attack_errors["canary"] = "RuntimeError: planted"
     _, _, m_lost = privacy_bugs(lost.results)
     assert complete.audit.comparisons > 0 and m_lost == complete.audit.comparisons
+
+
+def test_a_test_shown_but_not_deciding_is_no_comparison_and_no_bug(build):
+    """A conformance test whose level under the certified mechanism is not established (DPMix's noise shape:
+    ``ConformanceTest.deciding``) keeps its measured p-value in results.json, and neither joins the family nor makes
+    a privacy bug, however small its p-value."""
+    doc = _doc(build, 2.0)
+    shown = _doc(build, 2.0)
+    test = shown.results[0].attacks["canary-whitebox"].conformance.tests[0]
+    test.p_value, test.deciding = 1e-12, False
+    bugs, _, m = privacy_bugs(shown.results)
+    assert bugs == [] and m == doc.audit.comparisons - 1
+    test.deciding = True  # the same p-value, deciding: a privacy bug
+    (bug,), _, m = privacy_bugs(shown.results)
+    assert bug.method == "conformance" and bug.p_value == 1e-12 and m == doc.audit.comparisons
