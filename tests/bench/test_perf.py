@@ -60,17 +60,25 @@ def test_check_compares_with_floors(doc):
     assert len(bad) == 2 and "dpsgd_vs_nonprivate" in bad[0] and "below its floor" in bad[0]
 
 
-def test_cli_quick_writes_json_and_gates(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(perf, "PerfConfig", functools.partial(perf.PerfConfig, **SMALL))
+def test_cli_quick_builds_its_config_prints_and_gates(doc, tmp_path, monkeypatch, capsys):
+    """``privbench perf``'s own work: its flags become the PerfConfig, the measured document is printed and its path
+    named, and ``--check`` fails on a floor it misses (the measurement itself: the ``doc`` fixture's run_perf)."""
+    seen = []
+
+    def measured(cfg, log=None):  # the module's real document, as run_perf returned it
+        seen.append(cfg)
+        log("measuring")
+        return doc
+
+    monkeypatch.setattr(perf, "run_perf", measured)
     out = tmp_path / "perf.json"
     args = ["perf", "--quick", "--model", "mlp", "--batch-size", "16", "--repeats", "1", "--json", str(out)]
     assert main(args) == 0
-    data = json.loads(out.read_text())
-    assert data["schema_version"] == perf.SCHEMA_VERSION and data["config"]["quick"] is True
+    (cfg,) = seen
+    assert (cfg.model, cfg.batch_size, cfg.quick, cfg.repeats, cfg.json_path) == ("mlp", 16, True, 1, str(out))
     printed = capsys.readouterr().out
-    assert "dpsgd_vs_nonprivate" in printed and "dpsgd-opacus-hooks" in printed
+    assert "dpsgd_vs_nonprivate" in printed and "dpsgd-opacus-hooks" in printed and "perf: measuring" in printed
     monkeypatch.setitem(perf.FLOORS, "cpu", {"dpsgd_vs_nonprivate": 1e9})
-    monkeypatch.setattr(perf, "run_perf", lambda cfg, log=None: data)  # the gate on the measured document, once
     assert main([*args, "--check"]) == 1
     assert "perf check failed" in capsys.readouterr().out
 

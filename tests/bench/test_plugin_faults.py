@@ -82,7 +82,7 @@ EXPECTED = {  # mechanism -> the one line its failed cell records (and prints)
     "fault-shape": ("plug-in mechanism fault-shape (faulty_plugin): fit returned a model whose output is shape (2, 3) "
                     "for 2 records; expected (2, 10) (one logit per class)"),
     "fault-hangs": ("plug-in mechanism fault-hangs (faulty_plugin): fit did not return within the job time limit of "
-                    "20 s (--job-timeout)"),
+                    "8 s (--job-timeout)"),
 }
 
 
@@ -90,7 +90,7 @@ def _run(root: Path, out: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{REPO}", "COLUMNS": "400"}  # no wrapped lines
     return subprocess.run([sys.executable, "-m", "bench", "all", "--profile", "smoke", "--plugins", "faulty_plugin",
                            "--mechanisms", "baseline," + ",".join(EXPECTED), "--attacks", "loss",
-                           "--no-privacy-off-points", "--job-timeout", "20s", "--output", str(out),
+                           "--no-privacy-off-points", "--job-timeout", "8s", "--output", str(out),
                            "--cache-dir", str(root / "cache")],
                           capture_output=True, text=True, timeout=900, env=env, cwd=root)
 
