@@ -15,6 +15,7 @@ two records, a_i or b_i, chosen by an independent fair coin, and the attacker gu
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -33,9 +34,13 @@ class ReleaseCanaryParams(Params):
 
     Attributes:
         num_canaries: m, canary slots (2 to 100,000: memory grows as m × pixels).
+        conformance_releases: R, independent releases of the same m canaries the conformance tests read (the first
+            is also the one scored); the keep rate's limit, which bounds the ε from measured parameters at small ε,
+            tightens as 1/√(R·m). Each further release costs one more release of m images (1 to 16).
     """
 
     num_canaries: int = Field(1000, ge=2, le=100_000)
+    conformance_releases: int = Field(1, ge=1, le=16)
 
 
 def _coins(m: int, generator: torch.Generator) -> np.ndarray:
@@ -53,9 +58,12 @@ def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarra
     return out.numpy()
 
 
+CONFORMANCE_SEEDS = 1000  # the further conformance releases' seeds: shadow_seed(seed, "canary", 1000 + r)
+
+
 class LocalCanaryAudit(MembershipAttack):
     """Antipodal canary pairs through the local randomiser; m independent releases. Settings:
-    ``ReleaseCanaryParams`` (default m = 20,000: each slot costs one image of noise).
+    ``ReleaseCanaryParams`` (default m = 1,000; the profiles set their own: each slot costs one image of noise).
 
     Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
     the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
@@ -79,14 +87,18 @@ class LocalCanaryAudit(MembershipAttack):
         x = (a * (2 * first.float() - 1)[:, None]).view(m, *shape)  # a or −a (a sign flip: exact), no −a copy
         y1 = torch.randint(0, k, (m,), generator=gen)
         y2 = (y1 + torch.randint(1, k, (m,), generator=gen)) % k  # a different label: the label channel is tested
-        release, privacy = ctx.train_like_target.release(ArrayDataset(x, torch.where(first, y1, y2), k, "canaries"),
-                                                         seed=shadow_seed(ctx.seed, "canary", 4))
+        records = ArrayDataset(x, torch.where(first, y1, y2), k, "canaries")
+        release, privacy = ctx.train_like_target.release(records, seed=shadow_seed(ctx.seed, "canary", 4))
         scores = projections(release.x.flatten(1)[:m], a)  # the first m rows: a release of more is a conformance bug
         labels_covered = release.params.get("labels") != "public"
         ry = release.y[:m]
         outcomes = ((ry == y1).long() - (ry == y2).long()).numpy() if labels_covered else None
-        conformance = local_conformance(x, torch.where(first, y1, y2), release, privacy, num_classes=k) \
-            if privacy.has_guarantee and release.params.get("sigma", 0.0) > 0 else None
+        conformance = None
+        if privacy.has_guarantee and release.params.get("sigma", 0.0) > 0:
+            seeds = (shadow_seed(ctx.seed, "canary", CONFORMANCE_SEEDS + r)
+                     for r in range(1, self.params.conformance_releases))
+            further = (ctx.train_like_target.release(records, seed=seed)[0] for seed in seeds)
+            conformance = local_conformance(x, records.y, itertools.chain([release], further), privacy, num_classes=k)
         return MembershipScores(scores, coins, privacy=privacy, label_outcomes=outcomes, conformance=conformance,
                                 design=AuditDesign(
             "multi-run", "black-box", size=m, relation="replace-one", gaussian=True, one_release=True,

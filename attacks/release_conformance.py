@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -75,33 +75,52 @@ def _measured(epsilon_at: Any, *, certified: float, delta: float, accountant: st
             "p_value": limit_p_value(epsilon_at, certified), "parameters": parameters}
 
 
-def local_conformance(x: torch.Tensor, y: torch.Tensor, release: Release, privacy: PrivacySpent, *,
+def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Release], privacy: PrivacySpent, *,
                       num_classes: int) -> dict[str, Any]:
-    """The local release of the canaries ``x (m, C, H, W)`` (unit L2 norm each: the mechanism's normalisation
+    """The local releases of the canaries ``x (m, C, H, W)`` (unit L2 norm each: the mechanism's normalisation
     leaves them as they are) with true labels ``y (m,)``, tested against its certified σ and label ε (module
-    docstring). Returns ``MembershipScores.conformance``."""
+    docstring). ``releases``: R ≥ 1 independent releases of the same records (read one at a time, so only one is held
+    in memory): the noise and the keep rate are pooled over all R·m draws (the keep rate's limit, which bounds the
+    measured ε at small ε, tightens as 1/√(R·m)); the shape and independence tests read the first release. Returns
+    ``MembershipScores.conformance``.
+
+    Raises:
+        ValueError: ``releases`` is empty."""
     from mechanisms.accounting.gaussian import gaussian_epsilon, local_record_epsilon, randomized_response_keep
 
     m, shape, k = len(x), tuple(x.shape[1:]), num_classes
-    sigma, label_eps = float(release.params["sigma"]), release.params.get("label_epsilon")
-    rx, flat = release.x.flatten(1), x.flatten(1)
-    rows = min(len(rx), m)
+    flat = x.flatten(1)
     ss = torch.zeros(flat.shape[1], dtype=torch.float64)
-    for i in range(0, rows, SAMPLE_ROWS):
-        j = min(i + SAMPLE_ROWS, rows)
-        ss += (rx[i:j].double() - flat[i:j].double()).pow_(2).sum(0)
-    head = min(rows, SAMPLE_ROWS)
-    sample = (rx[:head].double() - flat[:head].double()).numpy() / max(sigma, 1e-300)
+    rows = most = kept = draws = count = 0
+    flips: list[np.ndarray] = []
+    sample = np.zeros((0, flat.shape[1]))
+    sigma, label_eps = 1.0, None
+    for release in releases:
+        if not count:
+            sigma, label_eps = float(release.params["sigma"]), release.params.get("label_epsilon")
+        count += 1
+        rx = release.x.flatten(1)
+        n = min(len(rx), m)
+        for i in range(0, n, SAMPLE_ROWS):
+            j = min(i + SAMPLE_ROWS, n)
+            ss += (rx[i:j].double() - flat[i:j].double()).pow_(2).sum(0)
+        if count == 1:
+            head = min(n, SAMPLE_ROWS)
+            sample = (rx[:head].double() - flat[:head].double()).numpy() / max(sigma, 1e-300)
+        rows, most = rows + n, max(most, len(rx))
+        ry = release.y[:m]
+        kept, draws = kept + int((ry == y[: len(ry)]).sum()), draws + len(ry)
+        flips.append(((ry - y[: len(ry)]) % k)[ry != y[: len(ry)]].numpy())
+    if not count:
+        raise ValueError("local_conformance: no release to read (releases is empty)")
     tests = image_noise_tests("image noise", ss.numpy(), rows, sigma, shape)
     tests += [shape_test("image noise shape", sample, per_column=sample.shape[0] >= 1000),
               independence_test("image noise independence", sample),
-              steps_test("releases per record", len(rx), m)]
-    kept = int((release.y[:m] == y).sum())
+              steps_test("releases per record", most, m)]
     if label_eps is not None:
         keep = randomized_response_keep(float(label_eps), k)
-        flips = ((release.y[:m] - y) % k)[release.y[:m] != y].numpy()
-        tests += [rate_test("label keep rate", "keep rate", kept, m, keep),
-                  label_flip_test("label replacements uniform", flips, k)]
+        tests += [rate_test("label keep rate", "keep rate", kept, draws, keep),
+                  label_flip_test("label replacements uniform", np.concatenate(flips), k)]
     limits = 2 if label_eps is not None else 1
     n_obs, total = rows * flat.shape[1], float(ss.sum())
 
@@ -111,14 +130,14 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, release: Release, privac
             return math.inf
         if label_eps is None:
             return gaussian_epsilon(sigma=s_u, delta=privacy.delta, sensitivity=2.0)
-        keep_l = 0.0 if kept == 0 else float(stats.beta.ppf(alpha / limits, kept, m - kept + 1))
+        keep_l = 0.0 if kept == 0 else float(stats.beta.ppf(alpha / limits, kept, draws - kept + 1))
         eps_y = math.log(keep_l * (k - 1) / (1 - keep_l)) if keep_l > 1 / k else 1e-9
         return local_record_epsilon(sigma=s_u, delta=privacy.delta, label_epsilon=max(eps_y, 1e-9), num_classes=k)
 
     alpha = 1 - CONFIDENCE
-    params = {"sigma": _sd_upper(total, n_obs, alpha / limits), "records": float(m)}
+    params = {"sigma": _sd_upper(total, n_obs, alpha / limits), "records": float(m), "releases": float(count)}
     if label_eps is not None:
-        params["keep_rate"] = 0.0 if kept == 0 else float(stats.beta.ppf(alpha / limits, kept, m - kept + 1))
+        params["keep_rate"] = 0.0 if kept == 0 else float(stats.beta.ppf(alpha / limits, kept, draws - kept + 1))
     return {"tests": tests, "measured_epsilon": _measured(
         epsilon_at, certified=privacy.epsilon, delta=privacy.delta, parameters=params,
         accountant="dp_accounting-pld (analytic Gaussian" + (" ∘ k-ary randomized response)" if limits == 2 else ")"))}
