@@ -199,3 +199,19 @@ def test_local_canary_design_adds_the_one_run_analyses_valid_under_any_dependenc
     block = membership_audit(rng.normal(2.0 * labels - 1, 0.5), labels, delta=DELTA, design=design)
     methods = {b["method"]: b for b in block["bounds"]}
     assert block["one_run"]["m"] == 400 and methods["one-run"]["valid"] and methods["f-dp"]["valid"]
+
+
+@pytest.mark.parametrize("shape", [(1, 8, 8), (3, 4, 4)])
+def test_the_per_pixel_test_is_the_sidak_of_every_pixels_chi2_test(shape):
+    """``image_noise_tests``' per-pixel test computes only the smallest Σx²'s χ² test; it is the Šidák reading of all
+    d pixels' tests computed one by one (Σx² ~ s²·χ²_n per pixel, one pixel's noise at 0.9·s)."""
+    from attacks.audit.conformance import noise_test
+    from attacks.audit.conformance_release import image_noise_tests, sidak_test
+
+    rng = np.random.default_rng(3)
+    d, n = math.prod(shape), 500
+    ss = rng.chisquare(n, d)
+    ss[d // 2] *= 0.81
+    fast = image_noise_tests("x", ss, n, 1.0, shape)[-1]
+    slow = sidak_test(fast["name"], [noise_test(f"pixel {i}", float(ss[i]), n, 1.0) for i in range(d)])
+    assert fast == slow and fast["detail"]["worst"] == f"pixel {d // 2}" and fast["n"] == n * d
