@@ -31,8 +31,9 @@ import sys
 
 import numpy as np
 import torch
+from scipy import stats
 
-from attacks.audit.conformance import rate_test
+from attacks.audit.conformance import independence_test, noise_test, rate_test, shape_test
 from attacks.audit.conformance_release import (
     image_noise_tests,
     label_flip_test,
@@ -40,12 +41,13 @@ from attacks.audit.conformance_release import (
     mixing_dispersion_test,
     region_ids,
 )
+from attacks.release_conformance import SAMPLE_ROWS
 from mechanisms.accounting.gaussian import randomized_response_keep
 from mechanisms.dpmix.mixing import sample_subsets
 
 LEVEL, K = 0.05 / 15, 10
 SIZES = {"ci": {"shape": (1, 8, 8), "m": 4000, "n": 500, "ell": 4, "t": 2000, "r": 512},
-         "default": {"shape": (1, 28, 28), "m": 80_000, "n": 10_000, "ell": 16, "t": 10_000, "r": 64}}
+         "default": {"shape": (1, 28, 28), "m": 80_000, "releases": 5, "n": 10_000, "ell": 16, "t": 10_000, "r": 64}}
 
 
 def local_reject(rng: np.random.Generator, size: dict, plant: str) -> bool:
@@ -87,6 +89,57 @@ def dpmix_reject(rng: np.random.Generator, size: dict, plant: str, gen: torch.Ge
     return min(t["p_value"] for t in tests) < LEVEL
 
 
+def _gaussian_rows(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """The first ``rows`` noise rows a run's shape and independence tests read, under H0 (unit iid Gaussian)."""
+    return rng.standard_normal((rows, cols))
+
+
+def local_family(rng: np.random.Generator, size: dict) -> float:
+    """Under the certified local mechanism, the smallest p-value of every deciding test of ``local_conformance``
+    (noise pooled / regions / pixels, shape, independence, keep rate, replacements; releases per record is exact and
+    p = 1 under H0). R releases pool R·m draws."""
+    shape, m = size["shape"], size["m"] * size.get("releases", 1)
+    d = int(np.prod(shape))
+    keep = randomized_response_keep(0.5, K)
+    kept = int(rng.binomial(m, keep))
+    sample = _gaussian_rows(rng, min(size["m"], SAMPLE_ROWS), d)
+    tests = image_noise_tests("n", rng.chisquare(m, d), m, 1.0, shape) + [
+        shape_test("shape", sample, per_column=sample.shape[0] >= 1000), independence_test("independence", sample),
+        rate_test("keep", "keep rate", kept, m, keep), label_flip_test("flips", rng.integers(1, K, m - kept), K)]
+    return min(t["p_value"] for t in tests if t.get("deciding", True))
+
+
+def dpmix_family(rng: np.random.Generator, size: dict, gen: torch.Generator) -> float:
+    """Under the certified DPMix (its own ``sample_subsets``), the smallest p-value of every deciding test of
+    ``MixingObserver.result``: image noise (pooled / regions / pixels), label noise, independence, inclusion
+    dispersion, largest inclusion count (T, ℓ are exact: p = 1 under H0; the noise shape is shown, not deciding)."""
+    n, ell, t, r, shape = size["n"], size["ell"], size["t"], size["r"], size["shape"]
+    d = int(np.prod(shape))
+    disp, largest = 0.0, 0
+    for _ in range(r):
+        counts = torch.bincount(sample_subsets(n, ell, t, generator=gen).flatten(), minlength=n).numpy()
+        disp += mixing_dispersion(counts, t, ell)
+        largest = max(largest, int(counts.max()))
+    q = ell / n
+    sample = _gaussian_rows(rng, min(t, SAMPLE_ROWS), d + K)
+    tests = image_noise_tests("x", rng.chisquare(r * t, d), r * t, 1.0, shape) + [
+        noise_test("y", float(rng.chisquare(r * t * K)), r * t * K, 1.0), independence_test("independence", sample),
+        mixing_dispersion_test("d", disp, releases=r, samples=t, size=ell, records=n),
+        {"p_value": min(1.0, r * n * float(stats.binom.sf(largest - 1, t, q)))}]
+    return min(t["p_value"] for t in tests)
+
+
+def family(mechanism: str, reps: int) -> None:
+    """False alarms of the whole family under the certified mechanism: runs with a deciding p below 0.05/M."""
+    rng, gen = np.random.default_rng(1), torch.Generator().manual_seed(1)
+    for name, size in SIZES.items():
+        hits = sum((local_family(rng, size) if mechanism == "local" else dpmix_family(rng, size, gen)) < LEVEL
+                   for _ in range(reps))
+        upper = float(stats.beta.ppf(0.95, hits + 1, reps - hits)) if hits < reps else 1.0
+        print(f"{mechanism} {name:8s} family false alarms {hits} of {reps} ({hits / reps:.3f}; 95 % upper {upper:.3f})",
+              flush=True)
+
+
 def main(reps: int) -> None:
     rng, gen = np.random.default_rng(0), torch.Generator().manual_seed(0)
     for name, size in SIZES.items():
@@ -100,4 +153,7 @@ def main(reps: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+    if len(sys.argv) > 1 and sys.argv[1] == "family":  # family local|dpmix REPS
+        family(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1000)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
