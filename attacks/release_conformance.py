@@ -3,7 +3,8 @@ audits make through the mechanism's own ``release``:
 
 - ``local_conformance`` (``local-canary``): the canaries' true unit images are known, so released − true is the
   noise itself: σ pooled, per region, per pixel (``attacks.audit.conformance_release.image_noise_tests``), its shape
-  and independence, one release per record, and the label channel's keep rate against k-ary randomized response's
+  and independence, one release per record, the scale at which the records enter (the sensitivity's unit norm),
+  and the label channel's keep rate against k-ary randomized response's
   e^ε_y/(e^ε_y + k − 1) with the uniformity of its replacements; ε at σ's upper and the keep rate's lower limit by
   the mechanism's own formula (``local_record_epsilon``: the analytic Gaussian composed with RR by dp_accounting's
   PLD).
@@ -75,6 +76,17 @@ def _measured(epsilon_at: Any, *, certified: float, delta: float, accountant: st
             "p_value": limit_p_value(epsilon_at, certified), "parameters": parameters}
 
 
+def _scale_test(along: float, weight: float, rows: int, sigma: float) -> dict[str, Any]:
+    """The records enter the release at the scale the sensitivity assumes (unit L2 norm): Σ⟨z − x, x⟩ over the
+    released rows is N(0, σ²·Σ‖x‖²) under H0, and a mechanism that scales its inputs by s ≠ 1 (the sources'
+    ``2·x/‖x‖``: twice the sensitivity) shifts it by (s − 1)·Σ‖x‖². One-sided (a larger scale raises ε), exact.
+    ``measured``: the estimated scale s."""
+    z = along / (sigma * math.sqrt(weight)) if weight > 0 and sigma > 0 else 0.0
+    return conformance_record("input scale (the sensitivity's unit norm)", "clip bound", certified=1.0,
+                              measured=1.0 + along / weight if weight > 0 else None, n=rows, statistic=z,
+                              p_value=float(stats.norm.sf(z)), alternative="greater", validity="exact")
+
+
 def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Release], privacy: PrivacySpent, *,
                       num_classes: int) -> dict[str, Any]:
     """The local releases of the canaries ``x (m, C, H, W)`` (unit L2 norm each: the mechanism's normalisation
@@ -92,6 +104,7 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
     flat = x.flatten(1)
     ss = torch.zeros(flat.shape[1], dtype=torch.float64)
     rows = most = kept = draws = count = 0
+    along = weight = 0.0
     flips: list[np.ndarray] = []
     sample = np.zeros((0, flat.shape[1]))
     sigma, label_eps = 1.0, None
@@ -103,7 +116,10 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
         n = min(len(rx), m)
         for i in range(0, n, SAMPLE_ROWS):
             j = min(i + SAMPLE_ROWS, n)
-            ss += (rx[i:j].double() - flat[i:j].double()).pow_(2).sum(0)
+            diff, true = rx[i:j].double() - flat[i:j].double(), flat[i:j].double()
+            along += float((diff * true).sum())  # the noise along each record: N(0, σ²‖x‖²) under H0
+            weight += float(true.square().sum())
+            ss += diff.pow_(2).sum(0)
         if count == 1:
             head = min(n, SAMPLE_ROWS)
             sample = (rx[:head].double() - flat[:head].double()).numpy() / max(sigma, 1e-300)
@@ -116,7 +132,7 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
     tests = image_noise_tests("image noise", ss.numpy(), rows, sigma, shape)
     tests += [shape_test("image noise shape", sample, per_column=sample.shape[0] >= 1000),
               independence_test("image noise independence", sample),
-              steps_test("releases per record", most, m)]
+              steps_test("releases per record", most, m), _scale_test(along, weight, rows, sigma)]
     if label_eps is not None:
         keep = randomized_response_keep(float(label_eps), k)
         tests += [rate_test("label keep rate", "keep rate", kept, draws, keep),

@@ -96,8 +96,8 @@ def _gaussian_rows(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray
 
 def local_family(rng: np.random.Generator, size: dict) -> float:
     """Under the certified local mechanism, the smallest p-value of every deciding test of ``local_conformance``
-    (noise pooled / regions / pixels, shape, independence, keep rate, replacements; releases per record is exact and
-    p = 1 under H0). R releases pool R·m draws."""
+    (noise pooled / regions / pixels, shape, independence, input scale, keep rate, replacements; releases per record
+    is exact and p = 1 under H0). R releases pool R·m draws."""
     shape, m = size["shape"], size["m"] * size.get("releases", 1)
     d = int(np.prod(shape))
     keep = randomized_response_keep(0.5, K)
@@ -105,7 +105,8 @@ def local_family(rng: np.random.Generator, size: dict) -> float:
     sample = _gaussian_rows(rng, min(size["m"], SAMPLE_ROWS), d)
     tests = image_noise_tests("n", rng.chisquare(m, d), m, 1.0, shape) + [
         shape_test("shape", sample, per_column=sample.shape[0] >= 1000), independence_test("independence", sample),
-        rate_test("keep", "keep rate", kept, m, keep), label_flip_test("flips", rng.integers(1, K, m - kept), K)]
+        rate_test("keep", "keep rate", kept, m, keep), label_flip_test("flips", rng.integers(1, K, m - kept), K),
+        {"p_value": float(stats.norm.sf(rng.standard_normal()))}]  # the input scale: its z is N(0, 1) under H0
     return min(t["p_value"] for t in tests if t.get("deciding", True))
 
 

@@ -58,7 +58,9 @@ def _dpmix(members, seed=0):
 
 def test_the_correct_local_release_passes_every_test_and_its_measured_epsilon_is_near_the_certified(members):
     tests, eps = _local(members)
-    assert len(tests) == 8 and all(t["p_value"] > FAMILY for t in tests.values()), tests
+    assert len(tests) == 9 and all(t["p_value"] > FAMILY for t in tests.values()), tests
+    scale, sigma = tests["input scale (the sensitivity's unit norm)"], tests["image noise σ, pooled"]["certified"]
+    assert abs(scale["measured"] - 1.0) < 4 * sigma / math.sqrt(scale["n"])  # its standard error: σ/√m
     assert tests["image noise σ, pooled"]["measured"] == pytest.approx(tests["image noise σ, pooled"]["certified"],
                                                                       rel=0.01)
     assert eps["epsilon"] <= eps["certified"] and eps["epsilon"] > 0.8 * eps["certified"] and eps["p_value"] > FAMILY
@@ -71,6 +73,7 @@ def test_the_correct_local_release_passes_every_test_and_its_measured_epsilon_is
     ("labels kept more", "label keep rate"),
     ("labels shifted by one", "label replacements uniform"),
     ("released twice", "releases per record"),
+    ("inputs at norm 2", "input scale (the sensitivity's unit norm)"),  # the local-input-norm bug of the zoo
 ])
 def test_each_planted_local_violation_is_caught_by_its_test(members, monkeypatch, plant, caught):
     perturb, randomize = local.perturb, local.randomize_labels
@@ -85,7 +88,7 @@ def test_each_planted_local_violation_is_caught_by_its_test(members, monkeypatch
             factor.view(-1)[torch.from_numpy(region_ids(tuple(x.shape[1:])) == 5)] = 0.8
         elif plant == "one pixel at 0.8":
             factor.view(-1)[17] = 0.8
-        out = unit + (out - unit) * factor
+        out = unit + (out - unit) * factor + (unit if plant == "inputs at norm 2" else 0)
         return torch.cat([out, out]) if plant == "released twice" else out
 
     def labels(y, *, epsilon, num_classes, generator):
