@@ -87,6 +87,43 @@ def _scale_test(along: float, weight: float, rows: int, sigma: float) -> dict[st
                               p_value=float(stats.norm.sf(z)), alternative="greater", validity="exact")
 
 
+class _LocalReleases:
+    """The sums ``local_conformance`` reads from releases of the same canaries ``x (m, C, H, W)`` with labels
+    ``y (m,)``, one release at a time: Σ(z − x)² per pixel, Σ⟨z − x, x⟩ and Σ‖x‖², the first release's first
+    ``SAMPLE_ROWS`` noise rows (in units of σ), the labels kept and the replaced labels' offsets."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> None:
+        self.flat, self.y, self.k, self.m = x.flatten(1), y, num_classes, len(x)
+        self.ss = torch.zeros(self.flat.shape[1], dtype=torch.float64)
+        self.rows = self.most = self.kept = self.draws = self.count = 0
+        self.along = self.weight = 0.0
+        self.flips: list[np.ndarray] = []
+        self.sample = np.zeros((0, self.flat.shape[1]))
+        self.sigma, self.label_eps = 1.0, None
+
+    def add(self, release: Release) -> None:
+        """Read one release (its first m rows are the canaries')."""
+        flat, y, m = self.flat, self.y, self.m
+        if not self.count:
+            self.sigma, self.label_eps = float(release.params["sigma"]), release.params.get("label_epsilon")
+        self.count += 1
+        rx = release.x.flatten(1)
+        n = min(len(rx), m)
+        for i in range(0, n, SAMPLE_ROWS):
+            j = min(i + SAMPLE_ROWS, n)
+            diff, true = rx[i:j].double() - flat[i:j].double(), flat[i:j].double()
+            self.along += float((diff * true).sum())  # the noise along each record: N(0, σ²‖x‖²) under H0
+            self.weight += float(true.square().sum())
+            self.ss += diff.pow_(2).sum(0)
+        if self.count == 1:
+            head = min(n, SAMPLE_ROWS)
+            self.sample = (rx[:head].double() - flat[:head].double()).numpy() / max(self.sigma, 1e-300)
+        self.rows, self.most = self.rows + n, max(self.most, len(rx))
+        ry = release.y[:m]
+        self.kept, self.draws = self.kept + int((ry == y[: len(ry)]).sum()), self.draws + len(ry)
+        self.flips.append(((ry - y[: len(ry)]) % self.k)[ry != y[: len(ry)]].numpy())
+
+
 def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Release], privacy: PrivacySpent, *,
                       num_classes: int) -> dict[str, Any]:
     """The local releases of the canaries ``x (m, C, H, W)`` (unit L2 norm each: the mechanism's normalisation
@@ -101,42 +138,21 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
     from mechanisms.accounting.gaussian import gaussian_epsilon, local_record_epsilon, randomized_response_keep
 
     m, shape, k = len(x), tuple(x.shape[1:]), num_classes
-    flat = x.flatten(1)
-    ss = torch.zeros(flat.shape[1], dtype=torch.float64)
-    rows = most = kept = draws = count = 0
-    along = weight = 0.0
-    flips: list[np.ndarray] = []
-    sample = np.zeros((0, flat.shape[1]))
-    sigma, label_eps = 1.0, None
+    read = _LocalReleases(x, y, k)
     for release in releases:
-        if not count:
-            sigma, label_eps = float(release.params["sigma"]), release.params.get("label_epsilon")
-        count += 1
-        rx = release.x.flatten(1)
-        n = min(len(rx), m)
-        for i in range(0, n, SAMPLE_ROWS):
-            j = min(i + SAMPLE_ROWS, n)
-            diff, true = rx[i:j].double() - flat[i:j].double(), flat[i:j].double()
-            along += float((diff * true).sum())  # the noise along each record: N(0, σ²‖x‖²) under H0
-            weight += float(true.square().sum())
-            ss += diff.pow_(2).sum(0)
-        if count == 1:
-            head = min(n, SAMPLE_ROWS)
-            sample = (rx[:head].double() - flat[:head].double()).numpy() / max(sigma, 1e-300)
-        rows, most = rows + n, max(most, len(rx))
-        ry = release.y[:m]
-        kept, draws = kept + int((ry == y[: len(ry)]).sum()), draws + len(ry)
-        flips.append(((ry - y[: len(ry)]) % k)[ry != y[: len(ry)]].numpy())
+        read.add(release)
+    count, rows, most, kept, draws = read.count, read.rows, read.most, read.kept, read.draws
+    ss, sample, sigma, label_eps, flat = read.ss, read.sample, read.sigma, read.label_eps, read.flat
     if not count:
         raise ValueError("local_conformance: no release to read (releases is empty)")
     tests = image_noise_tests("image noise", ss.numpy(), rows, sigma, shape)
     tests += [shape_test("image noise shape", sample, per_column=sample.shape[0] >= 1000),
               independence_test("image noise independence", sample),
-              steps_test("releases per record", most, m), _scale_test(along, weight, rows, sigma)]
+              steps_test("releases per record", most, m), _scale_test(read.along, read.weight, rows, sigma)]
     if label_eps is not None:
         keep = randomized_response_keep(float(label_eps), k)
         tests += [rate_test("label keep rate", "keep rate", kept, draws, keep),
-                  label_flip_test("label replacements uniform", np.concatenate(flips), k)]
+                  label_flip_test("label replacements uniform", np.concatenate(read.flips), k)]
     limits = 2 if label_eps is not None else 1
     n_obs, total = rows * flat.shape[1], float(ss.sum())
 
