@@ -130,12 +130,16 @@ def dpmix_family(rng: np.random.Generator, size: dict, gen: torch.Generator) -> 
     return min(t["p_value"] for t in tests)
 
 
-def family(mechanism: str, reps: int) -> None:
+def family(mechanism: str, reps: int, sizes: tuple[str, ...] = tuple(SIZES)) -> None:
     """False alarms of the whole family under the certified mechanism: runs with a deciding p below 0.05/M."""
     rng, gen = np.random.default_rng(1), torch.Generator().manual_seed(1)
-    for name, size in SIZES.items():
-        hits = sum((local_family(rng, size) if mechanism == "local" else dpmix_family(rng, size, gen)) < LEVEL
-                   for _ in range(reps))
+    for name in sizes:
+        size = SIZES[name]
+        hits = 0
+        for rep in range(1, reps + 1):
+            hits += (local_family(rng, size) if mechanism == "local" else dpmix_family(rng, size, gen)) < LEVEL
+            if rep % 100 == 0 and rep < reps:
+                print(f"{mechanism} {name:8s} {hits} of {rep} so far", flush=True)
         upper = float(stats.beta.ppf(0.95, hits + 1, reps - hits)) if hits < reps else 1.0
         print(f"{mechanism} {name:8s} family false alarms {hits} of {reps} ({hits / reps:.3f}; 95 % upper {upper:.3f})",
               flush=True)
@@ -154,7 +158,8 @@ def main(reps: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "family":  # family local|dpmix REPS
-        family(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1000)
+    torch.set_num_threads(1)  # sample_subsets: one thread (the runs' own setting), no spinning on a shared machine
+    if len(sys.argv) > 1 and sys.argv[1] == "family":  # family local|dpmix [REPS [ci|default]]
+        family(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1000, tuple(sys.argv[4:]) or tuple(SIZES))
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
