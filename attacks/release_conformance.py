@@ -111,7 +111,8 @@ class _LocalReleases:
         n = min(len(rx), m)
         for i in range(0, n, SAMPLE_ROWS):
             j = min(i + SAMPLE_ROWS, n)
-            diff, true = rx[i:j].double() - flat[i:j].double(), flat[i:j].double()
+            true = flat[i:j].double()
+            diff = rx[i:j].double() - true
             self.along += float((diff * true).sum())  # the noise along each record: N(0, σ²‖x‖²) under H0
             self.weight += float(true.square().sum())
             self.ss += diff.pow_(2).sum(0)
