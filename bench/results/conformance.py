@@ -63,7 +63,9 @@ class MeasuredEpsilon(Model):
     confidence: float
     """The confidence of the limits used (each parameter's limit at 1 − (1 − confidence)/k for k parameters)."""
     parameters: dict[str, float]
-    """The measured limits the ε was computed at (e.g. ``noise_multiplier``, ``sample_rate``, ``steps``)."""
+    """The measured limits the ε was computed at (e.g. ``noise_multiplier``, ``sample_rate``, ``steps``); with
+    ``noise_multiplier_accounted`` where the measured noise was below the accountant's floor and ε was computed at
+    that floor instead (a smaller lower limit: ε falls as the noise grows)."""
     p_value: float | None = None
     """The p-value of "the run spent at most the certified ε", where the recomputation gives one; null otherwise."""
 

@@ -19,6 +19,7 @@ import inspect
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import time
@@ -104,7 +105,7 @@ def run_case(options: ZooOptions, case: str, mechanism: str, bug: Bug | None, se
     if options.data_root:
         cmd += ["--data-root", options.data_root]
     env = dict(os.environ, **{BUG_ENV: bug.name if bug else "", "PRIVBENCH_SCORES_DIR": str(folder / "scores"),
-                              PLUGINS_ENV: ",".join(options.plugins)})
+                              PLUGINS_ENV: ",".join(options.plugins), "PYTHONUNBUFFERED": "1"})  # a killed run's log
     if path is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), str(REPO), env.get("PYTHONPATH", "")) if p)
     folder.mkdir(parents=True, exist_ok=True)
@@ -130,10 +131,20 @@ def run_case(options: ZooOptions, case: str, mechanism: str, bug: Bug | None, se
     log_tail = (folder / "bench-run.log").read_text(encoding="utf-8", errors="replace").strip()[-400:]
     record = {"case": case, "seed": seed, "attacks": list(attacks), "exit": code,
               "wall_s": round(time.monotonic() - start, 2), "run_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-              "error": None if code in (0, 1, 3) else log_tail}
+              "error": None if code in (0, 1, 3) else _failure(code, log_tail)}
     if code in (0, 1, 3):
         atomic_write_text(done, json.dumps(record, indent=1))
     return record
+
+
+def _failure(code: int, log_tail: str) -> str:
+    """A failed run's one-line reason: its exit status or the signal that ended it, then its log's tail."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        why = f"killed by {name}" + (" (the kernel's out-of-memory killer sends it)" if -code == signal.SIGKILL else "")
+    else:
+        why = f"exit status {code}"
+    return f"{why}: {log_tail}" if log_tail else why
 
 
 def _scores(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:

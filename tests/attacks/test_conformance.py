@@ -112,6 +112,21 @@ def test_epsilon_from_measured_parameters_matches_a_hand_computed_case():
     assert m["p_value"] < 1e-6
 
 
+def test_noise_far_below_the_claim_is_accounted_at_the_floor_not_at_its_own_tiny_value():
+    """DP-SGD with its noise on the average gradient (σ/B, σ ≈ 0.008 at ``default`` size) made the PLD accountant
+    exhaust 24 GB: a σ_U below ``PLD_SMALLEST_SIGMA`` is accounted at the floor, whose closed-form ε (q = 1, one
+    step: μ = 1/0.2) is a lower bound of the true one, far above the certified ε, and the χ² test rejects."""
+    n, delta = 40_000, 1e-5
+    sum_squares = float(stats.chi2.ppf(0.05, n)) * 0.008**2  # σ_U = 0.008 exactly at 95 %
+    m = c.dpsgd_measured_epsilon(sum_squares=sum_squares, n=n, rate_counts=None, sample_rate=1.0, steps=1,
+                                 certified=1.0, delta=delta, relation="add-remove", claimed_sigma=4.0)
+    assert m["parameters"]["noise_multiplier"] == pytest.approx(0.008, rel=1e-9)
+    assert m["parameters"]["noise_multiplier_accounted"] == c.PLD_SMALLEST_SIGMA
+    assert m["epsilon"] == pytest.approx(_gaussian_epsilon_by_hand(1 / c.PLD_SMALLEST_SIGMA, delta), rel=5e-3)
+    assert m["epsilon"] > 10 * m["certified"]
+    assert m["p_value"] < 1e-12
+
+
 def test_a_correct_run_recomputes_to_its_certified_epsilon():
     """A run at the σ that certifies ε = 3 (by the same PLD accountant) recomputes to within 2 % of 3, below it,
     and is not rejected."""

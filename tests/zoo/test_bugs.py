@@ -289,3 +289,18 @@ def test_local_jobs_side_by_side_take_disjoint_shares_of_the_cpus(tmp_path):
     shares = cpu_shares(options(jobs=2))
     first, second = shares.get_nowait(), shares.get_nowait()
     assert first and second and not first & second and first | second == cpus and shares.empty()
+
+
+def test_a_run_killed_for_memory_says_so():
+    """A zoo run the kernel kills (the out-of-memory killer sends SIGKILL; DP-SGD with its noise on the average
+    gradient once did at ``default`` size) records why, not an empty log: the signal, then what it printed."""
+    import subprocess
+    import sys
+
+    from bench.zoo.runner import _failure
+
+    done = subprocess.run([sys.executable, "-c", "import os; print('training', flush=True); os.kill(os.getpid(), 9)"],
+                          capture_output=True, text=True, timeout=60)
+    reason = _failure(done.returncode, done.stdout.strip())
+    assert reason.startswith("killed by SIGKILL (the kernel's out-of-memory killer") and reason.endswith(": training")
+    assert _failure(2, "") == "exit status 2"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-SMALLEST_SIGMA = 0.2
-"""Below this noise multiplier dp_accounting's PLD of thousands of steps takes minutes and gigabytes: the true ε is
-then left unknown (None) rather than computed."""
+from attacks.audit.conformance import PLD_SMALLEST_SIGMA as SMALLEST_SIGMA
+
+# Below SMALLEST_SIGMA dp_accounting's PLD of many steps takes minutes and gigabytes: a bug's true ε is then left
+# unknown (None) rather than computed.
 
 
 def scale_dpsgd_noise(factor: float, *, minus: float = 0.0) -> None:
