@@ -147,6 +147,16 @@ def _failure(code: int, log_tail: str) -> str:
     return f"{why}: {log_tail}" if log_tail else why
 
 
+def _refused(options: ZooOptions, case: str, seed: int, record: dict[str, Any]) -> None:
+    """Stop the zoo in one line: ``case``'s run refused its configuration (``record``'s exit status 2)."""
+    from bench.core.errors import ConfigError
+
+    lines = [x for x in str(record.get("error") or "").splitlines() if x.strip()]
+    why = lines[-1].strip() if lines else "exit status 2"
+    raise ConfigError(f"zoo: the run of {case} (seed {seed}) at --profile {options.profile} refused its "
+                      f"configuration ({why}); the runs not yet started were cancelled")
+
+
 def _scores(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     out = {}
     for f in sorted((folder / "scores").glob("*.npz")):
@@ -236,7 +246,10 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
     """Every case × seed × attack set: run, judge, and write ``zoo.json`` after each (``bench.zoo.document``).
 
     Raises:
-        ValueError: an unknown bug or auditor (one line listing the known ones)."""
+        ValueError: an unknown bug or auditor (one line listing the known ones).
+        bench.core.errors.ConfigError: a run refused its configuration (exit status 2; e.g. a plug-in mechanism
+            without settings for the profile): the same for every seed, so the zoo stops at once, the runs not yet
+            started cancelled and the finished ones kept."""
     from bench.zoo.document import write_document
 
     load(options.plugins)
@@ -265,6 +278,9 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
         futures = [pool.submit(start, item) for item in planned]
         for (case, mechanism, bug, seed, members, _), future in zip(planned, futures, strict=True):
             record = future.result()
+            if record["exit"] == 2:
+                pool.shutdown(wait=True, cancel_futures=True)
+                _refused(options, case, seed, record)
             folder = options.output / "runs" / case.replace(":", "-") / f"seed-{seed}"
             certified, true = true_epsilon(bug, folder)
             spent = attack_seconds(folder)

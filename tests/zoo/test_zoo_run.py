@@ -74,3 +74,17 @@ def test_bad_input_is_one_line():
     done = subprocess.run([sys.executable, "-m", "bench", "zoo", "run", "--bugs", "no-such-bug"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no-such-bug" in done.stderr
+
+
+def test_a_profile_the_mechanism_has_no_settings_for_stops_the_zoo_in_one_line(tmp_path):
+    """The example Opacus loop has a recipe for the smoke (and so ci) profile only: at ``default`` its first run
+    refuses its configuration, and the zoo stops there with that reason in one line, exit status 2, instead of
+    judging every seed's missing result."""
+    args = ["--profile", "default", "--bugs", "opacus-no-noise", "--auditors", "privbench", "--seeds", "3"]
+    done = subprocess.run([sys.executable, "-m", "bench", "zoo", "run", *args, "--output", str(tmp_path / "z")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert "opacus-example:correct (seed 0) at --profile default refused its configuration" in line
+    assert "training.opacus-dpsgd is missing" in line and "Traceback" not in done.stderr
+    assert not (tmp_path / "z" / "runs" / "opacus-no-noise").exists()  # the bug's runs never started
