@@ -141,7 +141,7 @@ def _failure(code: int, log_tail: str) -> str:
     """A failed run's one-line reason: its exit status or the signal that ended it, then its log's tail."""
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
-        why = f"killed by {name}" + (" (the kernel's out-of-memory killer sends it)" if -code == signal.SIGKILL else "")
+        why = f"killed by {name}" + (" (as the kernel's out-of-memory killer does)" if -code == signal.SIGKILL else "")
     else:
         why = f"exit status {code}"
     return f"{why}: {log_tail}" if log_tail else why
