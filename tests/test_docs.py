@@ -1,0 +1,69 @@
+"""The README is the front door and the manual is the site built from docs/ (docs/conf.py): what the site build
+itself cannot check, or checks only where the `docs` extra is installed, checked here without Sphinx."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+PACKAGES = ("mechanisms", "attacks", "bench", "reports")
+
+SETUP_AND_MAIN_JOB = 'python3 -m venv .venv && .venv/bin/pip install -e ".[test,ray]" && .venv/bin/python -m bench all'
+TESTS = ".venv/bin/python -m pytest"
+
+
+def _code_blocks(text: str) -> list[str]:
+    return [block.strip() for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.S | re.M)]
+
+
+def test_the_readme_is_a_front_door_with_the_two_commands():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    blocks = _code_blocks(text)
+    assert SETUP_AND_MAIN_JOB in blocks  # each its own block, exactly: .ci/run and the tooling grep for them
+    assert TESTS in blocks
+
+
+def test_every_relative_link_of_the_readme_names_a_file_that_exists():
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8"))
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links the manual's pages"
+    missing = [link for link in local if not (REPO / link).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+
+
+def _assigned(tree: ast.Module, name: str) -> object:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"docs/conf.py sets no {name}")
+
+
+def test_the_api_reference_never_imports_a_main_module():
+    """Importing bench.results.__main__ rewrites docs/results-schema.md, and a `__main__` runs a command: autosummary's
+    recursion imports every submodule it finds unless the module is mocked (then it skips it)."""
+    mocked = set(_assigned(ast.parse((DOCS / "conf.py").read_text(encoding="utf-8")), "autosummary_mock_imports"))
+    mains = {".".join(path.relative_to(REPO).with_suffix("").parts)
+             for package in PACKAGES for path in (REPO / package).rglob("__main__.py")}
+    assert "bench.results.__main__" in mains
+    assert mains <= mocked, f"not mocked in docs/conf.py: {sorted(mains - mocked)}"
+
+
+def test_every_page_of_docs_is_in_a_table_of_contents():
+    """Sphinx builds every Markdown file under docs/; one in no toctree is a warning (an error under -W)."""
+    pages = {path.relative_to(DOCS).with_suffix("").as_posix() for path in DOCS.rglob("*.md")
+             if not any(part.startswith("_") for part in path.relative_to(DOCS).parts)}
+    listed = {"index"}
+    for path in DOCS.rglob("*.md"):
+        folder = path.relative_to(DOCS).parent
+        for block in re.findall(r"^```\{toctree\}\n(.*?)^```", path.read_text(encoding="utf-8"), flags=re.S | re.M):
+            for entry in block.splitlines():
+                entry = entry.strip()
+                if entry and not entry.startswith(":"):
+                    listed.add((folder / entry).as_posix())
+    assert not pages - listed, f"in no toctree: {sorted(pages - listed)}"
+    assert not listed - pages, f"toctree entries without a page: {sorted(listed - pages)}"
