@@ -149,14 +149,14 @@ def release_figure(rs: list[RunResult], max_cols: int = 8) -> Figure | None:
         return None
     rows.sort(key=lambda rr: epsilon_x(rr[0])[0] or math.inf)
     ncols = min(max_cols, max(len(rel.images) for _, rel in rows))
-    fig, axes = image_grid(len(rows), ncols, cell=(1.0, 1.15), left=2.2, top=0.5)
+    fig, axes = image_grid(len(rows), ncols, cell=(0.8, 0.95), left=2.9, top=0.5)
     for row_axes, (r, rel) in zip(axes, rows, strict=True):
         for j, ax in enumerate(row_axes):
             _blank(ax)
             if j >= len(rel.images):
                 ax.set_visible(False)
                 continue
-            ax.imshow(_image(rel.images[j], rel.shape), cmap="gray", vmin=0, vmax=255)
+            ax.imshow(_image(rel.images[j], rel.shape), cmap="gray", vmin=0, vmax=255, interpolation="nearest")
             if j < len(rel.labels):
                 ax.set_title(f"label {rel.labels[j]}", fontsize=7)
         label = format_privacy(r.privacy).replace(" (", "\n(").replace(", ", ",\n").replace(" — ", "\n")
@@ -186,7 +186,7 @@ def inversion_grid(rs: list[RunResult], attack: str) -> Figure | None:
         for ax, c in zip(row_axes, classes, strict=True):
             _blank(ax)
             if c in by_class:
-                ax.imshow(_image(by_class[c], inv.shape), cmap="gray", vmin=0, vmax=255)
+                ax.imshow(_image(by_class[c], inv.shape), cmap="gray", vmin=0, vmax=255, interpolation="nearest")
             if i == 0:
                 ax.set_title(f"class {c}", fontsize=7)
         label = r.mechanism + ("" if target_of(r) is None else f", target ε {target_text(target_of(r))}")

@@ -45,11 +45,12 @@ class Reconstruction(ReportSection):
             return None
         table = Table(RECONSTRUCTION_HEADERS, rows,
                       caption="What an attacker sees of the data: model inversion and attacks on released data")
-        grids = drawn(plots, _grids(results))
+        found = _grids(results)  # the grid with the fewest models first: the section opens with it, the rest fold
+        grids = sorted(drawn(plots, found), key=lambda name: sum(found[name][1] in r.inversion for r in found[name][0]))
         attacks = list(dict.fromkeys(row[3] for row in rows))
         reading = (f"What an attacker sees of the data: {len(attacks)} reconstruction attack(s) "
-                   f"({', '.join(attacks)}), {len(rows)} result(s); the first grid above, the others and every score "
-                   "folded below.")
+                   f"({', '.join(attacks)}), {len(rows)} result(s); the smallest grid above, the others and every "
+                   "score folded below.")
         blocks: list[Block] = [Figures(grids[:1], css="narrow"), Text(reading, "reading")]
         if grids[1:]:
             others = Details(f"The other reconstruction grids ({len(grids) - 1})", [Figures(grids[1:], grid=True)])

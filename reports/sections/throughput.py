@@ -8,7 +8,8 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from bench.results import Results, RunResult
-from reports.common import finished, model_label, target_of, target_text
+from reports.audit.notes import at_target
+from reports.common import finished, model_label, target_of
 from reports.phases import PHASE_HEADERS, PHASE_NOTE, phase_rows, run_lines
 from reports.section import SECTIONS, Details, Figures, Items, ReportSection, Section, Table, Text, drawn
 from reports.verdict.plots import throughput_figure
@@ -50,7 +51,7 @@ def throughput_reading(results: Results) -> str:
     slow = min(timed, key=lambda r: r.timings.samples_per_s or 0.0)
 
     def name(r: RunResult) -> str:
-        return model_label(r) + ("" if target_of(r) is None else f" at target ε {target_text(target_of(r))}")
+        return model_label(r) + at_target(target_of(r))
 
     return (f"Training throughput from {slow.timings.samples_per_s:,.0f} samples/s ({name(slow)}) to "
             f"{fast.timings.samples_per_s:,.0f} samples/s ({name(fast)}), wall clock"

@@ -64,17 +64,22 @@ def provenance(p: Privacy) -> str:
     return f"δ = {delta_text(p.delta or 0.0)}{weak}, {p.accountant}" + (f", {relation}" if relation else "")
 
 
+def epsilon_text(x: float) -> str:
+    """An ε in a compact cell: three significant digits, whole from 1,000 up (``"0.481"``, ``"2.99"``, ``"2000"``)."""
+    return num(x) if abs(x) < 1000 else f"{x:.0f}"
+
+
 def accuracy_text(results: Results, r: RunResult) -> str:
-    """``"97.1% [96.8, 97.4]"``: test accuracy with its 95 % Clopper-Pearson interval over the dataset's test
-    images (the accuracy alone where their number is not recorded); ``"—"`` without one."""
+    """``"97.1 [96.8, 97.4]"``: test accuracy in percent with its 95 % Clopper-Pearson interval over the dataset's
+    test images (the accuracy alone where their number is not recorded); ``"—"`` without one."""
     if r.utility is None:
         return DASH
     acc = r.utility.test_accuracy
     info = results.datasets.get(r.dataset)
     if info is None or info.n_test < 1:
-        return f"{100 * acc:.1f}%"
+        return f"{100 * acc:.1f}"
     lower, upper = clopper_pearson(round(acc * info.n_test), info.n_test)
-    return f"{100 * acc:.1f}% [{100 * lower:.1f}, {100 * upper:.1f}]"
+    return f"{100 * acc:.1f} [{100 * lower:.1f}, {100 * upper:.1f}]"
 
 
 def _epsilon(r: RunResult) -> tuple[str, str | None]:
@@ -86,7 +91,7 @@ def _epsilon(r: RunResult) -> tuple[str, str | None]:
         return "∞ (off)", None
     if not has_guarantee(p) or p.epsilon is None:
         return "no guarantee" + ("" if p.claimed_epsilon is None else f" (claimed {num(p.claimed_epsilon)})"), None
-    return num(p.epsilon), provenance(p)
+    return epsilon_text(p.epsilon), provenance(p)
 
 
 def _audit(results: Results, r: RunResult) -> tuple[str, str | None, str]:
@@ -101,9 +106,9 @@ def _audit(results: Results, r: RunResult) -> tuple[str, str | None, str]:
     if b.reference is None or c is None:
         text, combo = f"{value} (not compared)", None
     elif not has_guarantee(c):
-        text, combo = f"{value}{NBSP}/ claimed{NBSP}{num(b.reference)}", None
+        text, combo = f"{value}{NBSP}/ claimed{NBSP}{epsilon_text(b.reference)}", None
     else:
-        text, combo = f"{value}{NBSP}/{NBSP}{num(b.reference)}", provenance(c)
+        text, combo = f"{value}{NBSP}/{NBSP}{epsilon_text(b.reference)}", provenance(c)
     if any(bug.method not in CONFORMANCE_METHODS for bug in bugs_for(results, r)):
         text += " PRIVACY BUG"
     elif refuted_for(results, r):
@@ -119,7 +124,7 @@ def _tpr(r: RunResult, axis: LeakageAxis) -> str:
         best = strongest_attack(r)
         return with_failed_attacks(DASH if best is None else f"AUC {best[1].metrics.auc:.3f}", r)
     found = strongest_at_level(r, axis.level)
-    return with_failed_attacks(format_tpr(found[1]) if found else "not measurable", r)
+    return with_failed_attacks(format_tpr(found[1]).replace("%", "") if found else "not measurable", r)
 
 
 def _cost(results: Results, r: RunResult) -> str:
@@ -151,8 +156,8 @@ def _row(results: Results, r: RunResult, verdict: list[str], axis: LeakageAxis
 
 
 def _headers(axis: LeakageAxis) -> list[str]:
-    leak = "strongest attack's AUC" if axis.level is None else f"TPR @ {level_label(axis.level)} FPR [95% CI]"
-    return ["mechanism", "target ε", "ε", "test acc. [95% CI]", "cost of privacy (pts)", leak, "audit ε_LB / ε",
+    leak = "strongest attack's AUC" if axis.level is None else f"TPR @ {level_label(axis.level)} FPR, % [95% CI]"
+    return ["mechanism", "target ε", "ε", "test acc., % [95% CI]", "cost of privacy (pts)", leak, "audit ε_LB / ε",
             "conformance (tests)", "samples/s"]
 
 

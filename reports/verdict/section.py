@@ -65,8 +65,9 @@ class Verdict(ReportSection):
         dataset = stem.removeprefix("pareto_")
         return (f"Privacy-utility Pareto frontier on {dataset}: test accuracy against the strongest membership "
                 "attack's TPR at 0.1% FPR, or at the lowest FPR measurable on every model (the AUC where none is; the "
-                "y-axis says which), every model labelled with its target ε; the line joins the models no other model "
-                "beats on both")
+                "y-axis says which), with its 95% interval; one colour per mechanism (hollow: no guarantee; grey "
+                "cross: degenerate), each mechanism named once, the models on the frontier labelled with their "
+                "target ε; the line joins the models no other model beats on both")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """The answer and the badges, then per dataset the compact table beside the Pareto figure, the key to its
@@ -108,11 +109,19 @@ def compact_blocks(table: CompactTable, key: str) -> list[Block]:
     keys = f" ε keys: {'; '.join(table.keys)}." if table.keys else ""
     caption = (f"{table.dataset}: one row per mechanism × target ε.{keys} Shaded: Pareto-optimal; greyed: "
                "degenerate; a mechanism's name opens its every number's provenance (or hover a cell).")
-    links = [[Markup('<a href="#full-{}-{}">{}</a>').format(key, i, row[0]), *row[1:]]
-             for i, row in enumerate(table.rows)]
+    links = [[_name_link(row[0], f"full-{key}-{i}"), *row[1:]] for i, row in enumerate(table.rows)]
     return [Table(table.headers, links, caption=caption, css="compact-table", row_css=table.row_css,
                   row_ids=[f"row-{key}-{i}" for i in range(len(table.rows))], titles=table.titles, only="html"),
             Table(table.headers, table.rows, only="markdown")]
+
+
+def _name_link(name: str, anchor: str) -> Markup:
+    """A compact row's mechanism as a link to its verdict-table row, a degenerate mark after it (free to wrap)."""
+    mark = " (degenerate)"
+    if name.endswith(mark):
+        return Markup('<a href="#{}">{}</a> <span class="mark">{}</span>').format(anchor, name[: -len(mark)],
+                                                                                  mark.strip())
+    return Markup('<a href="#{}">{}</a>').format(anchor, name)
 
 
 def compact_legend(table: CompactTable, *, with_keys: bool) -> str:
