@@ -88,7 +88,8 @@ class Verdict(ReportSection):
                        Group("first-screen", [*compact_blocks(compact, key), pareto]),
                        Text(compact_legend(compact, with_keys=False), "note key", only="html"),
                        Text(compact_legend(compact, with_keys=True), only="markdown"),
-                       Group("reading", [Items(headline.get(dataset, []), "headline", "bold")], anchor=f"reading-{key}"),
+                       Group("reading", [Items(headline.get(dataset, []), "headline", "bold")],
+                             anchor=f"reading-{key}"),
                        Details("The verdict table: every number with its δ, accountant, relation, audit, threat "
                                "model, design, method and confidence", [
                                    full, Text(f"Pareto-optimal: no other model has both higher test accuracy and "
