@@ -4,6 +4,7 @@ a failure, so the code that makes the zoo's comparison fair never goes unexercis
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -11,6 +12,13 @@ import pytest
 
 REQUIRE_ANCHORS = "PRIVBENCH_REQUIRE_ANCHORS"
 HERE = Path(__file__).resolve().parent
+
+# TensorFlow (which ML Privacy Meter's auditor imports) loaded before Triton's library makes Triton's import
+# segfault (TensorFlow 2.21 and the triton that torch 2.14.1 ships; the other order is fine), and torch imports
+# Triton lazily, e.g. the first time torch.func runs (tests/zoo/test_bugs.py): in a test process that may do both,
+# Triton goes first. The zoo itself never mixes them: its workers judge, its runs train, in separate processes.
+if importlib.util.find_spec("tensorflow") is not None and importlib.util.find_spec("triton") is not None:
+    import triton  # noqa: F401
 
 
 @pytest.hookimpl(hookwrapper=True)
