@@ -95,12 +95,14 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(folder: Path) -> Path:
-    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from its ``zoo.json``; returns the Markdown's path.
+def write_report(folder: Path, doc: dict[str, Any] | None = None) -> Path:
+    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from ``doc`` (None: its ``zoo.json``, unchecked: the
+    command line checks it first, ``bench.zoo.folder.read_document``); returns the Markdown's path.
 
     Raises:
         FileNotFoundError: no zoo.json there."""
-    doc = json.loads((folder / "zoo.json").read_text(encoding="utf-8"))
+    if doc is None:
+        doc = json.loads((folder / "zoo.json").read_text(encoding="utf-8"))
     plot(doc, folder / "zoo_cost.png")
     path = folder / "zoo.md"
     atomic_write_text(path, markdown(doc))
