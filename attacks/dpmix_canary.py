@@ -236,7 +236,7 @@ class ReleaseAuditJob:
         TrainedModel holds the mechanism's untrained architecture (nothing is trained), the releases' privacy and
         ``audit = {"scores": [...], "coins": [...], "conformance": {...}}`` (``attacks.release_conformance``: the
         subsets ``mix_release`` drew are observed during these releases only)."""
-        from attacks.release_conformance import MixingObserver
+        from attacks.dpmix_conformance import MixingObserver
 
         observer = MixingObserver(data.input_shape, data.num_classes)
         with observer.subsets():
