@@ -209,7 +209,7 @@ class MixingObserver:
                                alternative="greater", validity="exact", bound="Bonferroni over records"),
             mixing_weight_test("mixing weight of the recorded records (1/ℓ)", self.along, self.information, 1 / ell),
             spread,
-            declared_epsilon_test("the accountant's ε vs the declared mechanism's", declared=declared,
+            declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=declared,
                                   certified=float(privacy.epsilon), sigma_x=self.sigma, sigma_y=self.sigma_y,
                                   mixture_degree=ell, num_samples=t, num_records=n, d_x=self.d, d_y=self.k)]
         if not seen or self.missing:  # the subsets were not observed: nothing here can be read, every test stays

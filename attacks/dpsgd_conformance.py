@@ -111,7 +111,7 @@ def _declared(*, sigma: float, sample_rate: float, steps: int, privacy: Any) -> 
     declared = poisson_gaussian_epsilon(noise_multiplier=max(sigma, PLD_SMALLEST_SIGMA),
                                         sample_rate=min(sample_rate, 1.0), steps=max(steps, 1),
                                         delta=float(privacy.delta), relation=relation)
-    return declared_epsilon_test("the accountant's ε vs the declared mechanism's", declared=declared,
+    return declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=declared,
                                  certified=float(privacy.epsilon), noise_multiplier=sigma, sample_rate=sample_rate,
                                  steps=steps, relation=relation)
 

@@ -28,10 +28,10 @@ accountant's value there, not the measured one: the rate test tests q in the sam
 is refuted through one or the other. A certified ε under replace-one is compared as is (its ε is at least the
 add/remove one, so the comparison stays conservative).
 
-6. ``the accountant's ε vs the declared mechanism's`` (``declared_epsilon_test``, last): PRV's lower ε estimate of the
-   loop's declared optimizers — each one's σ, its accountant's q and its observed steps, composed — against the ε the
-   loop reported. Exact (a number computed): a loop that reports the ε of one phase while it trained two is caught
-   here, whatever its noise.
+6. ``ε of the declared mechanism (conformance's own accountant)`` (``declared_epsilon_test``, last): PRV's lower ε
+   estimate of the loop's declared optimizers — each one's σ, its accountant's q and its observed steps, composed —
+   against the ε the loop reported. Exact (a number computed): a loop that reports the ε of one phase while it trained
+   two is caught here, whatever its noise.
 
 **A loop of several phases** (several ``DPOptimizer``s on the model: ``attacks.opacus_phases``): tests 1-3 per
 phase, prefixed ``phase i of P:`` (each phase's noise against its own σ, its rows against its own accountant's q,
@@ -126,7 +126,7 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
         declared = [(float(wb["claimed_sigma"]), q, int(wb["steps"]))]
     lower = prv_composed_epsilon([(s if s <= 0 else max(s, SIGMA_FLOOR), q, t) for s, q, t in declared], delta,
                                  which="lower")  # a σ below PRV's floor read at the floor: a smaller ε (errs low)
-    tests.append(declared_epsilon_test("the accountant's ε vs the declared mechanism's", declared=lower,
+    tests.append(declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=lower,
                                        certified=certified, phases=[list(h) for h in declared],
                                        accountant="opacus-prv (lower estimate)"))
     return {"tests": tests, "measured_epsilon": measured}

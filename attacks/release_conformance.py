@@ -160,7 +160,7 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
                   label_flip_test("label replacements uniform", np.concatenate(read.flips), k)]
     declared = local_epsilon(sigma=sigma, sensitivity=SENSITIVITY, delta=privacy.delta, label_epsilon=label,
                              num_classes=k)
-    tests.append(declared_epsilon_test("the accountant's ε vs the declared mechanism's", declared=declared,
+    tests.append(declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=declared,
                                        certified=float(privacy.epsilon), sigma=sigma, sensitivity=SENSITIVITY,
                                        label_epsilon=label, num_classes=k))
     limits = 3 if label is not None else 2

@@ -57,7 +57,7 @@ def test_the_correct_mechanism_passes_every_test(digits_split):
     assert by["noise σ, tensor 4 of 4"]["n"] > EPOCHS * 3 and by["noise σ, tensor 4 of 4"]["n"] % (EPOCHS * 3) == 0
     m = c["measured_epsilon"]
     assert m["epsilon"] <= m["certified"] * 1.0001 and m["relation"] == "replace-one"
-    declared = by["the accountant's ε vs the declared mechanism's"]
+    declared = by["ε of the declared mechanism (conformance's own accountant)"]
     assert declared["p_value"] == 1.0 and declared["measured"] == pytest.approx(declared["certified"], rel=1e-6)
 
 
@@ -80,7 +80,7 @@ def test_a_bug_inside_the_accountants_code_is_caught_by_the_declared_epsilon(dig
         monkeypatch.undo()
         for cached in (gaussian.pld_epsilon, gaussian.pld_noise_multiplier, gaussian.dpsgd_profile):
             cached.cache_clear()
-    assert _rejected(c) == {"the accountant's ε vs the declared mechanism's"}, _rejected(c)
+    assert _rejected(c) == {"ε of the declared mechanism (conformance's own accountant)"}, _rejected(c)
     declared = c["tests"][-1]
     assert declared["measured"] > 1.05 * declared["certified"]
     assert c["measured_epsilon"]["p_value"] < _level(c)  # the measured parameters spend more too
