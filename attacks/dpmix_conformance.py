@@ -168,8 +168,8 @@ class MixingObserver:
         scale = self._scale()
         white = noise / scale
         summed = total / scale  # X̃_t: the recorded records' sum, whitened
-        self.along += float((white * summed).sum())
-        self.information += float(summed.square().sum())
+        self.along += float(np.sum((white * summed).numpy()))  # numpy's pairwise sum: the same bits on any
+        self.information += float(np.sum(summed.square().numpy()))  # number of threads (a training worker's too)
         spread = _spread(white, whole, idx, scale)
         if spread is None:
             self.unread += 1
