@@ -381,3 +381,20 @@ def test_a_run_killed_for_memory_says_so():
     assert reason.startswith("killed by SIGKILL (as the kernel's out-of-memory killer")
     assert reason.endswith(": training")
     assert _failure(2, "") == "exit status 2"
+
+
+def test_the_true_epsilon_ratio_is_shown_when_the_first_auditor_is_not_installed():
+    """zoo.md's "true ε / certified" is the case's, whichever auditor judged: with the anchors missing (CI installs
+    only .[test,ray]) the first auditor's row holds no verdict, and the column read "unknown" for every case."""
+    from bench.zoo.document import summarise
+    from bench.zoo.report import markdown
+
+    rows = [{"case": "b", "bug": "b", "mechanism": "dpsgd", "seed": 0, "auditor": "anchor", "missing": "x is not "
+             "installed", "certified_epsilon": 2.0, "true_epsilon": 3.0},
+            {"case": "b", "bug": "b", "mechanism": "dpsgd", "seed": 0, "auditor": "privbench", "caught": True,
+             "certified_epsilon": 2.0, "true_epsilon": 3.0, "run_cpu_s": 1.0, "judge_cpu_s": 0.1}]
+    info = {"threat_model": "x", "source": "x", "description": "x"}
+    doc = {"bugs": {}, "auditors": {"anchor": info, "privbench": info}, "seeds": 1, "profile": "ci",
+           "target_epsilon": 2.0, "rows": rows, "summary": summarise(rows)}
+    table = [line for line in markdown(doc).splitlines() if line.startswith("| b |")]
+    assert table and "| 1.5× |" in table[0], table
