@@ -47,8 +47,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "", "| case | mechanism | true ε / certified | " + " | ".join(auditors) + " |",
         "|---" * (3 + len(auditors)) + "|"]
     for case in cases:
-        first = next(s for s in summary if s["case"] == case)
-        lines.append(f"| {case} | {first['mechanism']} | {_ratio(first['epsilon_ratio'])} | "
+        rows = [s for s in summary if s["case"] == case]  # the ratio of any auditor that judged (not "not installed")
+        first, ratio = rows[0], next((s["epsilon_ratio"] for s in rows if s["epsilon_ratio"] is not None), None)
+        lines.append(f"| {case} | {first['mechanism']} | {_ratio(ratio)} | "
                      + " | ".join(_cell(by.get((case, a))) for a in auditors) + " |")
     lines += ["", "CPU-seconds per verdict (mean over runs): the run's CPU time, every process of it, less the "
               "seconds of the attacks the auditor does not read (an estimate of a run of its own; auditors that "
