@@ -107,7 +107,7 @@ def online_design(candidates: ArrayDataset, population: ArrayDataset, *, num: in
     """``num`` (even) shadows; every candidate IN for exactly num/2 of them, topped up from the population.
 
     Returns:
-        (design, keep): ``keep`` is ``(num, len(candidates))`` bool in the order ``candidates`` were given.
+        A pair ``(design, keep)``: ``keep`` is ``(num, len(candidates))`` bool in the order ``candidates`` were given.
 
     Raises:
         ValueError: odd or < 2 ``num``; ``size`` below half the candidates or above half plus the population.

@@ -208,9 +208,9 @@ def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
 
 
 def assumption_text(b: AuditBound) -> str:
-    """The assumption of a bound and how it stands: ``"none (non-parametric)"``, ``"scores Gaussian ... (Gaussian by
-    construction; normality p = 0.61)"``, ``"... (plausible: normality p = 0.067)"``, ``"... (rejected: ...)"`` or
-    ``"... (untested)"``."""
+    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``, or the assumption with its
+    standing: ``"scores Gaussian … (Gaussian by construction; normality p = 0.61)"``, ``"… (plausible: normality
+    p = 0.067)"``, ``"… (rejected: …)"`` or ``"… (untested)"``."""
     assumption = b.bound.assumption or METHODS.get(b.bound.method, ("", None))[1]
     if not b.bound.parametric or not assumption:
         return "none (non-parametric)"

@@ -189,7 +189,7 @@ def independence_test(name: str, observations: ArrayLike) -> dict[str, Any]:
     """Two-sided test that a noise is independent across steps and across coordinates: the lag-1 correlations of the
     observations ``(T, k)`` (steps × coordinates) along both axes, r = Σ x_i x_{i+1} / Σ x², each √N·r ~ N(0, 1)
     under H0 (iid zero-mean noise); the smaller of the two p-values, × 2. Noise reused across steps (a generator
-    re-seeded every step) gives r ≈ 1. ``measured``: the larger |r|.
+    re-seeded every step) gives r ≈ 1. ``measured``: the larger ``|r|``.
 
     Raises:
         ValueError: fewer than 2 steps or coordinates.

@@ -135,7 +135,7 @@ def mixing_dispersion_test(name: str, dispersion: float, *, releases: int, sampl
                            ) -> dict[str, Any]:
     """Two-sided test that DPMix's mixtures are T independent uniform ℓ-subsets of the n records (Lee et al. 2019;
     the accountant's sampling) by the records' inclusion counts' dispersion D (``mixing_dispersion``) summed over
-    ``releases`` independent releases. Exact moments under H0: with X_ts = |S_t ∩ S_s| (hypergeometric, mean ℓ²/n,
+    ``releases`` independent releases. Exact moments under H0: with X_ts = ``|S_t ∩ S_s|`` (hypergeometric, mean ℓ²/n,
     variance v = ℓ·(ℓ/n)(1 − ℓ/n)(n − ℓ)/(n − 1)), D = Tℓ + Σ_{t≠s} X_ts − T²ℓ²/n, so E[D] = Tℓ(1 − ℓ/n) and, the
     X_ts being pairwise uncorrelated, Var[D] = 2T(T − 1)·v; D is read against the gamma law of those two moments
     (level shown by simulation). Records mixed at uneven rates raise D; ``measured``: D / E[D].

@@ -139,7 +139,7 @@ def _normality(groups: Sequence[np.ndarray]) -> float:
 
 def gdp_fit_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: float = 0.95) -> float:
     """Nasr et al.'s GDP fit over a family of thresholds of independent runs (rows ``[tp, fn, fp, tn]``):
-    μ_LB = max Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper), each one-sided bound at 1 − (1 − confidence)/(2·|family|)
+    μ_LB = max Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper), each one-sided bound at 1 − (1 − confidence)/(2 · family size)
     (Bonferroni over the family and the two bounds), as ε at ``delta``. 0 for an empty family."""
     if not counts:
         return 0.0

@@ -41,8 +41,9 @@ def conv_feature_maps(model: nn.Module, image: torch.Tensor, *, layers: int = 2,
         device: where to run the forward pass.
 
     Returns:
-        ``ConvFeatures`` (``{"layers": [name, ...], "maps": [(channels, h, w) float32 tensors on CPU], "filters":
-        (out, in, kh, kw) float32 tensor}``), or None when ``model`` has no convolution.
+        A ``ConvFeatures`` dict, or None when ``model`` has no convolution. Its keys are ``layers`` (the layers'
+        names), ``maps`` (a list of (channels, h, w) float32 tensors on CPU) and ``filters`` (an
+        (out, in, kh, kw) float32 tensor).
     """
     convs = conv_layers(model)[:layers]
     if not convs:

@@ -134,9 +134,9 @@ def fingerprint(*modules: str) -> dict[str, object]:
     ``__module__`` and its model's), for a cache key.
 
     Returns:
-        ``{"code": SHA-256 hex over the import closure's module digests, "modules": number of local modules,
-        "libraries": {package: "distribution==version"}, "python": "3.12"}``. Cached per process: a run sees one
-        version of its code.
+        A dict with keys ``code`` (SHA-256 hex over the import closure's module digests), ``modules`` (the number
+        of local modules), ``libraries`` (package -> ``"distribution==version"``) and ``python`` (e.g. ``"3.12"``).
+        Cached per process, so a run sees one version of its code.
     """
     code, libraries = _closure(tuple(sorted({*modules, *SHARED_TRAINING})))
     blob = "\n".join(f"{m} {d}" for m, d in sorted(code.items()))

@@ -27,9 +27,12 @@ class Row:
     """One training setting of a preset.
 
     Attributes:
-        key: unique within the preset. setting: what it is, as the table shows it. mechanism: registered name.
+        key: unique within the preset.
+        setting: what it is, as the table shows it.
+        mechanism: registered name.
         training: the full TrainSpec of the mechanism (``model``, ``epochs``, ``batch_size``, ``lr``,
-            ``optimizer``, ``momentum``, ``params``). target_epsilon: ε the mechanism calibrates to (None: none).
+            ``optimizer``, ``momentum``, ``params``).
+        target_epsilon: ε the mechanism calibrates to (None: none).
         published: the source's figure (% test accuracy), or None (the row is only a curve point).
         claimed_privacy: the source's privacy claim as text, or None.
         note: why the setting is what it is (e.g. what the source left unspecified).
@@ -71,11 +74,17 @@ class Preset:
     """A reference system (or our recipe) and everything needed to rerun it.
 
     Attributes:
-        name, source: preset name and the system it reproduces.
-        dataset: registered dataset. n_train / n_test: images trained on / tested on (None: the whole official
-            training / test set; then the test set doubles as the membership attacks' non-members).
-        delta: δ, or None for 1/n_train (the source's δ = 1/n). seeds: default seeds (the source's repeats).
-        rows, curves: see ``Row`` and ``Curve``. attacks: membership attacks run on every model.
+        name: preset name.
+        source: the system it reproduces.
+        dataset: registered dataset.
+        rows: the training settings, see ``Row``.
+        curves: accuracy against one varied setting, see ``Curve``.
+        n_train: images trained on (None: the whole official training set).
+        n_test: images tested on (None: the whole official test set, which then doubles as the membership
+            attacks' non-members).
+        delta: δ, or None for 1/n_train (the source's δ = 1/n).
+        seeds: default seeds (the source's repeats).
+        attacks: membership attacks run on every model.
         validation: choose recipes without the test set: every row trains on the training set minus
             ``VALIDATION_SIZE`` images held out by a fixed permutation (seed ``VALIDATION_SEED``) and is scored on
             those only (they are also the attacks' non-members); the test set is never loaded into a result.
