@@ -228,7 +228,8 @@ class LocalGaussian(Baseline):
         if private_labels:
             accountant = "analytic-gaussian + randomized-response (PLD)"
             note = (note + "; " if note else "") + (
-                f"label by {k}-ary randomized response at ε = {label_epsilon:.3g} (kept with probability "
+                f"label by {k}-ary randomized response at ε = {label_epsilon:.3g} (pure DP: δ = 0, exact, replace-one; "
+                f"kept with probability "
                 f"{randomized_response_keep(label_epsilon, k):.3f}), composed with the image channel by "
                 "dp_accounting's PLD accountant")
         else:
