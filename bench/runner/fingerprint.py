@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import importlib.util
+import importlib.machinery
 import sys
 import sysconfig
 from importlib import metadata
@@ -26,16 +26,35 @@ _LIBRARY_DIRS = tuple({Path(p).resolve() for p in (sysconfig.get_paths()["pureli
                                                  sysconfig.get_paths()["stdlib"])})
 
 
+def _find_spec(top: str) -> importlib.machinery.ModuleSpec | None:
+    """Where the import system would find top-level module ``top`` now, from ``sys.path`` and the installed finders
+    (an editable install's included), ignoring ``sys.modules``: a module imported earlier from a folder no longer
+    on the path (a test's, a plug-in's) does not enter, so the fingerprint depends on the code and the path alone."""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = find(top, None)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None:
+            return spec
+    return None
+
+
 @functools.cache
-def _top_origin(top: str) -> Path | None:
-    """The file (module) or ``__init__.py`` (package) of top-level module ``top``, found without importing it."""
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return None
+def _top_origin_on(top: str, path: tuple[str, ...]) -> Path | None:
+    spec = _find_spec(top)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
     return Path(spec.origin).resolve()
+
+
+def _top_origin(top: str) -> Path | None:
+    """The file (module) or ``__init__.py`` (package) of top-level module ``top``, found without importing it,
+    on the current ``sys.path`` (cached per path)."""
+    return _top_origin_on(top, tuple(sys.path))
 
 
 def _origin(name: str) -> Path | None:
@@ -105,8 +124,10 @@ def _distribution_version(top: str) -> str | None:
 
 
 @functools.cache
-def _closure(roots: tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
-    """(local module -> SHA-256 of its docstring-free syntax tree, library -> version) reached from ``roots``."""
+def _closure(roots: tuple[str, ...], path: tuple[str, ...] = ()) -> tuple[dict[str, str], dict[str, str]]:
+    """(local module -> SHA-256 of its docstring-free syntax tree, library -> version) reached from ``roots`` on
+    the import path ``path`` (``sys.path`` when it was called: part of the cache key, as the modules found follow
+    it)."""
     code: dict[str, str] = {}
     libraries: dict[str, str] = {}
     todo = list(roots)
@@ -138,7 +159,7 @@ def fingerprint(*modules: str) -> dict[str, object]:
         of local modules), ``libraries`` (package -> ``"distribution==version"``) and ``python`` (e.g. ``"3.12"``).
         Cached per process, so a run sees one version of its code.
     """
-    code, libraries = _closure(tuple(sorted({*modules, *SHARED_TRAINING})))
+    code, libraries = _closure(tuple(sorted({*modules, *SHARED_TRAINING})), tuple(sys.path))
     blob = "\n".join(f"{m} {d}" for m, d in sorted(code.items()))
     return {"code": hashlib.sha256(blob.encode()).hexdigest(), "modules": len(code),
             "libraries": dict(sorted(libraries.items())), "python": f"{sys.version_info[0]}.{sys.version_info[1]}"}

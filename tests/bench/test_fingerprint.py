@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -108,3 +109,24 @@ def test_edited_code_retrains_instead_of_reusing_the_old_model(project, tmp_path
     edited = _run(project, cache, tmp_path / "c")
     assert not edited["timings"]["cached"]
     assert edited["params"]["sigma"] == pytest.approx(first["params"]["sigma"] / 2, rel=1e-6)
+
+
+def test_a_module_imported_from_a_folder_no_longer_on_the_path_does_not_enter(tmp_path, monkeypatch):
+    """The fingerprint follows the code and the import path, not what this process imported earlier: a module a
+    test imported from a folder since taken off ``sys.path`` is not part of it (it was, through ``sys.modules``, and
+    made the zoo's keys differ between a test process and the zoo's driver)."""
+    plugin, other = tmp_path / "plugin", tmp_path / "other"
+    plugin.mkdir()
+    other.mkdir()
+    (plugin / "fp_plugin_50.py").write_text("import fp_dep_50\n\nX = 1\n")
+    (other / "fp_dep_50.py").write_text("Y = 2\n")
+    monkeypatch.syspath_prepend(str(plugin))
+    before = fp.fingerprint("fp_plugin_50")
+    monkeypatch.syspath_prepend(str(other))
+    importlib.import_module("fp_dep_50")
+    on_path = fp.fingerprint("fp_plugin_50")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(other)])
+    assert "fp_dep_50" in sys.modules
+    assert on_path["modules"] == before["modules"] + 1 and on_path["code"] != before["code"]
+    assert fp.fingerprint("fp_plugin_50") == before
+    monkeypatch.delitem(sys.modules, "fp_dep_50")

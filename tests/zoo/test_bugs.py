@@ -3,33 +3,44 @@ undone after — really changes its mechanism's code path the way it says; its t
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import opacus.privacy_engine as engine
 import pytest
 import torch
+from opacus.data_loader import DPDataLoader
+from opacus.optimizers import DPOptimizer
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import mechanisms.accounting.dpmix as dpmix_accounting
+import mechanisms.accounting.gaussian as gaussian_accounting
+import mechanisms.dpmix.mechanism as dpmix
+import mechanisms.dpmix.mixing as mixing
+import mechanisms.dpsgd.canaries as canaries
+import mechanisms.dpsgd.clipping as clipping
+import mechanisms.dpsgd.fast as fast
+import mechanisms.local.mechanism as local
+from bench.zoo.bugs._common import dpsgd_epsilon
+from bench.zoo.bugs._release import dpmix_epsilon, local_epsilon
+from bench.zoo.catalogue import BUGS, load
 
-import opacus.privacy_engine as engine  # noqa: E402
-import opacus_plugin  # noqa: E402
-from opacus.data_loader import DPDataLoader  # noqa: E402
-from opacus.optimizers import DPOptimizer  # noqa: E402
 
-import mechanisms.accounting.dpmix as dpmix_accounting  # noqa: E402
-import mechanisms.accounting.gaussian as gaussian_accounting  # noqa: E402
-import mechanisms.dpmix.mechanism as dpmix  # noqa: E402
-import mechanisms.dpmix.mixing as mixing  # noqa: E402
-import mechanisms.dpsgd.canaries as canaries  # noqa: E402
-import mechanisms.dpsgd.clipping as clipping  # noqa: E402
-import mechanisms.dpsgd.fast as fast  # noqa: E402
-import mechanisms.local.mechanism as local  # noqa: E402
-from bench.zoo.bugs._common import dpsgd_epsilon  # noqa: E402
-from bench.zoo.bugs._release import dpmix_epsilon, local_epsilon  # noqa: E402
-from bench.zoo.catalogue import BUGS, load  # noqa: E402
+def _example(name: str):
+    """The example plug-in ``name`` imported from examples/, the folder on the import path only meanwhile (a
+    process's fingerprints follow its path: tests/zoo/test_zoo_run.py computes the zoo's keys in-process)."""
+    folder = str(Path(__file__).resolve().parents[2] / "examples")
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(folder)
+
+
+opacus_plugin = _example("opacus_plugin")
 
 load()
 PATCHED = [(fast, "noisy_step"), (fast, "poisson_batches"), (fast, "train_fast"), (clipping, "clip_factors"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import bench.zoo.runner as runner
-from bench.runner.fingerprint import _closure, _top_origin
+from bench.runner.fingerprint import _closure, _top_origin_on
 from bench.zoo.resume import code_version, kept
 from bench.zoo.runner import ZooOptions, plan
 from bench.zoo.worker import KEY_FILE, _prepare, keep
@@ -45,7 +45,7 @@ def test_code_version_changes_with_code_not_with_docstrings(tmp_path, monkeypatc
 
     def version(text: str) -> str:
         module.write_text(text, encoding="utf-8")
-        for cached in (code_version, _closure, _top_origin):
+        for cached in (code_version, _closure, _top_origin_on):
             cached.cache_clear()
         return code_version(("zoo_plugin_version_49",))
 
