@@ -79,7 +79,7 @@ class WeightNoise(Baseline):
     name = "weight-noise"
     guarantee = "none"
     needs_epsilon = True
-    reference_epsilons = (10.0,)  # the source system's own ε (README, "Presets")
+    reference_epsilons = (10.0,)  # the source system's own ε (docs/guides/presets.md)
     audits = frozenset({"clean-weights"})
     off_point = "no weight noise (std 1/ε = 0)"
     Params = WeightNoiseParams

@@ -1,7 +1,7 @@
 """Your own data by path: the ``--dataset`` syntax ``FORMAT:PATH[,KEY=VALUE...]`` and what a run records about where
 its records came from. Light (no torch, no numpy): the configuration checks a dataset name with it before any work.
 
-Forms (README, "Your data"):
+Forms (docs/guides/your-data.md):
 
 - ``imagefolder:DIR`` — torchvision's ImageFolder layout, one sub-folder of images per class (PNG, JPEG, ...), all
   of one size and mode (grey images stay one channel, colour ones are RGB); pixels / 255 (data-independent).

@@ -153,7 +153,7 @@ class LocalGaussian(Baseline):
     guarantee = "local-dp"
     needs_epsilon = True
     audits = frozenset({"release"})
-    reference_epsilons = (150.0, 2000.0)  # the source system's own ε (README, "Presets")
+    reference_epsilons = (150.0, 2000.0)  # the source system's own ε (docs/guides/presets.md)
     off_point = "no noise, labels in the clear (the same learner on the members' own unit-norm images)"
     Params = LocalGaussianParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {

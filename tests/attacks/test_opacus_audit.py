@@ -2,7 +2,7 @@
 the correct loop passes (exit 0); shuffled batches, a weighted sampler and a wrong q told to the accountant end with
 exit 3 by the run's conformance tests (``attacks.opacus_conformance``; their levels and the other planted violations:
 tests/attacks/test_opacus_conformance.py); loops outside the design are refused in one line. The end-to-end runs use the
-``ci`` profile, as the README's CI command does."""
+``ci`` profile, as the Opacus guide's CI command does (docs/guides/opacus.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from bench.runner.cells import membership_record, privacy_record
 from bench.runner.trainjob import Recipe, TrainJob, run_job
 
 REPO = Path(__file__).resolve().parents[2]
-PROFILE = "ci"  # the README's CI command (bench/runner/profiles/ci.yaml)
+PROFILE = "ci"  # the Opacus guide's CI command (bench/runner/profiles/ci.yaml)
 DELTA = 1e-5
 
 

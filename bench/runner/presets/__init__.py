@@ -1,4 +1,4 @@
-"""Presets: the six reference systems (README, "Presets") with their own settings and published figures, and our
+"""Presets: the six reference systems (docs/guides/presets.md) with their own settings and published figures, and our
 tuned recipes (``dpsgd-best``, ``dpmix-best``). Defined here, in one place, and checked by ``validate_presets``
 with the same rules as ``bench.runner.config`` (``python -m bench reproduce PRESET`` runs them;
 ``bench.runner.reproduce``).
