@@ -99,8 +99,8 @@ MECHANISMS.add("my-local", MyLocal)
 @pytest.mark.slow  # two CLI jobs, about 20 s each
 def test_the_guides_command_guards_a_plugin_mechanism(tmp_path):
     """docs/guides/ci-guard.md, "Guard your mechanism in CI": `run --profile ci --plugins my_mechanism --mechanisms
-    my-mechanism` trains the plug-in with its smoke recipe, audits it, exits 0; with its noise halved (the library's randomiser
-    patched by tests/privacy_bugs/local_half_noise.py) it exits 3."""
+    my-mechanism` trains the plug-in with its smoke recipe, audits it, exits 0; with its noise halved (the library's
+    randomiser patched by tests/privacy_bugs/local_half_noise.py) it exits 3."""
     (tmp_path / "my_mechanism.py").write_text(MY_MECHANISM)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
     for plugins, status in (("my_mechanism", 0), ("my_mechanism,tests.privacy_bugs.local_half_noise", 3)):
