@@ -141,14 +141,16 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
 
 def _draw_reports(doc, out: Path) -> dict[str, Path]:
     """``reports.write_reports``, timed: the seconds go into results.json (``report_s``, written atomically) for the
-    next drawing's per-phase table. The caller holds the folder's lock."""
+    next drawing's per-phase table. The reports are drawn from results.json as written (strict JSON, read back), so
+    a page drawn here is the page ``bench report`` redraws. The caller holds the folder's lock."""
     import time
 
-    from bench.results import write
+    from bench.results import read, write
     from reports import write_reports
 
     start = time.perf_counter()
-    paths = write_reports(doc, out)
+    write(doc, out / "results.json")
+    paths = write_reports(read(out / "results.json"), out)
     doc.report_s = time.perf_counter() - start
     write(doc, out / "results.json")
     return paths

@@ -389,3 +389,16 @@ def test_throughput_section_shows_where_the_time_went(mnist_results, tmp_path):
     assert table[0].startswith("| model | target ε | seed | train (s)") and len(table) == 1 + len(doc.results)
     html = paths["html"].read_text(encoding="utf-8")
     assert "Where the time went" in html and "shadow 27.5, loss 2.0, rmia 0.5" in html
+
+
+def test_bench_all_draws_the_pages_bench_report_redraws(smoke_run, smoke_report):
+    """The reports `bench all` draws at the end of its run come from results.json as written (strict JSON), so
+    every model's settings read the same as in the pages `bench report` redraws: an unbounded clip norm (DP-SGD's
+    ε = ∞ point) is ``null`` in both, never a non-JSON ``Infinity`` in one of them."""
+    def settings(folder):
+        return [line for line in (folder / "report.md").read_text(encoding="utf-8").splitlines() if '{"' in line]
+
+    drawn, redrawn = settings(smoke_run[0]), settings(smoke_report)
+    assert drawn and drawn == redrawn
+    assert any('"max_grad_norm": null' in line for line in drawn)  # the smoke run holds an ε = ∞ DP-SGD point
+    assert not any(token in line for line in drawn for token in ("Infinity", "NaN"))
