@@ -11,24 +11,10 @@ from typing import Any
 import torch
 
 from bench.core.device import resolve_device
+from bench.core.processes import die_with_parent
 from bench.core.training import EpochCallback
 from bench.core.types import TrainedModel
 from bench.runner.trainjob import JobFailed, Pending, TrainJob, run_job
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to kill this worker when the driver dies (``prctl(PR_SET_PDEATHSIG)``): a driver killed with
-    SIGKILL cannot stop its workers, and an orphan would train on and hold the driver's output pipes open. Where
-    prctl is missing, ``_next_task`` notices the orphaning between jobs."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the driver died before prctl took effect
-        os._exit(1)
 
 
 def _next_task(tasks: Any, parent: int) -> Any:
@@ -52,7 +38,7 @@ def _worker_main(index: int, threads: int, tasks: Any, results: Any, parent: int
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(parent)
+    die_with_parent(parent)  # where prctl is missing, `_next_task` notices the orphaning between jobs
     torch.set_num_threads(threads)
     for module in plugins:  # what the driver registered (mechanisms, models, ...), and what its plug-ins patch
         importlib.import_module(module)

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.core.device import available_cpus
 from bench.core.errors import BenchError, ConfigError
+from bench.core.processes import die_with_parent
 from bench.zoo.options import CPUS_PER_RUN, RunSpec, ZooOptions
 
 
@@ -43,15 +44,9 @@ def cpu_shares(options: ZooOptions) -> queue.Queue[frozenset[int]] | None:
 def _init_worker(parent: int, shares: Any, plugins: tuple[str, ...]) -> None:
     """A local worker's start: die with the driver, take a share of the CPUs, ignore Ctrl-C (the driver's to
     handle; the worker's run gets it from the terminal), load the catalogue."""
-    import ctypes
     import signal
 
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the driver died before prctl took effect
-        os._exit(1)
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if shares is not None:
         os.sched_setaffinity(0, shares.get())
