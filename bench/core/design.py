@@ -14,7 +14,7 @@ __all__ = ["DESIGNS", "THREAT_MODELS", "AuditDesign"]
 THREAT_MODELS = ("black-box", "white-box", "hidden-state")
 DESIGNS = ("heuristic", "one-run", "multi-run")
 _POSITIONAL = ("kind", "threat_model", "size", "relation", "inclusion", "gaussian", "channels", "guess_fraction",
-               "llr_model", "one_release")
+               "llr_model", "one_release", "certified_mu")
 
 
 class AuditDesign(BaseModel):
@@ -54,10 +54,14 @@ class AuditDesign(BaseModel):
     """A multi-run design whose m slots went through one call of the mechanism's release (``local-canary``): their
     independence is the mechanism's promise, not the design's, so the one-run analyses, valid under any dependence
     between slots (Steinke, Nasr, Jagielski 2023; Mahloujifar et al. 2024), join its family."""
+    certified_mu: float | None = None
+    """A multi-run design whose certified mechanism's trade-off curve is exactly Gaussian: its μ (DP-SGD at q = 1 for T
+    steps at noise multiplier σ, add/remove: √T/σ). The certified-curve test then tests G_μ itself (exact) instead
+    of the accountant's (ε, δ) profile (conservative; ``attacks.audit.curve``); null elsewhere."""
 
     def __init__(self, *args: object, **data: object) -> None:
         """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
-        channels, guess_fraction, llr_model, one_release)``.
+        channels, guess_fraction, llr_model, one_release, certified_mu)``.
 
         Raises:
             pydantic.ValidationError (a ValueError): ``kind`` not in ``DESIGNS`` or ``threat_model`` not in
