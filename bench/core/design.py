@@ -11,7 +11,7 @@ from bench.core.privacy import by_position
 
 __all__ = ["DESIGNS", "THREAT_MODELS", "AuditDesign"]
 
-THREAT_MODELS = ("black-box", "white-box", "hidden-state")
+THREAT_MODELS = ("black-box", "white-box", "hidden-state", "black-box-crafted")
 DESIGNS = ("heuristic", "one-run", "multi-run")
 _POSITIONAL = ("kind", "threat_model", "size", "relation", "inclusion", "gaussian", "channels", "guess_fraction",
                "llr_model", "one_release", "certified_mu")
@@ -29,8 +29,10 @@ class AuditDesign(BaseModel):
     """``heuristic`` (a single model's natural members), ``one-run`` (canaries with independent random inclusion) or
     ``multi-run`` (repeated runs)."""
     threat_model: str = "black-box"
-    """``black-box`` (the final model or the release only), ``white-box`` (every intermediate update seen) or
-    ``hidden-state`` (the final weights θ_T and the public initialisation θ_0 only)."""
+    """``black-box`` (the final model or the release only), ``white-box`` (every intermediate update seen),
+    ``hidden-state`` (the final weights θ_T and the public initialisation θ_0 only) or ``black-box-crafted`` (the
+    final model's outputs only, trained from an initial model θ_0 and with a canary the auditor chose: Annamalai &
+    De Cristofaro 2024)."""
     size: int = 0
     """Number of canaries (one-run) or runs (multi-run); the number of scored records for a heuristic."""
     relation: str | None = None

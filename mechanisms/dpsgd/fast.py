@@ -30,11 +30,10 @@ from bench.core.training import current_recorder, record_epoch
 from mechanisms.dpsgd.augmult import augment_views, augmult_settings
 from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
 from mechanisms.dpsgd.clipping import FAST_MODES, make_clipper
-from mechanisms.dpsgd.noise import gaussian_noise
 from mechanisms.dpsgd.sampling import poisson_batches
 
-__all__ = ["FAST_MODES", "clipped_sum", "dp_step", "fit_fast", "gaussian_noise", "make_clipper", "noisy_step",
-           "poisson_batches", "train_fast"]
+__all__ = ["FAST_MODES", "clipped_sum", "dp_step", "fit_fast", "make_clipper", "noisy_step", "poisson_batches",
+           "train_fast"]
 
 
 def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.Tensor], *,
@@ -56,7 +55,8 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
                 continue
             s = sums[p]
             if std > 0:
-                s = s + gaussian_noise(s, std, generator)
+                s = s + torch.normal(mean=0, std=std, size=s.shape, device=s.device, generator=generator,
+                                     dtype=s.dtype)
             if canaries is not None:
                 canaries.observe(p, s, max_grad_norm)
             p.grad = s.view_as(p) / expected_batch_size

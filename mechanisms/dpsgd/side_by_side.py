@@ -1,21 +1,22 @@
 """Many DP-SGD runs at the cost of one: R independent runs of a model whose only trainable layer is a final
 ``nn.Linear`` (``linear``: logistic regression on pixels; ``scatternet-linear``: Tramèr & Boneh's fixed ScatterNet
-front), trained side by side with their parameters stacked to ``(R, ...)`` — for a multi-run audit (Jagielski,
-Ullman, Oprea 2020; Annamalai & De Cristofaro 2024), whose R runs differ only in one canary record and their seeds.
+front), trained side by side — for a multi-run audit (Jagielski, Ullman, Oprea 2020; Annamalai & De Cristofaro
+2024), whose R runs differ only in one canary record and their seeds.
 
 Run r is the run ``DPSGD.fit(data_r, spec, seed=seeds[r], audit=InitialModel(θ_0, public_size=n))`` would train, on
-``data_r`` = the base records plus, where ``included[r]``, the canary (last), and it is trained by the same pieces of
-the mechanism's code: its calibration (``DPSGD.calibrate``: σ, q and T from the public n), its Poisson sampling
-(``mechanisms.dpsgd.sampling.poisson_indices`` with run r's generator, as ``fit`` seeds it), its clip factor
-(``mechanisms.dpsgd.clipping.clip_factors``, the book-keeping rule of ``bk_layers._linear``: ‖g_i‖² (‖a_i‖² + 1)),
-its noise (``mechanisms.dpsgd.fast.gaussian_noise``, per parameter in the optimizer's order, from the global-RNG
-state run r's ``fit`` would have after building its model) and its optimizer (``make_optimizer``, element-wise on
-the stacked tensors). ``tests/mechanisms/test_side_by_side.py`` shows the R models equal R calls of ``fit`` to float
-tolerance. Sampling with q < 1 is supported (each run's batch is a mask over the shared records); at q = 1 every
-record is in every batch whatever the draws (``torch.rand`` < 1), so the sampler's draws, which feed nothing else,
-are skipped.
+``data_r`` = the base records plus, where ``included[r]``, the canary (last), and it goes through the same functions
+of the mechanism's code, looked up where ``fit``'s loop looks them up (so that a patched one, a planted bug, acts on
+both): its calibration (``DPSGD.calibrate``: σ, q and T from the public n), its Poisson sampling
+(``fast.poisson_batches`` with run r's generator, as ``fit`` seeds it; at q = 1 every record is in every batch
+whatever the draws, ``torch.rand`` < 1, and the draws feed nothing else, so they are skipped), its clip factor
+(``clipping.clip_factors``, with the book-keeping rule of one linear layer, ``bk_layers._linear``:
+‖g_i‖² (‖a_i‖² + 1)), its noise and update
+(``fast.noisy_step`` with run r's own optimizer, its noise drawn from the global-RNG state run r's ``fit`` would
+have after building its model). Only the clipped sums are computed for all runs at once (two matrix products over
+the shared records, each run's batch a mask). Not shared: ``fast.train_fast``'s epoch loop itself (a bug planted
+there, e.g. an extra epoch, acts on ``fit`` only; ``tests/mechanisms/test_side_by_side.py`` shows the R models equal
+R calls of ``fit`` to float tolerance, which pins the correct loop).
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -26,9 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.core.training import make_optimizer
-from mechanisms.dpsgd.clipping import clip_factors
-from mechanisms.dpsgd.noise import gaussian_noise
-from mechanisms.dpsgd.sampling import poisson_indices
+from mechanisms.dpsgd import clipping, fast
 
 __all__ = ["RunsResult", "linear_head", "train_runs"]
 MEMORY_FLOATS = 1 << 26  # (runs, records, classes) floats per chunk of runs trained at once (256 MiB in float32)
@@ -74,13 +73,18 @@ def _noise_generator(build: Callable[[], nn.Module], seed: int) -> torch.Generat
 def _masks(n_base: int, included: Sequence[bool], gens: Sequence[torch.Generator], *, sample_rate: float,
            steps: int) -> torch.Tensor:
     """``(R, steps, n_base + 1)`` bool: record i is in run r's batch at each step of one epoch (the canary is row
-    ``n_base``, only in runs that include it), drawn as run r's ``poisson_indices`` draws them."""
+    ``n_base``, only in runs that include it), from the mechanism's own ``fast.poisson_batches`` over run r's
+    ``n_base + included[r]`` records (its rows' indices stand in for the records) with run r's generator."""
     out = torch.zeros(len(gens), steps, n_base + 1, dtype=torch.bool)
     for r, (inc, gen) in enumerate(zip(included, gens, strict=True)):
-        if sample_rate >= 1.0:  # every record in every batch: rand < 1 always (the draws feed nothing else)
+        if sample_rate >= 1.0:  # q = 1: every record in every batch whatever the draws (rand < 1), which feed nothing
             out[r, :, : n_base + int(inc)] = True
             continue
-        for t, idx in enumerate(poisson_indices(n_base + int(inc), sample_rate=sample_rate, generator=gen)):
+        rows = torch.arange(n_base + int(inc))
+        batches = list(fast.poisson_batches(rows, rows, sample_rate=sample_rate, generator=gen))
+        if len(batches) != steps:
+            raise ValueError(f"an epoch of Poisson batches has {len(batches)} steps, the run {steps}")
+        for t, (idx, _) in enumerate(batches):
             out[r, t, idx] = True
     return out
 
@@ -94,7 +98,7 @@ def _clipped_sums(a: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Te
     logits = torch.einsum("rkd,nd->rkn", w, a) + b[:, :, None]  # (R, K, n): softmax over a contiguous K is fast
     g = torch.softmax(logits, dim=1) - F.one_hot(y, w.shape[1]).t().to(a.dtype)
     sq = g.square().sum(1) * (a.square().sum(1) + (1.0 if bias else 0.0))  # (R, n)
-    gc = g * (clip_factors(sq, max_grad_norm) * mask)[:, None, :]
+    gc = g * (clipping.clip_factors(sq, max_grad_norm) * mask)[:, None, :]
     return torch.einsum("rkn,nd->rkd", gc, a), gc.sum(2)
 
 
@@ -142,28 +146,29 @@ def train_runs(model: nn.Module, initial: dict[str, torch.Tensor], x: torch.Tens
 def _train_chunk(head: nn.Linear, a: torch.Tensor, y: torch.Tensor, included: Sequence[bool], seeds: Sequence[int],
                  spec, *, noise_multiplier: float, max_grad_norm: float, sample_rate: float, steps: int,
                  expected_batch_size: int, build: Callable[[], nn.Module]) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk of ``train_runs``' runs; returns their final weights ``(R, K, d)`` and biases ``(R, K)``."""
-    r = len(seeds)
+    """One chunk of ``train_runs``' runs; returns their final weights ``(R, K, d)`` and biases ``(R, K)``. Each run has
+    its own parameters and optimizer; the clipped sums of all runs come from one batched computation, and each run's
+    noise and update from the mechanism's ``fast.noisy_step``."""
     bias = head.bias is not None and head.bias.requires_grad
-    w = head.weight.detach().expand(r, *head.weight.shape).clone().requires_grad_(True)
-    b = (head.bias.detach() if head.bias is not None else a.new_zeros(head.out_features)).expand(r, -1).clone()
-    b.requires_grad_(bias)
-    optimizer = make_optimizer([w, b] if bias else [w], spec)
+    runs = [[nn.Parameter(p.detach().clone()) for p in ((head.weight, head.bias) if bias else (head.weight,))]
+            for _ in seeds]
+    optimizers = [make_optimizer(params, spec) for params in runs]
     noise = [_noise_generator(build, int(s)) for s in seeds]
     poisson = [torch.Generator().manual_seed(int(s)) for s in seeds]
-    std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0
+    zero = a.new_zeros(head.out_features)
     per_epoch = steps // spec.epochs
     for _ in range(spec.epochs):
         masks = _masks(len(y) - 1, included, poisson, sample_rate=sample_rate, steps=per_epoch).to(a.device)
         for t in range(per_epoch):
             with torch.no_grad():
+                w = torch.stack([p[0] for p in runs])
+                b = torch.stack([p[1] for p in runs]) if bias else zero.expand(len(runs), -1)
                 gw, gb = _clipped_sums(a, y, w, b, masks[:, t].to(a.dtype), max_grad_norm=max_grad_norm, bias=bias)
-                for k in range(r):  # the noise of run k, per parameter in the optimizer's order, as noisy_step
-                    gw[k] += gaussian_noise(gw[k], std, noise[k])
-                    if bias:
-                        gb[k] += gaussian_noise(gb[k], std, noise[k])
-            w.grad = gw / expected_batch_size
-            if bias:
-                b.grad = gb / expected_batch_size
-            optimizer.step()
-    return w.detach(), b.detach()
+            for k, (params, optimizer) in enumerate(zip(runs, optimizers, strict=True)):
+                optimizer.zero_grad(set_to_none=True)
+                sums = {params[0]: gw[k], **({params[1]: gb[k]} if bias else {})}
+                fast.noisy_step(optimizer, sums, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
+                                expected_batch_size=expected_batch_size, generator=noise[k])
+    weights = torch.stack([p[0].detach() for p in runs])
+    biases = torch.stack([p[1].detach() for p in runs]) if bias else zero.expand(len(runs), -1).clone()
+    return weights, biases
