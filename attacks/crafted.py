@@ -55,6 +55,10 @@ class CraftedParams(Params):
         runs_per_job: runs trained side by side in one job (a mechanism with ``"side-by-side"``).
         ideal_draws: draws of the ideal mechanism (Gaussian scores at the certified μ, q = 1) put through the same
             analysis and through the anchor's estimator, recorded beside the audit (0: none).
+        model, batch_size: the runs' architecture and (expected) batch size, the auditor's choice like θ_0 (e.g.
+            ``linear`` and a batch above the members: logistic regression at q = 1, trained side by side); None: the
+            target's. Everything else (the mechanism's code, its other settings, ε and δ) is the target's; a mechanism
+            that trains one run per job (``"initial-model"`` only) takes the target's.
     """
 
     runs: int = Field(1000, ge=10, le=90_000)
@@ -64,6 +68,8 @@ class CraftedParams(Params):
     init_data: Literal["population", "test"] = "population"
     runs_per_job: int = Field(1000, ge=1)
     ideal_draws: int = Field(50, ge=0, le=10_000)
+    model: str | None = None
+    batch_size: int | None = Field(None, ge=1)
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class SideBySideJob:
     initial: InitialModel
     queries: Weights  # {"x": (Q, ...)} the inputs each final model is queried on
     device: str = "cpu"
+    spec_update: tuple[tuple[str, object], ...] = ()  # the auditor's model / batch size over the target's recipe
 
     def run(self, mechanism, data: ArrayDataset, spec, *, target_epsilon: float | None, delta: float
             ) -> TrainedModel:
@@ -89,7 +96,7 @@ class SideBySideJob:
 
         from mechanisms.dpsgd.side_by_side import linear_head
 
-        device, n = torch.device(self.device), len(data) - 1
+        device, n, spec = torch.device(self.device), len(data) - 1, audit_spec(spec, dict(self.spec_update))
         start = time.perf_counter()
         heads, privacy, params = mechanism.fit_runs(
             data.subset(torch.arange(n)), data.subset(torch.tensor([n])), spec, included=self.included,
@@ -102,6 +109,16 @@ class SideBySideJob:
             out = vmap(lambda w, b: functional_call(head, {"weight": w, "bias": b}, (phi,)))(heads.weight, heads.bias)
         return TrainedModel(model, privacy, params={**params, "runs": len(self.seeds)},
                             train_seconds=time.perf_counter() - start, audit={"outputs": out.cpu().tolist()})
+
+
+def audit_spec(spec, update: dict):
+    """The runs' settings: ``spec`` with the auditor's ``model`` / ``batch_size`` (a new model takes no
+    model_kwargs)."""
+    if not update:
+        return spec
+    if "model" in update:
+        update = {**update, "params": spec.params.model_copy(update={"model_kwargs": {}})}
+    return spec.model_copy(update=update)
 
 
 class CraftedAudit(MembershipAttack):
@@ -136,14 +153,17 @@ class CraftedAudit(MembershipAttack):
 
         mech = MECHANISMS.get(ctx.mechanism)
         if "side-by-side" in mech.audits:
-            base, spec = self._base(ctx), ctx.train_like_target.spec
+            base, spec = self._base(ctx), self._spec(ctx)
             try:
                 linear_head(mech().build(base.input_shape, base.num_classes, spec))
                 return True
             except ValueError:
                 pass
-        if "initial-model" in mech.audits:
+        if "initial-model" in mech.audits and not self._update():
             return False
+        if "initial-model" in mech.audits:
+            raise ValueError(f"{self.name}: model / batch_size are for runs trained side by side; {ctx.mechanism!r} "
+                             "trains one run per job with the target's settings")
         raise ValueError(f"{self.name} is not run on {ctx.mechanism!r}: it does not accept an initial model (declare "
                          "'initial-model' in Mechanism.audits and start fit from audit.weights.state; "
                          "mechanisms.base.InitialModel, examples/opacus_plugin.py)")
@@ -155,10 +175,7 @@ class CraftedAudit(MembershipAttack):
 
         key = (ctx.seed, ctx.mechanism)
         if key not in self._chosen:
-            p, spec = self.params, ctx.train_like_target.spec
-            if spec is None:
-                raise ValueError(f"{self.name} needs the target's training settings (TrainLikeTarget.spec) to build "
-                                 "θ_0")
+            p, spec = self.params, self._spec(ctx)
             base = self._base(ctx)
             mech = MECHANISMS.get(ctx.mechanism)()
             data = ctx.split.population if p.init_data == "population" else ctx.split.test
@@ -174,6 +191,20 @@ class CraftedAudit(MembershipAttack):
                      "linear_sgd": spec.optimizer == "sgd"}
             self._chosen[key] = (weights, canary, facts)
         return self._chosen[key]
+
+    def _update(self) -> dict:
+        """The auditor's settings over the target's recipe (``model``, ``batch_size``; those given)."""
+        p = self.params
+        return {k: v for k, v in (("model", p.model), ("batch_size", p.batch_size)) if v is not None}
+
+    def _spec(self, ctx: AttackContext):
+        """The runs' training settings (``audit_spec``).
+
+        Raises:
+            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``)."""
+        if ctx.train_like_target.spec is None:
+            raise ValueError(f"{self.name} needs the target's training settings (TrainLikeTarget.spec) to build θ_0")
+        return audit_spec(ctx.train_like_target.spec, self._update())
 
     def _base(self, ctx: AttackContext) -> ArrayDataset:
         return ctx.split.members.subset(torch.arange(min(self.params.members, len(ctx.split.members))))
@@ -194,7 +225,7 @@ class CraftedAudit(MembershipAttack):
         data = concat(base, one)
         jobs = [(data, seeds[i], SideBySideJob(tuple(seeds[i : i + p.runs_per_job]),
                                                tuple(bool(c) for c in coins[i : i + p.runs_per_job]), initial, queries,
-                                               ctx.device.type))
+                                               ctx.device.type, tuple(sorted(self._update().items()))))
                 for i in range(0, p.runs, p.runs_per_job)]
         return coins, jobs, True, canary
 
@@ -216,12 +247,15 @@ class CraftedAudit(MembershipAttack):
         _, _, facts = self.choices(ctx)
         sigma, q, steps = (float(params.get(k) or 0) for k in ("noise_multiplier", "sample_rate", "steps"))
         mu = math.sqrt(steps) / sigma if q == 1.0 and sigma > 0 and steps else None
-        design = AuditDesign("multi-run", THREAT_MODEL, size=len(coins), relation="add-remove",
-                             gaussian=bool(facts["isolated"] and facts["linear_sgd"]), certified_mu=mu)
+        # Gaussian by construction: the excluded runs' scores (θ_0's part + the noise, nothing of the members), and at
+        # q = 1 the included ones too (the canary's clipped step at every step, along a near-constant direction)
+        gaussian = bool(facts["isolated"] and facts["linear_sgd"] and q == 1.0)
+        design = AuditDesign("multi-run", THREAT_MODEL, size=len(coins), relation="add-remove", gaussian=gaussian,
+                             certified_mu=mu)
         delta = privacy.delta if privacy is not None and privacy.delta else 1e-5
         extra = {"threat": "black-box, final model only, auditor-chosen θ_0 and canary", "runs": len(coins),
                  "members": len(self._base(ctx)), "public_size": len(self._base(ctx)) + 1,
-                 "side_by_side": together, "train_seconds": seconds, **facts,
+                 "side_by_side": together, "train_seconds": seconds, **facts, **self._update(),
                  **{k: params.get(k) for k in ("noise_multiplier", "sample_rate", "steps", "max_grad_norm")},
                  **crafted_summary(scores, coins, design=design, delta=delta, ideal_draws=self.params.ideal_draws)}
         return MembershipScores(scores, coins.astype(np.int64), design=design, privacy=privacy, extra=extra)

@@ -27,23 +27,23 @@ SPEC = DPSGD.spec(model="linear", epochs=10, batch_size=10_000, lr=0.5, optimize
 class _Runs:
     """``TrainLikeTarget`` for the audit alone: a side-by-side job's ``run``, or ``fit`` with the job's request."""
 
-    batch_size = SPEC.batch_size
-    spec = SPEC
+    def __init__(self, spec=SPEC):
+        self.spec, self.batch_size = spec, spec.batch_size
 
     def audit_runs(self, jobs):
         mech = DPSGD()
         for data, seed, request in jobs:
             if hasattr(request, "run"):
-                yield request.run(mech, data, SPEC, target_epsilon=None, delta=DELTA)
+                yield request.run(mech, data, self.spec, target_epsilon=None, delta=DELTA)
             else:
-                yield mech.fit(data, SPEC, target_epsilon=None, delta=DELTA, seed=seed, device=CPU, audit=request)
+                yield mech.fit(data, self.spec, target_epsilon=None, delta=DELTA, seed=seed, device=CPU, audit=request)
 
     def prefetch(self, jobs):
         pass
 
 
-def _audit(split, **params):
-    ctx = context(None, split, seed=0, train_like_target=_Runs())
+def _audit(split, spec=SPEC, **params):
+    ctx = context(None, split, seed=0, train_like_target=_Runs(spec))
     ctx = type(ctx)(**{**ctx.__dict__, "mechanism": "dpsgd"})
     attack = CraftedAudit(CraftedParams(**{"runs": 400, "members": 300, "ideal_draws": 0, **params}))
     return attack.score(ctx)
@@ -111,3 +111,16 @@ def test_a_mechanism_without_the_hook_is_refused_in_one_line(digits_split, monke
     monkeypatch.setattr(DPSGD, "audits", frozenset({"gradient-canaries"}))
     with pytest.raises(ValueError, match="does not accept an initial model"):
         _audit(digits_split, runs=10)
+
+
+def test_the_auditor_chooses_the_runs_model_and_batch(digits_split):
+    """Over a target recipe of an MLP on Poisson batches, the auditor's logistic regression at q = 1: side by side,
+    Gaussian by construction, the certified μ of the target's σ and T."""
+    mlp = DPSGD.spec(model="mlp", epochs=10, batch_size=50, lr=0.5, optimizer="sgd",
+                     params={"max_grad_norm": 1.0, "noise_multiplier": 3.4, "model_kwargs": {"hidden": 16}})
+    scores = _audit(digits_split, mlp, runs=20, model="linear", batch_size=10_000)
+    assert scores.extra["side_by_side"] and scores.extra["model"] == "linear" and scores.design.gaussian
+    assert scores.design.certified_mu == pytest.approx(np.sqrt(10) / 3.4)
+    # without the auditor's choice the MLP's runs go one by one through fit, at q < 1: no Gaussian analysis
+    plain = _audit(digits_split, mlp, runs=10)
+    assert not plain.extra["side_by_side"] and not plain.design.gaussian and plain.design.certified_mu is None
