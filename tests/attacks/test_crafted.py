@@ -124,3 +124,46 @@ def test_the_auditor_chooses_the_runs_model_and_batch(digits_split):
     # without the auditor's choice the MLP's runs go one by one through fit, at q < 1: no Gaussian analysis
     plain = _audit(digits_split, mlp, runs=10)
     assert not plain.extra["side_by_side"] and not plain.design.gaussian and plain.design.certified_mu is None
+
+
+def _opacus_plugin():
+    import importlib
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    sys.path.insert(0, examples)
+    try:
+        return importlib.import_module("opacus_plugin")  # registers opacus-dpsgd once
+    finally:
+        sys.path.remove(examples)
+
+
+@pytest.mark.long  # ten runs of the user's loop, each calibrating its σ through Opacus (~35 s)
+def test_a_users_opacus_loop_with_the_hook_is_audited_run_by_run(digits_split, monkeypatch):
+    """examples/opacus_plugin.py declares "initial-model": its own loop trains each run from θ_0 (one run per job);
+    without the declaration the audit is refused in one line."""
+    from attacks.base import OneAtATime
+    from mechanisms.base import InitialModel, Weights
+
+    plugin = _opacus_plugin()
+    mech = plugin.OpacusDPSGD()
+    spec = plugin.OpacusDPSGD.spec(model="linear", epochs=2, batch_size=10_000, lr=0.5)
+
+    def fit(data, *, seed, audit=None):
+        return mech.fit(data, spec, target_epsilon=4.0, delta=DELTA, seed=seed, device=CPU, audit=audit)
+
+    runs = OneAtATime(fit, spec.batch_size, spec)
+    ctx = context(None, digits_split, seed=0, train_like_target=runs)
+    ctx = type(ctx)(**{**ctx.__dict__, "mechanism": "opacus-dpsgd"})
+    scores = CraftedAudit(CraftedParams(runs=10, members=300, ideal_draws=0)).score(ctx)
+    assert not scores.extra["side_by_side"] and np.isfinite(scores.scores).all()
+    assert scores.design.certified_mu is not None  # the loop's own σ, q = 1 and T, as it recorded them
+    # the hook acts: the same seed from another θ_0 ends elsewhere
+    base = digits_split.members
+    theta = Weights({k: torch.zeros_like(v) for k, v in mech.build(base.input_shape, 10, spec).state_dict().items()})
+    a, b = fit(base, seed=1).model, fit(base, seed=1, audit=InitialModel(theta)).model
+    assert not all(torch.equal(u, v) for u, v in zip(a.parameters(), b.parameters(), strict=True))
+    monkeypatch.setattr(plugin.OpacusDPSGD, "audits", frozenset())
+    with pytest.raises(ValueError, match="'opacus-dpsgd': it does not accept an initial model"):
+        CraftedAudit(CraftedParams(runs=10, members=300)).score(ctx)
