@@ -30,7 +30,7 @@ from typing import Literal
 
 import numpy as np
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
 from attacks.shadows import shadow_seed
@@ -55,10 +55,11 @@ class CraftedParams(Params):
         runs_per_job: runs trained side by side in one job (a mechanism with ``"side-by-side"``).
         ideal_draws: draws of the ideal mechanism (Gaussian scores at the certified μ, q = 1) put through the same
             analysis and through the anchor's estimator, recorded beside the audit (0: none).
-        model, batch_size: the runs' architecture and (expected) batch size, the auditor's choice like θ_0 (e.g.
-            ``linear`` and a batch above the members: logistic regression at q = 1, trained side by side); None: the
-            target's. Everything else (the mechanism's code, its other settings, ε and δ) is the target's; a mechanism
-            that trains one run per job (``"initial-model"`` only) takes the target's.
+        model: the runs' architecture, the auditor's choice like θ_0 (e.g. ``linear``: logistic regression, trained
+            side by side); None: the target's. Everything else (the mechanism's code, its other settings, ε and δ) is
+            the target's; a mechanism that trains one run per job (``"initial-model"`` only) takes the target's.
+        batch_size: the runs' (expected) batch size, the auditor's choice (e.g. above the members: q = 1); None: the
+            target's.
     """
 
     runs: int = Field(1000, ge=10, le=90_000)
@@ -70,6 +71,15 @@ class CraftedParams(Params):
     ideal_draws: int = Field(50, ge=0, le=10_000)
     model: str | None = None
     batch_size: int | None = Field(None, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str | None) -> str | None:
+        from bench.core.catalog import MODELS
+
+        if value is not None and value not in MODELS.names():
+            raise ValueError(f"model must be a registered model ({', '.join(sorted(MODELS.names()))}), got {value!r}")
+        return value
 
 
 @dataclass(frozen=True)
