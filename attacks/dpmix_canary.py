@@ -228,7 +228,8 @@ class ReleaseAuditJob:
     num_canaries: int
     releases: int
     seed: int
-    conformance: int = 1  # the version of the conformance observations the job returns (part of its cache key)
+    conformance: int = 2  # the version of the conformance observations the job returns (part of its cache key;
+    # 2: issue 45's tests, the mixing weights and the declared ε)
 
     def run(self, mechanism: Mechanism, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None,
             delta: float) -> TrainedModel:
@@ -236,7 +237,7 @@ class ReleaseAuditJob:
         TrainedModel holds the mechanism's untrained architecture (nothing is trained), the releases' privacy and
         ``audit = {"scores": [...], "coins": [...], "conformance": {...}}`` (``attacks.release_conformance``: the
         subsets ``mix_release`` drew are observed during these releases only)."""
-        from attacks.release_conformance import MixingObserver
+        from attacks.dpmix_conformance import MixingObserver
 
         observer = MixingObserver(data.input_shape, data.num_classes)
         with observer.subsets():

@@ -11,7 +11,10 @@ largest clipped contribution of a canary and of a real record (the clipper's own
 q (each record-step a Bernoulli(q) trial under Poisson sampling: exact one-sided binomial); the dispersion of the
 records' participation counts against Binomial(T, q); the number of noisy steps against the accountant's. Beside
 them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled over every noise observation, q from the
-counts, the observed T; under the run's certified relation): one more comparison of the family.
+counts, the observed T; under the run's certified relation): one more comparison of the family. Last, "the
+accountant's ε is the ε of the declared mechanism" (``declared_epsilon_test``): the mechanism's declared σ, q and T
+(its recorded parameters, not its accountant's) through the conformance code's own accountant
+(``attacks.audit.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε: K + 8 tests in all.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from attacks.audit.conformance import (
+    PLD_SMALLEST_SIGMA,
     clip_test,
     conformance_record,
+    declared_epsilon_test,
     dispersion_test,
     dpsgd_measured_epsilon,
     independence_test,
@@ -32,6 +37,7 @@ from attacks.audit.conformance import (
     shape_test,
     steps_test,
 )
+from attacks.audit.subsampled_gaussian import poisson_gaussian_epsilon
 
 LARGE_EPSILON = 1e9  # stored for an ε from measured parameters that is infinite (no noise at all)
 
@@ -98,9 +104,21 @@ def _measured(obs: dict[str, Any], *, sigma: float, q: float, privacy: Any) -> d
     return m
 
 
+def _declared(*, sigma: float, sample_rate: float, steps: int, privacy: Any) -> dict[str, Any]:
+    """The certified ε against the declared σ, q, T's by the conformance code's own PLD accountant, under the
+    certified relation; a σ below ``PLD_SMALLEST_SIGMA`` is read at that floor (a smaller ε: the test errs low)."""
+    relation = str(privacy.relation)
+    declared = poisson_gaussian_epsilon(noise_multiplier=max(sigma, PLD_SMALLEST_SIGMA),
+                                        sample_rate=min(sample_rate, 1.0), steps=max(steps, 1),
+                                        delta=float(privacy.delta), relation=relation)
+    return declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=declared,
+                                 certified=float(privacy.epsilon), noise_multiplier=sigma, sample_rate=sample_rate,
+                                 steps=steps, relation=relation)
+
+
 def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_rate: float, certified_steps: int,
                       privacy: Any) -> dict[str, Any]:
-    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 7 records, "measured_epsilon"}``).
+    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 8 records, "measured_epsilon"}``).
 
     Args:
         obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
@@ -117,6 +135,7 @@ def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_ra
              clip_test("clip bound C (records' clipped gradients)", float(record), c) if record is not None else
              _skipped("clip bound C (records' clipped gradients)", "clip bound", "no record's gradient was clipped")]
     tests = [*_noise_tests(obs, noise_multiplier), *_sample_tests(obs, noise_multiplier), *clips,
-             *_sampling_tests(obs, sample_rate, certified_steps)]
+             *_sampling_tests(obs, sample_rate, certified_steps),
+             _declared(sigma=noise_multiplier, sample_rate=sample_rate, steps=certified_steps, privacy=privacy)]
     return {"tests": tests, "measured_epsilon": _measured(obs, sigma=noise_multiplier, q=sample_rate,
                                                           privacy=privacy)}

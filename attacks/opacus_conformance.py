@@ -27,6 +27,19 @@ discretisation): small when the run spent more than it certifies through its noi
 accountant's value there, not the measured one: the rate test tests q in the same family, so "spent ≤ certified"
 is refuted through one or the other. A certified ε under replace-one is compared as is (its ε is at least the
 add/remove one, so the comparison stays conservative).
+
+6. ``ε of the declared mechanism (conformance's own accountant)`` (``declared_epsilon_test``, last): PRV's lower ε
+   estimate of the loop's declared optimizers — each one's σ, its accountant's q and its observed steps, composed —
+   against the ε the loop reported. Exact (a number computed): a loop that reports the ε of one phase while it trained
+   two is caught here, whatever its noise.
+
+**A loop of several phases** (several ``DPOptimizer``s on the model: ``attacks.opacus_phases``): tests 1-3 per
+phase, prefixed ``phase i of P:`` (each phase's noise against its own σ, its rows against its own accountant's q,
+its canary records' participation over its own steps), then one steps test (every observed step against the steps
+in the histories of the distinct accountants), then each phase's clip test, then the declared ε: (k + 3)·P + 2
+tests. Its measured ε composes every phase's limits (σ, q, observed T) in PRV's lower estimate, each limit at
+1 − 0.05/K for the K limits used; its p-value is the smallest α at which that composed lower limit exceeds the
+reported ε (``limit_p_value``).
 """
 
 from __future__ import annotations
@@ -37,10 +50,19 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from attacks.audit.conformance import clip_test, conformance_record, dispersion_test, noise_test, rate_test, steps_test
+from attacks.audit.conformance import (
+    clip_test,
+    conformance_record,
+    declared_epsilon_test,
+    dispersion_test,
+    noise_test,
+    rate_test,
+    steps_test,
+)
+from attacks.audit.conformance_release import limit_p_value
 
-__all__ = ["SIGMA_STAR_MARGIN", "accountant_rate", "opacus_conformance", "opacus_tests", "prv_epsilon",
-           "prv_sigma_for_epsilon"]
+__all__ = ["SIGMA_STAR_MARGIN", "accountant_rate", "opacus_conformance", "opacus_tests", "prv_composed_epsilon",
+           "prv_epsilon", "prv_sigma_for_epsilon"]
 SIGMA_STAR_MARGIN = 1e-3  # σ* shrunk by this fraction: PRV's ε is piecewise in σ at its discretisation
 SIGMA_FLOOR = 0.2  # PRV's domain; a smaller σ upper limit is read at the floor (a smaller, still valid, ε limit)
 
@@ -49,13 +71,23 @@ def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: 
     """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant (eps_error 0.01, delta_error
     δ/1000, Opacus' defaults): ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is what
     ``PRVAccountant.get_epsilon`` certifies). Raises ValueError for an unknown ``which``."""
+    return prv_composed_epsilon([(noise_multiplier, sample_rate, steps)], delta, which=which)
+
+
+def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, *, which: str) -> float:
+    """``prv_epsilon`` of the composition of ``history``'s ``(σ, q, steps)`` phases (∞ where a phase has σ = 0).
+    Raises ValueError for an unknown ``which``."""
     from opacus.accountants import PRVAccountant
 
     pick = {"lower": 0, "estimate": 1, "upper": 2}
     if which not in pick:
         raise ValueError(f"prv_epsilon: which must be one of {sorted(pick)}, got {which!r}")
+    if any(float(s) <= 0 for s, _, t in history if int(t) > 0):
+        return math.inf
     acc = PRVAccountant()
-    acc.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
+    acc.history = [(float(s), float(q), int(t)) for s, q, t in history if int(t) > 0]
+    if not acc.history:
+        return 0.0
     dprv = acc._get_dprv(eps_error=0.01, delta_error=delta / 1000)
     return float(dprv.compute_epsilon(delta, delta / 1000, 0.01)[pick[which]])
 
@@ -81,10 +113,22 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
                        confidence: float = 0.95) -> dict[str, Any]:
     """The conformance record of one observed run (``bench.results.Conformance``'s fields): ``wb`` is the observer's
     ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the module docstring."""
+    phases = wb.get("phases") or []
     tests = opacus_tests(wb)
-    tensors, q = wb["noise_by_tensor"], accountant_rate(wb)
-    measured = _measured_epsilon(tensors, tests[len(tensors)], q, int(wb["steps"]), float(wb["claimed_sigma"]),
-                                 certified=certified, delta=delta, relation=relation, confidence=confidence)
+    if len(phases) > 1:
+        measured = _phased_epsilon(phases, int(wb["records_total"]), certified=certified, delta=delta,
+                                   relation=relation, confidence=confidence)
+        declared = [(float(p["claimed_sigma"]), float(p["sample_rate"]), int(p["steps"])) for p in phases]
+    else:
+        tensors, q = wb["noise_by_tensor"], accountant_rate(wb)
+        measured = _measured_epsilon(tensors, tests[len(tensors)], q, int(wb["steps"]), float(wb["claimed_sigma"]),
+                                     certified=certified, delta=delta, relation=relation, confidence=confidence)
+        declared = [(float(wb["claimed_sigma"]), q, int(wb["steps"]))]
+    lower = prv_composed_epsilon([(s if s <= 0 else max(s, SIGMA_FLOOR), q, t) for s, q, t in declared], delta,
+                                 which="lower")  # a σ below PRV's floor read at the floor: a smaller ε (errs low)
+    tests.append(declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=lower,
+                                       certified=certified, phases=[list(h) for h in declared],
+                                       accountant="opacus-prv (lower estimate)"))
     return {"tests": tests, "measured_epsilon": measured}
 
 
@@ -96,37 +140,81 @@ def accountant_rate(wb: dict[str, Any]) -> float:
     return sum(float(h[1]) * int(h[2]) for h in history) / max(sum(int(h[2]) for h in history), 1)
 
 
-def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
-    """The k + 4 conformance tests of one observed run (module docstring), in their fixed order."""
-    sigma, steps, hits = float(wb["claimed_sigma"]), int(wb["steps"]), np.asarray(wb["hits"], np.int64)
-    accounted = sum(int(h[2]) for h in wb["history"]) if wb["history"] else steps
-    q, tensors = accountant_rate(wb), wb["noise_by_tensor"]
-    tests = []
+def _phase_tests(ph: dict[str, Any], n: int, q: float, prefix: str) -> list[dict[str, Any]]:
+    """One phase's noise per tensor, sample rate and canary records' participation (module docstring, 1-3)."""
+    sigma, steps, hits = float(ph["claimed_sigma"]), int(ph["steps"]), np.asarray(ph["hits"], np.int64)
+    tensors, tests = ph["noise_by_tensor"], []
     for i, t in enumerate(tensors):
-        name = f"noise σ, tensor {i + 1} of {len(tensors)} {tuple(t['shape'])}"
+        name = f"{prefix}noise σ, tensor {i + 1} of {len(tensors)} {tuple(t['shape'])}"
         tests.append(noise_test(name, t["sum_squares"], t["n"], sigma) if t["n"] and sigma > 0 else
                      conformance_record(name, "noise sd", certified=sigma, measured=None, n=t["n"], p_value=1.0,
                                         alternative="less", validity="exact", reason="no observation or σ = 0"))
-    n, rows = int(wb["records_total"]), int(wb["batch_rows"])
-    if n > 0 and 0 < q <= 1:
-        tests.append(rate_test("sample rate q (rows of every batch)", "sample rate", min(rows, n * steps),
-                               n * steps, q))
-    else:
-        tests.append(conformance_record("sample rate q (rows of every batch)", "sample rate", certified=q,
-                                        measured=None, n=0, p_value=1.0, alternative="greater", validity="exact",
-                                        reason="no record count or no rate"))
-    name = "participation of the canary records"
-    tests.append(dispersion_test(name, hits, steps, q) if 0 < q < 1 and len(hits) > 1 else
+    rows, name = int(ph["batch_rows"]), f"{prefix}sample rate q (rows of every batch)"
+    tests.append(rate_test(name, "sample rate", min(rows, n * steps), n * steps, q) if n > 0 and 0 < q <= 1 and
+                 steps > 0 else conformance_record(name, "sample rate", certified=q, measured=None, n=0, p_value=1.0,
+                                                   alternative="greater", validity="exact",
+                                                   reason="no record count or no rate"))
+    name = f"{prefix}participation of the canary records"
+    tests.append(dispersion_test(name, hits, steps, q) if 0 < q < 1 and len(hits) > 1 and steps > 0 else
                  conformance_record(name, "participation dispersion", certified=1.0, measured=None, n=len(hits),
                                     p_value=1.0, alternative="two-sided", validity="simulated", reason="q = 1"))
-    tests.append(steps_test("optimizer steps T vs the accountant's history", steps, accounted))
-    bound = float(wb["clip_bound"])
-    tests.append(clip_test("clipped crafted gradient vs max_grad_norm C", wb["largest_clip"] * bound, bound)
-                 if wb["largest_clip"] is not None else
-                 conformance_record("clipped crafted gradient vs max_grad_norm C", "clip bound", certified=bound,
-                                    measured=None, n=0, p_value=1.0, alternative="greater", validity="exact",
-                                    reason="no canary in any batch"))
     return tests
+
+
+def _clip(ph: dict[str, Any], prefix: str) -> dict[str, Any]:
+    bound, name = float(ph["clip_bound"]), f"{prefix}clipped crafted gradient vs max_grad_norm C"
+    return (clip_test(name, ph["largest_clip"] * bound, bound) if ph["largest_clip"] is not None else
+            conformance_record(name, "clip bound", certified=bound, measured=None, n=0, p_value=1.0,
+                               alternative="greater", validity="exact", reason="no canary in any batch"))
+
+
+def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order: k + 4
+    for one phase, (k + 3)·P + 1 for P phases."""
+    phases, n = wb.get("phases") or [], int(wb["records_total"])
+    if len(phases) <= 1:
+        steps = int(wb["steps"])
+        accounted = sum(int(h[2]) for h in wb["history"]) if wb["history"] else steps
+        return [*_phase_tests(wb, n, accountant_rate(wb), ""),
+                steps_test("optimizer steps T vs the accountant's history", steps, accounted), _clip(wb, "")]
+    prefixes = [f"phase {i + 1} of {len(phases)}: " for i in range(len(phases))]
+    histories = {p["accountant_id"]: p["history"] for p in phases}  # each accountant once, however many phases
+    accounted = sum(int(h[2]) for history in histories.values() for h in history)
+    steps = sum(int(p["steps"]) for p in phases)
+    return [*(t for p, pre in zip(phases, prefixes, strict=True) for t in _phase_tests(p, n, float(p["sample_rate"]),
+                                                                                      pre)),
+            steps_test("optimizer steps T vs the accountants' histories", steps, accounted),
+            *(_clip(p, pre) for p, pre in zip(phases, prefixes, strict=True))]
+
+
+def _phased_epsilon(phases: list[dict[str, Any]], n: int, *, certified: float, delta: float, relation: str,
+                    confidence: float) -> dict[str, Any]:
+    """``MeasuredEpsilon``'s fields of a loop of several phases (module docstring): PRV's lower estimate of every
+    phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each."""
+    observed = [[t for t in p["noise_by_tensor"] if t["n"]] for p in phases]
+    k = sum(len(o) + 1 for o in observed)
+
+    def at(alpha: float) -> list[tuple[float, float, int]]:
+        out = []
+        for p, tensors in zip(phases, observed, strict=True):
+            s_u = min((math.sqrt(t["sum_squares"] / max(float(stats.chi2.ppf(alpha / k, t["n"])), 1e-300))
+                       for t in tensors), default=float(p["claimed_sigma"]))
+            trials = n * int(p["steps"])
+            rows = min(int(p["batch_rows"]), trials)
+            q_l = float(stats.beta.ppf(alpha / k, rows, trials - rows + 1)) if rows and trials else \
+                float(p["sample_rate"])
+            out.append((max(s_u, SIGMA_FLOOR), max(q_l, 1e-9), int(p["steps"])))
+        return out
+
+    def epsilon_at(alpha: float) -> float:
+        return prv_composed_epsilon(at(alpha), delta, which="lower")
+
+    limits = at(1 - confidence)
+    return {"epsilon": epsilon_at(1 - confidence), "certified": certified, "delta": delta, "relation": relation,
+            "accountant": "opacus-prv", "confidence": confidence, "p_value": limit_p_value(epsilon_at, certified),
+            "parameters": {**{f"phase_{i + 1}_{key}": float(v) for i, h in enumerate(limits) for key, v in
+                              zip(("noise_multiplier", "sample_rate", "steps"), h, strict=True)},
+                           "phases": float(len(phases))}}
 
 
 def _measured_epsilon(tensors: list[dict[str, Any]], rate: dict[str, Any], q: float, steps: int, sigma: float, *,

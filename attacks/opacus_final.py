@@ -112,6 +112,8 @@ class FinalModelObserver(OpacusObserver):
         self.rates: list[tuple[float, float]] = []  # per step: (lr_t, B_t)
         self.member_steps: list[np.ndarray] = []  # per step: the members' clipped sum / C at the observed coordinates
 
+    several = False  # θ_T − θ_0 is read as one optimizer's updates: a second DPOptimizer is refused
+
     def _setup(self, opt) -> None:
         super()._setup(opt)
         inner = opt.original_optimizer

@@ -9,7 +9,10 @@ coordinates of every parameter tensor (``references``), the rows of every batch,
 the largest clipped canary contribution and the accountant's history. Every canary record is in the loader whatever
 its coin (an excluded one carries a zero crafted gradient), so n, and with it q, T and σ, are fixed before the coins.
 A loop accounted by Opacus' ``gdp`` accountant (a central-limit approximation, not an upper bound on ε) is refused:
-its ε is not a certificate to audit against."""
+its ε is not a certificate to audit against. A loop that steps several ``DPOptimizer``s on the same parameters (two
+training phases, a second ``PrivacyEngine``) is observed whole, phase by phase (``attacks.opacus_phases``): each
+step is read under its own optimizer's σ, C and accountant's q, the canaries' scores sum over every phase, and the
+conformance tests and the ε from measured parameters cover them all."""
 
 from __future__ import annotations
 
@@ -19,16 +22,24 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attacks.opacus_phases import (
+    NOT_CERTIFIED,
+    REFERENCES_PER_TENSOR,
+    AuditRefused,
+    Phase,
+    base_clip,
+    canary_records,
+    log_likelihood_ratio,
+    read_phase,
+    references,
+    row_keys,
+    same_parameters,
+)
 from attacks.shadows import shadow_seed
 from bench.core.data import ArrayDataset
 
-REFERENCES_PER_TENSOR = 500  # at most, per parameter tensor (and at most a quarter of it): coordinates without a
-# canary, where the updates carry the noise alone
-NOT_CERTIFIED = ("gdp",)  # Opacus accountants whose ε is an approximation, not a certificate
-
-
-class AuditRefused(ValueError):
-    """The user's loop is not one this audit can observe (one line: what it assumes, and what it saw)."""
+__all__ = ["NOT_CERTIFIED", "REFERENCES_PER_TENSOR", "AuditRefused", "OpacusCanaries", "OpacusObserver",
+           "canary_records", "log_likelihood_ratio", "references"]
 
 
 @dataclass(frozen=True)
@@ -51,32 +62,13 @@ class OpacusCanaries:
         return OpacusObserver(self, images, records_total=len(data))
 
 
-def canary_records(
-    m: int, input_shape: tuple[int, ...], num_classes: int, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """m canary records: images ``(m, *input_shape)`` uniform in [0, 1] (distinct from every natural record with
-    probability 1) and labels ``(m,)``, drawn with ``seed``."""
-    gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 10 + 0))
-    return torch.rand((m, *input_shape), generator=gen), torch.randint(0, num_classes, (m,), generator=gen)
-
-
-def references(sizes: list[int]) -> list[int]:
-    """Reference coordinates per parameter tensor of ``sizes`` coordinates: min(``REFERENCES_PER_TENSOR``,
-    ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own)."""
-    return [min(REFERENCES_PER_TENSOR, -(-n // 4)) for n in sizes]
-
-
-def _row_keys(x: torch.Tensor) -> list[bytes]:
-    return [row.tobytes() for row in x.detach().cpu().float().reshape(len(x), -1).numpy()]
-
-
 class OpacusObserver(contextlib.AbstractContextManager):
     """Patches Opacus' ``GradSampleModule.forward`` and ``DPOptimizer.pre_step`` while the audit run trains (see the
     module docstring); ``result()`` gives the scores. Raises ``AuditRefused`` (one line) for a loop outside the
     design."""
 
     def __init__(self, request: OpacusCanaries, images: torch.Tensor, *, records_total: int = 0) -> None:
-        self.request, self.keys = request, {k: i for i, k in enumerate(_row_keys(images))}
+        self.request, self.keys = request, {k: i for i, k in enumerate(row_keys(images))}
         self.records_total = records_total  # n: the training records given to fit (members + every canary record)
         self.batch_rows = 0  # rows of every batch, summed over the steps
         self.largest_clip: float | None = None  # the largest clipped canary contribution per row, units of C
@@ -85,6 +77,8 @@ class OpacusObserver(contextlib.AbstractContextManager):
         self.hits: list[np.ndarray] = []  # per step: (records,) times each canary record was in the batch
         self.opt = None
         self.error: AuditRefused | None = None
+        self.phases: list[Phase] = []  # every DPOptimizer the loop stepped, in the order of their first steps
+        self.step_phase: list[int] = []  # per step: its phase
 
     def __enter__(self) -> OpacusObserver:
         from opacus import GradSampleModule
@@ -96,7 +90,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
 
         def observed_forward(module, *args, **kwargs):
             if torch.is_grad_enabled() and args and isinstance(args[0], torch.Tensor):
-                obs.rows += [obs.keys.get(k, -1) for k in _row_keys(args[0])]
+                obs.rows += [obs.keys.get(k, -1) for k in row_keys(args[0])]
             return forward(module, *args, **kwargs)
 
         def observed_pre_step(opt, closure=None):
@@ -117,36 +111,10 @@ class OpacusObserver(contextlib.AbstractContextManager):
 
         GradSampleModule.forward, DPOptimizer.pre_step = self._saved
 
+    several = True  # a loop may step several DPOptimizers (its phases); the final-model audit observes one
+
     def _setup(self, opt) -> None:
-        hook = opt.step_hook
-        cells = (
-            dict(
-                zip(
-                    getattr(hook, "__code__", None).co_freevars,
-                    [c.cell_contents for c in hook.__closure__],
-                    strict=True,
-                )
-            )
-            if getattr(hook, "__closure__", None)
-            else {}
-        )
-        self.accountant = cells.get("self")
-        kind = getattr(self.accountant, "mechanism", lambda: "")()
-        if kind in NOT_CERTIFIED:
-            raise AuditRefused(
-                f"opacus-canary: the loop's accountant is Opacus' {kind}, a central-limit approximation that is not "
-                "an upper bound on ε; the audit holds a loop to a certified ε (accountant prv or rdp)"
-            )
-        if "sample_rate" not in cells:
-            raise AuditRefused(
-                "opacus-canary: the DPOptimizer has no accountant step hook (it was not made by "
-                "PrivacyEngine.make_private*); the audit reads the accountant's sample rate there"
-            )
-        if type(opt).clip_and_accumulate is not _base_clip():
-            raise AuditRefused(
-                f"opacus-canary: {type(opt).__name__} clips per layer or per device; the audit "
-                "supports the flat clipping of DPOptimizer"
-            )
+        phase = read_phase(opt)
         params = opt.params
         sizes = [p.numel() for p in params]
         r, d = self.request.records, self.request.dirac
@@ -172,8 +140,26 @@ class OpacusObserver(contextlib.AbstractContextManager):
         owner = np.searchsorted(bounds, flat, side="right") - 1
         self.where = [(k, np.flatnonzero(owner == k), flat[owner == k] - bounds[k]) for k in np.unique(owner)]
         self.dirac_in = (torch.rand(d, generator=gen) < 0.5).numpy()
-        self.gen, self.opt, self.q = gen, opt, float(cells["sample_rate"])
-        self.sigma, self.C = float(opt.noise_multiplier), float(opt.max_grad_norm)
+        self.gen, self.first = gen, list(params)
+        self._enter(phase)
+
+    def _enter(self, phase: Phase) -> None:
+        """Make ``phase`` the one the next step belongs to (a new one is appended to ``phases``)."""
+        if all(p is not phase for p in self.phases):
+            self.phases.append(phase)
+        self.phase, self.opt, self.accountant = phase, phase.opt, phase.accountant
+        self.q, self.sigma, self.C = phase.q, phase.sigma, phase.clip
+
+    def _switch(self, opt) -> None:
+        """The step of another DPOptimizer than the last one's: a phase seen before, or a new one on the same
+        parameters. Raises ``AuditRefused`` where this observer observes one optimizer, or other parameters."""
+        known = next((p for p in self.phases if p.opt is opt), None)
+        if known is None:
+            if not self.several:
+                raise AuditRefused("opacus-canary: the loop steps more than one DPOptimizer; the audit observes one")
+            known = read_phase(opt)
+            known.order = same_parameters(self.first, opt)
+        self._enter(known)
 
     def _read(self, tensors: list[torch.Tensor]) -> np.ndarray:
         out = np.zeros(sum(len(ids) for _, ids, _ in self.where))
@@ -188,14 +174,17 @@ class OpacusObserver(contextlib.AbstractContextManager):
         if self.opt is None:
             self._setup(opt)
         elif opt is not self.opt:
-            raise AuditRefused("opacus-canary: the loop steps more than one DPOptimizer; the audit observes one")
+            self._switch(opt)
         if opt._check_skip_next_step(pop_next=False):
             raise AuditRefused(
                 "opacus-canary: the loop skips steps (BatchMemoryManager or gradient accumulation); "
                 "the audit needs one optimizer step per batch"
             )
-        params, rows = opt.params, np.asarray(self.rows, dtype=np.int64)
+        params, rows = self.phase.params(), np.asarray(self.rows, dtype=np.int64)
         self.batch_rows += len(rows)
+        self.phase.batch_rows += len(rows)
+        self.phase.steps += 1
+        self.step_phase.append(self.phases.index(self.phase))
         self.rows = []
         full = [opt._get_flat_grad_sample(p) for p in params]
         if len(full[0]) != len(rows):
@@ -207,7 +196,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
         is_canary = torch.from_numpy(rows >= 0)
         for p, g in zip(params, full, strict=True):  # pass 1: the members' rows alone, by the user's clipping
             p.grad_sample = g.masked_fill(is_canary.view(-1, *[1] * (g.dim() - 1)).to(g.device), 0.0)
-        _base_clip()(opt)
+        base_clip()(opt)
         members = self._read([p.summed_grad for p in params])
         hits = np.bincount(rows[rows >= 0], minlength=r)
         sampled_dirac = np.flatnonzero((torch.rand(self.d, generator=self.gen) < self.q).numpy() & self.dirac_in)
@@ -222,7 +211,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
                     rows_of[k][j, idx[hit[0]]] = self.request.norm * self.C
         for p, g in zip(params, rows_of, strict=True):  # pass 2: the canaries' rows, by the user's clipping again
             p.grad_sample = torch.from_numpy(g).to(p.device, p.dtype).view(len(canaries), *p.shape)
-        _base_clip()(opt)
+        base_clip()(opt)
         self._clipped(np.bincount(canaries, minlength=r + self.d), members)
         opt._check_skip_next_step()  # pops the flag, as pre_step does
         opt.add_noise()
@@ -241,15 +230,19 @@ class OpacusObserver(contextlib.AbstractContextManager):
         members' clipped sum, which the canaries' pass accumulated onto), units of C."""
         at = np.flatnonzero(count)
         if len(at):
-            got = (self._read([p.summed_grad for p in self.opt.params]) - members)[at] / (count[at] * self.C)
+            got = (self._read([p.summed_grad for p in self.phase.params()]) - members)[at] / (count[at] * self.C)
             self.largest_clip = max(self.largest_clip or 0.0, float(np.max(np.abs(got))))
+            self.phase.largest_clip = max(self.phase.largest_clip or 0.0, float(np.max(np.abs(got))))
 
     def result(self, model=None) -> dict:
         """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
         steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma", "noise_by_tensor": [{"shape", "sum_squares",
         "n"}] (reference noise, units of C), "batch_rows", "records_total", "largest_clip" (units of C),
-        "clip_bound", "history" ([σ, q, steps] as accounted), "accountant"}``. Raises ``AuditRefused`` when no
-        DPOptimizer stepped, or no canary record reached the model. ``model``: what ``fit`` returned (unused)."""
+        "clip_bound", "history" ([σ, q, steps] as accounted), "accountant", "phases"}``: the first phase's fields
+        (the steps and hits of all of them), and ``phases`` one such record per DPOptimizer the loop stepped
+        (``Phase.summary``, with its ``noise_by_tensor``, ``hits`` and ``sigma_hat``). Scores sum every phase's
+        log-likelihood ratios, each at its own q and measured σ̂. Raises ``AuditRefused`` when no DPOptimizer
+        stepped, or no canary record reached the model. ``model``: what ``fit`` returned (unused)."""
         if self.error is not None:
             raise self.error
         if self.opt is None or not self.x:
@@ -260,41 +253,27 @@ class OpacusObserver(contextlib.AbstractContextManager):
         if hits.sum() == 0:
             raise AuditRefused("opacus-canary: none of the canary records reached the model's forward as given; "
                                "the audit needs the loop to feed the training records unchanged")
-        x = np.stack(self.x).astype(np.float64)
-        sigma = float(np.sqrt(np.mean(x[:, r + d :] ** 2))) if x.shape[1] > r + d else self.sigma
-        scores = log_likelihood_ratio(x[:, : r + d], q=self.q, sigma=sigma)
+        x, which = np.stack(self.x).astype(np.float64), np.asarray(self.step_phase)
+        phases, scores = [], np.zeros(r + d)
+        for i, phase in enumerate(self.phases):
+            xi = x[which == i]
+            sigma = float(np.sqrt(np.mean(xi[:, r + d:] ** 2))) if x.shape[1] > r + d else phase.sigma
+            scores += log_likelihood_ratio(xi[:, : r + d], q=phase.q, sigma=sigma)
+            phases.append({**phase.summary(), "sigma_hat": sigma, "hits": np.stack(self.hits)[which == i].sum(0)
+                           .tolist(), "noise_by_tensor": self._tensors(xi[:, r + d:])})
+        first = phases[0]
         return {
             "records": {"scores": scores[:r].tolist(), "included": inc.astype(int).tolist()},
             "dirac": {"scores": scores[r:].tolist(), "included": self.dirac_in.astype(int).tolist()},
-            "hits": hits.tolist(),
-            "steps": len(self.x),
-            "sample_rate": self.q,
-            "sigma_hat": sigma,
-            "claimed_sigma": self.sigma,
-            **self._conformance(x[:, r + d :]),
+            "hits": hits.tolist(), "steps": len(self.x), "sample_rate": first["sample_rate"],
+            "sigma_hat": first["sigma_hat"], "claimed_sigma": first["claimed_sigma"],
+            "noise_by_tensor": first["noise_by_tensor"], "batch_rows": first["batch_rows"],
+            "records_total": self.records_total, "largest_clip": first["largest_clip"],
+            "clip_bound": first["clip_bound"], "history": first["history"], "accountant": first["accountant"],
+            "phases": phases,
         }
 
-    def _conformance(self, noise: np.ndarray) -> dict:
-        """What ``attacks.opacus_conformance`` tests (``noise``: ``(T, references)``, units of C)."""
-        history = [[float(s), float(q), int(t)] for s, q, t in getattr(self.accountant, "history", [])]
-        tensors = [{"shape": shape, "sum_squares": float(np.sum(noise[:, self.ref_tensor == k] ** 2)),
-                    "n": int(noise[:, self.ref_tensor == k].size)} for k, shape in enumerate(self.shapes)]
-        return {"noise_by_tensor": tensors, "batch_rows": self.batch_rows, "records_total": self.records_total,
-                "largest_clip": self.largest_clip, "clip_bound": self.C, "history": history,
-                "accountant": getattr(self.accountant, "mechanism", lambda: "unknown")()}
-
-
-def _base_clip():
-    from opacus.optimizers import DPOptimizer
-
-    return DPOptimizer.clip_and_accumulate
-
-
-def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray:
-    """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C: the
-    log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ = 0).
-    Returns ``(m,)``."""
-    if sigma <= 1e-12:
-        return x.sum(0)
-    z = (2 * x - 1) / (2 * sigma**2)
-    return (np.logaddexp(np.log1p(-q), np.log(q) + z) if q < 1 else z).sum(0)
+    def _tensors(self, noise: np.ndarray) -> list[dict]:
+        """Σ noise² and the observations per parameter tensor (``noise``: ``(T, references)``, units of C)."""
+        return [{"shape": shape, "sum_squares": float(np.sum(noise[:, self.ref_tensor == k] ** 2)),
+                 "n": int(noise[:, self.ref_tensor == k].size)} for k, shape in enumerate(self.shapes)]

@@ -82,7 +82,7 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
 
     from reports.common import degenerate_line
     from reports.empirical import bug_lines, refuted_claim_lines
-    from reports.tables import render_terminal
+    from reports.terminal import render_terminal
 
     if table:
         render_terminal(doc, console=console)
@@ -162,7 +162,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from bench.results import read
     from bench.runner.outfolder import FolderLock
     from reports.empirical import bug_lines, refuted_claim_lines
-    from reports.tables import render_terminal
+    from reports.terminal import render_terminal
 
     folder = Path(args.results_dir)
     path = folder / "results.json"

@@ -115,6 +115,11 @@ class OpacusDPSGD(Mechanism):
     audits = frozenset({"initial-model"})  # fit(..., audit=InitialModel): see its first lines
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"model": "mlp", "epochs": 15, "batch_size": 100, "lr": 0.5, "optimizer": "sgd"},
+        # the default profile's 10,000 MNIST members: a 32-wide MLP, 5 epochs of batch 500 (q = 0.05, 100 steps):
+        # 85.8 % on 5,000 held-out training images at ε = 1 in 7.6 CPU-s, against 83.5 % in 83.5 CPU-s for the smoke
+        # recipe (the 128-wide MLP, 1,500 steps of batch 100) on the same data (docs/zoo.md)
+        "default": {"model": "mlp", "epochs": 5, "batch_size": 500, "lr": 2.0, "optimizer": "sgd",
+                    "params": {"model_kwargs": {"hidden": 32}}},
     }
 
     def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None, audit=None):

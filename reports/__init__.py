@@ -18,7 +18,8 @@ from reports.figures import slug
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.plots import make_plots
-from reports.tables import SUMMARY_COLUMNS, render_terminal, summary_rows
+from reports.tables import SUMMARY_COLUMNS, summary_rows
+from reports.terminal import render_terminal
 
 __all__ = [
     "format_privacy", "format_tpr", "make_plots", "render_html", "render_markdown", "render_terminal",

@@ -1,6 +1,9 @@
 """Figure helpers shared by ``reports.plots`` and ``reports.verdict.plots``: matplotlib's object API with an
 explicit Agg canvas on every figure (no pyplot, no global backend switch, nothing left open), so plots run
-headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a guarantee."""
+headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a guarantee; the
+Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), which readers with any common colour-vision
+deficiency tell apart; labels written beside the lines instead of a legend (``direct_labels``); PNGs saved with a
+256-colour palette (a plot has few colours: a third of the bytes, no visible change)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image
 
 from bench.core.io import atomic_write_bytes
 from bench.results import RunResult
@@ -54,18 +58,56 @@ def image_grid(nrows: int, ncols: int, *, cell: tuple[float, float], left: float
     return fig, [list(row) for row in axes]
 
 
+DPI = 110
+# Okabe & Ito (2008): blue, vermillion, bluish green, orange, reddish purple, sky blue, yellow, black; yellow last
+# but one (weak on white), black last (the frontier and the diagonals are black).
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+
 def save(fig: Figure, path: Path) -> Path:
     """Write ``fig`` as a PNG to ``path`` atomically (``bench.core.io.atomic_write_bytes``: its temporary file, its
-    mode). Raises OSError (unwritable folder, full disk; the previous file stays)."""
+    mode), reduced to a 256-colour palette (Pillow's median cut, no dithering). Raises OSError (unwritable folder,
+    full disk; the previous file stays)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    return atomic_write_bytes(path, buf.getvalue())
+    fig.savefig(buf, format="png", dpi=DPI)
+    buf.seek(0)
+    with Image.open(buf) as image:
+        small = image.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    small.save(out, format="PNG", optimize=True)
+    return atomic_write_bytes(path, out.getvalue())
 
 
 def colors(runs: list[RunResult]) -> dict[str, str]:
-    """One matplotlib colour per mechanism, in sorted order of the names."""
+    """One Okabe–Ito colour per mechanism (``OKABE_ITO``), in sorted order of the names."""
     mechs = sorted({r.mechanism for r in runs})
-    return {m: f"C{i % 10}" for i, m in enumerate(mechs)}
+    return {m: OKABE_ITO[i % len(OKABE_ITO)] for i, m in enumerate(mechs)}
+
+
+def direct_labels(ax: Axes, labels: list[tuple[float, str, str]], *, fontsize: float = 7) -> None:
+    """Write each ``(y, text, colour)`` in the right margin of ``ax`` at height ``y`` (data units), nudged apart so
+    that no two overlap: the labels a legend would hold, beside the lines they name (the figure's constrained layout
+    makes room for them)."""
+    if not labels:
+        return
+    lo, hi = ax.get_ylim()
+    log = ax.get_yscale() == "log"
+
+    def frac(y: float) -> float:  # the label's height as a fraction of the axes
+        if log:
+            return (math.log10(max(y, 1e-300)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+        return (y - lo) / (hi - lo) if hi != lo else 0.5
+
+    gap = 0.055 * fontsize / 7 * max(1, sum(text.count("\n") + 1 for _, text, _ in labels) / len(labels))
+    placed: list[float] = []
+    for y, _, _ in sorted(labels, key=lambda item: frac(item[0])):
+        f = min(max(frac(y), 0.0), 1.0)
+        f = max(f, placed[-1] + gap) if placed else f
+        placed.append(f)
+    shift = max(0.0, placed[-1] - 1.0)  # keep the top one inside the axes' height
+    for f, (_, text, color) in zip(placed, sorted(labels, key=lambda item: frac(item[0])), strict=True):
+        ax.annotate(text, (1.0, f - shift), xycoords="axes fraction", xytext=(4, 0), textcoords="offset points",
+                    va="center", ha="left", fontsize=fontsize, color=color, annotation_clip=False)
 
 
 def by_dataset(runs: list[RunResult]) -> dict[str, list[RunResult]]:
@@ -86,10 +128,11 @@ def epsilon_x(r: RunResult) -> tuple[float | None, bool]:
     return (float(x), guaranteed) if x is not None and 0 < float(x) < math.inf else (None, guaranteed)
 
 
-def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | None], palette: dict[str, str]) -> None:
+def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | None], palette: dict[str, str]
+           ) -> list[tuple[float, str, str]]:
     """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε,
     and a dashed flat line at each model trained with privacy off (the baseline, each mechanism's ε = ∞ point, in
-    the mechanism's colour)."""
+    the mechanism's colour). Returns the direct labels of the lines (``direct_labels``)."""
     points: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     flat: dict[str, list[float]] = defaultdict(list)
     off: dict[str, list[float]] = defaultdict(list)
@@ -103,24 +146,28 @@ def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | No
             continue
         x, guaranteed[r.mechanism] = epsilon_x(r)
         (points[r.mechanism][x] if x is not None else flat[r.mechanism]).append(y)
+    labels = []
     for mech, ys in sorted(off.items()):
-        ax.axhline(float(np.mean(ys)), color=palette[mech], ls="--", lw=1.1,
-                   label=f"{mech}: ε = ∞ (privacy off)" if mech == "baseline" else f"{mech} at ε = ∞ (privacy off)")
+        ax.axhline(float(np.mean(ys)), color=palette[mech], ls="--", lw=1.1)
+        labels.append((float(np.mean(ys)), "baseline (privacy off)" if mech == "baseline" else f"{mech} ε = ∞",
+                       palette[mech]))
     for mech, by_x in sorted(points.items()):
         xs = sorted(by_x)
         ys = [float(np.mean(by_x[x])) for x in xs]
-        label = mech if guaranteed[mech] else f"{mech} (no guarantee: x = target/claimed ε)"
         face = palette[mech] if guaranteed[mech] else "none"
-        ax.plot(xs, ys, marker="o", color=palette[mech], mfc=face, ls="-" if guaranteed[mech] else ":", label=label)
+        ax.plot(xs, ys, marker="o", color=palette[mech], mfc=face, ls="-" if guaranteed[mech] else ":")
+        labels.append((ys[-1], mech if guaranteed[mech] else f"{mech} (no guarantee)", palette[mech]))
     for mech, ys in sorted(flat.items()):
         if mech not in points:
-            ax.axhline(float(np.mean(ys)), color=palette[mech], ls="--", label=f"{mech} (no ε)")
+            ax.axhline(float(np.mean(ys)), color=palette[mech], ls="--")
+            labels.append((float(np.mean(ys)), f"{mech} (no ε)", palette[mech]))
+    return labels
 
 
 def versus_epsilon(runs: list[RunResult], y_of: Callable[[RunResult], float | None], ylabel: str,
                    chance: float | None) -> Figure | None:
-    """One panel per dataset, one line per mechanism (mean over seeds) of ``y_of`` against ε; ``None`` when there
-    are no points."""
+    """One panel per dataset, one line per mechanism (mean over seeds) of ``y_of`` against ε, each labelled at its
+    right end (``direct_labels``); ``None`` when there are no points."""
 
     def has_point(r: RunResult) -> bool:
         return epsilon_x(r)[0] is not None and y_of(r) is not None
@@ -129,12 +176,15 @@ def versus_epsilon(runs: list[RunResult], y_of: Callable[[RunResult], float | No
     if not datasets:
         return None
     palette = colors(runs)
-    fig, axes = figure(len(datasets))
+    fig, axes = figure(len(datasets), size=(5.0, 3.3))
     for ax, (dataset, rs) in zip(axes, datasets.items(), strict=True):
-        _panel(ax, rs, y_of, palette)
+        labels = _panel(ax, rs, y_of, palette)
         if chance is not None:
-            ax.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
-        ax.set(xscale="log", xlabel="ε (achieved; hollow = no guarantee)", ylabel=ylabel, title=dataset)
+            ax.axhline(chance, color="0.45", ls=":", lw=1)
+            labels.append((chance, "chance", "0.35"))
+        ax.set(xscale="log", xlabel="ε (unitless, log scale; achieved, hollow: target or claimed, no guarantee)",
+               ylabel=ylabel, title=dataset)
+        ax.xaxis.label.set_fontsize(8)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        direct_labels(ax, labels)
     return fig

@@ -11,6 +11,7 @@ import reports.sections  # noqa: F401  (registers the built-in sections)
 from bench.results import Results
 from reports.empirical import bug_lines, refuted_claim_lines
 from reports.section import (
+    Badges,
     Block,
     Code,
     Details,
@@ -82,6 +83,8 @@ def _block(block: Block, plots: dict[str, Path]) -> list[str]:
         return [f"- **{key}:** {_cell(value)}" for key, value in block.pairs] + [""]
     if isinstance(block, Code):
         return [f"```{block.language}", block.text, "```", ""]
+    if isinstance(block, Badges):
+        return [" · ".join(f"**{b.number}** {b.label}" for b in block.items), ""]  # GitHub's anchors are not ours
     inner = [line for child in block.blocks for line in _block(child, plots)]
     if isinstance(block, Details):
         return [f"<details><summary>{block.summary}</summary>", "", *inner, "</details>", ""]

@@ -15,8 +15,16 @@ from matplotlib.figure import Figure
 
 from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Results, RunResult
 from reports.bounds import design_text
-from reports.common import format_privacy, has_guarantee, is_audit, target_of, target_text
-from reports.figures import epsilon_x, figure, image_grid, save
+from reports.common import (
+    format_privacy,
+    has_guarantee,
+    is_audit,
+    strongest_at_level,
+    strongest_attack,
+    target_of,
+    target_text,
+)
+from reports.figures import OKABE_ITO, epsilon_x, figure, image_grid, save
 from reports.section import section_classes
 
 
@@ -63,25 +71,62 @@ def roc_figure(rs: list[RunResult]) -> Figure | None:
         return None
     panels.sort(key=lambda r: (r.mechanism, epsilon_x(r)[0] or 0.0, r.seed))
     names = sorted({n for r in panels for n, a in r.attacks.items() if a.roc.fpr})
-    palette = {n: f"C{i % 10}" for i, n in enumerate(names)}
+    palette = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(names)}
+    styles = {n: ("-", "--", "-.", ":")[(i // len(OKABE_ITO)) % 4] for i, n in enumerate(names)}
     seeds = len({r.seed for r in panels}) > 1
-    fig, axes = figure(len(panels))
+    fig, axes = figure(len(panels), ncols=4, size=(3.9, 3.2))
     for ax, r in zip(axes, panels, strict=True):
         attacks = {n: a for n, a in sorted(r.attacks.items()) if a.roc.fpr}
         lo = min((f for a in attacks.values() for f in a.roc.fpr if f > 0), default=1e-4)
         for name, a in attacks.items():
             audit = is_audit(a)
-            ax.plot(a.roc.fpr, a.roc.tpr, color=palette[name], lw=1.7 if audit else 1.2, ls="--" if audit else "-",
-                    label=_roc_label(name, a))
+            ax.plot(a.roc.fpr, a.roc.tpr, color=palette[name], lw=1.7 if audit else 1.2,
+                    ls="--" if audit else styles[name], label=_roc_label(name, a))
         _bound_line(ax, r.privacy, np.logspace(math.log10(lo), 0, 200))
         ax.plot([lo, 1], [lo, 1], color="0.6", ls=":", lw=1, label="chance")
         ax.set_xscale("log", nonpositive="mask")
         ax.set_yscale("log", nonpositive="mask")
         title = r.mechanism + ("" if target_of(r) is None else f", target ε = {target_text(target_of(r))}")
         title += f", seed {r.seed}" if seeds else ""
-        ax.set(xlim=(lo, 1), ylim=(lo, 1.05), xlabel="FPR", ylabel="TPR", title=title)
+        ax.set(xlim=(lo, 1), ylim=(lo, 1.05), xlabel="FPR (log scale)", ylabel="TPR (log scale)", title=title)
+        ax.title.set_fontsize(9)
         _log_grid(ax, lo)
-        ax.legend(fontsize=6, loc="lower right")
+        ax.legend(fontsize=5, loc="lower right")
+    return fig
+
+
+def _strongest(r: RunResult) -> tuple[str, AttackRecord] | None:
+    """The membership attack that is strongest at 0.1 % FPR (else by AUC) on ``r``, with its record."""
+    found = strongest_at_level(r)
+    return (found[0], r.attacks[found[0]]) if found else strongest_attack(r)
+
+
+def roc_summary_figure(rs: list[RunResult]) -> Figure | None:
+    """One log-log panel per mechanism: the ROC of the strongest membership attack (the highest TPR at 0.1 % FPR,
+    else the highest AUC) on each of its models, one Okabe–Ito colour per target ε, with the chance diagonal; the
+    section's opening figure (``roc_figure`` has every attack and audit)."""
+    groups: dict[str, list[tuple[RunResult, str, AttackRecord]]] = {}
+    for r in sorted(rs, key=lambda r: (r.mechanism, epsilon_x(r)[0] or math.inf, r.seed)):
+        best = _strongest(r)
+        if best is not None and best[1].roc.fpr:
+            groups.setdefault(r.mechanism, []).append((r, *best))
+    if not groups:
+        return None
+    fig, axes = figure(len(groups), ncols=min(len(groups), 5), size=(2.9, 2.7))
+    seeds = len({r.seed for r in rs}) > 1
+    for ax, (mech, models) in zip(axes, groups.items(), strict=True):
+        lo = min((f for _, _, a in models for f in a.roc.fpr if f > 0), default=1e-4)
+        for i, (r, name, a) in enumerate(models):
+            label = ("ε = ∞ (off)" if r.off_point or (r.privacy is not None and r.privacy.off) else
+                     f"target ε {target_text(target_of(r))}" if target_of(r) is not None else "no target")
+            label += (f", seed {r.seed}" if seeds else "") + f": {name}"
+            ax.plot(a.roc.fpr, a.roc.tpr, color=OKABE_ITO[i % len(OKABE_ITO)], lw=1.3, label=label)
+        ax.plot([lo, 1], [lo, 1], color="0.45", ls=":", lw=1, label="chance")
+        ax.set_xscale("log", nonpositive="mask")
+        ax.set_yscale("log", nonpositive="mask")
+        ax.set(xlim=(lo, 1), ylim=(lo, 1.05), xlabel="FPR (log scale)", ylabel="TPR (log scale)", title=mech)
+        _log_grid(ax, lo)
+        ax.legend(fontsize=5.5, loc="lower right")
     return fig
 
 
@@ -104,14 +149,14 @@ def release_figure(rs: list[RunResult], max_cols: int = 8) -> Figure | None:
         return None
     rows.sort(key=lambda rr: epsilon_x(rr[0])[0] or math.inf)
     ncols = min(max_cols, max(len(rel.images) for _, rel in rows))
-    fig, axes = image_grid(len(rows), ncols, cell=(1.4, 1.6), left=2.2, top=0.5)
+    fig, axes = image_grid(len(rows), ncols, cell=(0.8, 0.95), left=2.9, top=0.5)
     for row_axes, (r, rel) in zip(axes, rows, strict=True):
         for j, ax in enumerate(row_axes):
             _blank(ax)
             if j >= len(rel.images):
                 ax.set_visible(False)
                 continue
-            ax.imshow(_image(rel.images[j], rel.shape), cmap="gray", vmin=0, vmax=255)
+            ax.imshow(_image(rel.images[j], rel.shape), cmap="gray", vmin=0, vmax=255, interpolation="nearest")
             if j < len(rel.labels):
                 ax.set_title(f"label {rel.labels[j]}", fontsize=7)
         label = format_privacy(r.privacy).replace(" (", "\n(").replace(", ", ",\n").replace(" — ", "\n")
@@ -135,18 +180,18 @@ def inversion_grid(rs: list[RunResult], attack: str) -> Figure | None:
     if not rows:
         return None
     classes = sorted({int(c) for _, inv in rows for c in inv.labels})
-    fig, axes = image_grid(len(rows), len(classes), cell=(1.0, 1.05), left=2.6, top=0.6)
+    fig, axes = image_grid(len(rows), len(classes), cell=(0.7, 0.76), left=1.6, top=0.55)
     for i, (row_axes, (r, inv)) in enumerate(zip(axes, rows, strict=True)):
         by_class = {int(c): img for c, img in zip(inv.labels, inv.images, strict=True)}
         for ax, c in zip(row_axes, classes, strict=True):
             _blank(ax)
             if c in by_class:
-                ax.imshow(_image(by_class[c], inv.shape), cmap="gray", vmin=0, vmax=255)
+                ax.imshow(_image(by_class[c], inv.shape), cmap="gray", vmin=0, vmax=255, interpolation="nearest")
             if i == 0:
                 ax.set_title(f"class {c}", fontsize=7)
-        label = r.mechanism + ("" if target_of(r) is None else f"\ntarget ε = {target_text(target_of(r))}")
+        label = r.mechanism + ("" if target_of(r) is None else f", target ε {target_text(target_of(r))}")
         label += f"\n{_inversion_score(inv)}"
-        row_axes[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
+        row_axes[0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=6)
     fig.suptitle(f"{attack} reconstructions ({rows[0][0].dataset})", fontsize=9)
     return fig
 

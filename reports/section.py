@@ -59,8 +59,10 @@ class Items:
 @dataclass(frozen=True)
 class Table:
     """A table: ``headers`` (k strings) and ``rows`` (lists of k strings). HTML only: ``caption``, the table's
-    ``css`` class and one class per row (``row_css``, "" for none). Markdown only: one prefix per row for its first
-    cell (``marks``, e.g. ``"**BUG** "``; "" for none)."""
+    ``css`` class, one class per row (``row_css``, "" for none), one anchor per row (``row_ids``, "" for none) and
+    one title per cell (``titles``: rows of k strings, "" for none; the cell's whole provenance, shown on hover).
+    Markdown only: one prefix per row for its first cell (``marks``, e.g. ``"**BUG** "``; "" for none). A wide
+    table scrolls inside its own box in HTML, its first column sticky."""
 
     kind: ClassVar[str] = "table"
     headers: Sequence[str]
@@ -70,6 +72,8 @@ class Table:
     row_css: Sequence[str] = ()
     marks: Sequence[str] = ()
     only: Only = ""
+    row_ids: Sequence[str] = ()
+    titles: Sequence[Sequence[str]] = ()
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,8 @@ class Figures:
     ``figures``; ``drawn`` keeps those that were), each with its alt text as
     caption. HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
     line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote). ``alt``: each plot's
-    alt text by stem; ``registered_sections`` fills in the missing ones from the section's ``ReportSection.alt``."""
+    alt text by stem; ``registered_sections`` fills in the missing ones from the section's ``ReportSection.alt``.
+    ``css``: the HTML class of each ``<figure>`` ("narrow": at most 760 px wide)."""
 
     kind: ClassVar[str] = "figures"
     names: Sequence[str]
@@ -86,6 +91,7 @@ class Figures:
     blank_if_empty: bool = False
     only: Only = ""
     alt: Mapping[str, str] = field(default_factory=dict)
+    css: str = ""
 
 
 @dataclass(frozen=True)
@@ -122,25 +128,54 @@ class Code:
 
 @dataclass(frozen=True)
 class Group:
-    """Blocks kept together: HTML ``<div class=css>`` around them; Markdown draws them in turn."""
+    """Blocks kept together: HTML ``<div class=css id=anchor>`` around them; Markdown draws them in turn."""
 
     kind: ClassVar[str] = "group"
     css: str
     blocks: Sequence[Block]
     only: Only = ""
+    anchor: str = ""
 
 
 @dataclass(frozen=True)
 class Details:
-    """Blocks collapsed under ``summary`` (``<details>`` in both formats)."""
+    """Blocks collapsed under ``summary`` (``<details id=anchor>`` in both formats; a link to ``anchor``, or to an
+    anchor inside, opens it in Chromium, and find-in-page searches it folded or not)."""
 
     kind: ClassVar[str] = "details"
     summary: str
     blocks: Sequence[Block]
     only: Only = ""
+    anchor: str = ""
 
 
-Block: TypeAlias = Text | Items | Table | Figures | Heading | Facts | Code | Group | Details
+@dataclass(frozen=True)
+class Badge:
+    """One status count: ``count`` ``label`` (e.g. 0 "privacy bugs"; ``count`` None: not counted, "—"), linking to
+    ``anchor``; ``tone`` "bad" (red), "warn" (amber) or "good" (green)."""
+
+    label: str
+    count: int | None
+    anchor: str
+    tone: Literal["good", "warn", "bad"] = "good"
+
+    @property
+    def number(self) -> str:
+        """``count`` as shown: ``"0"``, or ``"—"`` when it was not counted."""
+        return "—" if self.count is None else str(self.count)
+
+
+@dataclass(frozen=True)
+class Badges:
+    """A row of status counts, each a link to its section: HTML ``<ul class="badges">``, Markdown one line of links
+    separated by " · "."""
+
+    kind: ClassVar[str] = "badges"
+    items: Sequence[Badge]
+    only: Only = ""
+
+
+Block: TypeAlias = Text | Items | Table | Figures | Heading | Facts | Code | Group | Details | Badges
 
 
 @dataclass(frozen=True)
@@ -224,5 +259,5 @@ def _shown(blocks: Sequence[Block], renderer: Only, alt: Callable[[str], str]) -
                  for b in blocks if b.only in ("", renderer))
 
 
-__all__ = ["SECTIONS", "Block", "Code", "Details", "Facts", "Figures", "Group", "Heading", "Items", "ReportSection",
-           "Section", "Table", "Text", "drawn", "registered_sections", "section_classes"]
+__all__ = ["SECTIONS", "Badge", "Badges", "Block", "Code", "Details", "Facts", "Figures", "Group", "Heading",
+           "Items", "ReportSection", "Section", "Table", "Text", "drawn", "registered_sections", "section_classes"]

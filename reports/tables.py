@@ -1,4 +1,5 @@
-"""Table rows shared by every report format (terminal, Markdown, HTML, CSV), and the terminal report itself.
+"""Table rows shared by every report format (terminal, Markdown, HTML, CSV); the terminal report itself is
+``reports.terminal``.
 
 Everything here reads a ``bench.results.Results`` (schema in ``docs/results-schema.md``). Every ε is printed
 with its δ, accountant and neighbouring relation (``reports.common.format_privacy``); a mechanism without a
@@ -9,18 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
 from bench.results import Privacy, Results, RunResult
-from reports.audit.table import audit_rows
 from reports.bounds import design_text, tightest_valid
 from reports.common import (
     DASH,
     GUARANTEE_WORDS,
-    degenerate_mark,
     format_privacy,
     format_tpr,
     fpr_levels,
@@ -31,7 +25,6 @@ from reports.common import (
     measured_epsilon,
     measured_text,
     model_label,
-    num,
     one_line,
     relation_text,
     strongest_at_level,
@@ -39,9 +32,7 @@ from reports.common import (
     target_of,
     target_text,
     tpr_entry,
-    with_failed_attacks,
 )
-from reports.empirical import heuristic_rows
 
 SUMMARY_COLUMNS = (
     "dataset", "mechanism", "seed", "target_epsilon", "privacy", "test_accuracy",
@@ -51,10 +42,6 @@ SUMMARY_COLUMNS = (
     "epsilon_lb_method", "epsilon_lb_confidence", "epsilon_lb_ratio", "epsilon_lb_reference",
     "epsilon_lb_relation", "epsilon_lb_ratio_headline", "epsilon_measured", "epsilon_measured_relation",
     "epsilon_measured_accountant", "degenerate", "degenerate_cause",
-)  # fmt: skip
-TERMINAL_HEADERS = (
-    "mechanism", "target ε", "achieved ε (δ, accountant, relation)", "test acc.", "attack AUC",
-    "TPR@0.1% FPR (attack)", "samples/s",
 )  # fmt: skip
 
 
@@ -125,24 +112,6 @@ def summary_rows(results: Results) -> list[dict[str, Any]]:
         (``noise`` / ``recipe``); ``None`` for a model that learned.
     """
     return [summary_row(r) for r in results.results]
-
-
-def row_cells(row: dict[str, Any], r: RunResult) -> list[str]:
-    """The ``TERMINAL_HEADERS`` cells of the summary row of RunResult ``r`` as text; a failed attack is named in
-    the attack AUC cell."""
-    target = DASH if row["target_epsilon"] is None else num(row["target_epsilon"])
-    if row["status"] != "ok":
-        return [row["mechanism"] or DASH, target, f"failed: {one_line(row['error'])}", DASH, DASH, DASH, DASH]
-    acc, auc, sps = row["test_accuracy"], row["attack_auc"], row["samples_per_s"]
-    return [
-        row["mechanism"] or DASH,
-        target,
-        row["privacy"],
-        (DASH if acc is None else f"{100 * acc:.2f}%") + (f" {degenerate_mark(r)}" if r.degenerate else ""),
-        with_failed_attacks(DASH if auc is None else f"{auc:.3f} ({row['strongest_attack']})", r),
-        row["tpr_at_0.1%_fpr"] + ("" if row["tpr_attack"] is None else f" ({row['tpr_attack']})"),
-        DASH if sps is None else f"{sps:,.0f}",
-    ]
 
 
 def attack_rows(results: Results) -> tuple[list[str], list[list[str]]]:
@@ -227,64 +196,3 @@ def setup_note(results: Results) -> str:
         "; ".join(parts) + ". Training subsets and epochs are smaller than in the"
         " published systems, so accuracies are not directly comparable to their figures."
     )
-
-
-def _main_tables(results: Results, console: Console) -> None:
-    pairs = list(zip(results.results, summary_rows(results), strict=True))
-    for dataset in dict.fromkeys(row["dataset"] for _, row in pairs):
-        table = Table(title=Text(str(dataset)), header_style="bold")
-        for i, header in enumerate(TERMINAL_HEADERS):  # cells fold on narrow terminals, never truncate
-            table.add_column(header, justify="right" if i in (1, 3, 4, 6) else "left", overflow="fold")
-        for r, row in ((r, row) for r, row in pairs if row["dataset"] == dataset):
-            cells = [Text(c) for c in row_cells(row, r)]
-            if r.attack_errors and r.ok:
-                cells[4].stylize("bold red")
-            table.add_row(*cells, style="red" if row["status"] != "ok" else "dim" if r.degenerate else None)
-        console.print(table)
-    if not pairs:
-        console.print("no results yet")
-
-
-def render_terminal(results: Results, console: Console | None = None) -> None:
-    """Print the main table(s) with rich, one table per dataset, the failed attacks, the Audit table and the
-    heuristic bounds (the lines of the privacy bugs and refuted claims are ``reports.empirical.privacy_bug_lines``).
-
-    Args:
-        results: the whole results document.
-        console: where to print; a new ``rich.console.Console`` when ``None``.
-    """
-    console = console or Console()
-    console.print(f"[bold]privbench[/bold] run {escape(results.run_id)} — status: {escape(results.status)}")
-    _main_tables(results, console)
-    failed = failed_attack_lines(results)
-    if failed:
-        console.print(Text("Failed attacks:", style="bold red"))
-        for line in failed:
-            console.print(Text(f"  {line}", style="red"))
-    _audit_table(results, console)
-    headers, hrows = heuristic_rows(results)
-    if hrows:
-        console.print(_table("Heuristic ε lower bounds (assume independent outcomes; never a verdict)", headers, hrows))
-
-
-def _table(title: str, headers: list[str], rows: list[list[str]], styles: list[str | None] | None = None) -> Table:
-    """A rich table whose cells fold on narrow terminals, except that an accountant's ε column is kept wide enough
-    for each ε to stay on one line with its δ, accountant and relation (an audit run's ε on a line of its own)."""
-    table = Table(title=Text(title), header_style="bold")
-    rows = [[c.replace("; audit run: ", "\naudit run: ") for c in row] for row in rows]
-    for i, header in enumerate(headers):
-        wide = header.startswith("accountant ε")
-        width = min(64, max((len(line) for row in rows for line in row[i].splitlines()), default=0))
-        table.add_column(header, overflow="fold", min_width=width if wide else None)
-    for row, style in zip(rows, styles or [None] * len(rows), strict=True):
-        table.add_row(*map(Text, row), style=style)
-    return table
-
-
-def _audit_table(results: Results, console: Console) -> None:
-    """The Audit table: privacy bugs bold red, refuted claims yellow (their lines are ``privacy_bug_lines``, which
-    ``bench`` prints after the reports)."""
-    headers, rows, flags = audit_rows(results)
-    if rows:
-        styles = [{"bug": "bold red", "refuted": "yellow"}.get(f) for f in flags]
-        console.print(_table("Audit: accountant ε vs valid ε lower bounds (95% each)", headers, rows, styles))

@@ -56,13 +56,14 @@ def sidak_test(name: str, records: list[dict[str, Any]], *, parts: int | None = 
                               parts=k, worst=worst["name"], **detail)
 
 
-def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd: float, shape: tuple[int, ...]
-                      ) -> list[dict[str, Any]]:
+def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd: float, shape: tuple[int, ...], *,
+                      alternative: str = "less") -> list[dict[str, Any]]:
     """The noise of an image release against its certified sd, from each coordinate's Σx² over ``n`` observations
     (iid N(0, s²) per coordinate under H0): the pooled χ² (``noise_test``), and the smallest of the per-region,
     per-pixel and (for C > 1) per-channel χ² tests, each read by ``sidak_test``. Three tests for C = 1, four
     otherwise: fixed by ``shape``. One pixel's noise at 0.8·s shows in the per-pixel test, a region's in the
-    per-region one, a 5 % shortfall everywhere in the pooled one.
+    per-region one, a 5 % shortfall everywhere in the pooled one. ``alternative``: ``noise_test``'s, for every one
+    (``two-sided``: an excess of variance refutes too).
 
     Args:
         prefix: the tests' name prefix. sum_squares: ``(d,)`` Σx² per coordinate (flatten order of ``shape``).
@@ -73,26 +74,30 @@ def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd:
     ss = np.asarray(sum_squares, np.float64).ravel()
     if ss.size != math.prod(shape):
         raise ValueError(f"image_noise_tests: {ss.size} sums of squares for a {shape} image")
-    tests = [noise_test(f"{prefix} σ, pooled", float(ss.sum()), n * ss.size, certified_sd)]
+    alt = alternative
+    tests = [noise_test(f"{prefix} σ, pooled", float(ss.sum()), n * ss.size, certified_sd, alternative=alt)]
     if shape[0] > 1:
         per_channel = ss.reshape(shape[0], -1)
         tests.append(sidak_test(f"{prefix} σ, smallest of {shape[0]} channels", [
-            noise_test(f"channel {c}", float(per_channel[c].sum()), n * per_channel.shape[1], certified_sd)
-            for c in range(shape[0])]))
+            noise_test(f"channel {c}", float(per_channel[c].sum()), n * per_channel.shape[1], certified_sd,
+                       alternative=alt) for c in range(shape[0])]))
     ids = region_ids(shape)
     tests.append(sidak_test(f"{prefix} σ, smallest of {int(ids.max()) + 1} regions", [
-        noise_test(f"region {r}", float(ss[ids == r].sum()), n * int((ids == r).sum()), certified_sd)
+        noise_test(f"region {r}", float(ss[ids == r].sum()), n * int((ids == r).sum()), certified_sd, alternative=alt)
         for r in range(int(ids.max()) + 1)]))
-    tests.append(_pixel_test(f"{prefix} σ, smallest of {ss.size} pixels", ss, n, certified_sd))
+    tests.append(_pixel_test(f"{prefix} σ, smallest of {ss.size} pixels", ss, n, certified_sd, alt))
     return tests
 
 
-def _pixel_test(name: str, ss: np.ndarray, n: int, certified_sd: float) -> dict[str, Any]:
+def _pixel_test(name: str, ss: np.ndarray, n: int, certified_sd: float, alternative: str = "less"
+                ) -> dict[str, Any]:
     """The per-pixel χ² tests read by ``sidak_test``. Every pixel has ``n`` observations, so the smallest p-value is
-    the smallest Σx² (the χ² cdf is increasing): only that pixel's test is computed (784 χ² limits were 0.5 s)."""
-    i = int(np.argmin(ss))
-    return sidak_test(name, [noise_test(f"pixel {i}", float(ss[i]), n, certified_sd)], parts=ss.size,
-                      observations=n * ss.size)
+    the smallest Σx² (the χ² cdf is increasing), or, two-sided, the smallest or the largest: only those pixels'
+    tests are computed (784 χ² limits were 0.5 s)."""
+    ends = {int(np.argmin(ss))} | ({int(np.argmax(ss))} if alternative == "two-sided" else set())
+    worst = min((noise_test(f"pixel {i}", float(ss[i]), n, certified_sd, alternative=alternative) for i in ends),
+                key=lambda r: float(r["p_value"]))
+    return sidak_test(name, [worst], parts=ss.size, observations=n * ss.size)
 
 
 def label_flip_test(name: str, offsets: ArrayLike, num_classes: int) -> dict[str, Any]:

@@ -32,7 +32,8 @@ def resolve_device(name: str) -> torch.device:
 def available_cpus() -> int:
     """The CPUs this process may use: its affinity mask (``os.sched_getaffinity``; ``os.cpu_count`` where that is
     missing), capped by a cgroup CPU quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``),
-    rounded up; at least 1. A container limited to 2 CPUs on a 64-core host gives 2, not 64."""
+    rounded up, and by ``$PRIVBENCH_CPUS`` where set (the CPUs a scheduler granted this process, e.g. a zoo run's
+    Ray task); at least 1. A container limited to 2 CPUs on a 64-core host gives 2, not 64."""
     import math
     import os
     from pathlib import Path
@@ -55,6 +56,9 @@ def available_cpus() -> int:
             quota = None
     if quota is not None:
         cpus = min(cpus, math.ceil(quota))
+    granted = os.environ.get("PRIVBENCH_CPUS", "")
+    if granted.isdigit() and int(granted) >= 1:
+        cpus = min(cpus, int(granted))
     return max(1, cpus)
 
 

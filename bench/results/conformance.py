@@ -20,12 +20,16 @@ class ConformanceTest(Model):
     """What was tested, e.g. ``noise σ, tensor 1 of 2`` or ``sample rate q``."""
     quantity: str
     """``noise sd``, ``sample rate``, ``participation dispersion``, ``steps``, ``clip bound``, ``noise shape``,
-    ``noise independence``, ``keep rate``, ``inclusion rate`` or ``inclusion dispersion``."""
+    ``noise independence``, ``keep rate``, ``label flips``, ``inclusion rate``, ``inclusion dispersion``, ``mixture
+    degree``, ``mixing weight`` (a DPMix release's weight of its recorded records), ``mixing weights' spread``, or
+    ``declared epsilon`` (the ε the conformance code's own accountant gives the mechanism's declared parameters,
+    against the certified ε)."""
     certified: float | None
     """The value the accountant assumes (units of ``measured``); null where the test has no single value."""
     measured: float | None
     """The value measured on the run (noise sd in units of the clip bound or of the record's sensitivity, rates as
-    fractions, a dispersion as observed / expected, a shape as excess kurtosis)."""
+    fractions, a dispersion as observed / expected, a shape as excess kurtosis; for ``declared epsilon`` the ε the
+    conformance code computes for the declared mechanism, not a measurement)."""
     n: int
     """Observations the test read."""
     statistic: float | None = None
@@ -59,7 +63,8 @@ class MeasuredEpsilon(Model):
     relation: str
     """Their neighbouring relation."""
     accountant: str
-    """The accountant that recomputed it (``dp_accounting-pld``, ``opacus-prv``)."""
+    """The accountant that recomputed it: the conformance code's own, never the mechanism's (``dp_accounting-pld``,
+    ``opacus-prv``, DPMix's dominating pair on dp_accounting, the exact analytic Gaussian ∘ randomized response)."""
     confidence: float
     """The confidence of the limits used (each parameter's limit at 1 − (1 − confidence)/k for k parameters)."""
     parameters: dict[str, float]

@@ -13,8 +13,8 @@ from scipy import stats
 
 from bench.core.io import atomic_write_text
 
-ZOO_SCHEMA = 1
-TIMES = ("wall_s", "run_cpu_s", "judge_cpu_s", "cpu_s_per_verdict", "written")  # differ between identical runs
+ZOO_SCHEMA = 2  # 2: runs keyed by code version and configuration (``configuration``, ``code_version``, ``cost``)
+TIMES = ("wall_s", "run_cpu_s", "judge_cpu_s", "cpu_s_per_verdict", "written", "cost")  # differ between identical runs
 
 
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -61,21 +61,25 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return summary
 
 
-def write_document(options: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Write ``zoo.json`` atomically into ``options.output``: the settings, the catalogue's entries that ran, every
-    verdict row and the summary; returns the document."""
+def write_document(options: Any, rows: list[dict[str, Any]], *, cost: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    """Write ``zoo.json`` atomically into ``options.output``: the settings, the configuration and code version its
+    runs are keyed by (``bench.zoo.resume``), the catalogue's entries that ran, every verdict row, the summary, and
+    ``cost`` (this invocation's wall time and the driver's and workers' CPU-seconds); returns the document."""
     from bench.zoo.api import AUDITORS, BUGS
+    from bench.zoo.resume import code_version, configuration
 
     bugs = sorted({r["bug"] for r in rows if r["bug"]})
     auditors = sorted({r["auditor"] for r in rows})
     doc = {
         "schema": ZOO_SCHEMA, "profile": options.profile, "seeds": options.seeds,
         "target_epsilon": options.target_epsilon, "executor": options.executor,
+        "configuration": configuration(options), "code_version": code_version(tuple(options.plugins)),
         "bugs": {b: {k: getattr(BUGS.get(b), k) for k in ("mechanism", "summary", "source", "documented",
                                                           "changes", "claims", "true_epsilon_text")} for b in bugs},
         "auditors": {a: {k: getattr(AUDITORS.get(a), k) for k in ("threat_model", "source", "description")}
                      for a in auditors},
-        "rows": rows, "summary": summarise(rows),
+        "rows": rows, "summary": summarise(rows), "cost": cost or {},
     }
     options.output.mkdir(parents=True, exist_ok=True)
     atomic_write_text(Path(options.output) / "zoo.json", json.dumps(finite(doc), indent=1, allow_nan=False))

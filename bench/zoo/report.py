@@ -47,8 +47,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "", "| case | mechanism | true ε / certified | " + " | ".join(auditors) + " |",
         "|---" * (3 + len(auditors)) + "|"]
     for case in cases:
-        first = next(s for s in summary if s["case"] == case)
-        lines.append(f"| {case} | {first['mechanism']} | {_ratio(first['epsilon_ratio'])} | "
+        rows = [s for s in summary if s["case"] == case]  # the ratio of any auditor that judged (not "not installed")
+        first, ratio = rows[0], next((s["epsilon_ratio"] for s in rows if s["epsilon_ratio"] is not None), None)
+        lines.append(f"| {case} | {first['mechanism']} | {_ratio(ratio)} | "
                      + " | ".join(_cell(by.get((case, a))) for a in auditors) + " |")
     lines += ["", "CPU-seconds per verdict (mean over runs): the run's CPU time, every process of it, less the "
               "seconds of the attacks the auditor does not read (an estimate of a run of its own; auditors that "
@@ -95,12 +96,14 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(folder: Path) -> Path:
-    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from its ``zoo.json``; returns the Markdown's path.
+def write_report(folder: Path, doc: dict[str, Any] | None = None) -> Path:
+    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from ``doc`` (None: its ``zoo.json``, unchecked: the
+    command line checks it first, ``bench.zoo.folder.read_document``); returns the Markdown's path.
 
     Raises:
         FileNotFoundError: no zoo.json there."""
-    doc = json.loads((folder / "zoo.json").read_text(encoding="utf-8"))
+    if doc is None:
+        doc = json.loads((folder / "zoo.json").read_text(encoding="utf-8"))
     plot(doc, folder / "zoo_cost.png")
     path = folder / "zoo.md"
     atomic_write_text(path, markdown(doc))

@@ -1,5 +1,7 @@
-"""The Audit section (first of the evidence): refuted claims, the audit table, its note, the tightness plot, what
-this run could have caught and every analysis of every audit (``reports.audit.table``)."""
+"""The Audits and conformance section: the tightness plot and its reading (the tightest valid bound against its
+accountant's ε), the conformance line, the refuted claims, and folded: the audit table, the conformance tests
+(``reports.audit.conformance``), the seeds pooled, what this run could have caught and every analysis of every audit
+(``reports.audit.table``)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from bench.results import Results
+from reports.audit.conformance import CONFORMANCE_HEADERS, conformance_reading, conformance_rows
+from reports.audit.notes import audit_headline
 from reports.audit.plots import tightness_figure
 from reports.audit.pooled import POOLED_HEADERS, POOLED_NOTE, pooled_rows
 from reports.audit.table import (
@@ -26,7 +30,6 @@ from reports.section import (
     Block,
     Details,
     Figures,
-    Heading,
     Items,
     ReportSection,
     Section,
@@ -41,7 +44,7 @@ MARKS = {"bug": f"**{BUG_MARK}** ", "refuted": f"**{REFUTED_MARK}** "}
 @SECTIONS.register()
 class Audit(ReportSection):
     name = "audit"
-    order = 20
+    order = 40
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``audit_tightness``: every model's tightest valid ε lower bounds against its ε, the privacy bugs and
@@ -61,35 +64,49 @@ class Audit(ReportSection):
                 "rings: privacy bugs or refuted claims of the Bonferroni-corrected run-level check")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
-        """Always in HTML ("No model in this run." without rows); in Markdown only with rows, plots or power rows."""
+        """The tightness plot and its one-line reading first, the refuted claims and the conformance line, then
+        folded: the audit table, the conformance tests, the seeds pooled, what this run could have caught and every
+        analysis of every audit. Always in HTML ("No model in this run." without rows); in Markdown only with rows,
+        plots or power rows."""
         headers, rows, flags = audit_rows(results)
         images = drawn(plots, ["audit_tightness"])
         power_headers, power_rows = detection_rows(results)
-        refuted = refuted_claim_lines(results)
-        blocks: list[Block] = [Items(refuted, "refuted")] if refuted else []
+        refuted, pooled, details = refuted_claim_lines(results), pooled_rows(results), audit_detail_rows(results)
+        runs = finished(results)
+        blocks: list[Block] = [Figures(images, css="narrow")]
         if rows:
-            blocks += [Table(headers, rows, css="audit-table", row_css=flags, marks=[MARKS.get(f, "") for f in flags],
-                             caption="Accountant ε next to the tightest valid ε lower bound per threat model, with "
-                                     "its audit, design, method and confidence"),
-                       Text(audit_note(results), "note")]  # fmt: skip
+            reading = " ".join((audit_headline(results, [r for r in runs if r.dataset == d]) or [""])[0]
+                               for d in dict.fromkeys(r.dataset for r in runs)).strip()
+            blocks += [Text(reading, "reading")] if reading else []
+            blocks.append(Text(conformance_reading(results)))
+        blocks += [Items(refuted, "refuted")] if refuted else []
+        if rows:
+            blocks.append(Details("Audit table: the accountant's ε next to the tightest valid ε_LB per threat model", [
+                Table(headers, rows, css="audit-table", row_css=flags, marks=[MARKS.get(f, "") for f in flags],
+                      caption="Accountant ε next to the tightest valid ε lower bound per threat model, with its "
+                              "audit, design, method and confidence"),
+                Text(audit_note(results), "note")], anchor="audit-table"))  # fmt: skip
         else:
             blocks.append(Text("No model in this run.", only="html"))
-        blocks.append(Figures(images))
-        pooled = pooled_rows(results)
+        conformance = conformance_rows(results)
+        if conformance:
+            blocks.append(Details("Conformance: every test of every audit run against its certified mechanism", [
+                Table(CONFORMANCE_HEADERS, conformance, caption="Every conformance test (p-value under \"this run is "
+                      "the certified mechanism\"; only the run-level check's Bonferroni level decides) and the ε "
+                      "the measured parameters imply")], anchor="conformance"))  # fmt: skip
         if pooled:
-            blocks += [Heading("Seeds pooled"),
-                       Table(list(POOLED_HEADERS), pooled, caption="White-box canary audits of one configuration's "
-                             "seeds pooled into one analysis, against the accountant's ε of the audit's relation"),
-                       Text(POOLED_NOTE, "note")]  # fmt: skip
+            blocks.append(Details("Seeds pooled", [
+                Table(list(POOLED_HEADERS), pooled, caption="White-box canary audits of one configuration's seeds "
+                      "pooled into one analysis, against the accountant's ε of the audit's relation"),
+                Text(POOLED_NOTE, "note")]))  # fmt: skip
         if power_rows:
-            blocks += [Heading("What this run could have caught"),
-                       Table(power_headers, power_rows, caption="Injected bugs one run of this profile caught (exit "
-                             "status 3) or missed, per mechanism and target ε, with that run's tightest valid ε_LB"),
-                       Text(DETECTION_NOTE, "note")]  # fmt: skip
-        details = audit_detail_rows(results)
+            blocks.append(Details("What this run could have caught", [
+                Table(power_headers, power_rows, caption="Injected bugs one run of this profile caught (exit status "
+                      "3) or missed, per mechanism and target ε, with that run's tightest valid ε_LB"),
+                Text(DETECTION_NOTE, "note")]))  # fmt: skip
         if details:
             blocks.append(Details("Every analysis of every audit", [Table(
                 DETAIL_HEADERS, details, caption="Every analysis of every audit: its bound, whether it is valid under "
                                                  "the design alone, and its assumption")]))  # fmt: skip
-        return Section("audit", "Audit", blocks, nav=[("audit", "Audit")],
+        return Section("audit", "Audits and conformance", blocks, nav=[("audit", "Audits and conformance")],
                        only="" if rows or images or power_rows or pooled else "html")

@@ -7,7 +7,6 @@ import reports.audit.section
 import reports.sections.attacks
 import reports.sections.curves
 import reports.sections.features
-import reports.sections.heuristic
 import reports.sections.provenance
 import reports.sections.reconstruction
 import reports.sections.releases

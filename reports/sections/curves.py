@@ -36,7 +36,7 @@ def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
 @SECTIONS.register()
 class Curves(ReportSection):
     name = "curves"
-    order = 90
+    order = 70
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset

@@ -24,7 +24,7 @@ def _cnns(results: Results) -> dict[str, list[RunResult]]:
 @SECTIONS.register()
 class Features(ReportSection):
     name = "features"
-    order = 100
+    order = 80
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``features_<dataset>``: first-layer filters and feature maps per model (``reports.feature_maps``)."""

@@ -11,7 +11,7 @@ from reports.common import finished
 from reports.figures import by_dataset, slug
 from reports.plots import inversion_grid
 from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
-from reports.section import SECTIONS, Figures, ReportSection, Section, Table, Text, drawn
+from reports.section import SECTIONS, Block, Details, Figures, ReportSection, Section, Table, Text, drawn
 
 
 def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
@@ -25,7 +25,7 @@ def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
 @SECTIONS.register()
 class Reconstruction(ReportSection):
     name = "reconstruction"
-    order = 80
+    order = 55
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``inversion_<dataset>_<attack>``: each reconstruction attack's grid, one row per model, one column per
@@ -45,6 +45,15 @@ class Reconstruction(ReportSection):
             return None
         table = Table(RECONSTRUCTION_HEADERS, rows,
                       caption="What an attacker sees of the data: model inversion and attacks on released data")
-        return Section("reconstruction", "Reconstruction",
-                       [table, Text(RECONSTRUCTION_NOTE, "note"), Figures(drawn(plots, _grids(results)))],
-                       nav=[("reconstruction", "Reconstruction")])
+        found = _grids(results)  # the grid with the fewest models first: the section opens with it, the rest fold
+        grids = sorted(drawn(plots, found), key=lambda name: sum(found[name][1] in r.inversion for r in found[name][0]))
+        attacks = list(dict.fromkeys(row[3] for row in rows))
+        reading = (f"What an attacker sees of the data: {len(attacks)} reconstruction attack(s) "
+                   f"({', '.join(attacks)}), {len(rows)} result(s); the smallest grid above, the others and every "
+                   "score folded below.")
+        blocks: list[Block] = [Figures(grids[:1], css="narrow"), Text(reading, "reading")]
+        if grids[1:]:
+            others = Details(f"The other reconstruction grids ({len(grids) - 1})", [Figures(grids[1:], grid=True)])
+            blocks.append(others)
+        blocks.append(Details("Every reconstruction score", [table, Text(RECONSTRUCTION_NOTE, "note")]))
+        return Section("reconstruction", "Reconstruction", blocks, nav=[("reconstruction", "Reconstruction")])

@@ -22,7 +22,7 @@ def _releases(results: Results) -> dict[str, list[RunResult]]:
 @SECTIONS.register()
 class Releases(ReportSection):
     name = "releases"
-    order = 70
+    order = 50
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``release_<dataset>_<mechanism>``: the release examples of each mechanism, one row per ε."""

@@ -1,4 +1,5 @@
-"""The Throughput section: the samples/s plot, the run's wall time and where the time went (``reports.phases``)."""
+"""The Throughput section: the samples/s plot and its reading, the run's wall time, and folded: where the time went
+(``reports.phases``)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from bench.results import Results
-from reports.common import finished
+from bench.results import Results, RunResult
+from reports.audit.notes import at_target
+from reports.common import finished, model_label, target_of
 from reports.phases import PHASE_HEADERS, PHASE_NOTE, phase_rows, run_lines
-from reports.section import SECTIONS, Figures, Items, ReportSection, Section, Table, Text, drawn
+from reports.section import SECTIONS, Details, Figures, Items, ReportSection, Section, Table, Text, drawn
 from reports.verdict.plots import throughput_figure
 
 
@@ -31,7 +33,26 @@ class Throughput(ReportSection):
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always."""
         return Section("throughput", "Throughput", [
-            Figures(drawn(plots, ["throughput"])), Items(run_lines(results), style="paragraphs"),
-            Table(PHASE_HEADERS, phase_rows(results), caption="Where the time went: seconds per phase of every model"),
-            Text(PHASE_NOTE, "note"),
+            Figures(drawn(plots, ["throughput"]), css="narrow"), Text(throughput_reading(results), "reading"),
+            Items(run_lines(results), style="paragraphs"),
+            Details("Where the time went: seconds per phase of every model", [
+                Table(PHASE_HEADERS, phase_rows(results), caption="Where the time went: seconds per phase of every "
+                                                                  "model"),
+                Text(PHASE_NOTE, "note")]),
         ], nav=[("throughput", "Throughput")])  # fmt: skip
+
+
+def throughput_reading(results: Results) -> str:
+    """One line: the fastest and the slowest training of the run, in samples per second (wall clock)."""
+    timed = [r for r in finished(results) if r.timings.samples_per_s]
+    if not timed:
+        return "No model recorded its training throughput."
+    fast = max(timed, key=lambda r: r.timings.samples_per_s or 0.0)
+    slow = min(timed, key=lambda r: r.timings.samples_per_s or 0.0)
+
+    def name(r: RunResult) -> str:
+        return model_label(r) + at_target(target_of(r))
+
+    return (f"Training throughput from {slow.timings.samples_per_s:,.0f} samples/s ({name(slow)}) to "
+            f"{fast.timings.samples_per_s:,.0f} samples/s ({name(fast)}), wall clock"
+            + (f", device {results.device}." if results.device else "."))

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
+from statistics import mean
 
 from matplotlib.figure import Figure
 
 from bench.results import Results, RunResult
-from reports.common import MAIN_LEVEL, finished, strongest_at_level, strongest_attack
+from reports.common import MAIN_LEVEL, finished, has_guarantee, model_label, strongest_at_level, strongest_attack
 from reports.figures import versus_epsilon
-from reports.section import SECTIONS, Figures, ReportSection, Section, drawn
+from reports.section import SECTIONS, Figures, ReportSection, Section, Text, drawn
 
 STEMS = ("accuracy_vs_epsilon", "attack_auc_vs_epsilon", "attack_tpr_vs_epsilon")
 
@@ -32,7 +34,7 @@ def _tpr_percent(r: RunResult) -> float | None:
 @SECTIONS.register()
 class Tradeoff(ReportSection):
     name = "tradeoff"
-    order = 30
+    order = 20
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``STEMS``: test accuracy, the strongest attack's AUC and its TPR at 0.1% FPR against ε, one panel per
@@ -57,5 +59,24 @@ class Tradeoff(ReportSection):
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
         """Always in HTML; in Markdown only with plots."""
         figures = drawn(plots, STEMS)
-        return Section("tradeoff", "Privacy vs utility", [Figures(figures, grid=True)],
+        reading = tradeoff_reading(results)
+        return Section("tradeoff", "Privacy vs utility",
+                       [Figures(figures, grid=True), *([Text(reading, "reading")] if reading else [])],
                        nav=[("tradeoff", "Privacy vs utility")], only="" if figures else "html")
+
+
+def tradeoff_reading(results: Results) -> str:
+    """One line: each guaranteed mechanism's test accuracy (mean over seeds) at its smallest and its largest target
+    ε, per dataset; empty where no mechanism ran at two target ε."""
+    acc: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in finished(results):
+        if has_guarantee(r.privacy) and r.target_epsilon is not None and r.utility is not None:
+            acc[(r.dataset, model_label(r))][r.target_epsilon].append(100.0 * r.utility.test_accuracy)
+    several = len({d for d, _ in acc}) > 1
+    parts = []
+    for (dataset, mech), by_t in acc.items():
+        if len(by_t) > 1:
+            lo, hi = min(by_t), max(by_t)
+            parts.append(f"{mech}{f' on {dataset}' if several else ''} {mean(by_t[lo]):.1f}% at target ε {lo:g} → "
+                         f"{mean(by_t[hi]):.1f}% at {hi:g}")
+    return ("Test accuracy from the smallest to the largest target ε: " + "; ".join(parts) + ".") if parts else ""

@@ -259,3 +259,13 @@ def verdict_headline(results: Results) -> dict[str, list[str]]:
                          "attacks that did run.")
         out[dataset] = lines
     return out
+
+
+def leak_reading(results: Results) -> str:
+    """The Membership attacks section's one-line reading: per dataset whether any membership attack beats chance
+    after the Bonferroni correction over every comparison of the document (the headline's sentence)."""
+    chance, groups = chance_family(results), pairs_by_dataset(results)
+    lines = [_leak_line([(r, row) for r, row in pairs if not is_failed(r)], chance) for pairs in groups.values()]
+    if len(lines) == 1:
+        return lines[0]
+    return " ".join(f"{dataset}: {line}" for dataset, line in zip(groups, lines, strict=True))

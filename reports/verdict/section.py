@@ -1,19 +1,23 @@
-"""The Verdict section (the first screen): per dataset the headline, the verdict table, the Pareto figure, the notes
-and the legend (``reports.verdict.table``, ``reports.verdict.notes``)."""
+"""The Verdict section, the first screen: the run's answer in one sentence and its status badges
+(``reports.verdict.answer``), then per dataset the compact table beside the Pareto figure
+(``reports.verdict.compact``), the key to its ε columns and the headline; folded below them, the verdict table with
+every number's whole provenance (``reports.verdict.table``) and the notes per mechanism (``reports.verdict.notes``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from bench.results import Results
-from reports.common import finished
+from reports.common import MAIN_LEVEL, finished, level_label
 from reports.figures import by_dataset, slug
 from reports.section import (
     SECTIONS,
+    Badges,
     Block,
+    Details,
     Figures,
     Group,
     Heading,
@@ -24,9 +28,11 @@ from reports.section import (
     Text,
     drawn,
 )
+from reports.verdict.answer import answer, badges
+from reports.verdict.compact import CompactTable, compact_tables
 from reports.verdict.notes import verdict_headline, verdict_notes
 from reports.verdict.plots import pareto_figure
-from reports.verdict.table import VERDICT_HEADERS, leakage_axis, verdict_tables
+from reports.verdict.table import VERDICT_HEADERS, leakage_axis, row_css, verdict_tables
 
 VERDICT_LEGEND = (
     "TPR at 0.1% FPR: the membership attack with the highest TPR there, its 95% Clopper-Pearson interval "
@@ -44,20 +50,6 @@ HTML_LEGEND = (
 )
 
 
-def _row_css(row: dict[str, Any]) -> str:
-    """The HTML class of a verdict row: failed, privacy bug, degenerate (greyed), failed attack (on the frontier or
-    not), frontier."""
-    if row.get("failed"):
-        return "failed"
-    if row.get("bug"):
-        return "bug"
-    if row.get("degenerate"):  # greyed: learned nothing
-        return "degenerate attack-failed" if row.get("attack_failed") else "degenerate"
-    if row.get("attack_failed"):
-        return "attack-failed frontier" if row.get("frontier") else "attack-failed"
-    return "frontier" if row.get("frontier") else ""
-
-
 @SECTIONS.register()
 class Verdict(ReportSection):
     name = "verdict"
@@ -73,26 +65,86 @@ class Verdict(ReportSection):
         dataset = stem.removeprefix("pareto_")
         return (f"Privacy-utility Pareto frontier on {dataset}: test accuracy against the strongest membership "
                 "attack's TPR at 0.1% FPR, or at the lowest FPR measurable on every model (the AUC where none is; the "
-                "y-axis says which), every model labelled with its target ε; the line joins the models no other model "
-                "beats on both")
+                "y-axis says which), with its 95% interval; one colour per mechanism (hollow: no guarantee; grey "
+                "cross: degenerate), each mechanism named once, the models on the frontier labelled with their "
+                "target ε; the line joins the models no other model beats on both")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
-        """One headline, table, figure and notes per dataset; HTML says "No results yet." when there is none."""
+        """The answer and the badges, then per dataset the compact table beside the Pareto figure, the key to its
+        ε columns, the headline, and folded: the verdict table (every number's provenance) and the notes per
+        mechanism. HTML says "No results yet." when there is nothing."""
         notes, headline = verdict_notes(results), verdict_headline(results)
-        blocks: list[Block] = []
-        for v in verdict_tables(results):
-            dataset = v["dataset"]
-            table = Table(VERDICT_HEADERS, [row["cells"] for row in v["rows"]], css="verdict-table",
-                          caption=f"{dataset}: every model's utility, strongest membership attack, and tightest "
-                                  "valid audit bound next to its accountant's ε",
-                          row_css=[_row_css(row) for row in v["rows"]])  # fmt: skip
-            pareto = Figures(drawn(plots, [f"pareto_{slug(dataset)}"]), blank_if_empty=True)
-            blocks += [Heading(f"Verdict: {dataset}", level=2), Items(headline.get(dataset, []), "headline", "bold"),
-                       Group("verdict", [table, pareto]), Items(notes.get(dataset, []), "notes"),
-                       Text(f"Pareto-optimal: no other model has both higher test accuracy and lower leakage "
-                            f"({v['axis'].description}). " + VERDICT_LEGEND, only="markdown"),
-                       Text(f"Pareto-optimal (shaded): no other model has both higher test accuracy and lower "
-                            f"leakage, measured as {v['axis'].description}.\n" + HTML_LEGEND, "note", only="html")]
-        if not blocks:
+        blocks: list[Block] = [Text(answer(results), "answer"), Badges(badges(results))]
+        several = len(results.datasets) > 1 or len({r.dataset for r in results.results}) > 1
+        for v, compact in zip(verdict_tables(results), compact_tables(results), strict=True):
+            dataset, key = v["dataset"], slug(v["dataset"])
+            full = Table(VERDICT_HEADERS, [row["cells"] for row in v["rows"]], css="verdict-table",
+                         caption=f"{dataset}: every model's utility, strongest membership attack, and tightest "
+                                 "valid audit bound next to its accountant's ε",
+                         row_css=[row_css(row) for row in v["rows"]],
+                         row_ids=[f"full-{key}-{i}" for i in range(len(v["rows"]))])  # fmt: skip
+            pareto = Figures(drawn(plots, [f"pareto_{key}"]), blank_if_empty=True)
+            blocks += [Heading(f"Verdict: {dataset}", level=2, only="" if several else "markdown"),
+                       Group("first-screen", [*compact_blocks(compact, key), pareto]),
+                       Text(compact_legend(compact, with_keys=False), "note key", only="html"),
+                       Text(compact_legend(compact, with_keys=True), only="markdown"),
+                       Group("reading", [Items(headline.get(dataset, []), "headline", "bold")],
+                             anchor=f"reading-{key}"),
+                       Details("The verdict table: every number with its δ, accountant, relation, audit, threat "
+                               "model, design, method and confidence", [
+                                   full, Text(f"Pareto-optimal: no other model has both higher test accuracy and "
+                                              f"lower leakage ({v['axis'].description}). " + VERDICT_LEGEND,
+                                              only="markdown"),
+                                   Text(f"Pareto-optimal (shaded): no other model has both higher test accuracy "
+                                        f"and lower leakage, measured as {v['axis'].description}.\n" + HTML_LEGEND,
+                                        "note", only="html")], anchor=f"full-{key}"),
+                       Details("Notes per mechanism", [Items(notes.get(dataset, []), "notes")])]
+        if not results.results:
             blocks = [Heading("Verdict", level=2, only="html"), Text("No results yet.", only="html")]
         return Section("verdict", "", blocks, nav=[("verdict", "Verdict")])
+
+
+def compact_blocks(table: CompactTable, key: str) -> list[Block]:
+    """The compact table twice: HTML (each mechanism a link to its row of the folded verdict table, each cell's
+    provenance its title, each row an anchor) and Markdown (plain cells)."""
+    keys = f" ε keys: {'; '.join(table.keys)}." if table.keys else ""
+    caption = (f"{table.dataset}: one row per mechanism × target ε.{keys} Shaded: Pareto-optimal; greyed: "
+               "degenerate; a mechanism's name opens its every number's provenance (or hover a cell).")
+    links = [[_name_link(row[0], f"full-{key}-{i}"), *row[1:]] for i, row in enumerate(table.rows)]
+    return [Table(table.headers, links, caption=caption, css="compact-table", row_css=table.row_css,
+                  row_ids=[f"row-{key}-{i}" for i in range(len(table.rows))], titles=table.titles, only="html"),
+            Table(table.headers, table.rows, only="markdown")]
+
+
+def _name_link(name: str, anchor: str) -> Markup:
+    """A compact row's mechanism as a link to its verdict-table row, a degenerate mark after it (free to wrap)."""
+    mark = " (degenerate)"
+    if name.endswith(mark):
+        return Markup('<a href="#{}">{}</a> <span class="mark">{}</span>').format(anchor, name[: -len(mark)],
+                                                                                  mark.strip())
+    return Markup('<a href="#{}">{}</a>').format(anchor, name)
+
+
+def compact_legend(table: CompactTable, *, with_keys: bool) -> str:
+    """How to read the compact table in one paragraph, led by the key to its ε columns (``with_keys``: the HTML
+    table has it in its caption)."""
+    keys = "; ".join(table.keys) if with_keys else ""
+    axis = table.axis
+    if axis.level is None:
+        leak = f" The leakage column is the strongest attack's AUC: {axis.reason}."
+    elif axis.level != MAIN_LEVEL:
+        leak = (f" TPR at {level_label(MAIN_LEVEL)} FPR is not measurable on every model (too few non-members): the "
+                f"leakage column reads {level_label(axis.level)} FPR, the lowest level measurable on every model.")
+    else:
+        leak = ""
+    return (f"ε keys: {keys}. " if keys else "") + COMPACT_LEGEND + leak
+
+
+COMPACT_LEGEND = (
+    "ε: the accountant's upper bound for that δ and relation (\"no guarantee (claimed x)\": no formal guarantee, x "
+    "the ε a source claimed, not a guarantee; \"∞ (off)\": trained with privacy off). Audit ε_LB / ε: the tightest "
+    "valid bound of any audit (95% on its own; its audit, threat model, design and method in the cell's title and "
+    "the verdict table) against the ε it is held to. Cost of privacy: test-accuracy points lost against the "
+    "mechanism's ε = ∞ point. Conformance: the audit run's tests of the certified mechanism that passed (their "
+    "number), or the one the run-level check refuted."
+)

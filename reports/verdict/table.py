@@ -180,3 +180,17 @@ def verdict_tables(results: Results) -> list[dict[str, Any]]:
                 for (r, row), front in zip(pairs, _frontier(pairs, axis), strict=True)]
         tables.append({"dataset": dataset, "axis": axis, "rows": rows})
     return tables
+
+
+def row_css(row: dict[str, Any]) -> str:
+    """The HTML class of a verdict row: failed, privacy bug, degenerate (greyed), failed attack (on the frontier or
+    not), frontier."""
+    if row.get("failed"):
+        return "failed"
+    if row.get("bug"):
+        return "bug"
+    if row.get("degenerate"):  # greyed: learned nothing
+        return "degenerate attack-failed" if row.get("attack_failed") else "degenerate"
+    if row.get("attack_failed"):
+        return "attack-failed frontier" if row.get("frontier") else "attack-failed"
+    return "frontier" if row.get("frontier") else ""

@@ -48,7 +48,7 @@ def _rejected(c: dict) -> set[str]:
 
 def test_the_correct_mechanism_passes_every_test(digits_split):
     c = _conformance(digits_split.members)
-    assert len(c["tests"]) == TENSORS + 7  # fixed by the architecture
+    assert len(c["tests"]) == TENSORS + 8  # fixed by the architecture
     assert _rejected(c) == set() and c["measured_epsilon"]["p_value"] >= _level(c)
     by = {t["name"]: t for t in c["tests"]}
     assert by["steps T"]["measured"] == by["steps T"]["certified"] == EPOCHS * 3
@@ -57,6 +57,33 @@ def test_the_correct_mechanism_passes_every_test(digits_split):
     assert by["noise σ, tensor 4 of 4"]["n"] > EPOCHS * 3 and by["noise σ, tensor 4 of 4"]["n"] % (EPOCHS * 3) == 0
     m = c["measured_epsilon"]
     assert m["epsilon"] <= m["certified"] * 1.0001 and m["relation"] == "replace-one"
+    declared = by["ε of the declared mechanism (conformance's own accountant)"]
+    assert declared["p_value"] == 1.0 and declared["measured"] == pytest.approx(declared["certified"], rel=1e-6)
+
+
+@pytest.mark.parametrize("bug", ["rate q/2", "sensitivity C", "steps T/2"])
+def test_a_bug_inside_the_accountants_code_is_caught_by_the_declared_epsilon(digits_split, monkeypatch, bug):
+    """The mechanism's own PLD accountant (``_dpsgd_pld``: calibration, certified ε) patched, the mechanism's code
+    left as it is: its declared σ, q and T through the conformance code's accountant give more than it certifies."""
+    import mechanisms.accounting.gaussian as gaussian
+
+    original = gaussian._dpsgd_pld
+    change = {"rate q/2": (0.5, 1.0, None), "sensitivity C": (1.0, 1.0, "add-remove"), "steps T/2": (1.0, 0.5, None)}
+    rate, steps, relation = change[bug]
+    monkeypatch.setattr(gaussian, "_dpsgd_pld", lambda s, q, t, r: original(s, q * rate, max(1, int(t * steps)),
+                                                                          relation or r))
+    for cached in (gaussian.pld_epsilon, gaussian.pld_noise_multiplier, gaussian.dpsgd_profile):
+        cached.cache_clear()  # nothing calibrated before the patch is served, nor kept after it
+    try:
+        c = _conformance(digits_split.members)
+    finally:
+        monkeypatch.undo()
+        for cached in (gaussian.pld_epsilon, gaussian.pld_noise_multiplier, gaussian.dpsgd_profile):
+            cached.cache_clear()
+    assert _rejected(c) == {"ε of the declared mechanism (conformance's own accountant)"}, _rejected(c)
+    declared = c["tests"][-1]
+    assert declared["measured"] > 1.05 * declared["certified"]
+    assert c["measured_epsilon"]["p_value"] < _level(c)  # the measured parameters spend more too
 
 
 def test_less_noise_in_every_tensor_is_caught(digits_split, monkeypatch):

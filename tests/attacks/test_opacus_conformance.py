@@ -23,7 +23,7 @@ from bench.core.models import build_model
 
 RECORDS, EPOCHS, BATCH, SIGMA, DELTA = 100, 3, 50, 1.0, 1e-5
 TENSORS = 4  # the digits MLP: weight, bias, weight, bias
-LEVEL = 0.05 / (TENSORS + 4 + 1)  # the family of one run: k + 4 tests and the measured ε
+LEVEL = 0.05 / (TENSORS + 5 + 1)  # the family of one run: k + 5 tests and the measured ε
 
 
 def _observe(split, *, accountant="prv", poisson=True, records=RECORDS):
@@ -58,7 +58,7 @@ def _by_quantity(tests):
 def test_the_correct_loop_conforms_and_its_measured_epsilon_is_below_the_certified(digits_split):
     wb, eps = _observe(digits_split)
     c = opacus_conformance(wb, certified=eps, delta=DELTA, relation="add-remove")
-    assert len(c["tests"]) == TENSORS + 4  # fixed by the design and the architecture
+    assert len(c["tests"]) == TENSORS + 5  # fixed by the design and the architecture
     assert smallest_p(c["tests"]) > LEVEL and c["measured_epsilon"]["p_value"] > LEVEL
     assert 0.8 * eps < c["measured_epsilon"]["epsilon"] < eps  # a lower limit, near the certified ε
     hits, included = np.asarray(wb["hits"]), np.asarray(wb["records"]["included"], bool)
@@ -160,3 +160,48 @@ def test_the_family_keeps_its_level_on_the_ideal_mechanism():
                                    "sum_squares": float(SIGMA**2 * rng.chisquare(s * steps))} for s in sizes]}
         flagged += smallest_p(opacus_tests(wb)) < 0.05 / (len(sizes) + 4)
     assert flagged <= 400 * 0.05 + 3 * np.sqrt(400 * 0.05)
+
+
+def _two_phases(split):
+    """A loop of two training phases on one model, each its own ``PrivacyEngine`` (3 epochs each, q = 1/8, σ = 1):
+    (the observer's result, the second engine's ε alone, the ε of both phases composed by PRV)."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    m = split.members
+    x, y = canary_records(RECORDS, m.input_shape, m.num_classes, 0)
+    data = concat(m, ArrayDataset(x, y, m.num_classes, m.name))
+    torch.manual_seed(0)
+    model = build_model("mlp", m.input_shape, m.num_classes)
+    engines = [PrivacyEngine(accountant="prv"), PrivacyEngine(accountant="prv")]
+    with OpacusCanaries(RECORDS, 200, 0, tuple(bool(i % 2) for i in range(RECORDS))).observe(data) as obs:
+        for engine, lr in zip(engines, (0.1, 0.05), strict=True):  # the second phase fine-tunes the same model
+            loader = DataLoader(TensorDataset(data.x, data.y), batch_size=BATCH, shuffle=True)
+            model, opt, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=lr),
+                                                     data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=1.0)
+            for _ in range(EPOCHS):
+                for xb, yb in loader:
+                    opt.zero_grad()
+                    F.cross_entropy(model(xb), yb).backward()
+                    opt.step()
+    both = PRVAccountant()
+    both.history = engines[0].accountant.history + engines[1].accountant.history
+    return obs.result(), engines[1].get_epsilon(DELTA), both.get_epsilon(DELTA)
+
+
+def test_a_loop_of_two_phases_is_observed_whole_and_an_epsilon_that_leaves_one_out_is_refuted(digits_split):
+    """Issue 45: a second DPOptimizer (a second PrivacyEngine) was refused ("the audit observes one"); now every phase
+    is observed, and the ε the loop reports is held to both: the second engine's ε alone is refuted exactly by the
+    declared-ε test and by the ε from measured parameters; the two phases' composed ε passes."""
+    wb, second, both = _two_phases(digits_split)
+    assert [p["steps"] for p in wb["phases"]] == [EPOCHS * 8, EPOCHS * 8] and wb["steps"] == 2 * EPOCHS * 8
+    short = opacus_conformance(wb, certified=second, delta=DELTA, relation="add-remove")
+    level = 0.05 / (len(short["tests"]) + 1)
+    assert len(short["tests"]) == (TENSORS + 3) * 2 + 2  # fixed by the loop's phases and the architecture
+    declared = short["tests"][-1]
+    assert declared["p_value"] == 0.0 and declared["measured"] > 1.2 * second
+    assert short["measured_epsilon"]["p_value"] < level and short["measured_epsilon"]["epsilon"] > second
+    assert smallest_p(short["tests"][:-1]) > level  # every phase conforms to its own σ, q, C; the steps are counted
+    whole = opacus_conformance(wb, certified=both, delta=DELTA, relation="add-remove")
+    assert smallest_p(whole["tests"]) > level and whole["measured_epsilon"]["p_value"] > level
+    assert 0.8 * both < whole["measured_epsilon"]["epsilon"] < both

@@ -34,15 +34,21 @@ def members() -> ArrayDataset:
     return ArrayDataset(pool.x[:300], pool.y[:300], pool.num_classes, pool.name)
 
 
-def _ctx(mech, members, seed=0):
-    spec = mech.spec(**mech.recipes["smoke"])
+CI_DPMIX = {"params": {"mixture_degree": 4, "sigma_y_scale": math.sqrt(2 / 64)}}  # the ci profile's DPMix training
+
+
+def _ctx(mech, members, seed=0, recipe="smoke", epsilon=1.0):
+    settings = mech.recipes["smoke"]
+    if recipe == "ci":
+        settings = {**settings, "params": {**settings["params"], **CI_DPMIX["params"]}}
+    spec = mech.spec(**settings)
 
     class Target:
         def release(self, data, seed):
-            return mech.release(data, spec, target_epsilon=1.0, delta=DELTA, seed=seed)
+            return mech.release(data, spec, target_epsilon=epsilon, delta=DELTA, seed=seed)
 
         def audit_run(self, data, *, seed, request):
-            return request.run(mech, data, spec, target_epsilon=1.0, delta=DELTA)
+            return request.run(mech, data, spec, target_epsilon=epsilon, delta=DELTA)
     return SimpleNamespace(split=SimpleNamespace(members=members), seed=seed, train_like_target=Target())
 
 
@@ -51,19 +57,22 @@ def _local(members, seed=0):
     return {t["name"]: t for t in res.conformance["tests"]}, res.conformance["measured_epsilon"]
 
 
-def _dpmix(members, seed=0):
-    res = DPMixCanaryAudit(DPMixCanaryParams(num_canaries=8, releases=4)).score(_ctx(dpmix.DPMix(), members, seed))
+def _dpmix(members, seed=0, recipe="smoke", epsilon=1.0):
+    res = DPMixCanaryAudit(DPMixCanaryParams(num_canaries=8, releases=4)).score(_ctx(dpmix.DPMix(), members, seed,
+                                                                                    recipe, epsilon))
     return {t["name"]: t for t in res.conformance["tests"]}, res.conformance["measured_epsilon"]
 
 
 def test_the_correct_local_release_passes_every_test_and_its_measured_epsilon_is_near_the_certified(members):
     tests, eps = _local(members)
-    assert len(tests) == 9 and all(t["p_value"] > FAMILY for t in tests.values()), tests
+    assert len(tests) == 10 and all(t["p_value"] > FAMILY for t in tests.values()), tests
     scale, sigma = tests["input scale (the sensitivity's unit norm)"], tests["image noise σ, pooled"]["certified"]
     assert abs(scale["measured"] - 1.0) < 4 * sigma / math.sqrt(scale["n"])  # its standard error: σ/√m
     assert tests["image noise σ, pooled"]["measured"] == pytest.approx(tests["image noise σ, pooled"]["certified"],
                                                                       rel=0.01)
     assert eps["epsilon"] <= eps["certified"] and eps["epsilon"] > 0.8 * eps["certified"] and eps["p_value"] > FAMILY
+    declared = tests["ε of the declared mechanism (conformance's own accountant)"]
+    assert declared["p_value"] == 1.0 and declared["measured"] == pytest.approx(declared["certified"], rel=1e-3)
 
 
 @pytest.mark.parametrize("plant, caught", [
@@ -74,6 +83,8 @@ def test_the_correct_local_release_passes_every_test_and_its_measured_epsilon_is
     ("labels shifted by one", "label replacements uniform"),
     ("released twice", "releases per record"),
     ("inputs at norm 2", "input scale (the sensitivity's unit norm)"),  # the local-input-norm bug of the zoo
+    ("inputs at norm 0.5", "input scale (the sensitivity's unit norm)"),  # two-sided: not the declared release either
+    ("another record's image", "input scale (the sensitivity's unit norm)"),  # each record released as its neighbour
 ])
 def test_each_planted_local_violation_is_caught_by_its_test(members, monkeypatch, plant, caught):
     perturb, randomize = local.perturb, local.randomize_labels
@@ -89,6 +100,10 @@ def test_each_planted_local_violation_is_caught_by_its_test(members, monkeypatch
         elif plant == "one pixel at 0.8":
             factor.view(-1)[17] = 0.8
         out = unit + (out - unit) * factor + (unit if plant == "inputs at norm 2" else 0)
+        if plant == "inputs at norm 0.5":
+            out = out - unit / 2
+        if plant == "another record's image":
+            out = out - unit + unit.roll(1, 0)
         return torch.cat([out, out]) if plant == "released twice" else out
 
     def labels(y, *, epsilon, num_classes, generator):
@@ -110,11 +125,16 @@ def test_each_planted_local_violation_is_caught_by_its_test(members, monkeypatch
 
 def test_the_correct_dpmix_release_passes_every_test_and_its_measured_epsilon_is_near_the_certified(members):
     tests, eps = _dpmix(members)
-    assert len(tests) == 10 and all(t["p_value"] > FAMILY for t in tests.values() if t["deciding"]), tests
+    assert len(tests) == 13 and all(t["p_value"] > FAMILY for t in tests.values() if t["deciding"]), tests
     shown = [name for name, t in tests.items() if not t["deciding"]]
     assert shown == ["noise shape"] and 0 < tests["noise shape"]["p_value"] <= 1  # its measured p-value, kept
     assert tests["mixture degree ℓ"]["measured"] == 8 and tests["mixtures released T"]["measured"] == 2000
     assert 0.95 * eps["certified"] < eps["epsilon"] <= eps["certified"] and eps["p_value"] > FAMILY
+    weight = tests["mixing weight of the recorded records (1/ℓ)"]
+    assert abs(weight["measured"] - 1 / 8) < 4 * weight["detail"]["standard_error"]
+    assert tests["mixing weights' spread (record by record)"]["n"] > 0  # the held canaries' directions, read
+    declared = tests["ε of the declared mechanism (conformance's own accountant)"]
+    assert declared["p_value"] == 1.0 and declared["measured"] == pytest.approx(declared["certified"], rel=1e-6)
 
 
 def test_further_local_releases_pool_the_label_draws_and_tighten_the_measured_epsilon(members):
@@ -148,6 +168,8 @@ def _uneven(n, size, count, *, generator):
     ("label noise 0.8", "label noise σ_y, pooled"),
     ("uneven mixing", "inclusion dispersion"),
     ("T under-counted", None),
+    ("half the subset at 2/ℓ", "mixing weights' spread (record by record)"),  # the mean weight still 1/ℓ
+    ("every record at 2/ℓ", "mixing weight of the recorded records (1/ℓ)"),
 ])
 def test_each_planted_dpmix_violation_is_caught_by_its_test(members, monkeypatch, plant, caught):
     mix, account = dpmix.mix_release, dpmix.dpmix_epsilon
@@ -163,6 +185,11 @@ def test_each_planted_dpmix_violation_is_caught_by_its_test(members, monkeypatch
             rx = clean[:, : x.shape[1]] + (rx - clean[:, : x.shape[1]]) * factor
         if plant == "label noise 0.8":
             ry = clean[:, x.shape[1]:] + (ry - clean[:, x.shape[1]:]) * 0.8
+        if plant in ("half the subset at 2/ℓ", "every record at 2/ℓ"):  # the subset recorded is idx, as before
+            used = idx[:, : idx.shape[1] // 2] if plant.startswith("half") else idx
+            scale = 2.0 * used.shape[1] / idx.shape[1]
+            shift = scale * mixing.mean_of_rows([x.float(), y_onehot.float()], used) - clean
+            rx, ry = rx + shift[:, : x.shape[1]], ry + shift[:, x.shape[1]:]
         return rx, ry, idx
 
     monkeypatch.setattr(dpmix, "mix_release", noisy)
@@ -171,7 +198,8 @@ def test_each_planted_dpmix_violation_is_caught_by_its_test(members, monkeypatch
     if plant == "T under-counted":  # the accountant counts a fifth fewer mixtures than are released
         monkeypatch.setattr(dpmix, "dpmix_epsilon", lambda **kw: account(**{**kw, "num_samples": kw["num_samples"]
                                                                             * 4 // 5}))
-    tests, eps = _dpmix(members)
+    weights = "2/ℓ" in plant  # the ci profile's DPMix at ε = 4: a record's shift of 1/ℓ is about its noise's sd
+    tests, eps = _dpmix(members, recipe="ci" if weights else "smoke", epsilon=4.0 if weights else 1.0)
     if caught is None:
         assert eps["p_value"] < FAMILY and eps["epsilon"] > eps["certified"], eps
     else:
@@ -218,3 +246,50 @@ def test_the_per_pixel_test_is_the_sidak_of_every_pixels_chi2_test(shape):
     fast = image_noise_tests("x", ss, n, 1.0, shape)[-1]
     slow = sidak_test(fast["name"], [noise_test(f"pixel {i}", float(ss[i]), n, 1.0) for i in range(d)])
     assert fast == slow and fast["detail"]["worst"] == f"pixel {d // 2}" and fast["n"] == n * d
+
+
+def test_a_bug_inside_local_noises_accountant_is_caught_against_the_declared_mechanism(members, monkeypatch):
+    """Issue 45: the accountant's image channel at sensitivity 1 (σ read as 2σ: calibrated too small, certified as
+    the target); the conformance code's own accountant gives the declared σ at sensitivity 2 more than certified.
+    And the keep-rate formula the mechanism draws with at 2ε (the accountant's PLD still composes ε): refuted by the
+    keep rate against the conformance code's own e^ε/(e^ε + k − 1), which a keep rate taken from the mechanism's
+    formula could not see."""
+    import mechanisms.accounting.gaussian as gaussian
+
+    record = gaussian._record_pld_epsilon
+    monkeypatch.setattr(gaussian, "_record_pld_epsilon", lambda s, d, e, k: record(2 * s, d, e, k))
+    gaussian.local_record_epsilon.cache_clear()
+    gaussian.local_record_sigma.cache_clear()
+    try:
+        tests, eps = _local(members)
+    finally:
+        monkeypatch.undo()
+        gaussian.local_record_epsilon.cache_clear()
+        gaussian.local_record_sigma.cache_clear()
+    declared = tests["ε of the declared mechanism (conformance's own accountant)"]
+    assert declared["p_value"] == 0.0 and declared["measured"] > 1.3 * declared["certified"]
+    keep = local.randomized_response_keep
+    monkeypatch.setattr(local, "randomized_response_keep", lambda e, k: keep(2 * e, k))
+    tests, eps = _local(members)
+    assert tests["label keep rate"]["p_value"] < FAMILY and tests["label keep rate"]["measured"] > \
+        1.15 * tests["label keep rate"]["certified"]  # ε_label = 0.25 kept as 0.5: 0.125 → 0.155
+    declared = tests["ε of the declared mechanism (conformance's own accountant)"]
+    assert declared["p_value"] == 1.0  # its ε is the declared one's: the keep rate is what is off
+
+
+def test_a_bug_inside_dpmixs_accountant_is_caught_against_the_declared_mechanism(members, monkeypatch):
+    """Issue 45: DPMix's accountant without its label channel (Δ_y = 0): σ calibrated too small, the certified ε the
+    target; the conformance code's own dominating pair at the declared σ_x, σ_y, ℓ, T, n gives more (the ci
+    profile's σ_y/σ_x = √(2/64): the label carries half of Δ²)."""
+    import mechanisms.accounting.dpmix as accounting
+
+    monkeypatch.setattr(accounting, "label_sensitivity", lambda form, d_y: 0.0)
+    accounting.dpmix_sigma.cache_clear()
+    try:
+        tests, eps = _dpmix(members, recipe="ci")
+    finally:
+        monkeypatch.undo()
+        accounting.dpmix_sigma.cache_clear()
+    declared = tests["ε of the declared mechanism (conformance's own accountant)"]
+    assert declared["p_value"] == 0.0 and declared["measured"] > 1.05 * declared["certified"]
+    assert eps["p_value"] < FAMILY and eps["epsilon"] > eps["certified"]

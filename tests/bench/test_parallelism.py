@@ -15,6 +15,17 @@ def test_available_cpus_follow_the_affinity_mask():
     assert 1 <= cpus <= len(os.sched_getaffinity(0)) <= (os.cpu_count() or 1)
 
 
+def test_available_cpus_keep_to_what_a_scheduler_granted(monkeypatch):
+    """``$PRIVBENCH_CPUS`` (a zoo run's Ray task sets it to its num_cpus) caps the count; it never raises it, and a
+    value that is not a count >= 1 is ignored."""
+    free = available_cpus()
+    monkeypatch.setenv("PRIVBENCH_CPUS", "1")
+    assert available_cpus() == 1
+    for ignored in ("0", "-2", "two", "", str(free + 64)):
+        monkeypatch.setenv("PRIVBENCH_CPUS", ignored)
+        assert available_cpus() == free, ignored
+
+
 @pytest.mark.parametrize("device,threads,cpus,expected", [
     ("cpu", None, 2, (2, 1)),  # the default: one thread per process, one process per CPU
     ("cpu", None, 16, (16, 1)),

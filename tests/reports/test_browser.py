@@ -1,10 +1,14 @@
 """The HTML report as a person sees it: rendered by headless Chromium (Debian's ``chromium`` and
-``chromium-driver``, driven by Selenium; nothing is downloaded), and an accessibility / semantics check.
+``chromium-driver``, driven by Selenium; nothing is downloaded: ``page_metrics``), and an accessibility / semantics
+check.
 
 Both use the report of a real smoke run (``smoke_report`` in conftest.py); the semantics check also runs on a
-constructed document (``mnist_results``) and on an empty one, which need no run. The browser test writes a
-screenshot of the first screen and of the whole page to its output folder (and to ``$PRIVBENCH_CI_OUT`` when
-that is set) and prints their paths, for a human to look at.
+constructed document (``mnist_results``) and on an empty one, which need no run. The browser test checks issue 47's
+promises — the answer, the compact table and the Pareto plot on a laptop's first screen, nothing wider than the page
+at three widths, every folded section opening, every figure with its alt text, a sample of the privacy numbers with
+their provenance on the page — and writes screenshots of the first screen (1366 × 768 and 1920 × 900) and of the
+whole page to its output folder (and to ``$PRIVBENCH_CI_OUT`` when that is set, never into the repository), for a
+human to look at.
 """
 
 from __future__ import annotations
@@ -14,99 +18,99 @@ import os
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
+from page_metrics import (
+    LAPTOP,
+    WIDTHS,
+    browser,
+    chromium_paths,
+    open_details,
+    open_page,
+    overflow,
+    screenshot,
+    set_viewport,
+    state,
+)
 
+from bench.results import read
 from reports import write_reports
+from reports.bounds import tightest_valid
+from reports.tables import summary_rows
 
-WINDOW = (1440, 900)  # a laptop's first screen, CSS pixels
+WIDE = (1920, 900)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+MAX_HEIGHT, MAX_BYTES = 12_000, 2_000_000  # issue 47's page: at most 12,000 px tall at 1366 px, 2 MB
 
 
-def chromium_paths() -> tuple[str | None, str | None]:
-    """``(chromium, chromedriver)`` executables on PATH (``None`` where missing)."""
-    return shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
+def _first_screen(page: dict, height: int) -> None:
+    """The answer, the badges, the compact table's header and first row and the Pareto plot's top edge lie within
+    the first ``height`` px of the page."""
+    assert page["answer_top"] is not None and page["answer_bottom"] < height, page
+    assert page["badges_bottom"] is not None and page["badges_bottom"] < height, page
+    assert page["compact_rows"] > 0 and page["compact_first_row_bottom"] < height, page
+    assert page["pareto_top"] is not None and page["pareto_top"] < height, page
 
 
-def render(html: Path, screenshot: Path, *, full_page: Path | None = None) -> dict[str, Any]:
-    """Open ``html`` from disk in headless Chromium, wait until it and its images have loaded, save the first
-    screen (``WINDOW``) to ``screenshot`` and optionally the whole page (height capped at 16,000 px).
-
-    Returns:
-        ``{"images": [{"alt", "complete", "naturalWidth"}], "verdict_top": px or None, "verdict_rows": int,
-        "verdict_overflow": px the verdict table reaches past its box (None without one),
-        "scroll_width": px, "inner_width": px, "height": px, "title": str, "console": [log entries]}``.
-    """
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    browser, driver_path = chromium_paths()
-    options = Options()
-    options.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-                "--force-device-scale-factor=1", f"--window-size={WINDOW[0]},{WINDOW[1]}"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # An explicit driver path: Selenium Manager is not asked to find (or download) anything.
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    try:
-        driver.get(Path(html).resolve().as_uri())
-        WebDriverWait(driver, 60).until(lambda d: d.execute_script(
-            "return document.readyState === 'complete' && Array.from(document.images).every(i => i.complete)"))
-        state = driver.execute_script("""
-            const table = document.querySelector('table.verdict-table');
-            return {
-              images: Array.from(document.images).map(i => ({alt: i.alt, complete: i.complete,
-                                                              naturalWidth: i.naturalWidth})),
-              verdict_top: table ? table.getBoundingClientRect().top : null,
-              verdict_rows: table ? table.tBodies[0].rows.length : 0,
-              // how far the verdict table reaches past its box (> 0: columns cut off, to be scrolled to)
-              verdict_overflow: table ? table.getBoundingClientRect().right
-                                        - table.parentElement.getBoundingClientRect().right : null,
-              scroll_width: document.documentElement.scrollWidth, inner_width: window.innerWidth,
-              height: document.documentElement.scrollHeight, title: document.title,
-            };""")
-        driver.save_screenshot(str(screenshot))
-        if full_page is not None:
-            driver.set_window_size(WINDOW[0], min(int(state["height"]) + 200, 16_000))
-            driver.save_screenshot(str(full_page))
-        state["console"] = driver.get_log("browser")
-        return state
-    finally:
-        driver.quit()
+def _provenance_sample(run: Path) -> list[str]:
+    """Privacy strings the page must show, folded or not: every model's ε with its δ, accountant and relation (and
+    the ε its measured parameters imply), and its tightest valid audit bound with its threat model, design, method
+    and confidence."""
+    doc = read(run / "results.json")
+    sample = [row["privacy"] for row in summary_rows(doc) if row["status"] == "ok"]
+    sample += [b.text() for r in doc.results if r.ok and (b := tightest_valid(r)) is not None]
+    assert any("δ = " in s for s in sample) and any("one-run" in s or "multi-run" in s for s in sample)
+    return sample
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not all(chromium_paths()),
                     reason="headless Chromium not installed: apt-get install chromium chromium-driver (.ci/run does)")
-def test_report_renders_in_chromium(smoke_report, tmp_path):
-    first, full = tmp_path / "report-first-screen.png", tmp_path / "report-full-page.png"
-    state = render(smoke_report / "report.html", first, full_page=full)
-    print(f"\nscreenshots of {smoke_report / 'report.html'}:\n  {first}\n  {full}")
+def test_report_answers_on_the_first_screen_and_never_overflows(smoke_report, tmp_path):
+    html = smoke_report / "report.html"
+    shots = {name: tmp_path / f"report-{name}.png" for name in ("first-screen", "first-screen-1920", "full-page")}
+    with browser(LAPTOP) as driver:
+        open_page(driver, html, LAPTOP)
+        first = state(driver)
+        screenshot(driver, shots["first-screen"])
+        _first_screen(first, LAPTOP[1])
+        # every figure decoded, each with its own alt text; no console errors
+        assert len(first["images"]) == len(list(smoke_report.glob("*.png"))) >= 8
+        assert [i for i in first["images"] if not i["complete"] or i["naturalWidth"] <= 0] == []
+        alts = [i["alt"].strip() for i in first["images"]]
+        assert all(alts) and len(set(alts)) == len(alts)
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        doc = json.loads((smoke_report / "results.json").read_text())
+        assert first["title"] == f"privbench report: {doc['run_id']}" and first["compact_rows"] == len(doc["results"])
+        assert first["height"] <= MAX_HEIGHT and html.stat().st_size <= MAX_BYTES
+        # a mechanism's name opens its folded row of the verdict table
+        link = driver.find_element("css selector", "table.compact-table tbody tr a")
+        target = link.get_attribute("href").split("#", 1)[1]
+        link.click()
+        assert driver.execute_script(f"return document.getElementById('{target}').closest('details').open")
+        # nothing wider than the page at three widths, every section folded or open
+        for width in WIDTHS:
+            for is_open in (False, True):
+                set_viewport(driver, (width, LAPTOP[1]))
+                open_details(driver, is_open)
+                page = state(driver)
+                assert overflow(driver) == [] and page["scroll_width"] <= page["inner_width"], (width, is_open)
+        assert page["details"] >= 5 and page["details_open"] == page["details"]
+        text = " ".join(driver.execute_script("return document.body.innerText").split())
+        missing = [s for s in _provenance_sample(smoke_report) if " ".join(s.split()) not in text]
+        assert missing == []
+        open_details(driver, False)
+        set_viewport(driver, WIDE)
+        _first_screen(state(driver), WIDE[1])
+        screenshot(driver, shots["first-screen-1920"])
+        screenshot(driver, shots["full-page"], full=True, width=LAPTOP[0])
+    print(f"\nscreenshots of {html}:\n  " + "\n  ".join(map(str, shots.values())))
     if os.environ.get("PRIVBENCH_CI_OUT"):
         ci_out = Path(os.environ["PRIVBENCH_CI_OUT"])
         ci_out.mkdir(parents=True, exist_ok=True)
-        for shot in (first, full):
+        for shot in shots.values():
             shutil.copy(shot, ci_out / shot.name)
-
-    assert first.read_bytes()[:8] == PNG_MAGIC and full.read_bytes()[:8] == PNG_MAGIC
-    doc = json.loads((smoke_report / "results.json").read_text())
-    assert state["title"] == f"privbench report: {doc['run_id']}"
-    # The verdict table is on the first screen and has one row per model.
-    assert state["verdict_top"] is not None and state["verdict_top"] < WINDOW[1]
-    assert state["verdict_rows"] == len(doc["results"])
-    # Every column of it is visible at a laptop's width: nothing beside it squeezes it into a scrolled box.
-    assert state["verdict_overflow"] <= 1
-    # Every plot written to the folder is on the page, and every image decoded.
-    pngs = sorted(p.name for p in smoke_report.glob("*.png"))
-    assert len(state["images"]) == len(pngs) >= 8, pngs
-    assert [i for i in state["images"] if not i["complete"] or i["naturalWidth"] <= 0] == []
-    # No console errors, and nothing wider than the window (wide tables scroll inside their own box).
-    assert [e for e in state["console"] if e["level"] == "SEVERE"] == []
-    assert state["scroll_width"] <= state["inner_width"]
+    assert all(shot.read_bytes()[:8] == PNG_MAGIC for shot in shots.values())
 
 
 class _Semantics(HTMLParser):
@@ -168,9 +172,9 @@ def test_html_semantics_of_a_real_report(smoke_report):
 
 def test_html_semantics_of_a_constructed_report(mnist_results, tmp_path):
     page = _check_semantics(write_reports(mnist_results, tmp_path)["html"].read_text(encoding="utf-8"))
-    # verdict, audit, every analysis of every audit, heuristic bounds, attacks, where the time went, provenance;
-    # the 7 plots and the training curves
-    assert len(page.images) == 8 and len(page.tables) == 7
+    # compact and verdict tables, attacks, heuristic bounds, audit, every analysis of every audit, where the time
+    # went, provenance; the 8 plots and the training curves
+    assert len(page.images) == 9 and len(page.tables) == 8
     alts = [img["alt"] for img in page.images]
     assert len(set(alts)) == len(alts)
     assert page.headings.count("h3") == 2  # Failed cells, Failed attacks

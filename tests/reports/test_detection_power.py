@@ -60,7 +60,7 @@ def test_the_audit_section_says_what_the_run_could_have_caught(build, table, tmp
     power = [r.model_dump() for r in detection_rows("ci", ("dpmix",), path=table)]
     doc = build.results([], audit={"confidence": 0.95, "comparisons": 3, "detection_power": power})
     md = render_markdown(doc, {})
-    section = md.split("### What this run could have caught", 1)[1]
+    section = md.split("<summary>What this run could have caught</summary>", 1)[1]
     header, rule, row = section.strip().splitlines()[:3]
     assert [c.strip() for c in header.strip("|").split("|")] == [
         "mechanism", "target ε", "σ × 0.5", "σ × 0.8", "labels in the clear", "measured at"]
@@ -86,7 +86,7 @@ def test_the_committed_default_table_shows_its_bugs_strongest_first(build):
     removed, not as the rows were measured."""
     power = [r.model_dump() for r in detection_rows("default", ("dpsgd", "local-gaussian", "dpmix"), path=TABLE)]
     md = render_markdown(build.results([], audit={"confidence": 0.95, "comparisons": 3, "detection_power": power}), {})
-    header = md.split("### What this run could have caught", 1)[1].strip().splitlines()[0]
+    header = md.split("<summary>What this run could have caught</summary>", 1)[1].strip().splitlines()[0]
     bugs = [c.strip() for c in header.strip("|").split("|")][2:-1]
     noise = [b for b in bugs if b.startswith("σ × ")]
     assert {"σ × 0.1", "σ × 0.5", "σ × 0.75"} <= set(noise)

@@ -23,7 +23,7 @@ def _runs(build):
 
 
 def _rows(md: str) -> list[list[str]]:
-    section = md.split("### Seeds pooled", 1)[1]
+    section = md.split("<summary>Seeds pooled</summary>", 1)[1]
     lines = [ln for ln in section.strip().splitlines() if ln.startswith("|")]
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
 

@@ -22,6 +22,7 @@ from reports.common import format_privacy, format_tpr, num
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.tables import SUMMARY_COLUMNS, summary_rows
+from reports.verdict.compact import KEY_MARKS
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -50,6 +51,8 @@ def texts(mnist_results, written) -> dict[str, str]:
 
 @pytest.mark.parametrize("fmt", ["markdown", "html", "terminal"])
 def test_every_epsilon_comes_with_delta_accountant_and_relation(texts, fmt):
+    """Every "ε = x" names its δ, accountant and relation beside it; the compact table's bare ε values (every format:
+    the terminal prints it alone) carry a key that its legend spells out the same way."""
     text = texts[fmt]
     found = 0
     after_re = re.compile(r" \(δ = [0-9.e+-]+, (" + "|".join(ACCOUNTANTS) + r")(, (" + "|".join(RELATIONS) + r"))?\)")
@@ -65,19 +68,31 @@ def test_every_epsilon_comes_with_delta_accountant_and_relation(texts, fmt):
         match = after_re.match(after)
         assert match, after
         assert match.group(2), f"every model of this document has a relation: {after!r}"
-    assert found >= 3  # 0.99, 7.93, 14.7 are all printed
-    assert "ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)" in text
-    assert "ε = 14.7 (δ = 1e-04, dpmix-closed-form, replace-one)" in text
+    if fmt != "terminal":  # the folded verdict table: every ε written out
+        assert found >= 3  # 0.99, 7.93, 14.7 are all printed
+        assert "ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)" in text
+        assert "ε = 14.7 (δ = 1e-04, dpmix-closed-form, replace-one)" in text
+    # the compact table: a key after each ε, and the key's line
+    flat = " ".join(text.split())  # a legend the terminal wrapped, on one line
+    keys = dict(re.findall(f"([{KEY_MARKS}]) (δ = [^;]*?)(?:;|\\.\\s)", flat))
+    assert set(keys.values()) >= {"δ = 1e-05, opacus-prv, add/remove",
+                                  "δ = 1e-04 (weak δ ≥ 1/n), dpmix-closed-form, replace-one"}, keys
+    for eps, provenance in (("0.99", "δ = 1e-05, opacus-prv, add/remove"),
+                            ("14.7", "δ = 1e-04 (weak δ ≥ 1/n), dpmix-closed-form, replace-one")):
+        mark = next(k for k, v in keys.items() if v == provenance)
+        assert f"{eps}{mark}" in text, (eps, mark)
     assert "weak δ ≥ 1/n" in text  # the DPMix cell uses δ = 1e-4 with 10,000 members
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "html", "terminal"])
 def test_no_guarantee_cells_and_failures_are_labelled(texts, fmt):
     text = texts[fmt]
-    weight_line = next(line for line in text.splitlines() if "weight-noise" in line and "claimed" in line)
-    assert "no guarantee" in weight_line and "not a guarantee" in weight_line
+    rows = [line for line in text.splitlines() if "weight-noise" in line and "claimed" in line
+            and line.lstrip().startswith(("|", "<tr", "│"))]  # its rows in the compact and the verdict tables
+    assert rows and all("no guarantee" in line for line in rows)
+    assert "not a guarantee" in " ".join(text.split())  # the folded table's cell, and the compact table's legend
     assert "failed: RuntimeError: CUDA out of memory" in text
-    assert "not measurable" in text
+    assert "not measurable" in " ".join(text.split())
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "html", "terminal"])
@@ -87,30 +102,33 @@ def test_a_failed_attack_is_a_visible_failure(texts, fmt):
     assert "mnist / dpsgd (target ε 8, seed 0): " + LIRA_ERROR in text
     dpsgd8 = [line for line in text.splitlines() if "7.93" in line and "dpsgd" in line]
     assert dpsgd8 and any("attack failed: lira" in line for line in dpsgd8), dpsgd8
-    assert sum("attack failed: lira" in line for line in text.splitlines()) == 1  # only that model's row
+    named = [line for line in text.splitlines() if "attack failed: lira" in line]
+    assert named and all("7.93" in line for line in named)  # only that model's rows (compact and verdict tables)
     assert "Failed attacks" in text
 
 
 def test_failed_attack_in_markdown_and_html_sections(texts):
     md, html = texts["markdown"], texts["html"]
     assert md.index("> **1 attack(s) failed on finished models") < md.index("## Verdict: mnist")
+    assert "**1** failed attack" in md and html.count('href="#failed-attacks"') == 2  # the badge and the contents
     failed = md.split("## Failed attacks", 1)[1].split("##", 1)[0]
     assert failed.strip() == "- mnist / dpsgd (target ε 8, seed 0): " + LIRA_ERROR
-    attacks = md.split("## Membership attacks", 1)[1].split("\n## ", 1)[0]
+    attacks = md.split("## Membership attacks", 1)[1].split("\n## ", 1)[0]  # its folded table
     assert re.search(r"\| dpsgd \| [^|]*7\.93[^|]* \| lira \| — \| failed: RuntimeError: shadow model 3 diverged",
                      attacks)
     assert '<h3 id="failed-attacks" class="bug">Failed attacks</h3>' in html
-    assert html.count('class="attack-failed') == 1 and 'href="#failed-attacks"' in html
+    assert html.count('class="attack-failed') == 2  # its rows of the compact table and of the verdict table
     assert "(see Failed attacks)" in md  # the verdict note of dpsgd
 
 
 def test_markdown_structure(texts, written):
     md = texts["markdown"]
     out, paths = written
-    headings = ("## Verdict: mnist", "## Audit", "## Privacy vs utility", "## Heuristic ε lower bounds",
-                "## Membership attacks", "## Setup and guarantees", "## Failed cells", "## Failed attacks",
+    headings = ("## Verdict: mnist", "## Privacy vs utility", "## Membership attacks",
+                "<summary>Heuristic ε lower bounds", "## Audits and conformance", "## Throughput",
+                "## Training curves", "## Setup and guarantees", "## Failed cells", "## Failed attacks",
                 "## Provenance")
-    assert [md.index(h) for h in headings] == sorted(md.index(h) for h in headings)  # the Audit leads the evidence
+    assert [md.index(h) for h in headings] == sorted(md.index(h) for h in headings)  # the issue-47 order
     for name in ("mnist-default-20261122T0540", "abc123def", "cpu", "opacus 1.5.2", "Profile default"):
         assert name in md
     links = re.findall(r"!\[([^\]]+)\]\(([^)]+)\)", md)
@@ -129,7 +147,7 @@ def test_html_escapes_config_and_is_self_contained(texts, build):
     assert build.script not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     imgs = re.findall(r"<img\b[^>]*>", html)
-    assert len(imgs) == 8  # 7 + the training curves (the fixture documents carry histories)
+    assert len(imgs) == 9  # 8 + the training curves (the fixture documents carry histories)
     for tag in imgs:
         assert re.search(r'alt="[^"]*\w[^"]*"', tag), tag
         assert 'src="data:image/png;base64,' in tag
@@ -143,7 +161,7 @@ def test_plots_are_valid_pngs(written):
     out, paths = written
     # no model with an ε has a TPR measurable at 0.1 % FPR: no TPR-vs-ε plot
     expected = {"accuracy_vs_epsilon", "attack_auc_vs_epsilon", "audit_tightness", "pareto_mnist", "throughput",
-                "roc_mnist", "release_mnist_dpmix", "curves_mnist"}
+                "roc_strongest_mnist", "roc_mnist", "release_mnist_dpmix", "curves_mnist"}
     assert {k for k, p in paths.items() if p.suffix == ".png"} == expected
     for name in expected:
         path = out / f"{name}.png"
@@ -366,7 +384,8 @@ def test_throughput_section_shows_where_the_time_went(mnist_results, tmp_path):
     assert "Reports: 12.5 s" in section
     row = next(line for line in section.splitlines() if line.startswith("| ") and "41.2" in line)
     assert "| 1.5 |" in row and "| 30.0 |" in row and "shadow 27.5, loss 2.0, rmia 0.5" in row
-    table = [line for line in section.split("\n\n")[3].splitlines() if line.startswith("| ")]
+    folded = section.split("<summary>Where the time went", 1)[1].split("</details>", 1)[0]
+    table = [line for line in folded.splitlines() if line.startswith("| ")]
     assert table[0].startswith("| model | target ε | seed | train (s)") and len(table) == 1 + len(doc.results)
     html = paths["html"].read_text(encoding="utf-8")
     assert "Where the time went" in html and "shadow 27.5, loss 2.0, rmia 0.5" in html

@@ -19,6 +19,8 @@ import opacus_plugin  # noqa: E402
 from opacus.data_loader import DPDataLoader  # noqa: E402
 from opacus.optimizers import DPOptimizer  # noqa: E402
 
+import mechanisms.accounting.dpmix as dpmix_accounting  # noqa: E402
+import mechanisms.accounting.gaussian as gaussian_accounting  # noqa: E402
 import mechanisms.dpmix.mechanism as dpmix  # noqa: E402
 import mechanisms.dpmix.mixing as mixing  # noqa: E402
 import mechanisms.dpsgd.canaries as canaries  # noqa: E402
@@ -33,7 +35,10 @@ load()
 PATCHED = [(fast, "noisy_step"), (fast, "poisson_batches"), (fast, "train_fast"), (clipping, "clip_factors"),
            (canaries, "clip_factors"), (dpmix, "mix_release"), (mixing, "sample_subsets"), (local, "perturb"),
            (local, "randomize_labels"), (opacus_plugin, "train_with_opacus"), (engine, "get_noise_multiplier"),
-           (DPOptimizer, "add_noise"), (DPDataLoader, "from_data_loader")]
+           (DPOptimizer, "add_noise"), (DPDataLoader, "from_data_loader"), (gaussian_accounting, "_dpsgd_pld"),
+           (gaussian_accounting, "_record_pld_epsilon"), (gaussian_accounting, "randomized_response_keep"),
+           (local, "randomized_response_keep"), (dpmix_accounting, "dpmix_epsilon"), (dpmix, "dpmix_epsilon"),
+           (dpmix_accounting, "label_sensitivity"), (dpmix_accounting, "dpmix_pld_epsilon")]
 
 
 @pytest.fixture
@@ -216,6 +221,53 @@ def _reused() -> None:
     assert bool((idx == idx[0]).all())
 
 
+def _dpsgd_accountant(**at: object) -> Callable[[], None]:
+    """The mechanism's PLD accountant of DP-SGD (asked σ = 1, q = 0.1, T = 20, replace-one) gives the conformance
+    code's PLD at the bug's ``at`` instead."""
+    from attacks.audit.subsampled_gaussian import poisson_gaussian_epsilon
+
+    def check() -> None:
+        got = gaussian_accounting._dpsgd_pld(1.0, 0.1, 20, "replace-one").get_epsilon(1e-5)
+        want = poisson_gaussian_epsilon(**{"noise_multiplier": 1.0, "sample_rate": 0.1, "steps": 20, "delta": 1e-5,
+                                           "relation": "replace-one", **at})
+        assert got == pytest.approx(want, rel=1e-9)
+    return check
+
+
+def _dpmix_accountant(*, rate: float, shift_sq: float, releases: int) -> Callable[[], None]:
+    """DPMix's accountant, as the mechanism calls it (σ = 0.5 = σ_y, ℓ = 8, T = 200, n = 1,000, d_x = 16), gives the
+    conformance code's pair at the bug's rate, c and T (correct: 8/1000, (16/0.25 + 2/0.25)/64 = 1.125, 200)."""
+    from attacks.audit.mixing_pair import mixing_epsilon
+
+    def check() -> None:
+        got = dpmix.dpmix_epsilon(sigma=0.5, mixture_degree=8, num_samples=200, num_records=1000, d_x=16, d_y=10,
+                                  delta=1e-5)
+        assert got == pytest.approx(mixing_epsilon(shift_sq=shift_sq, rate=rate, releases=releases, delta=1e-5),
+                                    rel=1e-9)
+    return check
+
+
+def _local_accountant(**declared: object) -> Callable[[], None]:
+    """The mechanism's record accountant at σ = 2, ε_label = 0.5, k = 10 gives the exact ε of ``declared``."""
+    from attacks.audit.analytic_gaussian import local_epsilon
+
+    def check() -> None:
+        got = gaussian_accounting._record_pld_epsilon(2.0, 1e-5, 0.5, 10)
+        assert got == pytest.approx(local_epsilon(**{"sigma": 2.0, "sensitivity": 2.0, "delta": 1e-5,
+                                                     "label_epsilon": 0.5, "num_classes": 10, **declared}), rel=1e-3)
+    return check
+
+
+def _keep_rate() -> None:
+    from attacks.audit.analytic_gaussian import rr_keep
+
+    y = torch.zeros(20_000, dtype=torch.int64)
+    kept = float((local.randomize_labels(y, epsilon=0.5, num_classes=10, generator=torch.Generator().manual_seed(0))
+                  == y).float().mean())
+    assert local.randomized_response_keep(0.5, 10) == pytest.approx(rr_keep(1.0, 10), rel=1e-12)
+    assert kept == pytest.approx(rr_keep(1.0, 10), abs=0.01)
+
+
 CHECKS: dict[str, Callable[[], None]] = {
     "dpsgd-half-noise": _noise(0.5), "dpsgd-three-quarter-noise": _noise(0.75), "dpsgd-no-noise": _noise(0.0),
     "dpsgd-noise-on-average": _noise(0.25), "dpsgd-noise-one-tensor": _one_tensor, "dpsgd-no-clipping": _no_clipping,
@@ -226,6 +278,15 @@ CHECKS: dict[str, Callable[[], None]] = {
     "local-half-noise": _local_half, "local-input-norm": _local_norm, "local-labels-in-clear": _local_labels,
     "dpmix-half-noise": _dpmix_noise(0.5, 0.5), "dpmix-tenth-noise": _dpmix_noise(0.1, 0.1),
     "dpmix-labels-in-clear": _dpmix_noise(1.0, 0.0), "dpmix-reused-subset": _reused,
+    "dpsgd-accountant-rate": _dpsgd_accountant(sample_rate=0.05),
+    "dpsgd-accountant-sensitivity": _dpsgd_accountant(relation="add-remove"),
+    "dpsgd-accountant-steps": _dpsgd_accountant(steps=10),
+    "dpmix-accountant-rate": _dpmix_accountant(rate=1 / 1000, shift_sq=1.125, releases=200),
+    "dpmix-accountant-sensitivity": _dpmix_accountant(rate=8 / 1000, shift_sq=1.0, releases=200),
+    "dpmix-accountant-count": _dpmix_accountant(rate=8 / 1000, shift_sq=1.125, releases=100),
+    "local-accountant-sensitivity": _local_accountant(sensitivity=1.0),
+    "local-accountant-keep-rate": _keep_rate,
+    "local-accountant-composition": _local_accountant(label_epsilon=None),
 }
 _ORIGINAL_SEARCH = vars(engine)["get_noise_multiplier"]
 
@@ -246,7 +307,20 @@ LOCAL = {"sigma": 2.0, "label_epsilon": 0.5, "delta": 1e-5, "labels": "randomize
 DPMIX = {"sigma": 0.5, "mixture_degree": 8, "num_samples": 200, "num_records": 1000, "d_x": 16, "delta": 1e-5}
 
 
+def _certified_by_the_bug(bug) -> tuple[dict, float]:
+    """An accounting bug's certified ε: the mechanism's accountant with the bug applied, at the same parameters."""
+    if bug.mechanism == "dpsgd":
+        return DPSGD, gaussian_accounting._dpsgd_pld(1.0, 0.1, 20, "replace-one").get_epsilon(1e-5)
+    if bug.mechanism == "local-gaussian":
+        return LOCAL, gaussian_accounting._record_pld_epsilon(LOCAL["sigma"], 1e-5, LOCAL["label_epsilon"], 10)
+    return DPMIX, dpmix.dpmix_epsilon(sigma=0.5, mixture_degree=8, num_samples=200, num_records=1000, d_x=16, d_y=10,
+                                      delta=1e-5)
+
+
 def _certified(bug) -> tuple[dict, float]:
+    if "-accountant-" in bug.name:
+        bug.apply()
+        return _certified_by_the_bug(bug)
     if bug.mechanism == "dpsgd":
         return DPSGD, dpsgd_epsilon(DPSGD)
     if bug.mechanism == "opacus-example":
@@ -257,7 +331,7 @@ def _certified(bug) -> tuple[dict, float]:
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
-def test_true_epsilon(name):
+def test_true_epsilon(name, undo):
     bug = BUGS.get(name)
     if bug.true_epsilon is None:
         assert "unknown" in bug.true_epsilon_text
@@ -268,7 +342,9 @@ def test_true_epsilon(name):
         assert true == math.inf
     else:
         assert true is not None and certified * (1 - 1e-6) <= true < math.inf
-        if name not in ("opacus-sigma-overshoot",):
+        if name == "local-accountant-composition":  # σ = 2 fixed here (image ε 4.38): the label adds 3.7 %; in a run
+            assert true > 1.03 * certified  # σ is calibrated to the whole ε and the label's comes on top (docs/zoo.md)
+        elif name not in ("opacus-sigma-overshoot",):
             assert true > 1.05 * certified, (true, certified)
 
 
@@ -305,3 +381,20 @@ def test_a_run_killed_for_memory_says_so():
     assert reason.startswith("killed by SIGKILL (as the kernel's out-of-memory killer")
     assert reason.endswith(": training")
     assert _failure(2, "") == "exit status 2"
+
+
+def test_the_true_epsilon_ratio_is_shown_when_the_first_auditor_is_not_installed():
+    """zoo.md's "true ε / certified" is the case's, whichever auditor judged: with the anchors missing (CI installs
+    only .[test,ray]) the first auditor's row holds no verdict, and the column read "unknown" for every case."""
+    from bench.zoo.document import summarise
+    from bench.zoo.report import markdown
+
+    rows = [{"case": "b", "bug": "b", "mechanism": "dpsgd", "seed": 0, "auditor": "anchor", "missing": "x is not "
+             "installed", "certified_epsilon": 2.0, "true_epsilon": 3.0},
+            {"case": "b", "bug": "b", "mechanism": "dpsgd", "seed": 0, "auditor": "privbench", "caught": True,
+             "certified_epsilon": 2.0, "true_epsilon": 3.0, "run_cpu_s": 1.0, "judge_cpu_s": 0.1}]
+    info = {"threat_model": "x", "source": "x", "description": "x"}
+    doc = {"bugs": {}, "auditors": {"anchor": info, "privbench": info}, "seeds": 1, "profile": "ci",
+           "target_epsilon": 2.0, "rows": rows, "summary": summarise(rows)}
+    table = [line for line in markdown(doc).splitlines() if line.startswith("| b |")]
+    assert table and "| 1.5× |" in table[0], table

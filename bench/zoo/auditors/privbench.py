@@ -95,7 +95,8 @@ register_auditor(Auditor(
     name="privbench-conformance", threat_model="conformance", source="privbench", mechanisms=tuple(CONFORMANCE),
     attacks=CONFORMANCE, judge=_keep(lambda name, record: True, bounds=False, conformance=True),
     description="the parameters the accountant assumes, measured on the mechanism's own code path in the audit "
-                "run and tested against the certified ones (issue 38; attacks/audit/conformance.py)"))
+                "run and tested against the declared ones, and the certified ε against the declared mechanism's by "
+                "the conformance code's own accountants (issues 38, 45; attacks/audit/conformance.py)"))
 register_auditor(Auditor(
     name="privbench", threat_model="all", source="privbench", mechanisms=tuple(ALL), attacks=ALL,
     judge=_keep(lambda name, record: True, bounds=True, conformance=True),
