@@ -118,7 +118,7 @@ def test_the_readme_command_guards_a_plugin_mechanism(tmp_path):
 @pytest.mark.slow  # a whole CLI job each, about 30 s
 @pytest.mark.parametrize(("plugin", "code"), [(None, 0), ("dpsgd_half_noise", 3), ("dpsgd_no_noise", 3)])
 def test_the_crafted_black_box_audit_at_ci_size(plugin, code, tmp_path):
-    """``--attacks multi-run-crafted`` at the ci profile's size (1,000 runs of the auditor's logistic regression at
+    """``--attacks multi-run-crafted`` at the ci profile's size (4,000 runs of the auditor's logistic regression at
     q = 1): σ × 0.5 and no noise exit 3, the correct DP-SGD exits 0."""
     extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
     done = subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--mechanisms", "dpsgd", "--attacks",
