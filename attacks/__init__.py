@@ -19,6 +19,7 @@ ATTACKS.add_lazy("weight-canary", "attacks.weight_canary:WeightCanaryAudit")
 ATTACKS.add_lazy("opacus-canary", "attacks.opacus_audit:OpacusCanaryAudit")
 ATTACKS.add_lazy("opacus-canary-final", "attacks.opacus_final:OpacusFinalCanaryAudit")
 ATTACKS.add_lazy("multi-run", "attacks.multi_run:MultiRunAudit")
+ATTACKS.add_lazy("multi-run-crafted", "attacks.crafted:CraftedAudit")
 
 ATTACKS.add_lazy("miface", "attacks.inversion:MIFace")
 ATTACKS.add_lazy("dpmix-mia-corr", "attacks.release_dpmix:DPMixCorrelation")

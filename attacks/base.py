@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
     from bench.core.data import ArrayDataset, MembershipSplit
-    from bench.core.types import PrivacySpent, Release, TrainedModel
+    from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 
 @dataclass
 class MembershipScores:
@@ -80,9 +80,11 @@ class TrainLikeTarget(Protocol):
     """Trains shadow / reference / canary models exactly as the target was trained (same mechanism, settings,
     target ε and δ) on the attacker's data; results go through the model cache (a cached model is loaded,
     never retrained). The runner implements it; ``OneAtATime`` makes one from a plain function. ``batch_size``:
-    the target's batch size (None: unknown)."""
+    the target's batch size (None: unknown); ``spec``: the target's training settings (None: unknown), e.g. to build
+    the architecture an auditor's initial model must have."""
 
     batch_size: int | None
+    spec: TrainSpec | None
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         """One model on ``data`` with training seed ``seed``."""
@@ -119,10 +121,11 @@ class TrainLikeTarget(Protocol):
 @dataclass(frozen=True)
 class OneAtATime:
     """A ``TrainLikeTarget`` from a plain function ``fn(data, *, seed) -> TrainedModel``: ``many`` calls it
-    job after job (tests, notebooks)."""
+    job after job (tests, notebooks); ``spec``: the settings ``fn`` trains with, where an attack needs them."""
 
     fn: Callable[..., TrainedModel]
     batch_size: int | None = None
+    spec: TrainSpec | None = None
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         return self.fn(data, seed=seed)

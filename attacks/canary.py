@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from pydantic import Field
 
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
@@ -32,6 +33,13 @@ class CanaryParams(Params):
         num_canaries: m, input canaries drawn from the attacker's population (>= 2; at most the population).
         mislabel: give every input canary a random wrong label (a stronger, more memorable canary; it also tests
             labels).
+        inputs: the input canaries: ``population`` records, or ``noise`` images (each pixel uniform in [0, 1], a
+            uniformly random label; drawn with the seed, no population needed): far from every member, so the members'
+            training moves the final model's outputs on them less than on a natural image.
+        score: ``loss`` (the final model's loss on the canary) or ``output-difference``: ⟨logits(x) − logits(blank
+            image), e_y − 1/K⟩, linear in the final weights of a model linear in its parameters (the default profile's
+            ScatterNet + linear: the canary's clipped steps moved them along (e_y − p)⊗φ(x)), so that it reads the
+            canary's own steps as a Dirac canary's coordinate does, less what the members did to that direction.
         gradient_canaries: white-box Dirac gradient canaries in the same run, where the mechanism supports them
             (0 to 1,000,000: none to many; at most the model's trainable coordinates), or ``all``: one at every
             trainable coordinate of every parameter tensor except a random 2.5 % of each tensor kept free to measure
@@ -42,6 +50,8 @@ class CanaryParams(Params):
 
     num_canaries: int = Field(1000, ge=2)
     mislabel: bool = False
+    inputs: Literal["population", "noise"] = "population"
+    score: Literal["loss", "output-difference"] = "loss"
     gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = 5000
     gradient_norm: float = Field(10.0, ge=1)
 
@@ -56,16 +66,27 @@ class CanaryAudit(MembershipAttack):
     audit = True
     name = "canary"
     Params = CanaryParams
-    needs_population = True
+
+    @property
+    def needs_population(self) -> bool:  # type: ignore[override]
+        """Population canaries are the attacker's records; noise canaries are drawn."""
+        return self.params.inputs == "population"
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """The canaries are drawn from the attacker's population: at most ``n_population`` of them."""
+        """Population canaries are drawn from the attacker's population: at most ``n_population`` of them."""
+        if self.params.inputs != "population":
+            return None
         return at_most(self.name, "num_canaries", self.params.num_canaries, n_population, "n_population")
 
     def canaries(self, population: ArrayDataset, *, seed: int) -> tuple[ArrayDataset, np.ndarray]:
         """The m input canaries and their inclusion coins ``(m,)`` bool, drawn with ``seed``."""
         gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 0))
         m = self.params.num_canaries
+        if self.params.inputs == "noise":
+            x = torch.rand(m, *population.input_shape, generator=gen)
+            y = torch.randint(0, population.num_classes, (m,), generator=gen)
+            included = torch.rand(m, generator=gen) < 0.5
+            return ArrayDataset(x, y, population.num_classes, population.name), included.numpy()
         if m > len(population):
             raise ValueError(f"{m} canaries need as many population records; there are {len(population)}")
         canaries = population.subset(torch.randperm(len(population), generator=gen)[:m])
@@ -125,13 +146,25 @@ class CanaryAudit(MembershipAttack):
 
     def _audit_job(self, ctx: AttackContext):
         """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""
-        if len(ctx.split.population) < 2:
+        if self.params.inputs == "population" and len(ctx.split.population) < 2:
             raise ValueError(f"canary needs at least 2 attacker population records, got {len(ctx.split.population)}")
         canaries, included = self.canaries(ctx.split.population, seed=ctx.seed)
         if included.all() or not included.any():
             raise ValueError(f"canary: all {len(included)} canaries fell on one side of the coin; use more canaries")
         data = concat(ctx.split.members, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
         return canaries, included, data, shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
+
+    def _scores(self, model, canaries: ArrayDataset, device: torch.device) -> np.ndarray:
+        """The input canaries' scores ``(m,)`` from the final model's outputs (``CanaryParams.score``)."""
+        if self.params.score == "loss":
+            return -per_example_loss(model, canaries.x, canaries.y, device=device)
+        k = canaries.num_classes
+        with torch.no_grad():
+            model.eval()
+            blank = model(torch.zeros(1, *canaries.input_shape, device=device))
+            out = torch.cat([model(canaries.x[i : i + 1024].to(device)) for i in range(0, len(canaries), 1024)])
+        direction = F.one_hot(canaries.y.to(device), k).to(out.dtype) - 1.0 / k
+        return ((out - blank) * direction).sum(1).cpu().numpy().astype(np.float64)
 
     def prefetch(self, ctx: AttackContext) -> None:
         """The audit run, submitted before the cell's attacks run (a training worker trains it meanwhile)."""
@@ -142,9 +175,10 @@ class CanaryAudit(MembershipAttack):
         canaries, included, data, seed, request = self._audit_job(ctx)
         run = ctx.train_like_target(data, seed=seed) if request is None else \
             ctx.train_like_target.audit_run(data, seed=seed, request=request)
-        scores = -per_example_loss(run.model, canaries.x, canaries.y, device=ctx.device)
+        scores = self._scores(run.model, canaries, ctx.device)
         out = {self.name: MembershipScores(scores, included.astype(np.int64), privacy=run.privacy, design=AuditDesign(
-            "one-run", "black-box", size=len(included), relation="add-remove"))}
+            "one-run", "black-box", size=len(included), relation="add-remove"),
+            extra={"inputs": self.params.inputs, "score": self.params.score})}
         if request is not None and request.active:
             wb = run.audit
             model = (float(wb["sigma_hat"]), float(wb["sample_rate"]), int(wb["steps"])) \

@@ -29,7 +29,7 @@ from attacks.base import TrainLikeTarget
 from bench.core.data import ArrayDataset, concat
 from bench.core.training import logit_confidence, predict_logits
 
-_KIND_OFFSET = {"offline": 0, "online": 500_000, "multi-run": 600_000, "canary": 900_000}
+_KIND_OFFSET = {"offline": 0, "online": 500_000, "multi-run": 600_000, "canary": 900_000, "crafted": 900_100}
 
 
 def shadow_seed(seed: int, kind: str, index: int) -> int:

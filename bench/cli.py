@@ -120,12 +120,15 @@ def _config_from_args(args: argparse.Namespace):
                                          "cache_dir", "no_cache", "reference_epsilons", "privacy_off_points",
                                          "tune_recipes", "tune_budget", "job_timeout", "plugins")}
     values = load_yaml(args.config) if args.config else {}
-    if args.command == "audit":  # the multi-run audit (attacks.multi_run) unless --attacks says otherwise
-        cli["attacks"] = cli["attacks"] or "multi-run"
+    if args.command == "audit":  # the multi-run audit (attacks.multi_run) unless --attacks (or the YAML) says otherwise
+        listed = values.get("attacks")
+        cli["attacks"] = cli["attacks"] or (",".join(map(str, listed)) if isinstance(listed, list) else "multi-run")
         given = {k: getattr(args, k) for k in ("runs", "members", "canary") if getattr(args, k) is not None}
+        # the flags set the crafted audit's settings when it is the one asked for (attacks.crafted)
+        name = "multi-run-crafted" if "multi-run-crafted" in cli["attacks"].split(",") else "multi-run"
         if given:
             params = dict(values.get("attack_params") or {})
-            params["multi-run"] = {**(params.get("multi-run") or {}), **given}
+            params[name] = {**(params.get(name) or {}), **given}
             values = {**values, "attack_params": params}
     return build_config(values, cli)
 

@@ -12,6 +12,11 @@ Two settings plant the sampling bugs of Opacus issues #80 and #813, for the test
 ``oversample: true`` (a ``WeightedRandomSampler`` that gives every other record twice the weight, so some records
 are sampled at twice the rate the accountant assumes).
 
+The adapter also takes the hook of the crafted black-box audit (``attacks.crafted``, ``--attacks multi-run-crafted``):
+it declares ``audits = {"initial-model"}`` and, when ``fit`` gets an ``InitialModel``, starts the loop from the
+auditor's weights instead of its own initialisation (two lines). Without the hook that audit is not run on a plug-in,
+and says why in one line.
+
 Run it (from the repository root; the example folder on PYTHONPATH)::
 
     PYTHONPATH=examples python -m bench run --profile smoke --plugins opacus_plugin --mechanisms opacus-dpsgd \
@@ -30,7 +35,7 @@ from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
 
 from bench.core.types import PrivacySpent, TrainedModel
 from mechanisms import MECHANISMS
-from mechanisms.base import Mechanism, ModelParams
+from mechanisms.base import InitialModel, Mechanism, ModelParams
 
 
 def train_with_opacus(
@@ -107,6 +112,7 @@ class OpacusDPSGD(Mechanism):
     name = "opacus-dpsgd"
     guarantee = "central-dp"
     Params = OpacusParams
+    audits = frozenset({"initial-model"})  # fit(..., audit=InitialModel): see its first lines
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"model": "mlp", "epochs": 15, "batch_size": 100, "lr": 0.5, "optimizer": "sgd"},
         # the default profile's 10,000 MNIST members: a 32-wide MLP, 5 epochs of batch 500 (q = 0.05, 100 steps):
@@ -116,9 +122,11 @@ class OpacusDPSGD(Mechanism):
                     "params": {"model_kwargs": {"hidden": 32}}},
     }
 
-    def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None):
+    def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None, audit=None):
         torch.manual_seed(seed)  # Opacus draws its batches and noise from torch's global generator
         model = self.build(train.input_shape, train.num_classes, spec)
+        if isinstance(audit, InitialModel):  # the hook: start from the auditor's θ_0 (the crafted black-box audit)
+            model.load_state_dict(audit.weights.state)
         p = spec.params
         model, epsilon, facts = train_with_opacus(
             model,

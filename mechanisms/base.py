@@ -9,6 +9,7 @@ reports and the presets need no edit: they read what the class declares.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
@@ -46,8 +47,8 @@ class Mechanism:
         recipes: training settings per profile name (``TrainSpec`` fields; ``params`` as a mapping), used where
             the configuration gives none. A profile without a recipe needs ``training.<name>`` in the config.
         audits: the audit runs ``fit`` accepts through its ``audit`` argument (e.g. ``"gradient-canaries"``:
-            white-box gradient canaries, ``mechanisms.dpsgd.canaries``); a mechanism with none takes no such
-            argument.
+            white-box gradient canaries, ``mechanisms.dpsgd.canaries``; ``"initial-model"``: training from the
+            auditor's θ_0, ``InitialModel``); a mechanism with none takes no such argument.
         off_point: what its recipe is with privacy turned off, in words (e.g. "no clipping, no noise"): ``fit`` at
             target ε = ``math.inf`` trains it (its ε = ∞ point, the recipe's own non-private ceiling). Empty: the
             mechanism has no such point. Only mechanisms with ``needs_epsilon`` get an ε = ∞ cell in a run (not the
@@ -132,3 +133,57 @@ class Mechanism:
                            on_epoch=on_epoch, **extra)
         trained.privacy = PrivacySpent.privacy_off(note=f"{self.name} with privacy turned off: {self.off_point}")
         return trained
+
+
+class Weights:
+    """A model's weights, known by the SHA-256 digest of their names, shapes, dtypes and bytes: an audit request that
+    carries them (``InitialModel``) enters the model cache's key by that digest (``str``), never by their repr.
+
+    Args:
+        state: a state dict (name -> tensor; copied to CPU)."""
+
+    def __init__(self, state: dict[str, torch.Tensor]) -> None:
+        import hashlib
+
+        self.state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in state.items()}
+        h = hashlib.sha256()
+        for k in sorted(self.state):
+            v = self.state[k]
+            h.update(f"{k}:{tuple(v.shape)}:{v.dtype};".encode())
+            h.update(v.numpy().tobytes())
+        self.digest = h.hexdigest()
+
+    def __str__(self) -> str:
+        return f"Weights(sha256={self.digest})"
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Weights) and other.digest == self.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __deepcopy__(self, memo: dict) -> Weights:  # immutable by convention: ``dataclasses.asdict`` need not copy it
+        return self
+
+
+@dataclass(frozen=True)
+class InitialModel:
+    """An audit run's request (``Mechanism.fit``'s ``audit``) for a mechanism that declares ``"initial-model"`` in
+    its ``audits``: train from the auditor's θ_0 (``weights``: a state dict of the model ``build`` makes) instead of
+    the mechanism's own initialisation (the black-box audits with an auditor-chosen initial model, Annamalai & De
+    Cristofaro 2024; ``attacks.crafted``). ``public_size``: where the mechanism derives its sampling rate, steps and
+    expected batch from a record count (DP-SGD), the count fixed by the auditor before any inclusion coin (as
+    ``mechanisms.dpsgd.canaries.GradientCanaries.public_size``); None: the training set's size.
+
+    The hook for a plug-in: declare ``audits = frozenset({"initial-model"})`` and, in ``fit(..., audit=None)``, after
+    building the model, ``model.load_state_dict(audit.weights.state)`` when ``audit`` is an ``InitialModel``
+    (``examples/opacus_plugin.py`` does)."""
+
+    weights: Weights
+    public_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.public_size is not None and self.public_size < 1:
+            raise ValueError(f"the public size must be >= 1, got {self.public_size}")

@@ -20,7 +20,7 @@ from bench.results import AttackRecord, Bound, Design, Privacy, PrivacyBug, Resu
 from reports.common import DASH, has_guarantee, is_audit, num, relation_text
 
 HEURISTIC = "heuristic (assumes independent outcomes)"
-THREAT_MODELS = ("white-box", "hidden-state", "black-box")
+THREAT_MODELS = ("white-box", "hidden-state", "black-box", "black-box-crafted")
 BUG_MARK = "PRIVACY BUG"
 REFUTED_MARK = "CLAIM REFUTED"
 

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from attacks.audit.channels import composed_bound, image_summary, label_counts
+from attacks.audit.curve import certified_tradeoff, curve_rejected
 from attacks.audit.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.audit.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
 from attacks.audit.gaussian_llr import llr_fit, llr_gdp_bound, llr_valid
@@ -213,7 +214,9 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
         design: how the labels were decided (``bench.core.design.AuditDesign``); None: heuristic, black-box. A
             one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing rules by its
             single two-sided rule.
-        profile: the accountant's certified ``[[ε, δ], ...]`` (one-run designs test the whole curve).
+        profile: the accountant's certified ``[[ε, δ], ...]``: one-run designs test the whole curve
+            (``attacks.audit.fdp.profile_rejected``), multi-run designs test it at every threshold of their fixed
+            family (``attacks.audit.curve``; G_μ itself where the design names ``certified_mu``).
         confidence: coverage of the audit's ``epsilon_lb``: each of the k analyses of the design's ``family`` is
             made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing
             rules.
@@ -225,7 +228,8 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     Returns:
         The stored audit block, a ``bench.results.Audit`` without its ``design`` (``Audit(**block, design=design)``):
         ``{"delta", "confidence", "method_confidence", "counts", "bounds", "epsilon_lb", "method"}`` plus, for
-        one-run designs, ``"one_run": {"m", "guesses"}`` and, given a profile, ``"profile_rejected"``.
+        one-run designs, ``"one_run": {"m", "guesses"}`` and, given a profile, ``"profile_rejected"`` (one-run and
+        multi-run designs).
         ``epsilon_lb`` / ``method``: the tightest valid bound (a heuristic design: its heuristic bound, marked not
         valid).
 
@@ -236,6 +240,9 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     counts = threshold_counts(scores, labels)
     block: dict[str, Any] = {"delta": float(delta), "confidence": confidence, "counts": counts}
     one_run: tuple[int, list[list[int]]] | None = None
+    if design.kind == "multi-run" and profile:  # the certified curve at every threshold of the fixed family
+        tradeoff = certified_tradeoff(design.certified_mu, profile)
+        block["profile_rejected"] = tradeoff is not None and curve_rejected(counts, tradeoff, confidence=confidence)
     if design.kind == "one-run" or design.one_release:
         planned = design.guess_fraction
         guesses = one_run_guesses(scores, labels) if planned is None else [two_sided_rule(scores, labels, planned)]

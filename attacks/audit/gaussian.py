@@ -137,10 +137,12 @@ def _normality(groups: Sequence[np.ndarray]) -> float:
     return float(p) if math.isfinite(p) else 0.0
 
 
-def gdp_fit_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: float = 0.95) -> float:
-    """Nasr et al.'s GDP fit over a family of thresholds of independent runs (rows ``[tp, fn, fp, tn]``):
-    μ_LB = max Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper), each one-sided bound at 1 − (1 − confidence)/(2 · family size)
-    (Bonferroni over the family and the two bounds), as ε at ``delta``. 0 for an empty family."""
+def gdp_fit_mu(counts: Sequence[Sequence[int]], *, confidence: float = 0.95) -> float:
+    """Nasr et al.'s μ_LB over a family of thresholds of independent runs (rows ``[tp, fn, fp, tn]``):
+    max Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper), each one-sided Clopper-Pearson bound at
+    1 − (1 − confidence)/(2 · family size) (Bonferroni over the family and the two bounds). With probability
+    >= ``confidence`` the runs' mechanism is not μ-GDP for any μ < μ_LB, whatever it is (the bounds are exact); 0
+    for an empty family."""
     if not counts:
         return 0.0
     level = 1.0 - (1.0 - confidence) / (2 * len(counts))
@@ -149,4 +151,10 @@ def gdp_fit_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence
         fpr_u = clopper_pearson(fp, fp + tn, confidence=level, sided="upper")[1]
         fnr_u = clopper_pearson(fn, tp + fn, confidence=level, sided="upper")[1]
         best = max(best, float(ndtri(1 - fpr_u) - ndtri(fnr_u)) if 0 < fpr_u < 1 and 0 < fnr_u < 1 else 0.0)
-    return gdp_epsilon(best, delta)
+    return best
+
+
+def gdp_fit_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: float = 0.95) -> float:
+    """Nasr et al.'s GDP fit: ``gdp_fit_mu`` as ε at ``delta`` (the ε of the largest refuted Gaussian curve: a lower
+    bound of the mechanism's ε where its trade-off curve is Gaussian)."""
+    return gdp_epsilon(gdp_fit_mu(counts, confidence=confidence), delta)

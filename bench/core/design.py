@@ -11,10 +11,10 @@ from bench.core.privacy import by_position
 
 __all__ = ["DESIGNS", "THREAT_MODELS", "AuditDesign"]
 
-THREAT_MODELS = ("black-box", "white-box", "hidden-state")
+THREAT_MODELS = ("black-box", "white-box", "hidden-state", "black-box-crafted")
 DESIGNS = ("heuristic", "one-run", "multi-run")
 _POSITIONAL = ("kind", "threat_model", "size", "relation", "inclusion", "gaussian", "channels", "guess_fraction",
-               "llr_model", "one_release")
+               "llr_model", "one_release", "certified_mu")
 
 
 class AuditDesign(BaseModel):
@@ -29,8 +29,10 @@ class AuditDesign(BaseModel):
     """``heuristic`` (a single model's natural members), ``one-run`` (canaries with independent random inclusion) or
     ``multi-run`` (repeated runs)."""
     threat_model: str = "black-box"
-    """``black-box`` (the final model or the release only), ``white-box`` (every intermediate update seen) or
-    ``hidden-state`` (the final weights θ_T and the public initialisation θ_0 only)."""
+    """``black-box`` (the final model or the release only), ``white-box`` (every intermediate update seen),
+    ``hidden-state`` (the final weights θ_T and the public initialisation θ_0 only) or ``black-box-crafted`` (the
+    final model's outputs only, trained from an initial model θ_0 and with a canary the auditor chose: Annamalai &
+    De Cristofaro 2024)."""
     size: int = 0
     """Number of canaries (one-run) or runs (multi-run); the number of scored records for a heuristic."""
     relation: str | None = None
@@ -54,10 +56,14 @@ class AuditDesign(BaseModel):
     """A multi-run design whose m slots went through one call of the mechanism's release (``local-canary``): their
     independence is the mechanism's promise, not the design's, so the one-run analyses, valid under any dependence
     between slots (Steinke, Nasr, Jagielski 2023; Mahloujifar et al. 2024), join its family."""
+    certified_mu: float | None = None
+    """A multi-run design whose certified mechanism's trade-off curve is exactly Gaussian: its μ (DP-SGD at q = 1 for T
+    steps at noise multiplier σ, add/remove: √T/σ). The certified-curve test then tests G_μ itself (exact) instead
+    of the accountant's (ε, δ) profile (conservative; ``attacks.audit.curve``); null elsewhere."""
 
     def __init__(self, *args: object, **data: object) -> None:
         """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
-        channels, guess_fraction, llr_model, one_release)``.
+        channels, guess_fraction, llr_model, one_release, certified_mu)``.
 
         Raises:
             pydantic.ValidationError (a ValueError): ``kind`` not in ``DESIGNS`` or ``threat_model`` not in

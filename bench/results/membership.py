@@ -120,8 +120,8 @@ class Audit(Model):
     one_run: OneRun | None = None
     """The one-run canary audit's guessing counts; null for any other design."""
     profile_rejected: bool | None = None
-    """One-run designs with an accountant's profile: whether the audit rejects the whole certified trade-off curve
-    at ``confidence``; null otherwise."""
+    """One-run and multi-run designs with an accountant's profile (or a certified μ): whether the audit rejects the
+    whole certified trade-off curve at ``confidence``; null otherwise."""
 
 
 class AttackRecord(Model):

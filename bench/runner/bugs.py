@@ -7,7 +7,9 @@ accountant states an ε for (DP-SGD states add/remove and replace-one). A mechan
 accountant to refute; a valid bound above the ε its source claimed is a refuted claim, reported beside. Every
 (model, audit, analysis) triple of an analysis in the audit's design-fixed family (``attacks.audit.family``) is one
 comparison, whether or not that analysis turned out valid (a Gaussian one whose normality test rejects counts and
-decides nothing), so M is fixed by the run's design before any score is seen; each is made at confidence
+decides nothing), and so is the test of the accountant's whole certified curve (one-run designs:
+``fdp.profile_rejected``; multi-run designs: ``attacks.audit.curve``, G_μ itself where the design names
+``certified_mu``), so M is fixed by the run's design before any score is seen; each is made at confidence
 1 − (1 − ``confidence``)/M (Bonferroni over the run), so the chance that any flag of a correct run is a false alarm is
 at most 1 − ``confidence``. Where the run has several seeds, the white-box canaries of each configuration's seeds
 are pooled (``bench.runner.pooled``): one more comparison per pool, its runs fixed by the configuration.
@@ -27,6 +29,7 @@ refuse such a loop outright).
 from __future__ import annotations
 
 from attacks.audit import audit_bounds, family, profile_rejected
+from attacks.audit.curve import certified_tradeoff, curve_rejected
 from bench.results import AttackRecord, Privacy, PrivacyBug, RunResult
 from bench.runner.pooled import METHOD as POOLED_METHOD
 from bench.runner.pooled import pool_groups, pooled_bound
@@ -51,7 +54,8 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
             guaranteed = p.has_guarantee
             members = family(design)
             items += [(r, name, record, b.method, p) for b in record.audit.bounds if b.method in members]
-            if guaranteed and design.kind == "one-run" and p.profile and record.audit.one_run is not None:
+            one_run = design.kind == "one-run" and record.audit.one_run is not None
+            if guaranteed and p.profile and (one_run or design.kind == "multi-run"):
                 items.append((r, name, record, "certified-curve", p))
         for name, record in sorted(r.attacks.items()):  # conformance: held to the audited run's own guarantee
             c, p = record.conformance, record.audited_privacy or r.privacy
@@ -74,6 +78,9 @@ def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
     if method == MEASURED and record.conformance is not None and record.conformance.measured_epsilon is not None:
         p_value = record.conformance.measured_epsilon.p_value
         return p_value is not None and p_value < 1.0 - confidence, None
+    if method == "certified-curve" and audit.design.kind == "multi-run":
+        tradeoff = certified_tradeoff(audit.design.certified_mu, p.profile)
+        return tradeoff is not None and curve_rejected(audit.counts, tradeoff, confidence=confidence), None
     if method == "certified-curve":
         return profile_rejected(audit.one_run.m, audit.one_run.guesses, p.profile, confidence=confidence), None
     if id(record) not in bounds:

@@ -14,7 +14,7 @@ import torch
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback
-from bench.core.types import PrivacySpent, Release, TrainedModel
+from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
 from bench.runner.cache import ModelCache, cache_key
 from bench.runner.ensemble import choose_path, ensemble_supported
 from bench.runner.executor import Executor, Pending, TrainJob
@@ -181,6 +181,10 @@ class LikeTarget:
     @property
     def batch_size(self) -> int:
         return self.recipe.spec.batch_size
+
+    @property
+    def spec(self) -> TrainSpec:
+        return self.recipe.spec
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
         return next(self.many([(data, seed)]))

@@ -22,7 +22,7 @@ from mechanisms.accounting.gaussian import (
     pld_epsilon,
     pld_noise_multiplier,
 )
-from mechanisms.base import ModelParams
+from mechanisms.base import InitialModel, ModelParams
 from mechanisms.baseline import Baseline
 from mechanisms.dpsgd.canaries import GradientCanaries
 from mechanisms.dpsgd.fast import FAST_MODES, fit_fast
@@ -88,7 +88,7 @@ class DPSGD(Baseline):
     name = "dpsgd"
     guarantee = "central-dp"
     needs_epsilon = True
-    audits = frozenset({"gradient-canaries"})
+    audits = frozenset({"gradient-canaries", "initial-model", "side-by-side"})
     off_point = "no clipping, no noise: plain SGD on the same Poisson batches (our step, whatever grad_sample_mode)"
     Params = DPSGDParams
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
@@ -124,43 +124,60 @@ class DPSGD(Baseline):
             raise ValueError(f"params.augmult = {p.augmult} needs a model trained end to end, not "
                              "'scatternet-linear' (its scattering is computed once per image, not per view)")
 
-    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
-            seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
-            audit: GradientCanaries | None = None) -> TrainedModel:
-        """As ``Mechanism.fit``; ``audit``: an audit run with white-box gradient canaries (their scores in
-        ``TrainedModel.audit``) and, where it names one, the public record count that fixes q, the steps and the
-        expected batch (``GradientCanaries.public_size``), trained by our step (``bk`` where the settings name an
-        Opacus mode: tests show the two give the same updates)."""
-        from opacus import PrivacyEngine
+    def calibrate(self, spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float
+                  ) -> tuple[float, float, int]:
+        """(σ, q, T) of a run on ``n`` public records: Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T =
+        epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ) under ``params.relation`` (replace-one:
+        dp_accounting's PLD; add/remove: Opacus' ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at
+        the ε = ∞ point.
+        The one calibration of ``fit`` and of the side-by-side runs (``mechanisms.dpsgd.side_by_side``).
 
+        Raises:
+            ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet."""
         p = spec.params
-        fixed_sigma = p.noise_multiplier
         off = target_epsilon is not None and math.isinf(target_epsilon)  # the ε = ∞ point: no fixed σ either
-        if fixed_sigma is None and not off and (target_epsilon is None or target_epsilon <= 0):
+        if p.noise_multiplier is None and not off and (target_epsilon is None or target_epsilon <= 0):
             raise ValueError(f"dpsgd needs a target epsilon > 0 or a noise_multiplier, got {target_epsilon}")
-        self.check(spec, n_members=len(train))
-        accountant, max_grad_norm, mode = p.accountant, math.inf if off else p.max_grad_norm, p.grad_sample_mode
-        n = audit.public_size if audit is not None and audit.public_size is not None else len(train)
         batches = -(-n // spec.batch_size)  # q = 1 / batches, as Opacus' Poisson loader samples
         sample_rate, steps = 1.0 / batches, int(spec.epochs * batches)
         if off:  # a fixed σ is privacy too: off as well
-            sigma = 0.0
-        elif fixed_sigma is not None:
-            sigma = float(fixed_sigma)
-        elif p.relation == "replace-one":
+            return 0.0, sample_rate, steps
+        if p.noise_multiplier is not None:
+            return float(p.noise_multiplier), sample_rate, steps
+        if p.relation == "replace-one":
             sigma = pld_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
                                          sample_rate=sample_rate, steps=steps, relation="replace-one")
-        else:
-            sigma = opacus_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
-                                            sample_rate=sample_rate, epochs=int(spec.epochs), accountant=accountant)
+            return sigma, sample_rate, steps
+        return opacus_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
+                                       sample_rate=sample_rate, epochs=int(spec.epochs),
+                                       accountant=p.accountant), sample_rate, steps
+
+    def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
+            seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
+            audit: GradientCanaries | InitialModel | None = None) -> TrainedModel:
+        """As ``Mechanism.fit``; ``audit``: an audit run with white-box gradient canaries (their scores in
+        ``TrainedModel.audit``) or from the auditor's initial model (``InitialModel``: its weights replace the
+        initialisation, drawn all the same so that the noise is the same draws) and, where it names one, the public
+        record count that fixes q, the steps and the expected batch (``public_size``), trained by our step (``bk``
+        where the settings name an Opacus mode: tests show the two give the same updates)."""
+        from opacus import PrivacyEngine
+
+        p = spec.params
+        off = target_epsilon is not None and math.isinf(target_epsilon)
+        self.check(spec, n_members=len(train))
+        accountant, max_grad_norm, mode = p.accountant, math.inf if off else p.max_grad_norm, p.grad_sample_mode
+        n = audit.public_size if audit is not None and audit.public_size is not None else len(train)
+        sigma, sample_rate, steps = self.calibrate(spec, n=n, target_epsilon=target_epsilon, delta=delta)
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec).to(device)
+        if isinstance(audit, InitialModel):
+            model.load_state_dict(audit.weights.state)
+        canaries = audit if isinstance(audit, GradientCanaries) and audit.active else None
         optimizer = make_optimizer(model.parameters(), spec)
         if mode in FAST_MODES or audit is not None or off:  # our per-sample clipping; Opacus' sampling
             trained = fit_fast(model, optimizer, train, spec, mode=mode if mode in FAST_MODES else "bk",
                                noise_multiplier=sigma, max_grad_norm=max_grad_norm, generator=gen, device=device,
-                               on_epoch=on_epoch, canaries=audit if audit is not None and audit.active else None,
-                               public_size=n)
+                               on_epoch=on_epoch, canaries=canaries, public_size=n)
         else:
             loader = DataLoader(TensorDataset(train.x, train.y), batch_size=spec.batch_size, generator=gen)
             with warnings.catch_warnings():  # Opacus warns about secure RNG; we want seeded, reproducible runs
@@ -174,14 +191,53 @@ class DPSGD(Baseline):
             plain: nn.Module = gsm.to_standard_module()  # hooks removed: what we evaluate, cache and attack
             trained = TrainedModel(plain, PrivacySpent.no_guarantee(), train_seconds=secs,
                                    samples_per_s=seen / secs, history=hist)
-        trained.params = {"noise_multiplier": sigma, "max_grad_norm": max_grad_norm, "sample_rate": sample_rate,
-                          "accountant": accountant, "steps": steps, "grad_sample_mode": mode,
-                          "relation": p.relation, "augmult": p.augmult, "public_size": n,
-                          "expected_batch_size": int(n * sample_rate)}
+        trained.params = self.run_params(spec, sigma=sigma, sample_rate=sample_rate, steps=steps, n=n, off=off)
         if off:  # nothing to account: fit_privacy_off states ε = ∞
             return trained
         trained.privacy = self.privacy(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)
         return trained
+
+    def fit_runs(self, base: ArrayDataset, canary: ArrayDataset, spec: TrainSpec, *, included: tuple[bool, ...],
+                 seeds: tuple[int, ...], target_epsilon: float | None, delta: float, initial: InitialModel,
+                 device: torch.device) -> tuple[Any, PrivacySpent, dict[str, Any]]:
+        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``):
+        run r is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float
+        tolerance. ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
+
+        Returns:
+            (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters).
+
+        Raises:
+            ValueError: no public size; a model that is not one linear layer on a fixed front; what ``calibrate``
+                raises."""
+        from mechanisms.dpsgd.side_by_side import train_runs
+
+        if initial.public_size is None:
+            raise ValueError("side-by-side runs need the public record count (InitialModel.public_size)")
+        n, p = initial.public_size, spec.params
+        off = target_epsilon is not None and math.isinf(target_epsilon)
+        self.check(spec, n_members=n)
+        sigma, sample_rate, steps = self.calibrate(spec, n=n, target_epsilon=target_epsilon, delta=delta)
+        shape, classes = base.input_shape, base.num_classes
+        heads = train_runs(self.build(shape, classes, spec), initial.weights.state, base.x, base.y,
+                           (canary.x, canary.y), included, seeds, spec, noise_multiplier=sigma,
+                           max_grad_norm=math.inf if off else p.max_grad_norm, sample_rate=sample_rate, steps=steps,
+                           expected_batch_size=int(n * sample_rate), build=lambda: self.build(shape, classes, spec),
+                           device=device)
+        privacy = PrivacySpent.no_guarantee() if off else self.privacy(sigma=sigma, sample_rate=sample_rate,
+                                                                       steps=steps, delta=delta, spec=spec)
+        return heads, privacy, self.run_params(spec, sigma=sigma, sample_rate=sample_rate, steps=steps, n=n, off=off)
+
+    @staticmethod
+    def run_params(spec: TrainSpec, *, sigma: float, sample_rate: float, steps: int, n: int, off: bool
+                   ) -> dict[str, Any]:
+        """The training parameters a run records (``TrainedModel.params``): σ, C (∞ at the ε = ∞ point), q, T, the
+        accountant, the clipping mode, the relation, augmult, the public record count n and the expected batch."""
+        p = spec.params
+        return {"noise_multiplier": sigma, "max_grad_norm": math.inf if off else p.max_grad_norm,
+                "sample_rate": sample_rate, "accountant": p.accountant, "steps": steps,
+                "grad_sample_mode": p.grad_sample_mode, "relation": p.relation, "augmult": p.augmult,
+                "public_size": n, "expected_batch_size": int(n * sample_rate)}
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
         """ε after each epoch e = 1 … E: the accountant of the final ε (``params.relation``: dp_accounting's PLD for

@@ -17,7 +17,7 @@ from reports.bounds import THREAT_MODELS, AuditBound, design_text, same_model, t
 from reports.common import has_guarantee
 from reports.figures import by_dataset, colors, figure
 
-MARKERS = {"white-box": "^", "hidden-state": "s", "black-box": "o"}
+MARKERS = {"white-box": "^", "hidden-state": "s", "black-box": "o", "black-box-crafted": "D"}
 LINTHRESH = 0.1  # the y-axis is linear below this (bounds of 0 are common), logarithmic above
 
 

@@ -57,8 +57,9 @@ class Audit(ReportSection):
         if stem != "audit_tightness":
             return super().alt(stem)
         return ("Audit tightness: per model, the tightest valid ε lower bound (95% each) of its one-run canary audits "
-                "(m canaries) and multi-run audits (R runs), triangles white-box, squares hidden-state and circles "
-                "black-box, one colour per mechanism, against the ε of the audited run (hollow: a mechanism without a "
+                "(m canaries) and multi-run audits (R runs), triangles white-box, squares hidden-state, circles "
+                "black-box and diamonds black-box with an auditor-chosen initial model and canary, one colour per "
+                "mechanism, against the ε of the audited run (hollow: a mechanism without a "
                 "guarantee at its claimed ε), with the dashed diagonal ε_LB = ε; heuristic bounds are not plotted; red "
                 "rings: privacy bugs or refuted claims of the Bonferroni-corrected run-level check")
 

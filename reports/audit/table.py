@@ -46,12 +46,14 @@ def _model(r: RunResult, seeds: bool) -> str:
     return model_label(r) + (f" (seed {r.seed})" if seeds else "")
 
 
+OPTIONAL_THREAT_MODELS = ("hidden-state", "black-box-crafted")  # a column only where an audit of it ran
+
+
 def threat_models(results: Results) -> tuple[str, ...]:
-    """The Audit table's threat-model columns: white-box and black-box always, hidden-state where an audit of that
-    threat model (``canary-final``, not run by default) ran."""
-    hidden = any(b.threat_model == "hidden-state" for r in results.results if not is_failed(r)
-                 for b in audit_bounds_of(r))
-    return tuple(tm for tm in THREAT_MODELS if tm != "hidden-state" or hidden)
+    """The Audit table's threat-model columns: white-box and black-box always, hidden-state and black-box-crafted
+    where an audit of that threat model (``canary-final``, ``multi-run-crafted``: not run by default) ran."""
+    ran = {b.threat_model for r in results.results if not is_failed(r) for b in audit_bounds_of(r)}
+    return tuple(tm for tm in THREAT_MODELS if tm not in OPTIONAL_THREAT_MODELS or tm in ran)
 
 
 def audit_headers(results: Results) -> list[str]:

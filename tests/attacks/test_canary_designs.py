@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from helpers import CPU, context
 from scipy.stats import binomtest, norm, normaltest
 
@@ -101,6 +102,34 @@ def test_canary_run_trains_once_on_members_plus_included_canaries(split):
     assert res.design == AuditDesign("one-run", "black-box", size=200, relation="add-remove", inclusion=0.5)
     assert res.privacy is run.privacy  # compared with the audit run's privacy, not the target's
     np.testing.assert_allclose(res.scores, -per_example_loss(run.model, canaries.x, canaries.y, device=CPU))
+
+
+def test_noise_canaries_scored_by_output_differences(split):
+    """inputs: noise draws uniform images with random labels (no population needed); score: output-difference reads
+    ⟨logits(x) − logits(blank), e_y − 1/K⟩ of the audit run's final model."""
+    spec = Baseline.spec(model="linear", epochs=3, batch_size=32, lr=0.05, optimizer="sgd")
+    runs = []
+
+    def record(data, *, seed):
+        runs.append(Baseline().fit(data, spec, target_epsilon=None, delta=DELTA, seed=seed, device=CPU))
+        return runs[-1]
+
+    attack = CanaryAudit(CanaryParams(num_canaries=5000, inputs="noise", score="output-difference"))
+    assert not attack.needs_population and attack.size_problem(n_members=300, n_population=200) is None
+    canaries, included = attack.canaries(split.population, seed=0)
+    assert canaries.x.shape == (5000, *split.population.input_shape) and 0 <= canaries.x.min() < canaries.x.max() <= 1
+    assert abs(canaries.x.mean().item() - 0.5) < 0.01 and set(canaries.y.tolist()) == set(range(10))
+    _fair_and_independent(included)
+    attack = CanaryAudit(CanaryParams(num_canaries=200, inputs="noise", score="output-difference"))
+    ctx = dataclasses.replace(context(None, split, seed=0, train_like_target=OneAtATime(record)), mechanism="baseline")
+    res = attack.score(ctx)["canary"]
+    canaries, _ = attack.canaries(split.population, seed=0)
+    model = runs[0].model
+    with torch.no_grad():
+        diff = model(canaries.x) - model(torch.zeros(1, *canaries.input_shape))
+    expected = (diff * (F.one_hot(canaries.y, 10) - 0.1)).sum(1).numpy()
+    np.testing.assert_allclose(res.scores, expected, rtol=1e-5, atol=1e-6)
+    assert res.extra == {"inputs": "noise", "score": "output-difference"}
 
 
 def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):

@@ -190,9 +190,29 @@ def test_the_certified_curve_of_a_one_run_audit():
     # a curve the audit cannot refute
     honest = [[6.0, DELTA], [5.0, 1e-3], [4.0, 0.02]]
     assert privacy_bugs([_result({"canary": _record(audit)}, _privacy(6.0, profile=honest))]) == ([], [], 3)
-    # a multi-run design has no certified-curve test
-    multi = _audit(scores, coins, {**BLACK_BOX, "kind": "multi-run"})
-    assert privacy_bugs([_result({"canary": _record(multi)}, _privacy(6.0, profile=optimistic))])[2] == 1
+    # a multi-run design tests the curve at its thresholds (attacks.audit.curve): Clopper-Pearson + the curve = 2
+    multi = _audit(scores, coins, {**BLACK_BOX, "kind": "multi-run"}, profile=optimistic)
+    assert multi.profile_rejected is True
+    [bug], _, comparisons = privacy_bugs([_result({"canary": _record(multi)}, _privacy(6.0, profile=optimistic))])
+    assert comparisons == 2 and bug.method == "certified-curve"
+
+
+def test_the_certified_gaussian_curve_of_a_multi_run_audit():
+    """At q = 1 the certified curve is G_μ: R runs whose scores are Gaussian at twice the certified μ refute it where
+    no ε lower bound exceeds the certified ε; runs at the certified μ do not."""
+    rng = np.random.default_rng(3)
+    coins = (rng.random(400) < 0.5).astype(int)
+    noise = rng.normal(0, 1, 400)
+    mu = 0.5  # ε ≈ 2 at δ = 1e-5
+    profile = [[2.0, DELTA]]  # what the accountant states beside the curve (it plays no part with certified_mu)
+    design = {**BLACK_BOX, "kind": "multi-run", "size": 400, "certified_mu": mu}
+    caught = _audit(noise + 2 * mu * coins, coins, design, profile=profile)  # σ / 2
+    assert caught.profile_rejected is True and caught.epsilon_lb < 2.0
+    [bug], _, comparisons = privacy_bugs([_result({"multi-run": _record(caught)}, _privacy(2.0, profile=profile))])
+    assert comparisons == 2 and bug.method == "certified-curve"
+    honest = _audit(noise + mu * coins, coins, design, profile=profile)
+    assert honest.profile_rejected is False
+    assert privacy_bugs([_result({"multi-run": _record(honest)}, _privacy(2.0, profile=profile))]) == ([], [], 2)
 
 
 def test_white_box_canaries_of_several_seeds_are_pooled():

@@ -112,3 +112,20 @@ def test_the_guides_command_guards_a_plugin_mechanism(tmp_path):
         doc = json.loads((out / "results.json").read_text())
         assert doc["results"][0]["attacks"]["local-canary"]["audit"]["epsilon_lb"] > 0
         assert {b["attack"] for b in doc["privacy_bugs"]} == ({"local-canary"} if status else set())
+
+
+@pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
+@pytest.mark.slow  # a whole CLI job each, about 35 CPU-s (4,000 side-by-side runs)
+@pytest.mark.parametrize(("plugin", "code"), [(None, 0), ("dpsgd_half_noise", 3), ("dpsgd_no_noise", 3)])
+def test_the_crafted_black_box_audit_at_ci_size(plugin, code, tmp_path):
+    """``--attacks multi-run-crafted`` at the ci profile's size (4,000 runs of the auditor's logistic regression at
+    q = 1): σ × 0.5 and no noise exit 3, the correct DP-SGD exits 0."""
+    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    done = subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--mechanisms", "dpsgd", "--attacks",
+                           "multi-run-crafted", *extra, "--output", str(tmp_path / "run")], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == code, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    audit = doc["results"][0]["attacks"]["multi-run-crafted"]["audit"]
+    assert audit["design"]["threat_model"] == "black-box-crafted" and audit["design"]["gaussian"]
+    assert {b["attack"] for b in doc["privacy_bugs"]} == ({"multi-run-crafted"} if code else set())
