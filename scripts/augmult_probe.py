@@ -9,16 +9,10 @@ import time
 
 import torch
 
-torch.set_num_threads(1)
-
-from bench.core.data import load_dataset, make_split  # noqa: E402
-from bench.runner.presets.recipes import PUBLIC_STANDARDIZE  # noqa: E402
-from mechanisms import MECHANISMS  # noqa: E402
-from mechanisms.dpsgd.mechanism import DPSGD  # noqa: E402
-
-pool, test = load_dataset("mnist")
-split = make_split(pool, test, n_members=10_000, n_non_members=10_000, n_population=10_000, n_test=5_000, seed=0)
-val_x, val_y = split.population.x[:5000], split.population.y[:5000]
+from bench.core.data import load_dataset, make_split
+from bench.runner.presets.recipes import PUBLIC_STANDARDIZE
+from mechanisms import MECHANISMS
+from mechanisms.dpsgd.mechanism import DPSGD
 
 
 def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
@@ -26,16 +20,25 @@ def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
         return 100 * float((model.eval()(x).argmax(1) == y).float().mean())
 
 
-for arg in sys.argv[1:]:
-    params = {"max_grad_norm": 0.1, "ema_decay": 0.999, "grad_sample_mode": "bk",
-              "model_kwargs": {"activation": "tanh", "standardize": PUBLIC_STANDARDIZE}}
-    if arg != "none":
-        params.update(augmult=int(arg), augmult_flip=False)
-    spec = DPSGD.spec(model="cnn-small", epochs=20, batch_size=512, lr=0.5, momentum=0.9, params=params)
-    start = time.perf_counter()
-    trained = MECHANISMS.get("dpsgd")().fit(split.members, spec, target_epsilon=3.0, delta=1e-5, seed=0,
-                                            device=torch.device("cpu"))
-    seconds, p, sigma = time.perf_counter() - start, trained.privacy, trained.params["noise_multiplier"]
-    print(f"augmult {arg}: validation {accuracy(trained.model, val_x, val_y):.2f} %, test "
-          f"{accuracy(trained.model, split.test.x, split.test.y):.2f} %, training {seconds:.0f} s; "
-          f"ε = {p.epsilon:.3f} (δ = {p.delta:g}, {p.accountant}, {p.relation}), σ = {sigma:.4f}")
+def main() -> None:
+    torch.set_num_threads(1)
+    pool, test = load_dataset("mnist")
+    split = make_split(pool, test, n_members=10_000, n_non_members=10_000, n_population=10_000, n_test=5_000, seed=0)
+    val_x, val_y = split.population.x[:5000], split.population.y[:5000]
+    for arg in sys.argv[1:]:
+        params = {"max_grad_norm": 0.1, "ema_decay": 0.999, "grad_sample_mode": "bk",
+                  "model_kwargs": {"activation": "tanh", "standardize": PUBLIC_STANDARDIZE}}
+        if arg != "none":
+            params.update(augmult=int(arg), augmult_flip=False)
+        spec = DPSGD.spec(model="cnn-small", epochs=20, batch_size=512, lr=0.5, momentum=0.9, params=params)
+        start = time.perf_counter()
+        trained = MECHANISMS.get("dpsgd")().fit(split.members, spec, target_epsilon=3.0, delta=1e-5, seed=0,
+                                                device=torch.device("cpu"))
+        seconds, p, sigma = time.perf_counter() - start, trained.privacy, trained.params["noise_multiplier"]
+        print(f"augmult {arg}: validation {accuracy(trained.model, val_x, val_y):.2f} %, test "
+              f"{accuracy(trained.model, split.test.x, split.test.y):.2f} %, training {seconds:.0f} s; "
+              f"ε = {p.epsilon:.3f} (δ = {p.delta:g}, {p.accountant}, {p.relation}), σ = {sigma:.4f}")
+
+
+if __name__ == "__main__":
+    main()
