@@ -31,7 +31,7 @@ cells, and the model cache keeps them for an interrupted run.
 ℓ, T, σ, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
 releases form one one-run experiment under replace-one (Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis,
 Chaudhuri 2024), whatever the mechanism does; the scores are not Gaussian, so only non-parametric analyses decide.
-``docs/dpmix_audit_ideal.py`` runs the same analysis on a simulation of the ideal pair.
+``scripts/dpmix_audit_ideal.py`` runs the same analysis on a simulation of the ideal pair.
 """
 
 from __future__ import annotations

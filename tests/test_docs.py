@@ -67,3 +67,40 @@ def test_every_page_of_docs_is_in_a_table_of_contents():
                     listed.add((folder / entry).as_posix())
     assert not pages - listed, f"in no toctree: {sorted(pages - listed)}"
     assert not listed - pages, f"toctree entries without a page: {sorted(listed - pages)}"
+
+
+def test_docs_holds_pages_only_and_the_scripts_live_in_scripts():
+    """docs/ is the manual (pages, images, conf.py); a measurement script is a module of scripts/, run as
+    ``python -m scripts.NAME`` from the repository root and listed in scripts/__init__.py's docstring."""
+    assert sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.py")) == ["conf.py"]
+    listed = (REPO / "scripts" / "__init__.py").read_text(encoding="utf-8")
+    names = sorted(p.stem for p in (REPO / "scripts").glob("*.py") if p.stem != "__init__")
+    assert names and [n for n in names if f"``{n}``" not in listed] == []
+
+
+def test_scripts_import_without_patching_the_path_or_reaching_into_a_sibling():
+    """No statement at a script's top level touches ``sys.path`` (a helper function may, for examples/), and no
+    script imports from docs/ or a private name of another script."""
+    bad = []
+    for path in sorted((REPO / "scripts").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            if not (docstring or isinstance(node, (ast.FunctionDef, ast.ClassDef))) and "sys.path" in ast.unparse(node):
+                bad.append(f"{path.name}:{node.lineno}: {ast.unparse(node)[:80]}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("docs", "scripts"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if node.module.startswith("docs") or private:
+                    bad.append(f"{path.name}:{node.lineno}: from {node.module} import {private or '...'}")
+    assert bad == []
+
+
+def test_every_script_the_manual_names_exists():
+    """``python -m scripts.NAME`` and ``scripts/NAME.py`` in a page, the README or a docstring name a real script."""
+    texts = [README, *DOCS.rglob("*.md"),
+             *(p for pkg in (*PACKAGES, "scripts", "tests") for p in (REPO / pkg).rglob("*.py"))]
+    named = {m for path in texts
+             for m in re.findall(r"\bscripts[./]([a-z_0-9]+)(?:\.py)?\b", path.read_text(encoding="utf-8"))}
+    missing = sorted(n for n in named if not (REPO / "scripts" / f"{n}.py").exists())
+    assert missing == [], f"named but not in scripts/: {missing}"

@@ -253,7 +253,7 @@ DECLARED_TOLERANCE = 1e-3
 """How far the certifying accountant's ε may fall below the ε the conformance code computes for the declared
 mechanism before ``declared_epsilon_test`` rejects (relative). The conformance code's accountants either are exact
 (local noise: ``attacks.audit.analytic_gaussian``) or are dp_accounting's pessimistic PLD, whose grid overstates ε by
-at most 1.8e-4 at the profiles' settings (``docs/accountant_check.py``: against a grid five to ten times finer,
+at most 1.8e-4 at the profiles' settings (``scripts/accountant_check.py``: against a grid five to ten times finer,
 DP-SGD and DPMix, ε 1 to 15): a correct accountant, however tight, certifies at least the exact ε, so at most
 that far below. 1e-3 is five times it, and fifty times below the 5 % the conformance family must catch."""
 

@@ -15,7 +15,7 @@ hold a canary, so their scores are exact draws from Q; their skewness and kurtos
 the model predicts at the run's (σ̂, q, T) (``llr_fit``; a plain normality test would reject the CLT's own, known,
 small skew in 40 % of correct runs at ε = 8 with 19,000 excluded canaries), and a rejection at
 ``attacks.audit.NORMALITY_LEVEL`` makes the bound not valid (shown, deciding nothing). How far the CLT is from exact
-at DP-SGD's q and T: ``docs/dpsgd_audit_ideal.py`` computes P's and Q's exact moments (quadrature of the per-step
+at DP-SGD's q and T: ``scripts/dpsgd_audit_ideal.py`` computes P's and Q's exact moments (quadrature of the per-step
 mixture) and compares μ-GDP's ε from them with the exact PLD ε of the same T steps (dp_accounting): at the default
 profile's q = 1/3, T = 120 the Gaussian ε is 0.5–12 % *below* the exact one for σ from 27 down to 2.2, so in the
 limit of many canaries the analysis errs low, never high. Pure NumPy / SciPy (no torch).

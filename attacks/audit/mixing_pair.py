@@ -16,7 +16,7 @@ replacement); the T releases compose.
 sampling probability q: the same pair and its reverse), pessimistic connect-the-dots (Doroshenko et al. 2022) on a grid
 of ``GRID``·max(1, c) (one release's losses span about c), composed T times (``mixing_epsilon``). Its discretisation
 overstates ε by at most 1.8e-4 (relative) at the ``ci`` and ``default`` profiles' ℓ, T and n from ε = 1 to 15
-(against a grid five times finer; ``docs/accountant_check.py``). dp_accounting's optimistic estimate
+(against a grid five times finer; ``scripts/accountant_check.py``). dp_accounting's optimistic estimate
 (``pessimistic_estimate=False``, privacy buckets) is no use here: it rounds every release's losses down by up to one
 grid step, T·1e-4 in all (ε = 0.37 for a certified 1.00 at T = 10,000). Its tests check it against the closed form at
 q = 1 (T releases of N(√c) against N(0) are one Gaussian of μ = √(Tc), ``attacks.audit.analytic_gaussian``) and

@@ -22,6 +22,13 @@ def load_cifar10(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset
     are present but differ from the published ones (torchvision's MD5) are read as they are, with a warning: a
     subset or a test fixture in the same format loads too.
 
+    Args:
+        root: the folder holding ``cifar-10-batches-py/``.
+        download: fetch the published archive unless its verified files are there.
+
+    Returns:
+        ``(pool, test)``: images ``(N, 3, 32, 32)`` float32 in [0, 1], labels ``(N,)`` int64, 10 classes.
+
     Raises:
         DataError: files missing (saying where they are expected) or unreadable.
     """

@@ -41,10 +41,8 @@ class ArrayDataset:
 
     def __post_init__(self) -> None:
         if self.x.ndim != 4 or self.y.ndim != 1 or self.x.shape[0] != self.y.shape[0]:
-            raise DataError(
-                f"{self.name}: images of shape {tuple(self.x.shape)} do not match labels "
-                f"{tuple(self.y.shape)}; expected (N, C, H, W) and (N,)"
-            )
+            raise DataError(f"{self.name}: images of shape {tuple(self.x.shape)} do not match labels "
+                            f"{tuple(self.y.shape)}; expected (N, C, H, W) and (N,)")
         if self.y.dtype.is_floating_point or self.y.dtype.is_complex or self.y.dtype == torch.bool:
             raise DataError(f"{self.name}: labels are {self.y.dtype}; expected integer class indices")
         if len(self.y) and (int(self.y.min()) < 0 or int(self.y.max()) >= self.num_classes):
@@ -60,15 +58,24 @@ class ArrayDataset:
         return tuple(self.x.shape[1:])  # type: ignore[return-value]
 
     def subset(self, index: torch.Tensor) -> ArrayDataset:
-        """Rows ``index`` (a ``(M,)`` int64 tensor) as a new dataset (their ``origin`` with them)."""
+        """Rows ``index`` as a new dataset (their ``origin`` with them).
+
+        Args:
+            index: row positions ``(M,)``, int64.
+        Returns:
+            The M rows, same classes and name.
+        """
         return ArrayDataset(self.x[index], self.y[index], self.num_classes, self.name,
                             None if self.origin is None else self.origin[index])
 
     def split_hash(self) -> str:
-        """SHA-256 of which records these are: the set of pool positions (``origin``, sorted, so the order of rows
-        does not matter but a repeated record does) and the exact images and labels of the crafted ones (origin −1
-        or unknown), with the data set's name. Two models with equal split hashes trained on the same records;
-        results.json records it for every model and the model cache re-checks it (``bench.runner.cache``)."""
+        """SHA-256 of which records these are: the pool positions (``origin``, sorted: row order does not matter, a
+        repeat does), the exact images and labels of crafted ones (origin −1 or unknown) and the data set's name.
+        Equal split hashes: the same records. results.json records it, the model cache re-checks it.
+
+        Returns:
+            The hash as 64 hex digits.
+        """
         origin = self.origin if self.origin is not None else torch.full((len(self),), -1, dtype=torch.int64)
         pool = origin[origin >= 0].sort().values
         crafted = (origin < 0).nonzero().flatten()
@@ -80,7 +87,11 @@ class ArrayDataset:
         return h.hexdigest()
 
     def fingerprint(self) -> str:
-        """SHA-256 of the exact images and labels (part of every model's cache key)."""
+        """SHA-256 of the exact images and labels (part of every model's cache key).
+
+        Returns:
+            The hash as 64 hex digits.
+        """
         h = hashlib.sha256()
         h.update(self.x.contiguous().numpy().tobytes())
         h.update(self.y.contiguous().numpy().tobytes())
@@ -88,7 +99,13 @@ class ArrayDataset:
 
 
 def concat(*parts: ArrayDataset) -> ArrayDataset:
-    """Rows of ``parts`` one after another (same classes and name as the first)."""
+    """Rows of ``parts`` one after another (same classes and name as the first).
+
+    Args:
+        parts: one or more datasets of the same image shape.
+    Returns:
+        The rows of all parts, in order; ``origin`` −1 for rows of a part without one.
+    """
     first = parts[0]
     origin = None if all(p.origin is None for p in parts) else torch.cat(
         [p.origin if p.origin is not None else torch.full((len(p),), -1, dtype=torch.int64) for p in parts])
@@ -115,9 +132,15 @@ class MembershipSplit:
     seed: int
 
     def scored(self, max_per_side: int | None, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rows of ``members`` and of ``non_members`` scored by membership attacks: equally many of each (at most
-        ``max_per_side``), ``(n,)`` int64 each, the first n of a permutation drawn with ``seed`` (so a smaller
-        cap takes a prefix of the same people)."""
+        """Rows of ``members`` and of ``non_members`` scored by membership attacks: equally many of each, the first n
+        of a permutation drawn with ``seed`` (so a smaller cap takes a prefix of the same people).
+
+        Args:
+            max_per_side: the most rows of each side (None: as many as the smaller side has).
+            seed: the permutation's seed.
+        Returns:
+            ``(member_rows, non_member_rows)``, each ``(n,)`` int64.
+        """
         n = min(len(self.members), len(self.non_members))
         if max_per_side is not None:
             n = min(n, max_per_side)
@@ -127,7 +150,11 @@ class MembershipSplit:
 
 
 def default_data_root() -> Path:
-    """``$PRIVBENCH_DATA`` if set, else ``~/.cache/privbench/data``."""
+    """Where data sets are read from.
+
+    Returns:
+        ``$PRIVBENCH_DATA`` if set, else ``$XDG_CACHE_HOME/privbench/data`` (``~/.cache/privbench/data``).
+    """
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env).expanduser()
@@ -140,8 +167,7 @@ IDX_FILES = {"train-images-idx3-ubyte": (2051, 60_000), "train-labels-idx1-ubyte
 
 def _check_idx(path: Path, magic: int, count: int, name: str) -> None:
     """A present IDX file (LeCun's MNIST format: big-endian magic 2051 for images, 2049 for labels, then the
-    dimensions) must have its header and exactly the bytes its header announces. A missing file is left to
-    torchvision (which downloads it, or says it is missing).
+    dimensions) has its header and the bytes it announces; a missing one is left to torchvision (to download).
 
     Raises:
         DataError: naming the file: unreadable, wrong magic number or count, or truncated / too long.
@@ -176,10 +202,8 @@ def _torchvision(cls_name: str, folder: str):
             test = cls(str(root), train=False, download=download)
         except Exception as exc:  # torchvision raises RuntimeError / URLError / OSError
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise DataError(
-                f"{name}: files not found under {root / folder / 'raw'} ({why}); pass --data-root DIR "
-                f"or set {DATA_ENV} to a folder holding {folder}/raw/*-ubyte"
-            ) from None
+            raise DataError(f"{name}: files not found under {root / folder / 'raw'} ({why}); pass --data-root DIR "
+                            f"or set {DATA_ENV} to a folder holding {folder}/raw/*-ubyte") from None
 
         def to_ds(d, stem: str) -> ArrayDataset:
             x = d.data.to(torch.float32).div_(255.0).unsqueeze(1)
@@ -198,7 +222,13 @@ load_fashion_mnist = _torchvision("FashionMNIST", "FashionMNIST")
 
 
 def load_digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
-    """scikit-learn's bundled 8×8 digits (1,797 images, values 0..16): 1,400 pool / 397 test, fixed."""
+    """scikit-learn's bundled 8×8 digits (1,797 images, values 0..16): 1,400 pool / 397 test, fixed.
+
+    Args:
+        root, download: unused (the data ships with scikit-learn); the signature every loader has.
+    Returns:
+        ``(pool, test)``: images ``(N, 1, 8, 8)`` float32 in [0, 1], 10 classes.
+    """
     from sklearn.datasets import load_digits
 
     d = load_digits()
@@ -210,13 +240,15 @@ def load_digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]
     return full.subset(pool), full.subset(test)
 
 
-
 def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, ArrayDataset]:
     """Load a registered dataset as (training pool, test set).
 
-    With ``root`` given (flag or ``$PRIVBENCH_DATA``) the files must already be there; otherwise the
-    user cache directory is used and torchvision may download.
-
+    Args:
+        name: a registered data set (``DATASETS``: mnist, fashion-mnist, cifar10, digits).
+        root: the folder holding its files, which must be there (``--data-root`` or ``$PRIVBENCH_DATA``); None: the
+            user cache folder (``default_data_root()``), where torchvision may download.
+    Returns:
+        ``(pool, test)``: images ``(N, C, H, W)`` float32 in [0, 1] and labels ``(N,)`` int64.
     Raises:
         ConfigError: unknown dataset name.
         DataError: files missing / unreadable (one-line message saying where they are expected).
@@ -232,23 +264,21 @@ def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, Arr
     return loader(root, not explicit)
 
 
-def make_split(
-    pool: ArrayDataset,
-    test: ArrayDataset,
-    *,
-    n_members: int,
-    n_non_members: int,
-    n_population: int,
-    n_test: int,
-    seed: int,
-) -> MembershipSplit:
+def make_split(pool: ArrayDataset, test: ArrayDataset, *, n_members: int, n_non_members: int, n_population: int,
+               n_test: int, seed: int) -> MembershipSplit:
     """Draw disjoint members / non-members / population from ``pool`` with a seeded permutation.
 
     The test set is the first ``n_test`` rows of a permutation fixed by the dataset (seed-independent),
     so utility is comparable across seeds.
 
+    Args:
+        pool, test: the data set's training pool and test set (``load_dataset``).
+        n_members, n_non_members, n_population, n_test: the parts' sizes (records, ≥ 0).
+        seed: the permutation's seed.
+    Returns:
+        The split; its parts carry their pool positions as ``origin``.
     Raises:
-        ConfigError: if the requested sizes exceed the pool or the test set.
+        ConfigError: a negative size, or sizes that exceed the pool or the test set.
     """
     sizes = {"n_members": n_members, "n_non_members": n_non_members, "n_population": n_population,
              "n_test": n_test}
@@ -257,10 +287,8 @@ def make_split(
             raise ConfigError(f"{name} = {size} must be >= 0")
     need = n_members + n_non_members + n_population
     if need > len(pool):
-        raise ConfigError(
-            f"n_members + n_non_members + n_population = {need} exceeds the {len(pool)} "
-            f"training images of {pool.name}"
-        )
+        raise ConfigError(f"n_members + n_non_members + n_population = {need} exceeds the {len(pool)} "
+                          f"training images of {pool.name}")
     if n_test > len(test):
         raise ConfigError(f"n_test = {n_test} exceeds the {len(test)} test images of {test.name}")
     if pool.origin is None:  # number the pool's records: every model's training data is then an index set
@@ -268,10 +296,5 @@ def make_split(
     perm = torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed))
     a, b = n_members, n_members + n_non_members
     test_idx = torch.randperm(len(test), generator=torch.Generator().manual_seed(12345))[:n_test]
-    return MembershipSplit(
-        members=pool.subset(perm[:a]),
-        non_members=pool.subset(perm[a:b]),
-        population=pool.subset(perm[b:need]),
-        test=test.subset(test_idx),
-        seed=seed,
-    )
+    return MembershipSplit(members=pool.subset(perm[:a]), non_members=pool.subset(perm[a:b]),
+                           population=pool.subset(perm[b:need]), test=test.subset(test_idx), seed=seed)

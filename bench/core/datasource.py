@@ -47,7 +47,11 @@ class DataSource:
     options: dict[str, str] = field(default_factory=dict)
 
     def short_name(self) -> str:
-        """``<format>-<file stem>``, safe in a folder name (the default run id)."""
+        """A name for the source that is safe in a folder name (the default run id).
+
+        Returns:
+            ``<format>-<file stem>``, characters other than letters, digits, ``_``, ``.``, ``-`` replaced by ``-``.
+        """
         stem = re.split(r"[\\/]", self.path.rstrip("/\\"))[-1].rsplit(".", 1)[0]
         return f"{self.format}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', stem).strip('-') or 'data'}"
 
@@ -76,12 +80,26 @@ class DataOrigin:
 
 
 def is_source(name: Any) -> bool:
-    """Whether ``name`` is a dataset given by path (``FORMAT:...`` with a known format)."""
+    """Whether ``name`` is a dataset given by path.
+
+    Args:
+        name: a ``--dataset`` value (any type: a YAML value is checked too).
+
+    Returns:
+        True for a string ``FORMAT:...`` with a known format (``imagefolder``, ``npz``, ``csv``).
+    """
     return isinstance(name, str) and name.partition(":")[0] in FORMATS and ":" in name
 
 
 def parse_bounds(text: str, where: str) -> tuple[float, float] | str:
-    """``LOW:HIGH`` as two finite numbers with LOW < HIGH, or else a file path (read when the data is loaded).
+    """A source's ``bounds`` option: ``LOW:HIGH`` as two finite numbers with LOW < HIGH, or else a file path.
+
+    Args:
+        text: the option's value.
+        where: the source, for the error message.
+
+    Returns:
+        ``(low, high)``, or ``text`` itself as the path of a bounds file (read when the data is loaded).
 
     Raises:
         ConfigError: two numbers that are not LOW < HIGH, or an empty value.
@@ -100,6 +118,12 @@ def parse_bounds(text: str, where: str) -> tuple[float, float] | str:
 
 def parse_source(text: str) -> DataSource:
     """The ``DataSource`` of ``FORMAT:PATH[,KEY=VALUE...]`` (``?`` / ``&`` also separate options).
+
+    Args:
+        text: the ``--dataset`` value.
+
+    Returns:
+        The parsed source (nothing is read yet).
 
     Raises:
         ConfigError: unknown format or option, an empty path or value, a repeated option, csv without ``label``,
@@ -130,7 +154,11 @@ def parse_source(text: str) -> DataSource:
 
 
 def check_dataset_name(name: Any, known: list[str]) -> None:
-    """A registered dataset (``known``) or a valid ``FORMAT:PATH`` form.
+    """Check a dataset name: a registered dataset (``known``) or a valid ``FORMAT:PATH`` form.
+
+    Args:
+        name: the ``dataset`` setting (any type: a YAML value).
+        known: the registered names.
 
     Raises:
         ConfigError: anything else, one line listing the names and the forms.
@@ -145,6 +173,12 @@ def check_dataset_name(name: Any, known: list[str]) -> None:
 
 def hidden_sizes(value: Any) -> tuple[int, ...]:
     """``tabular_hidden``: the hidden-layer widths of the MLP that tabular data get, each an integer >= 1.
+
+    Args:
+        value: one width or a list of widths.
+
+    Returns:
+        The widths as a tuple.
 
     Raises:
         ConfigError: not a non-empty list of integers >= 1.

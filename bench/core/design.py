@@ -65,6 +65,11 @@ class AuditDesign(BaseModel):
         """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
         channels, guess_fraction, llr_model, one_release, certified_mu)``.
 
+        Args:
+            args: the fields in that order, by position (a prefix of them).
+            data: the fields by keyword (see the attributes; ``size`` in canaries or runs, ``inclusion`` a
+                probability).
+
         Raises:
             pydantic.ValidationError (a ValueError): ``kind`` not in ``DESIGNS`` or ``threat_model`` not in
                 ``THREAT_MODELS``, or a value of the wrong type.

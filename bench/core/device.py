@@ -13,7 +13,13 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 def resolve_device(name: str) -> torch.device:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cpu`` / ``cuda`` as named.
+    """The torch device a ``--device`` name means on this machine.
+
+    Args:
+        name: ``auto`` (``cuda`` when torch sees a GPU, else ``cpu``), ``cpu`` or ``cuda``.
+
+    Returns:
+        The device.
 
     Raises:
         ConfigError: another name, or ``cuda`` where torch sees no CUDA GPU (one line).
@@ -33,7 +39,11 @@ def available_cpus() -> int:
     """The CPUs this process may use: its affinity mask (``os.sched_getaffinity``; ``os.cpu_count`` where that is
     missing), capped by a cgroup CPU quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``),
     rounded up, and by ``$PRIVBENCH_CPUS`` where set (the CPUs a scheduler granted this process, e.g. a zoo run's
-    Ray task); at least 1. A container limited to 2 CPUs on a 64-core host gives 2, not 64."""
+    Ray task). A container limited to 2 CPUs on a 64-core host gives 2, not 64.
+
+    Returns:
+        The number of CPUs, at least 1.
+    """
     import math
     import os
     from pathlib import Path
@@ -70,6 +80,14 @@ def parallelism(device: str, threads: int | None, cpus: int | None = None) -> tu
     thread each, several at a time); on CUDA one process drives the GPU with all CPUs as threads. Processes beyond
     the first are training workers (``bench.runner.executor.LocalExecutor``); the first is the driver, which
     evaluates and attacks and also trains.
+
+    Args:
+        device: ``cpu`` or ``cuda`` (a name ``resolve_device`` returned).
+        threads: torch threads per process, or None for the default (1 on CPU, all CPUs on CUDA).
+        cpus: the CPUs to share out; None for ``available_cpus()``.
+
+    Returns:
+        ``(processes, threads per process)``, each at least 1.
 
     Raises:
         ConfigError: ``threads`` < 1.

@@ -22,7 +22,14 @@ class ConvFeatures(TypedDict):
 
 def conv_layers(model: nn.Module) -> list[tuple[str, nn.Conv2d]]:
     """Every ``nn.Conv2d`` of ``model`` as ``(name, module)`` in registration order (``named_modules``), which is
-    forward order for the sequential CNNs of ``bench.core.models`` and the stem-first ResNet."""
+    forward order for the sequential CNNs of ``bench.core.models`` and the stem-first ResNet.
+
+    Args:
+        model: any module.
+
+    Returns:
+        ``[(name, conv), ...]``; empty when the model has no convolution.
+    """
     return [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Conv2d)]
 
 

@@ -25,7 +25,20 @@ TEST_SEED = 12345  # the held-out test part is fixed by the data, not by the run
 
 
 def load_csv(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
-    """Tabular records from a CSV (pandas): the ``label`` column and every other column as a numeric feature."""
+    """Tabular records from a CSV (pandas): the ``label`` column and every other column as a numeric feature.
+
+    Args:
+        src: the parsed source (its options: ``label``, ``bounds``, ``x``, ``y``).
+        path: the resolved file or folder.
+
+    Returns:
+        ``(records, origin)``: every record, ``(N, 1, 1, D)`` float32 in [0, 1] with D features, and where they
+        came from.
+
+    Raises:
+        DataError: unreadable, no label or feature column, a non-numeric feature, a missing label, one class only,
+            missing values, values outside [0, 1] without bounds (one line naming the file and the value).
+    """
     import pandas as pd
 
     try:
@@ -65,7 +78,20 @@ def _channels_first(x: np.ndarray, where: str) -> np.ndarray:
 
 
 def load_npz(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
-    """Records and labels from a NumPy archive (``x`` and ``y`` unless renamed; no pickled objects)."""
+    """Records and labels from a NumPy archive (``x`` and ``y`` unless renamed; no pickled objects).
+
+    Args:
+        src: the parsed source (its options: ``label``, ``bounds``, ``x``, ``y``).
+        path: the resolved file or folder.
+
+    Returns:
+        ``(records, origin)``: every record, images ``(N, C, H, W)`` (or ``(N, 1, 1, D)`` for vectors) float32 in
+        [0, 1], and where they came from.
+
+    Raises:
+        DataError: unreadable, a missing array, shapes that do not fit, a missing label, one class only, missing
+            values or values outside [0, 1] without bounds (one line naming the file and the value).
+    """
     xk, yk = src.options.get("x", "x"), src.options.get("y", "y")
     try:
         with np.load(path, allow_pickle=False) as arrays:
@@ -92,7 +118,15 @@ def load_npz(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
 
 def hold_out(full: ArrayDataset, n_test: int) -> tuple[ArrayDataset, ArrayDataset]:
     """``(pool, test)``: the first ``n_test`` records of a permutation fixed by ``TEST_SEED`` are the test set (the
-    same for every run seed, so utility is comparable across seeds), the rest the pool of the membership split."""
+    same for every run seed, so utility is comparable across seeds), the rest the pool of the membership split.
+
+    Args:
+        full: every record of the data.
+        n_test: records held out as the test set.
+
+    Returns:
+        ``(pool, test)``.
+    """
     perm = torch.randperm(len(full), generator=torch.Generator().manual_seed(TEST_SEED))
     return full.subset(perm[n_test:]), full.subset(perm[:n_test])
 
@@ -104,6 +138,13 @@ def load_imagefolder(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOri
     """Images in torchvision's ``ImageFolder`` layout (``DIR/<class>/<image>``; the sorted folder names are the
     classes). Grey images (PIL modes 1, L) give one channel, colour ones (RGB, RGBA, P) three; every image must
     have the same size and channel count. Pixels / 255.
+
+    Args:
+        src: the parsed source.
+        path: the resolved folder.
+
+    Returns:
+        ``(records, origin)``: images ``(N, C, H, W)`` float32 in [0, 1], and where they came from.
 
     Raises:
         DataError: no class folders or no images, one class only, mixed sizes or channel counts, an unreadable image.
@@ -155,13 +196,18 @@ def load_source(spec: str, sizes: dict[str, int], *, profile: str | None = None
 
     Args:
         spec: the dataset as given on the command line or in YAML; relative paths are read from the working
-            directory. sizes: the run's ``n_members``, ``n_non_members``, ``n_population`` and ``n_test``; the
-            file must hold at least their sum, and the test set is ``n_test`` records held out (``hold_out``).
+            directory.
+        sizes: the run's ``n_members``, ``n_non_members``, ``n_population`` and ``n_test``; the file must hold at
+            least their sum, and the test set is ``n_test`` records held out (``hold_out``).
         profile: the run's profile, named in the "too few records" message.
 
+    Returns:
+        ``(pool, test, origin)``.
+
     Raises:
-        ConfigError: a malformed spec. DataError: a missing or unreadable file, any problem of its content (one
-            line), or fewer records than ``sizes`` add up to (saying how many are needed).
+        ConfigError: a malformed spec.
+        DataError: a missing or unreadable file, any problem of its content (one line), or fewer records than
+            ``sizes`` add up to (saying how many are needed).
     """
     src = parse_source(spec)
     path = Path(src.path).expanduser().resolve()
@@ -185,8 +231,16 @@ _BUILT_IN = {"mnist": ("torchvision", "MNIST"), "fashion-mnist": ("torchvision",
 def open_dataset(name: str, root: Path | None, sizes: dict[str, int], *, profile: str | None = None
                  ) -> tuple[ArrayDataset, ArrayDataset, DataOrigin]:
     """A registered dataset (``bench.core.data.load_dataset``) or your data by path (``load_source``), as
-    (training pool, test set, origin). ``sizes`` and ``profile``: as ``load_source``'s (a registered dataset's test
-    set is its own; the split checks the sizes).
+    (training pool, test set, origin).
+
+    Args:
+        name: a registered dataset's name or ``FORMAT:PATH[,KEY=VALUE...]``.
+        root: the folder of the registered datasets' files; None for ``default_data_root()``.
+        sizes, profile: as ``load_source``'s (a registered dataset's test set is its own; the split checks the
+            sizes).
+
+    Returns:
+        ``(pool, test, origin)``: images ``(N, C, H, W)`` float32 in [0, 1], labels ``(N,)`` int64.
 
     Raises:
         ConfigError, DataError: as ``load_dataset`` and ``load_source``.

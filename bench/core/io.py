@@ -13,13 +13,24 @@ TEMP_PREFIX = ".tmp-"
 
 
 def temp_prefix(name: str) -> str:
-    """The name prefix of ``name``'s temporary files (``.tmp-<name>-``; ``mkstemp`` adds a random suffix)."""
+    """The name prefix of ``name``'s temporary files.
+
+    Args:
+        name: the target file's name (no folder).
+
+    Returns:
+        ``.tmp-<name>-`` (``mkstemp`` adds a random suffix).
+    """
     return f"{TEMP_PREFIX}{name}-"
 
 
 def umask() -> int:
-    """This process's umask (permission bits), read without changing it where Linux shows it in /proc (so other
-    threads never see a umask of 0); elsewhere set and restored at once."""
+    """This process's umask, read without changing it where Linux shows it in /proc (so other threads never see a
+    umask of 0); elsewhere set and restored at once.
+
+    Returns:
+        The umask's permission bits (e.g. ``0o022``).
+    """
     try:
         with open("/proc/self/status", encoding="ascii", errors="replace") as f:
             for line in f:
@@ -35,6 +46,13 @@ def umask() -> int:
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to a temporary file in the same folder, fsync, then ``os.replace`` it into place. The file gets
     mode ``0o666 & ~umask``, as with a plain ``open`` (not ``mkstemp``'s 0600).
+
+    Args:
+        path: the file to write; its folder must exist.
+        data: the file's whole content.
+
+    Returns:
+        ``path`` as a ``Path``.
 
     Raises:
         OSError: the folder is unwritable or the disk is full (the previous file stays intact).
@@ -58,6 +76,9 @@ def remove_temp_files(folder: str | Path) -> list[Path]:
     """Delete every temporary file of ``atomic_write_bytes`` in ``folder`` (``.tmp-*``): leftovers of a process
     killed mid-write. Call it only while no other process writes there (the output folder's lock).
 
+    Args:
+        folder: the folder to clean (not recursive).
+
     Returns:
         The files deleted (none when the folder does not exist).
     """
@@ -70,10 +91,34 @@ def remove_temp_files(folder: str | Path) -> list[Path]:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """``atomic_write_bytes`` for UTF-8 text; returns the path written."""
+    """``atomic_write_bytes`` for UTF-8 text.
+
+    Args:
+        path: the file to write; its folder must exist.
+        text: the file's whole content.
+
+    Returns:
+        ``path`` as a ``Path``.
+
+    Raises:
+        OSError: as ``atomic_write_bytes``.
+    """
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    """Strict JSON (NaN/inf written as null by the caller beforehand), indented, written atomically."""
+    """Strict JSON, indented by one space, written atomically.
+
+    Args:
+        path: the file to write; its folder must exist.
+        obj: a JSON-serialisable object without NaN or infinity (the caller writes those as None beforehand).
+
+    Returns:
+        ``path`` as a ``Path``.
+
+    Raises:
+        ValueError: ``obj`` holds NaN or infinity.
+        TypeError: ``obj`` holds a value JSON cannot encode.
+        OSError: as ``atomic_write_bytes``.
+    """
     return atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")

@@ -1,7 +1,6 @@
 """Reference architectures (the reference systems' models and our recipes'), registered by name in
-``bench.core.catalog``; each factory takes
-``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns an untrained module
-mapping ``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N, C·H·W)``)."""
+``bench.core.catalog``; each factory takes ``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns
+an untrained module mapping ``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N, C·H·W)``)."""
 
 from __future__ import annotations
 
@@ -39,36 +38,48 @@ def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = 
     """The Opacus MNIST example CNN: Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2),
     MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010 parameters on 28×28 input.
 
-    ``activation="tanh"`` gives Tramèr & Boneh's (ICLR 2021) end-to-end DP-SGD CNN (tempered sigmoid,
-    Papernot et al. AAAI 2021); ``standardize=(mean, std)`` first maps pixels to (x − mean)/std."""
+    Args:
+        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+        activation: ``relu``, or ``tanh``: Tramèr & Boneh's (ICLR 2021) CNN (tempered sigmoid, Papernot et al. 2021).
+        standardize: ``(mean, std)``: pixels first mapped to (x − mean)/std (public constants); None: as given.
+    Returns:
+        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits."""
     act = _activation(activation)
-    features = nn.Sequential(
-        *([Standardize(*standardize)] if standardize else []),
-        nn.Conv2d(input_shape[0], 16, 8, stride=2, padding=3), act(), nn.MaxPool2d(2, 1),
-        nn.Conv2d(16, 32, 4, stride=2), act(), nn.MaxPool2d(2, 1), nn.Flatten(),
-    )
+    features = nn.Sequential(*([Standardize(*standardize)] if standardize else []),
+                             nn.Conv2d(input_shape[0], 16, 8, stride=2, padding=3), act(), nn.MaxPool2d(2, 1),
+                             nn.Conv2d(16, 32, 4, stride=2), act(), nn.MaxPool2d(2, 1), nn.Flatten())
     d = _flat_dim(features, input_shape)
     return nn.Sequential(features, nn.Linear(d, 32), act(), nn.Linear(32, num_classes))
 
 
 def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """The DPMix paper's CNN (Lee et al. 2019): Conv(32, 5×5) MaxPool 2, Conv(48, 5×5) MaxPool 2,
-    FC 100, FC 100, FC K, ReLU throughout, no padding."""
-    features = nn.Sequential(
-        nn.Conv2d(input_shape[0], 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 48, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-    )
+    FC 100, FC 100, FC K, ReLU throughout, no padding.
+
+    Args:
+        input_shape, num_classes: ``(C, H, W)`` (at least 16×16) and the number of classes K.
+    Returns:
+        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits."""
+    features = nn.Sequential(nn.Conv2d(input_shape[0], 32, 5), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 48, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
     d = _flat_dim(features, input_shape)
-    return nn.Sequential(
-        features, nn.Linear(d, 100), nn.ReLU(), nn.Linear(100, 100), nn.ReLU(), nn.Linear(100, num_classes)
-    )
+    return nn.Sequential(features, nn.Linear(d, 100), nn.ReLU(), nn.Linear(100, 100), nn.ReLU(),
+                         nn.Linear(100, num_classes))
 
 
 def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "small") -> nn.Module:
     """torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
     per-sample-independent layers) and K outputs. ``stem="small"``: a C-channel 3×3 stride-1 first conv and
     no max-pool (for 28×28 input); ``stem="imagenet"``: torchvision's own 7×7 stride-2 conv (made C-channel)
-    and max-pool, as the ``dpsgd-resnet18`` source did (28×28 becomes 7×7 after the stem; ~16× cheaper)."""
+    and max-pool, as the ``dpsgd-resnet18`` source did (28×28 becomes 7×7 after the stem; ~16× cheaper).
+
+    Args:
+        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+        stem: ``small`` or ``imagenet``.
+    Returns:
+        The untrained ResNet-18, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+    Raises:
+        ValueError: another ``stem``."""
     from torchvision.models import resnet18
 
     if stem not in ("small", "imagenet"):
@@ -85,7 +96,15 @@ def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "sma
 def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] = 128) -> nn.Module:
     """Dense classifier: Flatten, then Linear(→h) ReLU for each width h of ``hidden`` (one int: one hidden layer),
     then Linear(→K). Used for 8×8 digits, for tabular records ``(1, 1, D)`` (widths from the profile's
-    ``tabular_hidden``) and as the weight-noise system's classifier. Raises ValueError for a width < 1."""
+    ``tabular_hidden``) and as the weight-noise system's classifier.
+
+    Args:
+        input_shape, num_classes: ``(C, H, W)`` (``(1, 1, D)`` for tabular records) and the number of classes K.
+        hidden: the hidden layers' widths.
+    Returns:
+        The untrained MLP, ``(N, C, H, W)`` records to ``(N, K)`` logits.
+    Raises:
+        ValueError: no width, or a width that is not an integer >= 1."""
     widths = [hidden] if isinstance(hidden, int) else list(hidden)
     if not widths or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in widths):
         raise ValueError(f"mlp hidden = {hidden!r} must be an integer >= 1 or a non-empty list of them")
@@ -124,9 +143,13 @@ def wide_resnet(input_shape: tuple[int, ...], num_classes: int, depth: int = 16,
     channels (strides 1, 2, 2), GN-ReLU, global average pooling, Linear(→K). Any ``(C, H, W)`` input (at least 4×4:
     the average pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
 
+    Args:
+        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+        depth, width, groups: the depth 6n + 4 (n >= 1), the width multiplier and the GroupNorm groups.
+    Returns:
+        The untrained network, ``(N, C, H, W)`` images to ``(N, K)`` logits.
     Raises:
-        ValueError: depth not 6n + 4.
-    """
+        ValueError: depth not 6n + 4."""
     if depth < 10 or (depth - 4) % 6:
         raise ValueError(f"wide_resnet depth = {depth} must be 6n + 4 with n >= 1 (10, 16, 22, 28, ...)")
     n = (depth - 4) // 6
@@ -148,7 +171,12 @@ def wrn_16_4(input_shape: tuple[int, ...], num_classes: int, groups: int = 16) -
 
 def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Linear classifier on the flattened image: Linear(d→K). DPMix's ``class-means`` learner sets its weights in
-    closed form (a nearest-class-mean classifier)."""
+    closed form (a nearest-class-mean classifier).
+
+    Args:
+        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+    Returns:
+        ``Flatten, Linear``: ``(N, C, H, W)`` images to ``(N, K)`` logits."""
     return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), num_classes))
 
 
@@ -241,7 +269,15 @@ class FrozenFront(nn.Module):
 def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: int = 27, J: int = 2) -> nn.Module:
     """Tramèr & Boneh's (ICLR 2021, §3) ScatterNet + linear classifier: the scattering transform (J = 2, L = 8;
     81 × 7 × 7 features on 28×28 input), GroupNorm(``groups``, channels) — a per-sample normalisation, so it
-    needs no private statistics — and Linear(features→K). 39,700 trainable parameters on MNIST."""
+    needs no private statistics — and Linear(features→K). 39,700 trainable parameters on MNIST.
+
+    Args:
+        input_shape, num_classes: ``(C, H, W)``, H and W multiples of 2^J, and the number of classes K.
+        groups, J: the GroupNorm groups (dividing the scattering channels) and the scattering scale.
+    Returns:
+        A ``FrozenFront``: ``(N, C, H, W)`` images to ``(N, K)`` logits, only the linear head trainable.
+    Raises:
+        ValueError: ``groups`` does not divide the channels, or H or W is not a multiple of 2^J."""
     front = Scattering(input_shape, J=J)
     channels = front.out_shape[0]
     if channels % groups:

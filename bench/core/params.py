@@ -29,7 +29,11 @@ class Params(BaseModel):
                               validate_default=True)
 
     def to_json(self) -> dict[str, Any]:
-        """The settings with every default filled in, as JSON types (what a cache key and results.json record)."""
+        """The settings as JSON data (what a cache key and results.json record).
+
+        Returns:
+            ``{field: value}`` of JSON types, every default filled in.
+        """
         return self.model_dump(mode="json")
 
 
@@ -46,8 +50,17 @@ def _location(where: str, loc: tuple) -> str:
 
 
 def describe(exc: ValidationError, where: str, allowed: list[str] | None = None) -> str:
-    """One line for the first error of ``exc``: ``where.key = value: what is allowed``, or, for an unknown key,
-    ``where has unknown key 'k'; allowed: ...``."""
+    """The one-line message of a settings error.
+
+    Args:
+        exc: pydantic's error from validating the settings.
+        where: the config path of the settings (e.g. ``"training.dpsgd.params"``).
+        allowed: the known keys, listed for an unknown key; None: "see the documentation".
+
+    Returns:
+        For the first error of ``exc``: ``where.key = value: what is allowed``, or, for an unknown key,
+        ``where has unknown key 'k'; allowed: ...``.
+    """
     err = exc.errors(include_url=False)[0]
     loc = tuple(err.get("loc") or ())
     if err["type"] == "extra_forbidden":
@@ -68,8 +81,12 @@ def parse(cls: type[Params], values: Any, where: str) -> Params:
     """``cls`` from a mapping of settings (``None``: the defaults).
 
     Args:
-        cls: the plug-in's ``Params`` class. values: a mapping, e.g. read from YAML. where: the config path of
-            ``values`` for messages (e.g. ``"training.dpsgd.params"``).
+        cls: the plug-in's ``Params`` class.
+        values: a mapping, e.g. read from YAML; None for the defaults; an instance of ``cls`` is returned as is.
+        where: the config path of ``values`` for messages (e.g. ``"training.dpsgd.params"``).
+
+    Returns:
+        The validated, frozen settings.
 
     Raises:
         ConfigError: not a mapping, an unknown key, a value of the wrong type or out of range (one line).
@@ -88,7 +105,15 @@ def parse(cls: type[Params], values: Any, where: str) -> Params:
 
 def signature_params(fn: Callable[..., Any], *, skip: int) -> type[Params]:
     """A ``Params`` class from the keyword parameters of ``fn`` (a model factory), skipping its first ``skip``
-    positional ones; each field keeps the annotation and default of its parameter (unannotated: any type)."""
+    positional ones; each field keeps the annotation and default of its parameter (unannotated: any type).
+
+    Args:
+        fn: the factory, e.g. ``bench.core.models.mlp``.
+        skip: how many leading parameters are not settings (the input shape, the number of classes).
+
+    Returns:
+        A new ``Params`` subclass named ``<fn>_kwargs``.
+    """
     fields: dict[str, Any] = {}
     hints = inspect.get_annotations(fn, eval_str=True)
     for i, (name, p) in enumerate(inspect.signature(fn).parameters.items()):
@@ -133,7 +158,15 @@ def _first_sentence(text: str, width: int = 110) -> str:
 
 
 def summary(obj: Any, width: int = 140) -> str:
-    """The first sentence of ``obj``'s docstring (its first paragraph, joined), as ``bench list NAME`` heads it."""
+    """The first sentence of ``obj``'s docstring (its first paragraph, joined), as ``bench list NAME`` heads it.
+
+    Args:
+        obj: anything with a docstring (a plug-in class).
+        width: the most characters kept.
+
+    Returns:
+        The sentence; "" without a docstring.
+    """
     paragraph = inspect.cleandoc(obj.__doc__ or "").split("\n\n")[0]
     return _first_sentence(" ".join(paragraph.split()), width)
 
@@ -160,7 +193,14 @@ def _range(metadata: list) -> str:
 def field_rows(cls: type[Params]) -> list[tuple[str, str, str, str, str]]:
     """What ``bench list NAME`` prints of a plug-in's settings: one row per field of ``cls``, as (name, type,
     default as JSON, allowed range such as ``[10, 250000]`` ("" when unbounded), the first sentence of its
-    description: the field's ``description`` or its line in the class docstring's ``Attributes:``)."""
+    description: the field's ``description`` or its line in the class docstring's ``Attributes:``).
+
+    Args:
+        cls: the plug-in's ``Params`` class.
+
+    Returns:
+        One ``(name, type, default, range, description)`` row of text per field, in declaration order.
+    """
     docs = _attribute_docs(cls)
     rows = []
     for name, f in cls.model_fields.items():

@@ -36,7 +36,14 @@ _MODULE_STATE = ("autograd_grad_sample_hooks", "activations", "max_batch_len", "
 
 def unwrap(model: nn.Module) -> nn.Module:
     """The innermost model of ``model``: through DataParallel (``.module``), ``torch.compile`` (``._orig_mod``) and
-    Opacus' GradSampleModule (``._module``), in any nesting. No copy is made."""
+    Opacus' GradSampleModule (``._module``), in any nesting. No copy is made.
+
+    Args:
+        model: a model, wrapped or not.
+
+    Returns:
+        The innermost module (``model`` itself when it wraps nothing).
+    """
     while True:
         name = type(model).__name__
         attr = _WRAPPERS.get(name) or ("_module" if "GradSampleModule" in name else None)
@@ -50,6 +57,12 @@ def plain_module(model: nn.Module) -> nn.Module:
     submodule, none of Opacus' state on a module (hook handles, stored activations) or a parameter (per-sample
     gradients), ``.grad`` cleared; it pickles (the executors send models between processes). The model given is not
     changed (its hooks are set aside during the copy and put back).
+
+    Args:
+        model: what a mechanism's ``fit`` returned as its model.
+
+    Returns:
+        The plain copy.
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.

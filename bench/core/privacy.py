@@ -38,6 +38,10 @@ class RelationEpsilon(BaseModel):
     def __init__(self, *args: object, **data: object) -> None:
         """Keywords, or positionally in the order ``(relation, epsilon, accountant, profile)``.
 
+        Args:
+            args: ``relation``, ``epsilon``, ``accountant``, ``profile`` by position (a prefix of them).
+            data: the fields by keyword (see the attributes).
+
         Raises:
             pydantic.ValidationError (a ValueError): a relation not in ``RELATIONS``, or a value of the wrong type.
             TypeError: more positional arguments than fields, or a field given twice."""
@@ -96,6 +100,10 @@ class PrivacySpent(BaseModel):
     def __init__(self, *args: object, **data: object) -> None:
         """Keywords, or ``(epsilon, delta, accountant, guarantee)`` positionally and the rest by keyword.
 
+        Args:
+            args: ``epsilon`` (unitless), ``delta`` (a probability), ``accountant``, ``guarantee`` by position.
+            data: the fields by keyword (see the attributes).
+
         Raises:
             pydantic.ValidationError (a ValueError): see the class.
             TypeError: more than four positional arguments, or a field given twice."""
@@ -123,9 +131,16 @@ class PrivacySpent(BaseModel):
         return self.guarantee != "none" and self.epsilon is not None
 
     def under(self: P, relation: str | None) -> P | None:
-        """This guarantee stated under ``relation`` (that relation's ε, accountant and profile; no other relations;
-        every other field, e.g. ``Privacy.weak_delta``, kept), or None when it has none for that relation (or no
-        guarantee at all)."""
+        """This guarantee stated under another neighbouring relation.
+
+        Args:
+            relation: ``add-remove``, ``replace-one`` or ``replace-one-same-class``; None gives None.
+
+        Returns:
+            A copy with that relation's ε, accountant and profile and no other relations (every other field, e.g.
+            ``Privacy.weak_delta``, kept); itself when ``relation`` is its own; None when it states no ε for that
+            relation (or has no guarantee at all).
+        """
         if self.epsilon is None or relation is None:
             return None
         if relation == self.relation:
@@ -138,17 +153,35 @@ class PrivacySpent(BaseModel):
 
     @classmethod
     def no_guarantee(cls, *, claimed_epsilon: float | None = None, note: str = "") -> PrivacySpent:
-        """A mechanism without a formal guarantee (``claimed_epsilon``: what a source claimed, shown beside)."""
+        """The record of a mechanism without a formal guarantee.
+
+        Args:
+            claimed_epsilon: an ε (unitless) a source claimed for it, shown beside "no guarantee"; never certified.
+            note: a free-text note.
+
+        Returns:
+            The record: ``guarantee`` ``none``, no ε, δ or relation.
+        """
         return cls(None, None, "none", "none", claimed_epsilon=claimed_epsilon, note=note)
 
     @classmethod
     def privacy_off(cls, *, note: str = "") -> PrivacySpent:
-        """A model trained with privacy turned off: ε = ∞ (``off``), no accountant, no neighbouring relation."""
+        """The record of a model trained with privacy turned off.
+
+        Args:
+            note: a free-text note.
+
+        Returns:
+            The record: ε = ∞ (``off``), no accountant, no neighbouring relation.
+        """
         return cls(None, None, "none", "none", note=note, off=True)
 
     def describe(self) -> str:
-        """Human-readable ε with its δ, accountant and neighbouring relation, "ε = ∞ (privacy off)" or "no
-        guarantee"."""
+        """The guarantee in words, for reports and logs.
+
+        Returns:
+            ``ε = … (δ = …, accountant, relation; other relations)``, ``ε = ∞ (privacy off)`` or ``no guarantee``.
+        """
         if self.off:
             return "ε = ∞ (privacy off)"
         if self.epsilon is None:
@@ -161,6 +194,15 @@ class PrivacySpent(BaseModel):
 def by_position(owner: str, names: tuple[str, ...], args: tuple[object, ...], data: dict[str, object]
                  ) -> dict[str, object]:
     """``data`` with the positional ``args`` assigned to ``names`` in order (the dataclass-style constructor).
+
+    Args:
+        owner: the class's name, for the error message.
+        names: the fields that may be given by position, in order.
+        args: the positional arguments.
+        data: the keyword arguments; updated in place.
+
+    Returns:
+        ``data``, with the positional arguments added.
 
     Raises:
         TypeError: more positional arguments than ``names``, or a field given both by position and by keyword."""

@@ -18,7 +18,14 @@ PIXELS = "pixels / 255 (data-independent)"
 
 
 def class_labels(values: np.ndarray, where: str) -> tuple[torch.Tensor, tuple[str, ...]]:
-    """Class indices ``(N,)`` int64 in the sorted order of the distinct ``values``, and the class names.
+    """Class indices in the sorted order of the distinct label values, and the class names.
+
+    Args:
+        values: the labels ``(N,)``, any dtype (mixed types are compared as text).
+        where: the data's name, for the error message.
+
+    Returns:
+        ``(y, names)``: indices ``(N,)`` int64 in [0, K) and the K class names as text.
 
     Raises:
         DataError: missing labels, or fewer than two classes.
@@ -40,7 +47,16 @@ def class_labels(values: np.ndarray, where: str) -> tuple[torch.Tensor, tuple[st
 
 
 def check_finite(x: np.ndarray, where: str, names: list[str] | None = None) -> None:
-    """Raises DataError naming the first feature (or record) with a NaN or infinite value."""
+    """Check that every value is finite.
+
+    Args:
+        x: the records ``(N, ...)``; tabular ``(N, D)`` when ``names`` is given.
+        where: the data's name, for the error message.
+        names: the D feature names, or None for images.
+
+    Raises:
+        DataError: naming the first feature (or, without names, record) with a NaN or infinite value.
+    """
     bad = ~np.isfinite(x)
     if not bad.any():
         return
@@ -57,7 +73,20 @@ def check_finite(x: np.ndarray, where: str, names: list[str] | None = None) -> N
 def scaled(x: np.ndarray, bounds, where: str, names: list[str] | None) -> tuple[np.ndarray, str]:
     """``x`` mapped to [0, 1] float32 without statistics of ``x``: pixels / 255 (uint8 without bounds); values
     clipped to public ``bounds`` (``(low, high)`` or per-feature ``(D,)`` arrays) and scaled; else unchanged if
-    already in [0, 1]. Returns the values and the scaling in words. Raises DataError otherwise."""
+    already in [0, 1].
+
+    Args:
+        x: the records ``(N, ...)``; tabular ``(N, D)`` when ``names`` is given.
+        bounds: ``(low, high, text)`` from ``source_bounds`` (low and high scalars or ``(D,)`` arrays), or None.
+        where: the data's name, for the error message.
+        names: the D feature names, or None for images.
+
+    Returns:
+        ``(values, how)``: the values in [0, 1], float32, of ``x``'s shape, and the scaling in words.
+
+    Raises:
+        DataError: a NaN or infinite value, or values outside [0, 1] without bounds.
+    """
     if bounds is None:
         if x.dtype == np.uint8:
             return x.astype(np.float32) / 255.0, PIXELS
@@ -78,7 +107,19 @@ def scaled(x: np.ndarray, bounds, where: str, names: list[str] | None) -> tuple[
 
 
 def bounds_file(path: Path, features: list[str], where: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature ``(low, high)`` from a CSV with columns ``feature,low,high``. Raises DataError."""
+    """Per-feature public bounds from a CSV file.
+
+    Args:
+        path: a CSV with the columns ``feature,low,high``.
+        features: the features that need a row, in the data's order.
+        where: the data's name, for the error message.
+
+    Returns:
+        ``(low, high)``: two ``(D,)`` float64 arrays in the order of ``features``.
+
+    Raises:
+        DataError: the file cannot be read, lacks a column or a feature's row, or a row is not finite low < high.
+    """
     import pandas as pd
 
     try:
@@ -101,13 +142,33 @@ def bounds_file(path: Path, features: list[str], where: str) -> tuple[np.ndarray
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message (at most 160 characters), or its class name when it has none."""
+    """A one-line description of an exception, for an error message.
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        The first line of its message (at most 160 characters), or its class name when it has none.
+    """
     text = str(exc).strip()
     return text.splitlines()[0][:160] if text else type(exc).__name__
 
 
 def source_bounds(src: DataSource, features: list[str] | None):
-    """``(low, high, text)`` from the source's ``bounds`` option, or None."""
+    """The public bounds the source's ``bounds`` option names.
+
+    Args:
+        src: the data source.
+        features: the feature names a bounds file must cover (tabular data), or None.
+
+    Returns:
+        ``(low, high, text)``: scalars for ``LOW:HIGH``, ``(D,)`` arrays for a file, and the bounds in words; None
+        when the source has no ``bounds`` option.
+
+    Raises:
+        ConfigError: a malformed ``LOW:HIGH``.
+        DataError: an unreadable or incomplete bounds file.
+    """
     if "bounds" not in src.options:
         return None
     b = parse_bounds(src.options["bounds"], src.spec)

@@ -63,9 +63,15 @@ class EpochRecorder:
         return self.loops[-1]
 
     def probe(self, model: nn.Module, device: torch.device) -> dict[str, float | None]:
-        """Test loss (nats) and accuracy (fraction) of ``model`` (raw images to logits) on the probe set; None values
-        without a probe set or when the model's outputs are not one logit per class. Restores every submodule's
-        train / eval mode."""
+        """Test loss and accuracy of ``model`` on the probe set. Restores every submodule's train / eval mode.
+
+        Args:
+            model: the released model, raw images ``(M, C, H, W)`` to logits ``(M, K)``.
+            device: where the model runs.
+        Returns:
+            ``{"test_loss": nats, "test_accuracy": fraction in [0, 1]}``; None values without a probe set or when
+            the model's outputs are not one logit per class.
+        """
         if self.probe_x is None or self.probe_y is None or not len(self.probe_x):
             return {"test_loss": None, "test_accuracy": None}
         modes = {m: m.training for m in model.modules()}
@@ -95,7 +101,13 @@ _RECORDER: contextvars.ContextVar[EpochRecorder | None] = contextvars.ContextVar
 
 @contextlib.contextmanager
 def recording_epochs(recorder: EpochRecorder) -> Iterator[EpochRecorder]:
-    """Within the block every training loop of this thread of control appends its epochs to ``recorder``."""
+    """Within the block every training loop of this thread of control appends its epochs to ``recorder``.
+
+    Args:
+        recorder: the recorder to fill.
+    Yields:
+        ``recorder``.
+    """
     token = _RECORDER.set(recorder)
     try:
         yield recorder
@@ -109,8 +121,15 @@ def current_recorder() -> EpochRecorder | None:
 
 
 def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
-    """Number of rows of logits ``out (B, K)`` whose argmax is the label (``y (B,)``, or the argmax of soft labels
-    ``(B, K)``); None when ``out`` is not one score per class (e.g. an autoencoder's reconstructions)."""
+    """How many predictions of a batch are right.
+
+    Args:
+        out: the model's outputs, logits ``(B, K)``.
+        y: labels ``(B,)``, or soft labels ``(B, K)`` (their argmax is the label).
+    Returns:
+        The number of rows whose argmax is the label; None when ``out`` is not one score per class (e.g. an
+        autoencoder's reconstructions).
+    """
     if out.ndim != 2 or not len(out):
         return None if out.ndim != 2 else 0
     labels = y.argmax(1) if y.ndim == 2 else y
@@ -132,7 +151,13 @@ def record_epoch(records: list[dict[str, Any]] | None, recorder: EpochRecorder |
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python, NumPy and torch; return a fresh CPU generator seeded with ``seed``."""
+    """Seed Python, NumPy (``seed`` mod 2^32) and torch.
+
+    Args:
+        seed: the run's seed.
+    Returns:
+        A fresh CPU generator seeded with ``seed``.
+    """
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -161,7 +186,16 @@ class TensorBatches:
 
 
 def make_optimizer(params: Iterable[nn.Parameter], spec: TrainSpec) -> torch.optim.Optimizer:
-    """SGD (with ``spec.momentum``) or Adam at ``spec.lr``. Raises ValueError for another name."""
+    """The optimizer a training spec names.
+
+    Args:
+        params: the parameters to optimise.
+        spec: its ``optimizer`` (``sgd`` or ``adam``), ``lr`` and ``momentum`` (SGD only).
+    Returns:
+        SGD with ``spec.momentum``, or Adam, at ``spec.lr``.
+    Raises:
+        ValueError: another optimizer name.
+    """
     if spec.optimizer == "sgd":
         return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
     if spec.optimizer == "adam":
@@ -170,31 +204,38 @@ def make_optimizer(params: Iterable[nn.Parameter], spec: TrainSpec) -> torch.opt
 
 
 def soft_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """KL divergence between soft label distributions ``(B, K)`` and the model's softmax (batch mean)."""
+    """KL divergence between soft label distributions and the model's softmax.
+
+    Args:
+        logits: ``(B, K)``.
+        target: soft labels ``(B, K)``, each row a distribution.
+    Returns:
+        The batch mean (nats), a scalar tensor.
+    """
     return F.kl_div(F.log_softmax(logits, dim=1), target, reduction="batchmean")
 
 
-def train_loop(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
-    *,
-    epochs: int,
-    device: torch.device,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
-    on_epoch: EpochCallback | None = None,
-    released: nn.Module | None = None,
-) -> tuple[list[float], int, float]:
+def train_loop(model: nn.Module, optimizer: torch.optim.Optimizer, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+               *, epochs: int, device: torch.device,
+               loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
+               scheduler: torch.optim.lr_scheduler.LRScheduler | None = None, on_epoch: EpochCallback | None = None,
+               released: nn.Module | None = None) -> tuple[list[float], int, float]:
     """Train ``model`` for ``epochs`` passes over ``batches``.
 
-    ``released``: the model that is released, mapping raw images to logits, when it is not ``model`` itself (e.g.
-    local noise: the input normalisation followed by ``model``); an active ``EpochRecorder`` evaluates it on its
-    probe set after every epoch.
-
+    Args:
+        model: the model to train (in place).
+        optimizer: its optimizer.
+        batches: re-iterable ``(inputs (B, ...), targets)`` batches, one pass per epoch; an empty batch is a step.
+        epochs: passes over ``batches``.
+        device: where the model is; each batch is moved there.
+        loss_fn: ``loss_fn(outputs, targets)``, a scalar (default: cross-entropy, nats).
+        scheduler: stepped after every epoch, or None.
+        on_epoch: called after every epoch (``EpochCallback``), or None.
+        released: the model that is released, mapping raw images to logits, when it is not ``model`` itself (e.g.
+            local noise: the input normalisation followed by ``model``); an active ``EpochRecorder`` evaluates it
+            on its probe set after every epoch.
     Returns:
         (per-epoch mean loss, number of examples processed, wall seconds).
-
     Raises:
         TrainingDiverged: when a batch loss is NaN or infinite.
     """
@@ -235,19 +276,10 @@ def train_loop(
     return history, seen, time.perf_counter() - start
 
 
-def fit_supervised(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    spec: TrainSpec,
-    *,
-    generator: torch.Generator,
-    device: torch.device,
-    loss_fn=None,
-    scheduler_step: int | None = None,
-    on_epoch: EpochCallback | None = None,
-    released: nn.Module | None = None,
-) -> tuple[list[float], int, float]:
+def fit_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: TrainSpec, *, generator: torch.Generator,
+                   device: torch.device, loss_fn=None, scheduler_step: int | None = None,
+                   on_epoch: EpochCallback | None = None, released: nn.Module | None = None
+                   ) -> tuple[list[float], int, float]:
     """Non-private mini-batch training of ``model`` on ``(x, y)``; shared by every mechanism that
     trains an ordinary model (on real, released or perturbed data).
 
@@ -255,7 +287,6 @@ def fit_supervised(
         x: ``(N, ...)`` inputs; y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass
             ``loss_fn=soft_cross_entropy``). scheduler_step: halve the learning rate every that many epochs.
         released: the released model when it is not ``model`` (``train_loop``).
-
     Returns:
         (per-epoch loss, examples processed, seconds) from ``bench.core.training.train_loop``.
     """
@@ -263,7 +294,5 @@ def fit_supervised(
     opt = make_optimizer(model.parameters(), spec)
     sched = torch.optim.lr_scheduler.StepLR(opt, scheduler_step, 0.5) if scheduler_step else None
     kwargs = {"loss_fn": loss_fn} if loss_fn is not None else {}
-    return train_loop(
-        model, opt, TensorBatches(x, y, spec.batch_size, generator),
-        epochs=spec.epochs, device=device, scheduler=sched, on_epoch=on_epoch, released=released, **kwargs,
-    )
+    return train_loop(model, opt, TensorBatches(x, y, spec.batch_size, generator), epochs=spec.epochs, device=device,
+                      scheduler=sched, on_epoch=on_epoch, released=released, **kwargs)

@@ -40,7 +40,11 @@ class TrainSpec(Params):
     params: SerializeAsAny[Params] = NoParams()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form, every default of the mechanism's settings filled in (cache keys, results.json)."""
+        """The spec as JSON data (cache keys, results.json).
+
+        Returns:
+            A dict of plain JSON values, every default of the mechanism's settings filled in.
+        """
         return self.to_json()
 
 

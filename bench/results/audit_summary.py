@@ -94,7 +94,7 @@ class PooledAudit(Model):
 
 
 class DetectionRow(Model):
-    """One measured row of a profile's detection-power table (``docs/detection_power.py``): whether one run of the
+    """One measured row of a profile's detection-power table (``scripts/detection_power.py``): whether one run of the
     profile, with a bug injected into the mechanism while its accountant still certifies the target ε, ended with
     exit status 3."""
 
@@ -114,7 +114,7 @@ class DetectionRow(Model):
     commit: str
     """The commit it was measured at (``+dirty``: with uncommitted changes)."""
     comparisons: int | None = None
-    """The Bonferroni M the row was judged at (``docs/detection_power.py --judge-at``: the measurement run re-judged
+    """The Bonferroni M the row was judged at (``scripts/detection_power.py --judge-at``: the measurement run re-judged
     as if it were one cell of a main job of that many comparisons); null for rows measured before M was recorded,
     judged in a one-cell family of a few comparisons."""
 
@@ -133,5 +133,5 @@ class AuditSummary(Model):
     """White-box canary audits pooled across the run's seeds, one per configuration run with two or more seeds."""
     detection_power: list[DetectionRow] = Field(default_factory=list)
     """What a run of this profile could have caught: the measured detection-power rows of the run's profile and
-    mechanisms (``bench/runner/detection_power.json``, written by ``docs/detection_power.py``); empty where none was
+    mechanisms (``bench/runner/detection_power.json``, written by ``scripts/detection_power.py``); empty where none was
     measured."""

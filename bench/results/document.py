@@ -179,12 +179,22 @@ class Results(Model):
     """Accuracy against one varied setting of a preset, written by ``bench reproduce``; null otherwise."""
 
     def to_json(self) -> str:
-        """Strict JSON text (non-finite floats as null), indented."""
+        """The document as strict JSON text.
+
+        Returns:
+            The JSON text, indented by one space and ending in a newline; non-finite floats are written as null.
+        """
         return json.dumps(json.loads(self.model_dump_json()), indent=1, allow_nan=False) + "\n"
 
 
 def read(path: str | Path) -> Results:
     """Read and check a results.json.
+
+    Args:
+        path: the results.json file.
+
+    Returns:
+        The typed document, validated against the schema of this version.
 
     Raises:
         ValueError: not JSON, not an object, a schema version other than ``SCHEMA_VERSION``, or a document that
@@ -211,7 +221,18 @@ def read(path: str | Path) -> Results:
 
 
 def write(results: Results, path: str | Path) -> Path:
-    """Write ``results`` to ``path`` atomically (``bench.core.io``)."""
+    """Write ``results`` to ``path`` atomically (``bench.core.io``): a reader sees the old file or the new one.
+
+    Args:
+        results: the document.
+        path: the file to write (its folder must exist).
+
+    Returns:
+        The path written.
+
+    Raises:
+        OSError: the file or its temporary sibling cannot be written.
+    """
     from bench.core.io import atomic_write_text
 
     return atomic_write_text(path, results.to_json())

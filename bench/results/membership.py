@@ -151,11 +151,17 @@ class AttackRecord(Model):
 
     def held_to(self, model_privacy: Privacy | None) -> Privacy | None:
         """The privacy this audit's bounds are held to — the one rule the run-level bug check
-        (``bench/runner/bugs.py``) and the reports (``reports/bounds.py``) share: the audited run's privacy (else the
-        model's, ``model_privacy``); with a guarantee, stated under the neighbouring relation the audit's design
-        tests (``Privacy.under``: DP-SGD states add/remove beside replace-one), None where it states no ε for that
-        relation; without a guarantee, the record when a source claimed an ε (a refuted claim, never a bug), else
-        None."""
+        (``bench/runner/bugs.py``) and the reports (``reports/bounds.py``) share.
+
+        Args:
+            model_privacy: the privacy of the model the attack ran on; used when the audit had no run of its own.
+
+        Returns:
+            The audited run's privacy (else ``model_privacy``): with a guarantee, stated under the neighbouring
+            relation the audit's design tests (``Privacy.under``: DP-SGD states add/remove beside replace-one), None
+            where it states no ε for that relation; without a guarantee, the record when a source claimed an ε (a
+            refuted claim, never a bug), else None.
+        """
         p = self.audited_privacy or model_privacy
         if p is None:
             return None

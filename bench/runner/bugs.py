@@ -164,7 +164,7 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least
     Args:
         results: the run's RunResults.
         confidence: the family-wise confidence of the whole check.
-        at_least: judge as if the run made at least this many comparisons (``docs/detection_power.py`` re-judges a
+        at_least: judge as if the run made at least this many comparisons (``scripts/detection_power.py`` re-judges a
             one-cell measurement at a main job's M, so the report's detection table says what that job can catch).
 
     Returns:

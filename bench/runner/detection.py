@@ -1,6 +1,6 @@
 """The measured detection-power table (``detection_power.json`` beside this module, written by
-``docs/detection_power.py``): per profile, mechanism, target ε and injected bug, whether one run of that profile ended
-with exit status 3. A run records the rows of its own profile and mechanisms in results.json (``audit
+``scripts/detection_power.py``): per profile, mechanism, target ε and injected bug, whether one run of that profile
+ended with exit status 3. A run records the rows of its own profile and mechanisms in results.json (``audit
 .detection_power``), so that its report states what the run could have caught. Reading it imports no torch."""
 
 from __future__ import annotations

@@ -61,6 +61,9 @@ def label_sensitivity(label_form: LabelForm, d_y: int) -> float:
             (no label released): 0.
         d_y: label coordinates (≥ 1).
 
+    Returns:
+        Δ_y (≥ 0).
+
     Raises:
         ValueError: an unknown form.
     """
@@ -147,7 +150,15 @@ def dpmix_epsilon(
 @functools.lru_cache(maxsize=1024)
 def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
     """ε at ``delta`` of :func:`dpmix_pld`, memoised: an audit's releases repeat one σ's privacy profile (eleven
-    δ's, most of a release's time) for every release."""
+    δ's, most of a release's time) for every release.
+
+    Args:
+        c, q, num_samples: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
+        delta: δ, a probability in (0, 1).
+
+    Returns:
+        ε (unitless, replace-one); ``inf`` when c > ``PLD_MAX_C``.
+    """
     composed = dpmix_pld(c, q, num_samples)
     return float("inf") if composed is None else float(composed.get_epsilon_for_delta(delta))
 
@@ -191,7 +202,19 @@ def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float
 
 def dpmix_profile(*, sigma: float, delta: float, **kw: Any) -> tuple[tuple[float, float], ...]:
     """DPMix's privacy profile ``((ε(δᵢ), δᵢ), ...)`` at ``accounting.PROFILE_DELTAS`` and ``delta`` by the same
-    accountant as :func:`dpmix_epsilon` (``kw``: its other arguments); audits test the whole curve."""
+    accountant as :func:`dpmix_epsilon`; audits test the whole curve.
+
+    Args:
+        sigma: the image noise σ_x.
+        delta: the run's δ (a probability), added to the profile's δ's.
+        kw: :func:`dpmix_epsilon`'s other arguments.
+
+    Returns:
+        ``((ε, δ), ...)`` pairs, ε unitless, replace-one.
+
+    Raises:
+        ValueError: as :func:`dpmix_epsilon`.
+    """
     return privacy_profile(lambda d: dpmix_epsilon(sigma=sigma, delta=d, **kw), delta)
 
 

@@ -79,8 +79,17 @@ def _log_b_table(c: float, kmax: int) -> tuple[float, ...]:
 def closed_form_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
     """Lee et al.'s ε (ISIT 2019, Thm. 1) at δ for T = ``num_samples`` releases, each a Gaussian mechanism of
     whitened sensitivity Δ/ℓ (``c`` = Δ²/ℓ² ≥ 0) on ℓ records drawn without replacement at rate ``q`` = ℓ/n:
-    min over integer α ∈ [2, MAX_ORDER] of T·ε'(α) + log(1/δ)/(α − 1), ε'(α) by ``_log_b_table``. Returns ``inf``
-    when no finite bound exists."""
+    min over integer α ∈ [2, MAX_ORDER] of T·ε'(α) + log(1/δ)/(α − 1), ε'(α) by ``_log_b_table``.
+
+    Args:
+        c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (≥ 0).
+        q: the sampling rate ℓ/n in (0, 1].
+        num_samples: T, the number of releases.
+        delta: δ, a probability in (0, 1).
+
+    Returns:
+        ε (unitless, replace-one); ``inf`` when no finite bound exists.
+    """
     orders = np.arange(2, MAX_ORDER + 1, dtype=float)
     log_tail = math.log(1 / delta) / (orders - 1)
     if c == 0.0:

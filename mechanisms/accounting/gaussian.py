@@ -38,10 +38,8 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) ->
         sigma: noise standard deviation (> 0, units of ``sensitivity``).
         epsilon: ε ≥ 0 (unitless).
         sensitivity: L2 sensitivity Δ (> 0).
-
     Returns:
         δ, a probability in [0, 1].
-
     Raises:
         ValueError: sigma or sensitivity not > 0, or epsilon < 0.
     """
@@ -60,10 +58,8 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) ->
     Args:
         epsilon: ε > 0 (unitless); delta: δ, a probability in (0, 1).
         sensitivity: L2 sensitivity Δ (> 0); σ scales linearly with it.
-
     Returns:
         σ in the units of ``sensitivity``.
-
     Raises:
         ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
     """
@@ -80,10 +76,8 @@ def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) ->
     Args:
         sigma: noise standard deviation (> 0, units of ``sensitivity``); delta: δ in (0, 1).
         sensitivity: L2 sensitivity Δ (> 0).
-
     Returns:
         ε ≥ 0 (unitless).
-
     Raises:
         ValueError: sigma or sensitivity not > 0, or delta outside (0, 1).
     """
@@ -101,10 +95,8 @@ def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float =
 
     Args:
         epsilon: ε > 0 (unitless); delta: δ in (0, 1); sensitivity: L2 sensitivity Δ (> 0).
-
     Returns:
         σ in the units of ``sensitivity``.
-
     Raises:
         ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
     """
@@ -128,6 +120,11 @@ def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate:
     ``get_noise_multiplier`` with ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the
     same one many times).
 
+    Args:
+        target_epsilon, delta: the target ε (unitless) and δ, a probability in (0, 1).
+        sample_rate, epochs, accountant: q, the epochs (T = epochs·round(1/q) steps) and ``prv`` or ``rdp``.
+    Returns:
+        σ, the noise multiplier (noise standard deviation over the clipping norm C), add/remove.
     Raises:
         ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there).
     """
@@ -175,6 +172,11 @@ def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation
 def pld_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float, relation: str) -> float:
     """DP-SGD's ε at δ by dp_accounting's PLD accountant (``_dpsgd_pld``), memoised.
 
+    Args:
+        noise_multiplier, sample_rate, steps: σ (> 0), the Poisson rate q in (0, 1] and the number of steps T.
+        delta, relation: δ, a probability in (0, 1), and ``add-remove`` or ``replace-one``.
+    Returns:
+        ε (unitless) under ``relation``.
     Raises:
         ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation.
     """
@@ -198,6 +200,11 @@ def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: fl
     This is how DP-SGD is calibrated under replace-one, the relation every mechanism's budget is matched on
     (dp_accounting's ``NeighboringRelation.REPLACE_ONE``; Opacus' accountants are add/remove only).
 
+    Args:
+        target_epsilon, delta: the target ε (unitless, > 0) and δ, a probability in (0, 1).
+        sample_rate, steps, relation: q in (0, 1], T, and ``add-remove`` or ``replace-one``.
+    Returns:
+        σ, the noise multiplier (noise standard deviation over the clipping norm C).
     Raises:
         ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it).
     """

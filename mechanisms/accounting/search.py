@@ -11,7 +11,20 @@ def solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float
     """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``:
     Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each an accountant's ε of up to
     a second), then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the
-    target. ``eps``: σ -> ε (unitless) of one accountant, falling in σ; ``lo``, ``hi``: the bracket (> 0)."""
+    target.
+
+    Args:
+        eps: σ -> ε (unitless) of one accountant, falling in σ.
+        target: the target ε (> 0).
+        lo, hi: the bracket (> 0), with ε(lo) > target ≥ ε(hi).
+        tol: the relative tolerance on σ.
+
+    Returns:
+        The σ found: ε(σ) ≤ target, and σ within a factor 1 + ``tol`` or so of the crossing (at most ``hi``).
+
+    Raises:
+        ValueError: ε − target has the same sign at both ends of the bracket (SciPy's ``brentq``).
+    """
     from scipy.optimize import brentq
 
     def gap(u: float) -> float:

@@ -185,10 +185,10 @@ DETECTION_NOTE = (
     "the 5% by more comparisons and may miss a bug measured here as caught near the edge). caught: exit status 3; "
     "missed: exit 0 (none: the correct mechanism, a control, passed or raised a false alarm); the number is that "
     "run's tightest valid ε_LB; —: not run (weaker than a bug already missed, "
-    "or not measured); \"M = k\": re-judged as one cell of a main job of k comparisons (docs/detection_power.py "
+    "or not measured); \"M = k\": re-judged as one cell of a main job of k comparisons (scripts/detection_power.py "
     "--judge-at), the verdict this run gives where its M is k or fewer. A missed bug is one this run's audits cannot "
     "be relied on to find. Commands and data: "
-    "docs/detection_power.py, bench/runner/detection_power.json.")
+    "scripts/detection_power.py, bench/runner/detection_power.json.")
 
 
 def detection_rows(results: Results) -> tuple[list[str], list[list[str]]]:

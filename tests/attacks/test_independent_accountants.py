@@ -4,7 +4,7 @@ divergence; its ε against dp_accounting's; k-ary randomized response's exact ε
 limit without image noise (hand-computed) and against dp_accounting's PLD of the same two events; DPMix's pair at q = 1
 against one Gaussian of μ = √(Tc), at T = 1 against the integrated pair, and against dp_accounting's RDP; DP-SGD's
 PLD at q = 1 against the analytic Gaussian. Then the declared-ε test: it never fires under the mechanisms' correct
-accountants on their grids (``ci`` sizes here; ``default`` sizes in ``docs/accountant_check.py``), and fires on an
+accountants on their grids (``ci`` sizes here; ``default`` sizes in ``scripts/accountant_check.py``), and fires on an
 accountant off by more than its tolerance."""
 
 from __future__ import annotations

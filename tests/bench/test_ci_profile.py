@@ -1,7 +1,7 @@
 """The `ci` profile guards a mechanism in a CI job: at its size, each built-in mechanism family drawing half the noise
 its accountant certifies (σ × 0.5, ``tests/privacy_bugs``) ends ``bench run --profile ci`` with exit status 3, refuted
 by that mechanism's own audit, and the correct mechanism exits 0 (the false-alarm rate over seeds:
-``docs/null_test.py``). A mechanism without a ``ci`` recipe trains with its ``smoke`` one (``recipes_from``)."""
+``scripts/null_test.py``). A mechanism without a ``ci`` recipe trains with its ``smoke`` one (``recipes_from``)."""
 
 from __future__ import annotations
 
@@ -70,9 +70,9 @@ def test_recipes_from_must_name_another_profile():
 @pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
 @pytest.mark.slow  # two ci runs of local noise, about 40 s
 def test_the_null_test_judges_each_mechanism_and_seed_alone(tmp_path):
-    """The feasible part of the null test (``docs/null_test.py``; its 20-seed count is in docs/detection_power.md):
+    """The feasible part of the null test (``scripts/null_test.py``; its 20-seed count is in docs/detection_power.md):
     correct local noise at two seeds of the ci profile, each seed judged as its own CI job, no false alarm."""
-    done = subprocess.run([sys.executable, "docs/null_test.py", "--seeds", "2", "--mechanisms", "local-gaussian",
+    done = subprocess.run([sys.executable, "-m", "scripts.null_test", "--seeds", "2", "--mechanisms", "local-gaussian",
                            "--output", str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert done.stdout.startswith("local-gaussian: 0 false alarms in 2 seeds"), done.stdout

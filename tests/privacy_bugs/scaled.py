@@ -1,4 +1,4 @@
-"""A bug chosen by the environment, for the detection-power table (``docs/detection_power.py``): ``PRIVBENCH_BUG`` is
+"""A bug chosen by the environment, for the detection-power table (``scripts/detection_power.py``): ``PRIVBENCH_BUG`` is
 ``MECHANISM:FACTOR`` (the mechanism's noise drawn at σ × FACTOR while its accountant certifies σ) or
 ``MECHANISM:labels`` (the label channel released in the clear, the accountant unchanged); MECHANISM is ``dpsgd``,
 ``local-gaussian`` or ``dpmix``. Training workers inherit the environment, so they patch the same code."""

@@ -12,7 +12,7 @@ from bench.runner.detection import TABLE, detection_rows
 from reports import write_reports
 from reports.markdown import render_markdown
 
-ROWS = [  # as docs/detection_power.py writes them
+ROWS = [  # as scripts/detection_power.py writes them
     {"profile": "ci", "mechanism": "dpmix", "epsilon": 2.0, "bug": "0.5", "exit": 3,
      "epsilon_lb": {"canary": 0.0, "dpmix-canary": 1.886}, "commit": "a5b908b", "dirty": False},
     {"profile": "ci", "mechanism": "dpmix", "epsilon": 2.0, "bug": "0.8", "exit": 0,

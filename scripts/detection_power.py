@@ -1,7 +1,7 @@
 """The detection-power table: which injected privacy bugs one `bench run` of a profile catches (exit status 3).
 Run from the repository root (real MNIST for the default profile)::
 
-    PRIVBENCH_DATA=... python docs/detection_power.py [--profile default] [--mechanisms dpsgd,local-gaussian,dpmix]
+    PRIVBENCH_DATA=... python -m scripts.detection_power [--profile default] [--mechanisms dpsgd,local-gaussian,dpmix]
         [--epsilons 1,3,8] [--bugs 0.5,0.67,0.75,0.8,0.9,labels] [--all] [--data bench/runner/detection_power.json]
 
 For each mechanism, target ε and bug it runs, with ``PRIVBENCH_BUG=MECHANISM:BUG`` and the plug-in
@@ -80,7 +80,6 @@ def measure(profile: str, mechanism: str, epsilon: str, bug: str, workdir: Path,
 
 def markdown(table: dict, profile: str) -> str:
     """The measured rows of ``profile`` as the Markdown table of docs/detection_power.md (the report's table)."""
-    sys.path.insert(0, str(REPO))
     from bench.runner.detection import bug_text
 
     rows = [r for r in table["rows"] if r["profile"] == profile and r["exit"] in (0, 3)]

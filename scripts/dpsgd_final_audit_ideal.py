@@ -1,7 +1,7 @@
 """The final-model (hidden-state) DP-SGD canary audit (``canary-final``) against a simulation of the ideal mechanism
 through the same analysis, at the same size. Run from the repository root::
 
-    python docs/dpsgd_final_audit_ideal.py [--seeds 5] [--results RUN/results.json ...]
+    python -m scripts.dpsgd_final_audit_ideal [--seeds 5] [--results RUN/results.json ...]
 
 The ideal mechanism: m Dirac gradient canaries, each included by a fair coin, Poisson-sampled at q at each of T steps
 (adding one clipped norm when sampled), N(0, σ²) noise per step, and nothing else at their coordinates; the final
@@ -22,16 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attacks.audit import membership_audit  # noqa: E402
-from bench.core.design import AuditDesign  # noqa: E402
-from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier  # noqa: E402
+from attacks.audit import membership_audit
+from bench.core.design import AuditDesign
+from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier
 
 DELTA = 1e-5
 DESIGN = AuditDesign(kind="one-run", threat_model="hidden-state", relation="add-remove")

@@ -1,10 +1,10 @@
 """The null test at the `ci` profile's size: how often a *correct* mechanism fails a `privbench run --profile ci`
 job (exit status 3). Run from the repository root::
 
-    PRIVBENCH_DATA=... python docs/null_test.py [--seeds 20] [--mechanisms dpsgd,local-gaussian,dpmix]
-                                                [--output DIR] [--cache-dir DIR] [--plugins MODULES]
+    PRIVBENCH_DATA=... python -m scripts.null_test [--seeds 20] [--mechanisms dpsgd,local-gaussian,dpmix]
+                                                   [--output DIR] [--cache-dir DIR] [--plugins MODULES]
 
-An Opacus plug-in: ``PYTHONPATH=examples python docs/null_test.py --mechanisms opacus-dpsgd --plugins
+An Opacus plug-in: ``PYTHONPATH=examples python -m scripts.null_test --mechanisms opacus-dpsgd --plugins
 opacus_plugin``.
 
 One `bench run --profile ci --seeds 0,…,N−1 --mechanisms …` trains every (mechanism, seed) cell once; each
@@ -32,11 +32,10 @@ from pathlib import Path
 
 from scipy.stats import beta
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.results.document import read
+from bench.runner.bugs import privacy_bugs
 
-from bench.results.document import read  # noqa: E402
-from bench.runner.bugs import privacy_bugs  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def false_alarms(results_json: Path) -> dict[str, list[int]]:

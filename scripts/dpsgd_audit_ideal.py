@@ -2,7 +2,7 @@
 same analysis, at the same size, so the code-vs-ideal gap and the analysis' own gap to the accountant are known.
 Run from the repository root::
 
-    python docs/dpsgd_audit_ideal.py [--canaries 38707] [--seeds 5] [--results A/results.json B/results.json ...]
+    python -m scripts.dpsgd_audit_ideal [--canaries 38707] [--seeds 5] [--results A/results.json B/results.json ...]
                                      [--pool-draws 150 [--pool-epsilons 1,3,8]]
 
 For each ε of the default profile (1, 3, 8; δ = 1e-5; DP-SGD's default recipe on 10,000 members + 500 public: q = 1/3,
@@ -22,7 +22,7 @@ T = 120, σ at replace-one ε by the PLD accountant), it prints:
    pooled across the files' runs of one ε; each run's mean gap (included − excluded score) against the exact one at
    its σ̂, in standard errors (its luck), and its included canaries' sd against the exact one.
 4. The final-model (hidden-state) design's ceiling at ε = 10 by simulation (``final_model``; plain SGD; built as
-   ``canary-final``, compared with its ideal at the recipe's momentum by ``docs/dpsgd_final_audit_ideal.py``).
+   ``canary-final``, compared with its ideal at the recipe's momentum by ``scripts/dpsgd_final_audit_ideal.py``).
 5. With ``--pool-draws R``: the spread of three runs pooled, over R independent ideal runs per ε (every disjoint
    triple and 3,000 random ones): median, 5–95 %, and how often it falls below issue 28's 0.85·ε.
 
@@ -68,16 +68,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attacks.audit import NORMALITY_LEVEL, family, membership_audit  # noqa: E402
-from attacks.audit.fdp import gdp_epsilon  # noqa: E402
-from attacks.audit.gaussian_llr import (  # noqa: E402
+from attacks.audit import NORMALITY_LEVEL, family, membership_audit
+from attacks.audit.fdp import gdp_epsilon
+from attacks.audit.gaussian_llr import (
     exact_llr_moments,
     llr_fit,
     llr_gdp_bound,
@@ -85,9 +82,9 @@ from attacks.audit.gaussian_llr import (  # noqa: E402
     pool_llr_fits,
     simulate_llr_scores,
 )
-from attacks.audit.guess_plan import planned_guess_fraction  # noqa: E402
-from bench.core.design import AuditDesign  # noqa: E402
-from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon, pld_noise_multiplier  # noqa: E402
+from attacks.audit.guess_plan import planned_guess_fraction
+from bench.core.design import AuditDesign
+from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon, pld_noise_multiplier
 
 DELTA, Q, T = 1e-5, 1 / 3, 120
 DESIGN = AuditDesign(kind="one-run", threat_model="white-box", relation="add-remove")

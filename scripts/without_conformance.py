@@ -3,7 +3,7 @@
 From the repository root::
 
     PRIVBENCH_DATA=... python -m bench all --no-cache --output /tmp/with
-    PRIVBENCH_DATA=... python -m bench all --no-cache --output /tmp/without --plugins docs.without_conformance
+    PRIVBENCH_DATA=... python -m bench all --no-cache --output /tmp/without --plugins scripts.without_conformance
 
 What it removes: the tests and the ε from measured parameters of every audit (DP-SGD's ``canary-whitebox``, the
 Opacus plug-ins' ``opacus-canary``, ``local-canary``, ``dpmix-canary``), DPMix's observer of ``mix_release`` and

@@ -8,7 +8,7 @@ best schedule), plus the driver's own CPU-seconds (``zoo.json``'s ``cost.driver_
 workers. ``--seeds-scale K`` repeats every run K times (the cost of K times the seeds, each seed costing what the
 measured ones did).
 
-    python docs/zoo_workers.py ZOO_DIR [--workers 8] [--seeds-scale 5]
+    python -m scripts.zoo_workers ZOO_DIR [--workers 8] [--seeds-scale 5]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 analysis, so that the gap between the two (the code's) and between the ideal and the accountant (the audit's) is
 known. Run from the repository root::
 
-    python docs/local_audit_ideal.py [--canaries 20000] [--seeds 5]
+    python -m scripts.local_audit_ideal [--canaries 20000] [--seeds 5]
 
 For each ε of the default profile (1, 3, 8; δ = 1e-5; MNIST's 784 pixels and 10 classes; the default recipe's
 label share 0.5), it prints ε_LB / ε of the ``gaussian-composed`` bound (the audit's tightest valid one) over
@@ -28,21 +28,17 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attacks.audit import membership_audit  # noqa: E402
-from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams  # noqa: E402
-from bench.core.data import ArrayDataset  # noqa: E402
-from bench.core.design import AuditDesign  # noqa: E402
-from mechanisms.accounting.gaussian import local_record_sigma, randomized_response_keep  # noqa: E402
-from mechanisms.local.mechanism import LocalGaussian  # noqa: E402
+from attacks.audit import membership_audit
+from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
+from bench.core.data import ArrayDataset
+from bench.core.design import AuditDesign
+from mechanisms.accounting.gaussian import local_record_sigma, randomized_response_keep
+from mechanisms.local.mechanism import LocalGaussian
 
 DELTA, K, SHAPE, SHARE = 1e-5, 10, (1, 28, 28), 0.5
 DESIGN = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="replace-one",

@@ -3,25 +3,38 @@
 10,000) with 5,000 others (the next 5,000) as validation, never the test set; one torch thread; CPU-seconds of
 training and validation accuracy per setting.
 
-    PRIVBENCH_DATA=... python docs/opacus_default_probe.py EPOCHS,BATCH,LR,HIDDEN [...]
+    PRIVBENCH_DATA=... python -m scripts.opacus_default_probe EPOCHS,BATCH,LR,HIDDEN [...]
     # e.g. 15,100,0.5,128 (the smoke recipe) 5,500,2,32 (the default recipe)
 """
 
+import importlib
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from opacus_plugin import train_with_opacus  # noqa: E402
+from bench.core.data import load_dataset
+from bench.core.models import mlp
 
-from bench.core.data import load_dataset  # noqa: E402
-from bench.core.models import mlp  # noqa: E402
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _train_with_opacus() -> Callable:
+    """``train_with_opacus`` of examples/opacus_plugin.py. examples/ is not a package (a plug-in is found on
+    PYTHONPATH, as ``bench run --plugins opacus_plugin`` finds it), so the folder is put on the import path for this
+    one import only, never at import time of this module."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        return importlib.import_module("opacus_plugin").train_with_opacus
+    finally:
+        sys.path.remove(str(EXAMPLES))
 
 
 def main() -> None:
     torch.set_num_threads(1)
+    train_with_opacus = _train_with_opacus()
     pool, _ = load_dataset("mnist")
     perm = torch.randperm(len(pool.y), generator=torch.Generator().manual_seed(0))
     x, y = pool.x[perm[:10000]], pool.y[perm[:10000]]

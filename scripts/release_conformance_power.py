@@ -11,9 +11,9 @@ tests/attacks/test_release_conformance.py and the runs).
 
 Sizes: ci = digits (1, 8, 8), local m = 4000 canaries, label ε_y = 0.5 (ε = 2, label share ¼); DPMix n = 500, ℓ = 4,
 T = 2000, R = 512 releases. default = MNIST (1, 28, 28), local m = 80,000, ε_y = 0.5 (ε = 1, share ½); DPMix
-n = 10,000, ℓ = 16, T = 10,000, R = 64. Run: ``python docs/release_conformance_power.py [reps]``.
+n = 10,000, ℓ = 16, T = 10,000, R = 64. Run: ``python -m scripts.release_conformance_power [reps]``.
 
-Measured (``python docs/release_conformance_power.py 100``, seed 0; runs rejected of 100, H0 of DPMix of 10):
+Measured (``python -m scripts.release_conformance_power 100``, seed 0; runs rejected of 100, H0 of DPMix of 10):
 
 =====================  ==============  ==============  ===================  ===================
 plant                  local ci        local default   DPMix ci             DPMix default

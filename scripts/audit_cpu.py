@@ -8,7 +8,7 @@ own data set is done once before the clock starts, so the seconds are the audit'
 design, the scores); the calibration's cost is reported separately. Process CPU time with one torch thread (less
 distorted by other jobs on a shared machine than wall time). Usage, from the root of the checkout to measure:
 
-    PYTHONPATH=. python docs/audit_cpu.py OUT_PREFIX [EPSILON]
+    python -m scripts.audit_cpu OUT_PREFIX [EPSILON]
 
 prints ``{"dpmix": s, "local": s, "calibration": {...}}`` and writes ``OUT_PREFIX_{dpmix,local}.npz`` (scores, coins,
 label outcomes, the accountant's ε); two checkouts' files are equal with ``numpy.array_equal`` when the audits

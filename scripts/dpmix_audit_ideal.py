@@ -3,7 +3,7 @@ analysis, so that the gap between the two (the design's: half the pixels, slots 
 from the release) and between the ideal and the accountant (the one-run analysis') is known. Run from the
 repository root::
 
-    python docs/dpmix_audit_ideal.py [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
+    python -m scripts.dpmix_audit_ideal [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
                                      [--runs code,ideal,ideal-design] [--family M] [--profile default]
 
 ``--profile ci`` takes the ci profile's sizes instead (bench/runner/profiles/ci.yaml: n = 500 records, the 8×8
@@ -26,7 +26,8 @@ accountant certifies σ (the bug of ``tests/privacy_bugs/dpmix_half_noise.py`` a
 patched ``mix_release``, the ideal pairs with their shift divided by f; the bounds and the certified curve stay σ's.
 
 Measured (2026-11-27, at 52dea04, where each release holds the target's n records; 2-core CPU, the default 64
-releases × 32 slots = 2,048 slots, seeds 0–4, ``python docs/dpmix_audit_ideal.py --epsilons 1,3,8 --seeds 5``, 38 min):
+releases × 32 slots = 2,048 slots, seeds 0–4, ``python -m scripts.dpmix_audit_ideal --epsilons 1,3,8 --seeds 5``,
+38 min):
 ε_LB / ε of the tightest valid bound (f-DP, Mahloujifar et al.), median (min–max) over the 5 seeds; the certified
 curve was rejected in none of the 45 audits
 
@@ -53,23 +54,20 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import mechanisms.dpmix.mechanism as dpmix_module  # noqa: E402
-from attacks.audit import membership_audit  # noqa: E402
-from attacks.audit.fdp import profile_rejected  # noqa: E402
-from attacks.audit.one_run import one_run_guesses  # noqa: E402
-from attacks.dpmix_canary import scored_releases  # noqa: E402
-from bench.core.data import ArrayDataset  # noqa: E402
-from bench.core.design import AuditDesign  # noqa: E402
-from mechanisms.accounting.dpmix import dpmix_profile, dpmix_sigma  # noqa: E402
-from mechanisms.dpmix.mechanism import DPMix  # noqa: E402
+import mechanisms.dpmix.mechanism as dpmix_module
+from attacks.audit import membership_audit
+from attacks.audit.fdp import profile_rejected
+from attacks.audit.one_run import one_run_guesses
+from attacks.dpmix_canary import scored_releases
+from bench.core.data import ArrayDataset
+from bench.core.design import AuditDesign
+from mechanisms.accounting.dpmix import dpmix_profile, dpmix_sigma
+from mechanisms.dpmix.mechanism import DPMix
 
 DELTA, K, SHAPE, FILL = 1e-5, 10, (1, 28, 28), 10_000
 DESIGN = AuditDesign(kind="one-run", threat_model="black-box", relation="replace-one")

@@ -10,7 +10,7 @@ DECLARED_TOLERANCE``, 1e-3) rests on.
    its own accountant (``mechanisms.accounting``), its certified ε, and the ε the conformance code gives its declared
    parameters; the declared-ε test fires where the ratio exceeds 1 + 1e-3.
 
-Run: ``PYTHONPATH=. python docs/accountant_check.py`` (67 CPU-s).
+Run: ``python -m scripts.accountant_check`` (67 CPU-s).
 
 Measured (2026-11-29, issue 45's branch): the pessimism is at most 1.8e-4 (DPMix at default size, ε = 1: 1.81e-4;
 DP-SGD at default size, ε = 1: 1.50e-4; below 2.4e-5 at ci size for DPMix). Declared / certified: DP-SGD under

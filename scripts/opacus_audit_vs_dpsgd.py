@@ -10,7 +10,7 @@ add/remove ε of the audit run (Opacus' PRV accountant for both).
 
 Run from the repository root (PRIVBENCH_DATA set; about 5 minutes on 2 cores)::
 
-    python docs/opacus_audit_vs_dpsgd.py
+    python -m scripts.opacus_audit_vs_dpsgd
 """
 
 from __future__ import annotations
@@ -47,11 +47,14 @@ def _bench(args: list[str], out: Path, env: dict) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
-def _best(record: dict) -> float:
+def best_epsilon_lb(record: dict) -> float:
+    """The tightest valid lower bound ε_LB (unitless) of one attack record of results.json; 0.0 when none is valid."""
     return max((b["epsilon_lb"] for b in record["audit"]["bounds"] if b["valid"]), default=0.0)
 
 
-def _add_remove(record: dict) -> float:
+def add_remove_epsilon(record: dict) -> float:
+    """The add/remove ε of the record's audit run (its ``audited_privacy``, or the add/remove entry of its
+    ``other_relations`` when the run was accounted under replace-one); the denominator of every ratio here."""
     p = record["audited_privacy"]
     if p["relation"] == "add-remove":
         return p["epsilon"]
@@ -91,9 +94,9 @@ def main() -> None:
                 tmp / f"dpsgd-{eps:g}-{m}",
                 env,
             )
-            ours = [(_best(r["attacks"][key]), _add_remove(r["attacks"][key])) for r in rows]
+            ours = [(best_epsilon_lb(r["attacks"][key]), add_remove_epsilon(r["attacks"][key])) for r in rows]
             theirs = [
-                (_best(r["attacks"]["canary-whitebox"]), _add_remove(r["attacks"]["canary-whitebox"]))
+                (best_epsilon_lb(r["attacks"]["canary-whitebox"]), add_remove_epsilon(r["attacks"]["canary-whitebox"]))
                 for r in own["results"]
             ]
             a = sum(lb for lb, _ in ours) / len(ours) / ours[0][1]

@@ -5,10 +5,10 @@ per-comparison level 0.05/M of a run's Bonferroni family of M comparisons. Exact
 (χ² noise tests, binomial rate test, the step count); simulated for the dispersion test and the whole family's false
 alarms. Also the "ε from measured parameters" at the null's median observations against the certified ε. The
 declared-ε test (issue 45: the run's declared σ, q, T by the conformance code's own accountant against the certified
-ε) is exact and equals the certified ε under the correct accountant (docs/accountant_check.py): it adds one comparison
-to M and nothing to the false alarms simulated here.
+ε) is exact and equals the certified ε under the correct accountant (scripts/accountant_check.py): it adds one
+comparison to M and nothing to the false alarms simulated here.
 
-Run: ``PYTHONPATH=. python docs/dpsgd_conformance_power.py [runs]`` (about a minute on one core at 500 runs).
+Run: ``python -m scripts.dpsgd_conformance_power [runs]`` (about a minute on one core at 500 runs).
 
 Sizes (the audit run's; ``gradient_canaries: all``, 2.5 % of each tensor kept as references, at least one; a
 tensor's noise test reads its references and its excluded canaries, about half of the rest):

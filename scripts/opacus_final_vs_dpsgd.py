@@ -13,7 +13,7 @@ accountant for both); ``members_sd / noise_sd``: the other records' part of the 
 
 Run from the repository root (PRIVBENCH_DATA set; about 10 minutes on 2 cores)::
 
-    python docs/opacus_final_vs_dpsgd.py [--seeds 0,1,2] [--epsilons 2,8]
+    python -m scripts.opacus_final_vs_dpsgd [--seeds 0,1,2] [--epsilons 2,8]
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scripts.opacus_audit_vs_dpsgd import add_remove_epsilon, best_epsilon_lb  # the same reading of a record
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "docs"))
-from opacus_audit_vs_dpsgd import _add_remove, _best  # noqa: E402  (the same reading of a record's bounds)
 
 
 def _bench(args: list[str], out: Path, env: dict, seeds: str) -> dict:
@@ -39,9 +39,10 @@ def _bench(args: list[str], out: Path, env: dict, seeds: str) -> dict:
 
 
 def _cells(records: list[dict]) -> str:
-    lbs = ", ".join(f"{_best(r):.3f}" for r in records)
+    lbs = ", ".join(f"{best_epsilon_lb(r):.3f}" for r in records)
     share = sum(r["extra"]["members_sd"] / r["extra"]["noise_sd"] for r in records) / len(records)
-    return f"{lbs} | {sum(_best(r) for r in records) / len(records) / _add_remove(records[0]):.3f} | {share:.2f}"
+    ratio = sum(best_epsilon_lb(r) for r in records) / len(records) / add_remove_epsilon(records[0])
+    return f"{lbs} | {ratio:.3f} | {share:.2f}"
 
 
 def main() -> None:
@@ -70,8 +71,8 @@ def main() -> None:
             ours = [r["attacks"][key] for r in rows]
             theirs = [r["attacks"]["canary-final"] for r in own["results"]]
             kind = "Dirac at the optimizer" if key.endswith("dirac") else "canary records"
-            print(f"| {eps:g} (add/remove ε {_add_remove(ours[0]):.3f} vs {_add_remove(theirs[0]):.3f}) | {kind} | "
-                  f"{m} | {_cells(ours)} | {_cells(theirs)} |")
+            a, b = add_remove_epsilon(ours[0]), add_remove_epsilon(theirs[0])
+            print(f"| {eps:g} (add/remove ε {a:.3f} vs {b:.3f}) | {kind} | {m} | {_cells(ours)} | {_cells(theirs)} |")
 
 
 if __name__ == "__main__":

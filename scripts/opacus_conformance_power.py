@@ -6,7 +6,7 @@ reference noise, binomial rows and participation counts), so this is the tests' 
 
 Sizes: ``ci`` (digits, 500 members + 500 canary records, batch 100: q = 0.1, 15 epochs: T = 150, the digits MLP's
 4 tensors, ε = 2) and ``default`` (MNIST, 10,000 members + 500 canary records, the example's batch 100 and 15 epochs:
-q = 1/105, T = 1,575, the MNIST MLP, ε = 1). Run: ``python docs/opacus_conformance_power.py [runs]``. The declared-ε
+q = 1/105, T = 1,575, the MNIST MLP, ε = 1). Run: ``python -m scripts.opacus_conformance_power [runs]``. The declared-ε
 test (issue 45: PRV's lower estimate of the loop's declared σ, q and observed T against the reported ε) is exact and
 below the reported ε of a correct loop (PRV's lower against its upper estimate): one more comparison, no false alarm.
 """
