@@ -27,4 +27,7 @@ recorded on. None runs anything when imported, except ``without_conformance``, a
 - ``threads_probe``: one DP-SGD training run at a given torch thread count (docs/performance.md, "Threads").
 - ``without_conformance``: a plug-in that turns the conformance tests off, to measure what they cost.
 - ``zoo_workers``: the wall time of a zoo on W workers, estimated from one measured zoo's per-run costs.
+- ``crafted_audit_ideal``: the crafted black-box audit's analysis on the ideal mechanism's scores, beside the
+  anchor's estimator (docs/audits.md, "The final model alone").
+- ``blackbox_canary_probe``: which black-box input canaries see DP-SGD in the default main job.
 """

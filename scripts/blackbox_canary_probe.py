@@ -17,7 +17,7 @@ Options: ``ref`` subtracts a second run's output difference on the members alone
 stand-in), ``dirac`` adds the white-box Dirac canaries at every free coordinate to the run (as the main job's
 ``canary`` run has them). Usage (from the repository root, ``PRIVBENCH_DATA`` set; about 30 CPU-s a run)::
 
-    PYTHONPATH=. python docs/blackbox_canary_probe.py KIND EPSILON [M] [ref] [dirac]
+    python -m scripts.blackbox_canary_probe KIND EPSILON [M] [ref] [dirac]
 """
 
 from __future__ import annotations

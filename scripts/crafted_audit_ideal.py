@@ -12,7 +12,7 @@ in, μ = the certified μ of DP-SGD at q = 1 (√T/σ, add/remove) for the targe
 
 Usage (from the repository root; about 1 CPU-minute per 100 draws of R = 2,000)::
 
-    PYTHONPATH=. python docs/crafted_audit_ideal.py [--draws 200] [--grid 1:10000,2:4000,4:2000,10:2000,10:200]
+    python -m scripts.crafted_audit_ideal [--draws 200] [--grid 1:10000,2:4000,4:2000,10:2000,10:200]
 """
 
 from __future__ import annotations
