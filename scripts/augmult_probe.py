@@ -10,14 +10,15 @@ import time
 import torch
 
 from bench.core.data import load_dataset, make_split
+from bench.core.evaluation import evaluate
 from bench.runner.presets.recipes import PUBLIC_STANDARDIZE
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.mechanism import DPSGD
 
 
 def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    with torch.no_grad():
-        return 100 * float((model.eval()(x).argmax(1) == y).float().mean())
+    """Test accuracy in %, by the harness's own evaluation (``bench.core.evaluation.evaluate``) on the CPU."""
+    return 100 * evaluate(model, x, y, device=torch.device("cpu"))["accuracy"]
 
 
 def main() -> None:

@@ -11,14 +11,15 @@ import math
 import torch
 
 from bench.core.data import load_dataset, make_split
+from bench.core.evaluation import evaluate
 from mechanisms.dpmix.mechanism import DPMix
 
 SCALES = {"√(2/784)": math.sqrt(2 / 784), "√(10/784)": math.sqrt(10 / 784)}
 
 
 def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    with torch.no_grad():
-        return 100 * float((model.eval()(x).argmax(1) == y).float().mean())
+    """Test accuracy in %, by the harness's own evaluation (``bench.core.evaluation.evaluate``) on the CPU."""
+    return 100 * evaluate(model, x, y, device=torch.device("cpu"))["accuracy"]
 
 
 def main() -> None:
