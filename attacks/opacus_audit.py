@@ -85,10 +85,11 @@ class OpacusCanaryAudit(MembershipAttack):
 
     @staticmethod
     def _own_audit(ctx: AttackContext) -> bool:
-        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries)."""
+        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries). An
+        audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one."""
         from mechanisms import MECHANISMS
 
-        return ctx.mechanism in MECHANISMS.names() and bool(MECHANISMS.get(ctx.mechanism).audits)
+        return ctx.mechanism in MECHANISMS.names() and "gradient-canaries" in MECHANISMS.get(ctx.mechanism).audits
 
     def _with_canaries(self, ctx: AttackContext, stream: int) -> tuple[ArrayDataset, tuple[bool, ...]]:
         """The audit run's training data: the members and every canary record, at random positions (the order

@@ -18,15 +18,20 @@ class _Recorder:
 
     batch_size = 50
 
-    def __init__(self) -> None:
+    def __init__(self, spec=None) -> None:
         self.jobs: list = []
+        self.spec = spec  # the target's training settings, as the runner knows them before the target exists
 
     def prefetch(self, jobs) -> None:
         self.jobs += list(jobs)
 
 
 def _prefetch_context(split, mechanism: str, like: _Recorder):
-    """What the runner builds before the target exists: no trained model."""
+    """What the runner builds before the target exists: no trained model, the target's training settings known."""
+    from mechanisms import MECHANISMS
+
+    if mechanism in MECHANISMS.names():  # a plug-in's (opacus-dpsgd) is registered only where it is imported
+        like.spec = MECHANISMS.get(mechanism)().spec(model="mlp", epochs=1, batch_size=50, lr=0.5)
     return dataclasses.replace(context(None, split, seed=3, train_like_target=like), mechanism=mechanism)
 
 
@@ -36,7 +41,13 @@ PREFETCHING = [("shadow", {}, "baseline", None), ("canary", {"num_canaries": 50}
                ("weight-canary", {}, "weight-noise", "CleanWeights"),
                ("opacus-canary", {}, "opacus-dpsgd", "OpacusCanaries"),
                ("opacus-canary-final", {}, "opacus-dpsgd", "FinalCanaries"),
-               ("dpmix-canary", {"num_canaries": 8, "releases": 2}, "dpmix", "ReleaseAuditJob")]
+               ("dpmix-canary", {"num_canaries": 8, "releases": 2}, "dpmix", "ReleaseAuditJob"),
+               # the crafted audit: one run a job from the auditor's θ_0 for the target's MLP, or chunks of runs side
+               # by side for the auditor's linear model
+               ("multi-run-crafted", {"runs": 20, "members": 50, "init_epochs": 1, "ideal_draws": 0}, "dpsgd",
+                "InitialModel"),
+               ("multi-run-crafted", {"runs": 20, "members": 50, "init_epochs": 1, "ideal_draws": 0,
+                                      "model": "linear"}, "dpsgd", "SideBySideJob")]
 
 
 def test_every_attack_that_prefetches_is_covered():
