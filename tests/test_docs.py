@@ -104,3 +104,17 @@ def test_every_script_the_manual_names_exists():
              for m in re.findall(r"\bscripts[./]([a-z_0-9]+)(?:\.py)?\b", path.read_text(encoding="utf-8"))}
     missing = sorted(n for n in named if not (REPO / "scripts" / f"{n}.py").exists())
     assert missing == [], f"named but not in scripts/: {missing}"
+
+
+def test_every_reference_to_a_readme_heading_names_one_it_has():
+    """A text cross-reference ``README, "Heading"`` (in the manual's pages, the code, the settings, the scripts, the
+    tests) names a heading the README has: the README is the front door now, and the text of the old headings moved
+    to the guides, which such a reference must name instead (Sphinx checks links, not these)."""
+    headings = {m.strip() for m in re.findall(r"^#+ (.+)$", README.read_text(encoding="utf-8"), flags=re.M)}
+    places = [*DOCS.rglob("*.md"), *(p for folder in (*PACKAGES, "scripts", "tests", "examples")
+                                     for p in (REPO / folder).rglob("*") if p.suffix in {".py", ".yaml"}),
+              REPO / "pyproject.toml", REPO / ".ci" / "run"]
+    stale = [f"{p.relative_to(REPO)}: {name}" for p in places if p != Path(__file__)
+             for name in re.findall(r'README,? "([^"]+)"', p.read_text(encoding="utf-8"))
+             if name.strip() not in headings]
+    assert not stale, stale
