@@ -1,6 +1,6 @@
 """The attack base classes and what attacks produce: membership scores (with the design that decided who is a
-member) or reconstructions. Attacks compute no metrics: the runner applies ``attacks.metrics`` and
-``attacks.audit`` to every attack's scores in one place.
+member) or reconstructions. Attacks compute no metrics: the runner applies ``attacks.analysis.metrics`` and
+``attacks.analysis`` to every attack's scores in one place.
 
 A new attack is one module: a subclass of ``MembershipAttack`` or ``ReconstructionAttack`` with its ``Params``,
 registered in one line (``ATTACKS.add_lazy`` in ``attacks/__init__.py``, or ``ATTACKS.add(Class)`` in a
@@ -39,7 +39,7 @@ class MembershipScores:
             labelled canary i with its pair's first label (1; the first record is present where ``labels`` is 1),
             its second (−1) or another (0).
         conformance: the audit run's conformance tests to its certified mechanism, ``{"tests": [...],
-            "measured_epsilon": {...} | None}`` (``attacks.audit.conformance``; ``bench.results.Conformance``'s
+            "measured_epsilon": {...} | None}`` (``attacks.analysis.conformance``; ``bench.results.Conformance``'s
             fields); None where the attack measures none.
     """
 

@@ -19,7 +19,7 @@ from typing import NoReturn
 from bench.cli_parser import EXIT_USAGE, build_parser
 from bench.core.errors import BenchError
 
-EXIT_PRIVACY_BUG = 3  # a valid audit refutes an accountant's ε (bench.runner.bugs.privacy_bugs)
+EXIT_PRIVACY_BUG = 3  # a valid audit refutes an accountant's ε (attacks.analysis.verdict.privacy_bugs)
 
 
 def _console():
@@ -120,11 +120,12 @@ def _config_from_args(args: argparse.Namespace):
                                          "cache_dir", "no_cache", "reference_epsilons", "privacy_off_points",
                                          "tune_recipes", "tune_budget", "job_timeout", "plugins")}
     values = load_yaml(args.config) if args.config else {}
-    if args.command == "audit":  # the multi-run audit (attacks.multi_run) unless --attacks (or the YAML) says otherwise
+    # the multi-run audit (attacks.canaries.multi_run) unless --attacks (or the YAML) says otherwise
+    if args.command == "audit":
         listed = values.get("attacks")
         cli["attacks"] = cli["attacks"] or (",".join(map(str, listed)) if isinstance(listed, list) else "multi-run")
         given = {k: getattr(args, k) for k in ("runs", "members", "canary") if getattr(args, k) is not None}
-        # the flags set the crafted audit's settings when it is the one asked for (attacks.crafted)
+        # the flags set the crafted audit's settings when it is the one asked for (attacks.canaries.crafted)
         name = "multi-run-crafted" if "multi-run-crafted" in cli["attacks"].split(",") else "multi-run"
         if given:
             params = dict(values.get("attack_params") or {})

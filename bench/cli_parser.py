@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(p_audit)
     p_audit.add_argument("--runs", type=int, metavar="R", help="independent training runs per model (default 200)")
     p_audit.add_argument("--members", type=int, metavar="N", help="members each run trains on (default 1000)")
-    # with --attacks multi-run-crafted the three flags set its settings (attacks.crafted, docs/audits.md)
+    # with --attacks multi-run-crafted the three flags set its settings (attacks.canaries.crafted, docs/audits.md)
     p_audit.add_argument("--canary", help="the black-box input canary: mislabelled | blank (default mislabelled); "
                          "with --attacks multi-run-crafted: pixels | blank | clipbkd (default pixels)")
     p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")

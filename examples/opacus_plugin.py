@@ -5,17 +5,18 @@ through ``PrivacyEngine.make_private_with_epsilon``): nothing in it knows about 
 adapter: it builds the model privbench asks for, calls the loop and reports the ε that Opacus' accountant certifies
 (add/remove, Opacus' PRV accountant). privbench then evaluates, attacks and audits the model; the ``opacus-canary``
 audit observes every noisy update of the loop's ``DPOptimizer`` and plants canary records in the training data
-(``attacks/opacus_audit.py``), so a bug in the loop — in its noise or in its sampling — ends the run with exit 3.
+(``attacks/canaries/opacus/audit.py``), so a bug in the loop — in its noise or in its sampling — ends the run with exit
+3.
 
 Two settings plant the sampling bugs of Opacus issues #80 and #813, for the tests and for you to see them caught:
 ``poisson_sampling: false`` (shuffled fixed-size batches while the accountant assumes Poisson sampling) and
 ``oversample: true`` (a ``WeightedRandomSampler`` that gives every other record twice the weight, so some records
 are sampled at twice the rate the accountant assumes).
 
-The adapter also takes the hook of the crafted black-box audit (``attacks.crafted``, ``--attacks multi-run-crafted``):
-it declares ``audits = {"initial-model"}`` and, when ``fit`` gets an ``InitialModel``, starts the loop from the
-auditor's weights instead of its own initialisation (two lines). Without the hook that audit is not run on a plug-in,
-and says why in one line.
+The adapter also takes the hook of the crafted black-box audit (``attacks.canaries.crafted``, ``--attacks
+multi-run-crafted``): it declares ``audits = {"initial-model"}`` and, when ``fit`` gets an ``InitialModel``, starts the
+loop from the auditor's weights instead of its own initialisation (two lines). Without the hook that audit is not run
+on a plug-in, and says why in one line.
 
 Run it (from the repository root; the example folder on PYTHONPATH)::
 

@@ -173,8 +173,8 @@ class InitialModel:
     """An audit run's request (``Mechanism.fit``'s ``audit``) for a mechanism that declares ``"initial-model"`` in
     its ``audits``: train from the auditor's θ_0 (``weights``: a state dict of the model ``build`` makes) instead of
     the mechanism's own initialisation (the black-box audits with an auditor-chosen initial model, Annamalai & De
-    Cristofaro 2024; ``attacks.crafted``). ``public_size``: where the mechanism derives its sampling rate, steps and
-    expected batch from a record count (DP-SGD), the count fixed by the auditor before any inclusion coin (as
+    Cristofaro 2024; ``attacks.canaries.crafted``). ``public_size``: where the mechanism derives its sampling rate,
+    steps and expected batch from a record count (DP-SGD), the count fixed by the auditor before any inclusion coin (as
     ``mechanisms.dpsgd.canaries.GradientCanaries.public_size``); None: the training set's size.
 
     The hook for a plug-in: declare ``audits = frozenset({"initial-model"})`` and, in ``fit(..., audit=None)``, after

@@ -6,7 +6,8 @@ A bound is evidence only when it is *valid* (``Bound.valid``: it holds at its co
 and its design is an audit (``one-run`` canaries or ``multi-run``); the bounds of the membership attacks on a model's
 natural members (``heuristic`` designs) assume independent outcomes that DP does not give and are never evidence.
 An audit run in a separate audit run (``AttackRecord.audited_privacy``) is compared with that run's ε, and only with
-an ε of the neighbouring relation it tests (``bench/runner/bugs.py`` makes the same choice for the run-level check).
+an ε of the neighbouring relation it tests (``attacks/analysis/verdict.py`` makes the same choice for the run-level
+check).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from attacks.audit import METHODS, NORMALITY_LEVEL, audit_bounds
-from attacks.audit.fdp import EPSILON_CAP
+from attacks.analysis import METHODS, NORMALITY_LEVEL, audit_bounds
+from attacks.analysis.fdp import EPSILON_CAP
 from bench.results import AttackRecord, Bound, Design, Privacy, PrivacyBug, Results, RunResult
 from reports.common import DASH, has_guarantee, is_audit, num, relation_text
 
@@ -152,7 +153,7 @@ class AuditBound:
                 f"{relation_text(p.relation) or 'an unstated relation'}")
 
     def at_confidence(self, confidence: float) -> float | None:
-        """The bound recomputed at ``confidence`` (``attacks.audit.audit_bounds``); None for an invalid bound."""
+        """The bound recomputed at ``confidence`` (``attacks.analysis.audit_bounds``); None for an invalid bound."""
         return audit_bounds(self.record.audit, confidence=confidence).get(self.bound.method)
 
 
@@ -197,7 +198,7 @@ def normality_p(b: AuditBound) -> float | None:
 
 def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
     """``(best, rejected_p)``: the largest parametric bound of an audit whose assumption is not guaranteed by the
-    design but whose fit's normality test does not reject (p >= ``attacks.audit.NORMALITY_LEVEL``), and the smallest
+    design but whose fit's normality test does not reject (p >= ``attacks.analysis.NORMALITY_LEVEL``), and the smallest
     p-value of those the test rejects (None when none is rejected). Bounds without a fitted test (``f-dp-gaussian``,
     ``gdp-fit`` on scores not Gaussian by construction) are listed only in the audit details."""
     tested = [(b, p) for b in audit_bounds_of(r) if b.bound.parametric and not b.bound.valid

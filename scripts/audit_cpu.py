@@ -25,8 +25,8 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from attacks.dpmix_canary import DPMixCanaryParams, scored_releases
-from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
+from attacks.canaries.dpmix import DPMixCanaryParams, scored_releases
+from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset
 from mechanisms.dpmix.mechanism import DPMix
 from mechanisms.local.mechanism import LocalGaussian

@@ -4,7 +4,7 @@ One audit run of the default profile's DP-SGD recipe (ScatterNet + linear, 40 ep
 0.9, C = 0.1, σ calibrated to the target ε under replace-one) on 10,000 MNIST members plus a fair-coin half of m input
 canaries of one kind, q, T and the expected batch from the public n = 10,000 + m/2; each canary scored by the final
 model's output difference ⟨logits(x) − logits(blank), e_y − 1/K⟩ and the scores put through the one-run analysis
-(``attacks.audit.membership_audit``, black-box one-run design, 95 %). Printed: μ̂ (the standardised mean gap of the
+(``attacks.analysis.membership_audit``, black-box one-run design, 95 %). Printed: μ̂ (the standardised mean gap of the
 scores), ε_LB, and the same with the scores centred on their label's mean (a function of the scores and the public
 labels alone, so still a valid guesser). Kinds:
 
@@ -28,7 +28,7 @@ import time
 import numpy as np
 import torch
 
-from attacks.audit import membership_audit
+from attacks.analysis import membership_audit
 from bench.core.data import ArrayDataset, concat, load_dataset, make_split
 from bench.core.design import AuditDesign
 from mechanisms.dpsgd.canaries import GradientCanaries

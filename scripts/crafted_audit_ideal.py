@@ -3,11 +3,12 @@
 The ideal mechanism of the design: R runs, fair coins, scores N(0, 1) when the canary is out and N(μ, 1) when it is
 in, μ = the certified μ of DP-SGD at q = 1 (√T/σ, add/remove) for the target ε at δ = 1e-5. Each draw goes through
 
-- the audit's own analysis (``attacks.audit.membership_audit`` with the crafted design: Clopper-Pearson, the GDP fit
+- the audit's own analysis (``attacks.analysis.membership_audit`` with the crafted design: Clopper-Pearson, the GDP fit
   and the Gaussian pair, Bonferroni over the three; its ``epsilon_lb``);
-- the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.audit.anchor``: threshold picked on the same
+- the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.anchor``: threshold picked on the same
   scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
-- the run-level check of a run holding this one audit (``bench.runner.bugs``: the three analyses and the certified
+- the run-level check of a run holding this one audit (``attacks.analysis.verdict``: the three analyses and the
+certified
   curve G_μ, M = 4 comparisons at 95 % together): the share of draws it flags is the family's false-alarm rate.
 
 Usage (from the repository root; about 1 CPU-minute per 100 draws of R = 2,000)::
@@ -22,12 +23,12 @@ import argparse
 import numpy as np
 from scipy.optimize import brentq
 
-from attacks.audit import membership_audit
-from attacks.audit.anchor import anchor_epsilon, ideal_scores
-from attacks.audit.fdp import gdp_epsilon
+from attacks.analysis import membership_audit
+from attacks.analysis.anchor import anchor_epsilon, ideal_scores
+from attacks.analysis.fdp import gdp_epsilon
+from attacks.analysis.verdict import privacy_bugs
 from bench.core.design import AuditDesign
 from bench.results import AttackRecord, Audit, Metrics, Privacy, Roc, RunResult, Timings
-from bench.runner.bugs import privacy_bugs
 
 DELTA = 1e-5
 

@@ -21,7 +21,7 @@ through ``DPMix.release`` exactly as ``bench`` does; "ideal" simulates, for
 as many independent slots, the accountant's dominating pair at its σ (every sample N(0, 1), a sample drawing z shifted
 by Δ/(ℓσ) with probability q = ℓ/n: the full Δ, no other slot in any sample) and "ideal-design" the same with the
 design's shift (half the pixels: the squared shift 3/4 of Δ²), both scored by the exact likelihood ratio. All go
-through ``attacks.audit.membership_audit`` with the design the audit declares. ``--noise f`` draws σ·f where the
+through ``attacks.analysis.membership_audit`` with the design the audit declares. ``--noise f`` draws σ·f where the
 accountant certifies σ (the bug of ``tests/privacy_bugs/dpmix_half_noise.py`` at f = 0.5): "code" through the same
 patched ``mix_release``, the ideal pairs with their shift divided by f; the bounds and the certified curve stay σ's.
 
@@ -60,10 +60,10 @@ import numpy as np
 import torch
 
 import mechanisms.dpmix.mechanism as dpmix_module
-from attacks.audit import membership_audit
-from attacks.audit.fdp import profile_rejected
-from attacks.audit.one_run import one_run_guesses
-from attacks.dpmix_canary import scored_releases
+from attacks.analysis import membership_audit
+from attacks.analysis.fdp import profile_rejected
+from attacks.analysis.one_run import one_run_guesses
+from attacks.canaries.dpmix import scored_releases
 from bench.core.data import ArrayDataset
 from bench.core.design import AuditDesign
 from mechanisms.accounting.dpmix import dpmix_profile, dpmix_sigma

@@ -9,7 +9,7 @@ For each ε of the default profile (1, 3, 8; δ = 1e-5; DP-SGD's default recipe 
 T = 120, σ at replace-one ε by the PLD accountant), it prints:
 
 1. How far the CLT is from exact: μ-GDP's ε of the exact moments of a canary's summed log-likelihood ratio
-   (``attacks.audit.gaussian_llr.exact_llr_moments``) against the exact add/remove PLD ε of the same T steps, at the
+   (``attacks.analysis.gaussian_llr.exact_llr_moments``) against the exact add/remove PLD ε of the same T steps, at the
    default σ's and at the σ × 0.75 and σ × 0.5 bugs. Below 1: the Gaussian analysis errs low.
 2. The ideal mechanism (``simulate_llr_scores``: exact Poisson sampling and N(0, σ²) noise, scored at a σ̂ measured
    as the code measures it, on 992 canary-free coordinates over T steps) through ``membership_audit`` with the
@@ -60,7 +60,7 @@ design's per-analysis level 1 − 0.05/3, pooled ones at 95 %):
   every run's shape test to pass (the rule before ``combined_shape_p``) voided 1.9 % of the pools at ε = 3 and 8 (one
   run of 150 rejected at 1 %); Fisher's combination voids 0.6–0.7 %. The pooled 95 % bound passes the opacus-prv ε in
   0.9 % of correct triples at ε = 1 (the largest 1.065·ε; the μ-GDP ε of the exact moments is 0.975·ε there), 0.1 % at
-  ε = 3, never at ε = 8: the run-level check holds it at 1 − 0.05/k (``bench.runner.bugs``).
+  ε = 3, never at ε = 8: the run-level check holds it at 1 − 0.05/k (``attacks.analysis.verdict``).
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attacks.audit import NORMALITY_LEVEL, family, membership_audit
-from attacks.audit.fdp import gdp_epsilon
-from attacks.audit.gaussian_llr import (
+from attacks.analysis import NORMALITY_LEVEL, family, membership_audit
+from attacks.analysis.fdp import gdp_epsilon
+from attacks.analysis.gaussian_llr import (
     exact_llr_moments,
     llr_fit,
     llr_gdp_bound,
@@ -82,7 +82,7 @@ from attacks.audit.gaussian_llr import (
     pool_llr_fits,
     simulate_llr_scores,
 )
-from attacks.audit.guess_plan import planned_guess_fraction
+from attacks.analysis.guess_plan import planned_guess_fraction
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon, pld_noise_multiplier
 

@@ -6,7 +6,7 @@ through the same analysis, at the same size. Run from the repository root::
 The ideal mechanism: m Dirac gradient canaries, each included by a fair coin, Poisson-sampled at q at each of T steps
 (adding one clipped norm when sampled), N(0, σ²) noise per step, and nothing else at their coordinates; the final
 model's score Σ_t (a_t/ā)·x_t with the recipe's momentum weights a_t = Σ_{s≥t} μ^{s−t}
-(``mechanisms.dpsgd.canaries.CanaryTracker.final_scores``). Its scores go through ``attacks.audit.membership_audit``
+(``mechanisms.dpsgd.canaries.CanaryTracker.final_scores``). Its scores go through ``attacks.analysis.membership_audit``
 with the hidden-state one-run design the audit declares (one-run, f-DP and μ-GDP analyses, Bonferroni over the
 three); ε_LB / ε is against the accountant's add/remove ε (the relation the design tests). ``other records`` adds a
 Gaussian part of sd k × the noise's sd to every score (the other records' gradients at the canaries' coordinates, as
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attacks.audit import membership_audit
+from attacks.analysis import membership_audit
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier
 

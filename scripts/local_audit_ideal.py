@@ -8,7 +8,7 @@ For each ε of the default profile (1, 3, 8; δ = 1e-5; MNIST's 784 pixels and 1
 label share 0.5), it prints ε_LB / ε of the ``gaussian-composed`` bound (the audit's tightest valid one) over
 ``--seeds`` seeds: "code" runs ``LocalCanaryAudit`` through ``LocalGaussian.release`` exactly as ``bench`` does;
 "ideal" draws N(±1, σ²) image scores and k-ary randomized-response labels with numpy at the accountant's σ and
-ε_label. Both go through ``attacks.audit.membership_audit`` with the design the audit declares. Where a seed's
+ε_label. Both go through ``attacks.analysis.membership_audit`` with the design the audit declares. Where a seed's
 normality test rejects (about 2 % of seeds: two groups tested at 1 %), the Gaussian analyses are not valid and the
 audit falls back on Clopper-Pearson; the count of such seeds is printed beside.
 
@@ -33,8 +33,8 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from attacks.audit import membership_audit
-from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
+from attacks.analysis import membership_audit
+from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import local_record_sigma, randomized_response_keep

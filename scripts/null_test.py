@@ -9,7 +9,7 @@ opacus_plugin``.
 
 One `bench run --profile ci --seeds 0,…,N−1 --mechanisms …` trains every (mechanism, seed) cell once; each
 (mechanism, seed) is then judged exactly as a CI job that runs that mechanism at that seed would be: the run-level
-check (``bench.runner.bugs.privacy_bugs``) over that cell's comparisons alone (every analysis in each audit's
+check (``attacks.analysis.verdict.privacy_bugs``) over that cell's comparisons alone (every analysis in each audit's
 design-fixed family, the Gaussian ones included where the design allows them, and the certified-curve test), at
 95 % family-wise. A seed is a false alarm when the check finds a bug. Printed per mechanism: false alarms / seeds,
 with the Clopper-Pearson 95 % upper bound on the false-alarm rate; the promise is ≤ 5 %.
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from scipy.stats import beta
 
+from attacks.analysis.verdict import privacy_bugs
 from bench.results.document import read
-from bench.runner.bugs import privacy_bugs
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Power and level of the ``opacus-canary`` conformance family (``attacks.opacus_conformance``), simulated: the
+"""Power and level of the ``opacus-canary`` conformance family (``attacks.conformance.opacus``), simulated: the
 observer's statistics drawn under the ideal mechanism (Poisson sampling at q, Gaussian noise σ·C in every tensor, T
 steps, every step accounted) with one parameter off, each run's k + 4 tests and the measured-ε p-value read at the
 Bonferroni level 0.05/M. The observer's statistics are exactly these laws under those mechanisms (χ² sums of the
@@ -19,9 +19,9 @@ import numpy as np
 from opacus.accountants.utils import get_noise_multiplier
 from scipy import stats
 
-from attacks.audit.conformance import smallest_p
-from attacks.opacus_conformance import SIGMA_STAR_MARGIN, opacus_tests, prv_sigma_for_epsilon
-from attacks.opacus_observer import references
+from attacks.analysis.conformance import smallest_p
+from attacks.canaries.opacus.observer import references
+from attacks.conformance.opacus import SIGMA_STAR_MARGIN, opacus_tests, prv_sigma_for_epsilon
 
 DELTA, M, RECORDS = 1e-5, 16, 500  # M: the run's family (8 conformance + measured ε + the canaries' analyses)
 SIZES = {"ci": (1000, 100, 15, [8192, 128, 1280, 10], 2.0), "default": (10500, 100, 15, [100352, 128, 1280, 10], 1.0)}
@@ -61,7 +61,7 @@ def main(runs: int = 1000) -> None:
         q, steps = batch / n, epochs * -(-n // batch)
         sigma = get_noise_multiplier(target_epsilon=eps, target_delta=DELTA, sample_rate=q, steps=steps,
                                      accountant="prv")
-        from attacks.opacus_conformance import prv_epsilon
+        from attacks.conformance.opacus import prv_epsilon
         certified = prv_epsilon(sigma, q, steps, DELTA, which="upper")
         star = prv_sigma_for_epsilon(certified, q, steps, DELTA, guess=sigma) * (1 - SIGMA_STAR_MARGIN)
         # T + one epoch, the accountant's history complete but the certified ε that of E epochs: σ* at the observed T

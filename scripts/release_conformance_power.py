@@ -1,4 +1,4 @@
-"""Power and false-alarm rate of the release audits' conformance tests (``attacks.release_conformance``) at the ci
+"""Power and false-alarm rate of the release audits' conformance tests (``attacks.conformance.local``) at the ci
 and default profiles' sizes, by simulating their sufficient statistics under the certified mechanism and under each
 violation: per-pixel Σ noise² ~ s²·χ²_n (the exact law of iid Gaussian noise), the kept labels ~ Binomial(m, keep),
 the replaced labels' offsets uniform, DPMix's inclusion counts from ``sample_subsets`` itself under H0 and otherwise
@@ -35,17 +35,17 @@ import numpy as np
 import torch
 from scipy import stats
 
-from attacks.audit.analytic_gaussian import rr_keep as randomized_response_keep
-from attacks.audit.conformance import independence_test, noise_test, rate_test, shape_test
-from attacks.audit.conformance_mixing import mixing_weight_test, weight_spread_test
-from attacks.audit.conformance_release import (
+from attacks.analysis.analytic_gaussian import rr_keep as randomized_response_keep
+from attacks.analysis.conformance import independence_test, noise_test, rate_test, shape_test
+from attacks.analysis.conformance_mixing import mixing_weight_test, weight_spread_test
+from attacks.analysis.conformance_release import (
     image_noise_tests,
     label_flip_test,
     mixing_dispersion,
     mixing_dispersion_test,
     region_ids,
 )
-from attacks.release_conformance import SAMPLE_ROWS
+from attacks.conformance.local import SAMPLE_ROWS
 from mechanisms.dpmix.mixing import sample_subsets
 
 LEVEL, K = 0.05 / 17, 10
@@ -117,7 +117,7 @@ def local_family(rng: np.random.Generator, size: dict) -> float:
 
 def dpmix_family(rng: np.random.Generator, size: dict, gen: torch.Generator) -> float:
     """Under the certified DPMix (its own ``sample_subsets``), the smallest p-value of every deciding test of
-    ``MixingObserver.result`` (``attacks.dpmix_conformance``): image noise (pooled / regions / pixels) and label
+    ``MixingObserver.result`` (``attacks.conformance.dpmix``): image noise (pooled / regions / pixels) and label
     noise, both two-sided, independence, inclusion dispersion, largest inclusion count, the mixing weight (its z is
     N(0, 1) under H0) and the weights' spread (χ² with as many degrees of freedom as the held canaries' inclusions,
     ``spread_dimensions``) (T, ℓ and the declared ε are exact: p = 1 under H0; the noise shape is shown, not

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import contextlib
 
-import attacks.dpmix_conformance
-import attacks.dpsgd_conformance
-import attacks.opacus_audit
-import attacks.release_canaries
+import attacks.canaries.local
+import attacks.canaries.opacus.audit
+import attacks.conformance.dpmix
+import attacks.conformance.dpsgd
 import mechanisms.dpsgd.canaries
 
-attacks.dpsgd_conformance.dpsgd_conformance = lambda *args, **kwargs: None
-attacks.opacus_audit.opacus_conformance = lambda *args, **kwargs: None
-attacks.release_canaries.local_conformance = lambda *args, **kwargs: None
-attacks.dpmix_conformance.MixingObserver.add = lambda self, *args, **kwargs: None
-attacks.dpmix_conformance.MixingObserver.subsets = lambda self: contextlib.nullcontext()
-attacks.dpmix_conformance.MixingObserver.result = lambda self, *args, **kwargs: None
+attacks.conformance.dpsgd.dpsgd_conformance = lambda *args, **kwargs: None
+attacks.canaries.opacus.audit.opacus_conformance = lambda *args, **kwargs: None
+attacks.canaries.local.local_conformance = lambda *args, **kwargs: None
+attacks.conformance.dpmix.MixingObserver.add = lambda self, *args, **kwargs: None
+attacks.conformance.dpmix.MixingObserver.subsets = lambda self: contextlib.nullcontext()
+attacks.conformance.dpmix.MixingObserver.result = lambda self, *args, **kwargs: None
 mechanisms.dpsgd.canaries.conformance_observations = lambda *args, **kwargs: None

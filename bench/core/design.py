@@ -1,5 +1,5 @@
 """How an audit decided who was a member, defined once: attacks construct an ``AuditDesign``, the audit maths
-(``attacks.audit``) reads it, and results.json stores it as is (``bench.results.Audit.design``). Frozen, validated
+(``attacks.analysis``) reads it, and results.json stores it as is (``bench.results.Audit.design``). Frozen, validated
 on construction. No torch import (the results contract and the pure audit maths import this module).
 """
 
@@ -45,7 +45,7 @@ class AuditDesign(BaseModel):
     analyses are then valid bounds when a normality test does not reject."""
     guess_fraction: float | None = None
     """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
-    (``attacks.audit.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
+    (``attacks.analysis.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
     llr_model: tuple[float, float, int] | None = None
     """White-box DP-SGD canaries: the run's ``[σ̂, q, T]``, the model their ``gaussian-llr`` analysis tests the
     excluded canaries' score shape against; null elsewhere."""
@@ -59,7 +59,7 @@ class AuditDesign(BaseModel):
     certified_mu: float | None = None
     """A multi-run design whose certified mechanism's trade-off curve is exactly Gaussian: its μ (DP-SGD at q = 1 for T
     steps at noise multiplier σ, add/remove: √T/σ). The certified-curve test then tests G_μ itself (exact) instead
-    of the accountant's (ε, δ) profile (conservative; ``attacks.audit.curve``); null elsewhere."""
+    of the accountant's (ε, δ) profile (conservative; ``attacks.analysis.curve``); null elsewhere."""
 
     def __init__(self, *args: object, **data: object) -> None:
         """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,

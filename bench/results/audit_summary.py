@@ -11,7 +11,7 @@ from bench.results.base import Model
 class PrivacyBug(Model):
     """A valid audit that refutes an accountant's guarantee (or, in ``Results.refuted_claims``, a source's claimed ε
     of a mechanism without a guarantee) at ``confidence`` (Bonferroni over the run): a valid ε lower bound
-    (``attacks.audit``: non-parametric, or Gaussian on scores Gaussian by construction) above the ε, or a rejection
+    (``attacks.analysis``: non-parametric, or Gaussian on scores Gaussian by construction) above the ε, or a rejection
     of the accountant's whole certified trade-off curve (``method`` ``certified-curve``). Heuristic designs and
     bounds that are only plausibly valid never make one."""
 
@@ -62,7 +62,7 @@ class PrivacyBug(Model):
 class PooledAudit(Model):
     """White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
     same public σ, q and T, so their canaries are draws from one pair of score distributions) pooled into one μ-GDP
-    analysis of their summed log-likelihood ratios (``attacks.audit.gaussian_llr.pool_llr_fits``)."""
+    analysis of their summed log-likelihood ratios (``attacks.analysis.gaussian_llr.pool_llr_fits``)."""
 
     dataset: str
     """Dataset of the runs."""
@@ -84,7 +84,7 @@ class PooledAudit(Model):
     """The pooled ε lower bound at ``Audit.delta`` and 95 % (a single analysis)."""
     valid: bool
     """True when the runs' shape tests of their excluded canaries' scores, combined by Fisher's method, pass
-    (``attacks.audit.gaussian_llr.combined_shape_p``)."""
+    (``attacks.analysis.gaussian_llr.combined_shape_p``)."""
     epsilon: float
     """The accountant's ε of the relation the audit tests (the largest over the runs)."""
     delta: float
@@ -126,7 +126,7 @@ class AuditSummary(Model):
     """Family-wise confidence of the run-level check (0.95)."""
     comparisons: int
     """Number of (model, audit, analysis) comparisons in the run: the analyses of one-run and multi-run designs'
-    families (``attacks.audit.family``, fixed by the design; an analysis that turns out not valid is counted and
+    families (``attacks.analysis.family``, fixed by the design; an analysis that turns out not valid is counted and
     decides nothing) against an accountant's ε of the same neighbouring relation, or against a source's claimed ε;
     plus one per ``pooled`` analysis (its runs fixed by the run's seeds)."""
     pooled: list[PooledAudit] = Field(default_factory=list)

@@ -1,4 +1,4 @@
-"""Conformance of an audit run to its certified mechanism (``attacks.audit.conformance``): each parameter the
+"""Conformance of an audit run to its certified mechanism (``attacks.analysis.conformance``): each parameter the
 accountant assumes, measured on the mechanism's own code path and tested against the certified value, and the ε the
 measured parameters imply."""
 

@@ -29,7 +29,7 @@ class TprAtFpr(Model):
 
 
 class Metrics(Model):
-    """Membership metrics from one ROC (``attacks.metrics.membership_metrics``): AUC, balanced accuracy,
+    """Membership metrics from one ROC (``attacks.analysis.metrics.membership_metrics``): AUC, balanced accuracy,
     membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as strings)."""
 
     auc: float
@@ -74,7 +74,7 @@ class Bound(Model):
     """``clopper-pearson`` (Jagielski et al. 2020), ``one-run`` (Steinke et al. 2023), ``f-dp`` (Mahloujifar et al.
     2024, (ε, δ) curves), ``f-dp-gaussian`` (the same against μ-GDP curves), ``gaussian-pair`` (Agrawal et al.
     2026), ``gdp-fit`` (Nasr et al. 2023), ``gaussian-composed`` or ``gaussian-llr`` (μ-GDP of white-box canaries'
-    summed log-likelihood ratios, ``attacks.audit.gaussian_llr``)."""
+    summed log-likelihood ratios, ``attacks.analysis.gaussian_llr``)."""
     epsilon_lb: float
     """The ε lower bound at ``Audit.delta`` and ``Audit.confidence``."""
     parametric: bool
@@ -93,7 +93,7 @@ class Bound(Model):
 
 
 class Audit(Model):
-    """The empirical privacy of one attack (``attacks.audit``): every analysis its design allows (``bounds``), the
+    """The empirical privacy of one attack (``attacks.analysis``): every analysis its design allows (``bounds``), the
     tightest valid one (``epsilon_lb``, ``method``), and, for a one-run design, the guessing counts and whether
     the accountant's whole certified trade-off curve is rejected. A heuristic design's bound assumes independent
     outcomes that DP does not give: it is shown, never a privacy-bug verdict."""
@@ -105,7 +105,7 @@ class Audit(Model):
     at ``method_confidence``."""
     method_confidence: float
     """Each bound's own coverage, 1 − (1 − ``confidence``)/k for the k analyses of the design's family, fixed by
-    the design before any score is seen (``attacks.audit.family``; Bonferroni), each family-wise over its thresholds
+    the design before any score is seen (``attacks.analysis.family``; Bonferroni), each family-wise over its thresholds
     or guessing rules."""
     counts: list[list[int]]
     """``[tp, fn, fp, tn]`` at each threshold of the family (see "Audit counts" below)."""
@@ -144,14 +144,14 @@ class AttackRecord(Model):
     """Free-form facts the attack recorded (e.g. shadow models trained)."""
     conformance: Conformance | None = None
     """The audit run's conformance tests to its certified mechanism and the ε its measured parameters imply
-    (``attacks.audit.conformance``); null where the attack measures none."""
+    (``attacks.analysis.conformance``); null where the attack measures none."""
     audited_privacy: Privacy | None = None
     """The certified privacy of the run the audit observed when it is not the model itself (an audit run on the
     members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""
 
     def held_to(self, model_privacy: Privacy | None) -> Privacy | None:
         """The privacy this audit's bounds are held to — the one rule the run-level bug check
-        (``bench/runner/bugs.py``) and the reports (``reports/bounds.py``) share.
+        (``attacks/analysis/verdict.py``) and the reports (``reports/bounds.py``) share.
 
         Args:
             model_privacy: the privacy of the model the attack ran on; used when the audit had no run of its own.

@@ -62,12 +62,12 @@ SCHEMA_NOTES = """\
 non-member score and the (j+1)-th lowest member score, j in 0 and 11 log-spaced counts up to n/2), the confusion
 counts `[tp, fn, fp, tn]`, with the order-statistic index j stored as `fp` (resp. `fn`). `OneRun` (one-run designs
 only): m canaries, and for each guessing rule (top `k_plus` guessed included, bottom `k_minus` excluded) the
-guesses r and correct guesses v. `Audit.bounds` lists every analysis the design allows (`attacks.audit.METHODS`):
+guesses r and correct guesses v. `Audit.bounds` lists every analysis the design allows (`attacks.analysis.METHODS`):
 `clopper-pearson` (Jagielski et al. 2020: ln((TPR_lower − δ)/FPR_upper) over both directions and the family, each
 at 1 − 0.05/(2·|family|)), `one-run` (Steinke, Nasr, Jagielski 2023, Bonferroni over the rules), `f-dp` and
 `f-dp-gaussian` (Mahloujifar, Melis, Chaudhuri 2024), `gaussian-pair` (Agrawal et al. 2026, with its `fit`) and
 `gdp-fit` (Nasr et al. 2023). A bound is `valid` when it holds under the design alone; every valid bound can be
-recomputed at any confidence from the stored counts and fits (`attacks.audit.audit_bounds`). Bounds are capped at
+recomputed at any confidence from the stored counts and fits (`attacks.analysis.audit_bounds`). Bounds are capped at
 ε = 100. The top-level `privacy_bugs` lists every valid bound of a one-run or multi-run design that exceeds its
 accountant's ε (same neighbouring relation) after a Bonferroni correction over all `audit.comparisons` of the run
 (`bench all` then exits with status 3); `refuted_claims` the same for a source's claimed ε of a mechanism without

@@ -13,9 +13,9 @@ from typing import cast
 import numpy as np
 import torch
 
-from attacks.audit import membership_audit
+from attacks.analysis import membership_audit
+from attacks.analysis.metrics import membership_metrics
 from attacks.base import Attack, AttackContext, MembershipAttack, MembershipScores, Reconstruction, ReconstructionAttack
-from attacks.metrics import membership_metrics
 from bench.core.data import MembershipSplit
 from bench.core.evaluation import predict_logits
 from bench.core.features import conv_feature_maps
@@ -83,9 +83,9 @@ def save_scores(name: str, res: MembershipScores) -> None:
 
 def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent, delta: float,
                       weak_delta: bool = False) -> AttackRecord:
-    """Metrics (``attacks.metrics``) and the audit (``attacks.audit``, every analysis the attack's design allows) of
-    one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces it. Its
-    certified profile is tested when the design tests the neighbouring relation the profile is stated for."""
+    """Metrics (``attacks.analysis.metrics``) and the audit (``attacks.analysis``, every analysis the attack's design
+    allows) of one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces
+    it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated for."""
     save_scores(name, res)
     metrics = membership_metrics(res.scores, res.labels)
     roc = metrics.pop("roc")

@@ -23,12 +23,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from attacks.analysis.pooled import pooled_audits
+from attacks.analysis.verdict import privacy_bugs
 from attacks.base import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device
 from bench.core.training import PROBE_MAX
 from bench.results import AuditSummary, Ceiling, DatasetInfo, Results, RunResult, write
-from bench.runner.bugs import privacy_bugs
 from bench.runner.cache import ModelCache
 from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import CellRunner, PlannedCell
@@ -37,7 +38,6 @@ from bench.runner.detection import detection_rows
 from bench.runner.executor import make_executor
 from bench.runner.faults import DEFAULT_JOB_TIMEOUT_S
 from bench.runner.jobs import Trainer
-from bench.runner.pooled import pooled_audits
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
 from bench.runner.splits import cell_identity, mismatch_line, recorded_splits
 from bench.runner.tuning import Tuning, chosen_spec, run_tuning

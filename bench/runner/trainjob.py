@@ -119,13 +119,13 @@ def _run_job(job: TrainJob, on_epoch: EpochCallback | None) -> list[TrainedModel
     mech, device = MECHANISMS.get(r.mechanism)(), torch.device(job.device)
     if len(job) > 1:
         return fit_ensemble(mech, job.datasets, r.spec, job.seeds, device)
-    # an audit that makes its own releases through the mechanism's public API gives ``run`` (attacks.dpmix_canary's
+    # an audit that makes its own releases through the mechanism's public API gives ``run`` (attacks.canaries.dpmix's
     # ReleaseAuditJob): nothing is trained, the job is the audit's computation, placed by the executor like any job
     run = getattr(job.audit, "run", None)
     if run is not None:
         return [run(mech, job.datasets[0], r.spec, target_epsilon=r.target_epsilon, delta=r.delta)]
-    # an audit that observes the mechanism's own training from outside (e.g. attacks.opacus_audit: a plug-in's Opacus
-    # optimizer) gives ``observe``; any other request is ``fit``'s ``audit`` argument
+    # an audit that observes the mechanism's own training from outside (e.g. attacks.canaries.opacus.audit: a plug-in's
+    # Opacus optimizer) gives ``observe``; any other request is ``fit``'s ``audit`` argument
     observe = getattr(job.audit, "observe", None)
     watch = observe(job.datasets[0], mechanism=mech, spec=r.spec, seed=job.seeds[0]) if observe is not None \
         else contextlib.nullcontext()

@@ -1,5 +1,5 @@
 """What a DP-SGD audit run measures of its own mechanism, for the conformance tests of every parameter the accountant
-assumes (``attacks.audit.conformance``; issue 38): the noise per parameter tensor at every observed coordinate that
+assumes (``attacks.analysis.conformance``; issue 38): the noise per parameter tensor at every observed coordinate that
 holds no canary's gradient (the canary-free references and the excluded canaries' coordinates: the auditor drew
 their coins, and the other records' part is removed exactly, so each holds the noise alone), a bounded sample of the
 references' noise for its shape and independence, each record's participation count over the steps,

@@ -1,6 +1,6 @@
 """The audit section's table of white-box canary audits pooled across seeds (results.json ``audit.pooled``,
-``bench.runner.pooled``): per configuration (dataset, mechanism, target ε), the seeds pooled, the canaries, the pooled
-μ-GDP ε lower bound at 95 % and its ratio to the accountant's ε of the audit's own relation, with that ε's δ and
+``attacks.analysis.pooled``): per configuration (dataset, mechanism, target ε), the seeds pooled, the canaries, the
+pooled μ-GDP ε lower bound at 95 % and its ratio to the accountant's ε of the audit's own relation, with that ε's δ and
 accountant."""
 
 from __future__ import annotations

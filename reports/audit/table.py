@@ -8,7 +8,7 @@ the best plausible parametric bound (its assumption and normality p-value named)
 
 from __future__ import annotations
 
-from attacks.audit import METHODS, NORMALITY_LEVEL
+from attacks.analysis import METHODS, NORMALITY_LEVEL
 from bench.results import Results, RunResult
 from reports.bounds import (
     BUG_MARK,

@@ -1,4 +1,4 @@
-"""attacks.audit: the Clopper-Pearson bound over a threshold family (Jagielski, Ullman, Oprea 2020) on hand-computed
+"""attacks.analysis: the Clopper-Pearson bound over a threshold family (Jagielski, Ullman, Oprea 2020) on hand-computed
 cases and exact Beta quantiles, and ``membership_audit`` / ``audit_bounds``: which analyses each design allows, which
 are valid, and the recomputation of stored bounds at another confidence.
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta
 
-from attacks.audit import (
+from attacks.analysis import (
     METHODS,
     NORMALITY_LEVEL,
     audit_bounds,

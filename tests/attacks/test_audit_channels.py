@@ -1,5 +1,5 @@
-"""The two-channel audit of local records (attacks.audit.channels, the local-canary audit): at the true parameters the
-composed analysis gives back the accountant's ε (dp_accounting's PLD of the Gaussian image channel and k-ary
+"""The two-channel audit of local records (attacks.analysis.channels, the local-canary audit): at the true parameters
+the composed analysis gives back the accountant's ε (dp_accounting's PLD of the Gaussian image channel and k-ary
 randomized response, mechanisms.accounting.gaussian); its counts by hand; its bound covers over repeated simulations;
 and the audit run through the mechanism's own release reads both channels (or the image alone where labels are declared
 public) and lands where a simulation of the ideal mechanism through the same analysis lands."""
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from attacks.audit import family, membership_audit
-from attacks.audit.channels import composed_bound, composed_epsilon, image_summary, label_counts
-from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
+from attacks.analysis import family, membership_audit
+from attacks.analysis.channels import composed_bound, composed_epsilon, image_summary, label_counts
+from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import local_record_epsilon, local_record_sigma, randomized_response_keep

@@ -20,7 +20,7 @@ import pytest
 from scipy.special import expit
 from scipy.stats import binom, binomtest
 
-from attacks.audit import (
+from attacks.analysis import (
     best_one_run_epsilon,
     fdp_epsilon,
     fdp_gdp_epsilon,
@@ -30,8 +30,8 @@ from attacks.audit import (
     one_run_guesses,
     one_run_p_value,
 )
-from attacks.audit.fdp import eps_delta_inverse, gdp_delta, gdp_inverse, profile_rejected, rejects
-from attacks.audit.gaussian import gaussian_pair_epsilon
+from attacks.analysis.fdp import eps_delta_inverse, gdp_delta, gdp_inverse, profile_rejected, rejects
+from attacks.analysis.gaussian import gaussian_pair_epsilon
 from bench.core.design import AuditDesign
 
 DELTA = 1e-5

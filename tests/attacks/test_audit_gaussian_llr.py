@@ -1,7 +1,7 @@
-"""The μ-GDP analysis of white-box DP-SGD canaries' summed log-likelihood ratios (``attacks.audit.gaussian_llr``):
+"""The μ-GDP analysis of white-box DP-SGD canaries' summed log-likelihood ratios (``attacks.analysis.gaussian_llr``):
 hand-computed bounds, the CLT's distance from the exact ε at the default profile's q and T, the ideal mechanism
 simulated through the same analysis (a valid bound below the accountant's ε; a mechanism with half its noise
-refuted), the normality gate, and the guessing rule fixed in advance (``attacks.audit.guess_plan``)."""
+refuted), the normality gate, and the guessing rule fixed in advance (``attacks.analysis.guess_plan``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from attacks.audit import family, membership_audit
-from attacks.audit.fdp import gdp_delta, gdp_epsilon
-from attacks.audit.gaussian_llr import (
+from attacks.analysis import family, membership_audit
+from attacks.analysis.fdp import gdp_delta, gdp_epsilon
+from attacks.analysis.gaussian_llr import (
     combined_shape_p,
     exact_llr_moments,
     gdp_mu_lower,
@@ -22,7 +22,7 @@ from attacks.audit.gaussian_llr import (
     pool_llr_fits,
     simulate_llr_scores,
 )
-from attacks.audit.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
+from attacks.analysis.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon
 

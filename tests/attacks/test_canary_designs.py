@@ -17,14 +17,14 @@ import torch.nn.functional as F
 from helpers import CPU, context
 from scipy.stats import binomtest, norm, normaltest
 
-from attacks.audit import membership_audit
-from attacks.audit.guess_plan import PLANNED_FRACTIONS
+from attacks.analysis import membership_audit
+from attacks.analysis.guess_plan import PLANNED_FRACTIONS
+from attacks.analysis.metrics import membership_metrics
 from attacks.base import AuditDesign, OneAtATime
-from attacks.canary import CanaryAudit, CanaryParams
-from attacks.metrics import membership_metrics
-from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams, _coins
-from attacks.shadows import shadow_seed
-from attacks.weight_canary import WeightCanaryAudit, WeightCanaryParams
+from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams, _coins
+from attacks.canaries.one_run import CanaryAudit, CanaryParams
+from attacks.canaries.weight_noise import WeightCanaryAudit, WeightCanaryParams
+from attacks.membership.shadows import shadow_seed
 from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model
 from bench.core.training import per_example_loss, seed_everything
@@ -146,7 +146,7 @@ def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
     [request] = seen  # one run carries both designs
     assert request == GradientCanaries(1000, request.seed, 10.0, public_size=300 + 100)
     wb = out["canary-whitebox"]
-    # its single guessing rule planned from the run's public σ, q, T and m (attacks.audit.guess_plan)
+    # its single guessing rule planned from the run's public σ, q, T and m (attacks.analysis.guess_plan)
     assert wb.design.guess_fraction in PLANNED_FRACTIONS
     assert wb.design == AuditDesign("one-run", "white-box", size=1000, relation="add-remove",
                                     guess_fraction=wb.design.guess_fraction, llr_model=wb.design.llr_model)
@@ -293,7 +293,7 @@ def test_the_one_run_audit_runs_mechanism_does_not_depend_on_the_coins(split):
 def test_every_multi_run_run_is_the_same_mechanism(split):
     """The multi-run audit's runs with and without the input canary (N or N + 1 records) all take q, T and B from the
     public n = N + 1: at N = 30, batch 2, q = 1/16, T = 16, B = int(31/16) = 1 in every run."""
-    from attacks.multi_run import MultiRunAudit, MultiRunParams
+    from attacks.canaries.multi_run import MultiRunAudit, MultiRunParams
 
     fit, runs = _recording_dpsgd_fit()
 

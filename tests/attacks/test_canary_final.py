@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attacks.audit import family
+from attacks.analysis import family
 from attacks.base import AuditDesign
 from bench.results.document import read
 from reports.audit.table import audit_rows

@@ -1,4 +1,4 @@
-"""The conformance tests' statistics (attacks/audit/conformance.py): each keeps its level under the certified
+"""The conformance tests' statistics (attacks/analysis/conformance.py): each keeps its level under the certified
 mechanism (exactly, or shown here by simulation), each sees the violation it exists for, and the ε recomputed from
 measured parameters matches a case computed by hand."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from attacks.audit import conformance as c
+from attacks.analysis import conformance as c
 
 ALPHA = 0.05
 

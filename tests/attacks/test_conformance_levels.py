@@ -1,5 +1,5 @@
-"""The level of the conformance tests whose validity is ``simulated`` (``attacks.audit.conformance``), at the sizes
-DP-SGD's audit run gives them (``attacks.dpsgd_conformance``): R null runs of the certified mechanism (Poisson
+"""The level of the conformance tests whose validity is ``simulated`` (``attacks.analysis.conformance``), at the sizes
+DP-SGD's audit run gives them (``attacks.conformance.dpsgd``): R null runs of the certified mechanism (Poisson
 sampling at q over T steps for n records; iid N(0, 1) reference noise, T steps × k sampled coordinates), each test's
 rejection rate at α no more than α plus a 3-sd binomial margin, down to α = 0.002 (about the per-comparison level of
 a run's Bonferroni family of ~12 tests at 5 %). Pure NumPy."""
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from attacks.audit.conformance import dispersion_test, independence_test, shape_test
+from attacks.analysis.conformance import dispersion_test, independence_test, shape_test
 
 # the audit run's sizes: records n (members + included canaries), steps T, rate q, sampled reference coordinates k
 SIZES = {"ci": (700, 105, 1 / 7, 64 + 26 + 64 + 1),  # ci profile: MLP 64-1024-10, batch 100, 15 epochs

@@ -1,6 +1,6 @@
-"""The crafted black-box audit (attacks.crafted) on real digits, through the run-level privacy-bug check: its R runs
-from an auditor-chosen θ_0 catch DP-SGD drawing no noise or half its noise and pass the correct mechanism; its score
-is Gaussian by construction only where the canary reads weights no member touches."""
+"""The crafted black-box audit (attacks.canaries.crafted) on real digits, through the run-level privacy-bug check: its
+R runs from an auditor-chosen θ_0 catch DP-SGD drawing no noise or half its noise and pass the correct mechanism; its
+score is Gaussian by construction only where the canary reads weights no member touches."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import torch
 from helpers import context
 
-from attacks.crafted import CraftedAudit, CraftedParams
+from attacks.analysis.verdict import privacy_bugs
+from attacks.canaries.crafted import CraftedAudit, CraftedParams
 from bench.results import RunResult, Timings
-from bench.runner.bugs import privacy_bugs
 from bench.runner.cells import membership_record
 from mechanisms.dpsgd import fast
 from mechanisms.dpsgd.mechanism import DPSGD

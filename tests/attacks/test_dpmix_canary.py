@@ -1,4 +1,4 @@
-"""The dpmix-canary design (``attacks.dpmix_canary``) on small real data (scikit-learn's 8×8 digits, the smoke
+"""The dpmix-canary design (``attacks.canaries.dpmix``) on small real data (scikit-learn's 8×8 digits, the smoke
 recipe): maximal records against a centre record, the release's size fixed before the coins, DPMix's own release
 code path, scores that read both channels, and an analysis that matches a simulation of the ideal mechanism."""
 
@@ -12,9 +12,9 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from attacks.audit import membership_audit
+from attacks.analysis import membership_audit
 from attacks.base import AuditDesign
-from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams, common_shift, maximal_pairs
+from attacks.canaries.dpmix import DPMixCanaryAudit, DPMixCanaryParams, common_shift, maximal_pairs
 from bench.core.data import ArrayDataset, load_dataset
 from mechanisms.dpmix.mechanism import DPMix
 
@@ -94,7 +94,7 @@ def test_the_job_gives_the_same_scores_in_another_process(members):
     it returns the same scores, coins and privacy, bit for bit."""
     import multiprocessing
 
-    from attacks.dpmix_canary import ReleaseAuditJob
+    from attacks.canaries.dpmix import ReleaseAuditJob
 
     spec = DPMix.spec(**DPMix.recipes["smoke"])
     job = ReleaseAuditJob(num_canaries=8, releases=2, seed=5)
@@ -148,7 +148,7 @@ def test_a_tenth_of_the_noise_is_visible_from_the_release_itself(members, monkey
 
 def _straightforward_scores(z, centre, shift, common, *, d_x, ell, n):
     """``pair_scores`` written out with a new tensor for every term (its form before the in-place rounds)."""
-    from attacks.dpmix_canary import CONFIDENCE, MAD_SCALE, NOISE_ROWS, ROUNDS, _standardised
+    from attacks.canaries.dpmix import CONFIDENCE, MAD_SCALE, NOISE_ROWS, ROUNDS, _standardised
 
     z = z.float() - centre.float()
     dev = z[:NOISE_ROWS].abs()
@@ -173,8 +173,8 @@ def _straightforward_scores(z, centre, shift, common, *, d_x, ell, n):
 def test_pair_scores_equal_the_straightforward_computation_bit_for_bit(members):
     """The audit's scores (rounds computed in place) are the bits of the term-by-term formula, on DPMix's own releases
     of the design's data sets (digits, smoke recipe, ε 1 and 8, and σ = 1e-6: every shift almost noiseless)."""
-    from attacks.dpmix_canary import pair_scores
-    from attacks.priors import with_labels
+    from attacks.canaries.dpmix import pair_scores
+    from attacks.reconstruction.priors import with_labels
 
     for eps, sigma in ((1.0, None), (8.0, None), (None, 1e-6)):
         params = {} if sigma is None else {"params": {"sigma": sigma}}

@@ -1,5 +1,5 @@
 """Conformance of the built-in DP-SGD to its certified mechanism, measured in the white-box canary audit run on real
-digits (``attacks.dpsgd_conformance``, observations from ``mechanisms.dpsgd.observations``): the correct mechanism
+digits (``attacks.conformance.dpsgd``, observations from ``mechanisms.dpsgd.observations``): the correct mechanism
 passes every test; each planted bug (patched into the mechanism's own code, never into the audit) is caught by the
 test that names its parameter, at the level of the run's Bonferroni family."""
 
@@ -13,7 +13,7 @@ import mechanisms.dpsgd.canaries as canaries_module
 import mechanisms.dpsgd.clipping as clipping
 import mechanisms.dpsgd.fast as fast
 import mechanisms.dpsgd.sampling as sampling
-from attacks.dpsgd_conformance import dpsgd_conformance
+from attacks.conformance.dpsgd import dpsgd_conformance
 from bench.runner.config import build_config
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.canaries import GradientCanaries

@@ -14,7 +14,7 @@ import math
 import pytest
 from scipy import integrate, optimize
 
-from attacks.audit.analytic_gaussian import (
+from attacks.analysis.analytic_gaussian import (
     gaussian_delta,
     gaussian_epsilon,
     local_delta,
@@ -22,9 +22,9 @@ from attacks.audit.analytic_gaussian import (
     rr_epsilon,
     rr_keep,
 )
-from attacks.audit.conformance import DECLARED_TOLERANCE, declared_epsilon_test
-from attacks.audit.mixing_pair import mixing_epsilon, mixing_shift
-from attacks.audit.subsampled_gaussian import poisson_gaussian_epsilon
+from attacks.analysis.conformance import DECLARED_TOLERANCE, declared_epsilon_test
+from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
+from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
 
 
 def _phi(x: float) -> float:

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from torch import nn
 
 from attacks import ATTACKS
-from attacks.inversion import MIFace, MIFaceParams, contrast_stretch, initial_images, mi_face
-from attacks.scoring import evaluation_classifier, gray, nearest_scores, ssim
+from attacks.reconstruction.inversion import MIFace, MIFaceParams, contrast_stretch, initial_images, mi_face
+from attacks.reconstruction.scoring import evaluation_classifier, gray, nearest_scores, ssim
 from bench.core.models import build_model
 from bench.core.types import PrivacySpent, TrainedModel
 from mechanisms.baseline import Baseline

@@ -10,12 +10,12 @@ import torch
 from helpers import CPU, context
 
 from attacks import ATTACKS
+from attacks.analysis.metrics import membership_metrics
 from attacks.base import AuditDesign, OneAtATime
-from attacks.lira import gaussian_fit, lira_scores
-from attacks.membership import ConfidenceAttack, LossAttack, ThresholdParams, modified_entropy
-from attacks.metrics import membership_metrics
-from attacks.rmia import rmia_scores
-from attacks.shadows import offline_design, online_design
+from attacks.membership.lira import gaussian_fit, lira_scores
+from attacks.membership.rmia import rmia_scores
+from attacks.membership.shadows import offline_design, online_design
+from attacks.membership.threshold import ConfidenceAttack, LossAttack, ThresholdParams, modified_entropy
 from bench.core.data import concat, load_dataset, make_split
 from bench.core.training import logit_confidence
 from bench.runner.cache import ModelCache
@@ -78,7 +78,7 @@ def results(split, target):
 
 @pytest.fixture(scope="module")
 def auc(results):
-    """AUC of every attack, as the runner computes it from the scores (``attacks.metrics``)."""
+    """AUC of every attack, as the runner computes it from the scores (``attacks.analysis.metrics``)."""
     return {name: membership_metrics(res.scores, res.labels)["auc"] for name, res in results.items()}
 
 

@@ -1,8 +1,8 @@
-"""The white-box audit of a user's own Opacus loop (``attacks/opacus_audit.py``) on ``examples/opacus_plugin.py``:
-the correct loop passes (exit 0); shuffled batches, a weighted sampler and a wrong q told to the accountant end with
-exit 3 by the run's conformance tests (``attacks.opacus_conformance``; their levels and the other planted violations:
-tests/attacks/test_opacus_conformance.py); loops outside the design are refused in one line. The end-to-end runs use the
-``ci`` profile, as the Opacus guide's CI command does (docs/guides/opacus.md)."""
+"""The white-box audit of a user's own Opacus loop (``attacks/canaries/opacus/audit.py``) on
+``examples/opacus_plugin.py``: the correct loop passes (exit 0); shuffled batches, a weighted sampler and a wrong q
+told to the accountant end with exit 3 by the run's conformance tests (``attacks.conformance.opacus``; their levels and
+the other planted violations: tests/attacks/test_opacus_conformance.py); loops outside the design are refused in one
+line. The end-to-end runs use the ``ci`` profile, as the Opacus guide's CI command does (docs/guides/opacus.md)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ import torch
 import torch.nn.functional as F
 from helpers import context
 
-from attacks.opacus_audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams
+from attacks.analysis.verdict import privacy_bugs
+from attacks.canaries.opacus.audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model
 from bench.results import RunResult, Timings
-from bench.runner.bugs import privacy_bugs
 from bench.runner.cells import membership_record, privacy_record
 from bench.runner.trainjob import Recipe, TrainJob, run_job
 

@@ -1,4 +1,4 @@
-"""Conformance of a user's Opacus loop (``attacks.opacus_conformance``) from what ``opacus-canary``'s observer sees:
+"""Conformance of a user's Opacus loop (``attacks.conformance.opacus``) from what ``opacus-canary``'s observer sees:
 a correct loop passes every test; each planted violation — a wrong q told to the accountant, shuffled fixed-size
 batches accounted as Poisson sampling, too little noise overall or in one tensor, no clipping, steps left out of the
 accountant — is refuted by its own test at the run's Bonferroni level; Opacus' gdp accountant is refused; the family
@@ -15,9 +15,9 @@ from opacus.accountants import PRVAccountant
 from opacus.accountants.accountant import IAccountant
 from opacus.optimizers import DPOptimizer
 
-from attacks.audit.conformance import smallest_p
-from attacks.opacus_conformance import opacus_conformance, opacus_tests
-from attacks.opacus_observer import AuditRefused, OpacusCanaries, canary_records
+from attacks.analysis.conformance import smallest_p
+from attacks.canaries.opacus.observer import AuditRefused, OpacusCanaries, canary_records
+from attacks.conformance.opacus import opacus_conformance, opacus_tests
 from bench.core.data import ArrayDataset, concat
 from bench.core.models import build_model
 

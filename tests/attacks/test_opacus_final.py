@@ -1,4 +1,4 @@
-"""The final-model (hidden-state) audit of a user's own Opacus loop (``attacks/opacus_final.py``) on
+"""The final-model (hidden-state) audit of a user's own Opacus loop (``attacks/canaries/opacus/final.py``) on
 ``examples/opacus_plugin.py``: θ_0 is the mechanism's ``build`` after ``torch.manual_seed(seed)``, a loop that starts
 elsewhere, steps another optimizer or moves the weights outside its SGD steps is refused in one line, the included
 canary records stand out in the final model, the correct example stays below its ε at ``ci`` size and a noise bug
@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score
 
-from attacks.opacus_final import AuditRefused, FinalCanaries, initial_weights
-from attacks.opacus_observer import canary_records
+from attacks.canaries.opacus.final import AuditRefused, FinalCanaries, initial_weights
+from attacks.canaries.opacus.observer import canary_records
 from bench.core.data import ArrayDataset, concat
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Conformance of the release audits (``attacks.release_conformance``) on small real data (scikit-learn's 8×8
+"""Conformance of the release audits (``attacks.conformance.local``) on small real data (scikit-learn's 8×8
 digits, the smoke recipes): through each mechanism's own ``release``, the correct mechanism passes every test and
 each planted violation (the mechanism's own functions monkeypatched, as ``tests/privacy_bugs`` do) is caught by the
 test that measures it; the tests whose level is not exact hold it in simulation under the certified mechanism; the
@@ -16,11 +16,11 @@ import torch
 import mechanisms.dpmix.mechanism as dpmix
 import mechanisms.dpmix.mixing as mixing
 import mechanisms.local.mechanism as local
-from attacks.audit import family, membership_audit
-from attacks.audit.conformance_release import label_flip_test, mixing_dispersion, mixing_dispersion_test, region_ids
+from attacks.analysis import family, membership_audit
+from attacks.analysis.conformance_release import label_flip_test, mixing_dispersion, mixing_dispersion_test, region_ids
 from attacks.base import AuditDesign
-from attacks.dpmix_canary import DPMixCanaryAudit, DPMixCanaryParams
-from attacks.release_canaries import LocalCanaryAudit, ReleaseCanaryParams
+from attacks.canaries.dpmix import DPMixCanaryAudit, DPMixCanaryParams
+from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset, load_dataset
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -236,8 +236,8 @@ def test_local_canary_design_adds_the_one_run_analyses_valid_under_any_dependenc
 def test_the_per_pixel_test_is_the_sidak_of_every_pixels_chi2_test(shape):
     """``image_noise_tests``' per-pixel test computes only the smallest Σx²'s χ² test; it is the Šidák reading of all
     d pixels' tests computed one by one (Σx² ~ s²·χ²_n per pixel, one pixel's noise at 0.9·s)."""
-    from attacks.audit.conformance import noise_test
-    from attacks.audit.conformance_release import image_noise_tests, sidak_test
+    from attacks.analysis.conformance import noise_test
+    from attacks.analysis.conformance_release import image_noise_tests, sidak_test
 
     rng = np.random.default_rng(3)
     d, n = math.prod(shape), 500

@@ -1,4 +1,4 @@
-"""bench.runner.bugs.privacy_bugs on hand-built results: only valid bounds of one-run / multi-run designs, tested
+"""attacks.analysis.verdict.privacy_bugs on hand-built results: only valid bounds of one-run / multi-run designs, tested
 against an ε of the same neighbouring relation, decide a privacy bug; every comparison is Bonferroni-corrected over
 the run; a mechanism without a guarantee has its claim refuted instead; the audited run's privacy is the one compared;
 a one-run design also tests the accountant's whole certified curve.
@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attacks.audit import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
-from attacks.audit.gaussian_llr import llr_gdp_bound, pool_llr_fits
+from attacks.analysis import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
+from attacks.analysis.gaussian_llr import llr_gdp_bound, pool_llr_fits
+from attacks.analysis.verdict import privacy_bugs
 from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Privacy, Roc, RunResult, Timings
-from bench.runner.bugs import privacy_bugs
 
 DELTA = 1e-5
 WHITE_BOX = {"kind": "one-run", "threat_model": "white-box", "size": 1000, "relation": "add-remove"}
@@ -190,7 +190,7 @@ def test_the_certified_curve_of_a_one_run_audit():
     # a curve the audit cannot refute
     honest = [[6.0, DELTA], [5.0, 1e-3], [4.0, 0.02]]
     assert privacy_bugs([_result({"canary": _record(audit)}, _privacy(6.0, profile=honest))]) == ([], [], 3)
-    # a multi-run design tests the curve at its thresholds (attacks.audit.curve): Clopper-Pearson + the curve = 2
+    # a multi-run design tests the curve at its thresholds (attacks.analysis.curve): Clopper-Pearson + the curve = 2
     multi = _audit(scores, coins, {**BLACK_BOX, "kind": "multi-run"}, profile=optimistic)
     assert multi.profile_rejected is True
     [bug], _, comparisons = privacy_bugs([_result({"canary": _record(multi)}, _privacy(6.0, profile=optimistic))])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from attacks.audit import audit_bounds
+from attacks.analysis import audit_bounds
 from attacks.base import MembershipScores
 from bench.core.design import AuditDesign
 from bench.core.privacy import PrivacySpent, RelationEpsilon

@@ -15,7 +15,7 @@ from opacus import PrivacyEngine
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from attacks.inversion import MIFace, MIFaceParams
+from attacks.reconstruction.inversion import MIFace, MIFaceParams
 from bench.core.models import build_model
 from bench.core.plain import plain_module, unwrap
 from bench.core.training import per_example_loss

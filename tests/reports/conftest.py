@@ -2,7 +2,7 @@
 
 ``build`` holds small builders of typed ``bench.results.Results`` documents (each part as the dict results.json
 holds, validated at the end by ``build.results``; ``build.checked`` also runs the run-level privacy-bug check as the
-runner does, ``bench.runner.bugs``), and ``mnist_results`` a realistic one built from them: six models with and
+runner does, ``attacks.analysis.verdict``), and ``mnist_results`` a realistic one built from them: six models with and
 without guarantees, heuristic membership attacks and canary audits (one-run white-box and black-box, multi-run),
 one failed cell, one failed attack, a release, and hostile text in the config. ``smoke_report`` is a real, tiny
 run: the session's ``bench all --profile smoke`` run (``tests/conftest.py``), copied, with its reports redrawn by
@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 from helpers import shared_once
 
-from attacks.audit import membership_audit
-from attacks.metrics import membership_metrics
+from attacks.analysis import membership_audit
+from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.verdict import privacy_bugs
 from bench.core.design import AuditDesign
 from bench.results import SCHEMA_VERSION, Results
-from bench.runner.bugs import privacy_bugs
 
 SCRIPT = "<script>alert(1)</script>"
 HEADER = {
@@ -93,7 +93,7 @@ def results(runs: list[dict[str, Any]], **fields: Any) -> Results:
 
 
 def checked(runs: list[dict[str, Any]], **fields: Any) -> Results:
-    """``results`` with the run-level check of a completed run, as the runner makes it (``bench.runner.bugs``):
+    """``results`` with the run-level check of a completed run, as the runner makes it (``attacks.analysis.verdict``):
     ``privacy_bugs``, ``refuted_claims`` and ``audit``."""
     doc = results(runs, **fields)
     bugs, claims, comparisons = privacy_bugs(doc.results)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attacks.audit.conformance import noise_test
-from bench.runner.bugs import privacy_bugs
+from attacks.analysis.conformance import noise_test
+from attacks.analysis.verdict import privacy_bugs
 from reports.empirical import privacy_bug_lines
 from reports.tables import summary_rows
 

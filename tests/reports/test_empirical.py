@@ -1,5 +1,5 @@
 """The Audit section, the privacy-bug and refuted-claim lines, the heuristic table, the tightness plot and the ROC
-panels, from typed ``Results`` checked by the runner's own run-level check (``bench.runner.bugs``)."""
+panels, from typed ``Results`` checked by the runner's own run-level check (``attacks.analysis.verdict``)."""
 
 from __future__ import annotations
 

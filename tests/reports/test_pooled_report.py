@@ -1,5 +1,5 @@
 """The Audit section's "Seeds pooled" table: each pooled white-box audit of results.json's ``audit.pooled``
-(``bench.runner.pooled``) against the accountant's ε of the audit's own relation, named with its δ and accountant
+(``attacks.analysis.pooled``) against the accountant's ε of the audit's own relation, named with its δ and accountant
 (taken from the pooled runs' privacy records), in Markdown and HTML; a pool whose shape test rejects is marked not
 valid."""
 

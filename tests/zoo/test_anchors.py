@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from attacks.audit import membership_audit
-from attacks.audit.fdp import gdp_epsilon
-from attacks.metrics import membership_metrics
+from attacks.analysis import membership_audit
+from attacks.analysis.fdp import gdp_epsilon
+from attacks.analysis.metrics import membership_metrics
 from bench.core.design import AuditDesign
 from bench.results.membership import AttackRecord
 from bench.results.privacy import Privacy

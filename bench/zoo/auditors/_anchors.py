@@ -26,10 +26,10 @@ CONFIDENCE = 0.95
 
 WHITE_BOX = ("canary-whitebox", "opacus-canary", "opacus-canary-dirac")
 """White-box canary scores, in order of preference: privbench's DP-SGD gradient canaries, then the Opacus loop's
-records and Dirac canaries (``attacks.opacus_audit``)."""
+records and Dirac canaries (``attacks.canaries.opacus.audit``)."""
 BLACK_BOX = ("dpmix-canary", "local-canary", "canary")
 """Black-box canary scores: the release audits where the run published a release, else the final model's loss on
-input canaries (``attacks.canary``)."""
+input canaries (``attacks.canaries.one_run``)."""
 
 _SPLIT_SEED = 39  # the calibration / audit split of the canaries: fixed, and per run its seed
 
@@ -117,8 +117,8 @@ def canaries(inp: AuditorInput, records: tuple[str, ...]) -> Canaries:
 def one_run_bound(m: int, r: int, v: int, *, delta: float, confidence: float = CONFIDENCE) -> float:
     """privbench's reading of an anchor's membership decisions: ``v`` correct of ``r`` guesses on ``m`` canaries
     with independent coins, as an ε lower bound at ``confidence`` (Steinke, Nasr, Jagielski 2023;
-    ``attacks.audit.one_run``)."""
-    from attacks.audit.one_run import one_run_epsilon
+    ``attacks.analysis.one_run``)."""
+    from attacks.analysis.one_run import one_run_epsilon
 
     return one_run_epsilon(m, r, v, delta=delta, confidence=confidence)
 

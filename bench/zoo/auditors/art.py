@@ -13,7 +13,7 @@ for the other half.
 
 ART gives no verdict and no ε. The zoo's reading of its decisions is privbench's, named here: ART's v correct
 decisions of the r audit-half canaries (two-sided guesses, every canary) give an ε lower bound at 95 % by the one-run
-theorem of Steinke, Nasr, Jagielski (2023; ``attacks.audit.one_run``), valid because each audit-half canary's coin is
+theorem of Steinke, Nasr, Jagielski (2023; ``attacks.analysis.one_run``), valid because each audit-half canary's coin is
 independent of the half ART learnt from; caught when it exceeds the certified ε under the canaries' relation.
 """
 

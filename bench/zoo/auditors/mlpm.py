@@ -19,7 +19,7 @@ at import without declaring them (``privacy_meter.model``); the row needs both.
 
 ML Privacy Meter 1.0.1 gives no verdict and no ε. The zoo's reading is privbench's, named here: at each of its 100
 operating points, its "member" decisions (tp + fp guesses, tp correct, abstaining on the rest) give a one-run ε
-lower bound (Steinke, Nasr, Jagielski 2023; ``attacks.audit.one_run``) at 1 − 0.05/100 (Bonferroni over the points);
+lower bound (Steinke, Nasr, Jagielski 2023; ``attacks.analysis.one_run``) at 1 − 0.05/100 (Bonferroni over the points);
 the largest is its value, caught when it exceeds the certified (add/remove) ε.
 """
 

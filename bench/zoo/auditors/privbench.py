@@ -1,7 +1,7 @@
-"""privbench's own auditors, each the run-level check (``bench.runner.bugs.privacy_bugs``, the decision behind exit
-status 3) restricted to one kind of evidence, with its own Bonferroni family: the white-box canaries' valid ε lower
+"""privbench's own auditors, each the run-level check (``attacks.analysis.verdict.privacy_bugs``, the decision behind
+exit status 3) restricted to one kind of evidence, with its own Bonferroni family: the white-box canaries' valid ε lower
 bounds, the black-box canaries', the hidden-state (final model) canaries', the crafted black-box audit's (an
-auditor-chosen initial model, ``attacks.crafted``), the release audits', the conformance
+auditor-chosen initial model, ``attacks.canaries.crafted``), the release audits', the conformance
 tests alone (issue 38: the run measured against its certified mechanism), and everything together (``privbench``,
 what a main job decides)."""
 
@@ -16,7 +16,7 @@ BLACK_BOX = {"dpsgd": ("canary",), "opacus-example": ("opacus-canary",), "dpmix"
              "local-gaussian": ("canary",)}
 RELEASE = {"dpmix": ("dpmix-canary",), "local-gaussian": ("local-canary",)}
 HIDDEN = {"dpsgd": ("canary-final",), "opacus-example": ("opacus-canary-final",)}
-# the crafted black-box audit (attacks.crafted): DP-SGD only here; the example Opacus loop has the hook
+# the crafted black-box audit (attacks.canaries.crafted): DP-SGD only here; the example Opacus loop has the hook
 # (examples/opacus_plugin.py) but trains each run alone, calibrating σ every time (~3 s a run: minutes per zoo run)
 CRAFTED = {"dpsgd": ("multi-run-crafted",)}
 CONFORMANCE = {"dpsgd": ("canary",), "opacus-example": ("opacus-canary",), "dpmix": ("dpmix-canary",),
@@ -32,7 +32,7 @@ def _keep(records: Callable[[str, object], bool], *, bounds: bool, conformance: 
     ``conformance``."""
 
     def judge(inp: AuditorInput) -> Verdict:
-        from bench.runner.bugs import privacy_bugs
+        from attacks.analysis.verdict import privacy_bugs
 
         target = inp.target
         kept = {}
@@ -96,7 +96,7 @@ register_auditor(Auditor(
     attacks=CONFORMANCE, judge=_keep(lambda name, record: True, bounds=False, conformance=True),
     description="the parameters the accountant assumes, measured on the mechanism's own code path in the audit "
                 "run and tested against the declared ones, and the certified ε against the declared mechanism's by "
-                "the conformance code's own accountants (issues 38, 45; attacks/audit/conformance.py)"))
+                "the conformance code's own accountants (issues 38, 45; attacks/analysis/conformance.py)"))
 register_auditor(Auditor(
     name="privbench", threat_model="all", source="privbench", mechanisms=tuple(ALL), attacks=ALL,
     judge=_keep(lambda name, record: True, bounds=True, conformance=True),

@@ -21,7 +21,7 @@ def apply() -> None:
 
 def true_epsilon(params: dict[str, Any], certified: float) -> float:
     """The replace-one ε of σ/2 at the run's q and T (dp_accounting PLD)."""
-    from attacks.audit.conformance import poisson_gaussian_epsilon
+    from attacks.analysis.conformance import poisson_gaussian_epsilon
 
     return poisson_gaussian_epsilon(noise_multiplier=params["noise_multiplier"] * 0.5,
                                     sample_rate=params["sample_rate"], steps=int(params["steps"]),

@@ -1,0 +1,83 @@
+"""The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``): the
+anchor's estimator on the same scores, the largest refuted Gaussian curve, and the ideal mechanism through the same
+analysis.
+
+Which number means what (docs/audits.md, "The final model alone"):
+
+- the audit's ``epsilon_lb`` (``attacks.analysis.membership_audit``, the design's family of Clopper-Pearson, the GDP fit
+  and the Gaussian pair, Bonferroni over the three): valid under the project's rule — Clopper-Pearson for any
+  mechanism; the Gaussian two only where the scores are Gaussian by construction (``AuditDesign.gaussian``) and a
+  normality test does not reject them;
+- ``gdp_mu_lb``: with probability >= the analysis' confidence the runs' mechanism is not μ-GDP for any μ below it,
+  whatever the mechanism (exact Clopper-Pearson bounds); ``refuted_gaussian_epsilon`` is that curve's ε at δ — the
+  mechanism's ε only if its trade-off curve is Gaussian;
+- ``anchor``: Annamalai & De Cristofaro's estimate on the same scores (threshold chosen on them, no correction): not
+  a confidence bound; ``ideal.anchor`` shows how it lands on the ideal mechanism.
+
+Pure NumPy / SciPy (no torch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from attacks.analysis import family, membership_audit
+from attacks.analysis.anchor import anchor_epsilon, simulate
+from attacks.analysis.fdp import gdp_epsilon
+from attacks.analysis.gaussian import gdp_fit_mu
+from attacks.analysis.thresholds import threshold_counts
+from bench.core.design import AuditDesign
+
+IDEAL_SEED = 20240514  # the ideal mechanism's simulation: a fixed seed, so the record is a function of (μ, R)
+
+
+def scores_from_outputs(outputs: ArrayLike, direction: ArrayLike) -> np.ndarray:
+    """Each run's score ``(R,)`` from its final model's logits ``outputs (R, Q, K)`` on the canary (query 0) and, where
+    ``Q`` is 2, its reference input (query 1): ⟨logits(canary) − logits(reference), direction⟩ (without a reference,
+    ⟨logits(canary), direction⟩). Linear in the logits, so linear in θ_T for a model linear in its parameters.
+
+    Raises:
+        ValueError: outputs not ``(R, 1 or 2, K)`` or a direction of another length."""
+    out, v = np.asarray(outputs, dtype=np.float64), np.asarray(direction, dtype=np.float64)
+    if out.ndim != 3 or out.shape[1] not in (1, 2) or out.shape[2] != v.size:
+        raise ValueError(f"outputs must be (R, 1 or 2, K) with K = {v.size}, got {out.shape}")
+    diff = out[:, 0] - out[:, 1] if out.shape[1] == 2 else out[:, 0]
+    return np.asarray(diff @ v)
+
+
+def crafted_summary(scores: ArrayLike, coins: ArrayLike, *, design: AuditDesign, delta: float, ideal_draws: int,
+                    confidence: float = 0.95) -> dict[str, Any]:
+    """What the crafted audit records beside its bounds (module docstring): ``anchor`` ({mu, epsilon}),
+    ``gdp_mu_lb`` and ``refuted_gaussian_epsilon`` (at the design's per-analysis confidence), ``mu_hat`` (the
+    scores' standardised mean gap, a point estimate), ``certified_mu`` and, with ``ideal_draws`` and a certified μ,
+    ``ideal``: the ideal mechanism's R runs through the same analysis (``audit``: its ``epsilon_lb``) and through the
+    anchor's estimator (``anchor``), each ``{median, p10, p90, max, draws}``."""
+    s, y = np.asarray(scores, dtype=np.float64), np.asarray(coins, dtype=np.int64)
+    each = 1.0 - (1.0 - confidence) / max(1, len(family(design)))
+    mu_lb = gdp_fit_mu(threshold_counts(s, y), confidence=each)
+    out: dict[str, Any] = {"anchor": anchor_epsilon(s, y, delta=delta), "gdp_mu_lb": mu_lb,
+                           "refuted_gaussian_epsilon": gdp_epsilon(mu_lb, delta), "certified_mu": design.certified_mu,
+                           "mu_hat": _mu_hat(s, y)}
+    mu = design.certified_mu
+    if ideal_draws and mu is not None:
+        def ours(x: np.ndarray, c: np.ndarray) -> float:
+            return float(membership_audit(x, c, delta=delta, design=design, confidence=confidence)["epsilon_lb"])
+
+        def theirs(x: np.ndarray, c: np.ndarray) -> float:
+            return anchor_epsilon(x, c, delta=delta)["epsilon"]
+
+        out["ideal"] = {name: {k: v for k, v in simulate(f, mu=mu, runs=int(y.size), draws=ideal_draws,
+                                                           seed=IDEAL_SEED).items() if k != "values"}
+                        for name, f in (("audit", ours), ("anchor", theirs))}
+    return out
+
+
+def _mu_hat(s: np.ndarray, y: np.ndarray) -> float | None:
+    """(mean of included − mean of excluded) / sd of excluded; None with fewer than 2 scores a side or no spread."""
+    inc, exc = s[y == 1], s[y == 0]
+    if inc.size < 2 or exc.size < 2 or exc.std(ddof=1) == 0:
+        return None
+    return float((inc.mean() - exc.mean()) / exc.std(ddof=1))

@@ -1,0 +1,78 @@
+"""The certified trade-off curve tested on independent runs: a multi-run design's (FPR, FNR) points against the curve
+the accountant certifies, so that a run inconsistent with its certified mechanism is caught where an ε lower bound
+is too weak to exceed the certified ε.
+
+A mechanism whose trade-off curve is at least f (Dong, Roth, Su 2022, "Gaussian differential privacy": every test of
+"canary excluded" against "included" has FNR >= f(FPR)) cannot produce a threshold whose one-sided Clopper-Pearson
+upper bounds satisfy FNR_upper < f(FPR_upper) except with the bounds' error probability: f decreases, so the true
+FPR <= FPR_upper gives f(FPR) >= f(FPR_upper) > FNR_upper >= FNR. The test is exact for any f, with the thresholds
+of ``attacks.analysis.thresholds.threshold_counts`` (a family fixed by the design; each row's two bounds valid as that
+module explains) and Bonferroni over the rows and their two bounds.
+
+The curves:
+
+- ``gaussian_tradeoff(μ)``: G_μ(α) = Φ(Φ⁻¹(1 − α) − μ). DP-SGD at q = 1 for T steps at noise multiplier σ is exactly
+  G_μ with μ = √T/σ under add/remove (a T-fold adaptive composition of Gaussian mechanisms of sensitivity C and
+  noise σC; Dong, Roth, Su 2022, Cor. 3.3): the certified mechanism's own curve.
+- ``profile_tradeoff(profile)``: the curve of a mechanism that is (εᵢ, δᵢ)-DP at every point of its certified privacy
+  profile, max_i max(0, 1 − δᵢ − e^{εᵢ}α, e^{−εᵢ}(1 − δᵢ − α)) (Kairouz, Oh, Viswanath 2015): below the true curve of
+  a correct mechanism (e.g. the subsampled Gaussian at q < 1), so its test is conservative.
+
+Pure NumPy / SciPy (no torch).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from scipy.special import ndtr, ndtri
+
+from attacks.analysis.metrics import clopper_pearson
+
+TradeOff = Callable[[float], float]
+
+
+def gaussian_tradeoff(mu: float) -> TradeOff:
+    """G_μ(α) = Φ(Φ⁻¹(1 − α) − μ), μ >= 0 (1 − α at μ = 0)."""
+    def f(alpha: float) -> float:
+        a = min(max(alpha, 0.0), 1.0)
+        return float(ndtr(ndtri(1.0 - a) - mu))
+    return f
+
+
+def profile_tradeoff(profile: Sequence[Sequence[float]]) -> TradeOff:
+    """The trade-off curve of a mechanism (εᵢ, δᵢ)-DP at every ``[ε, δ]`` of ``profile``."""
+    points = [(float(e), float(d)) for e, d in profile]
+
+    def f(alpha: float) -> float:
+        return max((max(0.0, 1 - d - math.exp(min(e, 700.0)) * alpha, math.exp(-e) * (1 - d - alpha))
+                    for e, d in points), default=0.0)
+    return f
+
+
+def curve_rejected(counts: Sequence[Sequence[int]], tradeoff: TradeOff, *, confidence: float = 0.95) -> bool:
+    """Whether a threshold of the fixed family refutes ``tradeoff`` at ``confidence``: some row ``[tp, fn, fp, tn]``
+    with FNR_upper < f(FPR_upper), each one-sided Clopper-Pearson bound at 1 − (1 − confidence)/(2·rows). False for
+    an empty family."""
+    if not counts:
+        return False
+    level = 1.0 - (1.0 - confidence) / (2 * len(counts))
+    for tp, fn, fp, tn in counts:
+        if tp + fn < 1 or fp + tn < 1:
+            continue
+        fpr_u = clopper_pearson(fp, fp + tn, confidence=level, sided="upper")[1]
+        fnr_u = clopper_pearson(fn, tp + fn, confidence=level, sided="upper")[1]
+        if fnr_u < tradeoff(fpr_u):
+            return True
+    return False
+
+
+def certified_tradeoff(mu: float | None, profile: Sequence[Sequence[float]] | None) -> TradeOff | None:
+    """The curve a multi-run design holds its runs to: G_μ where the design names the certified mechanism's μ
+    (``AuditDesign.certified_mu``: exact), else the accountant's ``profile`` (conservative), else None."""
+    if mu is not None:
+        return gaussian_tradeoff(mu)
+    if profile:
+        return profile_tradeoff(profile)
+    return None

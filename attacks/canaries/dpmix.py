@@ -1,0 +1,286 @@
+"""The ``dpmix-canary`` audit: maximal canary records against a centre record, through DPMix's own release.
+
+**The pair the accountant is tight for.** ``mechanisms.accounting.dpmix``'s ε is the exact ε of T compositions of
+(q·N(Δ/ℓ) + (1 − q)·N(0), N(0)), q = ℓ/n, attained when every record but one equals a record c and the differing
+record is z at distance Δ from c on one side and c itself on the other: the samples that drew z are shifted by
+(z − c)/ℓ, every other sample (and every sample on the other side) is exactly N(c, σ²). The design builds that data
+set: n₀ *filler* records equal to c (a 0-image labelled e_a) and m *slots*, slot i holding z_i (1 on a random half
+of the pixels, labelled e_bᵢ with bᵢ ≠ a) or c, by an independent fair coin. A slot holding c is one more filler
+record, so the release is the pure N(c) side of the pair; a slot holding z_i shifts the ≈ T·ℓ/n samples that drew it
+by (z_i − c)/ℓ along half the pixels and along the label (e_bᵢ − e_a: the label channel is tested with the image).
+Half the pixels (not all) so that the slots' shifts are distinguishable (a random half each); the price is a
+quarter of the pair's squared distance (Δ² = d_x/σ_x² + 2/σ_y² has the image and the label half each at the default
+recipe's σ_y/σ_x = √(2/d_x)). Slots of one release can share a sample (about ℓ·m/(2n) other z's per sample), which
+blurs their scores; several releases with fewer slots each keep that small.
+
+**The score** of slot i is the pair's log-likelihood ratio over the release's T samples, Σ_t log(1 + q·(L_ti − 1)/A_ti)
+(``pair_scores``): L_ti the likelihood ratio of "sample t drew z_i" to "it drew no z" on the whitened shift, A_ti
+the same sample explained by the other slots (each holding its z with probability ½), so that another slot's z does
+not count for slot i. The centre of a sample that drew no z is c itself, known by design; the noise of the image and
+of the label coordinates is measured from the release (scaled median absolute deviation), never taken from the claimed
+σ, so a mechanism that adds less noise than it certifies shows larger shifts.
+
+**The target's mechanism.** A release holds the target's n records (n₀ = n − m fillers and the m slots) with the
+target's ℓ, T and target ε, so DPMix's calibration, a function of those public settings alone, gives the target's σ
+and every audit release is certified for exactly the target's ε; a release bug (σ scaled after calibration, a label
+left in the clear) reaches the audit through DPMix's own ``release``. The R releases run as one job of the training
+executor (``ReleaseAuditJob``, submitted by ``prefetch``): a training worker makes them while the driver attacks other
+cells, and the model cache keeps them for an interrupted run.
+
+**Validity.** The design fixes everything but the coins in advance: n = n₀ + m (both sides of a slot are records),
+ℓ, T, σ, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
+releases form one one-run experiment under replace-one (Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis,
+Chaudhuri 2024), whatever the mechanism does; the scores are not Gaussian, so only non-parametric analyses decide.
+``scripts/dpmix_audit_ideal.py`` runs the same analysis on a simulation of the ideal pair.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.canaries.local import _coins
+from attacks.membership.shadows import shadow_seed
+from attacks.reconstruction.priors import with_labels
+from bench.core.data import ArrayDataset, concat
+from bench.core.params import Params
+from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mechanisms.base import Mechanism
+
+ROUNDS = 3  # rounds of explaining the other slots' z's away, each with their last scores' posteriors
+CONFIDENCE = 2.0  # a posterior is kept within sigmoid(±2) = [0.12, 0.88]: the scores are approximate log-ratios
+MAD_SCALE = 1.4826  # the median absolute deviation of N(0, 1) is 1/1.4826
+NOISE_ROWS = 1024  # released samples the noise of each block is estimated from (the release is in random order)
+
+
+class DPMixCanaryParams(Params):
+    """Settings of the DPMix canary audit.
+
+    Attributes:
+        num_canaries: m, canary slots per release (>= 2, at most the filler records n₀ = n − m so the slots stay
+            rare in a sample: m ≤ n/2 for the target's n members); the release holds n₀ + m = n records.
+        releases: independent releases, each of the n₀ fillers and its own m slots (1 to 1,000; time grows
+            linearly, one DPMix release each); the slots of all of them form one one-run experiment.
+    """
+
+    num_canaries: int = Field(32, ge=2)
+    releases: int = Field(64, ge=1, le=1_000)
+
+
+def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: torch.Generator
+                  ) -> tuple[ArrayDataset, ArrayDataset]:
+    """The centre record c and ``count`` maximal records z_i of one release.
+
+    Args:
+        count: m slots. shape: ``(C, H, W)`` of an image. num_classes: K >= 2. gen: the design's generator.
+
+    Returns:
+        ``(centre, canaries)``: ``centre`` one record (a 0-image labelled e_a, a random class);
+        ``canaries`` m records, each 1 on a random half of the pixels and 0 elsewhere, labelled a random class
+        other than a.
+
+    Raises:
+        ValueError: fewer than 2 classes (the label could not differ).
+    """
+    if num_classes < 2:
+        raise ValueError(f"dpmix-canary needs at least 2 classes, got {num_classes}")
+    d = math.prod(shape)
+    a = int(torch.randint(num_classes, (1,), generator=gen))
+    half = torch.rand(count, d, generator=gen).argsort(dim=1)[:, : d // 2]
+    z = torch.zeros(count, d).scatter_(1, half, 1.0)
+    b = (a + torch.randint(1, num_classes, (count,), generator=gen)) % num_classes
+    centre = ArrayDataset(torch.zeros(1, *shape), torch.tensor([a]), num_classes, "dpmix-canary")
+    return centre, ArrayDataset(z.view(count, *shape), b, num_classes, "dpmix-canary")
+
+
+def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
+    """``(d_x + K,)`` g, the part every slot's shift z_i − c shares by design: (d_x // 2)/d_x on every pixel (each
+    z_i is 1 on d_x // 2 random pixels) and, on the label, the mean of the K − 1 labels other than c's minus c's."""
+    k, a = centre.num_classes, int(centre.y[0])
+    label = torch.full((k,), 1.0 / (k - 1), dtype=torch.float64)
+    label[a] = -1.0
+    return torch.cat([torch.full((d_x,), (d_x // 2) / d_x, dtype=torch.float64), label])
+
+
+def _standardised(z: torch.Tensor, v: torch.Tensor, weight: torch.Tensor, ell: int
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(T, m)`` projections of the release less c, ``z (T, d)``, on the whitened directions ``v (m, d)`` (weights
+    ``(d,)``: 1/noise² per coordinate), in units of their noise, and ``(m,)`` the shift by v/ℓ in those units."""
+    w = v.double() * weight
+    norm = (v.double() * w).sum(1).sqrt().clamp_min(1e-12)  # ‖v/σ‖: the projection's noise
+    return (z @ w.float().T) / norm.float(), (norm / ell).float()
+
+
+def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, common: torch.Tensor, *, d_x: int,
+                ell: int, n: int) -> np.ndarray:
+    """The log-likelihood ratio of "slot i holds z_i" against "it holds c" from a DPMix release.
+
+    Each shift z_i − c is the design's common part g (``common``: half of every pixel, the mean of the other labels
+    minus e_a) plus a part e_i orthogonal to g and nearly to every other slot's. A sample t is read on whitened,
+    standardised coordinates, x_ti along e_i and x_tg along g, and L_ti = e^{h_i·x_ti − h_i²/2 + h_g·x_tg − h_g²/2} is
+    the likelihood ratio of "t drew z_i" to "t drew no z" (h: the shifts a z makes, in the same units). Slot i's
+    score is Σ_t log(1 + q·(L_ti − 1)/A_ti) with A_ti = 1 + q·Σ_{j≠i} p_j·(L_tj − 1): the ratio for a sample that
+    holds at most one z, slot j holding its z with probability p_j, so a sample that another slot's z explains better
+    (a slot with the same label shares the label's shift) is discounted for slot i. p_j is ½, then for ``ROUNDS`` − 1
+    more rounds the posterior of slot j's last score, kept within sigmoid(±``CONFIDENCE``). Any function of the
+    release and the public design is a valid score: this one only decides how tight the bound is.
+
+    Args:
+        z: ``(T, d_x + K)`` the release's [image, label] rows. centre: ``(d_x + K,)`` c. shift: ``(m, d_x + K)``
+            z_i − c. common: ``(d_x + K,)`` g. d_x: image coordinates (the rest are the label's). ell: ℓ. n: the
+            release's records (q = ℓ/n).
+
+    Returns:
+        ``(m,)`` scores (larger: z_i). The noise of the image and of the label coordinates is estimated from the
+        release (the scaled median absolute deviation of z − c over the first ``NOISE_ROWS`` samples, pooled per
+        block), never taken from the mechanism's claimed σ; the centre is c itself, known by design (every record
+        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias).
+    """
+    z = z.float() - centre.float()  # a sample that drew no z is c plus the noise alone
+    dev = z[:NOISE_ROWS].abs()
+    noise_x, noise_y = (MAD_SCALE * float(dev[:, sl].median()) for sl in (slice(None, d_x), slice(d_x, None)))
+    weight = torch.cat([torch.full((d_x,), 1 / max(noise_x, 1e-12) ** 2, dtype=torch.float64),
+                        torch.full((z.shape[1] - d_x,), 1 / max(noise_y, 1e-12) ** 2, dtype=torch.float64)])
+    x, h = _standardised(z, shift.double() - common, weight, ell)  # (T, m), (m,)
+    xg, hg = _standardised(z, common[None].double(), weight, ell)  # (T, 1), (1,)
+    log_l = (h * x - h**2 / 2 + hg * xg - hg**2 / 2).double()
+    top = log_l.max(1, keepdim=True).values.clamp_min(0.0)  # every term below scaled by e^{-top}: no overflow
+    l, one = (log_l - top).exp(), (-top).exp()
+    q, p = min(ell / n, 1.0), torch.full((len(shift),), 0.5, dtype=torch.float64)
+    own = q * (l - one)  # q·(L_ti − 1), the same every round
+    # each round's (T, m) terms in place, operation for operation those of score = Σ_t [log((a + q·(L − 1)) ∨ 1e-300)
+    # − log(a ∨ 1e-300)], a = 1 + q·(others − (Σp − p)) (scaled): the same bits, fewer (T, m) temporaries
+    for _ in range(ROUNDS):  # the other slots' chance of holding their z: ½, then their posteriors from their scores
+        held = l * p
+        others = held.sub_(held.sum(1, keepdim=True)).neg_().clamp_min_(0.0)  # Σ_{j≠i} p_j·L_tj (scaled)
+        a = others.sub_((p.sum() - p) * one).mul_(q).add_(one)  # > 0: q·Σp < 1 (the audit checks ℓ·(m − 1) < 2n)
+        score = torch.add(a, own).clamp_min_(1e-300).log_().sub_(a.clamp_min_(1e-300).log_()).sum(0)
+        p = torch.sigmoid(score.clamp(-CONFIDENCE, CONFIDENCE))
+    return score.numpy()
+
+
+def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, seed: int,
+                    release: Callable[[ArrayDataset, int], tuple[Release, PrivacySpent]],
+                    observe: Callable[[ArrayDataset, Release], None] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, PrivacySpent]:
+    """The design's ``releases`` data sets, each released by ``release(data, seed)`` (the mechanism's own) and scored.
+
+    Args:
+        members: the target's members (only their count n, image shape and classes are used). num_canaries: m.
+        releases: R. seed: the cell's seed (every coin, pair and release seed is drawn from it).
+        release: the mechanism's release of a data set with a seed, and the privacy that release spent.
+        observe: called with each release's data set and release (the conformance tests' observer), if given.
+
+    Returns:
+        ``(scores (R·m,), coins (R·m,) int64, privacy)``: each slot's ``pair_scores``, its coin (1: z_i held) and the
+        last release's privacy (every release has the same n, ℓ, T and σ).
+
+    Raises:
+        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n.
+    """
+    shape, k, m = members.input_shape, members.num_classes, num_canaries
+    n, fill = len(members), len(members) - m  # the target's n records: n₀ fillers and m slots
+    if m > fill:
+        raise ValueError(f"dpmix-canary: {m} slots per release exceed the {fill} filler records of {n} (at most "
+                         f"half the records)")
+    scores, coins, privacy = [], [], None
+    for r in range(releases):
+        gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 10 + r))
+        centre, canaries = maximal_pairs(m, shape=shape, num_classes=k, gen=gen)
+        coin = _coins(m, gen)
+        held = torch.from_numpy(coin).bool()
+        slots = ArrayDataset(torch.where(held[:, None, None, None], canaries.x, centre.x),
+                             torch.where(held, canaries.y, centre.y), k, canaries.name)
+        fillers = ArrayDataset(centre.x.expand(fill, *shape), centre.y.expand(fill), k, centre.name)
+        data = concat(fillers, slots)  # n = n₀ + m, the target's, whatever the coins
+        out, privacy = release(data, shadow_seed(seed, "canary", 20 + r))
+        if observe is not None:
+            observe(data, out)
+        z = torch.cat([out.x.flatten(1), out.y.float().flatten(1)], dim=1)
+        ell, d_x = int(out.params["mixture_degree"]), math.prod(shape)
+        if ell * (m - 1) >= 2 * len(data):
+            raise ValueError(f"dpmix-canary: {m} slots per release with ℓ = {ell} of {len(data)} records: "
+                             f"ℓ·(m − 1) must stay below 2n (a sample holds few slots)")
+        shift = with_labels(canaries) - with_labels(centre)
+        scores.append(pair_scores(z, with_labels(centre)[0], shift, common_shift(centre, d_x), d_x=d_x, ell=ell,
+                                  n=len(data)))
+        coins.append(coin)
+    assert privacy is not None  # releases >= 1
+    return np.concatenate(scores), np.concatenate(coins), privacy
+
+
+@dataclass(frozen=True)
+class ReleaseAuditJob:
+    """The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
+    ``bench.runner.trainjob.run_job`` calls it instead of ``fit``), so that a training worker makes the R releases
+    while the driver attacks other cells, and an interrupted run finds them in the model cache. ``run`` is a pure
+    function of its arguments: the scores are the same bits wherever it runs."""
+
+    num_canaries: int
+    releases: int
+    seed: int
+    conformance: int = 2  # the version of the conformance observations the job returns (part of its cache key;
+    # 2: issue 45's tests, the mixing weights and the declared ε)
+
+    def run(self, mechanism: Mechanism, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None,
+            delta: float) -> TrainedModel:
+        """``scored_releases`` through ``mechanism.release`` with the recipe's ``spec``, ε and δ; the returned
+        TrainedModel holds the mechanism's untrained architecture (nothing is trained), the releases' privacy and
+        ``audit = {"scores": [...], "coins": [...], "conformance": {...}}`` (``attacks.conformance.local``: the
+        subsets ``mix_release`` drew are observed during these releases only)."""
+        from attacks.conformance.dpmix import MixingObserver
+
+        observer = MixingObserver(data.input_shape, data.num_classes)
+        with observer.subsets():
+            scores, coins, privacy = scored_releases(
+                data, num_canaries=self.num_canaries, releases=self.releases, seed=self.seed, observe=observer.add,
+                release=lambda d, s: mechanism.release(d, spec, target_epsilon=target_epsilon, delta=delta, seed=s))
+        conformance = None if not privacy.has_guarantee else observer.result(
+            mixture_degree=int(spec.params.mixture_degree), num_samples=int(spec.params.num_samples), privacy=privacy)
+        model = mechanism.build(data.input_shape, data.num_classes, spec)
+        return TrainedModel(model, privacy, params={"releases": self.releases, "records": len(data)},
+                            audit={"scores": [float(v) for v in scores], "coins": [int(c) for c in coins],
+                                   "conformance": conformance})
+
+
+class DPMixCanaryAudit(MembershipAttack):
+    """Maximal canary slots among records equal to a centre record, over ``releases`` DPMix releases (module
+    docstring). Settings: ``DPMixCanaryParams``."""
+
+    name = "dpmix-canary"
+    release_kind = "dpmix"
+    audit = True
+    Params = DPMixCanaryParams
+
+    def _job(self, ctx: AttackContext) -> ReleaseAuditJob:
+        return ReleaseAuditJob(self.params.num_canaries, self.params.releases, ctx.seed)
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        """The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
+        when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job)."""
+        from mechanisms import MECHANISMS
+        from mechanisms.dpmix.mechanism import DPMix
+
+        if issubclass(MECHANISMS.get(ctx.mechanism), DPMix):
+            ctx.train_like_target.prefetch([(ctx.split.members, ctx.seed, self._job(ctx))])
+
+    def score(self, ctx: AttackContext) -> MembershipScores:
+        members = ctx.split.members
+        run = ctx.train_like_target.audit_run(members, seed=ctx.seed, request=self._job(ctx))
+        assert run.audit is not None
+        total = self.params.num_canaries * self.params.releases
+        return MembershipScores(np.asarray(run.audit["scores"], np.float64), np.asarray(run.audit["coins"], np.int64),
+                                privacy=run.privacy, conformance=run.audit.get("conformance"), design=AuditDesign(
+            "one-run", "black-box", size=total, relation="replace-one"),
+            extra={"canaries": "maximal records (1 on a random half of the pixels, label e_b) against the centre "
+                   "record c (0-image, label e_a ≠ e_b) that every other record equals; both channels",
+                   "releases": self.params.releases, "records_per_release": len(members)})

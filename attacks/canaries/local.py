@@ -1,0 +1,108 @@
+"""Canary audits of a data release, where it is published: the attacker sees the whole release and knows the
+mechanism's settings. Both test the relation the releases are certified for, replace-one: canary slot i holds one of
+two records, a_i or b_i, chosen by an independent fair coin, and the attacker guesses which.
+
+- ``local-canary`` (local Gaussian noise): each canary slot is one person's local release, independent of every
+  other (a multi-run design: m independent runs of the local randomiser). The m slots go through one call of the
+  mechanism's release, so their independence is the mechanism's promise: the one-run analyses, valid under any
+  dependence, join the family (``AuditDesign.one_release``); the release's conformance to its certified σ and
+  randomized response is tested on the same canaries (``attacks.conformance.local``). a_i is a random direction
+  and b_i = −a_i, the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels;
+  the score is ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²): Gaussian by construction, so the Gaussian analyses are valid
+  bounds here; the released label is the second channel, composed with the first (``attacks.analysis.channels``).
+- ``dpmix-canary`` (DPMix) is ``attacks.canaries.dpmix``: maximal records against a centre record, one-run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.conformance.local import local_conformance
+from attacks.membership.shadows import shadow_seed
+from bench.core.data import ArrayDataset
+from bench.core.params import Params
+
+
+class ReleaseCanaryParams(Params):
+    """Settings of a release canary audit.
+
+    Attributes:
+        num_canaries: m, canary slots (2 to 100,000: memory grows as m × pixels).
+        conformance_releases: R, independent releases of the same m canaries the conformance tests read (the first
+            is also the one scored); the keep rate's limit, which bounds the ε from measured parameters at small ε,
+            tightens as 1/√(R·m). Each further release costs one more release of m images (1 to 16).
+    """
+
+    num_canaries: int = Field(1000, ge=2, le=100_000)
+    conformance_releases: int = Field(1, ge=1, le=16)
+
+
+def _coins(m: int, generator: torch.Generator) -> np.ndarray:
+    """``(m,)`` int64 fair coins: 1 means slot i holds a_i, 0 means b_i."""
+    return (torch.rand(m, generator=generator) < 0.5).numpy().astype(np.int64)
+
+
+def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarray:
+    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``: each row's products and sum in
+    float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in blocks of ``rows`` rows so
+    that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each)."""
+    out = torch.empty(len(z), dtype=torch.float64)
+    for i in range(0, len(z), rows):
+        out[i : i + rows] = (z[i : i + rows].double() * a[i : i + rows].double()).sum(1)
+    return out.numpy()
+
+
+CONFORMANCE_SEEDS = 1000  # the further conformance releases' seeds: shadow_seed(seed, "canary", 1000 + r)
+
+
+class LocalCanaryAudit(MembershipAttack):
+    """Antipodal canary pairs through the local randomiser; m independent releases. Settings:
+    ``ReleaseCanaryParams`` (default m = 1,000; the profiles set their own: each slot costs one image of noise).
+
+    Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
+    the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
+    released label is y₁ᵢ (1), y₂ᵢ (−1) or another (0); the ``gaussian-composed`` analysis
+    (``attacks.analysis.channels``) composes the two channels. Where the mechanism declares its labels public
+    (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone."""
+
+    audit = True
+    name = "local-canary"
+    release_kind = "local-gaussian"
+    Params = ReleaseCanaryParams
+
+    def score(self, ctx: AttackContext) -> MembershipScores:
+        shape, k = ctx.split.members.input_shape, ctx.split.members.num_classes
+        gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 3))
+        m = self.params.num_canaries
+        a = torch.randn((m, math.prod(shape)), generator=gen)
+        a /= a.norm(dim=1, keepdim=True)  # in place: the same division
+        coins = _coins(m, gen)
+        first = torch.from_numpy(coins).bool()
+        x = (a * (2 * first.float() - 1)[:, None]).view(m, *shape)  # a or −a (a sign flip: exact), no −a copy
+        y1 = torch.randint(0, k, (m,), generator=gen)
+        y2 = (y1 + torch.randint(1, k, (m,), generator=gen)) % k  # a different label: the label channel is tested
+        records = ArrayDataset(x, torch.where(first, y1, y2), k, "canaries")
+        release, privacy = ctx.train_like_target.release(records, seed=shadow_seed(ctx.seed, "canary", 4))
+        scores = projections(release.x.flatten(1)[:m], a)  # the first m rows: a release of more is a conformance bug
+        labels_covered = release.params.get("labels") != "public"
+        ry = release.y[:m]
+        outcomes = ((ry == y1).long() - (ry == y2).long()).numpy() if labels_covered else None
+        conformance = None
+        if privacy.has_guarantee and release.params.get("sigma", 0.0) > 0:
+            seeds = (shadow_seed(ctx.seed, "canary", CONFORMANCE_SEEDS + r)
+                     for r in range(1, self.params.conformance_releases))
+            further = (ctx.train_like_target.release(records, seed=seed)[0] for seed in seeds)
+            conformance = local_conformance(x, records.y, itertools.chain([release], further), privacy, num_classes=k)
+        return MembershipScores(scores, coins, privacy=privacy, label_outcomes=outcomes, conformance=conformance,
+                                design=AuditDesign(
+            "multi-run", "black-box", size=m, relation="replace-one", gaussian=True, one_release=True,
+            channels=("image", "label") if labels_covered else ("image",)),
+            extra={"canaries": "antipodal unit vectors (a, −a), the stated sensitivity 2, with two different labels"
+                   if labels_covered else "antipodal unit vectors (a, −a): the stated sensitivity 2 (labels public: "
+                   "the ε covers the image only)"})

@@ -1,0 +1,159 @@
+"""White-box audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's code unchanged
+(Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac
+canaries; Steinke, Nasr, Jagielski 2023: one training run).
+
+During the audit run privbench patches two Opacus methods for the length of ``fit`` (``OpacusObserver``):
+``GradSampleModule.forward``, to see which records each training batch holds, and ``DPOptimizer.pre_step``, to see
+every noisy update. Two kinds of canaries, m each, each included with probability ½:
+
+- **canary records** (``records``): extra training records, at random positions among the members, that go through
+  the user's own ``DataLoader`` — so they are sampled exactly as the loop samples (Poisson, shuffled, weighted…).
+  Whenever one is in a batch its per-sample gradient is replaced, before the user's optimizer clips it, by a crafted
+  gradient known by construction: zero except ``norm``·C at one coordinate of its own (Nasr et al.'s Dirac gradient).
+- **Dirac gradient canaries at the optimizer** (``dirac``): the same crafted gradients, sampled by privbench at the
+  accountant's rate q, so they test the noise and clipping alone.
+
+Both are clipped by the user's optimizer (``clip_and_accumulate``, run once for the members and once for the
+canaries: the clipping is per sample, so the sum is the same) and noised by its ``add_noise``. The auditor, knowing
+every other record's clipped contribution (the worst case DP guards against), reads at each canary's coordinate
+x_t = (noisy sum − the members' clipped sum) / C = (the canary's clipped contribution)/C + N(0, σ²), and scores the
+canary by the Neyman-Pearson log-likelihood ratio of Poisson sampling at the accountant's q,
+Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), σ̂ measured on coordinates without a canary (as
+``mechanisms.dpsgd.canaries``). A loop that samples records more often than q gives its canary records more hits.
+
+The run is also tested for conformance to the mechanism its ε certifies (``attacks.conformance.opacus``: the noise
+σ·C of every parameter tensor, the sample rate q from the rows of every batch, the dispersion of the canary records'
+participation against Poisson(q), the steps T against the accountant's history, the clip bound C on the crafted
+gradients), and its ε is recomputed from the measured parameters by Opacus' PRV accountant; each test is one
+comparison of the run's Bonferroni family (``attacks.analysis.verdict``), so shuffled fixed-size batches, a weighted
+sampler, a wrong q told to the accountant or too little noise end the run with exit 3.
+
+What the design assumes of the user's loop, refused in one line otherwise: the model is wrapped by Opacus'
+``GradSampleModule`` (``grad_sample_mode`` ``hooks`` or ``functorch``) and trained by a ``DPOptimizer`` made by a
+``PrivacyEngine`` (its accountant's q is read from the optimizer's step hook), with flat clipping (the base
+``clip_and_accumulate``); one forward/backward and one ``step`` per batch (no ``BatchMemoryManager``, no gradient
+accumulation); the batch reaches the model's forward as the training records were given (no transform inside the
+loop); the model has room for the canaries and the reference coordinates of every tensor; the accountant is not
+Opacus' ``gdp`` (a central-limit approximation, not an upper bound: no certified ε to audit against). Every canary
+record is in the loader whatever its coin (an excluded one's crafted gradient is zero), so the run's n, hence its q,
+T and σ, are fixed before the coins, as the one-run theorems need.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.canaries.opacus.observer import AuditRefused, OpacusCanaries, canary_records
+from attacks.conformance.opacus import opacus_conformance
+from attacks.membership.shadows import shadow_seed
+from bench.core.data import ArrayDataset, concat
+from bench.core.params import Params
+
+__all__ = ["AuditRefused", "OpacusCanaries", "OpacusCanaryAudit", "OpacusCanaryParams"]
+
+
+class OpacusCanaryParams(Params):
+    """Settings of the Opacus plug-in audit.
+
+    Attributes:
+        records: m canary records added to the training data (>= 2), each included (its crafted gradient given)
+            with probability ½.
+        dirac: Dirac gradient canaries at the optimizer (>= 0).
+        gradient_norm: the crafted gradients' raw norm in units of C (>= 1).
+    """
+
+    records: int = Field(500, ge=2)
+    dirac: int = Field(2000, ge=0)
+    gradient_norm: float = Field(10.0, ge=1)
+
+
+class OpacusCanaryAudit(MembershipAttack):
+    """One audit run of a plug-in mechanism that trains through Opacus, observed white-box (module docstring).
+    Returns ``{"opacus-canary": the canary records (the run's conformance tests and measured ε in ``conformance``),
+    "opacus-canary-dirac": the optimizer's Dirac canaries}``; scores: larger means "included". Applies to mechanisms
+    with a central-DP guarantee and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``)."""
+
+    audit = True
+    name = "opacus-canary"
+    Params = OpacusCanaryParams
+
+    def applies_to(self, target) -> bool:
+        return target.privacy.guarantee == "central-dp"
+
+    @staticmethod
+    def _own_audit(ctx: AttackContext) -> bool:
+        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries). An
+        audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one."""
+        from mechanisms import MECHANISMS
+
+        return ctx.mechanism in MECHANISMS.names() and "gradient-canaries" in MECHANISMS.get(ctx.mechanism).audits
+
+    def _with_canaries(self, ctx: AttackContext, stream: int) -> tuple[ArrayDataset, tuple[bool, ...]]:
+        """The audit run's training data: the members and every canary record, at random positions (the order
+        drawn from the seed's ``stream`` before the coins, so n and the order do not depend on them), and the
+        ``(records,)`` coins: an included record's crafted gradient is given, an excluded one's is zero.
+
+        Raises:
+            ValueError: every coin fell on one side (no included or no excluded canary to compare)."""
+        p, members = self.params, ctx.split.members
+        gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", stream))
+        order = torch.randperm(len(members) + p.records, generator=gen)
+        included = (torch.rand(p.records, generator=gen) < 0.5).numpy()
+        if included.all() or not included.any():
+            raise ValueError(f"{self.name}: all {p.records} canary records fell on one side of the coin")
+        x, y = canary_records(p.records, members.input_shape, members.num_classes, ctx.seed)
+        data = concat(members, ArrayDataset(x, y, members.num_classes, members.name))
+        return data.subset(order), tuple(bool(b) for b in included)
+
+    def _job(self, ctx: AttackContext):
+        p = self.params
+        data, included = self._with_canaries(ctx, 10 + 2)
+        request = OpacusCanaries(p.records, p.dirac, ctx.seed, included, p.gradient_norm)
+        return data, shadow_seed(ctx.seed, "canary", 10 + 3), request
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        if self._own_audit(ctx):
+            return
+        data, seed, request = self._job(ctx)
+        ctx.train_like_target.prefetch([(data, seed, request)])
+
+    def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        if self._own_audit(ctx):  # audited by its own white-box design (the canary attack); nothing to add
+            return {}
+        data, seed, request = self._job(ctx)
+        run = ctx.train_like_target.audit_run(data, seed=seed, request=request)
+        wb = run.audit
+        inc = np.asarray(wb["records"]["included"], bool)
+        privacy = run.privacy.under("add-remove") or run.privacy
+        conformance = opacus_conformance(wb, certified=float(privacy.epsilon), delta=float(privacy.delta),
+                                         relation=str(privacy.relation))
+        facts = {
+            "observations": "every noisy update of the loop's DPOptimizer",
+            "gradient_norm": request.norm,
+            "sigma_hat": wb["sigma_hat"],
+            "claimed_sigma": wb["claimed_sigma"],
+            "steps": wb["steps"],
+            "sample_rate": wb["sample_rate"],
+        }
+        out = {
+            self.name: MembershipScores(
+                np.asarray(wb["records"]["scores"]),
+                inc.astype(np.int64),
+                privacy=run.privacy,
+                design=AuditDesign("one-run", "white-box", size=request.records, relation="add-remove"),
+                extra={**facts, "canaries": "records in the loop's own data pipeline"},
+                conformance=conformance,
+            )
+        }
+        if request.dirac:
+            out[f"{self.name}-dirac"] = MembershipScores(
+                np.asarray(wb["dirac"]["scores"]),
+                np.asarray(wb["dirac"]["included"], np.int64),
+                privacy=run.privacy,
+                design=AuditDesign("one-run", "white-box", size=request.dirac, relation="add-remove"),
+                extra={**facts, "canaries": "Dirac gradients at the optimizer, sampled at the accountant's q"},
+            )
+        return out

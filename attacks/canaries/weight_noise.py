@@ -1,0 +1,98 @@
+"""Auditing weight noise where it is published: the noisy autoencoder weights of the final model.
+
+The source's claim is a Gaussian mechanism on the trained weights: noise of std 1/ε for a training function of
+sensitivity 1. The audit tests that argument directly. With the training seed fixed and known (every DP audit's
+attacker knows everything but the secret bit), training is a deterministic function f of the data, and the
+mechanism is θ = f(D) + N(0, std²·I). One canary record c decides D = members or D' = members + {c} (add/remove).
+The auditor trains f(D) and f(D') (``mechanisms.weight_noise.CleanWeights``: the mechanism without its noise),
+then draws R releases, each from D or D' by a fair coin, with the mechanism's own noise code
+(``add_weight_noise``), and scores each by its projection on d = f(D') − f(D):
+⟨θ − f(D), d⟩/‖d‖, which is N(0, std²) under D and N(‖d‖, std²) under D'. The R releases are independent runs of
+the mechanism on a fixed pair of neighbours (a multi-run design), and the scores are Gaussian by construction, so
+the Gaussian analyses are valid bounds besides Clopper-Pearson. What the audit refutes is the claim's own argument
+(for a fixed seed, ‖f(D') − f(D)‖ <= 1): d holds everything one record changes with the seed fixed, its gradients
+and the batches it reshuffles.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.membership.shadows import shadow_seed
+from bench.core.data import concat
+from bench.core.params import Params
+from bench.core.types import TrainedModel
+
+
+class WeightCanaryParams(Params):
+    """Settings of the weight-noise canary audit.
+
+    Attributes:
+        draws: R, noisy releases drawn (20 to 100,000; time grows linearly), each from D or D' by a fair coin.
+    """
+
+    draws: int = Field(2000, ge=20, le=100_000)
+
+
+def _flat(module: torch.nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().double().cpu().reshape(-1) for p in module.parameters()])
+
+
+class WeightCanaryAudit(MembershipAttack):
+    """One canary (a record of the attacker's population) in or out of the members; the clean autoencoder trained
+    on both with one seed; R noisy releases scored by their projection on the clean difference. Settings:
+    ``WeightCanaryParams``."""
+
+    audit = True
+    name = "weight-canary"
+    Params = WeightCanaryParams
+    needs_population = True
+
+    def applies_to(self, target: TrainedModel) -> bool:
+        return "weight_noise_std" in target.params
+
+    @staticmethod
+    def _jobs(ctx: AttackContext) -> list:
+        """The two audit runs: the clean weights without and with the canary, one training seed."""
+        from mechanisms.weight_noise import CleanWeights
+
+        if len(ctx.split.population) < 1:
+            raise ValueError("weight-canary needs one attacker population record as its canary")
+        seed = shadow_seed(ctx.seed, "canary", 30)
+        canary = ctx.split.population.subset(torch.arange(1))
+        return [(data, seed, CleanWeights()) for data in (ctx.split.members, concat(ctx.split.members, canary))]
+
+    def prefetch(self, ctx: AttackContext) -> None:
+        """The two audit runs, submitted before the cell's attacks run, for mechanisms that take the request."""
+        from mechanisms import MECHANISMS
+
+        if ctx.mechanism in MECHANISMS.names() and "clean-weights" in MECHANISMS.get(ctx.mechanism).audits:
+            ctx.train_like_target.prefetch(self._jobs(ctx))
+
+    def score(self, ctx: AttackContext) -> MembershipScores:
+        from mechanisms.weight_noise import add_weight_noise
+
+        runs = list(ctx.train_like_target.audit_runs(self._jobs(ctx)))
+        std = float(runs[0].audit["weight_noise_std"])
+        clean = [_flat(r.model.autoencoder) for r in runs]
+        d = clean[1] - clean[0]
+        norm = float(d.norm())
+        if norm == 0:
+            raise ValueError("weight-canary: the canary left the clean weights unchanged; no direction to test")
+        gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 31))
+        coins = (torch.rand(self.params.draws, generator=gen) < 0.5).numpy().astype(np.int64)
+        release = copy.deepcopy(runs[0].model.autoencoder)
+        scores = np.empty(len(coins))
+        for i, coin in enumerate(coins):
+            release.load_state_dict(runs[coin].model.autoencoder.state_dict())
+            add_weight_noise(release, std=std, generator=gen)
+            scores[i] = float((_flat(release) - clean[0]) @ d) / norm
+        return MembershipScores(scores, coins, design=AuditDesign(
+            "multi-run", "black-box", size=len(coins), relation="add-remove", gaussian=True),
+            extra={"canary": "one attacker-population record", "clean_distance": norm, "noise_std": std,
+                   "observations": "the released noisy autoencoder weights, training seed known"})

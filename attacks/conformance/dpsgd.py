@@ -1,0 +1,142 @@
+"""Conformance of a DP-SGD audit run to the mechanism its ε certifies (issue 38): every parameter the accountant
+assumes, measured in the white-box canary run on the mechanism's own code path (``mechanisms.dpsgd.observations``,
+gathered by ``CanaryTracker``) and tested against the certified value (``attacks.analysis.conformance``).
+
+The family, fixed by the model's architecture (K trainable parameter tensors) before any data, K + 7 tests in this
+order: the noise sd in each tensor (exact one-sided χ² on every observed coordinate of it that holds no canary's
+gradient — its canary-free references and its excluded canaries —, units of C, certified sd σ; a tensor without
+one: p = 1 and the reason); the noise's independence across steps and
+coordinates and its Gaussian shape (a bounded sample of the references, standardised by σ, pooled over tensors); the
+largest clipped contribution of a canary and of a real record (the clipper's own output) against C; the sample rate
+q (each record-step a Bernoulli(q) trial under Poisson sampling: exact one-sided binomial); the dispersion of the
+records' participation counts against Binomial(T, q); the number of noisy steps against the accountant's. Beside
+them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled over every noise observation, q from the
+counts, the observed T; under the run's certified relation): one more comparison of the family. Last, "the
+accountant's ε is the ε of the declared mechanism" (``declared_epsilon_test``): the mechanism's declared σ, q and T
+(its recorded parameters, not its accountant's) through the conformance code's own accountant
+(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε: K + 8 tests in
+all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from attacks.analysis.conformance import (
+    PLD_SMALLEST_SIGMA,
+    clip_test,
+    conformance_record,
+    declared_epsilon_test,
+    dispersion_test,
+    dpsgd_measured_epsilon,
+    independence_test,
+    noise_test,
+    rate_test,
+    shape_test,
+    steps_test,
+)
+from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
+
+LARGE_EPSILON = 1e9  # stored for an ε from measured parameters that is infinite (no noise at all)
+
+
+def _skipped(name: str, quantity: str, reason: str) -> dict[str, Any]:
+    """A test of the family that the run's observations cannot make: p = 1, with why (the family stays fixed)."""
+    return conformance_record(name, quantity, certified=None, measured=None, n=0, p_value=1.0, alternative="less",
+                              validity="exact", reason=reason)
+
+
+def _noise_tests(obs: dict[str, Any], sigma: float) -> list[dict[str, Any]]:
+    """One χ² test per parameter tensor (K of them, the architecture's), in the optimizer's order."""
+    k = int(obs["tensors"])
+    out = []
+    for t, (ss, n) in enumerate(zip(obs["tensor_sum_squares"], obs["tensor_counts"], strict=True)):
+        name = f"noise σ, tensor {t + 1} of {k}"
+        out.append(noise_test(name, float(ss), int(n), sigma) if n > 0 else
+                   _skipped(name, "noise sd", "no observed coordinate of the tensor is free of canaries"))
+    return out
+
+
+def _sample_tests(obs: dict[str, Any], sigma: float) -> list[dict[str, Any]]:
+    """Independence and shape of the pooled standardised reference sample ``(T, k)``."""
+    x = np.asarray(obs["sample"], np.float64).reshape(len(obs["sample"]), -1) / sigma
+    ind = independence_test("noise independence (steps, coordinates)", x) if min(x.shape) >= 2 else \
+        _skipped("noise independence (steps, coordinates)", "noise independence", f"sample {x.shape} too small")
+    shape = shape_test("noise shape (Gaussian)", x) if x.size >= 20 else \
+        _skipped("noise shape (Gaussian)", "noise shape", f"{x.size} observations, fewer than 20")
+    return [ind, shape]
+
+
+def _sampling_tests(obs: dict[str, Any], q: float, certified_steps: int) -> list[dict[str, Any]]:
+    """The sample rate, the participation counts' dispersion and the number of steps."""
+    hist = np.asarray(obs["participation_histogram"], np.int64)
+    n, steps = int(obs["records"]), int(obs["steps"])
+    counts = np.repeat(np.arange(hist.size), hist)
+    if n < 1 or steps < 1:
+        rate = _skipped("sample rate q", "sample rate", "no batch was drawn")
+        disp = _skipped("participation dispersion", "participation dispersion", "no batch was drawn")
+    else:
+        rate = rate_test("sample rate q", "sample rate", int(counts.sum()), n * steps, q)
+        disp = dispersion_test("participation dispersion", counts, steps, q) if 0 < q < 1 and n >= 2 else \
+            _skipped("participation dispersion", "participation dispersion", f"q = {q} or {n} records")
+    return [rate, disp, steps_test("steps T", steps, certified_steps)]
+
+
+def _measured(obs: dict[str, Any], *, sigma: float, q: float, privacy: Any) -> dict[str, Any]:
+    """``dpsgd_measured_epsilon`` on every reference pooled, under the run's certified relation."""
+    ss, n = float(sum(obs["tensor_sum_squares"])), int(sum(obs["tensor_counts"]))
+    steps, records = int(obs["steps"]), int(obs["records"])
+    hist = np.asarray(obs["participation_histogram"], np.int64)
+    successes = int((np.arange(hist.size) * hist).sum())
+    rate_counts = (successes, records * steps) if records and steps else None
+    try:
+        m = dpsgd_measured_epsilon(sum_squares=ss, n=max(n, 1), rate_counts=rate_counts, sample_rate=q,
+                                   steps=max(steps, 1), certified=float(privacy.epsilon), delta=float(privacy.delta),
+                                   relation=str(privacy.relation), claimed_sigma=sigma)
+    except ValueError:  # no σ within 64× of the claimed one gives the certified ε: nothing decided
+        return {"epsilon": LARGE_EPSILON, "certified": float(privacy.epsilon), "delta": float(privacy.delta),
+                "relation": str(privacy.relation), "accountant": "dp_accounting-pld", "confidence": 0.95,
+                "p_value": 1.0, "parameters": {"failed": 1.0, "steps": float(steps), "claimed_sigma": sigma}}
+    if not math.isfinite(m["epsilon"]):
+        m["epsilon"], m["parameters"]["epsilon_infinite"] = LARGE_EPSILON, 1.0
+    return m
+
+
+def _declared(*, sigma: float, sample_rate: float, steps: int, privacy: Any) -> dict[str, Any]:
+    """The certified ε against the declared σ, q, T's by the conformance code's own PLD accountant, under the
+    certified relation; a σ below ``PLD_SMALLEST_SIGMA`` is read at that floor (a smaller ε: the test errs low)."""
+    relation = str(privacy.relation)
+    declared = poisson_gaussian_epsilon(noise_multiplier=max(sigma, PLD_SMALLEST_SIGMA),
+                                        sample_rate=min(sample_rate, 1.0), steps=max(steps, 1),
+                                        delta=float(privacy.delta), relation=relation)
+    return declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=declared,
+                                 certified=float(privacy.epsilon), noise_multiplier=sigma, sample_rate=sample_rate,
+                                 steps=steps, relation=relation)
+
+
+def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_rate: float, certified_steps: int,
+                      privacy: Any) -> dict[str, Any]:
+    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 8 records, "measured_epsilon"}``).
+
+    Args:
+        obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
+        noise_multiplier: the certified σ (> 0). sample_rate: the certified q. certified_steps: the accountant's T.
+        privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
+
+    Raises:
+        ValueError: σ ≤ 0 (a run without noise certifies nothing to test)."""
+    if not noise_multiplier > 0:
+        raise ValueError(f"DP-SGD conformance needs a certified σ > 0, got {noise_multiplier}")
+    c = float(obs["max_grad_norm"])
+    record = obs.get("largest_record_norm")
+    clips = [clip_test("clip bound C (canary contribution)", float(obs["largest_contribution"]), c),
+             clip_test("clip bound C (records' clipped gradients)", float(record), c) if record is not None else
+             _skipped("clip bound C (records' clipped gradients)", "clip bound", "no record's gradient was clipped")]
+    tests = [*_noise_tests(obs, noise_multiplier), *_sample_tests(obs, noise_multiplier), *clips,
+             *_sampling_tests(obs, sample_rate, certified_steps),
+             _declared(sigma=noise_multiplier, sample_rate=sample_rate, steps=certified_steps, privacy=privacy)]
+    return {"tests": tests, "measured_epsilon": _measured(obs, sigma=noise_multiplier, q=sample_rate,
+                                                          privacy=privacy)}

@@ -1,0 +1,242 @@
+"""Conformance of a user's Opacus loop to the mechanism its ε certifies, from what ``opacus-canary``'s observer sees
+(``attacks.canaries.opacus.observer``), and the ε its measured parameters imply by Opacus' PRV accountant (Gopi, Lee,
+Wutschitz 2021, "Numerical Composition of Differential Privacy").
+
+The tests, in this fixed order (k + 4 of them for a model of k trainable parameter tensors, fixed by the design and
+the architecture before any data; ``attacks.analysis.conformance`` gives each one's law):
+
+1. ``noise σ, tensor i of k``: per parameter tensor, the noisy update at its reference coordinates (no canary there:
+   noise alone, units of C) against the optimizer's ``noise_multiplier`` σ — exact one-sided χ² (less noise raises ε).
+2. ``sample rate q``: the rows of every batch, Σ_t B_t, against Binomial(n·T, q) (n: the records given to ``fit``,
+   every canary record among them; q: the accountant's, steps-weighted over its history) — exact one-sided binomial
+   (a higher rate raises ε; under Poisson sampling each record joins each step independently with probability q).
+3. ``participation of the canary records``: each canary record's count over the T steps against iid Binomial(T, q)
+   — two-sided dispersion test (shuffled fixed-size batches give no dispersion, a weighted sampler too much; neither
+   direction is safe), its level shown by simulation.
+4. ``optimizer steps T``: the noisy steps observed against the steps in the accountant's history — exact (a count):
+   more steps than accounted refutes it.
+5. ``clip bound C``: the largest clipped crafted gradient per row (raw norm ``norm``·C) against the optimizer's
+   ``max_grad_norm`` — exact (a norm computed, float tolerance 1e-4).
+
+Measured ε (``MeasuredEpsilon``, accountant ``opacus-prv``, add/remove): PRV's lower ε estimate at the smallest
+per-tensor upper χ² limit of σ (the worst-case record puts its whole clipped gradient in the least-noised tensor), the
+lower Clopper-Pearson limit of q and the observed T, each limit at 1 − 0.05/(k + 1): a lower confidence limit of the
+ε the run spent. Its p-value is the exact χ² test of all reference noise against σ*, the noise multiplier at which PRV
+gives the certified ε at the accountant's q and the observed T (shrunk by ``SIGMA_STAR_MARGIN`` for PRV's
+discretisation): small when the run spent more than it certifies through its noise or its step count. q enters at the
+accountant's value there, not the measured one: the rate test tests q in the same family, so "spent ≤ certified"
+is refuted through one or the other. A certified ε under replace-one is compared as is (its ε is at least the
+add/remove one, so the comparison stays conservative).
+
+6. ``ε of the declared mechanism (conformance's own accountant)`` (``declared_epsilon_test``, last): PRV's lower ε
+   estimate of the loop's declared optimizers — each one's σ, its accountant's q and its observed steps, composed —
+   against the ε the loop reported. Exact (a number computed): a loop that reports the ε of one phase while it trained
+   two is caught here, whatever its noise.
+
+**A loop of several phases** (several ``DPOptimizer``s on the model: ``attacks.canaries.opacus.phases``): tests 1-3 per
+phase, prefixed ``phase i of P:`` (each phase's noise against its own σ, its rows against its own accountant's q,
+its canary records' participation over its own steps), then one steps test (every observed step against the steps
+in the histories of the distinct accountants), then each phase's clip test, then the declared ε: (k + 3)·P + 2
+tests. Its measured ε composes every phase's limits (σ, q, observed T) in PRV's lower estimate, each limit at
+1 − 0.05/K for the K limits used; its p-value is the smallest α at which that composed lower limit exceeds the
+reported ε (``limit_p_value``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from attacks.analysis.conformance import (
+    clip_test,
+    conformance_record,
+    declared_epsilon_test,
+    dispersion_test,
+    noise_test,
+    rate_test,
+    steps_test,
+)
+from attacks.analysis.conformance_release import limit_p_value
+
+__all__ = ["SIGMA_STAR_MARGIN", "accountant_rate", "opacus_conformance", "opacus_tests", "prv_composed_epsilon",
+           "prv_epsilon", "prv_sigma_for_epsilon"]
+SIGMA_STAR_MARGIN = 1e-3  # σ* shrunk by this fraction: PRV's ε is piecewise in σ at its discretisation
+SIGMA_FLOOR = 0.2  # PRV's domain; a smaller σ upper limit is read at the floor (a smaller, still valid, ε limit)
+
+
+def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *, which: str) -> float:
+    """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant (eps_error 0.01, delta_error
+    δ/1000, Opacus' defaults): ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is what
+    ``PRVAccountant.get_epsilon`` certifies). Raises ValueError for an unknown ``which``."""
+    return prv_composed_epsilon([(noise_multiplier, sample_rate, steps)], delta, which=which)
+
+
+def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, *, which: str) -> float:
+    """``prv_epsilon`` of the composition of ``history``'s ``(σ, q, steps)`` phases (∞ where a phase has σ = 0).
+    Raises ValueError for an unknown ``which``."""
+    from opacus.accountants import PRVAccountant
+
+    pick = {"lower": 0, "estimate": 1, "upper": 2}
+    if which not in pick:
+        raise ValueError(f"prv_epsilon: which must be one of {sorted(pick)}, got {which!r}")
+    if any(float(s) <= 0 for s, _, t in history if int(t) > 0):
+        return math.inf
+    acc = PRVAccountant()
+    acc.history = [(float(s), float(q), int(t)) for s, q, t in history if int(t) > 0]
+    if not acc.history:
+        return 0.0
+    dprv = acc._get_dprv(eps_error=0.01, delta_error=delta / 1000)
+    return float(dprv.compute_epsilon(delta, delta / 1000, 0.01)[pick[which]])
+
+
+def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta: float, *, guess: float) -> float:
+    """σ* at which PRV's certified (upper) ε equals ``epsilon``: secant steps on log ε against log σ from ``guess``
+    (ε ≈ ∝ 1/σ), to 1e-5 relative in ε. Raises ValueError when 12 steps do not get there."""
+    def gap(log_s: float) -> float:
+        return math.log(prv_epsilon(math.exp(log_s), sample_rate, steps, delta, which="upper") / epsilon)
+
+    a, fa = math.log(guess), gap(math.log(guess))
+    b = a + fa  # slope −1
+    for _ in range(12):
+        fb = gap(b)
+        if abs(fb) < 1e-5:
+            return math.exp(b)
+        slope = (fb - fa) / (b - a) if b != a else -1.0
+        a, fa, b = b, fb, b - fb / (slope if slope < -1e-3 else -1.0)
+    raise ValueError(f"no noise multiplier near {guess:g} gives ε = {epsilon:g} under PRV")
+
+
+def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, relation: str,
+                       confidence: float = 0.95) -> dict[str, Any]:
+    """The conformance record of one observed run (``bench.results.Conformance``'s fields): ``wb`` is the observer's
+    ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the module docstring."""
+    phases = wb.get("phases") or []
+    tests = opacus_tests(wb)
+    if len(phases) > 1:
+        measured = _phased_epsilon(phases, int(wb["records_total"]), certified=certified, delta=delta,
+                                   relation=relation, confidence=confidence)
+        declared = [(float(p["claimed_sigma"]), float(p["sample_rate"]), int(p["steps"])) for p in phases]
+    else:
+        tensors, q = wb["noise_by_tensor"], accountant_rate(wb)
+        measured = _measured_epsilon(tensors, tests[len(tensors)], q, int(wb["steps"]), float(wb["claimed_sigma"]),
+                                     certified=certified, delta=delta, relation=relation, confidence=confidence)
+        declared = [(float(wb["claimed_sigma"]), q, int(wb["steps"]))]
+    lower = prv_composed_epsilon([(s if s <= 0 else max(s, SIGMA_FLOOR), q, t) for s, q, t in declared], delta,
+                                 which="lower")  # a σ below PRV's floor read at the floor: a smaller ε (errs low)
+    tests.append(declared_epsilon_test("ε of the declared mechanism (conformance's own accountant)", declared=lower,
+                                       certified=certified, phases=[list(h) for h in declared],
+                                       accountant="opacus-prv (lower estimate)"))
+    return {"tests": tests, "measured_epsilon": measured}
+
+
+def accountant_rate(wb: dict[str, Any]) -> float:
+    """The accountant's q, steps-weighted over its history (the hook's q without one): under Poisson sampling at
+    varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so the rate test at the
+    mean stays exact or conservative."""
+    history = wb["history"] or [[wb["claimed_sigma"], wb["sample_rate"], wb["steps"]]]
+    return sum(float(h[1]) * int(h[2]) for h in history) / max(sum(int(h[2]) for h in history), 1)
+
+
+def _phase_tests(ph: dict[str, Any], n: int, q: float, prefix: str) -> list[dict[str, Any]]:
+    """One phase's noise per tensor, sample rate and canary records' participation (module docstring, 1-3)."""
+    sigma, steps, hits = float(ph["claimed_sigma"]), int(ph["steps"]), np.asarray(ph["hits"], np.int64)
+    tensors, tests = ph["noise_by_tensor"], []
+    for i, t in enumerate(tensors):
+        name = f"{prefix}noise σ, tensor {i + 1} of {len(tensors)} {tuple(t['shape'])}"
+        tests.append(noise_test(name, t["sum_squares"], t["n"], sigma) if t["n"] and sigma > 0 else
+                     conformance_record(name, "noise sd", certified=sigma, measured=None, n=t["n"], p_value=1.0,
+                                        alternative="less", validity="exact", reason="no observation or σ = 0"))
+    rows, name = int(ph["batch_rows"]), f"{prefix}sample rate q (rows of every batch)"
+    tests.append(rate_test(name, "sample rate", min(rows, n * steps), n * steps, q) if n > 0 and 0 < q <= 1 and
+                 steps > 0 else conformance_record(name, "sample rate", certified=q, measured=None, n=0, p_value=1.0,
+                                                   alternative="greater", validity="exact",
+                                                   reason="no record count or no rate"))
+    name = f"{prefix}participation of the canary records"
+    tests.append(dispersion_test(name, hits, steps, q) if 0 < q < 1 and len(hits) > 1 and steps > 0 else
+                 conformance_record(name, "participation dispersion", certified=1.0, measured=None, n=len(hits),
+                                    p_value=1.0, alternative="two-sided", validity="simulated", reason="q = 1"))
+    return tests
+
+
+def _clip(ph: dict[str, Any], prefix: str) -> dict[str, Any]:
+    bound, name = float(ph["clip_bound"]), f"{prefix}clipped crafted gradient vs max_grad_norm C"
+    return (clip_test(name, ph["largest_clip"] * bound, bound) if ph["largest_clip"] is not None else
+            conformance_record(name, "clip bound", certified=bound, measured=None, n=0, p_value=1.0,
+                               alternative="greater", validity="exact", reason="no canary in any batch"))
+
+
+def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order: k + 4
+    for one phase, (k + 3)·P + 1 for P phases."""
+    phases, n = wb.get("phases") or [], int(wb["records_total"])
+    if len(phases) <= 1:
+        steps = int(wb["steps"])
+        accounted = sum(int(h[2]) for h in wb["history"]) if wb["history"] else steps
+        return [*_phase_tests(wb, n, accountant_rate(wb), ""),
+                steps_test("optimizer steps T vs the accountant's history", steps, accounted), _clip(wb, "")]
+    prefixes = [f"phase {i + 1} of {len(phases)}: " for i in range(len(phases))]
+    histories = {p["accountant_id"]: p["history"] for p in phases}  # each accountant once, however many phases
+    accounted = sum(int(h[2]) for history in histories.values() for h in history)
+    steps = sum(int(p["steps"]) for p in phases)
+    return [*(t for p, pre in zip(phases, prefixes, strict=True) for t in _phase_tests(p, n, float(p["sample_rate"]),
+                                                                                      pre)),
+            steps_test("optimizer steps T vs the accountants' histories", steps, accounted),
+            *(_clip(p, pre) for p, pre in zip(phases, prefixes, strict=True))]
+
+
+def _phased_epsilon(phases: list[dict[str, Any]], n: int, *, certified: float, delta: float, relation: str,
+                    confidence: float) -> dict[str, Any]:
+    """``MeasuredEpsilon``'s fields of a loop of several phases (module docstring): PRV's lower estimate of every
+    phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each."""
+    observed = [[t for t in p["noise_by_tensor"] if t["n"]] for p in phases]
+    k = sum(len(o) + 1 for o in observed)
+
+    def at(alpha: float) -> list[tuple[float, float, int]]:
+        out = []
+        for p, tensors in zip(phases, observed, strict=True):
+            s_u = min((math.sqrt(t["sum_squares"] / max(float(stats.chi2.ppf(alpha / k, t["n"])), 1e-300))
+                       for t in tensors), default=float(p["claimed_sigma"]))
+            trials = n * int(p["steps"])
+            rows = min(int(p["batch_rows"]), trials)
+            q_l = float(stats.beta.ppf(alpha / k, rows, trials - rows + 1)) if rows and trials else \
+                float(p["sample_rate"])
+            out.append((max(s_u, SIGMA_FLOOR), max(q_l, 1e-9), int(p["steps"])))
+        return out
+
+    def epsilon_at(alpha: float) -> float:
+        return prv_composed_epsilon(at(alpha), delta, which="lower")
+
+    limits = at(1 - confidence)
+    return {"epsilon": epsilon_at(1 - confidence), "certified": certified, "delta": delta, "relation": relation,
+            "accountant": "opacus-prv", "confidence": confidence, "p_value": limit_p_value(epsilon_at, certified),
+            "parameters": {**{f"phase_{i + 1}_{key}": float(v) for i, h in enumerate(limits) for key, v in
+                              zip(("noise_multiplier", "sample_rate", "steps"), h, strict=True)},
+                           "phases": float(len(phases))}}
+
+
+def _measured_epsilon(tensors: list[dict[str, Any]], rate: dict[str, Any], q: float, steps: int, sigma: float, *,
+                      certified: float, delta: float, relation: str, confidence: float) -> dict[str, Any]:
+    """``MeasuredEpsilon``'s fields (module docstring); ``rate``: the sample-rate test's record."""
+    observed = [t for t in tensors if t["n"]]
+    level = 1.0 - (1.0 - confidence) / (len(observed) + 1)
+    upper = [math.sqrt(t["sum_squares"] / max(float(stats.chi2.ppf(1 - level, t["n"])), 1e-300)) for t in observed]
+    sigma_u = min(upper, default=sigma)
+    q_l = q
+    if rate["n"]:
+        counts = int(rate["statistic"]), int(rate["n"])
+        q_l = float(rate_test("q", "sample rate", *counts, q, confidence=level)["detail"]["lower"])
+    eps = prv_epsilon(max(sigma_u, SIGMA_FLOOR), max(q_l, 1e-9), steps, delta, which="lower")
+    try:
+        star = prv_sigma_for_epsilon(certified, q, steps, delta, guess=max(sigma, SIGMA_FLOOR))
+    except ValueError:  # no σ* (the certified ε out of PRV's reach): the comparison is counted and decides nothing
+        star = 0.0
+    star *= 1 - SIGMA_STAR_MARGIN
+    ss, n = sum(t["sum_squares"] for t in observed), sum(t["n"] for t in observed)
+    p = float(stats.chi2.cdf(ss / star**2, n)) if n and star > 0 else 1.0
+    return {"epsilon": eps, "certified": certified, "delta": delta, "relation": relation,
+            "accountant": "opacus-prv", "confidence": confidence, "p_value": p,
+            "parameters": {"noise_multiplier": sigma_u, "sample_rate": q_l, "steps": float(steps),
+                           "noise_multiplier_at_certified_epsilon": star, "accountant_sample_rate": q}}
