@@ -71,7 +71,7 @@ class AuditRequest(Protocol):
     """What an audit run asks of ``Mechanism.fit`` (its ``audit`` argument; e.g. ``GradientCanaries``,
     ``CleanWeights``, ``OpacusCanaries``): any dataclass instance, frozen by convention, whose fields
     (``dataclasses.asdict``) enter the audit run's cache key beside its class name. A request with an ``observe``
-    method watches the mechanism's own training from outside instead (``bench.runner.trainjob.run_job``)."""
+    method watches the mechanism's own training from outside instead (``bench.execution.trainjob.run_job``)."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what makes a dataclass instance (typeshed's)
 
@@ -93,7 +93,7 @@ class TrainLikeTarget(Protocol):
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
         """One model per independent ``(data, seed)`` job, yielded in the order of ``jobs``. Every job is
         submitted before the first model is yielded, so they can train in parallel (the ``ray`` executor) or
-        as one vectorised ensemble (non-private shadows, ``bench.runner.ensemble``)."""
+        as one vectorised ensemble (non-private shadows, ``bench.execution.ensemble``)."""
         ...
 
     def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:

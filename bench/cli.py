@@ -32,10 +32,10 @@ def _console():
 def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     import shlex
 
-    from bench.runner.config import ReproduceOptions, RunConfig
-    from bench.runner.presets import REFERENCE_PRESETS
-    from bench.runner.reproduce import describe_row, plan_presets, resolve
-    from bench.runner.validation import MAX_SEED, as_tuple
+    from bench.config.run import ReproduceOptions, RunConfig
+    from bench.config.validation import MAX_SEED, as_tuple
+    from bench.reproduce import describe_row, plan_presets, resolve
+    from bench.reproduce.presets import REFERENCE_PRESETS
 
     if bool(args.preset) == bool(args.all):
         raise BenchError("reproduce needs exactly one of PRESET or --all")
@@ -113,7 +113,7 @@ def _finish(doc, out: Path, console, *, reports: bool, table: bool) -> int:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from bench.runner.config import build_config, load_yaml
+    from bench.config.run import build_config, load_yaml
 
     cli = {k: getattr(args, k) for k in ("profile", "dataset", "mechanisms", "attacks", "epsilons", "delta",
                                          "seeds", "device", "executor", "ray_address", "threads", "output", "data_root",
@@ -190,10 +190,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_list(name: str | None) -> int:
     from attacks import ATTACKS
+    from bench.config.plugins import load_plugins
+    from bench.config.run import PROFILES
     from bench.core.catalog import DATASETS, MODELS
-    from bench.runner.config import PROFILES
-    from bench.runner.plugins import load_plugins
-    from bench.runner.presets import PRESETS
+    from bench.reproduce.presets import PRESETS
     from mechanisms import MECHANISMS
 
     load_plugins(())  # what installed packages declare in the privbench.plugins entry-point group
@@ -231,13 +231,13 @@ def _list_params(name: str, mechanisms, attacks) -> int:
 
 
 def _cmd_perf(args: argparse.Namespace) -> int:
-    from bench.runner.perf_config import PerfConfig, validate
+    from bench.perf.config import PerfConfig, validate
 
     cfg = PerfConfig(model=args.model, batch_size=args.batch_size, device=args.device, quick=args.quick,
                      repeats=args.repeats, json_path=args.json)
     validate(cfg)  # before torch loads: its import-time warnings must not precede a usage error
 
-    from bench.runner.perf import check, render, run_perf
+    from bench.perf import check, render, run_perf
 
     console = _console()
     doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))

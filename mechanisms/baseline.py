@@ -41,6 +41,6 @@ class Baseline(Mechanism):
     @staticmethod
     def trained_model(model: nn.Module, *, history: list[float], seen: int, seconds: float) -> TrainedModel:
         """What ``fit`` returns for ``model`` after training: no guarantee; ``seen`` examples in ``seconds`` (s)
-        (also used by ``bench.runner.ensemble.fit_ensemble`` for models trained as one ensemble)."""
+        (also used by ``bench.execution.ensemble.fit_ensemble`` for models trained as one ensemble)."""
         return TrainedModel(model, PrivacySpent.privacy_off(note="non-private baseline"),
                             train_seconds=seconds, samples_per_s=seen / seconds, history=history)

@@ -6,8 +6,7 @@ A bound is evidence only when it is *valid* (``Bound.valid``: it holds at its co
 and its design is an audit (``one-run`` canaries or ``multi-run``); the bounds of the membership attacks on a model's
 natural members (``heuristic`` designs) assume independent outcomes that DP does not give and are never evidence.
 An audit run in a separate audit run (``AttackRecord.audited_privacy``) is compared with that run's ε, and only with
-an ε of the neighbouring relation it tests (``attacks/analysis/verdict.py`` makes the same choice for the run-level
-check).
+an ε of the neighbouring relation it tests (``attacks.analysis.verdict`` makes the same choice for the run-level check).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ document and the plots into a ``Section`` (a title and a tuple of blocks: paragr
 sub-headings, collapsed details), and one registration line, ``@SECTIONS.register()``. The renderers know the blocks,
 never a section: Markdown writes each block in GitHub Markdown, HTML through one generic template block
 (``templates/report.html.j2``, macro ``section``).
-A plug-in module (``--plugins`` or the ``privbench.plugins`` entry-point group, ``bench.runner.plugins``) registers
+A plug-in module (``--plugins`` or the ``privbench.plugins`` entry-point group, ``bench.config.plugins``) registers
 a section the same way; ``order`` places it on the page.
 
 Some blocks are drawn by one renderer only (``only="markdown"`` / ``only="html"``): where the two formats say the

@@ -11,7 +11,7 @@ import torch
 
 from bench.core.data import load_dataset, make_split
 from bench.core.evaluation import evaluate
-from bench.runner.presets.recipes import PUBLIC_STANDARDIZE
+from bench.reproduce.presets.recipes import PUBLIC_STANDARDIZE
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.mechanism import DPSGD
 

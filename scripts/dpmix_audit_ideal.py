@@ -6,7 +6,7 @@ repository root::
     python -m scripts.dpmix_audit_ideal [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
                                      [--runs code,ideal,ideal-design] [--family M] [--profile default]
 
-``--profile ci`` takes the ci profile's sizes instead (bench/runner/profiles/ci.yaml: n = 500 records, the 8×8
+``--profile ci`` takes the ci profile's sizes instead (bench/config/profiles/ci.yaml: n = 500 records, the 8×8
 digits' 64 pixels, the smoke recipe with the profile's ℓ, σ_y = σ_x; run it with ``--epsilons 2``); there the
 half-image canary carries (32 + 2)/(64 + 2) of the pair's Δ² at σ_y = σ_x, ¾ at the profile's σ_y/σ_x = √(2/64).
 Measured there (2026-11-27, ``--profile ci --epsilons 2 --slots 16 --releases 512 --noise 0.5 --seeds 3``, ε_LB / ε
@@ -82,7 +82,7 @@ def use_profile(name: str) -> None:
         return
     import yaml
 
-    ci = yaml.safe_load((Path(__file__).resolve().parents[1] / "bench/runner/profiles/ci.yaml").read_text())
+    ci = yaml.safe_load((Path(__file__).resolve().parents[1] / "bench/config/profiles/ci.yaml").read_text())
     smoke = DPMix.recipes[ci["recipes_from"]]
     SHAPE, FILL = (1, 8, 8), int(ci["n_members"])
     RECIPE = {**smoke, "params": {**smoke["params"], **ci["training"]["dpmix"]["params"]}}

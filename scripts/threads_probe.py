@@ -7,8 +7,8 @@ import time
 
 import torch
 
+from bench.config.validation import training_spec
 from bench.core.data import load_dataset, make_split
-from bench.runner.validation import training_spec
 from mechanisms import MECHANISMS
 
 

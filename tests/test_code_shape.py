@@ -50,7 +50,7 @@ def test_list_and_the_configuration_never_import_torch():
     import subprocess
     import sys
 
-    code = ("import contextlib, io, sys; import bench.runner.config; from bench.cli import main\n"
+    code = ("import contextlib, io, sys; import bench.config.run; from bench.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()): rc = main(['list'])\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', 'opacus')]\n"
             "assert rc == 0 and not heavy, heavy[:5]")

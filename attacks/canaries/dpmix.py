@@ -221,7 +221,7 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
 @dataclass(frozen=True)
 class ReleaseAuditJob:
     """The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
-    ``bench.runner.trainjob.run_job`` calls it instead of ``fit``), so that a training worker makes the R releases
+    ``bench.execution.trainjob.run_job`` calls it instead of ``fit``), so that a training worker makes the R releases
     while the driver attacks other cells, and an interrupted run finds them in the model cache. ``run`` is a pure
     function of its arguments: the scores are the same bits wherever it runs."""
 

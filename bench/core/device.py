@@ -78,7 +78,7 @@ def parallelism(device: str, threads: int | None, cpus: int | None = None) -> tu
 
     On a CPU device every process gets ``threads`` torch threads (default 1: small models train fastest on one
     thread each, several at a time); on CUDA one process drives the GPU with all CPUs as threads. Processes beyond
-    the first are training workers (``bench.runner.executor.LocalExecutor``); the first is the driver, which
+    the first are training workers (``bench.execution.executor.LocalExecutor``); the first is the driver, which
     evaluates and attacks and also trains.
 
     Args:

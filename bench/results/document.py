@@ -134,7 +134,7 @@ class Results(Model):
     created: str
     """When the run started (ISO 8601 with time zone)."""
     config: dict[str, Any]
-    """The resolved run configuration (every field of ``bench.runner.config.RunConfig``), free-form."""
+    """The resolved run configuration (every field of ``bench.config.run.RunConfig``), free-form."""
     versions: dict[str, str]
     """Package -> version of python, privbench, torch, opacus, dp-accounting, numpy, ... ("not installed" where
     absent)."""

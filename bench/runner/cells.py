@@ -21,6 +21,9 @@ from bench.core.evaluation import predict_logits
 from bench.core.features import conv_feature_maps
 from bench.core.training import EpochCallback, TrainingDiverged, evaluate
 from bench.core.types import PrivacySpent, TrainedModel
+from bench.execution.executor import JobFailed
+from bench.execution.faults import MechanismFault
+from bench.execution.jobs import Recipe, Slot, Trainer
 from bench.results import (
     AttackRecord,
     Audit,
@@ -35,9 +38,6 @@ from bench.results import (
 )
 from bench.runner.ceiling import validation_split
 from bench.runner.degenerate import check_predictions
-from bench.runner.executor import JobFailed
-from bench.runner.faults import MechanismFault
-from bench.runner.jobs import Recipe, Slot, Trainer
 
 RELEASE_EXAMPLES = 8
 # a failed cell or attack, not a failed run; their message is the one line (a plug-in's fault names it: faults.py)

@@ -29,15 +29,15 @@ from attacks.base import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device
 from bench.core.training import PROBE_MAX
+from bench.execution.cache import ModelCache
+from bench.execution.executor import make_executor
+from bench.execution.faults import DEFAULT_JOB_TIMEOUT_S
+from bench.execution.jobs import Trainer
 from bench.results import AuditSummary, Ceiling, DatasetInfo, Results, RunResult, write
-from bench.runner.cache import ModelCache
 from bench.runner.ceiling import choose_ceiling, validation_split
 from bench.runner.cells import CellRunner, PlannedCell
 from bench.runner.degenerate import assign_causes
 from bench.runner.detection import detection_rows
-from bench.runner.executor import make_executor
-from bench.runner.faults import DEFAULT_JOB_TIMEOUT_S
-from bench.runner.jobs import Trainer
 from bench.runner.provenance import git_dirty, git_hash, now_utc, prepare_output, versions
 from bench.runner.splits import cell_identity, mismatch_line, recorded_splits
 from bench.runner.tuning import Tuning, chosen_spec, run_tuning
@@ -62,7 +62,7 @@ class Plan:
         plugins: modules the run imported first (``--plugins``); training workers import them too.
         tuning: each mechanism's recipe candidates, re-chosen on validation before the grid trains
             (``--tune-recipes``; ``bench.runner.tuning``); None: the configured recipes.
-        job_timeout: seconds each model's training job may run (``--job-timeout``; ``bench.runner.faults``); a job
+        job_timeout: seconds each model's training job may run (``--job-timeout``; ``bench.execution.faults``); a job
             past it fails its cell (or attack) alone. None: no limit.
     """
 

@@ -10,15 +10,15 @@ import math
 from pathlib import Path
 
 from attacks.base import Attack
+from bench.config.run import RunConfig
 from bench.core.data import make_split
 from bench.core.datasource import is_source, parse_source
 from bench.core.errors import ConfigError
 from bench.core.fileformats import open_dataset
+from bench.execution.jobs import Recipe
 from bench.results import DatasetInfo
 from bench.runner.cells import PlannedCell
-from bench.runner.config import RunConfig
 from bench.runner.harness import Plan
-from bench.runner.jobs import Recipe
 from bench.runner.provenance import run_id
 from bench.runner.tuning import plan_tuning
 

@@ -2,7 +2,7 @@
 part recorded in results.json (``RunResult.split_hash``: the index set of the target's training records,
 ``bench.core.data.ArrayDataset.split_hash``) against the one this run derives; a cell whose hashes differ is said
 so in one line and trained again, whatever the model cache holds. The cache re-checks every model's split hash on
-its own (``bench.runner.cache.ModelCache.load``)."""
+its own (``bench.execution.cache.ModelCache.load``)."""
 
 from __future__ import annotations
 

@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bench.config.run import RunConfig
+from bench.config.validation import training_spec
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.errors import ConfigError
 from bench.core.training import evaluate
 from bench.core.types import TrainSpec
+from bench.execution.jobs import Recipe, Trainer
 from bench.results import RecipeCandidate, RecipeChoice
-from bench.runner.config import RunConfig
-from bench.runner.jobs import Recipe, Trainer
-from bench.runner.validation import training_spec
 
 log = logging.getLogger("privbench.tuning")
 OWN = "recipe"  # the name of the profile's own recipe among the candidates

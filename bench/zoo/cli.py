@@ -162,7 +162,7 @@ def _check_run(options) -> None:
     if options.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError("--executor ray needs Ray: pip install -e '.[ray]' (or pip install 'privbench[ray]')")
     if options.ray_address:
-        from bench.runner.ray_executor import _check_reachable
+        from bench.execution.ray_executor import _check_reachable
 
         _check_reachable(options.ray_address)
     check_output(options.output, configuration(options), overwrite=options.overwrite)

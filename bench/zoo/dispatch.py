@@ -112,7 +112,7 @@ def _connect(address: str | None) -> Any:
     except ImportError:
         raise ConfigError("--executor ray needs Ray: pip install -e '.[ray]' (or pip install 'privbench[ray]')"
                           ) from None
-    from bench.runner.ray_executor import _check_reachable
+    from bench.execution.ray_executor import _check_reachable
     from bench.zoo.options import REPO
 
     if address:

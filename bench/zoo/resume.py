@@ -4,7 +4,7 @@
 A run's key (``run_key``) covers everything that shapes its rows: the code version (``code_version``: every module
 of privbench's packages, the user's plug-in modules and the example plug-ins the zoo runs, each by its docstring-free
 syntax tree, with the installed version of every library they reach — the model cache's fingerprint,
-``bench.runner.fingerprint``, over the whole code base — and the profiles' settings), the profile, the target ε,
+``bench.execution.fingerprint``, over the whole code base — and the profiles' settings), the profile, the target ε,
 the case, the seed, the attacks run, the auditors that judge it and the data root. A rerun reuses a kept run
 (``zoo-run.json``) only under the same key; any other is run again, its folder emptied first
 (``bench.zoo.worker``). No torch import.
@@ -24,7 +24,7 @@ from bench.zoo.options import MECHANISM_RUN, REPO, RunSpec, ZooOptions
 
 PACKAGES = ("bench", "mechanisms", "attacks")
 """The packages whose code shapes a zoo run's rows (``reports`` draws pages from them, and shapes none)."""
-SETTINGS = ("bench/runner/profiles/*.yaml", "bench/runner/detection_power.json")
+SETTINGS = ("bench/config/profiles/*.yaml", "bench/runner/detection_power.json")
 """Files of settings a run reads (a profile's sizes, the detection-power table)."""
 
 
@@ -52,7 +52,7 @@ def _settings() -> dict[str, Any]:
 def code_version(plugins: tuple[str, ...] = ()) -> str:
     """A SHA-256 over the code and settings that shape a zoo run's rows (module docstring), in this process (a
     plug-in module whose source cannot be found enters by its name alone)."""
-    from bench.runner.fingerprint import fingerprint
+    from bench.execution.fingerprint import fingerprint
 
     fp = fingerprint(*_modules(), *plugins)
     examples = {}

@@ -30,7 +30,7 @@ def members() -> ArrayDataset:
 
 def _audit(members, *, m: int, releases: int, seed: int = 0, target_epsilon=None, **release_kw):
     """The audit as the runner runs it: its ``ReleaseAuditJob`` run through ``DPMix.release`` (smoke recipe plus
-    ``release_kw``'s ``params``), as ``bench.runner.trainjob.run_job`` calls it; records every data set released."""
+    ``release_kw``'s ``params``), as ``bench.execution.trainjob.run_job`` calls it; records every data set released."""
     seen = []
 
     class Recording(DPMix):

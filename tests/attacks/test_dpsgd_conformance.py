@@ -14,7 +14,7 @@ import mechanisms.dpsgd.clipping as clipping
 import mechanisms.dpsgd.fast as fast
 import mechanisms.dpsgd.sampling as sampling
 from attacks.conformance.dpsgd import dpsgd_conformance
-from bench.runner.config import build_config
+from bench.config.run import build_config
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.canaries import GradientCanaries
 from tests.privacy_bugs import _dpsgd_draws as draws

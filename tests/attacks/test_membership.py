@@ -18,9 +18,9 @@ from attacks.membership.shadows import offline_design, online_design
 from attacks.membership.threshold import ConfidenceAttack, LossAttack, ThresholdParams, modified_entropy
 from bench.core.data import concat, load_dataset, make_split
 from bench.core.training import logit_confidence
-from bench.runner.cache import ModelCache
-from bench.runner.executor import LocalExecutor
-from bench.runner.jobs import Recipe, Trainer
+from bench.execution.cache import ModelCache
+from bench.execution.executor import LocalExecutor
+from bench.execution.jobs import Recipe, Trainer
 from mechanisms.baseline import Baseline
 
 SPEC = Baseline.spec(model="mlp", epochs=30, batch_size=32, lr=0.05, optimizer="sgd", momentum=0.9)

@@ -23,12 +23,12 @@ from attacks.analysis.verdict import privacy_bugs
 from attacks.canaries.opacus.audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model
+from bench.execution.trainjob import Recipe, TrainJob, run_job
 from bench.results import RunResult, Timings
 from bench.runner.cells import membership_record, privacy_record
-from bench.runner.trainjob import Recipe, TrainJob, run_job
 
 REPO = Path(__file__).resolve().parents[2]
-PROFILE = "ci"  # the Opacus guide's CI command (bench/runner/profiles/ci.yaml)
+PROFILE = "ci"  # the Opacus guide's CI command (bench/config/profiles/ci.yaml)
 DELTA = 1e-5
 
 

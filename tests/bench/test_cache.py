@@ -1,4 +1,4 @@
-"""Tests for bench.runner.cache: round trips of trained models, corruption handling, keys and safe loading."""
+"""Tests for bench.execution.cache: round trips of trained models, corruption handling, keys and safe loading."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import bench.runner.cache as cache_mod
+import bench.execution.cache as cache_mod
 from bench.core.types import TrainedModel
-from bench.runner.cache import ModelCache, cache_key
+from bench.execution.cache import ModelCache, cache_key
 from mechanisms import MECHANISMS
 
 CPU = torch.device("cpu")

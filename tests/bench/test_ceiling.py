@@ -12,10 +12,10 @@ import pytest
 import torch
 from rich.console import Console
 
+from bench.config.run import build_config
 from bench.core.data import ArrayDataset
 from bench.results import Privacy, RunResult, Timings, Utility
 from bench.runner.ceiling import VALIDATION_MAX, choose_ceiling, validation_split
-from bench.runner.config import build_config
 from bench.runner.harness import Harness, attack_order
 from bench.runner.planning import grid, plan_from_config
 

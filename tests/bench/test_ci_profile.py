@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.config.run import build_config
 from bench.core.errors import ConfigError
-from bench.runner.config import build_config
 from mechanisms.dpsgd.mechanism import DPSGD
 from mechanisms.local.mechanism import LocalGaussian
 

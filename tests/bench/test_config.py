@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
+from bench.config.run import PROFILES, build_config, load_yaml, profile
 from bench.core.errors import ConfigError
-from bench.runner.config import PROFILES, build_config, load_yaml, profile
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.mechanism import DPSGD
 
@@ -49,7 +49,7 @@ def test_every_profile_is_valid_and_every_mechanism_has_its_recipe(name):
     cfg = build_config({}, {"profile": name})
     # a sweep over ε, except the ci profile's one guarded ε
     assert set(cfg.training) == set(cfg.mechanisms) and len(cfg.epsilons) >= (1 if name == "ci" else 3)
-    from bench.runner.config import profile
+    from bench.config.run import profile
 
     own = profile(name).get("training") or {}  # the gpu profile's WRN-16-4 settings (no mechanism has a gpu recipe)
     borrowed = profile(name).get("recipes_from")  # ci: each mechanism's smoke recipe

@@ -1,4 +1,5 @@
-"""Tests for bench.runner.ensemble: the vectorised ensemble trains every model exactly as sequential training does."""
+"""Tests for bench.execution.ensemble: the vectorised ensemble trains every model exactly as sequential training
+does."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from torch import nn
 
 from bench.core.models import build_model
 from bench.core.types import TrainSpec
-from bench.runner.ensemble import choose_path, init_model, train_ensemble, train_sequential
+from bench.execution.ensemble import choose_path, init_model, train_ensemble, train_sequential
 from mechanisms import MECHANISMS
 
 CPU = torch.device("cpu")

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import bench.runner.executor
-import bench.runner.ray_executor
+import bench.execution.executor
+import bench.execution.ray_executor
 from bench.cli import main
+from bench.config.run import build_config
 from bench.core.data import ArrayDataset
-from bench.runner.config import build_config
-from bench.runner.executor import JobFailed, RayExecutor, TrainJob, run_job
-from bench.runner.trainjob import Recipe
+from bench.execution.executor import JobFailed, RayExecutor, TrainJob, run_job
+from bench.execution.trainjob import Recipe
 
 SWEEP = ["--profile", "smoke", "--mechanisms", "baseline,local-gaussian", "--epsilons", "2"]
 
@@ -84,7 +84,7 @@ def ray_2cpu():
 def one_thread():
     """The local executor with as many torch threads as a Ray job (CPUS_PER_JOB): the same kernels, the same bits."""
     before = torch.get_num_threads()
-    torch.set_num_threads(bench.runner.executor.CPUS_PER_JOB)
+    torch.set_num_threads(bench.execution.executor.CPUS_PER_JOB)
     yield
     torch.set_num_threads(before)
 
@@ -116,7 +116,7 @@ def test_smoke_sweep_on_ray_equals_local(ray_2cpu, one_thread, tmp_path, capsys)
     assert _comparable(ray) == _comparable(local)
     assert local["executor"]["name"] == "local"
     assert ray["executor"]["name"] == "ray" and ray["executor"]["resources"]["CPU"] == 2.0
-    assert ray["executor"]["max_retries"] == bench.runner.executor.MAX_RETRIES
+    assert ray["executor"]["max_retries"] == bench.execution.executor.MAX_RETRIES
     # the driver cached every model the workers trained: a rerun on Ray trains nothing and gives the same document
     assert main(["run", *SWEEP, "--config", str(cfg), "--executor", "ray", "--output", str(tmp_path / "again"),
                  "--cache-dir", str(tmp_path / "cache-ray")]) == 0
@@ -165,11 +165,11 @@ def _crashing(digits_split, marker: Path) -> ArrayDataset:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("retries", [bench.runner.executor.MAX_RETRIES, 0])
+@pytest.mark.parametrize("retries", [bench.execution.executor.MAX_RETRIES, 0])
 def test_a_dead_worker_is_retried_to_the_same_model(ray_2cpu, one_thread, digits_split, tmp_path, monkeypatch,
                                                     retries):
     ray_2cpu.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import the tests
-    monkeypatch.setattr(bench.runner.ray_executor, "MAX_RETRIES", retries)
+    monkeypatch.setattr(bench.execution.ray_executor, "MAX_RETRIES", retries)
     executor = RayExecutor()
     pending = executor.submit(_job(digits_split, _crashing(digits_split, tmp_path / "died")))
     if retries == 0:
@@ -213,7 +213,7 @@ def _in_worker(executor, job: TrainJob):
 def test_local_workers_train_the_models_the_driver_would(one_thread, digits_split):
     """Jobs trained in a worker process and jobs the driver takes itself (waiting, it trains the oldest waiting
     job) are the same models to the bit as ``run_job`` in this process, at one torch thread each."""
-    from bench.runner.executor import LocalExecutor
+    from bench.execution.executor import LocalExecutor
 
     executor = _started(LocalExecutor(workers=1, threads=1))
     try:
@@ -233,7 +233,7 @@ def test_local_workers_train_the_models_the_driver_would(one_thread, digits_spli
 
 
 def test_a_training_error_in_a_local_worker_reaches_the_driver_as_itself(digits_split):
-    from bench.runner.executor import LocalExecutor
+    from bench.execution.executor import LocalExecutor
 
     executor = _started(LocalExecutor(workers=1, threads=1))
     try:
@@ -246,7 +246,7 @@ def test_a_training_error_in_a_local_worker_reaches_the_driver_as_itself(digits_
 
 def test_a_dead_local_worker_fails_its_job(digits_split):
     """A worker killed while it trains fails that job with JobFailed (the harness then marks the cell failed)."""
-    from bench.runner.executor import LocalExecutor
+    from bench.execution.executor import LocalExecutor
 
     executor = _started(LocalExecutor(workers=1, threads=1))
     try:

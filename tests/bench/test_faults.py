@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.runner.config import build_config
+from bench.config.run import build_config
 from bench.runner.harness import Harness
 from bench.runner.planning import plan_from_config
 

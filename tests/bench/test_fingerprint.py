@@ -1,5 +1,5 @@
 """A change of the code or of a library that shapes a model invalidates exactly the cache entries it affects
-(bench.runner.fingerprint, part of every cache key): shown on a copy of the project whose code is edited."""
+(bench.execution.fingerprint, part of every cache key): shown on a copy of the project whose code is edited."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import bench.runner.fingerprint as fp
+import bench.execution.fingerprint as fp
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "mechanisms", "attacks", "reports")
 MECHS = ("baseline", "dpsgd", "local-gaussian", "weight-noise")
-PRINT = ("import json; from bench.runner.jobs import code_fingerprint; "
+PRINT = ("import json; from bench.execution.jobs import code_fingerprint; "
          f"print(json.dumps({{m: code_fingerprint(m, 'mlp')['code'] for m in {MECHS!r}}}))")
 
 

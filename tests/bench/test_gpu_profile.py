@@ -12,7 +12,7 @@ import sys
 import pytest
 from datafiles import write_cifar10
 
-from bench.runner.config import build_config
+from bench.config.run import build_config
 from bench.runner.planning import plan_from_config
 
 # tiny sizes over the profile's: 2 × 20 candidates, 4 online shadows, one epoch; DP-SGD with augmentation

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-import bench.runner.ensemble
-import bench.runner.executor
-import bench.runner.local_executor
-from bench.runner.cache import ModelCache
-from bench.runner.config import build_config
-from bench.runner.ensemble import choose_path, init_model
-from bench.runner.executor import LocalExecutor
-from bench.runner.jobs import Recipe, Trainer
+import bench.execution.ensemble
+import bench.execution.executor
+import bench.execution.local_executor
+from bench.config.run import build_config
+from bench.execution.cache import ModelCache
+from bench.execution.ensemble import choose_path, init_model
+from bench.execution.executor import LocalExecutor
+from bench.execution.jobs import Recipe, Trainer
 from mechanisms.baseline import Baseline
 
 EPOCHS = 3  # a few epochs: long enough to move the weights far, short enough that float differences stay tiny
@@ -48,7 +48,7 @@ def _jobs(split, k: int = 3):
 
 
 def test_baseline_shadows_train_as_one_ensemble_equal_to_harness_train(digits_split, tmp_path, monkeypatch):
-    monkeypatch.setitem(bench.runner.ensemble.PREFERRED_PATH, "cpu", "ensemble")  # CUDA's rule, tested on the CPU
+    monkeypatch.setitem(bench.execution.ensemble.PREFERRED_PATH, "cpu", "ensemble")  # CUDA's rule, tested on the CPU
     assert choose_path("cpu") == "ensemble"
     jobs, recipe = _jobs(digits_split), _recipe()
     batch = _trainer(tmp_path, "batch")
@@ -77,21 +77,21 @@ def test_baseline_shadows_train_as_one_ensemble_equal_to_harness_train(digits_sp
 
 
 def test_dp_mechanisms_keep_one_training_run_per_model(digits_split, tmp_path, monkeypatch):
-    monkeypatch.setitem(bench.runner.ensemble.PREFERRED_PATH, "cpu", "ensemble")
+    monkeypatch.setitem(bench.execution.ensemble.PREFERRED_PATH, "cpu", "ensemble")
     slots = _trainer(tmp_path, "dp").submit(_recipe("local-gaussian", 4.0), _jobs(digits_split, 2))
     assert len({id(s.pending) for s in slots}) == 2 and all(len(s.pending.job) == 1 for s in slots)
 
 
 @pytest.mark.parametrize("path", ["ensemble", "sequential"])
 def test_cached_jobs_are_loaded_never_retrained(digits_split, tmp_path, monkeypatch, path):
-    monkeypatch.setitem(bench.runner.ensemble.PREFERRED_PATH, "cpu", path)
+    monkeypatch.setitem(bench.execution.ensemble.PREFERRED_PATH, "cpu", path)
     trainer, recipe = _trainer(tmp_path, "resume"), _recipe()
     jobs = _jobs(digits_split, 3)
     first = [trainer.collect(s) for s in trainer.submit(recipe, jobs[:2])]
     trained: list[int] = []
-    real = bench.runner.local_executor.run_job
-    monkeypatch.setattr(bench.runner.local_executor, "run_job", lambda job, on_epoch=None: trained.append(len(job)) or
-                        real(job, on_epoch))
+    real = bench.execution.local_executor.run_job
+    monkeypatch.setattr(bench.execution.local_executor, "run_job",
+                        lambda job, on_epoch=None: trained.append(len(job)) or real(job, on_epoch))
     slots = trainer.submit(recipe, jobs)
     assert [s.cached for s in slots] == [True, True, False]
     out = [trainer.collect(s) for s in slots]
@@ -108,9 +108,9 @@ def test_prefetched_models_train_once(digits_split, tmp_path, monkeypatch, mecha
     trainer = Trainer(LocalExecutor(), ModelCache(tmp_path / "off", enabled=False), train_device=CPU, device=CPU)
     recipe, jobs = _recipe(mechanism, target), _jobs(digits_split, 2)
     trained: list[int] = []
-    real = bench.runner.local_executor.run_job
-    monkeypatch.setattr(bench.runner.local_executor, "run_job", lambda job, on_epoch=None: trained.append(len(job)) or
-                        real(job, on_epoch))
+    real = bench.execution.local_executor.run_job
+    monkeypatch.setattr(bench.execution.local_executor, "run_job",
+                        lambda job, on_epoch=None: trained.append(len(job)) or real(job, on_epoch))
     like = trainer.like(recipe)
     like.prefetch([(data, seed, None) for data, seed in jobs])
     assert trained == []  # submitted, not yet trained (no worker here: the driver trains when asked)

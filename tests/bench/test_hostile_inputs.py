@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
+from bench.config.run import PROFILES, build_config, load_yaml
 from bench.core.errors import ConfigError
-from bench.runner.config import PROFILES, build_config, load_yaml
 from bench.runner.planning import build_attacks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_an_epsilon_beyond_the_accountants_range_is_refused_before_any_work(tmp_
 
 @pytest.mark.parametrize("delta", [1e-12, 1e-5, 0.5])
 def test_local_gaussian_is_calibrated_at_the_largest_epsilon_allowed(delta):
-    from bench.runner.validation import MAX_EPSILON
+    from bench.config.validation import MAX_EPSILON
     from mechanisms.accounting.gaussian import local_record_sigma
 
     sigma, label_epsilon = local_record_sigma(target_epsilon=MAX_EPSILON, delta=delta, label_share=0.25,

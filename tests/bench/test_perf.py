@@ -1,4 +1,4 @@
-"""Tests for bench.runner.perf and ``privbench perf``: the perf.json schema, the ratio gate, one-line errors."""
+"""Tests for bench.perf and ``privbench perf``: the perf.json schema, the ratio gate, one-line errors."""
 
 from __future__ import annotations
 

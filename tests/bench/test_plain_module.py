@@ -1,6 +1,6 @@
 """Whatever a user's ``fit`` returns — an Opacus GradSampleModule, its ``_module`` still carrying Opacus' hooks, a
 ``torch.compile``d or a ``DataParallel`` model — the runner hands the attacks a plain, hook-free copy
-(``bench.core.plain``, applied by ``bench.runner.trainjob.run_job``), and every attack runs on it."""
+(``bench.core.plain``, applied by ``bench.execution.trainjob.run_job``), and every attack runs on it."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from torch import nn
 
 from bench.core.data import load_dataset
 from bench.core.types import PrivacySpent, TrainedModel
-from bench.runner.faults import JobTimeout, MechanismFault, check_trained, time_limit
+from bench.execution.faults import JobTimeout, MechanismFault, check_trained, time_limit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -170,15 +170,15 @@ def test_the_time_limit_interrupts_a_job_and_restores_the_alarm():
 
 @pytest.mark.parametrize("value,seconds", [(90, 90.0), ("90s", 90.0), ("10m", 600.0), ("6h", 21600.0)])
 def test_the_job_time_limit_reads_seconds_minutes_and_hours(value, seconds):
-    from bench.runner.validation import job_time_limit
+    from bench.config.validation import job_time_limit
 
     assert job_time_limit(value) == seconds
 
 
 @pytest.mark.parametrize("value", [0, -1, "5x", "inf", True, "1d"])
 def test_a_bad_job_time_limit_is_one_line(value):
+    from bench.config.validation import job_time_limit
     from bench.core.errors import ConfigError
-    from bench.runner.validation import job_time_limit
 
     with pytest.raises(ConfigError, match=rf"^job_timeout = {re.escape(repr(value))} must be a time > 0: seconds "):
         job_time_limit(value)

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from bench.runner.config import build_config
+from bench.config.run import build_config
 from bench.runner.harness import Harness
 from bench.runner.planning import plan_from_config
 
@@ -30,7 +30,7 @@ def test_run_with_data_root_opens_no_connection(mnist_root, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("key", ["../../etc/passwd", "a" * 63, "G" * 64])
 def test_cache_keys_cannot_escape(tmp_path, key):
-    from bench.runner.cache import ModelCache
+    from bench.execution.cache import ModelCache
 
     with pytest.raises(ValueError):
         ModelCache(tmp_path)._dir(key)

@@ -12,9 +12,9 @@ import pytest
 import torch
 from rich.console import Console
 
+from bench.config.run import build_config
 from bench.core.data import concat, load_dataset, make_split
-from bench.runner.cache import _meta_digest
-from bench.runner.config import build_config
+from bench.execution.cache import _meta_digest
 from bench.runner.harness import Harness
 from bench.runner.planning import plan_from_config
 

@@ -11,11 +11,11 @@ import pytest
 import torch
 from rich.console import Console
 
+from bench.config.run import build_config
 from bench.core.data import ArrayDataset
 from bench.results import read
 from bench.runner import tuning
 from bench.runner.ceiling import validation_split
-from bench.runner.config import build_config
 from bench.runner.harness import Harness, curve_probe
 from bench.runner.planning import plan_from_config
 from bench.runner.tuning import plan_candidates, run_tuning, tuning_epsilon

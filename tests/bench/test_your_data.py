@@ -137,7 +137,7 @@ def test_cifar10_missing_or_corrupt_files_are_named(tmp_path):
 # --- models follow the data ---------------------------------------------------------------------------------------
 
 def test_tabular_data_get_the_profile_mlp_and_skip_image_attacks(tmp_path):
-    from bench.runner.config import build_config
+    from bench.config.run import build_config
     from bench.runner.planning import plan_from_config
 
     path = write_csv(tmp_path / "t.csv", n=300)
@@ -157,7 +157,7 @@ def test_tabular_data_get_the_profile_mlp_and_skip_image_attacks(tmp_path):
 
 
 def test_image_augmentation_on_tabular_data_is_refused_before_any_work(tmp_path):
-    from bench.runner.config import build_config
+    from bench.config.run import build_config
     from bench.runner.planning import plan_from_config
 
     path = write_csv(tmp_path / "t.csv", n=300)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bench.core.models import build_model
-from bench.runner.perf.paths import nonprivate_step
+from bench.perf.paths import nonprivate_step
 from mechanisms.dpsgd.fast import dp_step, make_clipper
 
 

@@ -1,5 +1,5 @@
 """pytest-benchmark: one epoch of 16 cnn-small shadow models (256 examples each, batch 64), trained one after
-another vs as one vectorised ensemble (bench.runner.ensemble)."""
+another vs as one vectorised ensemble (bench.execution.ensemble)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from bench.core.models import build_model
 from bench.core.types import TrainSpec
-from bench.runner.ensemble import init_model, train_ensemble, train_sequential
+from bench.execution.ensemble import init_model, train_ensemble, train_sequential
 
 K, N = 16, 256
 SPEC = TrainSpec(model="cnn-small", epochs=1, batch_size=64, lr=0.05, optimizer="sgd", momentum=0.9)

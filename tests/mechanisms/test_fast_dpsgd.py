@@ -16,9 +16,9 @@ from opacus.data_loader import DPDataLoader
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from bench.config.run import build_config
 from bench.core.errors import ConfigError
 from bench.core.models import build_model
-from bench.runner.config import build_config
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.clipping import FAST_MODES, BookKeepingClipper, make_clipper
 from mechanisms.dpsgd.fast import dp_step, poisson_batches

@@ -271,8 +271,8 @@ def test_class_means_learner_at_negligible_noise_is_nearest_class_mean(digits_sp
 
 
 def test_class_means_learner_needs_the_linear_model():
+    from bench.config.validation import training_spec
     from bench.core.errors import ConfigError
-    from bench.runner.validation import training_spec
 
     with pytest.raises(ConfigError, match="class-means.*needs model 'linear'"):
         training_spec("local-gaussian", {"model": "mlp", "epochs": 1, "batch_size": 8, "lr": 0.1,

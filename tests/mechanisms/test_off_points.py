@@ -10,9 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bench.config.run import build_config
 from bench.core.training import make_optimizer, seed_everything
 from bench.core.types import PrivacySpent
-from bench.runner.config import build_config
 from mechanisms import MECHANISMS
 from mechanisms.base import Mechanism
 from mechanisms.dpmix.mechanism import class_means_from_release

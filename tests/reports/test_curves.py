@@ -16,10 +16,10 @@ from bench.core.data import ArrayDataset, load_dataset
 from bench.core.features import conv_feature_maps
 from bench.core.models import build_model
 from bench.core.training import PROBE_MAX, evaluate
+from bench.execution.executor import TrainJob, run_job
+from bench.execution.jobs import Recipe
 from bench.results import Results, RunResult, Timings, read
 from bench.runner.cells import epoch_records, feature_maps_record, privacy_record
-from bench.runner.executor import TrainJob, run_job
-from bench.runner.jobs import Recipe
 from mechanisms import MECHANISMS
 from mechanisms.local.mechanism import L2Normalize
 from reports import write_reports

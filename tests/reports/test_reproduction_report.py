@@ -7,7 +7,7 @@ from bench.runner.outfolder import is_report_file
 from reports import write_reports
 from reports.reproduction import reproduction_commands, reproduction_rows
 
-ROWS = [  # the shape bench.runner.reproduce writes (accuracies in percent)
+ROWS = [  # the shape bench.reproduce writes (accuracies in percent)
     {"preset": "dpsgd-cnn", "source": "Opacus MNIST example", "setting": "DP-SGD, σ = 1.1, 10 epochs",
      "metric": "test accuracy (%)", "published": 93.4,
      "reproduced": {"mean": 92.5, "std": 0.3, "seeds": [0, 1, 2], "values": [92.5, 92.2, 92.8]},

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import bench.zoo.runner as runner
-from bench.runner.fingerprint import _closure, _top_origin_on
+from bench.execution.fingerprint import _closure, _top_origin_on
 from bench.zoo.resume import code_version, kept
 from bench.zoo.runner import ZooOptions, plan
 from bench.zoo.worker import KEY_FILE, _prepare, keep

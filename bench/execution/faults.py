@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
+from bench.config.validation import DEFAULT_JOB_TIMEOUT_S
 from bench.core.data import ArrayDataset
 from bench.core.types import TrainedModel
-from bench.runner.validation import DEFAULT_JOB_TIMEOUT_S
 
 __all__ = ["DEFAULT_JOB_TIMEOUT_S", "JobTimeout", "MechanismFault", "check_trained", "is_plugin", "limit_text",
            "mechanism_words", "time_limit"]

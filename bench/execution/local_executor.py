@@ -14,7 +14,7 @@ from bench.core.device import resolve_device
 from bench.core.processes import die_with_parent
 from bench.core.training import EpochCallback
 from bench.core.types import TrainedModel
-from bench.runner.trainjob import JobFailed, Pending, TrainJob, run_job
+from bench.execution.trainjob import JobFailed, Pending, TrainJob, run_job
 
 
 def _next_task(tasks: Any, parent: int) -> Any:

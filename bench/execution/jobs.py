@@ -15,11 +15,11 @@ import torch
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
-from bench.runner.cache import ModelCache, cache_key
-from bench.runner.ensemble import choose_path, ensemble_supported
-from bench.runner.executor import Executor, Pending, TrainJob
-from bench.runner.fingerprint import fingerprint
-from bench.runner.trainjob import Recipe
+from bench.execution.cache import ModelCache, cache_key
+from bench.execution.ensemble import choose_path, ensemble_supported
+from bench.execution.executor import Executor, Pending, TrainJob
+from bench.execution.fingerprint import fingerprint
+from bench.execution.trainjob import Recipe
 
 if TYPE_CHECKING:  # pragma: no cover
     from attacks.base import AuditRequest
@@ -45,7 +45,7 @@ class Slot:
 
 @functools.cache
 def code_fingerprint(mechanism: str, model: str) -> dict[str, object]:
-    """``bench.runner.fingerprint.fingerprint`` of the modules of registered ``mechanism`` and ``model``."""
+    """``bench.execution.fingerprint.fingerprint`` of the modules of registered ``mechanism`` and ``model``."""
     from bench.core.catalog import MODELS
     from mechanisms import MECHANISMS
 
@@ -78,7 +78,7 @@ class Trainer:
     def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: AuditRequest | None = None,
             probe: ArrayDataset | None = None) -> str:
         """The cache key of one model: a content hash of everything that determines it, the code and library
-        versions that train it included (``bench.runner.fingerprint``); with a ``probe``, its images too (they
+        versions that train it included (``bench.execution.fingerprint``); with a ``probe``, its images too (they
         do not change the weights, but the per-epoch test curve stored with the model is measured on them)."""
         parts = {"mechanism": recipe.mechanism, "spec": recipe.spec.to_dict(), "target_epsilon": recipe.target_epsilon,
                  "delta": recipe.delta, "seed": seed, "dataset": recipe.dataset, "members": data.fingerprint(),

@@ -1,6 +1,6 @@
 """What to train (``Recipe``), a training job (``TrainJob``: a recipe's models shipped to a worker), the pure function
 that runs one (``run_job``), and the handle the driver holds while it runs (``Pending``). Executors
-(``bench.runner.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
+(``bench.execution.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
 itself from ``job.seeds``), so where a job runs does not change its result."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bench.core.data import ArrayDataset
 from bench.core.plain import plain_module
 from bench.core.training import EpochCallback, EpochRecorder, recording_epochs
 from bench.core.types import TrainedModel, TrainSpec
-from bench.runner.faults import MechanismFault, check_trained, is_plugin, mechanism_words, time_limit
+from bench.execution.faults import MechanismFault, check_trained, is_plugin, mechanism_words, time_limit
 
 if TYPE_CHECKING:  # pragma: no cover
     from attacks.base import AuditRequest
@@ -87,9 +87,9 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
 
     Raises:
         TrainingDiverged, ValueError: from a built-in mechanism's training (e.g. a NaN loss, an unreachable ε).
-        bench.runner.faults.MechanismFault: a plug-in's ``fit`` raised; a model came back with non-finite weights
+        bench.execution.faults.MechanismFault: a plug-in's ``fit`` raised; a model came back with non-finite weights
             or the wrong output shape; the job ran past ``job.timeout_s`` (``JobTimeout``). One line each, naming the
-            mechanism (``bench.runner.faults``).
+            mechanism (``bench.execution.faults``).
     """
     r = job.recipe
     limit = None if job.timeout_s is None else job.timeout_s * len(job)
@@ -112,7 +112,7 @@ def run_job(job: TrainJob, on_epoch: EpochCallback | None = None) -> list[Traine
 
 def _run_job(job: TrainJob, on_epoch: EpochCallback | None) -> list[TrainedModel]:
     """``run_job`` without its checks and time limit."""
-    from bench.runner.ensemble import fit_ensemble
+    from bench.execution.ensemble import fit_ensemble
     from mechanisms import MECHANISMS
 
     r = job.recipe

@@ -1,7 +1,7 @@
 """Presets: the six reference systems (docs/guides/presets.md) with their own settings and published figures, and our
 tuned recipes (``dpsgd-best``, ``dpmix-best``). Defined here, in one place, and checked by ``validate_presets``
-with the same rules as ``bench.runner.config`` (``python -m bench reproduce PRESET`` runs them;
-``bench.runner.reproduce``).
+with the same rules as ``bench.config.run`` (``python -m bench reproduce PRESET`` runs them;
+``bench.reproduce``).
 
 A preset is a list of ``Row`` s: one training setting each (mechanism, full TrainSpec, target ε). A row with a
 ``published`` figure becomes one "published vs reproduced vs corrected" line of results.json's ``reproduction``;
@@ -57,7 +57,7 @@ class Row:
 @dataclass(frozen=True)
 class Curve:
     """Accuracy against one varied setting: the rows ``keys`` at ``x``; ``claim`` (``"increasing"`` or ``"peak"``,
-    see ``bench.runner.reproduce.curve_entry``) is checked and becomes a reproduction row when the source claimed the
+    see ``bench.reproduce.curve_entry``) is checked and becomes a reproduction row when the source claimed the
     trend; None when the curve is only plotted."""
 
     name: str
@@ -120,7 +120,7 @@ for _name, _target in (
     ("dpsgd-best-fashion", "recipes:DPSGD_BEST_FASHION"), ("dpsgd-best-candidates", "recipes:DPSGD_BEST_CANDIDATES"),
     ("dpsgd-best-fashion-candidates", "recipes:DPSGD_BEST_FASHION_CANDIDATES"), ("dpmix-best", "recipes:DPMIX_BEST"),
 ):
-    PRESETS.add_lazy(_name, f"bench.runner.presets.{_target}")
+    PRESETS.add_lazy(_name, f"bench.reproduce.presets.{_target}")
 REFERENCE_PRESETS = ("dpsgd-cnn", "dpsgd-resnet18", "dpmix", "dpmix-per-class", "local-gaussian", "weight-noise")
 """The six reference systems (``bench reproduce --all``)."""
 
@@ -154,7 +154,7 @@ def cap_epochs(preset: Preset, epochs: int) -> Preset:
 
 
 def validate_presets() -> None:
-    """Check every preset with ``bench.runner.config``'s rules (registered mechanism, complete TrainSpec with known
+    """Check every preset with ``bench.config.run``'s rules (registered mechanism, complete TrainSpec with known
     params and valid values, attacks known, keys unique, curves naming existing rows). Raises ConfigError."""
     for name in PRESETS.names():
         validate_preset(PRESETS.get(name))
@@ -163,8 +163,8 @@ def validate_presets() -> None:
 def validate_preset(p: Preset) -> None:
     """Check one preset (see ``validate_presets``). Raises ConfigError naming the preset, row and value."""
     from attacks import ATTACKS
+    from bench.config.validation import training_spec
     from bench.core.catalog import DATASETS
-    from bench.runner.validation import training_spec
     from mechanisms import MECHANISMS
 
     where = f"preset {p.name}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bench.runner.presets import CHANCE, Curve, Preset, Row, spec_dict
+from bench.reproduce.presets import CHANCE, Curve, Preset, Row, spec_dict
 
 # The sources (and the records they are compared with) quote add/remove ε: their presets keep that relation.
 FAST = {"accountant": "prv", "grad_sample_mode": "bk", "relation": "add-remove"}

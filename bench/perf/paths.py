@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.core.errors import BenchError
-from bench.runner.perf.timing import PeakRss, Record, interleaved, paired_ratio, warm
+from bench.perf.timing import PeakRss, Record, interleaved, paired_ratio, warm
 from mechanisms.dpsgd.fast import FAST_MODES
 
 OPACUS_MODES = ("hooks", "functorch", "ew", "ghost")
@@ -142,7 +142,7 @@ def measure_shadows(cfg, device: torch.device, rounds: int) -> list[Record]:
     ``train_sequential`` vs ``train_ensemble``; samples/s = K · examples / seconds."""
     from bench.core.models import build_model
     from bench.core.types import TrainSpec
-    from bench.runner.ensemble import choose_path, init_model, train_ensemble, train_sequential
+    from bench.execution.ensemble import choose_path, init_model, train_ensemble, train_sequential
 
     k, n = (min(cfg.shadow_models, 16) if cfg.quick else cfg.shadow_models), cfg.shadow_examples
     spec = TrainSpec(model=cfg.model, epochs=1, batch_size=cfg.shadow_batch, lr=0.05, optimizer="sgd", momentum=0.9)

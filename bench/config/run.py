@@ -1,6 +1,6 @@
 """Run configuration. Precedence, lowest first: built-in defaults < profile < YAML file < CLI flags.
 
-Profiles are data (``bench/runner/profiles/<name>.yaml``: run-level settings); each mechanism brings its own
+Profiles are data (``bench/config/profiles/<name>.yaml``: run-level settings); each mechanism brings its own
 training recipe per profile (``Mechanism.recipes``). Every value is validated before any work starts, against the
 plug-ins' own ``Params`` where it is a plug-in's setting; a bad one raises ``ConfigError`` with one line naming
 the setting, the bad value and what is allowed. Importing this module does not import torch.
@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from bench.config.validation import DEFAULT_JOB_TIMEOUT_S, validate
 from bench.core.errors import ConfigError
-from bench.runner.validation import DEFAULT_JOB_TIMEOUT_S, validate
 
 if TYPE_CHECKING:  # pragma: no cover
     from attacks.base import Attack
@@ -50,7 +50,7 @@ class RunConfig:
     validation split of the run's data before the grid trains (``bench.runner.tuning``), within ``tune_budget``
     seconds (given as seconds, ``"600s"`` or ``"10m"``).
     ``job_timeout`` the seconds one model's training job may run (``"90s"``, ``"10m"``, ``"6h"``; default 24 h): a
-    job past it fails its cell or attack alone, with one line (``bench.runner.faults``); a rerun with a longer limit
+    job past it fails its cell or attack alone, with one line (``bench.execution.faults``); a rerun with a longer limit
     resumes the same run (the limit does not change a model, so it is not compared on resume).
     ``recipes_from`` the profile whose recipe a mechanism trains with when it has none for ``profile`` (a profile's
     key: ``ci`` takes each mechanism's ``smoke`` recipe, a plug-in's included).
@@ -199,7 +199,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 @functools.cache
 def profile(name: str) -> dict[str, Any]:
-    """The settings of profile ``name`` (``bench/runner/profiles/<name>.yaml``). Raises ConfigError if unknown."""
+    """The settings of profile ``name`` (``bench/config/profiles/<name>.yaml``). Raises ConfigError if unknown."""
     if name not in PROFILES:
         raise ConfigError(f"profile {name!r} is not known; allowed: {', '.join(PROFILES)}")
     return _read_yaml(PROFILE_DIR / f"{name}.yaml", "profile") or {}
@@ -233,7 +233,7 @@ def build_config(yaml_values: dict[str, Any] | None = None, cli_values: dict[str
     """Merge defaults < profile < YAML < CLI (``None`` CLI values mean "not given") and validate.
 
     Raises:
-        ConfigError: any invalid value (``bench.runner.validation.validate``).
+        ConfigError: any invalid value (``bench.config.validation.validate``).
     """
     yaml_values = dict(yaml_values or {})
     cli_values = {k: v for k, v in (cli_values or {}).items() if v is not None}

@@ -23,7 +23,8 @@ import torch
 from bench.core.device import resolve_device
 from bench.core.errors import BenchError
 from bench.core.io import atomic_write_json
-from bench.runner.perf.paths import (
+from bench.perf.config import PerfConfig, validate
+from bench.perf.paths import (
     OPACUS_MODES,
     fast_step,
     measure_dpmix,
@@ -31,7 +32,6 @@ from bench.runner.perf.paths import (
     measure_steps,
     nonprivate_step,
 )
-from bench.runner.perf_config import PerfConfig, validate
 
 __all__ = ["FLOORS", "OPACUS_MODES", "SCHEMA_VERSION", "PerfConfig", "check", "fast_step", "nonprivate_step",
            "render", "run_perf", "validate"]

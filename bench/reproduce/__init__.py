@@ -1,4 +1,4 @@
-"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.runner.presets``) through the
+"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.reproduce.presets``) through the
 harness, and turn their finished models into ``reproduction`` rows (published vs reproduced vs corrected) and
 ``reproduction_curves``. This module only chooses each row's data, settings and seeds and reads the results;
 training, evaluation, attacks, audits and writing are the harness's. Accuracies are in percent.
@@ -15,8 +15,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from bench.config.run import ReproduceOptions
+from bench.config.validation import training_spec
 from bench.core.data import ArrayDataset, MembershipSplit, load_dataset, make_split
 from bench.core.errors import ConfigError
+from bench.execution.jobs import Recipe
+from bench.reproduce.presets import PRESETS, VALIDATION_SEED, VALIDATION_SIZE, Curve, Preset, Row, cap_epochs, quick
 from bench.results import (
     REPRODUCED_WITHIN,
     DatasetInfo,
@@ -27,12 +31,8 @@ from bench.results import (
     RunResult,
 )
 from bench.runner.cells import PlannedCell
-from bench.runner.config import ReproduceOptions
 from bench.runner.harness import Plan
-from bench.runner.jobs import Recipe
-from bench.runner.presets import PRESETS, VALIDATION_SEED, VALIDATION_SIZE, Curve, Preset, Row, cap_epochs, quick
 from bench.runner.provenance import run_id
-from bench.runner.validation import training_spec
 from mechanisms.accounting.dpmix import dpmix_sigma
 
 METRIC = "test accuracy (%)"
@@ -41,7 +41,7 @@ TPR_KEY = "0.001"
 
 
 def resolve(names: Sequence[str]) -> list[Preset]:
-    """Presets by name (``bench.runner.presets.PRESETS``). Raises ConfigError naming the known presets."""
+    """Presets by name (``bench.reproduce.presets.PRESETS``). Raises ConfigError naming the known presets."""
     out = []
     for name in names:
         if name not in PRESETS:
@@ -242,7 +242,7 @@ def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is
     """The plan of every row of every preset for each seed (``None``: the preset's own), validated.
 
     Args:
-        options: where and how it trains (``bench.runner.config.ReproduceOptions``).
+        options: where and how it trains (``bench.config.run.ReproduceOptions``).
         is_quick: ``quick`` every preset. max_epochs: ``cap_epochs`` (None: no cap). command: recorded in every row.
 
     Raises:

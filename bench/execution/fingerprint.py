@@ -21,7 +21,7 @@ from pathlib import Path
 
 # Training code every model goes through besides its mechanism's own imports: the vectorised ensemble path trains
 # non-private shadow / reference models of any mechanism.
-SHARED_TRAINING = ("bench.runner.ensemble",)
+SHARED_TRAINING = ("bench.execution.ensemble",)
 _LIBRARY_DIRS = tuple({Path(p).resolve() for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
                                                  sysconfig.get_paths()["stdlib"])})
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bench.config.plugins import load_plugins
 from bench.core.device import DEVICES
 from bench.core.errors import ConfigError
 from bench.core.params import describe, parse, signature_params
-from bench.runner.plugins import load_plugins
 
 DEFAULT_JOB_TIMEOUT_S = 24 * 3600.0  # --job-timeout's default: generous (the gpu profile's models train in hours)
 

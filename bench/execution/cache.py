@@ -28,7 +28,7 @@ from bench.core.errors import BenchError
 from bench.core.types import PrivacySpent, Release, TrainedModel
 
 CACHE_VERSION = 4  # 2: typed settings in the key, the release display and the relation stored; 3: other relations;
-# 4: the code and library fingerprint in the key (bench.runner.fingerprint)
+# 4: the code and library fingerprint in the key (bench.execution.fingerprint)
 STALE_TMP_S = 600.0  # a temporary entry folder this old was left by a process killed while saving
 log = logging.getLogger("privbench.cache")
 _KEY = re.compile(r"^[0-9a-f]{64}$")

@@ -1,5 +1,5 @@
 """The ``ray`` executor: one Ray task per training job, on a local Ray instance or a cluster (Moritz et al. 2018,
-"Ray: a distributed framework for emerging AI applications"). See ``bench.runner.executor`` for how jobs, the model
+"Ray: a distributed framework for emerging AI applications"). See ``bench.execution.executor`` for how jobs, the model
 cache and worker failures behave."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from bench.core.errors import BenchError, ConfigError
 from bench.core.training import EpochCallback
 from bench.core.types import TrainedModel
-from bench.runner.trainjob import JobFailed, Pending, TrainJob, run_job
+from bench.execution.trainjob import JobFailed, Pending, TrainJob, run_job
 
 CPUS_PER_JOB = 1  # Ray resource request of one job (its torch threads); a CUDA job also asks for one GPU
 MAX_RETRIES = 3  # Ray re-runs of a job whose worker died (not of one whose training raised)

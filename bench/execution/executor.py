@@ -1,10 +1,10 @@
 """Where training jobs run: ``local`` (this process and training worker processes beside it, processes × torch
-threads = the CPUs; ``bench.runner.local_executor``) or ``ray`` (one Ray task per job, on a local Ray instance or on
+threads = the CPUs; ``bench.execution.local_executor``) or ``ray`` (one Ray task per job, on a local Ray instance or on
 a cluster; Moritz et al. 2018, "Ray: a distributed framework for emerging AI applications";
-``bench.runner.ray_executor``). Jobs themselves: ``bench.runner.trainjob``.
+``bench.execution.ray_executor``). Jobs themselves: ``bench.execution.trainjob``.
 
 A job (``TrainJob``) trains one model — a target of the ε sweep, or one shadow / reference / canary model — or
-one vectorised ensemble of non-private shadows (``bench.runner.ensemble.fit_ensemble``, one task per ensemble).
+one vectorised ensemble of non-private shadows (``bench.execution.ensemble.fit_ensemble``, one task per ensemble).
 ``run_job`` is a pure function of the job (every mechanism seeds itself from ``job.seeds``), so where a job runs
 does not change its result; on CPU the numbers are the same to the bit when jobs (and the driver, which evaluates
 and attacks) run with the same number of torch threads (a Ray task uses as many as the CPUs it requested,
@@ -12,7 +12,7 @@ and attacks) run with the same number of torch threads (a Ray task uses as many 
 
 The model cache across workers: workers never touch it. A worker process or a Ray task returns its ``TrainedModel``
 list (CPU weights, any released data, privacy spent, timings) to the driver (a pipe; Ray's object store), which
-writes it into its content-addressed cache (``bench.runner.cache``) as soon as it sees the job finish
+writes it into its content-addressed cache (``bench.execution.cache``) as soon as it sees the job finish
 (``on_done``), whichever job it is waiting for. So ``--cache-dir`` is a folder on the driver's machine and needs no
 shared filesystem; a job already in the cache is never submitted, and a driver that is interrupted and restarted
 resumes from the cache.
@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import os
 
+from bench.config.validation import EXECUTORS
 from bench.core.errors import ConfigError
-from bench.runner.local_executor import LocalExecutor
-from bench.runner.ray_executor import CPUS_PER_JOB, MAX_RETRIES, RayExecutor
-from bench.runner.trainjob import JobFailed, Pending, TrainJob, run_job
-from bench.runner.validation import EXECUTORS
+from bench.execution.local_executor import LocalExecutor
+from bench.execution.ray_executor import CPUS_PER_JOB, MAX_RETRIES, RayExecutor
+from bench.execution.trainjob import JobFailed, Pending, TrainJob, run_job
 
 __all__ = ["CPUS_PER_JOB", "MAX_RETRIES", "Executor", "JobFailed", "LocalExecutor", "Pending", "RayExecutor",
            "TrainJob", "make_executor", "run_job"]

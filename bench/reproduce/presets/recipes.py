@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from bench.runner.presets import Preset, Row, spec_dict
-from bench.runner.presets.sources import FAST
+from bench.reproduce.presets import Preset, Row, spec_dict
+from bench.reproduce.presets.sources import FAST
 
 # Pixel standardisation (x − 0.5)/0.5, i.e. [0, 1] -> [−1, 1]: constants that do not depend on any data. The
 # familiar MNIST 0.1307 / 0.3081 (Fashion 0.2860 / 0.3530) are the private training set's own mean / std, which a
