@@ -46,7 +46,7 @@ def test_reports_import_at_module_level():
 
 def test_list_and_the_configuration_never_import_torch():
     """``bench list`` and loading the run configuration stay light (the registries name plug-ins without importing
-    them); ``bench report`` is checked the same way in tests/bench/test_end_to_end.py."""
+    them); ``bench report`` is checked the same way in tests/bench/runner/test_end_to_end.py."""
     import subprocess
     import sys
 

@@ -34,7 +34,7 @@ __all__ = ["DECLARED_TOLERANCE", "PLD_SMALLEST_SIGMA", "VALIDITY", "clip_test", 
 
 VALIDITY = {
     "exact": "exact under H0",
-    "simulated": "asymptotic; its level under H0 shown by simulation (tests/attacks/test_conformance.py)",
+    "simulated": "asymptotic; its level under H0 shown by simulation (tests/attacks/conformance/test_conformance.py)",
 }
 SHAPE_SAMPLE = 200_000  # observations the shape test reads at most (an evenly spaced subsample)
 

@@ -4,7 +4,7 @@ with exactly the per-model batching of sequential training, for shadow / referen
 Model k sees the same batches as ``Baseline.fit`` / ``fit_supervised`` would give it with seed ``seeds[k]``
 (one ``torch.randperm`` per epoch from ``torch.Generator().manual_seed(seeds[k])``), its loss is its own batch
 mean, and the optimizer (SGD with momentum, or Adam) acts element-wise on the stacked parameters, so each
-model ends with the weights sequential training gives it, to float tolerance (tests/bench/test_ensemble.py).
+model ends with the weights sequential training gives it, to float tolerance (tests/bench/execution/test_ensemble.py).
 
 Usage for non-private shadows (the same initialisation as ``Baseline.fit(seed=s)``)::
 

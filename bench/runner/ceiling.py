@@ -1,6 +1,6 @@
 """The non-private ceiling: the validation split every model trained with privacy off is measured on, and the choice
 of the best such model per dataset (``bench.results.Ceiling``). The choice reads validation accuracies only: the test
-set never reaches it (``choose_ceiling`` takes no test number into account; tests/bench/test_ceiling.py)."""
+set never reaches it (``choose_ceiling`` takes no test number into account; tests/bench/runner/test_ceiling.py)."""
 
 from __future__ import annotations
 

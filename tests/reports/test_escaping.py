@@ -1,5 +1,5 @@
-"""Reports escape whatever comes from the configuration or the data (moved here from tests/bench/test_security.py:
-a constructed document, no training run)."""
+"""Reports escape whatever comes from the configuration or the data (moved here from
+tests/bench/runner/test_security.py: a constructed document, no training run)."""
 
 from __future__ import annotations
 

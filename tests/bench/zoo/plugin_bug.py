@@ -1,4 +1,4 @@
-"""A researcher's own bug, as one module (``privbench zoo run --plugins tests.zoo.plugin_bug``): DP-SGD that draws
+"""A researcher's own bug, as one module (``privbench zoo run --plugins tests.bench.zoo.plugin_bug``): DP-SGD that draws
 its noise at 0.9·σ in every parameter tensor while its accountant keeps σ (a σ read from a stale config)."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the run; a mechanism without a guarantee has its claim refuted instead; the audi
 a one-run design also tests the accountant's whole certified curve.
 
 Expected bounds are the audit functions' own at the Bonferroni level 1 − 0.05/M with M counted by hand here (the
-functions themselves are tested against independent implementations in tests/attacks/test_audit*.py)."""
+functions themselves are tested against independent implementations in tests/attacks/analysis/test_audit*.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The white-box audit of a user's own Opacus loop (``attacks/canaries/opacus/audit.py``) on
 ``examples/opacus_plugin.py``: the correct loop passes (exit 0); shuffled batches, a weighted sampler and a wrong q
 told to the accountant end with exit 3 by the run's conformance tests (``attacks.conformance.opacus``; their levels and
-the other planted violations: tests/attacks/test_opacus_conformance.py); loops outside the design are refused in one
-line. The end-to-end runs use the ``ci`` profile, as the Opacus guide's CI command does (docs/guides/opacus.md)."""
+the other planted violations: tests/attacks/conformance/test_opacus_conformance.py); loops outside the design are
+refused in one line. The end-to-end runs use the ``ci`` profile, as the Opacus guide's CI command does
+(docs/guides/opacus.md)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_inclusion_coins_are_fair_and_independent(split):
 
 
 def test_canary_run_trains_once_on_members_plus_included_canaries(split):
-    # the corrected form of tests/attacks/test_membership.py's test: score() returns designs by name
+    # the corrected form of tests/attacks/membership/test_membership.py's test: score() returns designs by name
     spec = Baseline.spec(model="mlp", epochs=5, batch_size=32, lr=0.05, optimizer="sgd", momentum=0.9)
     seen = []
 

@@ -173,12 +173,12 @@ def test_zoo_report_draws_a_good_document(capsys, tmp_path):
 
 def test_a_plugin_that_fails_at_import_is_one_line(capsys, tmp_path, monkeypatch):
     (tmp_path / "broken_zoo_plugin_49.py").write_text(
-        "from bench.zoo.api import register_bug\nfrom tests.zoo.plugin_bug import BUG\nregister_bug(BUG)\n",
+        "from bench.zoo.api import register_bug\nfrom tests.bench.zoo.plugin_bug import BUG\nregister_bug(BUG)\n",
         encoding="utf-8")  # registers test-stale-sigma a second time
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(REPO))
     for command in (("zoo", "list"), ("zoo", "run", "--output", str(tmp_path / "z"))):
-        _refused(capsys, tmp_path, *command, "--plugins", "tests.zoo.plugin_bug,broken_zoo_plugin_49",
+        _refused(capsys, tmp_path, *command, "--plugins", "tests.bench.zoo.plugin_bug,broken_zoo_plugin_49",
                  match="importing failed (ValueError")
 
 

@@ -18,7 +18,7 @@ from bench.runner.harness import Harness
 from bench.runner.planning import plan_from_config
 
 # the attacks: LOSS and RMIA (its reference models are cached and reused on resume like the targets); every other
-# attack's determinism across a rerun: tests/bench/test_end_to_end.py's rerun test
+# attack's determinism across a rerun: tests/bench/runner/test_end_to_end.py's rerun test
 FAST = ["--profile", "smoke", "--mechanisms", "baseline,local-gaussian,weight-noise", "--epsilons", "2,8",
         "--attacks", "loss,rmia"]
 

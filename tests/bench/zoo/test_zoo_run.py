@@ -23,7 +23,7 @@ from bench.zoo.document import without_times
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 ARGS = ["--profile", "ci", "--bugs", "dpsgd-half-noise,test-stale-sigma", "--auditors",
-        "privbench-whitebox,privbench-conformance", "--seeds", "1", "--plugins", "tests.zoo.plugin_bug"]
+        "privbench-whitebox,privbench-conformance", "--seeds", "1", "--plugins", "tests.bench.zoo.plugin_bug"]
 
 
 def _command(folder: Path, *extra: str) -> list[str]:
@@ -73,7 +73,7 @@ def test_the_workers_rows_are_the_rows_this_process_judges(zoo, monkeypatch):
     from bench.zoo.worker import judge_rows
 
     monkeypatch.syspath_prepend(str(REPO))
-    plugins = _load("tests.zoo.plugin_bug")
+    plugins = _load("tests.bench.zoo.plugin_bug")
     options = ZooOptions(profile="ci", bugs=("dpsgd-half-noise", "test-stale-sigma"),
                          auditors=("privbench-whitebox", "privbench-conformance"), seeds=1, output=zoo,
                          plugins=plugins, jobs=2)

@@ -31,7 +31,7 @@ from bench.zoo.catalogue import BUGS, load
 
 def _example(name: str):
     """The example plug-in ``name`` imported from examples/, the folder on the import path only meanwhile (a
-    process's fingerprints follow its path: tests/zoo/test_zoo_run.py computes the zoo's keys in-process)."""
+    process's fingerprints follow its path: tests/bench/zoo/test_zoo_run.py computes the zoo's keys in-process)."""
     folder = str(Path(__file__).resolve().parents[2] / "examples")
     sys.path.insert(0, folder)
     try:

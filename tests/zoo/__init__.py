@@ -1,1 +1,0 @@
-"""Tests of the bug zoo (bench/zoo); ``tests.zoo.plugin_bug`` is a user's own bug module, as a researcher writes one."""
