@@ -16,7 +16,7 @@ from attacks.base import AuditDesign
 from bench.results.document import read
 from reports.audit.table import audit_rows
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CI = ["--profile", "ci", "--no-cache", "--device", "cpu", "--mechanisms", "dpsgd", "--attacks", "canary-final"]
 
 

@@ -131,7 +131,7 @@ def _opacus_plugin():
     import sys
     from pathlib import Path
 
-    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    examples = str(Path(__file__).resolve().parents[3] / "examples")
     sys.path.insert(0, examples)
     try:
         return importlib.import_module("opacus_plugin")  # registers opacus-dpsgd once

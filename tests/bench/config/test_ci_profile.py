@@ -18,7 +18,7 @@ from bench.core.errors import ConfigError
 from mechanisms.dpsgd.mechanism import DPSGD
 from mechanisms.local.mechanism import LocalGaussian
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CI = ["--profile", "ci", "--no-cache", "--device", "cpu"]
 AUDIT = {"dpsgd": "canary-whitebox", "local-gaussian": "local-canary", "dpmix": "dpmix-canary"}
 BUGS = {"dpsgd": "dpsgd_half_noise", "local-gaussian": "local_half_noise", "dpmix": "dpmix_half_noise"}

@@ -18,7 +18,7 @@ from bench.config.run import PROFILES, build_config, load_yaml
 from bench.core.errors import ConfigError
 from bench.runner.planning import build_attacks
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _one_line(capsys, code: int, *needles: str) -> str:

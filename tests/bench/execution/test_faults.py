@@ -174,7 +174,7 @@ def test_a_failed_attack_is_shown_everywhere_and_exits_1(tmp_path):
     """An attack that raises, whatever it raises, is a failed part of its cell: the other attacks and cells run,
     results.json and the reports name it, and the run exits 1 (never a silent gap in the privacy-bug check)."""
     (tmp_path / "broken_attacks.py").write_text(BROKEN_ATTACKS)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{Path(__file__).resolve().parents[2]}"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{Path(__file__).resolve().parents[3]}"}
     out = tmp_path / "o"
     proc = subprocess.run([sys.executable, "-m", "bench", "all", "--profile", "smoke", "--plugins", "broken_attacks",
                            "--mechanisms", "baseline", "--attacks", "loss,refuses,buggy", "--no-cache",

@@ -15,7 +15,7 @@ import pytest
 
 import bench.execution.fingerprint as fp
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("bench", "mechanisms", "attacks", "reports")
 MECHS = ("baseline", "dpsgd", "local-gaussian", "weight-noise")
 PRINT = ("import json; from bench.execution.jobs import code_fingerprint; "

@@ -22,7 +22,7 @@ from bench.core.data import load_dataset
 from bench.core.types import PrivacySpent, TrainedModel
 from bench.execution.faults import JobTimeout, MechanismFault, check_trained, time_limit
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 FAULTY = '''
 """Plug-in mechanisms with one fault each; each trains the real baseline first where it needs a model."""

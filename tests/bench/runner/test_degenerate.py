@@ -18,7 +18,7 @@ import torch
 from bench.core.data import load_dataset
 from bench.runner.degenerate import check_predictions
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from bench.zoo.api import AuditorInput
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]  # whole CLI jobs: CI runs them with `pytest -m long`
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DECLARED = "ε of the declared mechanism (conformance's own accountant)"
 CASES = {  # bug: (mechanism, attack, the test that refutes it)
     "dpsgd-accountant-rate": ("dpsgd", "canary", DECLARED),

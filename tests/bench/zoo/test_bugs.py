@@ -32,7 +32,7 @@ from bench.zoo.catalogue import BUGS, load
 def _example(name: str):
     """The example plug-in ``name`` imported from examples/, the folder on the import path only meanwhile (a
     process's fingerprints follow its path: tests/bench/zoo/test_zoo_run.py computes the zoo's keys in-process)."""
-    folder = str(Path(__file__).resolve().parents[2] / "examples")
+    folder = str(Path(__file__).resolve().parents[3] / "examples")
     sys.path.insert(0, folder)
     try:
         return importlib.import_module(name)

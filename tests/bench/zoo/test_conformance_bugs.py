@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # whole CLI jobs (about 1 and 2 minutes)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CASES = {  # plug-in -> (mechanism, audit, the conformance test that must refute it)
     "local_region_noise": ("local-gaussian", "local-canary", "image noise σ, smallest of 16 regions"),
     "dpmix_uneven_mixing": ("dpmix", "dpmix-canary", "inclusion dispersion"),

@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # whole CLI jobs
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _run(tmp_path: Path, plugin: str | None) -> tuple[subprocess.CompletedProcess, dict]:

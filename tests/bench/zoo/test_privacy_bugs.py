@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]  # whole CLI jobs; CI runs them in its second command (-m long)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SMOKE = ["--profile", "smoke", "--no-reference-epsilons", "--no-cache", "--device", "cpu"]
 CASES = {  # plug-in -> (mechanism, audit, ε, the audit that must refute it)
     "dpsgd_no_noise": ("dpsgd", "canary", "1", "canary-whitebox"),

@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # whole CLI jobs
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CONFIG = "attack_params:\n  canary: {num_canaries: 400, gradient_canaries: all}\n"
 
 

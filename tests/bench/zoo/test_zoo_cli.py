@@ -16,7 +16,7 @@ import pytest
 from bench.cli import main
 from bench.zoo.document import write_document
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ROW = {"case": "dpsgd-half-noise", "bug": "dpsgd-half-noise", "mechanism": "dpsgd", "seed": 0,
        "auditor": "privbench-whitebox", "attacks": ["canary"], "certified_epsilon": 2.0, "true_epsilon": 4.3,
        "exit": 3, "run_cpu_s": 12.0, "folder": "runs/dpsgd-half-noise/seed-0", "caught": True, "value": 3.1,

@@ -20,7 +20,7 @@ from helpers import every_cpu
 
 from bench.zoo.document import without_times
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 ARGS = ["--profile", "ci", "--bugs", "dpsgd-half-noise,test-stale-sigma", "--auditors",
         "privbench-whitebox,privbench-conformance", "--seeds", "1", "--plugins", "tests.bench.zoo.plugin_bug"]
