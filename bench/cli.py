@@ -34,8 +34,8 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
 
     from bench.config.run import ReproduceOptions, RunConfig
     from bench.config.validation import MAX_SEED, as_tuple
-    from bench.reproduce import describe_row, plan_presets, resolve
     from bench.reproduce.presets import REFERENCE_PRESETS
+    from bench.reproduce.run import describe_row, plan_presets, resolve
 
     if bool(args.preset) == bool(args.all):
         raise BenchError("reproduce needs exactly one of PRESET or --all")
@@ -237,7 +237,7 @@ def _cmd_perf(args: argparse.Namespace) -> int:
                      repeats=args.repeats, json_path=args.json)
     validate(cfg)  # before torch loads: its import-time warnings must not precede a usage error
 
-    from bench.perf import check, render, run_perf
+    from bench.perf.run import check, render, run_perf
 
     console = _console()
     doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))
