@@ -134,9 +134,9 @@ def _dataset(profile: str) -> str | None:
     """The data set a profile trains on (its YAML's ``dataset``)."""
     import yaml
 
-    from bench.zoo.options import REPO
+    from bench.config.run import PROFILE_DIR
 
-    path = REPO / "bench" / "runner" / "profiles" / f"{profile}.yaml"
+    path = PROFILE_DIR / f"{profile}.yaml"
     return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("dataset") if path.is_file() else None
 
 
