@@ -136,7 +136,7 @@ def dpmix_measured_epsilon(*, noise: tuple[float, int, float, int], weight: tupl
 
     Returns:
         ``{"epsilon", "certified", "delta", "relation", "accountant", "confidence", "p_value", "parameters"}``; ε
-        (replace-one) 1e300 where a measured σ is 0.
+        (replace-one) 1e300 where it is infinite (a measured σ of 0).
 
     Raises:
         ValueError: no observation, no record or no trial."""

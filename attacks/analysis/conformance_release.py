@@ -57,7 +57,7 @@ def sidak_test(name: str, records: list[dict[str, Any]], *, parts: int | None = 
 
     Args:
         name: the test's name.
-        records: the sub-tests' ``conformance_record``s.
+        records: the sub-tests' records (``conformance_record``).
         parts: k when ``records`` holds only the smallest p-value's sub-test; default ``len(records)``.
         observations: the observations of all k; default the sum of the records' ``n``.
         **detail: stored in the record's ``detail``.
@@ -96,7 +96,7 @@ def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd:
         alternative: ``noise_test``'s, for every one (``two-sided``: an excess of variance refutes too).
 
     Returns:
-        The ``conformance_record``s: three for C = 1, four otherwise (fixed by ``shape``).
+        Three records (``conformance_record``) for C = 1, four otherwise (fixed by ``shape``).
 
     Raises:
         ValueError: ``sum_squares`` not of ``C·H·W`` entries, or what ``noise_test`` raises."""

@@ -26,7 +26,7 @@ EPSILON_CAP = 100.0  # bounds stop here (capping keeps a lower bound valid; far 
 
 
 def rejects(fbar_inverse: Inverse, m: int, guesses: int, correct: int, *, tau: float, k: int = 2) -> bool:
-    """Whether P[≥ ``correct`` correct of ``guesses``] < ``tau`` for every f-DP mechanism (Mahloujifar et al., Alg. 3).
+    """Whether P[≥ c correct of c′ guesses] < ``tau`` for every f-DP mechanism (Mahloujifar et al. 2024, Alg. 3).
 
     Args:
         fbar_inverse: f̄⁻¹ of the hypothesised curve, increasing on [0, 1].

@@ -86,10 +86,7 @@ def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool
 
     Returns:
         ``(ε_LB, valid)``: valid when every run's fit is present (else ``(0.0, False)``) and the runs' shape tests,
-        combined by Fisher's method, pass at ``NORMALITY_LEVEL``.
-
-    Raises:
-        ValueError: from ``gdp_mu_lower`` (a pooled group of fewer than 2 scores)."""
+        combined by Fisher's method, pass at ``NORMALITY_LEVEL``."""
     fits = [next((b.fit for b in rec.audit.bounds if b.method == METHOD), None) for _, rec, _ in group]
     present = [f for f in fits if f is not None]
     if len(present) < len(fits):

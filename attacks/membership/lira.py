@@ -16,7 +16,7 @@ MIN_STD = 1e-4
 
 
 def gaussian_fit(values: np.ndarray, mask: np.ndarray, *, global_variance: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per-example means and standard deviations of shadow statistics (Carlini et al. 2022, §IV).
+    """Per-example means and standard deviations of shadow statistics (Carlini et al. 2022).
 
     Args:
         values: ``(k, N, A)`` statistics of k shadows on N examples and A queries each.
@@ -117,7 +117,7 @@ class LiRA(MembershipAttack):
     def score(self, ctx: AttackContext) -> MembershipScores:
         """LiRA's scores: train the shadows, fit the Gaussians, test the target's φ (Carlini et al. 2022).
 
-        Online: each of the (even) shadows holds half of the candidates, at most ``shadow_size`` a side scored;
+        Online: each of the (even) shadows holds half of the candidates, at most the shadows' size a side scored;
         offline: shadows on population records only. ``global_variance`` None: one variance when fewer than
         ``GLOBAL_VARIANCE_BELOW`` shadows (§VI-A).
 

@@ -93,7 +93,7 @@ class RMIA(MembershipAttack):
             at_most(self.name, "shadow_size", p.shadow_size, n_population, "n_population")
 
     def score(self, ctx: AttackContext) -> MembershipScores:
-        """RMIA offline's scores of the candidates (Zarifzadeh et al. 2024, §4.2).
+        """RMIA offline's scores of the candidates (Zarifzadeh et al. 2024; the offline correction: §4.2).
 
         Trains ``num_shadow`` reference models on population records, draws ``num_z`` (default ``DEFAULT_Z``) population
         z-samples, and compares each candidate's true-class log-probability with theirs (``rmia_scores``).
