@@ -224,7 +224,9 @@ class Attack:
         audit: it tests a model's ε with a design of its own (canaries with random inclusion, repeated runs); it
             does not run on a mechanism's ε = ∞ point (privacy off: no ε to test, and e.g. DP-SGD's gradient
             canaries are scaled to a clipping norm that is then off).
-    """
+
+    Args:
+        params: the attack's settings (None: ``Params``' defaults)."""
 
     name: ClassVar[str] = ""
     kind: ClassVar[str] = "membership"
@@ -257,15 +259,23 @@ class MembershipAttack(Attack):
         so that an idle training worker trains them meanwhile; the default submits nothing. Called by the runner
         before the cell's attacks, and for attacks that apply to every model (``release_kind`` None) also when the
         run starts, before the target exists (``ctx.trained`` None; ``ctx.target`` raises ``TargetNotTrained``): it
-        must not use the target. An error here is ignored (``score`` meets it again)."""
+        must not use the target. An error here is ignored (``score`` meets it again).
+
+        Args:
+            ctx: the cell's context (``ctx.trained`` None at the start of a run)."""
 
     def score(self, ctx: AttackContext) -> MembershipScores | dict[str, MembershipScores]:
-        """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``; an audit that gets two
-        designs from one run returns them by name (the first under the attack's own name).
+        """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``.
+
+        Args:
+            ctx: the target, its split, the scored rows and the attacker's data and training function.
+
+        Returns:
+            ``MembershipScores`` (``(N,)`` scores, larger: member); an audit that gets two designs from one run
+            returns them by name (the first under the attack's own name).
 
         Raises:
-            ValueError: the attack cannot run on this data (a failed part of the cell).
-        """
+            NotImplementedError: here; subclasses raise ValueError when they cannot run on this data."""
         raise NotImplementedError
 
 
@@ -275,5 +285,14 @@ class ReconstructionAttack(Attack):
     kind = "reconstruction"
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:
-        """Reconstruct from ``ctx.target``. Raises ValueError when it cannot run on this data."""
+        """Reconstruct from ``ctx.target`` (or its release).
+
+        Args:
+            ctx: the target, its split, the scored rows and the attacker's data.
+
+        Returns:
+            The ``Reconstruction``: images, their labels and the metrics.
+
+        Raises:
+            NotImplementedError: here; subclasses raise ValueError where they cannot run on this data."""
         raise NotImplementedError

@@ -103,9 +103,15 @@ def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: f
 
 
 def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
-    """Whether Gaussian analyses are valid bounds under ``design``: scores Gaussian by construction
-    (``design.gaussian``), a one-run or multi-run design, and a normality test that does not reject at
-    ``NORMALITY_LEVEL``."""
+    """Whether Gaussian analyses are valid bounds under ``design``.
+
+    Args:
+        design: the audit's design.
+        normality_p: the normality test's p-value, or None.
+
+    Returns:
+        True for scores Gaussian by construction (``design.gaussian``), a one-run or multi-run design, and a
+        normality test that does not reject at ``NORMALITY_LEVEL``."""
     return design.gaussian and design.kind in ("one-run", "multi-run") \
         and normality_p is not None and normality_p >= NORMALITY_LEVEL
 
@@ -124,7 +130,13 @@ def family(design: AuditDesign) -> tuple[str, ...]:
     one-run design (the same canaries scored from θ_T − θ_0, a sum of the canary's noisy updates) adds it too: the
     μ-GDP analysis of the sums, its shape test a plain normality test of the excluded canaries' scores. A multi-run
     design whose slots went through one release call (``design.one_release``) adds ``one-run`` and ``f-dp``: valid
-    whatever the dependence between its slots, where the multi-run analyses assume them independent."""
+    whatever the dependence between its slots, where the multi-run analyses assume them independent.
+
+    Args:
+        design: the audit's design.
+
+    Returns:
+        The analyses' method names (empty for a heuristic design)."""
     kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()
@@ -260,8 +272,14 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
 
 
 def audit_bounds(audit: Audit, *, confidence: float) -> dict[str, float]:
-    """The valid bounds of a stored audit (``bench.results.Audit``) recomputed from its counts, one-run guesses and
-    fits, each at ``confidence`` (method -> ε lower bound; empty for a heuristic design, whose bound is not valid).
+    """The valid bounds of a stored audit recomputed from its counts, one-run guesses and fits.
+
+    Args:
+        audit: a stored ``bench.results.Audit``.
+        confidence: each bound's confidence level.
+
+    Returns:
+        method -> ε lower bound (unitless); empty for a heuristic design, whose bound is not valid.
 
     Raises:
         ValueError: a valid bound whose input (its fit, or the one-run guesses) is missing from ``audit``."""

@@ -42,6 +42,13 @@ def _phi_cdf(x: float) -> float:
 def gaussian_delta(epsilon: float, mu: float) -> float:
     """δ_μ(ε) of the Gaussian mechanism of μ = Δ/σ (Balle & Wang 2018, Thm. 8), at any real ε (module docstring).
 
+    Args:
+        epsilon: ε (unitless), any real value, negative ones included.
+        mu: μ = Δ/σ, the L2 sensitivity over the noise's standard deviation (unitless, >= 0).
+
+    Returns:
+        δ, a probability in [0, 1].
+
     Raises:
         ValueError: μ < 0 or not finite."""
     if not (math.isfinite(mu) and mu >= 0):
@@ -60,6 +67,13 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
 def rr_keep(epsilon: float, num_classes: int) -> float:
     """k-ary randomized response's keep probability e^ε/(e^ε + k − 1) (Kairouz, Oh, Viswanath 2016).
 
+    Args:
+        epsilon: the label's ε (unitless, >= 0).
+        num_classes: k, the number of labels (>= 2).
+
+    Returns:
+        The probability, in [1/k, 1), that the true label is released.
+
     Raises:
         ValueError: ε < 0 or k < 2."""
     if not epsilon >= 0 or num_classes < 2:
@@ -68,8 +82,14 @@ def rr_keep(epsilon: float, num_classes: int) -> float:
 
 
 def rr_epsilon(keep: float, num_classes: int) -> float:
-    """The exact ε of k-ary randomized response that keeps the label with probability ``keep``:
-    ln(keep·(k − 1)/(1 − keep)); 0 at or below the uniform 1/k, ∞ at 1.
+    """The exact ε of k-ary randomized response that keeps the label with probability ``keep``.
+
+    Args:
+        keep: the keep probability, in [0, 1].
+        num_classes: k, the number of labels (>= 2).
+
+    Returns:
+        ε = ln(keep·(k − 1)/(1 − keep)) (unitless); 0 at or below the uniform 1/k, ∞ at 1.
 
     Raises:
         ValueError: keep outside [0, 1] or k < 2."""
@@ -81,8 +101,22 @@ def rr_epsilon(keep: float, num_classes: int) -> float:
 
 
 def local_delta(epsilon: float, *, mu: float, label_epsilon: float | None = None, num_classes: int = 2) -> float:
-    """δ(ε) of one local record: the Gaussian image channel of μ = Δ/σ composed with k-ary randomized response at
-    ``label_epsilon`` (None: no label released), exactly (module docstring)."""
+    """δ(ε) of one local record, exactly: the Gaussian image channel composed with k-ary randomized response.
+
+    The composition's privacy profile of the module docstring (Balle & Wang 2018, Thm. 8, conditioned on the label's
+    privacy loss).
+
+    Args:
+        epsilon: ε (unitless), any real value.
+        mu: the image channel's μ = Δ/σ (unitless, >= 0).
+        label_epsilon: the label's ε (unitless); None or 0: no label released, ∞: the label released as it is.
+        num_classes: k, the number of labels.
+
+    Returns:
+        δ, a probability in [0, 1] (1 for an unbounded label).
+
+    Raises:
+        ValueError: from ``gaussian_delta`` (μ < 0 or not finite) or ``rr_keep`` (ε_y < 0 or k < 2)."""
     if label_epsilon is None or label_epsilon == 0:
         return gaussian_delta(epsilon, mu)
     if math.isinf(label_epsilon):
@@ -97,10 +131,20 @@ def local_delta(epsilon: float, *, mu: float, label_epsilon: float | None = None
 
 def local_epsilon(*, sigma: float, sensitivity: float, delta: float, label_epsilon: float | None = None,
                   num_classes: int = 2) -> float:
-    """ε at δ of one local record released as (image + N(0, σ²I), k-ary randomized response of its label): the
-    image's L2 ``sensitivity`` Δ (2 for unit-norm images under replace-one), the label at ``label_epsilon`` (None:
-    not released). The root of ``local_delta`` by bisection (δ falls in ε), 1e-12 relative, at the low end of the
-    bracket: never above the exact ε. ∞ for σ = 0 or an unbounded label; 0 where even ε = 0 meets δ.
+    """ε at δ of one local record released as (image + N(0, σ²I), k-ary randomized response of its label).
+
+    The root of ``local_delta`` by bisection (δ falls in ε), 1e-12 relative, at the low end of the bracket: never
+    above the exact ε.
+
+    Args:
+        sigma: σ, the image noise's standard deviation (pixel units, >= 0).
+        sensitivity: Δ, the image's L2 sensitivity (2 for unit-norm images under replace-one).
+        delta: δ, a probability in (0, 1).
+        label_epsilon: the label's ε (unitless); None: the label is not released.
+        num_classes: k, the number of labels.
+
+    Returns:
+        ε (unitless): ∞ for σ = 0 or an unbounded label; 0 where even ε = 0 meets δ.
 
     Raises:
         ValueError: σ < 0, Δ <= 0, δ outside (0, 1) or k < 2 with a label."""
@@ -128,6 +172,18 @@ def local_epsilon(*, sigma: float, sensitivity: float, delta: float, label_epsil
 
 
 def gaussian_epsilon(*, sigma: float, sensitivity: float, delta: float) -> float:
-    """ε at δ of the Gaussian mechanism alone (``local_epsilon`` without a label): the analytic Gaussian mechanism's
-    ε (Balle & Wang 2018, Thm. 8, inverted in ε), never above the exact one."""
+    """ε at δ of the Gaussian mechanism alone (``local_epsilon`` without a label).
+
+    The analytic Gaussian mechanism's ε (Balle & Wang 2018, Thm. 8, inverted in ε), never above the exact one.
+
+    Args:
+        sigma: σ, the noise's standard deviation (>= 0).
+        sensitivity: Δ, the L2 sensitivity (> 0).
+        delta: δ, a probability in (0, 1).
+
+    Returns:
+        ε (unitless); ∞ for σ = 0.
+
+    Raises:
+        ValueError: σ < 0, Δ <= 0 or δ outside (0, 1) (from ``local_epsilon``)."""
     return local_epsilon(sigma=sigma, sensitivity=sensitivity, delta=delta)

@@ -138,17 +138,31 @@ def dispersion_test(name: str, counts: ArrayLike, trials: int, rate: float) -> d
 
 
 def steps_test(name: str, observed: int, certified: int) -> dict[str, Any]:
-    """The number of noisy steps (or releases) against the accountant's: more than certified refutes it (exact:
-    a count, observed without error); fewer only over-counts the privacy spent."""
+    """The number of noisy steps (or releases) against the accountant's; exact (a count, observed without error).
+
+    Args:
+        name: the test's name.
+        observed: the steps the run took.
+        certified: the steps the accountant counted.
+
+    Returns:
+        The ``conformance_record``: p = 0 where more steps ran than certified (fewer only over-counts), else 1."""
     return conformance_record(name, "steps", certified=float(certified), measured=float(observed), n=1,
                        statistic=float(observed), p_value=0.0 if observed > certified else 1.0, alternative="greater",
                        validity="exact")
 
 
 def clip_test(name: str, largest_norm: float, bound: float, *, tolerance: float = 1e-4) -> dict[str, Any]:
-    """A contribution's L2 norm against the sensitivity the accountant assumes (DP-SGD's clip bound C; a release's
-    input norm): larger than ``bound``·(1 + ``tolerance``, float rounding) refutes it (exact: a norm computed, not
-    estimated)."""
+    """A contribution's L2 norm against the sensitivity the accountant assumes (DP-SGD's clip bound C); exact.
+
+    Args:
+        name: the test's name.
+        largest_norm: the largest L2 norm observed (units of the contribution).
+        bound: the assumed sensitivity (e.g. C, or a release's input norm).
+        tolerance: relative float rounding allowed above ``bound``.
+
+    Returns:
+        The ``conformance_record``: p = 0 where the norm exceeds ``bound``·(1 + ``tolerance``), else 1."""
     return conformance_record(name, "clip bound", certified=float(bound), measured=float(largest_norm), n=1,
                        statistic=float(largest_norm),
                        p_value=0.0 if largest_norm > bound * (1 + tolerance) else 1.0, alternative="greater",

@@ -62,10 +62,20 @@ def mixing_weight_test(name: str, along: float, information: float, certified_we
 
 
 def weight_limit(along: float, information: float, certified_weight: float, alpha: float) -> float:
-    """The weight the measured ε is read at: the lower one-sided limit of the records' weight at confidence 1 − α,
-    1/ℓ + (A − z_α·√V)/V (``mixing_weight_test``), where it is above the certified 1/ℓ, else 1/ℓ: a weight above 1/ℓ
+    """The weight the measured ε is read at: the lower one-sided limit of the records' weight, floored at 1/ℓ.
+
+    1/ℓ + (A − z_α·√V)/V (``mixing_weight_test``) where it is above the certified 1/ℓ, else 1/ℓ: a weight above 1/ℓ
     raises ε and is a lower limit of it; a weight below would lower ε, but a release whose records enter at less
-    than 1/ℓ is not the mean of its subset, and the two-sided weight test in the same family refutes it exactly."""
+    than 1/ℓ is not the mean of its subset, and the two-sided weight test in the same family refutes it exactly.
+
+    Args:
+        along: A = Σ_t ⟨r̃_t, X̃_t⟩.
+        information: V = Σ_t ‖X̃_t‖² (<= 0: no measurement, 1/ℓ returned).
+        certified_weight: 1/ℓ, ℓ the mixture degree.
+        alpha: the limit's error probability (confidence 1 − α).
+
+    Returns:
+        The weight (unitless, >= 1/ℓ)."""
     if information <= 0:
         return certified_weight
     return max(certified_weight,
@@ -73,9 +83,15 @@ def weight_limit(along: float, information: float, certified_weight: float, alph
 
 
 def weight_spread_test(name: str, quadratic: float, dimensions: int) -> dict[str, Any]:
-    """Two-sided χ² test of the residual's projections on the recorded records' directions (module docstring):
-    ``quadratic`` Σ_t ‖P_t r̃_t‖² ~ χ²_N, N = ``dimensions``, under H0. ``measured``: the ratio to its mean N. p = 1
-    with a reason where N = 0.
+    """Two-sided χ² test of the residual's projections on the recorded records' directions (module docstring).
+
+    Args:
+        name: the test's name.
+        quadratic: Σ_t ‖P_t r̃_t‖², χ²_N under H0.
+        dimensions: N, its degrees of freedom.
+
+    Returns:
+        The ``conformance_record``: ``measured`` the ratio to its mean N; p = 1 with a reason where N = 0.
 
     Raises:
         ValueError: a negative statistic or N."""
@@ -98,19 +114,29 @@ def _sd_upper(sum_squares: float, n: int, alpha: float) -> float:
 def dpmix_measured_epsilon(*, noise: tuple[float, int, float, int], weight: tuple[float, float, float],
                            inclusions: tuple[int, int, int, int], rows: int, d_x: int, delta: float,
                            certified: float, confidence: float = 0.95) -> dict[str, Any]:
-    """DPMix's ε from its measured parameters (``bench.results.MeasuredEpsilon``'s fields), by the conformance
-    code's own accountant (``mixing_epsilon`` of the pair with c = (ŵ·Δ)², Δ² = d_x/σ_x² + 2/σ_y²), each parameter at
-    its one-sided limit in the direction that lowers ε, at α/4 each: σ_x and σ_y at their upper χ² limits, the weight
-    ŵ at its lower limit (``weight_limit``), the inclusion rate q at the larger of the observed mean rate (every
-    subset holds ℓ distinct records, so Σ_j q_j = ℓ and the largest q_j is at least their mean: no error) and the
-    Bonferroni-corrected lower Clopper-Pearson limit of the most included record's rate; T as observed. The p-value
-    of "spent ≤ certified" by ``limit_p_value``.
+    """DPMix's ε from its measured parameters (``bench.results.MeasuredEpsilon``'s fields).
+
+    By the conformance code's own accountant (``mixing_epsilon`` of the pair with c = (ŵ·Δ)², Δ² = d_x/σ_x² + 2/σ_y²),
+    each parameter at its one-sided limit in the direction that lowers ε, at α/4 each: σ_x and σ_y at their upper χ²
+    limits, the weight ŵ at its lower limit (``weight_limit``), the inclusion rate q at the larger of the observed
+    mean rate (every subset holds ℓ distinct records, so Σ_j q_j = ℓ and the largest q_j is at least their mean: no
+    error) and the Bonferroni-corrected lower Clopper-Pearson limit of the most included record's rate; T as observed.
+    The p-value of "spent ≤ certified" by ``limit_p_value``.
 
     Args:
         noise: (Σr_x², its observations, Σr_y², its observations), in the data's units.
-        weight: (A, V, 1/ℓ) of ``mixing_weight_test``. inclusions: (Σ_j c_j, the largest c_j, n records, trials
-            per record), c_j a record's inclusions over every release. rows: T observed. d_x: features.
-        delta, certified: the run's δ and certified ε.
+        weight: (A, V, 1/ℓ) of ``mixing_weight_test``.
+        inclusions: (Σ_j c_j, the largest c_j, n records, trials per record), c_j a record's inclusions over every
+            release.
+        rows: T, the releases observed.
+        d_x: the number of features.
+        delta: the run's δ, a probability.
+        certified: the run's certified ε (unitless).
+        confidence: the limit's confidence level.
+
+    Returns:
+        ``{"epsilon", "certified", "delta", "relation", "accountant", "confidence", "p_value", "parameters"}``; ε
+        (replace-one) 1e300 where it is infinite (a measured σ of 0).
 
     Raises:
         ValueError: no observation, no record or no trial."""

@@ -35,9 +35,17 @@ IDEAL_SEED = 20240514  # the ideal mechanism's simulation: a fixed seed, so the 
 
 
 def scores_from_outputs(outputs: ArrayLike, direction: ArrayLike) -> np.ndarray:
-    """Each run's score ``(R,)`` from its final model's logits ``outputs (R, Q, K)`` on the canary (query 0) and, where
-    ``Q`` is 2, its reference input (query 1): ⟨logits(canary) − logits(reference), direction⟩ (without a reference,
-    ⟨logits(canary), direction⟩). Linear in the logits, so linear in θ_T for a model linear in its parameters.
+    """Each run's score from its final model's logits on the canary and, where given, its reference input.
+
+    ⟨logits(canary) − logits(reference), direction⟩ (without a reference, ⟨logits(canary), direction⟩). Linear in the
+    logits, so linear in θ_T for a model linear in its parameters.
+
+    Args:
+        outputs: ``(R, Q, K)`` logits of R runs on Q queries (query 0 the canary, query 1 the reference), Q in {1, 2}.
+        direction: ``(K,)`` the direction the logits are read along.
+
+    Returns:
+        ``(R,)`` float64 scores, higher meaning "canary included".
 
     Raises:
         ValueError: outputs not ``(R, 1 or 2, K)`` or a direction of another length."""
@@ -50,11 +58,25 @@ def scores_from_outputs(outputs: ArrayLike, direction: ArrayLike) -> np.ndarray:
 
 def crafted_summary(scores: ArrayLike, coins: ArrayLike, *, design: AuditDesign, delta: float, ideal_draws: int,
                     confidence: float = 0.95) -> dict[str, Any]:
-    """What the crafted audit records beside its bounds (module docstring): ``anchor`` ({mu, epsilon}),
-    ``gdp_mu_lb`` and ``refuted_gaussian_epsilon`` (at the design's per-analysis confidence), ``mu_hat`` (the
-    scores' standardised mean gap, a point estimate), ``certified_mu`` and, with ``ideal_draws`` and a certified μ,
-    ``ideal``: the ideal mechanism's R runs through the same analysis (``audit``: its ``epsilon_lb``) and through the
-    anchor's estimator (``anchor``), each ``{median, p10, p90, max, draws}``."""
+    """What the crafted audit records beside its bounds (module docstring).
+
+    Args:
+        scores: ``(R,)`` the runs' scores (``scores_from_outputs``).
+        coins: ``(R,)`` in {0, 1}, 1 where the canary was included.
+        design: the audit's design (its family of analyses and certified μ).
+        delta: δ, a probability.
+        ideal_draws: draws of the ideal mechanism (0: none).
+        confidence: the audit's confidence level.
+
+    Returns:
+        ``anchor`` ({mu, epsilon}), ``gdp_mu_lb`` and ``refuted_gaussian_epsilon`` (at the design's per-analysis
+        confidence), ``mu_hat`` (the scores' standardised mean gap, a point estimate), ``certified_mu`` and, with
+        ``ideal_draws`` and a certified μ, ``ideal``: the ideal mechanism's R runs through the same analysis
+        (``audit``: its ``epsilon_lb``) and through the anchor's estimator (``anchor``), each ``{median, p10, p90,
+        max, draws}``.
+
+    Raises:
+        ValueError: from ``anchor_epsilon``: invalid scores or coins, or no run on one side."""
     s, y = np.asarray(scores, dtype=np.float64), np.asarray(coins, dtype=np.int64)
     each = 1.0 - (1.0 - confidence) / max(1, len(family(design)))
     mu_lb = gdp_fit_mu(threshold_counts(s, y), confidence=each)

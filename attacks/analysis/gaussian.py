@@ -43,8 +43,17 @@ def _region_mass(mean: float, sd: float, lo: float | None, hi: float | None, out
 
 
 def hockey_stick(p: tuple[float, float], q: tuple[float, float], epsilon: float) -> float:
-    """δ_{P‖Q}(ε) = sup_S P(S) − e^ε Q(S) for P = N(m₁, s₁²), Q = N(m₀, s₀²) in one dimension (the set where
-    log p − log q > ε is an interval or its complement: a quadratic inequality)."""
+    """δ_{P‖Q}(ε) = sup_S P(S) − e^ε Q(S) for P = N(m₁, s₁²), Q = N(m₀, s₀²) in one dimension.
+
+    The set where log p − log q > ε is an interval or its complement: a quadratic inequality, solved in closed form.
+
+    Args:
+        p: (m₁, s₁), P's mean and standard deviation (s₁ > 0), in score units.
+        q: (m₀, s₀), Q's mean and standard deviation (s₀ > 0).
+        epsilon: ε (unitless).
+
+    Returns:
+        δ, a probability (>= 0)."""
     (m1, s1), (m0, s0) = p, q
     a = 1 / (2 * s0**2) - 1 / (2 * s1**2)
     b = m1 / s1**2 - m0 / s0**2
@@ -66,8 +75,15 @@ def hockey_stick(p: tuple[float, float], q: tuple[float, float], epsilon: float)
 
 
 def pair_epsilon(p: tuple[float, float], q: tuple[float, float], delta: float) -> float:
-    """The smallest ε with max(δ_{P‖Q}(ε), δ_{Q‖P}(ε)) <= δ for two one-dimensional Gaussians (at most
-    ``EPSILON_CAP``)."""
+    """The smallest ε with max(δ_{P‖Q}(ε), δ_{Q‖P}(ε)) <= δ for two one-dimensional Gaussians.
+
+    Args:
+        p: (mean, standard deviation) of P.
+        q: (mean, standard deviation) of Q.
+        delta: δ, a probability.
+
+    Returns:
+        ε (unitless), in [0, ``EPSILON_CAP``]."""
     def excess(e: float) -> float:
         return max(hockey_stick(p, q, e), hockey_stick(q, p, e)) - delta
 
@@ -88,13 +104,21 @@ def _box(n: int, mean: float, sd: float, alpha: float) -> tuple[tuple[float, flo
 
 
 def pair_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
-    """The Gaussian pair's ε lower bound from its summary ``fit`` (``n_in``, ``mean_in``, ``sd_in``, ``n_out``,
-    ``mean_out``, ``sd_out``): the smallest ε over the box of the four confidence intervals (each at
-    1 − (1 − confidence)/4, jointly at ``confidence``), at the smallest mean gap in the box. Adding the same
-    independent Gaussian noise to both sides is post-processing, so ε can only fall as both standard deviations grow:
-    the box's smallest ε lies on the edges where one of them is at its upper end. Along such an edge ε is smallest
-    where the two are equal (or at the end nearest to that); those points and ``GRID`` points of each edge are
-    searched. 0 when a group's scores do not vary."""
+    """The Gaussian pair's ε lower bound from its summary: the smallest ε over a confidence box (Agrawal et al. 2026).
+
+    The box of the four confidence intervals (each at 1 − (1 − confidence)/4, jointly at ``confidence``), at the
+    smallest mean gap in the box. Adding the same independent Gaussian noise to both sides is post-processing, so ε
+    can only fall as both standard deviations grow: the box's smallest ε lies on the edges where one of them is at its
+    upper end. Along such an edge ε is smallest where the two are equal (or at the end nearest to that); those points
+    and ``GRID`` points of each edge are searched.
+
+    Args:
+        fit: ``n_in``, ``mean_in``, ``sd_in``, ``n_out``, ``mean_out``, ``sd_out`` of the two groups' scores.
+        delta: δ, a probability.
+        confidence: the bound's joint confidence level.
+
+    Returns:
+        ε_LB (unitless, in [0, ``EPSILON_CAP``]); 0 when a group's scores do not vary."""
     alpha = (1.0 - confidence) / 4
     (m_in, sd_in), (m_out, sd_out) = (_box(fit[f"n_{g}"], fit[f"mean_{g}"], fit[f"sd_{g}"], alpha)
                                       for g in ("in", "out"))
@@ -110,13 +134,18 @@ def gaussian_pair_epsilon(scores: ArrayLike, labels: ArrayLike, *, delta: float,
                           confidence: float = 0.95) -> dict[str, Any]:
     """ε of the Gaussian pair fitted to included (1) and excluded (0) canaries' scores (``pair_bound``).
 
+    Args:
+        scores: ``(N,)`` finite scores, higher meaning "included".
+        labels: ``(N,)`` in {0, 1}, 1 where the canary was included.
+        delta: δ, a probability.
+        confidence: the bound's joint confidence level.
+
     Returns:
         ``{"epsilon_lb", "mean_in", "sd_in", "mean_out", "sd_out", "n_in", "n_out", "normality_p"}`` (the last:
         the smaller D'Agostino-Pearson / Shapiro-Wilk p-value of the two groups, a check of the assumption).
 
     Raises:
-        ValueError: fewer than 3 scores in a group, or invalid scores / labels.
-    """
+        ValueError: fewer than 3 scores in a group, or invalid scores / labels."""
     s, y = validate_scores(scores, labels)
     groups = [s[y == 1], s[y == 0]]
     if min(g.size for g in groups) < 3:
@@ -138,11 +167,18 @@ def _normality(groups: Sequence[np.ndarray]) -> float:
 
 
 def gdp_fit_mu(counts: Sequence[Sequence[int]], *, confidence: float = 0.95) -> float:
-    """Nasr et al.'s μ_LB over a family of thresholds of independent runs (rows ``[tp, fn, fp, tn]``):
+    """Nasr et al.'s (2023) μ_LB over a family of thresholds of independent runs.
+
     max Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper), each one-sided Clopper-Pearson bound at
     1 − (1 − confidence)/(2 · family size) (Bonferroni over the family and the two bounds). With probability
-    >= ``confidence`` the runs' mechanism is not μ-GDP for any μ < μ_LB, whatever it is (the bounds are exact); 0
-    for an empty family."""
+    >= ``confidence`` the runs' mechanism is not μ-GDP for any μ < μ_LB, whatever it is (the bounds are exact).
+
+    Args:
+        counts: rows ``[tp, fn, fp, tn]``, one a threshold (``threshold_counts``).
+        confidence: the bound's confidence level.
+
+    Returns:
+        μ_LB (unitless, >= 0); 0 for an empty family."""
     if not counts:
         return 0.0
     level = 1.0 - (1.0 - confidence) / (2 * len(counts))
@@ -155,6 +191,16 @@ def gdp_fit_mu(counts: Sequence[Sequence[int]], *, confidence: float = 0.95) -> 
 
 
 def gdp_fit_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: float = 0.95) -> float:
-    """Nasr et al.'s GDP fit: ``gdp_fit_mu`` as ε at ``delta`` (the ε of the largest refuted Gaussian curve: a lower
-    bound of the mechanism's ε where its trade-off curve is Gaussian)."""
+    """Nasr et al.'s (2023) GDP fit: ``gdp_fit_mu`` as ε at ``delta``.
+
+    The ε of the largest refuted Gaussian curve: a lower bound of the mechanism's ε where its trade-off curve is
+    Gaussian.
+
+    Args:
+        counts: rows ``[tp, fn, fp, tn]``, one a threshold.
+        delta: δ, a probability.
+        confidence: the bound's confidence level.
+
+    Returns:
+        ε (unitless, in [0, ``EPSILON_CAP``])."""
     return gdp_epsilon(gdp_fit_mu(counts, confidence=confidence), delta)

@@ -39,26 +39,26 @@ METHOD = "gaussian-llr"
 
 
 def llr_fit(scores: ArrayLike, labels: ArrayLike, model: Sequence[float] | None = None) -> dict[str, Any]:
-    """The summary the analysis needs: each group's size, mean and sd (``n_in``, ``mean_in``, ``sd_in``, ``n_out``,
-    ``mean_out``, ``sd_out``) and ``shape_excluded_p``, the p-value of a test of the excluded canaries' scores (the
-    run's own noise) against the shape the model predicts (``shape_test``):
+    """The summary the analysis needs: each group's size, mean and sd, and tests of the groups' shape.
 
-    - ``model`` = (σ̂, q, T) given: the standardised excluded scores y mapped by the Cornish-Fisher expansion of the
-      exact skewness γ₁ and excess kurtosis γ₂ of a sum of T per-step log-likelihood ratios under N(0, σ̂²) noise
+    - ``model`` = (σ̂, q, T) given: the standardised scores y mapped by the Cornish-Fisher expansion of the exact
+      skewness γ₁ and excess kurtosis γ₂ of a sum of T per-step log-likelihood ratios under N(0, σ̂²) noise
       (``exact_llr_cumulants``), z = y − γ₁(y² − 1)/6 − γ₂(y³ − 3y)/24 + γ₁²(4y³ − 7y)/36 (Cornish & Fisher 1938),
-      then D'Agostino-Pearson's normality test of z: the CLT's known skew is not mistaken for a failure (a plain
-      normality test rejects it in 40 % of correct runs at ε = 8 with 19,000 excluded canaries; this one at its
-      level, 1.3–1.7 % of 300 simulated runs at 1 %, down to 500 scores). It rejects what the design's assumption
-      excludes: noise that is not Gaussian, not independent across steps, or not at σ̂.
+      then D'Agostino-Pearson's test of z: the CLT's known skew is no failure (level 1.3–1.7 % of 300 simulated
+      runs at 1 %, down to 500 scores); noise not Gaussian, not independent across steps, or not at σ̂ is.
     - no model: D'Agostino-Pearson normality (from 20 scores, else Shapiro-Wilk).
 
     Args:
-        scores: ``(m,)`` summed log-likelihood ratios (larger: included). labels: ``(m,)`` coins in {0, 1}.
-        model: (σ̂, q, T) of the run, or None.
+        scores: ``(m,)`` summed log-likelihood ratios (larger: included).
+        labels: ``(m,)`` coins in {0, 1}.
+        model: (σ̂, q, T) of the run (σ̂ in units of C), or None.
+
+    Returns:
+        ``n_in``, ``mean_in``, ``sd_in``, ``n_out``, ``mean_out``, ``sd_out``, ``shape_excluded_p`` (the run's own
+        noise), ``shape_included_p``, ``shape_p`` (``shape_p`` of the two) and ``shape_test`` (which test ran).
 
     Raises:
-        ValueError: fewer than 3 scores in a group, or invalid scores / labels.
-    """
+        ValueError: fewer than 3 scores in a group, or invalid scores / labels."""
     from scipy.stats import normaltest, shapiro
 
     s, y = validate_scores(scores, labels)
@@ -86,19 +86,30 @@ def llr_fit(scores: ArrayLike, labels: ArrayLike, model: Sequence[float] | None 
 
 
 def shape_p(excluded: float, included: float) -> float:
-    """The two groups' shape tests as one (Bonferroni: 2 × the smaller p-value, at most 1): the analysis is valid
-    when it is at least the normality level, so a correct run is declared invalid at most at that level, and a
-    mechanism that changes either group's law (the included canaries' too: a bug that lets a canary through
-    unclipped, or adds a different noise where it is sampled) is seen. No new analysis: the family is unchanged."""
+    """The two groups' shape tests as one (Bonferroni: 2 × the smaller p-value, at most 1); the family is unchanged.
+
+    Args:
+        excluded: the excluded group's shape p-value.
+        included: the included group's.
+
+    Returns:
+        The combined p-value, in [0, 1]."""
     return min(1.0, 2.0 * min(excluded, included))
 
 
 def exact_llr_cumulants(*, sigma: float, sample_rate: float, steps: int, nodes: int = 200,
                         contribution: float | None = None) -> dict[str, float]:
-    """The skewness and excess kurtosis of a canary's summed log-likelihood ratio (T iid per-step terms ℓ(x);
-    cumulants add over steps: skew = T·κ₃/(T·κ₂)^1.5, excess kurtosis = T·κ₄/(T·κ₂)²), by Gauss-Hermite quadrature:
-    an excluded canary's (x ~ N(0, σ²); ``contribution`` None) or an included one's (x ~ N(c·b, σ²), b ~
-    Bernoulli(q), c = ``contribution`` in units of C). Returns ``{"skew", "excess_kurtosis"}``."""
+    """Skewness and excess kurtosis of a canary's summed log-likelihood ratio (T iid terms ℓ(x)), by Gauss-Hermite.
+
+    Args:
+        sigma: σ, the noise's standard deviation (units of C, > 0).
+        sample_rate: q, in (0, 1].
+        steps: T.
+        nodes: the quadrature's nodes.
+        contribution: None: excluded (x ~ N(0, σ²)); c: included (x ~ N(c·b, σ²), b ~ Bernoulli(q)), units of C.
+
+    Returns:
+        ``{"skew", "excess_kurtosis"}``: T·κ₃/(T·κ₂)^1.5 and T·κ₄/(T·κ₂)² (cumulants add over steps)."""
     z, w = np.polynomial.hermite_e.hermegauss(nodes)
     w = w / w.sum()
 
@@ -118,13 +129,20 @@ def exact_llr_cumulants(*, sigma: float, sample_rate: float, steps: int, nodes: 
 
 
 def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
-    """μ_LB at ``confidence``: (mean gap − t·SE)/max(sd upper bounds), the gap's one-sided Student-t bound at
-    (1 − confidence)/2 (Welch's SE, the smaller group's degrees of freedom) and each sd's one-sided χ² bound at
-    (1 − confidence)/4, jointly at ``confidence`` (union bound). 0 when the gap's bound is not positive.
+    """μ_LB at ``confidence``: (mean gap − t·SE)/max(sd upper bounds).
+
+    The gap's one-sided Student-t bound at (1 − confidence)/2 (Welch's SE, the smaller group's degrees of freedom),
+    each sd's one-sided χ² bound at (1 − confidence)/4: jointly at ``confidence`` (union bound).
+
+    Args:
+        fit: an ``llr_fit`` summary.
+        confidence: in (0, 1).
+
+    Returns:
+        μ_LB (unitless); 0 when the gap's bound is not positive.
 
     Raises:
-        ValueError: confidence outside (0, 1) or a group of fewer than 2 scores.
-    """
+        ValueError: confidence outside (0, 1) or a group of fewer than 2 scores."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     n_in, n_out = int(fit["n_in"]), int(fit["n_out"])
@@ -141,14 +159,27 @@ def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
 
 
 def llr_gdp_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
-    """ε lower bound at ``delta`` and ``confidence`` from a ``llr_fit`` summary: μ-GDP's ε at δ for
-    ``gdp_mu_lower`` (a lower bound when the summed log-likelihood ratios are Gaussian)."""
+    """ε lower bound: μ-GDP's ε at δ of ``gdp_mu_lower`` (valid when the summed log-likelihood ratios are Gaussian).
+
+    Args:
+        fit: an ``llr_fit`` summary.
+        delta: δ, a probability.
+        confidence: in (0, 1).
+
+    Returns:
+        ε_LB (unitless)."""
     return gdp_epsilon(gdp_mu_lower(fit, confidence=confidence), delta)
 
 
 def llr_valid(fit: dict[str, Any] | None, level: float) -> bool:
-    """Whether the bound may decide: both groups' scores pass the shape tests of ``llr_fit`` at ``level``
-    (``shape_p``; a fit stored before the included group was tested: its excluded group's test)."""
+    """Whether the bound may decide: both groups' scores pass the shape tests of ``llr_fit`` at ``level``.
+
+    Args:
+        fit: an ``llr_fit`` summary (one stored before the included group was tested: its excluded group's), or None.
+        level: the normality level, a probability.
+
+    Returns:
+        True where ``shape_p`` is at least ``level``; False without a fit."""
     return fit is not None and float(fit.get("shape_p", fit.get("shape_excluded_p", 0.0))) >= level
 
 
@@ -175,19 +206,25 @@ def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int,
 
 def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribution: float = 1.0,
                       nodes: int = 200, score_sigma: float | None = None) -> dict[str, float]:
-    """The exact means and variances of a canary's summed log-likelihood ratio S = Σ_t ℓ(x_t),
+    """The exact means and variances of a canary's summed log-likelihood ratio S = Σ_t ℓ(x_t).
+
     ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ̂²))), under Q (x_t ~ N(0, σ²)) and P (x_t ~ N(c·b_t, σ²), b_t ~
-    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature with ``nodes`` nodes; σ̂ is
-    ``score_sigma`` (None: σ, the Neyman-Pearson score; a run's scores use the σ̂ it measured). μ-GDP's ε of
-    ``mu`` = (E_P S − E_Q S)/max(sd_P, sd_Q) is what the analysis converges to with many canaries; comparing it with
-    the exact ε of the same T steps (a PLD accountant) measures how far the CLT is from exact.
+    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature. ``mu`` = (E_P S − E_Q S)/max(sd_P,
+    sd_Q) is what the analysis converges to with many canaries: against the exact ε, how far the CLT is from exact.
+
+    Args:
+        sigma: σ (units of C).
+        sample_rate: q.
+        steps: T.
+        contribution: c (units of C).
+        nodes: the quadrature's nodes.
+        score_sigma: σ̂ (None: σ, the Neyman-Pearson score; a run's scores use the σ̂ it measured).
 
     Returns:
         ``{"mean_in", "var_in", "mean_out", "var_out", "mu"}``.
 
     Raises:
-        ValueError: σ <= 0, σ̂ <= 0, q outside (0, 1] or T < 1.
-    """
+        ValueError: σ <= 0, σ̂ <= 0, q outside (0, 1] or T < 1."""
     scale = sigma if score_sigma is None else score_sigma
     if not (sigma > 0 and scale > 0 and 0 < sample_rate <= 1 and steps >= 1):
         raise ValueError(f"exact_llr_moments needs σ > 0, σ̂ > 0, 0 < q <= 1, T >= 1, got {sigma}, {scale}, "
@@ -210,16 +247,18 @@ def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribut
 
 
 def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``llr_fit`` summary of several runs' canaries pooled, exactly (sizes add; means and sds from each group's
-    sums of scores and of squares). Valid to pool only runs of one mechanism with the same public σ, q and T (their
-    canaries are then draws from one pair P, Q): the same configuration with different seeds. ``shape_excluded_p``
-    is the runs' shape tests combined by Fisher's method (Fisher 1932, "Statistical Methods for Research Workers",
-    §21.1): −2·Σ log p_i against χ² with 2R degrees of freedom (``combined_shape_p``), one test of the runs'
-    shared assumption at ``attacks.analysis.NORMALITY_LEVEL``; ``shape_test`` says so.
+    """The ``llr_fit`` summary of several runs' canaries pooled, exactly (sizes add; means and sds from sums).
+
+    Valid only for runs of one mechanism with the same public σ, q and T; shape p-values by ``combined_shape_p``.
+
+    Args:
+        fits: ``llr_fit`` summaries, one a run.
+
+    Returns:
+        The pooled summary (``shape_included_p`` and ``shape_p`` only where every fit has an included test).
 
     Raises:
-        ValueError: no fits.
-    """
+        ValueError: no fits."""
     if not fits:
         raise ValueError("pool_llr_fits needs at least one fit")
     out: dict[str, Any] = {"shape_excluded_p": combined_shape_p([float(f["shape_excluded_p"]) for f in fits]),
@@ -239,15 +278,19 @@ def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def combined_shape_p(p_values: Sequence[float]) -> float:
-    """Fisher's combination of R independent tests' p-values: P(χ²_{2R} ≥ −2·Σ log p_i) (Fisher 1932, §21.1),
-    uniform when every p_i is. Each run's shape test (``llr_fit``) is D'Agostino-Pearson's K², χ²₂ under its
-    hypothesis, so −2·log p_i is that run's K² and the combination is the test of the runs' K² summed: at level α it
-    rejects correct runs at rate α (the smallest of R p-values below α: about R·α), and it sees a departure every
-    run shares (the pooled runs train one mechanism) better than any single run's test.
+    """Fisher's combination of R independent tests' p-values: P(χ²_{2R} ≥ −2·Σ log p_i) (Fisher 1932, §21.1).
+
+    Each run's shape test is D'Agostino-Pearson's K² (χ²₂ under H0): this tests the runs' K² summed, seeing a
+    departure every run shares better than any single run's test.
+
+    Args:
+        p_values: R p-values, each in [0, 1].
+
+    Returns:
+        The combined p-value (0 where any p_i is 0).
 
     Raises:
-        ValueError: no p-values, or one outside [0, 1].
-    """
+        ValueError: no p-values, or one outside [0, 1]."""
     p = np.asarray(p_values, dtype=np.float64)
     if p.size == 0 or not np.all((p >= 0) & (p <= 1)):
         raise ValueError(f"combined_shape_p needs p-values in [0, 1], got {list(p_values)!r}")

@@ -28,16 +28,24 @@ PLAN_SEED = 20230601  # the simulation's seed: fixed, so the plan is a function 
 @functools.lru_cache(maxsize=64)
 def planned_guess_fraction(*, sigma: float, sample_rate: float, steps: int, m: int, delta: float,
                            confidence: float = 0.95) -> float:
-    """The two-sided guess fraction f in ``PLANNED_FRACTIONS`` whose rule maximises the one-run ε lower bound
-    (Steinke et al. 2023, at δ and ``confidence``) on the ideal mechanism's simulated scores.
+    """The two-sided guess fraction f in ``PLANNED_FRACTIONS`` whose rule maximises the one-run ε lower bound.
+
+    The bound of Steinke, Nasr, Jagielski (2023) at δ and ``confidence`` on the ideal mechanism's simulated scores
+    (a fixed seed: a function of the public parameters alone; cached).
 
     Args:
-        sigma: the claimed noise multiplier σ (> 0). sample_rate: q in (0, 1]. steps: T >= 1. m: canaries >= 2.
-        delta: δ of the guarantee tested. confidence: the level the audit will use for this analysis.
+        sigma: the claimed noise multiplier σ (> 0).
+        sample_rate: q, in (0, 1].
+        steps: T >= 1.
+        m: canaries, >= 2.
+        delta: δ of the guarantee tested, a probability.
+        confidence: the level the audit will use for this analysis.
+
+    Returns:
+        f, one of ``PLANNED_FRACTIONS``.
 
     Raises:
-        ValueError: a parameter out of range.
-    """
+        ValueError: a parameter out of range."""
     if not (sigma > 0 and 0 < sample_rate <= 1 and steps >= 1 and m >= 2):
         raise ValueError(f"planned_guess_fraction needs σ > 0, 0 < q <= 1, T >= 1, m >= 2, got {sigma}, "
                          f"{sample_rate}, {steps}, {m}")
@@ -53,5 +61,16 @@ def planned_guess_fraction(*, sigma: float, sample_rate: float, steps: int, m: i
 
 
 def two_sided_rule(scores: ArrayLike, included: ArrayLike, fraction: float) -> list[int]:
-    """``[k, k, 2k, v]``: the single two-sided rule at ``fraction`` (``one_run_guesses``' row for it)."""
+    """The single two-sided rule at ``fraction`` (``one_run_guesses``' row for it).
+
+    Args:
+        scores: ``(m,)`` canary scores, higher meaning "included".
+        included: ``(m,)`` in {0, 1}.
+        fraction: f: the f·m highest guessed included, the f·m lowest excluded.
+
+    Returns:
+        ``[k, k, 2k, v]``: guesses each way, guesses in all, correct guesses.
+
+    Raises:
+        ValueError: invalid scores or labels (``validate_scores``)."""
     return one_run_guesses(scores, included, fractions=(fraction,))[1]

@@ -77,9 +77,21 @@ def _exact_interval(k: int, n: int, level: float) -> tuple[float, float]:
 
 
 def validate_scores(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Check and convert inputs; returns ``(scores float64 (N,), labels int8 (N,))``. Scores with ±inf are replaced
-    by their dense ranks (the order and every tie kept exactly: a finite stand-in such as max + 1 would tie with
-    finite scores at or above 2⁵³). Raises ValueError for shapes, NaN, labels outside {0, 1} or a single class."""
+    """Check and convert attack scores and membership labels.
+
+    Scores with ±inf are replaced by their dense ranks (the order and every tie kept exactly: a finite stand-in such
+    as max + 1 would tie with finite scores at or above 2⁵³).
+
+    Args:
+        scores: ``(N,)`` numeric (or boolean) scores, higher meaning "member".
+        labels: ``(N,)`` in {0, 1}, 1 for a member.
+
+    Returns:
+        ``(scores float64 (N,), labels int8 (N,))``.
+
+    Raises:
+        ValueError: shapes that are not both ``(N,)``, non-numeric scores, NaN, labels outside {0, 1} or a single
+            class."""
     s = np.asarray(scores)
     y = np.asarray(labels)
     if s.ndim != 1 or y.ndim != 1 or s.shape != y.shape:

@@ -43,13 +43,20 @@ MAX_SHIFT_SQ = 5e6
 
 def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, feature_range: float = 1.0,
                  label_diameter_sq: float = LABEL_DIAMETER_SQ) -> float:
-    """c = (w·Δ)², the squared whitened shift that replacing one record makes in one released sample (module
-    docstring): Δ² = d_x·r²/σ_x² + Δ_y²/σ_y², w the record's weight in the sample (1/ℓ when mixed as certified).
+    """c = (w·Δ)², the squared whitened shift that replacing one record makes in one released sample (module docstring).
+
+    Δ² = d_x·r²/σ_x² + Δ_y²/σ_y², w the record's weight in the sample (1/ℓ when mixed as certified).
 
     Args:
-        sigma_x, sigma_y: the noise sd of the features and of the label coordinates (> 0; ∞ allowed: no signal).
-        d_x: features (>= 1). weight: w >= 0. feature_range: r, the features' range (1 for [0, 1]).
+        sigma_x: the noise sd of the features (> 0; ∞ allowed: no signal), in the features' units.
+        sigma_y: the noise sd of the label coordinates (> 0; ∞ allowed).
+        d_x: features (>= 1).
+        weight: w >= 0.
+        feature_range: r, the features' range (1 for [0, 1]).
         label_diameter_sq: Δ_y² (2 for distributions; 0 when no label is released).
+
+    Returns:
+        c (unitless, >= 0).
 
     Raises:
         ValueError: σ <= 0, d_x < 1, a negative weight, range or diameter."""

@@ -26,9 +26,23 @@ def _check_probability(name: str, value: float) -> float:
 
 
 def one_run_p_value(m: int, r: int, v: int, *, epsilon: float, delta: float = 0.0) -> float:
-    """P[at least v of r guesses correct] for an (ε, δ)-DP mechanism with m canaries, each included
-    independently with probability ½ (Steinke, Nasr, Jagielski 2023): the Binomial(r, e^ε/(1+e^ε)) tail
-    plus 2·m·δ·max_{i=1..v} P[v − i <= Binomial(r, q) < v] / i."""
+    """P[at least v of r guesses correct] for an (ε, δ)-DP mechanism with m canaries (Steinke, Nasr, Jagielski 2023).
+
+    Each canary included independently with probability ½: the Binomial(r, e^ε/(1+e^ε)) tail plus
+    2·m·δ·max_{i=1..v} P[v − i <= Binomial(r, q) < v] / i.
+
+    Args:
+        m: canaries.
+        r: guesses made.
+        v: correct guesses.
+        epsilon: ε (unitless).
+        delta: δ, a probability.
+
+    Returns:
+        The p-value, in [0, 1].
+
+    Raises:
+        ValueError: not 0 <= v <= r <= m."""
     if not 0 <= v <= r <= m:
         raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
     q = 1.0 / (1.0 + math.exp(-epsilon))
@@ -41,7 +55,20 @@ def one_run_p_value(m: int, r: int, v: int, *, epsilon: float, delta: float = 0.
 
 
 def one_run_epsilon(m: int, r: int, v: int, *, delta: float = 0.0, confidence: float = 0.95) -> float:
-    """The largest ε whose one-run p-value is still below 1 − ``confidence`` (bisection; 0 if none)."""
+    """The largest ε whose one-run p-value (``one_run_p_value``) is still below 1 − ``confidence``, by bisection.
+
+    Args:
+        m: canaries.
+        r: guesses made.
+        v: correct guesses.
+        delta: δ, a probability.
+        confidence: in (0, 1).
+
+    Returns:
+        ε_LB (unitless); 0 if none, or without a guess.
+
+    Raises:
+        ValueError: confidence outside (0, 1), or counts out of range (``one_run_p_value``)."""
     alpha = 1.0 - _check_probability("confidence", confidence)
     if r == 0 or one_run_p_value(m, r, v, epsilon=0.0, delta=delta) >= alpha:
         return 0.0
@@ -59,9 +86,22 @@ def one_run_epsilon(m: int, r: int, v: int, *, delta: float = 0.0, confidence: f
 
 def one_run_guesses(scores: ArrayLike, included: ArrayLike, *,
                     fractions: Sequence[float] = GUESS_FRACTIONS) -> list[list[int]]:
-    """``[k_plus, k_minus, r, v]`` for each guessing rule of the one-run audit: the k_plus highest scores
-    guessed "included", the k_minus lowest "excluded", the rest abstain; r = k_plus + k_minus guesses,
-    v correct. Rules: k = fraction · m for each fraction, both one-sided (k_minus = 0) and two-sided."""
+    """``[k_plus, k_minus, r, v]`` for each guessing rule of the one-run audit (Steinke, Nasr, Jagielski 2023).
+
+    The k_plus highest scores guessed "included", the k_minus lowest "excluded", the rest abstain; r = k_plus +
+    k_minus guesses, v correct. Rules: k = fraction · m (in [1, m // 2]) for each fraction, both one-sided
+    (k_minus = 0) and two-sided.
+
+    Args:
+        scores: ``(m,)`` canary scores, higher meaning "included".
+        included: ``(m,)`` in {0, 1}.
+        fractions: the fractions of m, fixed in advance.
+
+    Returns:
+        Two rows a fraction, in order.
+
+    Raises:
+        ValueError: invalid scores or labels (``validate_scores``)."""
     s, y = validate_scores(scores, included)
     m = s.size
     order = np.argsort(-s, kind="stable")
@@ -77,7 +117,19 @@ def one_run_guesses(scores: ArrayLike, included: ArrayLike, *,
 
 def best_one_run_epsilon(m: int, guesses: Sequence[Sequence[int]], *, delta: float,
                          confidence: float = 0.95) -> float:
-    """Best ε̂ over the guessing rules, each at confidence 1 − (1 − confidence)/len(guesses) (Bonferroni)."""
+    """Best ε̂ over the guessing rules, each at confidence 1 − (1 − confidence)/len(guesses) (Bonferroni).
+
+    Args:
+        m: canaries.
+        guesses: rows ``[k_plus, k_minus, r, v]`` (``one_run_guesses``).
+        delta: δ, a probability.
+        confidence: the joint confidence level.
+
+    Returns:
+        ε_LB (unitless); 0 without a rule.
+
+    Raises:
+        ValueError: as ``one_run_epsilon``."""
     if not guesses:
         return 0.0
     each = 1.0 - (1.0 - confidence) / len(guesses)

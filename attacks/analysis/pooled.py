@@ -33,14 +33,30 @@ def _known(value: T | None, what: str) -> T:
 
 
 def group_epsilon(group: list[Member]) -> float:
-    """The largest accountant's ε among ``group``'s members (each present: ``pool_groups`` keeps no other)."""
+    """The largest accountant's ε among ``group``'s members (each present: ``pool_groups`` keeps no other).
+
+    Args:
+        group: members (run, its audit record, the guarantee of the audit's relation), from ``pool_groups``.
+
+    Returns:
+        ε (unitless).
+
+    Raises:
+        ValueError: a member's guarantee without an ε."""
     return max(_known(m[2].epsilon, "ε") for m in group)
 
 
 def pool_groups(results: list[RunResult]) -> list[list[Member]]:
-    """The groups of two or more runs whose white-box canary audits may be pooled: one per (dataset, mechanism,
-    target ε, row, audit, public σ, q, T and the accountant's ε and δ), each member (run, its audit record, the
-    guarantee of the audit's relation)."""
+    """The groups of two or more runs whose white-box canary audits may be pooled.
+
+    One per (dataset, mechanism, target ε, row, audit, public σ, q, T and the accountant's ε and δ); failed runs,
+    audits outside the ``gaussian-llr`` family and guarantees of "none" or without an ε are left out.
+
+    Args:
+        results: the runs' results.
+
+    Returns:
+        The groups, each member (run, its audit record, the guarantee under the audit's relation)."""
     groups: dict[tuple[object, ...], list[Member]] = {}
     for r in results:
         if not r.ok:
@@ -62,8 +78,15 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
 
 
 def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool]:
-    """The pooled μ-GDP ε lower bound of ``group`` at ``confidence`` and whether it is valid (every run's fit
-    present and the runs' shape tests, combined by Fisher's method, passing)."""
+    """The pooled μ-GDP ε lower bound of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether it is valid.
+
+    Args:
+        group: one group of ``pool_groups``.
+        confidence: the bound's confidence level.
+
+    Returns:
+        ``(ε_LB, valid)``: valid when every run's fit is present (else ``(0.0, False)``) and the runs' shape tests,
+        combined by Fisher's method, pass at ``NORMALITY_LEVEL``."""
     fits = [next((b.fit for b in rec.audit.bounds if b.method == METHOD), None) for _, rec, _ in group]
     present = [f for f in fits if f is not None]
     if len(present) < len(fits):
@@ -74,7 +97,17 @@ def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool
 
 
 def pooled_audits(results: list[RunResult], *, confidence: float = 0.95) -> list[PooledAudit]:
-    """One ``PooledAudit`` per group of ``pool_groups``, its bound at ``confidence``."""
+    """One ``PooledAudit`` per group of ``pool_groups``, its bound at ``confidence``.
+
+    Args:
+        results: the runs' results.
+        confidence: each bound's confidence level.
+
+    Returns:
+        The pooled audits, with the group's largest ε and its δ and relation.
+
+    Raises:
+        ValueError: a group's guarantee without an ε, a δ or a relation."""
     out = []
     for group in pool_groups(results):
         value, valid = pooled_bound(group, confidence=confidence)

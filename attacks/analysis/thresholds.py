@@ -77,14 +77,20 @@ def epsilon_lower_bound(true_positives: int, false_negatives: int, false_positiv
 
 
 def order_statistic_indices(n: int, points: int = THRESHOLD_POINTS) -> list[int]:
-    """The fixed family of order-statistic indices j (0 and log-spaced counts up to n // 2) at which
-    thresholds are placed; it depends on n only, never on the scores."""
+    """The fixed family of order-statistic indices j at which thresholds are placed; it depends on n only.
+
+    Args:
+        n: the number of scores on the side the thresholds are read from.
+        points: how many indices at most (0 and ``points`` − 1 log-spaced counts up to n // 2).
+
+    Returns:
+        The sorted distinct indices."""
     top = max(1, n // 2)
     return sorted({0, *np.unique(np.round(np.geomspace(1, top, max(1, points - 1)))).astype(int).tolist()})
 
 
 def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRESHOLD_POINTS) -> list[list[int]]:
-    """``[tp, fn, fp, tn]`` at a family of thresholds chosen from one side's scores only.
+    """``[tp, fn, fp, tn]`` at a family of thresholds chosen from one side's scores only (Jagielski et al. 2020).
 
     Direction "high score = member": the threshold is the (j+1)-th highest non-member score and an
     example is called a member when its score is strictly above it, so at most j non-members are; the
@@ -95,10 +101,17 @@ def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRE
     (``fn`` = j, ``tn`` = non-members strictly below it). Because no threshold looks at the side whose
     rate gets the binomial bound, a Bonferroni correction over the family makes the best of them valid.
 
+    Args:
+        scores: ``(N,)`` scores, larger meaning "member".
+        labels: ``(N,)`` in {0, 1}, 1 for a member (canary included).
+        points: indices per direction (``order_statistic_indices``).
+
     Returns:
         ``2 · len(order_statistic_indices)`` rows ``[tp, fn, fp, tn]`` (duplicates kept: the family size
         must not depend on the data).
-    """
+
+    Raises:
+        ValueError: invalid scores or labels (``validate_scores``)."""
     s, y = validate_scores(scores, labels)
     pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
     n1, n0 = pos.size, neg.size
@@ -115,8 +128,20 @@ def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRE
 
 
 def best_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: float = 0.95) -> float:
-    """Best ε_LB over a family of thresholds, each tested at confidence 1 − (1 − confidence)/len(counts)
-    (Bonferroni), so the maximum holds with probability >= ``confidence``. 0.0 for an empty family."""
+    """Best ε_LB over a family of thresholds, each at confidence 1 − (1 − confidence)/len(counts) (Bonferroni).
+
+    The maximum holds with probability >= ``confidence`` (Jagielski, Ullman, Oprea 2020, per row).
+
+    Args:
+        counts: rows ``[tp, fn, fp, tn]`` (``threshold_counts``).
+        delta: δ of the guarantee tested, in [0, 1).
+        confidence: the joint confidence level, in (0, 1).
+
+    Returns:
+        ε_LB (unitless, >= 0); 0.0 for an empty family.
+
+    Raises:
+        ValueError: as ``epsilon_lower_bound`` (bad counts, δ or confidence)."""
     if not counts:
         return 0.0
     each = 1.0 - (1.0 - confidence) / len(counts)

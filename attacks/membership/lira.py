@@ -16,7 +16,7 @@ MIN_STD = 1e-4
 
 
 def gaussian_fit(values: np.ndarray, mask: np.ndarray, *, global_variance: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per-example means and standard deviations of shadow statistics.
+    """Per-example means and standard deviations of shadow statistics (Carlini et al. 2022).
 
     Args:
         values: ``(k, N, A)`` statistics of k shadows on N examples and A queries each.
@@ -26,7 +26,9 @@ def gaussian_fit(values: np.ndarray, mask: np.ndarray, *, global_variance: bool)
 
     Returns:
         ``(mean, std)``, each ``(N, A)``; std at least ``MIN_STD``.
-    """
+
+    Raises:
+        ValueError: an example with no shadow in its group."""
     w = mask[..., None].astype(np.float64)
     count = w.sum(0)  # (N, 1)
     if (count < 1).any():
@@ -101,11 +103,32 @@ class LiRA(MembershipAttack):
     online = True
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Online shadows hold half of the candidates (members and non-members) topped up from the population."""
+        """Online shadows hold half of the candidates (members and non-members) topped up from the population.
+
+        Args:
+            n_members: the target's training records.
+            n_population: the attacker's population records.
+
+        Returns:
+            One line naming ``shadow_size`` when it exceeds n_members + n_population, else None."""
         return at_most(self.name, "shadow_size", self.params.shadow_size, n_members + n_population,
                        "n_members + n_population")
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """LiRA's scores: train the shadows, fit the Gaussians, test the target's φ (Carlini et al. 2022).
+
+        Online: each of the (even) shadows holds half of the candidates, at most the shadows' size a side scored;
+        offline: shadows on population records only. ``global_variance`` None: one variance when fewer than
+        ``GLOBAL_VARIANCE_BELOW`` shadows (§VI-A).
+
+        Args:
+            ctx: the target, its split and the attacker's population and training function.
+
+        Returns:
+            ``MembershipScores`` of ``lira_scores`` (larger: member), ``extra`` the number of shadows trained.
+
+        Raises:
+            ValueError: offline with no attacker population to train OUT shadows on."""
         p, split, pop = self.params, ctx.split, ctx.split.population
         num_shadow = p.num_shadow + (p.num_shadow % 2 if self.online else 0)
         global_variance = p.num_shadow < GLOBAL_VARIANCE_BELOW if p.global_variance is None else p.global_variance
@@ -140,5 +163,12 @@ class LiRAOffline(LiRA):
     needs_population = True
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Offline shadows train on records of the attacker's population only."""
+        """Offline shadows train on records of the attacker's population only.
+
+        Args:
+            n_members: the target's training records (unused).
+            n_population: the attacker's population records.
+
+        Returns:
+            One line naming ``shadow_size`` when it exceeds n_population, else None."""
         return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")

@@ -80,12 +80,32 @@ class RMIA(MembershipAttack):
     needs_population = True
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """z-samples and reference models' records come from the attacker's population."""
+        """z-samples and reference models' records come from the attacker's population.
+
+        Args:
+            n_members: the target's training records (unused).
+            n_population: the attacker's population records.
+
+        Returns:
+            One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None."""
         p = self.params
         return at_most(self.name, "num_z", p.num_z, n_population, "n_population") or \
             at_most(self.name, "shadow_size", p.shadow_size, n_population, "n_population")
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """RMIA offline's scores of the candidates (Zarifzadeh et al. 2024; the offline correction: §4.2).
+
+        Trains ``num_shadow`` reference models on population records, draws ``num_z`` (default ``DEFAULT_Z``) population
+        z-samples, and compares each candidate's true-class log-probability with theirs (``rmia_scores``).
+
+        Args:
+            ctx: the target, its split and the attacker's population and training function.
+
+        Returns:
+            ``MembershipScores`` with ``(N,)`` scores in [0, 1] (larger: member), ``extra`` the number of references.
+
+        Raises:
+            ValueError: fewer than 2 attacker population records."""
         p, pop = self.params, ctx.split.population
         if len(pop) < 2:
             raise ValueError(f"rmia needs at least 2 attacker population records (n_population), got {len(pop)}")

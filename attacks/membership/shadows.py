@@ -33,13 +33,31 @@ _KIND_OFFSET = {"offline": 0, "online": 500_000, "multi-run": 600_000, "canary":
 
 
 def shadow_seed(seed: int, kind: str, index: int) -> int:
-    """Training seed of shadow ``index`` of a design: distinct from the target's seed and across designs."""
+    """Training seed of shadow ``index`` of a design: distinct from the target's seed and across designs.
+
+    Args:
+        seed: the run's seed.
+        kind: the design, one of ``offline``, ``online``, ``multi-run``, ``canary``, ``crafted``.
+        index: the shadow's index in its design.
+
+    Returns:
+        (seed + 1)·1,000,003 + the kind's offset + index.
+
+    Raises:
+        KeyError: an unknown kind."""
     return (seed + 1) * 1_000_003 + _KIND_OFFSET[kind] + index
 
 
 def canonical_order(data: ArrayDataset) -> np.ndarray:
-    """A permutation of ``data``'s rows that depends only on their content (SHA-256 of image and label),
-    so a design built on it does not depend on how the candidates were listed."""
+    """A permutation of ``data``'s rows that depends only on their content (SHA-256 of image and label).
+
+    A design built on it does not depend on how the candidates were listed.
+
+    Args:
+        data: the records, ``x (N, ...)`` and ``y (N,)``.
+
+    Returns:
+        ``(N,)`` int64 row indices, sorted by digest."""
     x = data.x.contiguous().numpy().reshape(len(data), -1)
     y = data.y.numpy()
     digests = [hashlib.sha256(x[i].tobytes() + int(y[i]).to_bytes(8, "little")).hexdigest() for i in range(len(data))]
@@ -64,22 +82,43 @@ class ShadowDesign:
         return len(self.seeds)
 
     def jobs(self) -> list[tuple[ArrayDataset, int]]:
-        """One ``(training set, seed)`` per shadow."""
+        """One ``(training set, seed)`` per shadow.
+
+        Returns:
+            k pairs, in the design's order."""
         return [(self.universe.subset(torch.from_numpy(np.flatnonzero(keep))), seed)
                 for keep, seed in zip(self.inclusion, self.seeds, strict=True)]
 
     def train(self, train_like_target: TrainLikeTarget, outputs: Callable[[torch.nn.Module], np.ndarray]
               ) -> np.ndarray:
-        """Train (or load from the cache) every shadow, all submitted at once (``train_like_target.many``: in
-        parallel on Ray, or as one vectorised ensemble), and stack ``outputs(model)``: ``(k, ...)``. Each model is
-        dropped as soon as its outputs are taken."""
+        """Train (or load from the cache) every shadow, all submitted at once, and stack their outputs.
+
+        ``train_like_target.many``: in parallel on Ray, or as one vectorised ensemble. Each model is dropped as soon as
+        its outputs are taken.
+
+        Args:
+            train_like_target: trains models as the target was trained.
+            outputs: model ↦ an array of one shape for every shadow.
+
+        Returns:
+            ``(k, ...)`` the outputs stacked in the design's order."""
         return np.stack([outputs(trained.model) for trained in train_like_target.many(self.jobs())])
 
 
 def default_size(n_members: int, n_population: int, *, online: bool, n_candidates: int = 0) -> int:
-    """Shadow training-set size: n_members where the data allows; offline at most half the population
-    (the rest are the OUT records the shadow attack learns from); online at least the half of the
-    candidates every shadow holds and at most that half plus the population."""
+    """Shadow training-set size: n_members where the data allows.
+
+    Offline at most half the population (the rest are the OUT records the shadow attack learns from); online at
+    least the half of the candidates every shadow holds and at most that half plus the population.
+
+    Args:
+        n_members: the target's training records.
+        n_population: the attacker's population records.
+        online: the online design (else offline).
+        n_candidates: the candidates scored (online only).
+
+    Returns:
+        Records per shadow (0 offline with fewer than 2 population records)."""
     if online:
         half = (n_candidates + 1) // 2
         return int(min(max(n_members, half), half + n_population))
@@ -89,9 +128,17 @@ def default_size(n_members: int, n_population: int, *, online: bool, n_candidate
 def offline_design(population: ArrayDataset, *, num: int, size: int, seed: int) -> ShadowDesign:
     """``num`` shadows, each on ``size`` population records drawn for shadow i with seed (seed, i).
 
+    Args:
+        population: the attacker's population.
+        num: shadows, >= 1.
+        size: records per shadow, in [1, len(population)].
+        seed: the run's seed.
+
+    Returns:
+        The ``ShadowDesign`` over ``population``.
+
     Raises:
-        ValueError: ``num`` < 1, or ``size`` outside [1, len(population)].
-    """
+        ValueError: ``num`` < 1, or ``size`` outside [1, len(population)]."""
     if num < 1 or not 1 <= size <= len(population):
         raise ValueError(f"offline design needs num >= 1 and 1 <= size <= {len(population)}, got {num}, {size}")
     seeds = tuple(shadow_seed(seed, "offline", i) for i in range(num))
@@ -106,12 +153,21 @@ def online_design(candidates: ArrayDataset, population: ArrayDataset, *, num: in
                   ) -> tuple[ShadowDesign, np.ndarray]:
     """``num`` (even) shadows; every candidate IN for exactly num/2 of them, topped up from the population.
 
+    Carlini et al. (2022), §IV-B; the split follows ``canonical_order``, so it does not depend on which candidates
+    are members.
+
+    Args:
+        candidates: the records to be scored (members and non-members, unlabeled).
+        population: the attacker's population.
+        num: shadows, even and >= 2.
+        size: records per shadow, in [half the candidates, that half plus the population].
+        seed: the run's seed.
+
     Returns:
         A pair ``(design, keep)``: ``keep`` is ``(num, len(candidates))`` bool in the order ``candidates`` were given.
 
     Raises:
-        ValueError: odd or < 2 ``num``; ``size`` below half the candidates or above half plus the population.
-    """
+        ValueError: odd or < 2 ``num``; ``size`` below half the candidates or above half plus the population."""
     n_c, n_p = len(candidates), len(population)
     half = (n_c + 1) // 2
     if num < 2 or num % 2:
@@ -140,7 +196,13 @@ def online_design(candidates: ArrayDataset, population: ArrayDataset, *, num: in
 
 
 def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
-    """Queries of an augmented LiRA: the image, its horizontal flip and four one-pixel shifts (zero padded)."""
+    """Queries of an augmented LiRA (Carlini et al. 2022): the image, its horizontal flip and four one-pixel shifts.
+
+    Args:
+        x: ``(N, C, H, W)`` images (any leading dimensions; the last two are H, W).
+
+    Returns:
+        Six tensors of ``x``'s shape (shifts zero padded)."""
     padded = F.pad(x, (1, 1, 1, 1))
     h, w = x.shape[-2:]
     shifts = [padded[..., 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w] for dy, dx in ((0, 1), (0, -1), (1, 0), (-1, 0))]
@@ -148,12 +210,29 @@ def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
 
 
 def query(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device, augment: bool = False) -> np.ndarray:
-    """Logit-scaled confidences of ``model`` on ``data``: ``(N, A)``, A = 1 (or 6 with ``augment``)."""
+    """Logit-scaled confidences φ = log(p_y/(1 − p_y)) of ``model`` on ``data``.
+
+    Args:
+        model: the model queried.
+        data: ``N`` records with their labels.
+        device: where the model runs.
+        augment: also query the ``augmentations``.
+
+    Returns:
+        ``(N, A)``, A = 1 (or 6 with ``augment``)."""
     views = augmentations(data.x) if augment else [data.x]
     return np.stack([logit_confidence(predict_logits(model, v, device=device), data.y).numpy() for v in views],
                     axis=1)
 
 
 def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device) -> np.ndarray:
-    """``(N, K)`` float64 log-probabilities of ``model`` on ``data``."""
+    """``model``'s log-probabilities on ``data``.
+
+    Args:
+        model: the model queried.
+        data: ``N`` records.
+        device: where the model runs.
+
+    Returns:
+        ``(N, K)`` float64 log-probabilities (nats)."""
     return torch.log_softmax(predict_logits(model, data.x, device=device).double(), dim=1).numpy()

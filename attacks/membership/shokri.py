@@ -17,12 +17,19 @@ from bench.core.training import logit_confidence
 
 
 def attack_features(logp: np.ndarray, y: np.ndarray, *, per_class: bool) -> np.ndarray:
-    """Features of the attack classifier from log-probabilities ``(N, K)`` and labels ``(N,)``.
+    """Features of the attack classifier from the log-probabilities and labels (Shokri et al. 2017, §V-C).
 
-    Per-class models see the whole log-probability vector (Shokri et al. §V-C: the prediction vector) and
-    the logit-scaled confidence log(p_y / (1 − p_y)); the fallback model, shared by all classes, sees the
-    label-free sorted vector and the same confidence. Returns ``(N, K + 1)`` float64.
-    """
+    Per-class models see the whole log-probability vector (the prediction vector) and the logit-scaled confidence
+    log(p_y / (1 − p_y)); the fallback model, shared by all classes, sees the label-free sorted vector and the same
+    confidence. Log-probabilities are floored at −100.
+
+    Args:
+        logp: ``(N, K)`` log-probabilities (nats).
+        y: ``(N,)`` labels.
+        per_class: the per-class features (else the label-free sorted ones).
+
+    Returns:
+        ``(N, K + 1)`` float64: the confidence, then the vector."""
     logp = np.maximum(logp, -100.0)  # a finite floor for log(0)
     conf = logit_confidence(torch.from_numpy(logp), torch.from_numpy(np.asarray(y, np.int64))).numpy()[:, None]
     vec = logp if per_class else -np.sort(-logp, axis=1)
@@ -59,7 +66,14 @@ class ShadowModelAttack(MembershipAttack):
     needs_population = True
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Shadow models train on records of the attacker's population."""
+        """Shadow models train on records of the attacker's population.
+
+        Args:
+            n_members: the target's training records (unused).
+            n_population: the attacker's population records.
+
+        Returns:
+            One line naming ``shadow_size`` when it exceeds n_population, else None."""
         return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")
 
     def _fit(self, features: np.ndarray, labels: np.ndarray, seed: int) -> HistGradientBoostingClassifier:
@@ -87,10 +101,29 @@ class ShadowModelAttack(MembershipAttack):
         return offline_design(pop, num=self.params.num_shadow, size=size, seed=ctx.seed)
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The offline shadows, submitted before the cell's attacks run (lira-offline and rmia reuse them)."""
+        """The offline shadows, submitted before the cell's attacks run (lira-offline and rmia reuse them).
+
+        Args:
+            ctx: the cell's context (the target is not used).
+
+        Raises:
+            ValueError: a shadow size that leaves no population record IN or OUT of each shadow."""
         ctx.train_like_target.prefetch([(data, seed, None) for data, seed in self._design(ctx).jobs()])
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """Shokri et al.'s scores: the attack classifiers' log-odds of IN on the target's outputs.
+
+        The shared classifier scores every candidate; a class with at least ``min_per_class`` IN and OUT rows gets its
+        own classifier, whose scores replace the shared one's there.
+
+        Args:
+            ctx: the target, its split and the attacker's population and training function.
+
+        Returns:
+            ``MembershipScores`` (``(N,)`` log-odds, larger: member), ``extra`` the number of shadows.
+
+        Raises:
+            ValueError: a shadow size that leaves no population record IN or OUT of each shadow."""
         logp, inside, y = self._training_rows(ctx)
         cands = ctx.candidates()
         t_logp, t_y = log_softmax(ctx.target.model, cands, device=ctx.device), cands.y.numpy()

@@ -13,9 +13,17 @@ from bench.core.training import logit_confidence, per_example_loss, predict_logi
 
 
 def modified_entropy(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
-    """Song & Mittal's (2021, eq. 2) modified entropy of outputs ``(N, K)`` at labels ``(N,)``, ``(N,)`` float64:
-    Mentr = −(1 − p_y)·log p_y − Σ_{i≠y} p_i·log(1 − p_i), with every log(1 − p) taken as a log-sum-exp of the
-    other logits so that confident outputs stay finite and distinct."""
+    """Song & Mittal's (2021, eq. 2) modified entropy Mentr = −(1 − p_y)·log p_y − Σ_{i≠y} p_i·log(1 − p_i).
+
+    Every log(1 − p) is taken as a log-sum-exp of the other logits so that confident outputs stay finite and
+    distinct.
+
+    Args:
+        logits: ``(N, K)`` the model's outputs.
+        y: ``(N,)`` int64 labels.
+
+    Returns:
+        ``(N,)`` float64 Mentr (nats); low for a confident correct prediction."""
     z = logits.double()
     logp = torch.log_softmax(z, dim=1)
     eye = torch.eye(z.shape[1], dtype=torch.bool)
@@ -80,6 +88,14 @@ class ConfidenceAttack(_ThresholdAttack):
     name = "confidence"
 
     def statistic(self, logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+        """The logit-scaled confidence in the true class.
+
+        Args:
+            logits: ``(N, K)`` the target's outputs.
+            y: ``(N,)`` labels.
+
+        Returns:
+            ``(N,)`` log(p_y / (1 − p_y)) (nats)."""
         return logit_confidence(logits, y).numpy()
 
 
@@ -92,6 +108,14 @@ class EntropyAttack(_ThresholdAttack):
     sign = -1.0
 
     def statistic(self, logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+        """The modified entropy (``modified_entropy``; the attack scores its negative).
+
+        Args:
+            logits: ``(N, K)`` the target's outputs.
+            y: ``(N,)`` labels.
+
+        Returns:
+            ``(N,)`` Mentr (nats)."""
         return modified_entropy(logits, y)
 
 
@@ -102,5 +126,12 @@ class LossAttack(MembershipAttack):
     name = "loss"
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """Score = −cross-entropy loss of the target on each candidate (Yeom et al. 2018, §3.2).
+
+        Args:
+            ctx: the target and its split.
+
+        Returns:
+            ``MembershipScores``: ``(N,)`` −loss (nats, larger: member), members first."""
         scores = [-per_example_loss(ctx.target.model, d.x, d.y, device=ctx.device) for d in ctx.sides()]
         return MembershipScores(np.concatenate(scores), ctx.labels())

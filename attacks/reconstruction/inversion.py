@@ -25,7 +25,13 @@ OPTIMIZERS = ("adam", "gd")
 
 
 def contrast_stretch(x: torch.Tensor) -> torch.Tensor:
-    """Each image of ``(R, C, H, W)`` rescaled linearly to span [0, 1] (constant images are left alone)."""
+    """Each image rescaled linearly to span [0, 1] (constant images, span <= 1e-6, are left alone).
+
+    Args:
+        x: ``(R, C, H, W)`` images.
+
+    Returns:
+        ``(R, C, H, W)`` stretched images."""
     flat = x.flatten(1)
     lo, hi = flat.min(1, keepdim=True).values, flat.max(1, keepdim=True).values
     span = hi - lo
@@ -33,8 +39,13 @@ def contrast_stretch(x: torch.Tensor) -> torch.Tensor:
 
 
 def total_variation(x: torch.Tensor) -> torch.Tensor:
-    """Anisotropic total variation of each image, ``(R, C, H, W)`` -> ``(R,)`` (mean absolute
-    difference of neighbouring pixels)."""
+    """Anisotropic total variation of each image: mean absolute difference of neighbouring pixels, both directions.
+
+    Args:
+        x: ``(R, C, H, W)`` images.
+
+    Returns:
+        ``(R,)`` TV (pixel units)."""
     dh = (x[..., 1:, :] - x[..., :-1, :]).abs().flatten(1).mean(1)
     dw = (x[..., :, 1:] - x[..., :, :-1]).abs().flatten(1).mean(1)
     return dh + dw
@@ -42,8 +53,20 @@ def total_variation(x: torch.Tensor) -> torch.Tensor:
 
 def initial_images(init: str, rows: int, shape: tuple[int, ...], *, mean_image: torch.Tensor | None,
                    generator: torch.Generator) -> torch.Tensor:
-    """``(rows, C, H, W)`` starting points: ``zeros``, ``grey`` (0.5), ``noise`` (uniform [0, 1], seeded)
-    or ``mean`` (the attacker's dataset mean image ``mean_image``)."""
+    """MI-Face's starting points.
+
+    Args:
+        init: ``zeros``, ``grey`` (0.5), ``noise`` (uniform [0, 1], seeded) or ``mean`` (``mean_image``).
+        rows: R, images to make.
+        shape: ``(C, H, W)``.
+        mean_image: ``(C, H, W)`` the attacker's dataset mean image (needed by ``mean`` only).
+        generator: the seeded generator ``noise`` draws from.
+
+    Returns:
+        ``(rows, C, H, W)`` images in [0, 1].
+
+    Raises:
+        ValueError: an unknown ``init``, or ``mean`` without a mean image."""
     if init == "zeros":
         return torch.zeros(rows, *shape)
     if init == "grey":
@@ -205,6 +228,18 @@ class MIFace(ReconstructionAttack):
                 "eval_classifier_test_accuracy": judge_acc}
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:
+        """MI-Face of every class (``restarts`` times), judged and scored (Fredrikson, Jha, Ristenpart 2015, Alg. 1).
+
+        Args:
+            ctx: the target, its split and the attacker's population.
+
+        Returns:
+            A ``Reconstruction``: ``(K, H, W)`` grey images in [0, 1], the lowest-cost restart per class, labels
+            0..K − 1, and the metrics of the class docstring with the optimisation's (target confidence, iterations,
+            stop reasons, settings).
+
+        Raises:
+            ValueError: from ``initial_images`` (``init: mean`` without an attacker population) or ``mi_face``."""
         p, split = self.params, ctx.split
         members = split.members
         shape, num_classes = members.input_shape, members.num_classes

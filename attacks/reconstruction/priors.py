@@ -15,8 +15,13 @@ _MOMENTS: dict[tuple, tuple] = {}  # (population fingerprint, kind, label) -> mo
 
 
 def gaussian_moments(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mean ``(d,)``, covariance eigenvalues ``(d,)`` (clipped at 0) and eigenvectors ``(d, d)`` of the
-    rows of ``z`` ``(N, d)``, in float64."""
+    """The Gaussian moments of the rows of ``z``, in float64.
+
+    Args:
+        z: ``(N, d)`` vectors.
+
+    Returns:
+        ``(mean (d,), covariance eigenvalues (d,) clipped at 0, eigenvectors (d, d))``, the covariance unbiased."""
     z = z.double()
     mu = z.mean(0)
     cov = (z - mu).T @ (z - mu) / max(len(z) - 1, 1)
@@ -25,19 +30,39 @@ def gaussian_moments(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
 
 
 def with_labels(data: ArrayDataset) -> torch.Tensor:
-    """``(N, d_x + K)``: flattened image and one-hot label, the vector DPMix mixes."""
+    """The vector DPMix mixes: flattened image and one-hot label.
+
+    Args:
+        data: ``N`` records, images ``(N, C, H, W)``.
+
+    Returns:
+        ``(N, C·H·W + K)`` float64."""
     return torch.cat([data.x.flatten(1), F.one_hot(data.y, data.num_classes).float()], dim=1).double()
 
 
 def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row of ``x`` flattened and scaled to unit L2 norm (norms floored at 1e-12).
+
+    Args:
+        x: ``(N, ...)`` images.
+
+    Returns:
+        ``(N, d)`` float64 unit vectors."""
     flat = x.flatten(1).double()
     return flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
 def population_moments(data: ArrayDataset, kind: str, label: int | None = None):
-    """:func:`gaussian_moments` of the attacker's population, computed once per process and reused by
-    every target: ``kind="mix"`` — [image, one-hot label] vectors (what DPMix mixes); ``"unit"`` — unit-
-    norm images of class ``label`` (all classes if it has fewer than 2), with their mean pixel L2 norm."""
+    """:func:`gaussian_moments` of the attacker's population, computed once per process and reused by every target.
+
+    Args:
+        data: the attacker's population.
+        kind: ``"mix"``: [image, one-hot label] vectors (what DPMix mixes); any other: unit-norm images.
+        label: the class of the unit-norm images (all classes if it has fewer than 2 records).
+
+    Returns:
+        ``"mix"``: ``(mean, eigenvalues, eigenvectors)``; otherwise the same of the unit-norm images and their mean
+        pixel L2 norm (a float)."""
     key = (data.fingerprint(), kind, label)
     if key not in _MOMENTS:
         if kind == "mix":
@@ -51,8 +76,20 @@ def population_moments(data: ArrayDataset, kind: str, label: int | None = None):
 
 def wiener(z: torch.Tensor, mu: torch.Tensor, lam: torch.Tensor, vecs: torch.Tensor, signal_scale: float,
            noise_var: float) -> torch.Tensor:
-    """Linear MMSE estimate of a signal s ~ N(mu, signal_scale·Σ) from z = s + N(0, noise_var·I) — or,
-    for a mixture, of one record from the mixture: μ + V diag(cλ / (cλ + σ²)) Vᵀ (z − μ), Σ = V diag(λ) Vᵀ."""
+    """Linear MMSE (Wiener) estimate of a signal s ~ N(μ, c·Σ) from z = s + N(0, σ²I).
+
+    μ + V diag(cλ / (cλ + σ²)) Vᵀ (z − μ), Σ = V diag(λ) Vᵀ; for a mixture, the estimate of one record from it.
+
+    Args:
+        z: ``(N, d)`` observations.
+        mu: ``(d,)`` the prior mean.
+        lam: ``(d,)`` the prior covariance's eigenvalues λ.
+        vecs: ``(d, d)`` its eigenvectors V.
+        signal_scale: c.
+        noise_var: σ² (0: the gain is 1, z returned).
+
+    Returns:
+        ``(N, d)`` estimates."""
     gain = torch.ones_like(lam) if noise_var == 0 else signal_scale * lam / (signal_scale * lam + noise_var)
     return mu + ((z - mu) @ vecs) * gain @ vecs.T
 

@@ -76,6 +76,18 @@ class DPMixCorrelation(_DPMixMembership):
     name = "dpmix-mia-corr"
 
     def release_scores(self, z, cand, prior, *, sigma, ell, n):
+        """score(c) = max over released samples t of cos(z_t − μ, c − μ).
+
+        Args:
+            z: ``(T, d)`` the release, [image, label] rows.
+            cand: ``(N, d)`` the candidates, [image, one-hot label] rows.
+            prior: ``(μ, eigenvalues, eigenvectors)`` of the records (only μ is used).
+            sigma: σ (unused).
+            ell: ℓ (unused).
+            n: records (unused).
+
+        Returns:
+            ``(N,)`` float64 scores in [−1, 1], larger meaning "member"."""
         mu = prior[0]
         r = F.normalize((z - mu).float(), dim=1)
         a = F.normalize((cand - mu).float(), dim=1)
@@ -109,6 +121,18 @@ class DPMixLikelihoodRatio(_DPMixMembership):
     Params = LikelihoodRatioParams
 
     def release_scores(self, z, cand, prior, *, sigma, ell, n):
+        """score(c) = Σ_t log(1 − q + q·exp(llr_t(c))) up to a constant, in the eigenbasis of Σ (class docstring).
+
+        Args:
+            z: ``(T, d)`` the release, [image, label] rows.
+            cand: ``(N, d)`` the candidates, [image, one-hot label] rows.
+            prior: ``(μ (d,), λ (d,), V (d, d))``, the records' mean and covariance eigenpairs.
+            sigma: σ, the release's noise standard deviation.
+            ell: ℓ, the mixture degree.
+            n: records the release was drawn from (q = ℓ/n).
+
+        Returns:
+            ``(N,)`` float64 log-likelihood ratios (nats, without the constant T·log(1 − q)); larger: "member"."""
         mu, lam, vecs = prior
         eps = self.params.ridge * float(lam.mean()) + 1e-12
         s0 = lam / ell + sigma**2 + eps
@@ -145,6 +169,14 @@ class DPMixReconstruction(ReconstructionAttack):
     needs_images = True
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:
+        """The Wiener estimate of one record of each of the first ``max_images`` released samples, scored.
+
+        Args:
+            ctx: the target (its DPMix release), its split and the attacker's population.
+
+        Returns:
+            A ``Reconstruction``: one ``(H, W)`` grey image in [0, 1] per class (from the sample with the largest
+            released label for it), labels 0..K − 1, and the ``nearest_scores`` metrics with σ and ℓ."""
         z, sigma, ell = _dpmix_release(ctx.target)
         split = ctx.split
         shape, k = split.members.input_shape, split.members.num_classes

@@ -56,6 +56,17 @@ class LocalLinkage(ReconstructionAttack):
     release_kind = "local-gaussian"
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:
+        """Match each queried member's noisy image to its source among the members and the decoys (class docstring).
+
+        Args:
+            ctx: the target (its local-noise release), its split and scored indices.
+
+        Returns:
+            A ``Reconstruction``: the ``(H, W)`` grey image picked for the first query of each class, its label, and
+            ``linkage_accuracy`` with its 95 % Clopper-Pearson ``lower`` / ``upper``, ``chance``, the counts and σ.
+
+        Raises:
+            ValueError: the release does not hold one noisy image per member."""
         split = ctx.split
         z, sigma = _local_release(ctx.target, split)
         q = ctx.member_index[: self.params.max_candidates]
@@ -100,6 +111,18 @@ class LocalReconstruction(ReconstructionAttack):
     needs_population = True
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:
+        """The class-conditional Wiener estimate of ``max_images`` members' sources from their noisy images, scored.
+
+        Args:
+            ctx: the target (its local-noise release), its split and the attacker's population.
+
+        Returns:
+            A ``Reconstruction``: the first estimate of each class, ``(H, W)`` grey in [0, 1], its label, and
+            ``ssim_to_source`` / ``mse_to_source`` beside the class mean's ``prior_ssim_to_source`` /
+            ``prior_mse_to_source``.
+
+        Raises:
+            ValueError: no attacker population, or a release without one noisy image per member."""
         split = ctx.split
         z, sigma = _local_release(ctx.target, split)
         members, pop = split.members, split.population

@@ -24,7 +24,14 @@ _EVALUATORS: dict[tuple, tuple[nn.Module, float]] = {}  # (population fingerprin
 
 
 def ssim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """SSIM (scikit-image, data range 1) of each pair of ``(N, H, W)`` images in [0, 1] -> ``(N,)``."""
+    """SSIM (scikit-image, data range 1) of each pair of images; the window odd and at most 7.
+
+    Args:
+        a: ``(N, H, W)`` images in [0, 1].
+        b: ``(N, H, W)`` images in [0, 1].
+
+    Returns:
+        ``(N,)`` SSIM, in [−1, 1]."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     win = min(7, *a.shape[-2:])
     win -= 1 - win % 2  # odd window, at most 7 (8×8 digits use 7)
@@ -32,12 +39,24 @@ def ssim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def gray(x: torch.Tensor) -> np.ndarray:
-    """``(N, C, H, W)`` tensor -> ``(N, H, W)`` float64 array (channel mean), clipped to [0, 1]."""
+    """Images as grey-level arrays: the channel mean, clipped to [0, 1].
+
+    Args:
+        x: ``(N, C, H, W)`` tensor.
+
+    Returns:
+        ``(N, H, W)`` float64 array."""
     return x.detach().float().cpu().mean(1).clamp(0, 1).double().numpy()
 
 
 def class_means(data: ArrayDataset) -> torch.Tensor:
-    """``(K, C, H, W)`` mean image of every class of ``data`` (zeros for an absent class)."""
+    """The mean image of every class of ``data``.
+
+    Args:
+        data: labelled images.
+
+    Returns:
+        ``(K, C, H, W)`` (zeros for an absent class)."""
     out = torch.zeros(data.num_classes, *data.input_shape)
     for k in range(data.num_classes):
         rows = data.x[data.y == k]
@@ -99,8 +118,17 @@ def nearest_scores(images: torch.Tensor, labels: torch.Tensor, split: Membership
 
 
 def class_mean_scores(images: torch.Tensor, labels: torch.Tensor, members: ArrayDataset) -> dict[str, float]:
-    """``ssim_class_mean`` and ``mse_class_mean``: mean SSIM / MSE of each reconstruction to the mean
-    training-member image of its class (Fredrikson et al. 2015 score a class, not a person)."""
+    """Mean SSIM / MSE of each reconstruction to the mean training-member image of its class.
+
+    Fredrikson, Jha, Ristenpart (2015) score a class, not a person.
+
+    Args:
+        images: ``(R, C, H, W)`` reconstructions in [0, 1].
+        labels: ``(R,)`` their classes.
+        members: the target's training members.
+
+    Returns:
+        ``{"ssim_class_mean", "mse_class_mean"}`` (MSE in squared pixel units)."""
     means = class_means(members)[labels.cpu()]
     mse = (images.detach().float().cpu() - means).pow(2).flatten(1).mean(1)
     return {"ssim_class_mean": float(ssim(gray(images), gray(means)).mean()), "mse_class_mean": float(mse.mean())}
@@ -108,14 +136,20 @@ def class_mean_scores(images: torch.Tensor, labels: torch.Tensor, members: Array
 
 def evaluation_classifier(population: ArrayDataset, test: ArrayDataset, *, seed: int, device: torch.device
                           ) -> tuple[nn.Module, float]:
-    """The attacker's independent judge: a non-private classifier trained on ``population`` (disjoint from
-    the target's members), ``cnn-small`` for images of side >= 16, else ``mlp``. Trained once per
-    (population, seed, device) in this process and reused by every target; deterministic given the seed;
-    the global RNG state is left untouched.
+    """The attacker's independent judge: a non-private classifier trained on ``population``.
+
+    Disjoint from the target's members; ``cnn-small`` for images of side >= 16, else ``mlp``. Trained once per
+    (population, seed, device) in this process and reused by every target; deterministic given the seed; the global
+    RNG state is left untouched.
+
+    Args:
+        population: the attacker's population.
+        test: the data its accuracy is measured on.
+        seed: the training seed.
+        device: where it trains.
 
     Returns:
-        (model in eval mode, its accuracy on ``test``).
-    """
+        (model in eval mode, its accuracy on ``test``, a fraction)."""
     key = (population.fingerprint(), population.input_shape, seed, device.type)
     if key not in _EVALUATORS:
         big = min(population.input_shape[1:]) >= 16
