@@ -139,7 +139,7 @@ def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor)
         data: ``(n, d)`` rows, or their column blocks ``[(n, d₁), (n, d₂), ...]``.
         idx: ``(T, ℓ)`` int64 row indices, one subset per output row.
     Returns:
-        ``(T, d)`` float32 means.
+        ``(T, d)`` means: float32 from the byte path, else in ``data``'s dtype.
     """
     t, ell = idx.shape
     flat, offsets = idx.reshape(-1), torch.arange(0, t * ell, ell)

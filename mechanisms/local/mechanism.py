@@ -69,7 +69,7 @@ def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, gener
     Args:
         y, epsilon, num_classes, generator: the labels, ε > 0 (unitless), k ≥ 2 and the generator of the draws.
     Returns:
-        ``(N,)`` int64 released labels.
+        ``(N,)`` released labels (``y``'s dtype).
     Raises:
         ValueError: ε ≤ 0 or k < 2 (``randomized_response_keep``)."""
     keep = randomized_response_keep(epsilon, num_classes)
