@@ -76,19 +76,42 @@ class Mechanism:
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:
         """A ``TrainSpec`` with this mechanism's settings: ``fields`` are TrainSpec's, ``params`` a mapping parsed
-        by ``Params``. Raises ConfigError for an unknown key or a bad value."""
+        by ``Params``.
+
+        Args:
+            params: the ``params`` mapping (None: the defaults).
+            **fields: ``TrainSpec``'s other fields (model, epochs, batch_size, lr, ...).
+        Returns:
+            The ``TrainSpec``.
+        Raises:
+            bench.core.errors.ConfigError: an unknown key or a bad value.
+        """
         from bench.core.params import parse
         from bench.core.types import TrainSpec
 
         return TrainSpec(**fields, params=parse(cls.Params, params, f"{cls.name or cls.__name__}.params"))
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
-        """Checks across settings that their types cannot express (e.g. ℓ <= n). Raises ValueError (one line,
-        naming the setting as ``params.<key> = value``)."""
+        """Checks across settings that their types cannot express (e.g. ℓ <= n); the base class checks nothing.
+
+        Args:
+            spec: the training settings.
+            n_members: the number of members the run trains on.
+        Raises:
+            ValueError: in a subclass, one line naming the setting as ``params.<key> = value``.
+        """
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
         """The untrained architecture of the model ``fit`` returns (used to reload cached weights):
-        ``spec.model`` with ``params.model_kwargs``."""
+        ``spec.model`` with ``params.model_kwargs``.
+
+        Args:
+            input_shape: one record's shape, e.g. ``(C, H, W)``.
+            num_classes: K.
+            spec: the training settings.
+        Returns:
+            The untrained module, records ``(N, *input_shape)`` to logits ``(N, K)``.
+        """
         from bench.core.models import build_model
 
         return build_model(spec.model, input_shape, num_classes, **getattr(spec.params, "model_kwargs", {}))
@@ -96,7 +119,15 @@ class Mechanism:
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
         """ε spent after each of ``spec.epochs`` epochs (at ``delta``, the accountant and relation of the final ε),
         from the parameters ``fit`` recorded (``TrainedModel.params``); None for a mechanism whose privacy is not
-        spent epoch by epoch (the training curves then plot no ε axis)."""
+        spent epoch by epoch (the training curves then plot no ε axis).
+
+        Args:
+            params: the run's recorded parameters (``TrainedModel.params``).
+            spec: its training settings.
+            delta: δ, a probability.
+        Returns:
+            ε (unitless) per epoch, or None (the base class).
+        """
         return None
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float, seed: int,
@@ -110,6 +141,10 @@ class Mechanism:
                 recipe with privacy turned off (``off_point``; see ``fit_privacy_off``). delta: δ (a probability).
             seed: seeds every random draw. device: where to train. on_epoch: progress callback.
 
+        Returns:
+            The ``TrainedModel``: the model, its ``PrivacySpent`` (ε with δ, accountant and relation), its training
+            throughput in samples/s and history.
+
         Raises:
             ValueError: if the target cannot be met (e.g. ε <= 0).
             bench.core.training.TrainingDiverged: a NaN or infinite loss.
@@ -121,6 +156,12 @@ class Mechanism:
         """The mechanism's ε = ∞ point: ``fit`` at target ε = ``math.inf`` (the recipe with privacy turned off, as
         ``off_point`` says), its privacy stated as ε = ∞ (``PrivacySpent.privacy_off``) whatever number the
         mechanism's accountant gives for its (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
+
+        Args:
+            train, spec, delta, seed, device, on_epoch: as ``fit``.
+            **extra: further keyword arguments of ``fit``.
+        Returns:
+            ``fit``'s ``TrainedModel`` with ``PrivacySpent.privacy_off`` as its privacy.
 
         Raises:
             ValueError: the mechanism has no ε = ∞ point (``off_point`` empty).

@@ -21,19 +21,37 @@ from mechanisms.baseline import Baseline
 
 
 class ReconstructThenClassify(nn.Module):
-    """``(N, C, H, W)`` -> autoencoder reconstruction ``(N, C·H·W)`` -> classifier logits ``(N, K)``."""
+    """``(N, C, H, W)`` -> autoencoder reconstruction ``(N, C·H·W)`` -> classifier logits ``(N, K)``.
+
+    Args:
+        autoencoder: images ``(N, C, H, W)`` -> reconstructions ``(N, C·H·W)``.
+        classifier: reconstructions ``(N, C·H·W)`` -> logits ``(N, K)``.
+    """
 
     def __init__(self, autoencoder: nn.Module, classifier: nn.Module) -> None:
         super().__init__()
         self.autoencoder, self.classifier = autoencoder, classifier
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Classify the reconstruction of ``x``.
+
+        Args:
+            x: images ``(N, C, H, W)``.
+        Returns:
+            ``(N, K)`` logits.
+        """
         return self.classifier(self.autoencoder(x))
 
 
 @torch.no_grad()
 def add_weight_noise(module: nn.Module, *, std: float, generator: torch.Generator) -> None:
-    """Add N(0, std²) to every parameter of ``module`` in place."""
+    """Add N(0, std²) to every parameter of ``module`` in place (the source's output perturbation; no accountant).
+
+    Args:
+        module: the module whose parameters are perturbed.
+        std: the noise standard deviation (≥ 0), in the parameters' units.
+        generator: the CPU generator the noise is drawn from.
+    """
     for p in module.parameters():
         p.add_(std * torch.randn(p.shape, generator=generator).to(p.device))
 
@@ -90,6 +108,15 @@ class WeightNoise(Baseline):
     }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
+        """The untrained ``ReconstructThenClassify``: the autoencoder of width ``params.code`` and ``spec.model``.
+
+        Args:
+            input_shape: ``(C, H, W)``.
+            num_classes: K.
+            spec: the training settings (``WeightNoiseParams``).
+        Returns:
+            The module, images ``(N, C, H, W)`` to logits ``(N, K)``.
+        """
         ae = build_model("autoencoder", input_shape, 0, code=spec.params.code)
         flat = (math.prod(input_shape),)
         return ReconstructThenClassify(ae, build_model(spec.model, flat, num_classes, **spec.params.model_kwargs))
@@ -98,8 +125,19 @@ class WeightNoise(Baseline):
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
             audit: CleanWeights | None = None) -> TrainedModel:
         """Train the autoencoder, add its weight noise, train the classifier (``WeightNoise``). With ``audit``
-        (``CleanWeights``) no noise is added and only the autoencoder is trained (what the audit reads). Raises
-        ValueError without a claimed target ε > 0 or a noise std."""
+        (``CleanWeights``) no noise is added and only the autoencoder is trained (what the audit reads).
+
+        Args:
+            train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
+            spec: the training settings (``spec.params`` an instance of ``Params``).
+            target_epsilon, delta: the source's claimed ε (noise std 1/ε unless ``params.weight_noise_std``) and δ.
+            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            audit: a ``CleanWeights`` request, or None.
+        Returns:
+            The ``TrainedModel`` (samples/s over both trainings) with "no guarantee" and the claimed ε.
+        Raises:
+            ValueError: neither a claimed target ε > 0 nor ``params.weight_noise_std``.
+        """
         p = spec.params
         std = p.weight_noise_std
         if std is None and (target_epsilon is None or target_epsilon <= 0):

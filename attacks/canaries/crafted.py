@@ -59,8 +59,7 @@ class CraftedParams(Params):
             side by side); None: the target's. Everything else (the mechanism's code, its other settings, ε and δ) is
             the target's; a mechanism that trains one run per job (``"initial-model"`` only) takes the target's.
         batch_size: the runs' (expected) batch size, the auditor's choice (e.g. above the members: q = 1); None: the
-            target's.
-    """
+            target's."""
 
     runs: int = Field(1000, ge=10, le=90_000)
     members: int = Field(1000, ge=2)
@@ -99,7 +98,12 @@ class SideBySideJob:
     def run(self, mechanism, data: ArrayDataset, spec, *, target_epsilon: float | None, delta: float
             ) -> TrainedModel:
         """The runs (``DPSGD.fit_runs``) and their outputs on the queries (each run's own head on the fixed
-        features: the model's forward)."""
+        features: the model's forward).
+
+        Args:
+            mechanism, data, spec, target_epsilon, delta: the mechanism, base records + canary (last), spec, ε and δ.
+        Returns:
+            The ``TrainedModel`` described above (``audit["outputs"]``: ``(R, Q, K)`` logits)."""
         import time
 
         from torch.func import functional_call, vmap
@@ -122,8 +126,12 @@ class SideBySideJob:
 
 
 def audit_spec(spec, update: dict):
-    """The runs' settings: ``spec`` with the auditor's ``model`` / ``batch_size`` (a new model takes no
-    model_kwargs)."""
+    """The runs' settings: ``spec`` with the auditor's ``model`` / ``batch_size`` (a new model takes no model_kwargs).
+
+    Args:
+        spec, update: the target's ``TrainSpec`` and the auditor's ``{"model", "batch_size"}`` (those given).
+    Returns:
+        The updated ``TrainSpec`` (``spec`` itself when ``update`` is empty)."""
     if not update:
         return spec
     if "model" in update:
@@ -133,7 +141,10 @@ def audit_spec(spec, update: dict):
 
 class CraftedAudit(MembershipAttack):
     """R runs from an auditor-chosen θ_0 with one crafted canary each (module docstring). Returns
-    ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``."""
+    ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``.
+
+    Args:
+        params: the audit's ``CraftedParams`` (None: the defaults)."""
 
     audit = True
     name = "multi-run-crafted"
@@ -245,6 +256,14 @@ class CraftedAudit(MembershipAttack):
         ctx.train_like_target.prefetch(jobs)
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """Train the R runs; score each final model along the canary's class direction (Annamalai & De Cristofaro 2024).
+
+        Args:
+            ctx: the cell's attack context.
+        Returns:
+            ``(R,)`` scores with their coins (larger: "included"), the design and the ideal mechanism's draws.
+        Raises:
+            ValueError: the mechanism accepts no initial model, or the target's settings are unknown."""
         from attacks.analysis.crafted import crafted_summary, scores_from_outputs
 
         coins, jobs, together, canary = self._jobs(ctx)

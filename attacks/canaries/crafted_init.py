@@ -45,7 +45,19 @@ class Canary:
 
 def pretrain(model: nn.Module, data: ArrayDataset, *, epochs: int, seed: int, device: torch.device) -> nn.Module:
     """θ_0: ``model`` trained without privacy on ``data`` (SGD, lr 0.1, momentum 0.9, batches of 128, ``epochs``
-    epochs; the batches drawn with ``seed``); ``epochs`` 0 leaves it as built."""
+    epochs; the batches drawn with ``seed``); ``epochs`` 0 leaves it as built.
+
+    Args:
+        model: the mechanism's untrained architecture.
+        data: records disjoint from the members, images ``(N, C, H, W)`` and labels ``(N,)``.
+        epochs: the pre-training epochs (0: none).
+        seed: draws the batches.
+        device: where to train.
+    Returns:
+        ``model`` itself, trained, in eval mode.
+    Raises:
+        bench.core.training.TrainingDiverged: a NaN or infinite loss (``fit_supervised``).
+    """
     from bench.core.training import fit_supervised
     from bench.core.types import TrainSpec
 
@@ -64,6 +76,14 @@ def _least_likely(model: nn.Module, x: torch.Tensor, device: torch.device) -> tu
 def craft_canary(kind: str, model: nn.Module, base: ArrayDataset, *, device: torch.device) -> Canary:
     """The ``kind`` canary (module docstring) against θ_0 = ``model``, from the base records ``base``.
 
+    Args:
+        kind: ``pixels``, ``blank`` or ``clipbkd``.
+        model: θ_0, records ``(N, C, H, W)`` to logits ``(N, K)``.
+        base: the base records every run trains on.
+        device: where ``model`` runs.
+    Returns:
+        The ``Canary``: input ``(1, C, H, W)``, label ``(1,)`` (θ_0's least likely class), reference, unit direction
+        ``(K,)`` and facts.
     Raises:
         ValueError: an unknown kind; ``pixels`` when every input coordinate is used by some base record."""
     x = base.x.reshape(len(base), -1)
@@ -98,7 +118,16 @@ def isolated(model: nn.Module, canary: Canary, base: ArrayDataset, *, device: to
     """Whether the canary's score reads weights no base record's gradient touches: ``model`` linear in its
     parameters given its inputs' fixed features (one ``nn.Linear`` on a parameter-free front,
     ``mechanisms.dpsgd.side_by_side.linear_head``), a reference input that cancels the bias, and the canary's feature
-    difference Δφ = φ(x) − φ(reference) orthogonal to every base record's features (to ``ORTHOGONAL``)."""
+    difference Δφ = φ(x) − φ(reference) orthogonal to every base record's features (to ``ORTHOGONAL``).
+
+    Args:
+        model: θ_0.
+        canary: the crafted canary.
+        base: the base records, images ``(N, C, H, W)``.
+        device: where ``model`` runs.
+    Returns:
+        Whether all of that holds (False for a model that is not one linear layer on a fixed front).
+    """
     from mechanisms.dpsgd.side_by_side import linear_head
 
     try:

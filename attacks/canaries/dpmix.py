@@ -69,8 +69,7 @@ class DPMixCanaryParams(Params):
         num_canaries: m, canary slots per release (>= 2, at most the filler records n₀ = n − m so the slots stay
             rare in a sample: m ≤ n/2 for the target's n members); the release holds n₀ + m = n records.
         releases: independent releases, each of the n₀ fillers and its own m slots (1 to 1,000; time grows
-            linearly, one DPMix release each); the slots of all of them form one one-run experiment.
-    """
+            linearly, one DPMix release each); the slots of all of them form one one-run experiment."""
 
     num_canaries: int = Field(32, ge=2)
     releases: int = Field(64, ge=1, le=1_000)
@@ -89,8 +88,7 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
         other than a.
 
     Raises:
-        ValueError: fewer than 2 classes (the label could not differ).
-    """
+        ValueError: fewer than 2 classes (the label could not differ)."""
     if num_classes < 2:
         raise ValueError(f"dpmix-canary needs at least 2 classes, got {num_classes}")
     d = math.prod(shape)
@@ -103,8 +101,13 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
 
 
 def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
-    """``(d_x + K,)`` g, the part every slot's shift z_i − c shares by design: (d_x // 2)/d_x on every pixel (each
-    z_i is 1 on d_x // 2 random pixels) and, on the label, the mean of the K − 1 labels other than c's minus c's."""
+    """g, the part every slot's shift z_i − c shares by design: (d_x // 2)/d_x on every pixel (each z_i is 1 on
+    d_x // 2 random pixels) and, on the label, the mean of the K − 1 labels other than c's minus c's.
+
+    Args:
+        centre, d_x: the centre record c (its label of K classes) and the pixels per image.
+    Returns:
+        ``(d_x + K,)`` float64 g."""
     k, a = centre.num_classes, int(centre.y[0])
     label = torch.full((k,), 1.0 / (k - 1), dtype=torch.float64)
     label[a] = -1.0
@@ -143,8 +146,7 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
         ``(m,)`` scores (larger: z_i). The noise of the image and of the label coordinates is estimated from the
         release (the scaled median absolute deviation of z − c over the first ``NOISE_ROWS`` samples, pooled per
         block), never taken from the mechanism's claimed σ; the centre is c itself, known by design (every record
-        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias).
-    """
+        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias)."""
     z = z.float() - centre.float()  # a sample that drew no z is c plus the noise alone
     dev = z[:NOISE_ROWS].abs()
     noise_x, noise_y = (MAD_SCALE * float(dev[:, sl].median()) for sl in (slice(None, d_x), slice(d_x, None)))
@@ -185,8 +187,7 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
         last release's privacy (every release has the same n, ℓ, T and σ).
 
     Raises:
-        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n.
-    """
+        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n."""
     shape, k, m = members.input_shape, members.num_classes, num_canaries
     n, fill = len(members), len(members) - m  # the target's n records: n₀ fillers and m slots
     if m > fill:
@@ -233,10 +234,13 @@ class ReleaseAuditJob:
 
     def run(self, mechanism: Mechanism, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None,
             delta: float) -> TrainedModel:
-        """``scored_releases`` through ``mechanism.release`` with the recipe's ``spec``, ε and δ; the returned
-        TrainedModel holds the mechanism's untrained architecture (nothing is trained), the releases' privacy and
-        ``audit = {"scores": [...], "coins": [...], "conformance": {...}}`` (``attacks.conformance.local``: the
-        subsets ``mix_release`` drew are observed during these releases only)."""
+        """``scored_releases`` through ``mechanism.release`` with the recipe's ``spec``, ε and δ (nothing is trained).
+
+        Args:
+            mechanism, data, spec, target_epsilon, delta: a ``DPMix``, the members, the recipe, ε and δ.
+        Returns:
+            A ``TrainedModel``: the untrained architecture, the releases' privacy, ``audit = {"scores", "coins",
+            "conformance"}`` (``attacks.conformance.dpmix``, subsets observed in these releases; None: no guarantee)."""
         from attacks.conformance.dpmix import MixingObserver
 
         observer = MixingObserver(data.input_shape, data.num_classes)
@@ -266,7 +270,10 @@ class DPMixCanaryAudit(MembershipAttack):
 
     def prefetch(self, ctx: AttackContext) -> None:
         """The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
-        when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job)."""
+        when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job).
+
+        Args:
+            ctx: the cell's attack context."""
         from mechanisms import MECHANISMS
         from mechanisms.dpmix.mechanism import DPMix
 
@@ -274,6 +281,12 @@ class DPMixCanaryAudit(MembershipAttack):
             ctx.train_like_target.prefetch([(ctx.split.members, ctx.seed, self._job(ctx))])
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """The releases' pair scores, one one-run experiment under replace-one (Steinke, Nasr, Jagielski 2023).
+
+        Args:
+            ctx: the cell's attack context (a DPMix target).
+        Returns:
+            ``(m·R,)`` scores and coins (larger: "slot holds z_i"), with the releases' conformance."""
         members = ctx.split.members
         run = ctx.train_like_target.audit_run(members, seed=ctx.seed, request=self._job(ctx))
         assert run.audit is not None

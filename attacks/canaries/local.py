@@ -51,7 +51,14 @@ def _coins(m: int, generator: torch.Generator) -> np.ndarray:
 def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarray:
     """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``: each row's products and sum in
     float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in blocks of ``rows`` rows so
-    that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each)."""
+    that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
+
+    Args:
+        z, a: ``(m, d)`` released images and canary directions.
+        rows: rows per block.
+    Returns:
+        ``(m,)`` float64 projections.
+    """
     out = torch.empty(len(z), dtype=torch.float64)
     for i in range(0, len(z), rows):
         out[i : i + rows] = (z[i : i + rows].double() * a[i : i + rows].double()).sum(1)
@@ -77,6 +84,15 @@ class LocalCanaryAudit(MembershipAttack):
     Params = ReleaseCanaryParams
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """Release the m antipodal canaries through the target's randomiser and score them (m slots of one release, a
+        multi-run design in the sense of Jagielski, Ullman, Oprea 2020: each slot an independent trial).
+
+        Args:
+            ctx: the cell's attack context (a local-gaussian target).
+        Returns:
+            ``(m,)`` image projections with their coins and label outcomes (larger: "a, not −a"), and, for a release
+            with a guarantee and noise, the conformance of ``conformance_releases`` releases.
+        """
         shape, k = ctx.split.members.input_shape, ctx.split.members.num_classes
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", 3))
         m = self.params.num_canaries

@@ -61,11 +61,25 @@ class MultiRunAudit(MembershipAttack):
         return self.params.canary != "blank"
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Every run trains on the first ``members`` of the target's members."""
+        """Every run trains on the first ``members`` of the target's members.
+
+        Args:
+            n_members: the target's member count.
+            n_population: the attacker's population count (not limiting here).
+        Returns:
+            One line naming ``members`` and its limit, or None.
+        """
         return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def canary(self, ctx: AttackContext) -> ArrayDataset:
-        """The input canary, drawn with the cell's seed."""
+        """The input canary, drawn with the cell's seed.
+
+        Args:
+            ctx: the cell's attack context (its population and seed).
+        Returns:
+            One record: an image ``(1, C, H, W)`` and its label ``(1,)`` (a population record with a wrong label, or
+            the blank image with label 0).
+        """
         pop = ctx.split.population
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "multi-run", 0))
         if self.params.canary == "blank":
@@ -81,6 +95,16 @@ class MultiRunAudit(MembershipAttack):
         return "gradient-canaries" in MECHANISMS.get(ctx.mechanism).audits
 
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        """Train the R runs (through the executor and the cache) and score each run's canaries.
+
+        Args:
+            ctx: the cell's attack context.
+        Returns:
+            ``{"multi-run": (R,) black-box scores}`` and, where the mechanism takes gradient canaries,
+            ``"multi-run-whitebox"``: (R,) scores with their coins; larger means "included".
+        Raises:
+            ValueError: a mislabelled canary without any population record.
+        """
         from mechanisms.dpsgd.canaries import GradientCanaries
 
         if self.needs_population and len(ctx.split.population) < 1:

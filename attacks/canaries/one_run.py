@@ -73,13 +73,25 @@ class CanaryAudit(MembershipAttack):
         return self.params.inputs == "population"
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Population canaries are drawn from the attacker's population: at most ``n_population`` of them."""
+        """Population canaries are drawn from the attacker's population: at most ``n_population`` of them.
+
+        Args:
+            n_members, n_population: the run's member and attacker-population counts.
+        Returns:
+            One line naming ``num_canaries`` and its limit, or None."""
         if self.params.inputs != "population":
             return None
         return at_most(self.name, "num_canaries", self.params.num_canaries, n_population, "n_population")
 
     def canaries(self, population: ArrayDataset, *, seed: int) -> tuple[ArrayDataset, np.ndarray]:
-        """The m input canaries and their inclusion coins ``(m,)`` bool, drawn with ``seed``."""
+        """The m input canaries and their inclusion coins, drawn with ``seed``.
+
+        Args:
+            population, seed: the attacker's records (images ``(P, C, H, W)``, labels ``(P,)``) and the run's seed.
+        Returns:
+            ``(canaries, included)``: m records ``(m, C, H, W)`` with labels, and ``(m,)`` bool coins (each ½).
+        Raises:
+            ValueError: population canaries with m above the population's size."""
         gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 0))
         m = self.params.num_canaries
         if self.params.inputs == "noise":
@@ -99,7 +111,12 @@ class CanaryAudit(MembershipAttack):
 
     def public_size(self, members: int) -> int:
         """The audit run's public record count: the members plus the expected number of included canaries, m·½,
-        fixed before any coin is drawn."""
+        fixed before any coin is drawn.
+
+        Args:
+            members: the target's member count n.
+        Returns:
+            n + ⌊m/2⌋."""
         return members + self.params.num_canaries // 2
 
     def _request(self, ctx: AttackContext):
@@ -167,11 +184,22 @@ class CanaryAudit(MembershipAttack):
         return ((out - blank) * direction).sum(1).cpu().numpy().astype(np.float64)
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The audit run, submitted before the cell's attacks run (a training worker trains it meanwhile)."""
+        """The audit run, submitted before the cell's attacks run (a training worker trains it meanwhile).
+
+        Args:
+            ctx: the cell's attack context (its split, seed and mechanism)."""
         _, _, data, seed, request = self._audit_job(ctx)
         ctx.train_like_target.prefetch([(data, seed, request)])
 
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        """Train the audit run and score its canaries (Steinke, Nasr, Jagielski 2023, one-run design).
+
+        Args:
+            ctx: the cell's attack context.
+        Returns:
+            ``{"canary": (m,) black-box scores, "canary-whitebox": where taken}``, larger means "included".
+        Raises:
+            ValueError: fewer than 2 population records, or every coin on one side."""
         canaries, included, data, seed, request = self._audit_job(ctx)
         run = ctx.train_like_target(data, seed=seed) if request is None else \
             ctx.train_like_target.audit_run(data, seed=seed, request=request)
@@ -228,7 +256,12 @@ class FinalModelCanaryAudit(CanaryAudit):
     Params = FinalModelCanaryParams
 
     def applies_to(self, target) -> bool:
-        """DP-SGD targets only (their recorded σ and per-sample gradient mode); elsewhere the attack is skipped."""
+        """DP-SGD targets only (their recorded σ and per-sample gradient mode); elsewhere the attack is skipped.
+
+        Args:
+            target: the trained target.
+        Returns:
+            Whether its ``params`` record ``grad_sample_mode`` and ``noise_multiplier``."""
         return "grad_sample_mode" in target.params and "noise_multiplier" in target.params
 
     def _request(self, ctx: AttackContext):
@@ -246,6 +279,14 @@ class FinalModelCanaryAudit(CanaryAudit):
         return replace(request, final_model=True)
 
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        """Train the audit run with final-model gradient canaries and read their hidden-state scores.
+
+        Args:
+            ctx: the cell's attack context.
+        Returns:
+            ``{"canary-final": scores}``, larger means "included".
+        Raises:
+            ValueError: as ``CanaryAudit.score``; no gradient canaries; not SGD (``CanaryTracker.final_setup``)."""
         _, _, data, seed, request = self._audit_job(ctx)
         run = ctx.train_like_target.audit_run(data, seed=seed, request=request)
         wb = run.audit

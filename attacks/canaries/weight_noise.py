@@ -54,6 +54,13 @@ class WeightCanaryAudit(MembershipAttack):
     needs_population = True
 
     def applies_to(self, target: TrainedModel) -> bool:
+        """Weight-noise targets only.
+
+        Args:
+            target: the trained target.
+        Returns:
+            Whether its ``params`` record ``weight_noise_std``.
+        """
         return "weight_noise_std" in target.params
 
     @staticmethod
@@ -68,13 +75,27 @@ class WeightCanaryAudit(MembershipAttack):
         return [(data, seed, CleanWeights()) for data in (ctx.split.members, concat(ctx.split.members, canary))]
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The two audit runs, submitted before the cell's attacks run, for mechanisms that take the request."""
+        """The two audit runs, submitted before the cell's attacks run, for mechanisms that take the request.
+
+        Args:
+            ctx: the cell's attack context.
+        """
         from mechanisms import MECHANISMS
 
         if ctx.mechanism in MECHANISMS.names() and "clean-weights" in MECHANISMS.get(ctx.mechanism).audits:
             ctx.train_like_target.prefetch(self._jobs(ctx))
 
     def score(self, ctx: AttackContext) -> MembershipScores:
+        """Draw R noisy releases of the clean weights with and without the canary, by fair coins, and score each by
+        its projection on the clean difference (multi-run design, Jagielski, Ullman, Oprea 2020; Gaussian scores).
+
+        Args:
+            ctx: the cell's attack context.
+        Returns:
+            ``(R,)`` scores in units of the weights (larger: "canary in") with their coins.
+        Raises:
+            ValueError: no population record for the canary, or the canary left the clean weights unchanged.
+        """
         from mechanisms.weight_noise import add_weight_noise
 
         runs = list(ctx.train_like_target.audit_runs(self._jobs(ctx)))

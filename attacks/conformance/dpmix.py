@@ -90,7 +90,12 @@ def _spread(white: torch.Tensor, whole: torch.Tensor, idx: torch.Tensor, scale: 
 class MixingObserver:
     """Reads DPMix's releases in an audit run: ``subsets()`` instruments ``mechanisms.dpmix.mechanism.mix_release``
     (whatever it is: a plug-in's patch included) to keep the ``(T, ℓ)`` subsets it returns; ``add`` reads one
-    release of known records; ``result`` the tests (module docstring)."""
+    release of known records; ``result`` the tests (module docstring).
+
+    Args:
+        shape: one record's image shape ``(C, H, W)`` (d = C·H·W features).
+        num_classes: K, the label coordinates of a release.
+    """
 
     def __init__(self, shape: tuple[int, ...], num_classes: int) -> None:
         self.shape, self.k = shape, num_classes
@@ -107,7 +112,11 @@ class MixingObserver:
 
     @contextlib.contextmanager
     def subsets(self) -> Iterator[None]:
-        """Within it, every ``mix_release`` call's subsets are kept (restored on exit)."""
+        """Within it, every ``mix_release`` call's subsets are kept (restored on exit).
+
+        Yields:
+            None, while ``mechanisms.dpmix.mechanism.mix_release`` is instrumented.
+        """
         import mechanisms.dpmix.mechanism as mech
 
         original = mech.mix_release
@@ -124,7 +133,13 @@ class MixingObserver:
             mech.mix_release = original
 
     def add(self, data: ArrayDataset, out: Release) -> None:
-        """One release ``out`` of ``data`` (n records), its subsets the last ``mix_release`` drew."""
+        """Read one release ``out`` of ``data``, its subsets the last ``mix_release`` drew (a release whose subsets
+        were not observed is counted as missing and read no further).
+
+        Args:
+            data: the n released records, images ``(n, C, H, W)`` and labels ``(n,)``.
+            out: their release, ``(T, C, H, W)`` mixtures and ``(T, K)`` noisy label means.
+        """
         self.releases += 1
         self.sigma = float(out.params["sigma"])
         self.sigma_y = float(out.params.get("sigma_y", self.sigma))
@@ -178,7 +193,15 @@ class MixingObserver:
             self.dimensions += spread[1]
 
     def result(self, *, mixture_degree: int, num_samples: int, privacy: PrivacySpent) -> dict[str, Any]:
-        """The tests against the certified ℓ, T (the recipe's), σ_x, σ_y (the releases') and ε."""
+        """The tests against the certified ℓ, T (the recipe's), σ_x, σ_y (the releases') and ε.
+
+        Args:
+            mixture_degree, num_samples: the certified ℓ and T.
+            privacy: the releases' certified ``PrivacySpent`` (ε, δ).
+        Returns:
+            ``{"tests": [conformance records], "measured_epsilon"}``, the latter None where no subset was observed
+            (then every test but T and the declared ε stays at p = 1).
+        """
         ell, t, n, seen = mixture_degree, num_samples, max(self.records, mixture_degree + 1), self.obs > 0
         regions = image_noise_tests("image noise", self.ss_x.numpy() if seen else np.ones(self.d), max(self.obs, 1),
                                     max(self.sigma, 1e-12), self.shape, alternative="two-sided")

@@ -125,7 +125,8 @@ def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_ra
         obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
         noise_multiplier: the certified σ (> 0). sample_rate: the certified q. certified_steps: the accountant's T.
         privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
-
+    Returns:
+        ``{"tests": [K + 8 conformance records], "measured_epsilon": ε from the measured parameters}``.
     Raises:
         ValueError: σ ≤ 0 (a run without noise certifies nothing to test)."""
     if not noise_multiplier > 0:

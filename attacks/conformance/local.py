@@ -44,7 +44,13 @@ SENSITIVITY = 2.0  # replace-one: two unit-norm images are at most 2 apart (from
 def shown_only(test: dict[str, Any]) -> dict[str, Any]:
     """DPMix's noise-shape test, shown but not deciding (``ConformanceTest.deciding``): on a 3-channel synthetic
     CIFAR-10 the correct mechanism's residual noise has an excess kurtosis of about 0.04 (p = 5e-4 at M = 55), not
-    yet explained, so its level under the certified mechanism is not established; its p-value is kept as measured."""
+    yet explained, so its level under the certified mechanism is not established; its p-value is kept as measured.
+
+    Args:
+        test: a conformance record (``attacks.analysis`` builds them).
+    Returns:
+        A copy with ``deciding`` False and the reason in its ``detail``.
+    """
     return {**test, "deciding": False,
             "detail": {**test["detail"], "reason": "shown, not deciding: its level under the certified DPMix is not "
                                                    "established (an excess kurtosis of 0.04 on 3-channel data)"}}
@@ -133,13 +139,13 @@ class _LocalReleases:
 
 def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Release], privacy: PrivacySpent, *,
                       num_classes: int) -> dict[str, Any]:
-    """The local releases of the canaries ``x (m, C, H, W)`` (unit L2 norm each: the mechanism's normalisation
-    leaves them as they are) with true labels ``y (m,)``, tested against its declared σ and label ε (module
-    docstring). ``releases``: R ≥ 1 independent releases of the same records (read one at a time, so only one is held
-    in memory): the noise, the scale and the keep rate are pooled over all R·m draws (the keep rate's and the scale's
-    limits, which bound the measured ε, tighten as 1/√(R·m)); the shape and independence tests read the first release.
-    Returns ``MembershipScores.conformance``.
+    """The canaries' local releases tested against the declared σ and label ε (module docstring): noise, scale and
+    keep rate pooled over all R·m draws (their limits tighten as 1/√(R·m)); shape and independence read the first.
 
+    Args:
+        x, y, releases, privacy, num_classes: canaries ``(m, C, H, W)``, unit norm; labels ``(m,)``; R ≥ 1; ε, δ; k.
+    Returns:
+        ``MembershipScores.conformance``: ``{"tests", "measured_epsilon"}`` (releases read one at a time).
     Raises:
         ValueError: ``releases`` is empty."""
     m, shape, k = len(x), tuple(x.shape[1:]), num_classes

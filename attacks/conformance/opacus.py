@@ -70,13 +70,32 @@ SIGMA_FLOOR = 0.2  # PRV's domain; a smaller σ upper limit is read at the floor
 def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *, which: str) -> float:
     """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant (eps_error 0.01, delta_error
     δ/1000, Opacus' defaults): ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is what
-    ``PRVAccountant.get_epsilon`` certifies). Raises ValueError for an unknown ``which``."""
+    ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
+
+    Args:
+        noise_multiplier, sample_rate, steps: σ, q in (0, 1] and T.
+        delta: δ, a probability.
+        which: ``lower``, ``estimate`` or ``upper``.
+    Returns:
+        ε (unitless, add/remove; ∞ at σ = 0).
+    Raises:
+        ValueError: an unknown ``which`` (``prv_composed_epsilon``).
+    """
     return prv_composed_epsilon([(noise_multiplier, sample_rate, steps)], delta, which=which)
 
 
 def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, *, which: str) -> float:
-    """``prv_epsilon`` of the composition of ``history``'s ``(σ, q, steps)`` phases (∞ where a phase has σ = 0).
-    Raises ValueError for an unknown ``which``."""
+    """``prv_epsilon`` of the composition of ``history``'s ``(σ, q, steps)`` phases.
+
+    Args:
+        history: the ``(σ, q, T)`` phases (phases of 0 steps left out).
+        delta: δ, a probability.
+        which: ``lower``, ``estimate`` or ``upper``.
+    Returns:
+        ε (unitless, add/remove): ∞ where a phase with steps has σ ≤ 0, 0 without any step.
+    Raises:
+        ValueError: an unknown ``which``.
+    """
     from opacus.accountants import PRVAccountant
 
     pick = {"lower": 0, "estimate": 1, "upper": 2}
@@ -94,7 +113,17 @@ def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, 
 
 def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta: float, *, guess: float) -> float:
     """σ* at which PRV's certified (upper) ε equals ``epsilon``: secant steps on log ε against log σ from ``guess``
-    (ε ≈ ∝ 1/σ), to 1e-5 relative in ε. Raises ValueError when 12 steps do not get there."""
+    (ε ≈ ∝ 1/σ), to 1e-5 relative in ε.
+
+    Args:
+        epsilon: the target ε (> 0, unitless).
+        sample_rate, steps, delta: q, T and δ.
+        guess: the starting σ (> 0).
+    Returns:
+        σ*, the noise multiplier.
+    Raises:
+        ValueError: 12 secant steps do not get there.
+    """
     def gap(log_s: float) -> float:
         return math.log(prv_epsilon(math.exp(log_s), sample_rate, steps, delta, which="upper") / epsilon)
 
@@ -112,7 +141,15 @@ def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta:
 def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, relation: str,
                        confidence: float = 0.95) -> dict[str, Any]:
     """The conformance record of one observed run (``bench.results.Conformance``'s fields): ``wb`` is the observer's
-    ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the module docstring."""
+    ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the module docstring.
+
+    Args:
+        wb: the observer's ``result()`` (one phase, or ``phases``).
+        certified, delta, relation: the reported ε (unitless), its δ and its neighbouring relation.
+        confidence: the confidence of the measured ε's limit.
+    Returns:
+        ``{"tests": [conformance records, the declared ε last], "measured_epsilon"}``.
+    """
     phases = wb.get("phases") or []
     tests = opacus_tests(wb)
     if len(phases) > 1:
@@ -135,7 +172,13 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
 def accountant_rate(wb: dict[str, Any]) -> float:
     """The accountant's q, steps-weighted over its history (the hook's q without one): under Poisson sampling at
     varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so the rate test at the
-    mean stays exact or conservative."""
+    mean stays exact or conservative.
+
+    Args:
+        wb: the observer's ``result()``.
+    Returns:
+        q, the sample rate.
+    """
     history = wb["history"] or [[wb["claimed_sigma"], wb["sample_rate"], wb["steps"]]]
     return sum(float(h[1]) * int(h[2]) for h in history) / max(sum(int(h[2]) for h in history), 1)
 
@@ -170,7 +213,13 @@ def _clip(ph: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
     """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order: k + 4
-    for one phase, (k + 3)·P + 1 for P phases."""
+    for one phase, (k + 3)·P + 1 for P phases.
+
+    Args:
+        wb: the observer's ``result()``.
+    Returns:
+        The conformance records (k: the parameter tensors).
+    """
     phases, n = wb.get("phases") or [], int(wb["records_total"])
     if len(phases) <= 1:
         steps = int(wb["steps"])

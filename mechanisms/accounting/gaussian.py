@@ -35,14 +35,11 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) ->
     δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), by ``dp_accounting``'s ``GaussianPrivacyLoss``.
 
     Args:
-        sigma: noise standard deviation (> 0, units of ``sensitivity``).
-        epsilon: ε ≥ 0 (unitless).
-        sensitivity: L2 sensitivity Δ (> 0).
+        sigma, epsilon, sensitivity: noise std (> 0, units of Δ), ε ≥ 0 (unitless), L2 sensitivity Δ (> 0).
     Returns:
         δ, a probability in [0, 1].
     Raises:
-        ValueError: sigma or sensitivity not > 0, or epsilon < 0.
-    """
+        ValueError: sigma or sensitivity not > 0, or epsilon < 0."""
     from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
     _check_gauss(sigma=sigma, sensitivity=sensitivity)
@@ -56,13 +53,11 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) ->
     ``dp_accounting.get_sigma_gaussian`` (root-finding to 1e-12).
 
     Args:
-        epsilon: ε > 0 (unitless); delta: δ, a probability in (0, 1).
-        sensitivity: L2 sensitivity Δ (> 0); σ scales linearly with it.
+        epsilon, delta, sensitivity: ε > 0 (unitless), δ in (0, 1), L2 sensitivity Δ (> 0; σ is linear in it).
     Returns:
         σ in the units of ``sensitivity``.
     Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
-    """
+        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1)."""
     from dp_accounting import get_sigma_gaussian
 
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
@@ -74,13 +69,11 @@ def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) ->
     ``dp_accounting.get_epsilon_gaussian`` (root-finding to 1e-12).
 
     Args:
-        sigma: noise standard deviation (> 0, units of ``sensitivity``); delta: δ in (0, 1).
-        sensitivity: L2 sensitivity Δ (> 0).
+        sigma, delta, sensitivity: noise std (> 0, units of Δ), δ in (0, 1), L2 sensitivity Δ (> 0).
     Returns:
         ε ≥ 0 (unitless).
     Raises:
-        ValueError: sigma or sensitivity not > 0, or delta outside (0, 1).
-    """
+        ValueError: sigma or sensitivity not > 0, or delta outside (0, 1)."""
     from dp_accounting import get_epsilon_gaussian
 
     _check_gauss(sigma=sigma, delta=delta, sensitivity=sensitivity)
@@ -98,8 +91,7 @@ def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float =
     Returns:
         σ in the units of ``sensitivity``.
     Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
-    """
+        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1)."""
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
 
@@ -109,7 +101,12 @@ PROFILE_DELTAS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3)
 
 
 def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple[tuple[float, float], ...]:
-    """``((ε(δᵢ), δᵢ), ...)`` at ``PROFILE_DELTAS`` and ``delta``, from a function δ -> ε of one accountant."""
+    """The privacy profile of one accountant at ``PROFILE_DELTAS`` and ``delta``.
+
+    Args:
+        epsilon_of, delta: the accountant's δ -> ε (ε unitless), and the run's δ, a probability in (0, 1).
+    Returns:
+        ``((ε(δᵢ), δᵢ), ...)``, sorted by δ."""
     return tuple((float(epsilon_of(d)), d) for d in sorted({*PROFILE_DELTAS, float(delta)}))
 
 
@@ -126,8 +123,7 @@ def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate:
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C), add/remove.
     Raises:
-        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there).
-    """
+        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there)."""
     from opacus.accountants.utils import get_noise_multiplier
 
     steps = int(epochs * round(1 / sample_rate))
@@ -173,13 +169,11 @@ def pld_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delt
     """DP-SGD's ε at δ by dp_accounting's PLD accountant (``_dpsgd_pld``), memoised.
 
     Args:
-        noise_multiplier, sample_rate, steps: σ (> 0), the Poisson rate q in (0, 1] and the number of steps T.
-        delta, relation: δ, a probability in (0, 1), and ``add-remove`` or ``replace-one``.
+        noise_multiplier, sample_rate, steps, delta, relation: σ > 0, q in (0, 1], T, δ in (0, 1), the relation.
     Returns:
         ε (unitless) under ``relation``.
     Raises:
-        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation.
-    """
+        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation."""
     require(noise_multiplier > 0 and 0 < sample_rate <= 1 and steps >= 1 and 0 < delta < 1,
             f"pld_epsilon: need σ > 0, 0 < q <= 1, steps >= 1 and 0 < δ < 1, got σ = {noise_multiplier!r}, "
             f"q = {sample_rate!r}, steps = {steps!r}, δ = {delta!r}")
@@ -201,13 +195,11 @@ def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: fl
     (dp_accounting's ``NeighboringRelation.REPLACE_ONE``; Opacus' accountants are add/remove only).
 
     Args:
-        target_epsilon, delta: the target ε (unitless, > 0) and δ, a probability in (0, 1).
-        sample_rate, steps, relation: q in (0, 1], T, and ``add-remove`` or ``replace-one``.
+        target_epsilon, delta, sample_rate, steps, relation: ε > 0, δ in (0, 1), q in (0, 1], T, the relation.
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C).
     Raises:
-        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it).
-    """
+        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it)."""
     require(target_epsilon > 0 and math.isfinite(target_epsilon),
             f"dpsgd: target ε must be a finite number > 0, got {target_epsilon!r}")
     lo, hi = SIGMA_SEARCH
@@ -239,8 +231,14 @@ def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, de
 
 def randomized_response_keep(epsilon: float, num_classes: int) -> float:
     """k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016): the probability e^ε/(e^ε + k − 1) of
-    releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under replace-one. Raises ValueError for
-    ε ≤ 0 or k < 2."""
+    releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under replace-one.
+
+    Args:
+        epsilon, num_classes: ε > 0 (unitless) and the number of classes k ≥ 2.
+    Returns:
+        The probability of keeping the true label.
+    Raises:
+        ValueError: ε ≤ 0 or k < 2."""
     require(epsilon > 0 and num_classes >= 2, f"randomized response needs ε > 0 and k >= 2 classes, got ε = "
             f"{epsilon!r}, k = {num_classes!r}")
     return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
@@ -279,9 +277,12 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
     18–19) for which the composition (``local_record_epsilon``) is at most the target. σ lies between the analytic
     σ for the whole ε and for (1 − share)·ε (basic composition).
 
+    Args:
+        target_epsilon, delta, label_share, num_classes: ε (unitless), δ (a probability), the share, k.
+    Returns:
+        (σ, in units of the unit-norm image, and ε_label).
     Raises:
-        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2.
-    """
+        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2."""
     require(target_epsilon > 0 and 0 < label_share < 1 and num_classes >= 2,
             f"local-gaussian: need ε > 0, label share in (0, 1) and k >= 2, got ε = {target_epsilon!r}, "
             f"share = {label_share!r}, k = {num_classes!r}")

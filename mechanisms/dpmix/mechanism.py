@@ -131,6 +131,13 @@ class DPMix(Baseline):
     }
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        """Refuse settings DPMix cannot run with, before any training.
+
+        Args:
+            spec, n_members: the run's ``TrainSpec`` and its number of members n.
+        Raises:
+            ValueError: ℓ > n, or the ``class-means`` learner with a model other than ``linear``.
+        """
         p = spec.params
         if p.mixture_degree > n_members:
             raise ValueError(f"params.mixture_degree = {p.mixture_degree!r} must be an integer in [1, n_members="
@@ -141,7 +148,20 @@ class DPMix(Baseline):
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
         """The DPMix release of ``data`` (its noisy mixtures), as ``fit`` makes it with ``seed``; audits call it on
-        the members plus their canaries. Raises ValueError for neither a target ε > 0 nor a fixed σ."""
+        the members plus their canaries.
+
+        Args:
+            data: the records, images ``(n, C, H, W)`` in [0, 1] and labels ``(n,)``.
+            spec: the training settings (``DPMixParams``).
+            target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: noiseless mixtures) and δ.
+            seed: seeds every draw.
+        Returns:
+            ``(release, privacy)``: T mixtures ``(T, C, H, W)`` with their noisy label means ``(T, K)``, and the ε (at
+            δ, replace-one) of ``params.accountant`` (ε = ∞ at the ε = ∞ point).
+        Raises:
+            ValueError: neither a target ε > 0 nor a fixed σ; settings ``check`` refuses; a target ``dpmix_sigma``
+                cannot reach; records outside [0, 1] (``check_records``).
+        """
         return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
 
     def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
@@ -175,6 +195,18 @@ class DPMix(Baseline):
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+        """Release DPMix mixtures (``release``) and train the learner on them alone (Lee et al. 2019).
+
+        Args:
+            train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
+            spec: the training settings (``spec.params`` an instance of ``Params``).
+            target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: the ε = ∞ point) and δ (a probability).
+            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+        Returns:
+            The ``TrainedModel`` with its release, samples/s and the release's privacy.
+        Raises:
+            ValueError: what ``release`` raises.
+        """
         p = spec.params
         gen = seed_everything(seed)
         release, privacy = self._release(train, spec, target_epsilon=target_epsilon, delta=delta, generator=gen)

@@ -16,6 +16,13 @@ def sample_subsets(n: int, size: int, count: int, *, generator: torch.Generator)
     Rows are drawn with replacement and rows holding a repeated index are redrawn (rejection sampling,
     exact and fast when size² ≪ n); when repeats are likely, a Gumbel top-k over all n is used instead.
 
+    Args:
+        n: the number of records.
+        size: the subset size ℓ (DPMix's mixture degree).
+        count: the number of subsets T.
+        generator: the generator every draw comes from.
+    Returns:
+        ``(count, size)`` int64 record indices, each row without repeats.
     Raises:
         ValueError: if ``size`` is not in [1, n].
     """
@@ -63,11 +70,19 @@ def _within_unit(t: torch.Tensor) -> bool:
 
 def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
     """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ): features in
-    [0, 1], label rows distributions. Raises ValueError naming the first offending value and its record.
+    [0, 1], label rows distributions.
 
     One pass of min/max per tensor decides (NaN propagates into them and fails the test); only data that fails it
     is searched, element by element, for the first offending value (an audit's 64 releases of 10,000 records
-    spent a fifth of their mixing time here)."""
+    spent a fifth of their mixing time here).
+
+    Args:
+        x: ``(n, d_x)`` features.
+        y: ``(n, d_y)`` label rows (``d_y`` = 0: no label part, as per-class mixing has).
+    Raises:
+        ValueError: a feature or label outside [0, 1] (or NaN), or a label row not summing to 1 (one line naming
+            the first offending value and its record).
+    """
     sums = y.double().sum(1) if y.shape[1] else torch.ones(len(y), dtype=torch.float64)  # per-class: no label part
     if _within_unit(x) and _within_unit(y) and bool(((sums - 1).abs() <= 1e-6).all()):
         return
@@ -119,6 +134,12 @@ def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor)
 
     Data on the 1/255 grid (8-bit images, one-hot labels) are read as bytes (FBGEMM's row-wise 8-bit
     embedding bag, exact values, float32 sums), a quarter of the memory traffic; other data as float32.
+
+    Args:
+        data: ``(n, d)`` rows, or their column blocks ``[(n, d₁), (n, d₂), ...]``.
+        idx: ``(T, ℓ)`` int64 row indices, one subset per output row.
+    Returns:
+        ``(T, d)`` means: float32 from the byte path, else in ``data``'s dtype.
     """
     t, ell = idx.shape
     flat, offsets = idx.reshape(-1), torch.arange(0, t * ell, ell)

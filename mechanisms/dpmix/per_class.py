@@ -53,7 +53,18 @@ def per_class_release(train: ArrayDataset, *, mixture_degree: int, samples_per_c
                       reuse_subset: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """The per-class release: ``(K·T_c, C, H, W)`` noisy means and ``(K·T_c,)`` hard labels, class by class.
 
-    ``reuse_subset``: one ℓ-subset per class for every copy (the source), else a fresh subset per sample.
+    Args:
+        train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``; K classes.
+        mixture_degree: ℓ, records of one class per mean.
+        samples_per_class: T_c, noisy means released per class.
+        sigma: the noise std σ per pixel.
+        reuse_subset: one ℓ-subset per class for every copy (the source), else a fresh subset per sample.
+        generator: the generator every draw comes from.
+    Returns:
+        ``(x, y)``: ``(K·T_c, C, H, W)`` noisy means (unclipped) and ``(K·T_c,)`` int64 class labels.
+    Raises:
+        ValueError: ℓ larger than a class (``sample_subsets``); with fresh subsets, pixels outside [0, 1]
+            (``check_records``).
     """
     xs, ys = [], []
     flat = train.x.flatten(1)
@@ -103,6 +114,13 @@ class DPMixPerClass(Baseline):
     Params = DPMixPerClassParams
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        """Refuse settings per-class DPMix cannot run with, before any training.
+
+        Args:
+            spec, n_members: the run's ``TrainSpec`` and its number of members.
+        Raises:
+            ValueError: no ``params.sigma``, or ``params.mixture_degree`` above ``n_members``.
+        """
         if spec.params.sigma is None:
             raise ValueError("params.sigma is missing: dpmix-per-class needs a fixed noise std")
         if spec.params.mixture_degree > n_members:
@@ -111,6 +129,19 @@ class DPMixPerClass(Baseline):
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+        """Release per-class means at the fixed σ (``per_class_release``) and train ``spec.model`` on them.
+
+        Args:
+            train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
+            spec: the training settings (``spec.params`` an instance of ``Params``).
+            target_epsilon, delta: ignored (σ is fixed) and δ (a probability).
+            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+        Returns:
+            The ``TrainedModel`` with its release, samples/s, and the ε that holds beside the source's
+                ``claimed_epsilon`` (Lee et al. with ℓ/n_c, void when the subset is reused).
+        Raises:
+            ValueError: settings ``check`` refuses, or what ``per_class_release`` raises.
+        """
         self.check(spec, n_members=len(train))
         p = spec.params
         sigma, ell, t_c, reuse = p.sigma, p.mixture_degree, p.samples_per_class, p.reuse_subset

@@ -15,7 +15,13 @@ __all__ = ["augment_views", "augmult_padding", "augmult_settings"]
 
 def augmult_padding(height: int, width: int) -> int:
     """The crop padding for ``height`` × ``width`` images: 1/8 of the shorter side, at least 1 pixel (4 on CIFAR-10's
-    32 × 32, De et al. 2022's setting; 3 on MNIST's 28 × 28; 1 on 8 × 8 digits, where 4 would shift half the image)."""
+    32 × 32, De et al. 2022's setting; 3 on MNIST's 28 × 28; 1 on 8 × 8 digits, where 4 would shift half the image).
+
+    Args:
+        height, width: the image's size in pixels.
+    Returns:
+        The padding in pixels (≥ 1).
+    """
     return max(1, min(height, width) // 8)
 
 
@@ -28,6 +34,14 @@ def augment_views(x: torch.Tensor, augmult: int, *, generator: torch.Generator, 
     mirror changes, e.g. digits). Offsets and flips are drawn on the CPU from ``generator``, so a seeded run is
     reproducible on any device.
 
+    Args:
+        x: images ``(B, C, H, W)``.
+        augmult: K ≥ 1, the views per image.
+        generator: the CPU generator the offsets and flips are drawn from.
+        flip: whether a view is mirrored with probability 1/2.
+        padding: the reflection padding in pixels (None: ``augmult_padding(H, W)``).
+    Returns:
+        The views ``(B·K, C, H, W)``, on ``x``'s device and dtype.
     Raises:
         ValueError: ``x`` is not a batch of images (4 dimensions), K < 1, or ``padding`` ≥ the image's height or width
             (reflection needs a smaller pad; images of 1 pixel in height or width cannot be cropped).
@@ -59,6 +73,13 @@ def augmult_settings(model: nn.Module, x: torch.Tensor, augmult: int | None, *, 
     """``augment_views``' keyword settings for training ``model`` on ``x (N, C, H, W)`` with K = ``augmult`` views per
     record (None: no augmentation, returns None).
 
+    Args:
+        model: the model to train.
+        x: the training records ``(N, C, H, W)``.
+        augmult: K, the views per record, or None.
+        flip, generator: ``augment_views``' ``flip`` and its CPU generator.
+    Returns:
+        ``{"augmult", "generator", "flip"}`` for ``augment_views``, or None when ``augmult`` is None.
     Raises:
         ValueError: ``model`` is a ``FrozenFront`` (its fixed features are computed once per image, not per view), or
             ``x`` holds no images of at least 2 × 2 pixels (tabular records are ``(1, 1, D)``).

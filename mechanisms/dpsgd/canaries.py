@@ -99,18 +99,16 @@ class CanaryTracker:
     """The canaries of one DP-SGD run: their coordinates, inclusion coins, per-step sampling and scores.
 
     Besides the canaries' coordinates, other coordinates are observed (``_positions``): no canary is ever there, so
-    after the other records' part is removed they hold the noise alone. Its standard deviation, estimated per
-    parameter tensor from that tensor's references (from all references for a tensor that has none), is the σ the
-    scores use (never the claimed σ: a mechanism that adds less noise than it claims, in one tensor or in all, is
-    scored by the noise it really adds; the claimed σ is used only when the model has no spare coordinate).
+    after the other records' part is removed they hold the noise alone. Its standard deviation, estimated per parameter
+    tensor from that tensor's references (from all references for a tensor that has none), is the σ the scores use
+    (never the claimed σ: a mechanism that adds less noise than it claims, in one tensor or in all, is scored by the
+    noise it really adds; the claimed σ is used only when the model has no spare coordinate).
 
     Args:
         request: what to insert. params: the trainable parameters, in the optimizer's order.
         sample_rate: q. noise_multiplier: the claimed σ.
-
     Raises:
-        ValueError: more canaries than trainable coordinates.
-    """
+        ValueError: more canaries than trainable coordinates (``_positions``)."""
 
     def __init__(self, request: GradientCanaries, params: list[nn.Parameter], *, sample_rate: float,
                  noise_multiplier: float) -> None:
@@ -151,7 +149,10 @@ class CanaryTracker:
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
         """Record the other records' clipped sum at the observed coordinates, then add the sampled included
-        canaries' clipped gradients (each clipped by the mechanism's clip factor)."""
+        canaries' clipped gradients (each clipped by the mechanism's clip factor).
+
+        Args:
+            sums, max_grad_norm: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors), and C."""
         raw = torch.tensor([self.norm * max_grad_norm])
         self.value = float(clip_factors(raw.square(), max_grad_norm)[0]) * self.norm * max_grad_norm
         self.largest_value, self.clip_norm = max(self.largest_value, self.value), float(max_grad_norm)
@@ -171,14 +172,20 @@ class CanaryTracker:
 
     def observe(self, p: nn.Parameter, noisy: torch.Tensor, max_grad_norm: float) -> None:
         """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates:
-        x_t = (noisy − the other records' part) / C."""
+        x_t = (noisy − the other records' part) / C.
+
+        Args:
+            p, noisy, max_grad_norm: the parameter, its noisy clipped sum (``p``'s shape) and C."""
         if p in self.where:
             ids, idx = self.where[p]
             x = (noisy.reshape(-1)[idx].double().cpu().numpy() - self.others[ids.numpy()]) / max_grad_norm
             self.steps[-1][ids.numpy()] = x
 
     def noise_estimate(self) -> float:
-        """σ̂: the root mean square of all reference coordinates' observations (the claimed σ without any)."""
+        """The noise the updates really carry, from all reference coordinates.
+
+        Returns:
+            σ̂ (units of C): their observations' root mean square (the claimed σ without any)."""
         if len(self.included) == self.count or not self.steps:
             return self.claimed_sigma
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
@@ -186,7 +193,10 @@ class CanaryTracker:
 
     def tensor_noise(self) -> dict[int, float]:
         """σ̂ per parameter tensor (its index in the optimizer's order): the root mean square of that tensor's
-        reference observations; tensors without a reference coordinate are absent (they use ``noise_estimate``)."""
+        reference observations.
+
+        Returns:
+            ``{tensor index: σ̂}`` (units of C); tensors without a reference are absent (``noise_estimate``)."""
         if len(self.included) == self.count or not self.steps:
             return {}
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
@@ -196,9 +206,11 @@ class CanaryTracker:
     def final_setup(self, optimizer: torch.optim.Optimizer, *, expected_batch_size: int, max_grad_norm: float,
                     ema_decay: float | None) -> None:
         """Fix the recipe's linear structure for ``final_scores``: θ_T − θ_0 is linear in the noisy updates only for
-        plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one learning rate and momentum, no weight decay,
-        no dampening, no Nesterov) and no moving average of the weights.
+        plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one learning rate and momentum, no weight decay, no
+        dampening, no Nesterov) and no moving average of the weights.
 
+        Args:
+            optimizer, expected_batch_size, max_grad_norm, ema_decay: the run's optimizer, B, C and EMA decay.
         Raises:
             ValueError: any other optimizer or setting (one line naming it)."""
         groups = optimizer.param_groups
@@ -222,12 +234,14 @@ class CanaryTracker:
         return a / a.mean()
 
     def final_scores(self) -> np.ndarray:
-        """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate.
-        SGD with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
+        """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate. SGD
+        with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
         (``step_weights``), so the score is Σ_t (a_t/ā)·(x_t + o_t): an included canary's expected score is about
         T·q·(its clipped norm / C), plus N(0, Σ_t (a_t/ā)²·σ²) noise and the other records' part o_t. Read from the
-        parameters' final values and θ_0 only (the hidden-state threat model): the per-step observations never
-        enter it."""
+        parameters' final values and θ_0 only (the hidden-state threat model): the per-step observations never enter it.
+
+        Returns:
+            ``(count,)`` scores, in units of C."""
         lr, mu, batch, c = self.optim
         t = len(self.steps)
         a_bar = float(np.mean((1 - mu ** (t - np.arange(t))) / (1 - mu))) if mu else 1.0
@@ -240,8 +254,13 @@ class CanaryTracker:
     def final_result(self) -> dict[str, list | float]:
         """``result`` of a final-model run: the hidden-state scores and coins, the run's public parameters, and the
         measured other records' variation at the canaries' coordinates (a diagnostic the scores never use):
-        ``members_sd``, the sd over canaries of the other records' part of the score, Σ_t (a_t/ā)·o_t, and
-        ``noise_sd``, the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the reference coordinates)."""
+        ``members_sd``, the sd over canaries of the other records' part of the score, Σ_t (a_t/ā)·o_t, and ``noise_sd``,
+        the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the reference coordinates).
+
+        Returns:
+            That JSON-able dict (scores in units of C; ``threat_model`` ``"hidden-state"``).
+        Raises:
+            ValueError: ``final_setup`` was not called."""
         if self.optim is None:
             raise ValueError("final_setup was not called before the final-model scores were asked for")
         w = self.step_weights()
@@ -256,11 +275,13 @@ class CanaryTracker:
 
     def result(self) -> dict[str, list | float]:
         """A final-model run's ``final_result``; otherwise ``{"scores": (m,), "included": (m,), "sigma_hat",
-        "sigma_hat_by_tensor", "claimed_sigma", "sample_rate", "steps"}`` (JSON-able; score: larger means
-        included). The score of canary i is the log-likelihood ratio of
-        "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the noise
-        estimated in the canary's own parameter tensor (``tensor_noise``; all references' ``noise_estimate`` where
-        the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t."""
+        "sigma_hat_by_tensor", "claimed_sigma", "sample_rate", "steps"}`` (JSON-able; score: larger means included). The
+        score of canary i is the log-likelihood ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q +
+        q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the noise estimated in the canary's own parameter tensor (``tensor_noise``;
+        all references' ``noise_estimate`` where the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t.
+
+        Returns:
+            That dict, with the run's ``conformance`` observations (``conformance_observations``)."""
         if self.final:
             return self.final_result()
         pooled, by_tensor = self.noise_estimate(), self.tensor_noise()

@@ -33,19 +33,37 @@ PerSampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def per_sample_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of each example, ``(B, classes), (B,) -> (B,)`` (nats)."""
+    """Cross-entropy of each example (nats).
+
+    Args:
+        logits, target: the model's output ``(B, classes)`` and the class indices ``(B,)``.
+    Returns:
+        ``(B,)`` per-example losses.
+    """
     return F.cross_entropy(logits, target, reduction="none")
 
 
 def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:
-    """Opacus' flat clip factor ``min(1, C / (‖g_i‖ + 1e-6))`` from squared per-sample norms ``(B,)``."""
+    """Opacus' flat clip factor ``min(1, C / (‖g_i‖ + 1e-6))`` (Abadi et al. 2016, §3.1, Alg. 1).
+
+    Args:
+        sq_norms: squared per-sample gradient L2 norms ``(B,)``.
+        max_grad_norm: the clip bound C (> 0).
+    Returns:
+        ``(B,)`` factors c_i in (0, 1].
+    """
     return (max_grad_norm / (sq_norms.sqrt() + 1e-6)).clamp(max=1.0)
 
 
 def observe_clipped(clipper, sq_norms: torch.Tensor, factors: torch.Tensor) -> None:
     """An audit run's observation of the clipper's output: the largest clipped per-sample norm c_i·‖g_i‖ so far
     (``clipper.largest_clipped``, a 0-d tensor on the batch's device, no host sync), kept only where
-    ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs); otherwise nothing is computed."""
+    ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs); otherwise nothing is computed.
+
+    Args:
+        clipper: a ``VmapClipper`` or ``BookKeepingClipper``.
+        sq_norms, factors: the squared per-sample norms ``(B,)`` and their clip factors ``(B,)``.
+    """
     if getattr(clipper, "observe_norms", False) and sq_norms.numel():
         m = (factors * sq_norms.sqrt()).max().detach()
         old = getattr(clipper, "largest_clipped", None)
@@ -86,7 +104,17 @@ class VmapClipper:
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
         """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
         ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
-        gradients (De et al. 2022), its loss their mean loss (nats)."""
+        gradients (De et al. 2022), its loss their mean loss (nats).
+
+        Args:
+            x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
+            max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
+            augmult: K ≥ 1, the views per record.
+        Returns:
+            ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
+            per-record losses (nats), detached.
+        Raises:
+            ValueError: len(x) ≠ K·len(y) or K < 1."""
         b = _records(x, y, augmult)
         params = {n: p.detach() for n, p in zip(self.names, self.params, strict=True)}
         buffers = dict(self.model.named_buffers())
@@ -170,7 +198,19 @@ class BookKeepingClipper:
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
         """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
         ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
-        gradients (De et al. 2022), its loss their mean loss (nats)."""
+        gradients (De et al. 2022), its loss their mean loss (nats).
+
+        Args:
+            x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
+            max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
+            augmult: K ≥ 1, the views per record.
+        Returns:
+            ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
+            per-record losses (nats), detached.
+        Raises:
+            ValueError: len(x) ≠ K·len(y) or K < 1; a layer called twice in one forward, or its input or output
+                modified in place after it ran.
+        """
         b = _records(x, y, augmult)
         self._records.clear()
         self._active = True
@@ -213,7 +253,17 @@ class BookKeepingClipper:
 
 
 def make_clipper(mode: str, model: nn.Module, loss_fn: PerSampleLoss = per_sample_cross_entropy):
-    """The clipper for ``mode`` in ``FAST_MODES``. Raises ValueError for another mode or an unsupported model."""
+    """The clipper for ``mode`` in ``FAST_MODES``.
+
+    Args:
+        mode: ``"vmap"`` or ``"bk"``.
+        model: the module to train.
+        loss_fn: per-sample loss ``(B, classes), (B,) -> (B,)``.
+    Returns:
+        A ``VmapClipper`` or ``BookKeepingClipper`` on ``model``.
+    Raises:
+        ValueError: another mode, or a model ``BookKeepingClipper`` does not support.
+    """
     if mode == "vmap":
         return VmapClipper(model, loss_fn)
     if mode == "bk":

@@ -45,7 +45,9 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
     ``_generate_noise`` (non-secure mode; none drawn when σC = 0), so the same generator state gives the
     same noise. ``canaries`` (an audit run): its sampled gradient canaries join the clipped sum before the noise,
     and it reads every noisy sum (``mechanisms.dpsgd.canaries``).
-    """
+
+    Args:
+        optimizer, sums: the optimizer and Σ_i c_i g_i per parameter; then σ, C, q·N, the generator, the canaries."""
     std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0  # σ = 0 and C = ∞: no noise (not NaN)
     if canaries is not None:
         canaries.add(sums, max_grad_norm)
@@ -72,10 +74,13 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
     memory follows m (× K views). ``augment`` (``mechanisms.dpsgd.augmult.augment_views``' settings): each piece's
     records become their K views just before the clipper sees them (so the views drawn depend on m).
 
+    Args:
+        clipper, x, y, max_grad_norm: a clipper of ``make_clipper``, the records, their labels and C (> 0).
+    Returns:
+        ``({param: Σ_i c_i g_i}, losses (B,))``.
     Raises:
         ValueError: what the clipper or ``augment_views`` raise (a module the clipper cannot handle, inputs that are
-            not images); AssertionError: no records (an empty batch is ``dp_step``'s noise-only case).
-    """
+            not images); AssertionError: no records (an empty batch is ``dp_step``'s noise-only case)."""
     step = max_physical_batch_size or len(y)
     total: dict[nn.Parameter, torch.Tensor] | None = None
     losses = []
@@ -94,8 +99,12 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
             noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
             generator: torch.Generator | None = None, canaries: CanaryTracker | None = None,
             augment: dict | None = None, max_physical_batch_size: int | None = None) -> torch.Tensor:
-    """One full DP-SGD step on the records ``x (B, ...)``, ``y (B,)`` (``augment``, ``max_physical_batch_size``: see
-    ``clipped_sum``); returns the per-record losses ``(B,)`` (nats)."""
+    """One full DP-SGD step on the records ``x (B, ...)``, ``y (B,)`` (Abadi et al. 2016, Alg. 1).
+
+    Args:
+        clipper, optimizer, x, y: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+    Returns:
+        The per-record losses ``(B,)`` (nats)."""
     if len(x):
         sums, losses = clipped_sum(clipper, x, y, max_grad_norm=max_grad_norm, augment=augment,
                                    max_physical_batch_size=max_physical_batch_size)
@@ -149,13 +158,10 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     """One epoch (0-based ``epoch``) of DP-SGD steps (``dp_step`` with ``step``'s settings) on Poisson batches of
     ``x (N, ...)``, ``y (N,)``, each followed by a step of ``accountant`` (if any) and of the weights' moving average
     ``ema`` of ``model`` (if any).
-
     Returns:
         (sum over batches of mean loss × batch size (nats), examples processed).
-
     Raises:
-        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
-    """
+        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss."""
     total, count, tracker = 0.0, 0, step["canaries"]
     observe = None if tracker is None else partial(tracker.batch, records=len(x))  # each record's participation
     for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator, observe=observe):
@@ -210,15 +216,12 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         max_physical_batch_size: records per clipper call (``clipped_sum``; None: the whole Poisson batch).
         A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
         trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
-
     Returns:
         (per-epoch mean loss, examples processed, wall seconds, the canaries' scores and coins or None).
-
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
         ValueError: unsupported model for ``mode``, more canaries than coordinates, ``augmult`` where it cannot
-            apply (``mechanisms.dpsgd.augmult.augmult_settings``).
-    """
+            apply (``mechanisms.dpsgd.augmult.augmult_settings``)."""
     from bench.core.models import FrozenFront
 
     augment = augmult_settings(model, x, augmult, flip=augmult_flip, generator=generator)
@@ -268,13 +271,10 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
         public_size: n for q = 1/ceil(n / batch_size) and the expected batch int(n·q), fixed in advance (an audit
             run's, ``GradientCanaries.public_size``); None: ``len(train)``.
-
     Returns:
         A ``TrainedModel`` (privacy and params left to the caller) with its history and audit scores.
-
     Raises:
-        ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle.
-    """
+        ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle."""
     from opacus.validators import ModuleValidator
 
     from bench.core.types import PrivacySpent, TrainedModel

@@ -39,23 +39,21 @@ class DPSGDParams(ModelParams):
         grad_sample_mode: per-sample clipping: ours (``bk`` book-keeping, ``vmap``) or Opacus' (``hooks``,
             ``functorch``, ``ew``); all give the same update (mechanisms/dpsgd/fast.py).
         noise_multiplier: a fixed σ (> 0), as a source system set it; the target ε is then ignored.
-        ema_decay: end with the exponential moving average of the weights at this decay (in (0, 1); ``bk`` or
-            ``vmap`` only; De et al. 2022) — post-processing, no privacy cost.
+        ema_decay: end with the exponential moving average of the weights at this decay (in (0, 1); ``bk`` or ``vmap``
+            only; De et al. 2022) — post-processing, no privacy cost.
         relation: the neighbouring relation σ is calibrated and ε certified under. ``replace-one`` (default): the
             relation every mechanism of the suite is matched on, by dp_accounting's PLD accountant
-            (``NeighboringRelation.REPLACE_ONE``); ``add-remove``: Opacus' ``accountant``, as papers and the
-            source systems quote. The other relation's ε is reported beside either way.
-        augmult: K ≥ 1, augmentation multiplicity (De et al. 2022, §3.1): each record of a batch is trained on K
-            random crops (reflection padding of 1/8 of the image side: 4 on 32 × 32) and flips of itself, its
-            gradient the mean over the K views, clipped as one, so σ and ε do not change; compute grows K-fold.
-            Images and ``bk`` / ``vmap`` only, and a model trained end to end (not ``scatternet-linear``).
-            None (default): no augmentation.
-        augmult_flip: with ``augmult``, also flip views horizontally (half of them); false for data a mirror
-            changes (digits, text).
+            (``NeighboringRelation.REPLACE_ONE``); ``add-remove``: Opacus' ``accountant``, as papers and the source
+            systems quote. The other relation's ε is reported beside either way.
+        augmult: K ≥ 1, augmentation multiplicity (De et al. 2022, §3.1): each record of a batch is trained on K random
+            crops (reflection padding of 1/8 of the image side: 4 on 32 × 32) and flips of itself, its gradient the mean
+            over the K views, clipped as one, so σ and ε do not change; compute grows K-fold. Images and ``bk`` /
+            ``vmap`` only, and a model trained end to end (not ``scatternet-linear``). None (default): no augmentation.
+        augmult_flip: with ``augmult``, also flip views horizontally (half of them); false for data a mirror changes
+            (digits, text).
         max_physical_batch_size: at most this many records (× K views) per forward/backward pass, as Opacus'
-            ``BatchMemoryManager``: the Poisson batch's clipped sums add up piece by piece, so the update is the
-            same to float rounding and memory follows this size (``bk`` / ``vmap`` only). None: the whole batch.
-    """
+            ``BatchMemoryManager``: the Poisson batch's clipped sums add up piece by piece, so the update is the same to
+            float rounding and memory follows this size (``bk`` / ``vmap`` only). None: the whole batch."""
 
     max_grad_norm: float = Field(1.0, gt=0)
     accountant: Literal["prv", "rdp", "gdp"] = "prv"
@@ -76,14 +74,13 @@ class DPSGD(Baseline):
     """Per-sample clipping to ``max_grad_norm`` C and Gaussian noise σ·C on the summed gradient
     (Abadi et al. 2016, Algorithm 1), via Opacus' ``PrivacyEngine.make_private_with_epsilon``.
 
-    Batches are drawn by Poisson sampling with rate q = 1/ceil(n / batch_size) (Opacus derives it from
-    the loader length; equal to batch_size / n only when batch_size divides n), which is what the accountants
-    certify. Settings: ``DPSGDParams``. σ is calibrated to the target (ε, δ) under ``params.relation``: replace-one
-    by dp_accounting's PLD accountant (``accounting.pld_noise_multiplier``; the default, so that DP-SGD is compared
-    with DPMix and local noise at the same ε under the same relation), add/remove by Opacus' accountant. The
-    reported ε is certified after training under that relation, with the other relation's ε beside it
-    (``PrivacySpent.other_relations``): add/remove by Opacus' ``accountant``, replace-one by the PLD accountant.
-    """
+    Batches are drawn by Poisson sampling with rate q = 1/ceil(n / batch_size) (Opacus derives it from the loader
+    length; equal to batch_size / n only when batch_size divides n), which is what the accountants certify. Settings:
+    ``DPSGDParams``. σ is calibrated to the target (ε, δ) under ``params.relation``: replace-one by dp_accounting's PLD
+    accountant (``accounting.pld_noise_multiplier``; the default, so that DP-SGD is compared with DPMix and local noise
+    at the same ε under the same relation), add/remove by Opacus' accountant. The reported ε is certified after training
+    under that relation, with the other relation's ε beside it (``PrivacySpent.other_relations``): add/remove by Opacus'
+    ``accountant``, replace-one by the PLD accountant."""
 
     name = "dpsgd"
     guarantee = "central-dp"
@@ -115,6 +112,13 @@ class DPSGD(Baseline):
     }
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        """Refuse, before training, settings the chosen clipper or model cannot honour.
+
+        Args:
+            spec, n_members: the run's ``TrainSpec`` and its member count (DP-SGD's checks do not use it).
+        Raises:
+            ValueError: ``ema_decay``, ``augmult`` or ``max_physical_batch_size`` with an Opacus mode; ``augmult`` on
+                ``scatternet-linear``."""
         p = spec.params
         for name in ("ema_decay", "augmult", "max_physical_batch_size"):
             if getattr(p, name) is not None and p.grad_sample_mode not in FAST_MODES:
@@ -128,10 +132,13 @@ class DPSGD(Baseline):
                   ) -> tuple[float, float, int]:
         """(σ, q, T) of a run on ``n`` public records: Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T =
         epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ) under ``params.relation`` (replace-one:
-        dp_accounting's PLD; add/remove: Opacus' ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at
-        the ε = ∞ point.
-        The one calibration of ``fit`` and of the side-by-side runs (``mechanisms.dpsgd.side_by_side``).
+        dp_accounting's PLD; add/remove: Opacus' ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at the
+        ε = ∞ point. The one calibration of ``fit`` and of the side-by-side runs (``side_by_side``).
 
+        Args:
+            spec, n, target_epsilon, delta: the spec, the public record count n, the target ε (None, or ∞) and δ.
+        Returns:
+            (σ, the noise multiplier; q, the sample rate; T, the number of steps).
         Raises:
             ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet."""
         p = spec.params
@@ -158,8 +165,13 @@ class DPSGD(Baseline):
         """As ``Mechanism.fit``; ``audit``: an audit run with white-box gradient canaries (their scores in
         ``TrainedModel.audit``) or from the auditor's initial model (``InitialModel``: its weights replace the
         initialisation, drawn all the same so that the noise is the same draws) and, where it names one, the public
-        record count that fixes q, the steps and the expected batch (``public_size``), trained by our step (``bk``
-        where the settings name an Opacus mode: tests show the two give the same updates)."""
+        record count that fixes q, the steps and the expected batch (``public_size``), trained by our step (``bk`` where
+        the settings name an Opacus mode: tests show the two give the same updates).
+
+        Args:
+            train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit``; audit: as above.
+        Returns:
+            The ``TrainedModel`` with samples/s; its privacy from ``privacy`` ("no guarantee" at ε = ∞)."""
         from opacus import PrivacyEngine
 
         p = spec.params
@@ -200,13 +212,12 @@ class DPSGD(Baseline):
     def fit_runs(self, base: ArrayDataset, canary: ArrayDataset, spec: TrainSpec, *, included: tuple[bool, ...],
                  seeds: tuple[int, ...], target_epsilon: float | None, delta: float, initial: InitialModel,
                  device: torch.device) -> tuple[Any, PrivacySpent, dict[str, Any]]:
-        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``):
-        run r is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float
-        tolerance. ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
+        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``): run r
+        is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float tolerance.
+        ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
 
         Returns:
             (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters).
-
         Raises:
             ValueError: no public size; a model that is not one linear layer on a fixed front; what ``calibrate``
                 raises."""
@@ -241,9 +252,8 @@ class DPSGD(Baseline):
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
         """ε after each epoch e = 1 … E: the accountant of the final ε (``params.relation``: dp_accounting's PLD for
-        replace-one, Opacus' ``accountant`` for add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q
-        (Abadi et al. 2016, §3.1: the privacy loss composes step by step). None without the recorded σ, q and
-        steps."""
+        replace-one, Opacus' ``accountant`` for add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q (Abadi
+        et al. 2016, §3.1: the privacy loss composes step by step). None without the recorded σ, q and steps."""
         try:
             sigma, q, steps = float(params["noise_multiplier"]), float(params["sample_rate"]), int(params["steps"])
         except (KeyError, TypeError, ValueError):
@@ -257,13 +267,13 @@ class DPSGD(Baseline):
 
     @staticmethod
     def privacy(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
-        """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ: ε under
-        ``params.relation`` with its profile (``dpsgd_profile``: audits test the whole certified curve), the other
-        relation's ε beside (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one:
-        dp_accounting's PLD), and, with a fixed σ (a source's setting), a note on what shuffled fixed-size batches —
-        each record in one batch per epoch, as such sources trained — would certify: only the ``epochs``-fold
-        composition of the Gaussian mechanism, without amplification by sampling (analytic Gaussian, sensitivity
-        √epochs; replace-one doubles it, so the note states add/remove)."""
+        """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ: ε under ``params.relation``
+        with its profile (``dpsgd_profile``: audits test the whole certified curve), the other relation's ε beside
+        (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one: dp_accounting's PLD), and, with a
+        fixed σ (a source's setting), a note on what shuffled fixed-size batches — each record in one batch per epoch,
+        as such sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism, without
+        amplification by sampling (analytic Gaussian, sensitivity √epochs; replace-one doubles it, so the note states
+        add/remove)."""
         p = spec.params
         history = ((float(sigma), float(sample_rate), int(steps)),)
         add_remove = opacus_epsilon(history, delta=float(delta), accountant=p.accountant)

@@ -37,6 +37,10 @@ def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor
     """(front, head): ``model(x) == head(front(x))``, ``head`` the model's only trainable layer, an ``nn.Linear``,
     and ``front`` parameter-free (an ``nn.Sequential``'s earlier layers, or a ``FrozenFront``'s fixed front).
 
+    Args:
+        model: a ``FrozenFront`` with a linear head, or an ``nn.Sequential`` whose only trainable layer is its last.
+    Returns:
+        ``(front, head)``: ``front`` maps ``(B, ...)`` inputs to the head's ``(B, d)`` features.
     Raises:
         ValueError: any other model (side-by-side training needs the book-keeping rule of one linear layer)."""
     from bench.core.models import FrozenFront

@@ -53,7 +53,17 @@ def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
 def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float = 15.0,
                   scale: tuple[float, float] = (0.9, 1.1), translate: float = 0.1) -> torch.Tensor:
     """Each image of ``x (B, C, H, W)`` under its own random rotation (±``degrees``), scale and translation (a
-    fraction of the side), bilinear, zero outside (``F.affine_grid`` / ``F.grid_sample``)."""
+    fraction of the side), bilinear, zero outside (``F.affine_grid`` / ``F.grid_sample``); Ji et al. 2019, §4.
+
+    Args:
+        x: images ``(B, C, H, W)``.
+        generator: the CPU generator the angles, scales and shifts are drawn from.
+        degrees: the largest rotation, in degrees.
+        scale: the range of the scale factor.
+        translate: the largest shift, a fraction of the image side.
+    Returns:
+        ``(B, C, H, W)`` transformed images, ``x``'s dtype and device.
+    """
     b = len(x)
     angle = (torch.rand(b, generator=generator) * 2 - 1) * math.radians(degrees)
     s = scale[0] + torch.rand(b, generator=generator) * (scale[1] - scale[0])
@@ -71,6 +81,13 @@ def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: 
     passes, shuffled batches of ``spec.batch_size``, ``spec``'s optimiser; the pair of each image is
     ``random_affine`` of it.
 
+    Args:
+        model: images ``(B, C, H, W)`` -> K cluster logits ``(B, K)``.
+        x: unlabelled images ``(N, C, H, W)``.
+        spec: epochs, batch size and optimiser.
+        generator: draws the shuffles and the transformations.
+        device: where to train.
+        on_epoch: progress callback ``(epoch, epochs, mean loss)``, or None.
     Returns:
         (per-epoch mean loss −I in nats, images processed, wall seconds).
 
@@ -111,6 +128,11 @@ def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num
     (Hungarian matching of the K×K contingency table, ``scipy.optimize.linear_sum_assignment``; Kuhn 1955), and
     the accuracy of the mapped clusters on that split.
 
+    Args:
+        model: images -> K cluster logits.
+        x, y: the labelled split, images ``(M, C, H, W)`` and int64 labels ``(M,)``.
+        num_classes: K, clusters and classes alike.
+        device: where the model runs.
     Returns:
         ``(perm, accuracy)``: ``perm[c]`` the class of cluster c, int64 ``(K,)``; accuracy a fraction.
     """
@@ -126,13 +148,24 @@ def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num
 
 class ClusterToClass(nn.Module):
     """``(N, K)`` cluster logits -> ``(N, K)`` class logits: class ``perm[c]`` gets cluster c's logit (a fixed
-    permutation found by ``hungarian_mapping``, saved with the weights)."""
+    permutation found by ``hungarian_mapping``, saved with the weights).
+
+    Args:
+        num_classes: K; the map starts as the identity.
+    """
 
     def __init__(self, num_classes: int) -> None:
         super().__init__()
         self.register_buffer("perm", torch.arange(num_classes))
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Apply the map.
+
+        Args:
+            z: cluster logits ``(N, K)``.
+        Returns:
+            ``(N, K)`` class logits.
+        """
         out = torch.empty_like(z)
         out[:, self.perm] = z
         return out

@@ -48,7 +48,12 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
     """The local release: ``(N, C, H, W)`` images -> unit-L2-norm images + N(0, σ²) on every pixel.
 
     The same draws and the same float32 operations as ``L2Normalize()(x) + sigma * randn``, in place (one buffer
-    for the noise, one for the unit images): an audit's 80,000 canary images are 250 MB per temporary."""
+    for the noise, one for the unit images): an audit's 80,000 canary images are 250 MB per temporary.
+
+    Args:
+        x, sigma, generator: the images, σ (per pixel, in units of the unit-norm image) and the noise's generator.
+    Returns:
+        ``(N, C, H, W)`` noisy images."""
     unit = L2Normalize()(x)
     noise = torch.randn(x.shape, generator=generator).mul_(sigma)
     if noise.dtype != unit.dtype:  # e.g. float64 images: the sum takes their type, as before
@@ -60,7 +65,13 @@ def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, gener
                      ) -> torch.Tensor:
     """k-ary randomized response on ``(N,)`` int64 labels: each kept with probability e^ε/(e^ε + k − 1), else
     replaced by one of the k − 1 other labels uniformly (Warner 1965; Kairouz, Oh, Viswanath 2016); ε-DP per label.
-    Raises ValueError for ε ≤ 0 or k < 2."""
+
+    Args:
+        y, epsilon, num_classes, generator: the labels, ε > 0 (unitless), k ≥ 2 and the generator of the draws.
+    Returns:
+        ``(N,)`` released labels (``y``'s dtype).
+    Raises:
+        ValueError: ε ≤ 0 or k < 2 (``randomized_response_keep``)."""
     keep = randomized_response_keep(epsilon, num_classes)
     flip = torch.rand(y.shape, generator=generator) >= keep
     shift = torch.randint(1, num_classes, y.shape, generator=generator)  # another label, uniformly
@@ -87,8 +98,7 @@ class LocalGaussianParams(ModelParams):
             their labels, clusters mapped to classes by Hungarian matching on a small labelled split: the first
             ``match_size`` released records with their released labels (public with ``labels: public``, as in the
             source; randomized-response labels otherwise), post-processing of the release at no privacy cost.
-        match_size: records of the release whose labels map IIC's clusters to classes (``learner: iic``).
-    """
+        match_size: records of the release whose labels map IIC's clusters to classes (``learner: iic``)."""
 
     calibration: Literal["analytic", "classic"] = "analytic"
     labels: Literal["randomized-response", "public"] = "randomized-response"
@@ -110,13 +120,10 @@ def class_means_from_local_release(x: torch.Tensor, y: torch.Tensor, *, num_clas
     Args:
         x: ``(N, d)`` released images (unit-norm image + N(0, σ²) per pixel). y: ``(N,)`` released int64 labels.
         num_classes: k. label_keep: randomized response's keep probability (None: labels released as they are).
-
     Returns:
         ``(k, d)`` class means.
-
     Raises:
-        ValueError: fewer than 2 released records.
-    """
+        ValueError: fewer than 2 released records."""
     if len(x) < 2:
         raise ValueError(f"class means need at least 2 released records, got {len(x)}")
     k = num_classes
@@ -189,7 +196,14 @@ class LocalGaussian(Baseline):
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
         """The local release of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``; audits
-        call it on their canaries. Raises ValueError for a target ε <= 0."""
+        call it on their canaries.
+
+        Args:
+            data, spec, target_epsilon, delta, seed: the records, the settings, ε > 0 (``math.inf``: no noise), δ, seed.
+        Returns:
+            ``(release, privacy)``: noisy unit-norm images ``(N, C, H, W)`` with labels ``(N,)``, and ε at δ.
+        Raises:
+            ValueError: a target ε ≤ 0 (or None)."""
         return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
 
     def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,

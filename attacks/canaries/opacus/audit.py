@@ -81,6 +81,13 @@ class OpacusCanaryAudit(MembershipAttack):
     Params = OpacusCanaryParams
 
     def applies_to(self, target) -> bool:
+        """Targets with a central-DP guarantee.
+
+        Args:
+            target: the trained target.
+        Returns:
+            Whether its privacy's guarantee is ``central-dp``.
+        """
         return target.privacy.guarantee == "central-dp"
 
     @staticmethod
@@ -115,12 +122,29 @@ class OpacusCanaryAudit(MembershipAttack):
         return data, shadow_seed(ctx.seed, "canary", 10 + 3), request
 
     def prefetch(self, ctx: AttackContext) -> None:
+        """The audit run, submitted before the cell's attacks run, unless the mechanism has its own white-box audit.
+
+        Args:
+            ctx: the cell's attack context.
+        Raises:
+            ValueError: every coin fell on one side (``_with_canaries``).
+        """
         if self._own_audit(ctx):
             return
         data, seed, request = self._job(ctx)
         ctx.train_like_target.prefetch([(data, seed, request)])
 
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        """Train the observed audit run and score its canaries (one-run design, Steinke, Nasr, Jagielski 2023).
+
+        Args:
+            ctx: the cell's attack context.
+        Returns:
+            ``{"opacus-canary": (m,) scores with the conformance, "opacus-canary-dirac": where asked}`` (larger:
+            "included"); ``{}`` for a mechanism with its own white-box audit.
+        Raises:
+            ValueError: every coin on one side; ``AuditRefused``: a loop the observer cannot read.
+        """
         if self._own_audit(ctx):  # audited by its own white-box design (the canary attack); nothing to add
             return {}
         data, seed, request = self._job(ctx)

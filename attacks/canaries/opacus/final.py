@@ -64,7 +64,13 @@ NAME = "opacus-canary-final"
 def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torch.Tensor]:
     """θ_0, the public initial weights: the trainable parameters of ``mechanism.build(data.input_shape,
     data.num_classes, spec)`` after ``torch.manual_seed(seed)``, in ``build``'s order (the global generator's state is
-    restored after)."""
+    restored after).
+
+    Args:
+        mechanism, data, spec, seed: the mechanism, the run's records (their shape and K), its spec and its seed.
+    Returns:
+        θ_0's trainable tensors, cloned.
+    """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = mechanism.build(data.input_shape, data.num_classes, spec)
@@ -79,7 +85,17 @@ class FinalCanaries(OpacusCanaries):
     def observe(self, data: ArrayDataset, *, mechanism=None, spec=None, seed: int | None = None,
                 **run) -> FinalModelObserver:
         """The observer of the run (``run_job`` gives the job's ``mechanism``, ``spec`` and ``seed``: θ_0 is
-        ``initial_weights`` of them). Raises ``AuditRefused`` without them."""
+        ``initial_weights`` of them).
+
+        Args:
+            data: the audit run's training records.
+            mechanism, spec, seed: the job's mechanism, spec and seed.
+            **run: anything else the job gives (unused).
+        Returns:
+            The ``FinalModelObserver`` to enter around ``fit``.
+        Raises:
+            AuditRefused: no mechanism, spec or seed.
+        """
         if mechanism is None or spec is None or seed is None:
             raise AuditRefused(f"{NAME}: the audit run gave no mechanism, spec and seed to build θ_0 from")
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
@@ -153,7 +169,11 @@ class FinalModelObserver(OpacusObserver):
         return done
 
     def step_weights(self) -> tuple[np.ndarray, float]:
-        """(c_t / c̄ ``(T,)``, c̄): step t's noisy sum moves θ by −c_t·s_t, c_t = (1/B_t)·Σ_{u≥t} lr_u·μ^{u−t}."""
+        """Step t's noisy sum moves θ by −c_t·s_t, c_t = (1/B_t)·Σ_{u≥t} lr_u·μ^{u−t} (heavy-ball momentum μ).
+
+        Returns:
+            ``(c_t / c̄ (T,), c̄)``.
+        """
         c, acc = np.empty(len(self.rates)), 0.0
         for t in reversed(range(len(self.rates))):
             lr, batch = self.rates[t]
@@ -165,8 +185,16 @@ class FinalModelObserver(OpacusObserver):
         """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits", "steps", "sample_rate",
         "sigma_hat", "claimed_sigma", "lr" (the first step's), "momentum", "expected_batch_size", "members_sd",
         "noise_sd", "linearity_error"}``; scores in units of C, larger means included. ``model``: what ``fit``
-        returned (θ_T; the optimizer's parameters when None). Raises ``AuditRefused`` (one line) where an
-        assumption fails."""
+        returned (θ_T; the optimizer's parameters when None).
+
+        Args:
+            model: what ``fit`` returned, or None.
+        Returns:
+            That dict.
+        Raises:
+            AuditRefused: (one line) where an assumption fails: no step observed, no canary record in a batch, a
+                returned model of another architecture, or θ_T − θ_0 not the sum of the observed SGD updates.
+        """
         try:  # the observer's own checks (a step was observed, the records reached the model)
             base = super().result()
         except AuditRefused as exc:
@@ -227,6 +255,16 @@ class OpacusFinalCanaryAudit(OpacusCanaryAudit):
         return data, shadow_seed(ctx.seed, "canary", 10 + 5), request
 
     def score(self, ctx: AttackContext) -> dict[str, MembershipScores]:
+        """Train the observed audit run and score its canaries from θ_T − θ_0 (Cebere et al. 2024, hidden state).
+
+        Args:
+            ctx: the cell's attack context.
+        Returns:
+            ``{"opacus-canary-final": (m,) scores, "opacus-canary-final-dirac": ...}``, each where it has at least 2
+            canaries (larger: "included"); ``{}`` for a mechanism with its own audit.
+        Raises:
+            ValueError: every coin on one side; ``AuditRefused``: a loop the observer cannot read.
+        """
         if self._own_audit(ctx):  # privbench's DP-SGD: canary-final
             return {}
         data, seed, request = self._job(ctx)

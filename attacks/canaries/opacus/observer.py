@@ -57,7 +57,13 @@ class OpacusCanaries:
 
     def observe(self, data: ArrayDataset, **run) -> OpacusObserver:
         """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data`` (``run``: the
-        job's ``mechanism``, ``spec`` and ``seed``, which this audit does not need)."""
+        job's ``mechanism``, ``spec`` and ``seed``, which this audit does not need).
+
+        Args:
+            data: the audit run's training records (members and every canary record).
+            **run: the job's ``mechanism``, ``spec`` and ``seed`` (unused).
+        Returns:
+            The ``OpacusObserver`` to enter around ``fit``."""
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
         return OpacusObserver(self, images, records_total=len(data))
 
@@ -65,7 +71,12 @@ class OpacusCanaries:
 class OpacusObserver(contextlib.AbstractContextManager):
     """Patches Opacus' ``GradSampleModule.forward`` and ``DPOptimizer.pre_step`` while the audit run trains (see the
     module docstring); ``result()`` gives the scores. Raises ``AuditRefused`` (one line) for a loop outside the
-    design."""
+    design.
+
+    Args:
+        request: the audit run's ``OpacusCanaries``.
+        images: the canary records' images ``(records, ...)``, recognised in batches by their bytes.
+        records_total: n, the training records given to ``fit`` (members and every canary record)."""
 
     def __init__(self, request: OpacusCanaries, images: torch.Tensor, *, records_total: int = 0) -> None:
         self.request, self.keys = request, {k: i for i, k in enumerate(row_keys(images))}
@@ -241,8 +252,15 @@ class OpacusObserver(contextlib.AbstractContextManager):
         "clip_bound", "history" ([σ, q, steps] as accounted), "accountant", "phases"}``: the first phase's fields
         (the steps and hits of all of them), and ``phases`` one such record per DPOptimizer the loop stepped
         (``Phase.summary``, with its ``noise_by_tensor``, ``hits`` and ``sigma_hat``). Scores sum every phase's
-        log-likelihood ratios, each at its own q and measured σ̂. Raises ``AuditRefused`` when no DPOptimizer
-        stepped, or no canary record reached the model. ``model``: what ``fit`` returned (unused)."""
+        log-likelihood ratios, each at its own q and measured σ̂.
+
+        Args:
+            model: what ``fit`` returned (unused).
+        Returns:
+            That dict (scores: larger means "included").
+        Raises:
+            AuditRefused: the loop was refused while observed, no DPOptimizer stepped, or no canary record reached
+                the model."""
         if self.error is not None:
             raise self.error
         if self.opt is None or not self.x:

@@ -42,12 +42,21 @@ class Phase:
     largest_clip: float | None = None
 
     def params(self) -> list[Any]:
-        """The optimizer's parameters in the observer's layout order."""
+        """The optimizer's parameters in the observer's layout order.
+
+        Returns:
+            The parameter tensors, in the first optimizer's order.
+        """
         params = list(self.opt.params)
         return [params[i] for i in self.order] if self.order else params
 
     def summary(self) -> dict[str, Any]:
-        """JSON-able: what the conformance tests read of this phase besides its noise and its canaries' hits."""
+        """What the conformance tests read of this phase besides its noise and its canaries' hits.
+
+        Returns:
+            JSON-able ``{"claimed_sigma", "sample_rate", "steps", "clip_bound", "batch_rows", "largest_clip",
+            "history", "accountant", "accountant_id"}``.
+        """
         history = [[float(s), float(q), int(t)] for s, q, t in getattr(self.accountant, "history", [])]
         return {"claimed_sigma": self.sigma, "sample_rate": self.q, "steps": self.steps, "clip_bound": self.clip,
                 "batch_rows": self.batch_rows, "largest_clip": self.largest_clip, "history": history,
@@ -56,15 +65,27 @@ class Phase:
 
 
 def base_clip() -> Any:
-    """Opacus' flat per-sample clipping (``DPOptimizer.clip_and_accumulate``)."""
+    """Opacus' flat per-sample clipping.
+
+    Returns:
+        ``DPOptimizer.clip_and_accumulate`` (Opacus imported here).
+    """
     from opacus.optimizers import DPOptimizer
 
     return DPOptimizer.clip_and_accumulate
 
 
 def read_phase(opt: Any) -> Phase:
-    """The ``Phase`` of a ``DPOptimizer`` from its accountant's step hook. Raises ``AuditRefused``: Opacus' gdp
-    accountant, no step hook (not made by ``PrivacyEngine.make_private*``), or clipping that is not flat."""
+    """The ``Phase`` of a ``DPOptimizer`` from its accountant's step hook.
+
+    Args:
+        opt: an Opacus ``DPOptimizer``.
+    Returns:
+        Its ``Phase``: the accountant's q, the optimizer's σ and C, nothing observed yet.
+    Raises:
+        AuditRefused: Opacus' gdp accountant, no step hook (not made by ``PrivacyEngine.make_private*``), or clipping
+            that is not flat.
+    """
     hook = opt.step_hook
     closure = getattr(hook, "__closure__", None)
     cells = dict(zip(hook.__code__.co_freevars, [c.cell_contents for c in closure], strict=True)) if closure else {}
@@ -84,8 +105,16 @@ def read_phase(opt: Any) -> Phase:
 
 
 def same_parameters(first: list[Any], opt: Any) -> list[int]:
-    """The positions in ``opt.params`` of the ``first`` optimizer's parameters, in that order. Raises
-    ``AuditRefused`` where the two optimizers do not step the same parameter tensors."""
+    """The positions in ``opt.params`` of the ``first`` optimizer's parameters, in that order.
+
+    Args:
+        first: the first optimizer's parameters.
+        opt: a later ``DPOptimizer``.
+    Returns:
+        One index into ``opt.params`` per parameter of ``first``.
+    Raises:
+        AuditRefused: the two optimizers do not step the same parameter tensors.
+    """
     where = {id(p): i for i, p in enumerate(opt.params)}
     order = [where.get(id(p), -1) for p in first]
     if -1 in order or len(where) != len(first):
@@ -97,26 +126,51 @@ def same_parameters(first: list[Any], opt: Any) -> list[int]:
 def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """m canary records: images ``(m, *input_shape)`` uniform in [0, 1] (distinct from every natural record with
-    probability 1) and labels ``(m,)``, drawn with ``seed``."""
+    probability 1) and labels ``(m,)``, drawn with ``seed``.
+
+    Args:
+        m, input_shape, num_classes, seed: the count, one record's shape, K and the audit's seed.
+    Returns:
+        ``(x, y)``: float32 images ``(m, *input_shape)`` and int64 labels ``(m,)``.
+    """
     gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 10 + 0))
     return torch.rand((m, *input_shape), generator=gen), torch.randint(0, num_classes, (m,), generator=gen)
 
 
 def references(sizes: list[int]) -> list[int]:
     """Reference coordinates per parameter tensor of ``sizes`` coordinates: min(``REFERENCES_PER_TENSOR``,
-    ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own)."""
+    ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own).
+
+    Args:
+        sizes: each parameter tensor's number of coordinates.
+    Returns:
+        The number of reference coordinates of each tensor.
+    """
     return [min(REFERENCES_PER_TENSOR, -(-n // 4)) for n in sizes]
 
 
 def row_keys(x: torch.Tensor) -> list[bytes]:
-    """Each row of ``x`` as bytes: a batch's canary records are recognised by their images."""
+    """Each row of ``x`` as bytes: a batch's canary records are recognised by their images.
+
+    Args:
+        x: a batch ``(B, ...)``.
+    Returns:
+        B keys, the float32 bytes of each row.
+    """
     return [row.tobytes() for row in x.detach().cpu().float().reshape(len(x), -1).numpy()]
 
 
 def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray:
     """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C: the
-    log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ = 0).
-    Returns ``(m,)``."""
+    log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ = 0);
+    the Neyman-Pearson test of Nasr et al. 2023's Dirac canaries.
+
+    Args:
+        x: observations ``(T, m)``, in units of C.
+        q, sigma: the sample rate and the noise multiplier σ (units of C).
+    Returns:
+        ``(m,)`` scores, larger means "included".
+    """
     if sigma <= 1e-12:
         return x.sum(0)
     z = (2 * x - 1) / (2 * sigma**2)
