@@ -2,14 +2,15 @@
 Run from the repository root (real MNIST for the default profile)::
 
     PRIVBENCH_DATA=... python -m scripts.detection_power [--profile default] [--mechanisms dpsgd,local-gaussian,dpmix]
-        [--epsilons 1,3,8] [--bugs 0.5,0.67,0.75,0.8,0.9,labels] [--all] [--data bench/runner/detection_power.json]
+        [--epsilons 1,3,8] [--bugs 0.5,0.67,0.75,0.8,0.9,labels] [--all] [--data bench/zoo/data/detection_power.json]
 
-For each mechanism, target ε and bug it runs, with ``PRIVBENCH_BUG=MECHANISM:BUG`` and the plug-in
-``tests.privacy_bugs.scaled`` (σ × FACTOR drawn while the accountant certifies σ; ``labels``: the label channel in the
-clear, local noise and DPMix only)::
+For each mechanism, target ε and bug it runs, with the zoo's bug planted by ``bench.zoo.apply``
+(``PRIVBENCH_ZOO_BUG``): F names the parametrised σ × F bug ``M-noise-xF`` (σ × F drawn while the accountant certifies
+σ, ``bench/zoo/bugs/scaled_noise.py``), ``labels`` the zoo's ``local-labels-in-clear`` / ``dpmix-labels-in-clear``
+(``bench.zoo.catalogue.table_bug``)::
 
-    python -m bench run --profile PROFILE --mechanisms M --epsilons E --attacks AUDIT --no-reference-epsilons \\
-        --no-privacy-off-points --no-cache --plugins tests.privacy_bugs.scaled --output TMP
+    PRIVBENCH_ZOO_BUG=M-noise-xF python -m bench run --profile PROFILE --mechanisms M --epsilons E --attacks AUDIT \\
+        --no-reference-epsilons --no-privacy-off-points --no-cache --plugins bench.zoo.apply --output TMP
 
 AUDIT is the mechanism's own audit (``canary``: DP-SGD's white-box and black-box canaries; ``local-canary``;
 ``dpmix-canary``) at the profile's size. The run's Bonferroni family is that one cell's comparisons, so the table
@@ -37,9 +38,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.zoo.catalogue import BUG_ENV, LABEL_BUGS, table_bug
+
 REPO = Path(__file__).resolve().parents[1]
 AUDITS = {"dpsgd": "canary", "local-gaussian": "local-canary", "dpmix": "dpmix-canary"}
-LABELS = ("local-gaussian", "dpmix")  # mechanisms whose release has a label channel of its own
 
 
 def _git(*args: str) -> str:
@@ -52,10 +54,11 @@ def measure(profile: str, mechanism: str, epsilon: str, bug: str, workdir: Path,
     cmd = [sys.executable, "-m", "bench", "run", "--profile", profile, "--mechanisms", mechanism, "--epsilons",
            epsilon, "--attacks", AUDITS[mechanism], "--no-reference-epsilons", "--no-privacy-off-points",
            "--no-cache", "--output", str(out), "--overwrite"]
-    env = dict(os.environ)
-    if bug != "1":
-        cmd += ["--plugins", "tests.privacy_bugs.scaled"]
-        env["PRIVBENCH_BUG"] = f"{mechanism}:{bug}"
+    name = table_bug(mechanism, bug)
+    env = {k: v for k, v in os.environ.items() if k != BUG_ENV}
+    if name is not None:
+        cmd += ["--plugins", "bench.zoo.apply"]
+        env[BUG_ENV] = name
     start = time.monotonic()
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     row = {"profile": profile, "mechanism": mechanism, "epsilon": float(epsilon), "bug": bug,
@@ -109,7 +112,7 @@ def main() -> None:
                         help="strongest noise bug first (σ × 0.1 for DPMix's tenth of the noise: --bugs 0.1,...)")
     parser.add_argument("--all", action="store_true", help="run every bug (default: after a σ × F bug is missed, "
                         "the weaker ones that follow it are not run)")
-    parser.add_argument("--data", default=str(REPO / "bench" / "runner" / "detection_power.json"))
+    parser.add_argument("--data", default=str(REPO / "bench" / "zoo" / "data" / "detection_power.json"))
     parser.add_argument("--judge-at", type=int, default=0, help="also judge each run as one cell of a main job of "
                         "this many comparisons (its results.json's audit.comparisons); the report's table then says "
                         "what that job can catch (default 0: the run's own one-cell family)")
@@ -129,7 +132,7 @@ def main() -> None:
             for epsilon in args.epsilons.split(","):
                 missed = False
                 for bug in args.bugs.split(","):
-                    if bug == "labels" and mechanism not in LABELS or (missed and bug not in ("labels", "1")):
+                    if bug == "labels" and mechanism not in LABEL_BUGS or (missed and bug not in ("labels", "1")):
                         continue
                     row = measure(args.profile, mechanism, epsilon, bug, Path(tmp), args.judge_at)
                     row.update(commit=commit, dirty=dirty,

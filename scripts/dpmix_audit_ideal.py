@@ -22,7 +22,7 @@ as many independent slots, the accountant's dominating pair at its σ (every sam
 by Δ/(ℓσ) with probability q = ℓ/n: the full Δ, no other slot in any sample) and "ideal-design" the same with the
 design's shift (half the pixels: the squared shift 3/4 of Δ²), both scored by the exact likelihood ratio. All go
 through ``attacks.analysis.membership_audit`` with the design the audit declares. ``--noise f`` draws σ·f where the
-accountant certifies σ (the bug of ``tests/privacy_bugs/dpmix_half_noise.py`` at f = 0.5): "code" through the same
+accountant certifies σ (the zoo's bug ``dpmix-half-noise`` at f = 0.5): "code" through the same
 patched ``mix_release``, the ideal pairs with their shift divided by f; the bounds and the certified curve stay σ's.
 
 Measured (2026-11-27, at 52dea04, where each release holds the target's n records; 2-core CPU, the default 64

@@ -14,8 +14,10 @@ design-fixed family, the Gaussian ones included where the design allows them, an
 95 % family-wise. A seed is a false alarm when the check finds a bug. Printed per mechanism: false alarms / seeds,
 with the Clopper-Pearson 95 % upper bound on the false-alarm rate; the promise is ≤ 5 %.
 
-``--bug MECHANISM:F`` injects σ × F into that mechanism (``tests/privacy_bugs/scaled.py``; run it with
-``--mechanisms MECHANISM``) and counts the seeds whose check finds the bug: the detection rate over seeds.
+``--bug BUG`` plants a zoo bug in every process of the run (``bench.zoo.apply``; BUG a name of the zoo's catalogue,
+``privbench zoo list``, or the σ × F instance ``MECHANISM-noise-xF``; the older ``MECHANISM:F`` and
+``MECHANISM:labels`` name the same bugs as the detection-power table does, ``bench.zoo.catalogue.table_bug``; run it
+with ``--mechanisms MECHANISM``) and counts the seeds whose check finds the bug: the detection rate over seeds.
 
 Measured: see docs/detection_power.md ("False alarms of the ci profile"), with the commit it was measured at.
 """
@@ -34,6 +36,7 @@ from scipy.stats import beta
 
 from attacks.analysis.verdict import privacy_bugs
 from bench.results.document import read
+from bench.zoo.catalogue import BUG_ENV, find, table_bug
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,6 +63,17 @@ def upper_95(k: int, n: int) -> float:
     return 1.0 if k == n else float(beta.ppf(0.95, k + 1, n - k))
 
 
+def _zoo_bug(text: str) -> str | None:
+    """The zoo bug ``--bug`` names (``MECHANISM:F`` as the detection-power table's keys); exits with one line where
+    the catalogue has no such bug."""
+    mechanism, colon, key = text.partition(":")
+    try:
+        name = table_bug(mechanism, key) if colon else text
+        return None if name is None else find(name).name
+    except ValueError as exc:
+        raise SystemExit(f"--bug {text}: {exc}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -69,19 +83,20 @@ def main() -> None:
     parser.add_argument("--config", default=None, help="a YAML file of settings over the ci profile's")
     parser.add_argument("--plugins", default=None, help="modules defining the mechanisms (e.g. opacus_plugin, with "
                         "examples/ on PYTHONPATH, for --mechanisms opacus-dpsgd)")
-    parser.add_argument("--bug", default=None, help="MECHANISM:FACTOR or MECHANISM:labels: inject that bug "
-                        "(tests/privacy_bugs/scaled.py) and count detections instead of false alarms")
+    parser.add_argument("--bug", default=None, help="a zoo bug (e.g. dpsgd-half-noise, dpsgd-noise-x0.67; or "
+                        "MECHANISM:FACTOR, MECHANISM:labels): plant it and count detections instead of false alarms")
     args = parser.parse_args()
     out = Path(args.output or tempfile.mkdtemp(prefix="privbench-null-"))
     cmd = [sys.executable, "-m", "bench", "run", "--profile", "ci", "--mechanisms", args.mechanisms, "--seeds",
            ",".join(str(s) for s in range(args.seeds)), "--output", str(out), "--overwrite"]
     cmd += ["--cache-dir", args.cache_dir] if args.cache_dir else ["--no-cache"]
     cmd += ["--config", args.config] if args.config else []
-    env = dict(os.environ)
-    plugins = [p for p in (args.plugins or "").split(",") if p] + (["tests.privacy_bugs.scaled"] if args.bug else [])
+    env = {k: v for k, v in os.environ.items() if k != BUG_ENV}
+    bug = _zoo_bug(args.bug) if args.bug else None
+    plugins = [p for p in (args.plugins or "").split(",") if p] + (["bench.zoo.apply"] if bug else [])
     cmd += ["--plugins", ",".join(plugins)] if plugins else []
-    if args.bug:
-        env["PRIVBENCH_BUG"] = args.bug
+    if bug:
+        env[BUG_ENV] = bug
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     if done.returncode not in (0, 3):  # 3: some seed flagged, judged below per (mechanism, seed)
         raise SystemExit(f"bench run failed ({done.returncode}): {done.stderr[-2000:]}")

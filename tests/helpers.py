@@ -94,3 +94,18 @@ def every_cpu():
         yield
     finally:
         os.sched_setaffinity(0, before)
+
+
+PLANT = "bench.zoo.apply"
+"""The ``--plugins`` module that plants the zoo bug named by ``PRIVBENCH_ZOO_BUG`` in every process of a run."""
+
+
+def planted(bug: str | None, plugins: str = "") -> tuple[list[str], dict[str, str]]:
+    """The ``--plugins`` arguments and the environment of a ``bench`` run with the zoo bug ``bug`` planted in every
+    process (``bench.zoo.apply``, as ``privbench zoo run`` plants it; ``bug``: a name ``bench.zoo.catalogue.find``
+    knows), after the run's own ``plugins`` (comma-separated); ``bug`` None: the correct mechanism."""
+    env = {k: v for k, v in os.environ.items() if k != "PRIVBENCH_ZOO_BUG"}
+    names = [p for p in plugins.split(",") if p] + ([PLANT] if bug else [])
+    if bug:
+        env["PRIVBENCH_ZOO_BUG"] = bug
+    return (["--plugins", ",".join(names)] if names else []), env

@@ -133,5 +133,5 @@ class AuditSummary(Model):
     """White-box canary audits pooled across the run's seeds, one per configuration run with two or more seeds."""
     detection_power: list[DetectionRow] = Field(default_factory=list)
     """What a run of this profile could have caught: the measured detection-power rows of the run's profile and
-    mechanisms (``bench/runner/detection_power.json``, written by ``scripts/detection_power.py``); empty where none was
-    measured."""
+    mechanisms (``bench/zoo/data/detection_power.json``, written by ``scripts/detection_power.py``); empty where none
+    was measured."""

@@ -1,7 +1,9 @@
-"""The measured detection-power table (``detection_power.json`` beside this module, written by
-``scripts/detection_power.py``): per profile, mechanism, target ε and injected bug, whether one run of that profile
-ended with exit status 3. A run records the rows of its own profile and mechanisms in results.json (``audit
-.detection_power``), so that its report states what the run could have caught. Reading it imports no torch."""
+"""The measured detection-power table (zoo data: ``bench/zoo/data/detection_power.json``, written by
+``scripts/detection_power.py`` from runs of the zoo's bugs): per profile, mechanism, target ε and injected bug,
+whether one run of that profile ended with exit status 3. A run records the rows of its own profile and mechanisms
+in results.json (``audit.detection_power``), so that its report states what the run could have caught. Reading it
+imports no torch, and no code of ``bench.zoo`` (the layers contract keeps the harness below the zoo): the file is
+read by its path."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from pathlib import Path
 
 from bench.results import DetectionRow
 
-TABLE = Path(__file__).parent / "detection_power.json"
+TABLE = Path(__file__).resolve().parents[1] / "zoo" / "data" / "detection_power.json"
+"""The zoo's data file, in the source tree and in an installed package alike (package data of ``bench.zoo``)."""
 
 
 def bug_text(bug: str) -> str:

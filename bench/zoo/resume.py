@@ -24,7 +24,7 @@ from bench.zoo.options import MECHANISM_RUN, REPO, RunSpec, ZooOptions
 
 PACKAGES = ("bench", "mechanisms", "attacks")
 """The packages whose code shapes a zoo run's rows (``reports`` draws pages from them, and shapes none)."""
-SETTINGS = ("bench/config/profiles/*.yaml", "bench/runner/detection_power.json")
+SETTINGS = ("bench/config/profiles/*.yaml", "bench/zoo/data/detection_power.json")
 """Files of settings a run reads (a profile's sizes, the detection-power table)."""
 
 

@@ -26,8 +26,7 @@ import numpy as np
 
 from bench.core.io import atomic_write_text
 from bench.zoo.api import AUDITORS, BUGS, Auditor, AuditorInput, Bug
-from bench.zoo.apply import BUG_ENV
-from bench.zoo.catalogue import PLUGINS_ENV, load
+from bench.zoo.catalogue import BUG_ENV, PLUGINS_ENV, load
 from bench.zoo.options import MECHANISM_RUN, REPO, RunSpec
 
 KEY_FILE = "zoo-run.key"  # the key of the run in this folder, written before its bench run starts

@@ -188,7 +188,7 @@ DETECTION_NOTE = (
     "or not measured); \"M = k\": re-judged as one cell of a main job of k comparisons (scripts/detection_power.py "
     "--judge-at), the verdict this run gives where its M is k or fewer. A missed bug is one this run's audits cannot "
     "be relied on to find. Commands and data: "
-    "scripts/detection_power.py, bench/runner/detection_power.json.")
+    "scripts/detection_power.py, bench/zoo/data/detection_power.json.")
 
 
 def detection_rows(results: Results) -> tuple[list[str], list[list[str]]]:

@@ -1,5 +1,5 @@
-"""DPMix releasing its mixtures' label means without noise (planted: ``PRIVBENCH_BUG=dpmix:labels`` of
-``tests/privacy_bugs/scaled.py``, the detection-power table's label bug): σ_y = 0 while the accountant certifies the
+"""DPMix releasing its mixtures' label means without noise (planted: the detection-power table's label
+bug of DPMix, ``scripts/detection_power.py --bugs labels``): σ_y = 0 while the accountant certifies the
 label channel's noise. A record's label moves every noiseless label mean it is mixed into: no finite ε."""
 
 from __future__ import annotations
@@ -22,6 +22,6 @@ def apply() -> None:
 
 BUG = register_bug(Bug(
     name="dpmix-labels-in-clear", mechanism="dpmix", summary="the mixtures' label means carry no noise",
-    source="planted (tests/privacy_bugs/scaled.py, PRIVBENCH_BUG=dpmix:labels)", documented=False,
+    source="planted (the detection-power table's labels bug)", documented=False,
     changes="mechanisms/dpmix/mechanism.py mix_release: σ_y = 0", claims="DPMix's ε at σ, σ_y, ℓ, T", apply=apply,
     true_epsilon=unbounded, true_epsilon_text="unbounded"))

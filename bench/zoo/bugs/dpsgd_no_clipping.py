@@ -1,4 +1,4 @@
-"""DP-SGD with clipping removed (planted: ``tests/privacy_bugs/dpsgd_no_clipping.py``): every per-sample gradient keeps
+"""DP-SGD with clipping removed (planted): every per-sample gradient keeps
 its norm while the noise σC and the accountant assume norm ≤ C, so one record moves the sum without bound."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def apply() -> None:
 
 BUG = register_bug(Bug(
     name="dpsgd-no-clipping", mechanism="dpsgd", summary="per-sample gradients are not clipped",
-    source="planted (tests/privacy_bugs/dpsgd_no_clipping.py)", documented=False,
+    source="planted (clipping removed)", documented=False,
     changes="mechanisms/dpsgd/clipping.py clip_factors (and canaries.clip_factors): 1 instead of min(1, C/‖g‖)",
     claims="ε of σ at the run's q and T, sensitivity C", apply=apply, true_epsilon=unbounded,
     true_epsilon_text="unbounded"))

@@ -1,6 +1,6 @@
 """``canary-final``: DP-SGD's final-model (hidden-state) audit end to end at ``ci`` size — its own threat model in
 results.json, its Bonferroni family fixed by the design, the correct mechanism below its add/remove ε and DP-SGD
-drawing half its noise (``tests/privacy_bugs/dpsgd_half_noise``) caught with exit status 3."""
+drawing half its noise (the zoo bug ``dpsgd-half-noise``) caught with exit status 3."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import planted
 
 from attacks.analysis import family
 from attacks.base import AuditDesign
@@ -21,9 +22,9 @@ CI = ["--profile", "ci", "--no-cache", "--device", "cpu", "--mechanisms", "dpsgd
 
 
 def _run(out: Path, plugin: str | None) -> subprocess.CompletedProcess:
-    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    extra, env = planted(plugin)
     return subprocess.run([sys.executable, "-m", "bench", "run", *CI, *extra, "--output", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+                          env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_the_hidden_state_design_has_its_family_fixed_in_advance():
@@ -57,7 +58,7 @@ def test_the_correct_mechanism_stays_below_its_epsilon(tmp_path):
 
 @pytest.mark.slow  # a whole CLI job, about 20 s
 def test_half_the_noise_is_caught_from_the_final_model_alone(tmp_path):
-    done = _run(tmp_path / "run", "dpsgd_half_noise")
+    done = _run(tmp_path / "run", "dpsgd-half-noise")
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert {b["attack"] for b in doc["privacy_bugs"]} == {"canary-final"}

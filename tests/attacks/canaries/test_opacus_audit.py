@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import context
+from helpers import context, planted
 
 from attacks.analysis.verdict import privacy_bugs
 from attacks.canaries.opacus.audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams
@@ -140,16 +140,19 @@ def test_null_the_correct_plugin_is_not_flagged_and_a_shuffled_one_is():
 
 
 def _run(tmp_path: Path, params: str | None, *, plugin: str = "opacus_plugin", mechanism: str = "opacus-dpsgd",
-         attacks: str = "loss,miface,opacus-canary") -> tuple[subprocess.CompletedProcess, dict]:
+         attacks: str = "loss,miface,opacus-canary", bug: str | None = None
+         ) -> tuple[subprocess.CompletedProcess, dict]:
     """One ``bench run`` of ``mechanism`` from ``plugin`` (found in ``tmp_path`` or examples/) at ε = 2; ``params``:
-    a YAML mapping's inside for the mechanism's params (a planted bug), or None."""
-    cmd = [sys.executable, "-m", "bench", "run", "--profile", PROFILE, "--plugins", plugin, "--mechanisms", mechanism,
+    a YAML mapping's inside for the mechanism's params (a planted bug), or None; ``bug``: a zoo bug planted in every
+    process (``bench.zoo.apply``), or None."""
+    plugins, env = planted(bug, plugin)
+    cmd = [sys.executable, "-m", "bench", "run", "--profile", PROFILE, *plugins, "--mechanisms", mechanism,
            "--epsilons", "2", "--attacks", attacks, "--output", str(tmp_path / "out"),
            "--cache-dir", str(tmp_path / "cache")]
     if params:
         (tmp_path / "bug.yaml").write_text(f"training:\n  {mechanism}:\n    params: {{{params}}}\n")
         cmd += ["--config", str(tmp_path / "bug.yaml")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "examples"), str(REPO)])}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO / "examples"), str(REPO)])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
     out = tmp_path / "out" / "results.json"
     return proc, json.loads(out.read_text()) if out.exists() else {}
@@ -223,43 +226,9 @@ def test_a_wrong_q_told_to_the_accountant_exits_3_by_the_rate_test(tmp_path):
     assert measured["epsilon"] > 1.2 * measured["certified"]
 
 
-QUARTER_NOISE = '''
-"""The example's loop with a noise bug: its optimizer adds a quarter of the noise the accountant is told of."""
-from opacus.optimizers import DPOptimizer
-
-import opacus_plugin
-from mechanisms import MECHANISMS
-
-
-class QuarterNoise(opacus_plugin.OpacusDPSGD):
-    name = "opacus-quarter-noise"
-
-    def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None):
-        add_noise = DPOptimizer.add_noise
-
-        def quarter(opt):
-            sigma = opt.noise_multiplier
-            opt.noise_multiplier = sigma / 4
-            try:
-                add_noise(opt)
-            finally:
-                opt.noise_multiplier = sigma
-
-        DPOptimizer.add_noise = quarter
-        try:
-            return super().fit(train, spec, target_epsilon=target_epsilon, delta=delta, seed=seed, device=device)
-        finally:
-            DPOptimizer.add_noise = add_noise
-
-
-MECHANISMS.add("opacus-quarter-noise", QuarterNoise)
-'''
-
-
 @pytest.mark.slow
 def test_a_noise_bug_in_the_loop_exits_3_by_an_epsilon_lower_bound(tmp_path):
-    (tmp_path / "quarter_noise.py").write_text(QUARTER_NOISE)
-    proc, doc = _run(tmp_path, None, plugin="quarter_noise", mechanism="opacus-quarter-noise", attacks="opacus-canary")
+    proc, doc = _run(tmp_path, None, attacks="opacus-canary", bug="opacus-example-noise-x0.25")  # σ/4 in the loop
     assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
     bugs = {b["attack"]: b for b in doc["privacy_bugs"]}
     assert bugs["opacus-canary-dirac"]["lower_bound"] > bugs["opacus-canary-dirac"]["epsilon"]  # the noise, seen

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import planted
 from sklearn.metrics import roc_auc_score
 
 from attacks.canaries.opacus.final import AuditRefused, FinalCanaries, initial_weights
@@ -146,11 +147,12 @@ def test_a_loop_without_opacus_is_refused_under_this_audits_name(digits_split):
         obs.result(model)
 
 
-def _run(tmp_path: Path, *, plugin: str, mechanism: str, epsilon: str) -> tuple[subprocess.CompletedProcess, dict]:
-    cmd = [sys.executable, "-m", "bench", "run", "--profile", "ci", "--plugins", plugin, "--mechanisms", mechanism,
+def _run(tmp_path: Path, *, bug: str | None, epsilon: str) -> tuple[subprocess.CompletedProcess, dict]:
+    plugins, env = planted(bug, "opacus_plugin")
+    cmd = [sys.executable, "-m", "bench", "run", "--profile", "ci", *plugins, "--mechanisms", "opacus-dpsgd",
            "--epsilons", epsilon, "--attacks", "opacus-canary-final", "--device", "cpu",
            "--output", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "examples"), str(REPO)])}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "examples"), str(REPO)])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
     out = tmp_path / "out" / "results.json"
     return proc, json.loads(out.read_text()) if out.exists() else {}
@@ -159,7 +161,7 @@ def _run(tmp_path: Path, *, plugin: str, mechanism: str, epsilon: str) -> tuple[
 @pytest.mark.slow  # a whole CLI job, about 30 s
 @pytest.mark.long  # tests/conftest.py: left out of the default run, CI runs it with `pytest -m long`
 def test_the_correct_example_gets_a_valid_bound_below_its_epsilon(tmp_path):
-    proc, doc = _run(tmp_path, plugin="opacus_plugin", mechanism="opacus-dpsgd", epsilon="8")
+    proc, doc = _run(tmp_path, bug=None, epsilon="8")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (r,) = doc["results"]
     assert r["attack_errors"] == {} and doc["privacy_bugs"] == []
@@ -173,7 +175,7 @@ def test_the_correct_example_gets_a_valid_bound_below_its_epsilon(tmp_path):
 
 @pytest.mark.slow  # a whole CLI job, about 30 s
 def test_a_noise_bug_in_the_loop_is_caught_from_the_final_model_alone(tmp_path):
-    proc, doc = _run(tmp_path, plugin="tests.privacy_bugs.opacus_no_noise", mechanism="opacus-no-noise", epsilon="2")
+    proc, doc = _run(tmp_path, bug="opacus-no-noise", epsilon="2")
     assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
     bugs = [b for b in doc["privacy_bugs"] if b["attack"].startswith("opacus-canary-final")]
     assert bugs and all(b["threat_model"] == "hidden-state" and b["lower_bound"] > b["epsilon"] for b in bugs)

@@ -17,7 +17,7 @@ from attacks.conformance.dpsgd import dpsgd_conformance
 from bench.config.run import build_config
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.canaries import GradientCanaries
-from tests.privacy_bugs import _dpsgd_draws as draws
+from tests.attacks.conformance import dpsgd_draws as draws
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 CPU = torch.device("cpu")

@@ -1,6 +1,6 @@
 """The `ci` profile guards a mechanism in a CI job: at its size, each built-in mechanism family drawing half the noise
-its accountant certifies (σ × 0.5, ``tests/privacy_bugs``) ends ``bench run --profile ci`` with exit status 3, refuted
-by that mechanism's own audit, and the correct mechanism exits 0 (the false-alarm rate over seeds:
+its accountant certifies (σ × 0.5, the zoo's ``*-half-noise`` bugs) ends ``bench run --profile ci`` with exit status
+3, refuted by that mechanism's own audit, and the correct mechanism exits 0 (the false-alarm rate over seeds:
 ``scripts/null_test.py``). A mechanism without a ``ci`` recipe trains with its ``smoke`` one (``recipes_from``)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import planted
 
 from bench.config.run import build_config
 from bench.core.errors import ConfigError
@@ -21,13 +22,14 @@ from mechanisms.local.mechanism import LocalGaussian
 REPO = Path(__file__).resolve().parents[3]
 CI = ["--profile", "ci", "--no-cache", "--device", "cpu"]
 AUDIT = {"dpsgd": "canary-whitebox", "local-gaussian": "local-canary", "dpmix": "dpmix-canary"}
-BUGS = {"dpsgd": "dpsgd_half_noise", "local-gaussian": "local_half_noise", "dpmix": "dpmix_half_noise"}
+BUGS = {"dpsgd": "dpsgd-half-noise", "local-gaussian": "local-half-noise", "dpmix": "dpmix-half-noise"}
 
 
 def _ci_run(mechanism: str, out: Path, plugin: str | None) -> subprocess.CompletedProcess:
-    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    extra, env = planted(plugin)
     return subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--mechanisms", mechanism, *extra,
-                           "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+                           "--output", str(out)], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
 
 
 @pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
@@ -100,12 +102,13 @@ MECHANISMS.add("my-local", MyLocal)
 def test_the_guides_command_guards_a_plugin_mechanism(tmp_path):
     """docs/guides/ci-guard.md, "Guard your mechanism in CI": `run --profile ci --plugins my_mechanism --mechanisms
     my-mechanism` trains the plug-in with its smoke recipe, audits it, exits 0; with its noise halved (the library's
-    randomiser patched by tests/privacy_bugs/local_half_noise.py) it exits 3."""
+    randomiser patched by the zoo bug local-half-noise) it exits 3."""
     (tmp_path / "my_mechanism.py").write_text(MY_MECHANISM)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
-    for plugins, status in (("my_mechanism", 0), ("my_mechanism,tests.privacy_bugs.local_half_noise", 3)):
+    for bug, status in ((None, 0), ("local-half-noise", 3)):
+        plugins, env = planted(bug, "my_mechanism")
+        env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{REPO}"
         out = tmp_path / f"run-{status}"
-        done = subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--plugins", plugins, "--mechanisms",
+        done = subprocess.run([sys.executable, "-m", "bench", "run", *CI, *plugins, "--mechanisms",
                                "my-local", "--epsilons", "2", "--output", str(out)], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == status, done.stdout[-3000:] + done.stderr[-3000:]
@@ -116,14 +119,14 @@ def test_the_guides_command_guards_a_plugin_mechanism(tmp_path):
 
 @pytest.mark.long  # CI runs it in its second pytest command (pytest -m long)
 @pytest.mark.slow  # a whole CLI job each, about 35 CPU-s (4,000 side-by-side runs)
-@pytest.mark.parametrize(("plugin", "code"), [(None, 0), ("dpsgd_half_noise", 3), ("dpsgd_no_noise", 3)])
+@pytest.mark.parametrize(("plugin", "code"), [(None, 0), ("dpsgd-half-noise", 3), ("dpsgd-no-noise", 3)])
 def test_the_crafted_black_box_audit_at_ci_size(plugin, code, tmp_path):
     """``--attacks multi-run-crafted`` at the ci profile's size (4,000 runs of the auditor's logistic regression at
     q = 1): σ × 0.5 and no noise exit 3, the correct DP-SGD exits 0."""
-    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    extra, env = planted(plugin)
     done = subprocess.run([sys.executable, "-m", "bench", "run", *CI, "--mechanisms", "dpsgd", "--attacks",
                            "multi-run-crafted", *extra, "--output", str(tmp_path / "run")], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+                          env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == code, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     audit = doc["results"][0]["attacks"]["multi-run-crafted"]["audit"]

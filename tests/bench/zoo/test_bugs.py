@@ -227,6 +227,28 @@ def _dpmix_noise(factor: float, label_factor: float) -> Callable[[], None]:
     return check
 
 
+def _half_weights() -> None:
+    x = torch.rand(300, 16, generator=torch.Generator().manual_seed(0))
+    y = nn.functional.one_hot(torch.arange(300) % 10, 10).float()
+    rx, _, idx = dpmix.mix_release(x, y, mixture_degree=4, num_samples=200, sigma=0.0, sigma_y=0.0,
+                                   generator=torch.Generator().manual_seed(1))
+    assert torch.allclose(rx, x[idx[:, :2]].mean(dim=1), atol=1e-5)  # the first half of the recorded subset only
+
+
+def _uneven_mixing() -> None:
+    idx = mixing.sample_subsets(500, 5, 4000, generator=torch.Generator().manual_seed(0))
+    counts = torch.bincount(idx.flatten(), minlength=500).float()
+    assert counts[:100].mean() / counts[100:].mean() == pytest.approx(2.0, rel=0.1)
+
+
+def _region() -> None:
+    x = _images()
+    noise = local.perturb(x, sigma=1.0, generator=torch.Generator().manual_seed(1)) \
+        - x / x.flatten(1).norm(dim=1).view(-1, 1, 1, 1)
+    assert float(noise[..., :2, :2].std()) == pytest.approx(0.8, rel=0.05)
+    assert float(noise[..., 2:, :].std()) == pytest.approx(1.0, rel=0.05)
+
+
 def _reused() -> None:
     _, _, idx, _ = _mix()
     assert bool((idx == idx[0]).all())
@@ -281,6 +303,8 @@ def _keep_rate() -> None:
 
 CHECKS: dict[str, Callable[[], None]] = {
     "dpsgd-half-noise": _noise(0.5), "dpsgd-three-quarter-noise": _noise(0.75), "dpsgd-no-noise": _noise(0.0),
+    "dpsgd-quarter-noise": _noise(0.25), "dpmix-half-weights": _half_weights, "dpmix-uneven-mixing": _uneven_mixing,
+    "local-region-noise": _region,
     "dpsgd-noise-on-average": _noise(0.25), "dpsgd-noise-one-tensor": _one_tensor, "dpsgd-no-clipping": _no_clipping,
     "dpsgd-ghost-clip-norm": _ghost_clip, "dpsgd-clip-batch-factor": _clip_batch, "dpsgd-extra-epoch": _extra_epoch,
     "dpsgd-uneven-sampling": _uneven, "dpsgd-shuffled-batches": _shuffled,
@@ -409,3 +433,18 @@ def test_the_true_epsilon_ratio_is_shown_when_the_first_auditor_is_not_installed
            "target_epsilon": 2.0, "rows": rows, "summary": summarise(rows)}
     table = [line for line in markdown(doc).splitlines() if line.startswith("| b |")]
     assert table and "| 1.5× |" in table[0], table
+
+
+def test_any_sigma_times_f_is_found_by_name(undo):
+    """The parametrised σ × F bug: ``MECHANISM-noise-xF`` names an instance at any F (the detection-power table's
+    0.67, 0.8, 0.9), drawing F·σ while the accountant keeps σ; its fixed instances are registered names."""
+    from bench.zoo.catalogue import find
+
+    bug = find("dpsgd-noise-x0.67")
+    assert (bug.mechanism, bug.true_epsilon_text) == ("dpsgd", "ε(0.67σ, q, T)")
+    bug.apply()
+    _noise(0.67)()
+    assert find("dpsgd-half-noise") is BUGS.get("dpsgd-half-noise")
+    for wrong in ("dpsgd-noise-x1", "nothing-noise-x0.5", "dpsgd-half"):
+        with pytest.raises(ValueError):
+            find(wrong)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import planted
 
 pytestmark = pytest.mark.slow  # whole CLI jobs
 
@@ -18,10 +19,10 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def _run(tmp_path: Path, plugin: str | None) -> tuple[subprocess.CompletedProcess, dict]:
-    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    extra, env = planted(plugin)
     done = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "ci", "--mechanisms", "dpsgd",
                            "--attacks", "canary", "--no-cache", "--device", "cpu", "--output", str(tmp_path / "run"),
-                           *extra], cwd=REPO, capture_output=True, text=True, timeout=900)
+                           *extra], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     return done, json.loads((tmp_path / "run" / "results.json").read_text())
 
 
@@ -31,7 +32,7 @@ def _conformance(doc: dict) -> dict:
 
 
 def test_no_noise_in_one_tensor_ends_the_run_with_exit_3(tmp_path):
-    done, doc = _run(tmp_path, "dpsgd_one_tensor_no_noise")
+    done, doc = _run(tmp_path, "dpsgd-noise-one-tensor")
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
     bugs = [b for b in doc["privacy_bugs"] if b["method"] == "conformance"]
     assert [b["test"] for b in bugs] == ["noise σ, tensor 4 of 4"] and bugs[0]["measured"] == 0.0

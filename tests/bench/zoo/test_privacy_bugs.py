@@ -1,7 +1,7 @@
-"""Privacy bugs caught end to end: mechanisms broken on purpose (``tests/privacy_bugs``: the noise removed or
-reduced, clipping removed — the accountant still certifies the ε it was asked for) end ``bench all`` / ``bench
-audit`` with exit status 3, one red line per bug, and every report saying so. The audits are not touched: each
-plug-in patches only the mechanism's own code. The same commands without the plug-in exit 0
+"""Privacy bugs caught end to end: mechanisms broken on purpose (zoo bugs planted by ``bench.zoo.apply``: the noise
+removed or reduced, clipping removed — the accountant still certifies the ε it was asked for) end ``bench all`` /
+``bench audit`` with exit status 3, one red line per bug, and every report saying so. The audits are not touched:
+each bug patches only the mechanism's own code. The same commands without the bug exit 0
 (``test_null.py`` measures the false-alarm rate over seeds)."""
 
 from __future__ import annotations
@@ -12,25 +12,26 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import planted
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]  # whole CLI jobs; CI runs them in its second command (-m long)
 
 REPO = Path(__file__).resolve().parents[3]
 SMOKE = ["--profile", "smoke", "--no-reference-epsilons", "--no-cache", "--device", "cpu"]
-CASES = {  # plug-in -> (mechanism, audit, ε, the audit that must refute it)
-    "dpsgd_no_noise": ("dpsgd", "canary", "1", "canary-whitebox"),
-    "dpsgd_no_clipping": ("dpsgd", "canary", "1", "canary-whitebox"),
-    "dpsgd_quarter_noise": ("dpsgd", "canary", "1", "canary-whitebox"),
-    "local_half_noise": ("local-gaussian", "local-canary", "1", "local-canary"),
-    "local_labels_in_clear": ("local-gaussian", "local-canary", "1", "local-canary"),
-    "dpmix_tenth_noise": ("dpmix", "dpmix-canary", "1", "dpmix-canary"),
+CASES = {  # zoo bug -> (mechanism, audit, ε, the audit that must refute it)
+    "dpsgd-no-noise": ("dpsgd", "canary", "1", "canary-whitebox"),
+    "dpsgd-no-clipping": ("dpsgd", "canary", "1", "canary-whitebox"),
+    "dpsgd-quarter-noise": ("dpsgd", "canary", "1", "canary-whitebox"),
+    "local-half-noise": ("local-gaussian", "local-canary", "1", "local-canary"),
+    "local-labels-in-clear": ("local-gaussian", "local-canary", "1", "local-canary"),
+    "dpmix-tenth-noise": ("dpmix", "dpmix-canary", "1", "dpmix-canary"),
 }
 
 
 def _bench(*args: str, out: Path, plugin: str | None = None) -> subprocess.CompletedProcess:
-    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    extra, env = planted(plugin)
     return subprocess.run([sys.executable, "-m", "bench", *args, *SMOKE, *extra, "--output", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+                          env=env, capture_output=True, text=True, timeout=600)
 
 
 def _bug_lines(stdout: str) -> list[str]:
@@ -68,7 +69,7 @@ def test_ray_tasks_train_with_the_plugins(tmp_path):
     pytest.importorskip("ray")
     with every_cpu():  # the xdist worker's pin (tests/conftest.py) lifted: the Ray instance gets both cores
         done = _bench("all", "--mechanisms", "dpsgd", "--attacks", "canary", "--epsilons", "1", "--executor", "ray",
-                      out=tmp_path / "run", plugin="dpsgd_no_noise")
+                      out=tmp_path / "run", plugin="dpsgd-no-noise")
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert doc["executor"]["name"] == "ray" and {b["attack"] for b in doc["privacy_bugs"]} == {"canary-whitebox"}
@@ -76,7 +77,7 @@ def test_ray_tasks_train_with_the_plugins(tmp_path):
 
 def test_the_multi_run_audit_catches_dpsgd_without_noise(tmp_path):
     args = ["audit", "--mechanisms", "dpsgd", "--epsilons", "1", "--runs", "60", "--members", "200"]
-    done = _bench(*args, out=tmp_path / "run", plugin="dpsgd_no_noise")
+    done = _bench(*args, out=tmp_path / "run", plugin="dpsgd-no-noise")
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert {b["attack"] for b in doc["privacy_bugs"]} == {"multi-run-whitebox"}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import planted
 
 pytestmark = pytest.mark.slow  # whole CLI jobs
 
@@ -19,11 +20,12 @@ CONFIG = "attack_params:\n  canary: {num_canaries: 400, gradient_canaries: all}\
 
 def _run(tmp_path: Path, plugin: str | None) -> tuple[subprocess.CompletedProcess, dict]:
     (tmp_path / "c.yaml").write_text(CONFIG)
-    extra = ["--plugins", f"tests.privacy_bugs.{plugin}"] if plugin else []
+    extra, env = planted(plugin)
     done = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--config",
                            str(tmp_path / "c.yaml"), "--mechanisms", "dpsgd", "--attacks", "canary", "--epsilons", "1",
                            "--no-cache", "--device", "cpu", "--no-privacy-off-points", "--output",
-                           str(tmp_path / "run"), *extra], cwd=REPO, capture_output=True, text=True, timeout=600)
+                           str(tmp_path / "run"), *extra], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
     return done, json.loads((tmp_path / "run" / "results.json").read_text())
 
 
@@ -33,7 +35,7 @@ def _whitebox(doc: dict) -> dict:
 
 
 def test_half_the_noise_is_refuted_by_the_gaussian_analysis(tmp_path):
-    done, doc = _run(tmp_path, "dpsgd_half_noise")
+    done, doc = _run(tmp_path, "dpsgd-half-noise")
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
     bugs = [b for b in doc["privacy_bugs"] if b["attack"] == "canary-whitebox" and b["method"] != "conformance"]
     assert bugs and bugs[0]["method"] == "gaussian-llr" and bugs[0]["lower_bound"] > bugs[0]["epsilon"]

@@ -1,6 +1,7 @@
 """Shared patches of DP-SGD's noise draw (``torch.normal`` as ``mechanisms.dpsgd.fast.noisy_step`` calls it): the
 mechanism's own module sees a ``torch`` whose ``normal`` is broken in one way, everything else torch's own. The
-accountant still certifies the claimed σ. For the plug-ins of ``tests.privacy_bugs`` and the conformance tests."""
+accountant still certifies the claimed σ. For the conformance tests of ``test_dpsgd_conformance.py``, which install one
+with ``monkeypatch`` (the zoo's planted bugs, applied to whole runs, are ``bench/zoo/bugs``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ import math
 from collections.abc import Callable
 
 import torch
-
-import mechanisms.dpsgd.fast as fast
 
 Draw = Callable[..., torch.Tensor]
 
@@ -40,14 +39,6 @@ def no_noise_in(shape: tuple[int, ...]) -> Draw:
     return draw
 
 
-def scaled_in(shape: tuple[int, ...], factor: float) -> Draw:
-    """factor × the noise in the parameter tensor(s) of ``shape``."""
-    def draw(normal, *args, size, **kwargs):
-        out = normal(*args, size=size, **kwargs)
-        return out * factor if tuple(size) == tuple(shape) else out
-    return draw
-
-
 def reused() -> Draw:
     """The first step's noise drawn again at every step (a generator re-seeded each step)."""
     first: dict[tuple[int, ...], torch.Tensor] = {}
@@ -66,8 +57,3 @@ def laplace() -> Draw:
         u = torch.rand(size, generator=generator, device=device, dtype=dtype) - 0.5
         return mean - std / math.sqrt(2) * torch.sign(u) * torch.log1p(-2 * u.abs())
     return draw
-
-
-def install(draw: Draw) -> None:
-    """Patch ``mechanisms.dpsgd.fast``'s noise draw for the rest of the process (a plug-in's import)."""
-    fast.torch = broken_torch(draw)  # type: ignore[assignment]
