@@ -17,11 +17,10 @@ from bench.core.types import PrivacySpent, RelationEpsilon, TrainedModel, TrainS
 from mechanisms.accounting.gaussian import (
     dpsgd_profile,
     gaussian_epsilon,
-    opacus_epsilon,
-    opacus_noise_multiplier,
     pld_epsilon,
     pld_noise_multiplier,
 )
+from mechanisms.accounting.opacus_accountants import opacus_epsilon, opacus_noise_multiplier
 from mechanisms.base import InitialModel, ModelParams
 from mechanisms.baseline import Baseline
 from mechanisms.dpsgd.canaries import GradientCanaries
