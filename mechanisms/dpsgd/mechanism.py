@@ -16,7 +16,7 @@ from bench.core.training import EpochCallback, make_optimizer, seed_everything, 
 from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
 from mechanisms.base import InitialModel, ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.dpsgd.canaries import GradientCanaries
+from mechanisms.dpsgd.canary_placement import GradientCanaries
 from mechanisms.dpsgd.fast import FAST_MODES, fit_fast
 from mechanisms.dpsgd.privacy import calibrate, certify, epsilon_by_epoch
 
