@@ -31,9 +31,9 @@ class CanaryTracker:
 
     Besides the canaries' coordinates, other coordinates are observed (``canary_positions``): no canary is ever there,
     so after the other records' part is removed they hold the noise alone. Its standard deviation, estimated per
-    parameter tensor from that tensor's references (from all references for a tensor that has none), is the σ the scores use
-    (never the claimed σ: a mechanism that adds less noise than it claims, in one tensor or in all, is scored by the
-    noise it really adds; the claimed σ is used only when the model has no spare coordinate).
+    parameter tensor from that tensor's references (from all references for a tensor that has none), is the σ the
+    scores use (never the claimed σ: a mechanism that adds less noise than it claims, in one tensor or in all, is scored
+    by the noise it really adds; the claimed σ is used only when the model has no spare coordinate).
 
     Args:
         request: what to insert. params: the trainable parameters, in the optimizer's order.
