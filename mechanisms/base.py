@@ -216,7 +216,7 @@ class InitialModel:
     the mechanism's own initialisation (the black-box audits with an auditor-chosen initial model, Annamalai & De
     Cristofaro 2024; ``attacks.canaries.crafted``). ``public_size``: where the mechanism derives its sampling rate,
     steps and expected batch from a record count (DP-SGD), the count fixed by the auditor before any inclusion coin (as
-    ``mechanisms.dpsgd.canaries.GradientCanaries.public_size``); None: the training set's size.
+    ``mechanisms.dpsgd.canary_placement.GradientCanaries.public_size``); None: the training set's size.
 
     The hook for a plug-in: declare ``audits = frozenset({"initial-model"})`` and, in ``fit(..., audit=None)``, after
     building the model, ``model.load_state_dict(audit.weights.state)`` when ``audit`` is an ``InitialModel``

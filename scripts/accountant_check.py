@@ -49,7 +49,8 @@ def _dpsgd_fine(sigma: float, q: float, t: int) -> float:
 
 
 def dpsgd_rows() -> list[tuple[str, ...]]:
-    from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon, pld_noise_multiplier
+    from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier
+    from mechanisms.accounting.opacus_accountants import opacus_epsilon
 
     rows = []
     for size, (q, t) in DPSGD.items():

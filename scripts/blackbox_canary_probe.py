@@ -31,7 +31,7 @@ import torch
 from attacks.analysis import membership_audit
 from bench.core.data import ArrayDataset, concat, load_dataset, make_split
 from bench.core.design import AuditDesign
-from mechanisms.dpsgd.canaries import GradientCanaries
+from mechanisms.dpsgd.canary_placement import GradientCanaries
 from mechanisms.dpsgd.mechanism import DPSGD
 
 K = 10

@@ -84,7 +84,8 @@ from attacks.analysis.gaussian_llr import (
 )
 from attacks.analysis.guess_plan import planned_guess_fraction
 from bench.core.design import AuditDesign
-from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon, pld_noise_multiplier
+from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier
+from mechanisms.accounting.opacus_accountants import opacus_epsilon
 
 DELTA, Q, T = 1e-5, 1 / 3, 120
 DESIGN = AuditDesign(kind="one-run", threat_model="white-box", relation="add-remove")

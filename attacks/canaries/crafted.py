@@ -25,7 +25,6 @@ the public n = N + 1, fixed before the coins.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -33,10 +32,10 @@ import torch
 from pydantic import Field, field_validator
 
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
+from attacks.canaries.crafted_runs import SideBySideJob, audit_spec
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
-from bench.core.types import TrainedModel
 from mechanisms.base import InitialModel, Weights
 
 THREAT_MODEL = "black-box-crafted"
@@ -81,64 +80,6 @@ class CraftedParams(Params):
         return value
 
 
-@dataclass(frozen=True)
-class SideBySideJob:
-    """A chunk of the runs as one job of the training executor (an ``AuditRequest`` with ``run``: called instead of
-    ``fit``), trained side by side by the mechanism's ``fit_runs``; the job's data is the base records with the canary
-    last. ``run`` returns the θ_0 architecture (nothing of it is the runs') with the runs' privacy, parameters and
-    ``audit = {"outputs": (R, Q, K) logits of each final model on the ``queries``}``."""
-
-    seeds: tuple[int, ...]
-    included: tuple[bool, ...]
-    initial: InitialModel
-    queries: Weights  # {"x": (Q, ...)} the inputs each final model is queried on
-    device: str = "cpu"
-    spec_update: tuple[tuple[str, object], ...] = ()  # the auditor's model / batch size over the target's recipe
-
-    def run(self, mechanism, data: ArrayDataset, spec, *, target_epsilon: float | None, delta: float
-            ) -> TrainedModel:
-        """The runs (``DPSGD.fit_runs``) and their outputs on the queries (each run's own head on the fixed
-        features: the model's forward).
-
-        Args:
-            mechanism, data, spec, target_epsilon, delta: the mechanism, base records + canary (last), spec, ε and δ.
-        Returns:
-            The ``TrainedModel`` described above (``audit["outputs"]``: ``(R, Q, K)`` logits)."""
-        import time
-
-        from torch.func import functional_call, vmap
-
-        from mechanisms.dpsgd.side_by_side import linear_head
-
-        device, n, spec = torch.device(self.device), len(data) - 1, audit_spec(spec, dict(self.spec_update))
-        start = time.perf_counter()
-        heads, privacy, params = mechanism.fit_runs(
-            data.subset(torch.arange(n)), data.subset(torch.tensor([n])), spec, included=self.included,
-            seeds=self.seeds, target_epsilon=target_epsilon, delta=delta, initial=self.initial, device=device)
-        model = mechanism.build(data.input_shape, data.num_classes, spec)
-        model.load_state_dict(self.initial.weights.state)
-        front, head = linear_head(model)
-        with torch.no_grad():
-            phi = front(self.queries.state["x"].to(device)).flatten(1)
-            out = vmap(lambda w, b: functional_call(head, {"weight": w, "bias": b}, (phi,)))(heads.weight, heads.bias)
-        return TrainedModel(model, privacy, params={**params, "runs": len(self.seeds)},
-                            train_seconds=time.perf_counter() - start, audit={"outputs": out.cpu().tolist()})
-
-
-def audit_spec(spec, update: dict):
-    """The runs' settings: ``spec`` with the auditor's ``model`` / ``batch_size`` (a new model takes no model_kwargs).
-
-    Args:
-        spec, update: the target's ``TrainSpec`` and the auditor's ``{"model", "batch_size"}`` (those given).
-    Returns:
-        The updated ``TrainSpec`` (``spec`` itself when ``update`` is empty)."""
-    if not update:
-        return spec
-    if "model" in update:
-        update = {**update, "params": spec.params.model_copy(update={"model_kwargs": {}})}
-    return spec.model_copy(update=update)
-
-
 class CraftedAudit(MembershipAttack):
     """R runs from an auditor-chosen θ_0 with one crafted canary each (module docstring). Returns
     ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``.
@@ -160,7 +101,12 @@ class CraftedAudit(MembershipAttack):
         return self.params.init_data == "population" and self.params.init_epochs > 0
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Every run trains on the first ``members`` of the target's members."""
+        """Every run trains on the first ``members`` of the target's members.
+
+        Args:
+            n_members, n_population: the target's member and population counts (the population is not limited here).
+        Returns:
+            One line naming the shortfall when ``members`` > ``n_members``; None when the sizes suffice."""
         return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def _side_by_side(self, ctx: AttackContext) -> bool:
@@ -190,7 +136,17 @@ class CraftedAudit(MembershipAttack):
                          "mechanisms.base.InitialModel, examples/opacus_plugin.py)")
 
     def choices(self, ctx: AttackContext) -> tuple[Weights, object, dict]:
-        """(θ_0's weights, the canary, facts), fixed by the auditor before any coin (computed once per seed)."""
+        """(θ_0's weights, the canary, facts), fixed by the auditor before any coin (computed once per seed and
+        mechanism; Annamalai & De Cristofaro 2024: a pre-trained θ_0 and a canary crafted against it).
+
+        Args:
+            ctx: the cell's attack context (its seed, mechanism, members, population or test split and device).
+        Returns:
+            ``(weights, canary, facts)``: θ_0's state, the ``crafted_init`` canary (input ``(1, C, H, W)``, label
+            ``(1,)``, unit class direction ``(K,)``), and the JSON-able facts recorded with the audit (θ_0's SHA-256,
+            its data, the canary's).
+        Raises:
+            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``)."""
         from attacks.canaries.crafted_init import craft_canary, isolated, pretrain
         from mechanisms import MECHANISMS
 
@@ -251,7 +207,10 @@ class CraftedAudit(MembershipAttack):
         return coins, jobs, True, canary
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The runs, submitted before the cell's attacks run (training workers train them meanwhile)."""
+        """The runs, submitted before the cell's attacks run (training workers train them meanwhile).
+
+        Args:
+            ctx: the cell's attack context."""
         _, jobs, _, _ = self._jobs(ctx)
         ctx.train_like_target.prefetch(jobs)
 

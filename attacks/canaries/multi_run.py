@@ -105,7 +105,7 @@ class MultiRunAudit(MembershipAttack):
         Raises:
             ValueError: a mislabelled canary without any population record.
         """
-        from mechanisms.dpsgd.canaries import GradientCanaries
+        from mechanisms.dpsgd.canary_placement import GradientCanaries
 
         if self.needs_population and len(ctx.split.population) < 1:
             raise ValueError("multi-run needs one attacker population record as its canary")

@@ -126,7 +126,7 @@ class CanaryAudit(MembershipAttack):
 
         if ctx.mechanism not in MECHANISMS.names() or "gradient-canaries" not in MECHANISMS.get(ctx.mechanism).audits:
             return None
-        from mechanisms.dpsgd.canaries import GradientCanaries
+        from mechanisms.dpsgd.canary_placement import GradientCanaries
 
         every = self.params.gradient_canaries == "all"
         return GradientCanaries(0 if every else self.params.gradient_canaries, shadow_seed(ctx.seed, "canary", 2),

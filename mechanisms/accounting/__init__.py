@@ -1,3 +1,3 @@
-"""The mechanisms' accounting, pure maths (no torch): the Gaussian mechanism and DP-SGD's Opacus calibration with the
-PLD helpers (``gaussian``), DPMix's accountants (``dpmix``) and its closed form (``dpmix_closed_form``). ε is
-unitless, δ a probability."""
+"""The mechanisms' accounting, pure maths (no torch): the Gaussian mechanism, DP-SGD's PLD calibration and the local
+release's record accountant (``gaussian``), DP-SGD's Opacus calibration and ε (``opacus_accountants``), DPMix's
+accountants (``dpmix``) and its closed form (``dpmix_closed_form``). ε is unitless, δ a probability."""

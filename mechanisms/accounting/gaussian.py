@@ -1,13 +1,13 @@
 """Privacy accounting of the Gaussian mechanism: the analytic calibration (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1,
-evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed; DP-SGD's Opacus calibration
-and ε, memoised. Pure maths (Opacus imported only inside the functions that wrap it). ε is unitless, δ a
-probability. DPMix's accountant: ``mechanisms.accounting.dpmix``."""
+evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed; DP-SGD's PLD calibration and ε
+and the local release's (image, label) record accountant, memoised. Pure maths. ε is unitless, δ a probability.
+DP-SGD's calibration and ε by Opacus' accountants (add/remove): ``mechanisms.accounting.opacus_accountants``; DPMix's
+accountant: ``mechanisms.accounting.dpmix``."""
 
 from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 
 def require(ok: bool, message: str) -> None:
+    """Refuse bad input with one line: the accounting functions' argument check.
+
+    Args:
+        ok: whether the input is allowed. message: the line naming the bad value and what is allowed.
+    Raises:
+        ValueError: ``message``, when ``ok`` is false."""
     if not ok:
         raise ValueError(message)
 
@@ -110,47 +116,6 @@ def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple
     return tuple((float(epsilon_of(d)), d) for d in sorted({*PROFILE_DELTAS, float(delta)}))
 
 
-@functools.lru_cache(maxsize=512)
-def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, epochs: int,
-                            accountant: str) -> float:
-    """σ for (ε, δ) under add/remove after ``epochs`` epochs of Poisson sampling at rate q by Opacus'
-    ``get_noise_multiplier`` with ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the
-    same one many times).
-
-    Args:
-        target_epsilon, delta: the target ε (unitless) and δ, a probability in (0, 1).
-        sample_rate, epochs, accountant: q, the epochs (T = epochs·round(1/q) steps) and ``prv`` or ``rdp``.
-    Returns:
-        σ, the noise multiplier (noise standard deviation over the clipping norm C), add/remove.
-    Raises:
-        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there)."""
-    from opacus.accountants.utils import get_noise_multiplier
-
-    steps = int(epochs * round(1 / sample_rate))
-    floor = pld_epsilon(noise_multiplier=SIGMA_SEARCH[0], sample_rate=sample_rate, steps=steps, delta=delta,
-                        relation="add-remove")
-    require(target_epsilon < floor, f"dpsgd: target ε = {target_epsilon:g} at δ = {delta:g} is met even at "
-            f"σ = {SIGMA_SEARCH[0]:g}; allowed: ε < {floor:.4g} at these settings (add-remove), or a fixed "
-            "params.noise_multiplier")
-
-    with warnings.catch_warnings():  # the RDP "largest alpha" notices
-        warnings.simplefilter("ignore")
-        return float(get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta, sample_rate=sample_rate,
-                                          epochs=epochs, accountant=accountant))
-
-
-@functools.lru_cache(maxsize=512)
-def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: float, accountant: str) -> float:
-    """ε at δ of an Opacus accountant whose history is ``((σ, q, steps), ...)``, memoised."""
-    from opacus.accountants import create_accountant
-
-    acct = create_accountant(mechanism=accountant)
-    acct.history = list(history)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(acct.get_epsilon(delta))
-
-
 def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation: str) -> PLDAccountant:
     """dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
     steps (rate q, noise multiplier σ) under ``relation``."""
@@ -225,7 +190,14 @@ def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, de
                   relation: str = "add-remove") -> tuple[tuple[float, float], ...]:
     """DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
     multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
-    (``add-remove`` or ``replace-one``); see ``privacy_profile``."""
+    (``add-remove`` or ``replace-one``); see ``privacy_profile``. Abadi et al. 2016, §3.1 (the moments accountant's
+    composition), accounted by PLD (Koskela, Jälkö, Honkela 2020; Doroshenko et al. 2022).
+
+    Args:
+        noise_multiplier, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1], T ≥ 1 steps.
+        delta, relation: the run's δ in (0, 1); ``add-remove`` (default) or ``replace-one``.
+    Returns:
+        ``((ε(δᵢ), δᵢ), ...)`` sorted by δ (ε unitless), at ``PROFILE_DELTAS`` and ``delta``."""
     return privacy_profile(_dpsgd_pld(noise_multiplier, sample_rate, steps, relation).get_epsilon, delta)
 
 
@@ -264,7 +236,14 @@ def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_cl
 @functools.lru_cache(maxsize=512)
 def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
     """ε (unitless) at δ of the local release of one (image, label) record: the analytic-Gaussian image channel at
-    replace-one sensitivity 2 composed with k-ary randomized response on the label (``_record_pld_epsilon``)."""
+    replace-one sensitivity 2 (Balle & Wang, ICML 2018) composed with k-ary randomized response on the label (Kairouz,
+    Oh, Viswanath 2016) by dp_accounting's PLD accountant (``_record_pld_epsilon``), memoised.
+
+    Args:
+        sigma, delta: the image noise σ > 0 (units of the unit-norm image) and δ in (0, 1).
+        label_epsilon, num_classes: the label's ε > 0 (unitless) and k ≥ 2 classes.
+    Returns:
+        ε ≥ 0 (unitless) under replace-one, at most ε_image + ε_label (basic composition)."""
     return _record_pld_epsilon(sigma, delta, label_epsilon, num_classes)
 
 

@@ -11,110 +11,41 @@ DP guarantees against), it reads x_t = (noisy sum at the canary's coordinate −
 is b_t + N(0, σ²) with b_t the canary's clipped contribution / C when sampled (Bernoulli q), 0 otherwise. Its score
 is the log-likelihood ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))):
 the Neyman-Pearson test of one canary, with q the mechanism's rate and σ̂ the noise the updates really carry,
-estimated from coordinates that hold no canary.
+estimated from coordinates that hold no canary. The audit's request and the canaries' placement:
+``mechanisms.dpsgd.canary_placement``.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from mechanisms.dpsgd.canary_placement import GradientCanaries, canary_positions
 from mechanisms.dpsgd.clipping import clip_factors
 from mechanisms.dpsgd.observations import conformance_observations
-
-
-@dataclass(frozen=True)
-class GradientCanaries:
-    """A DP-SGD audit run's request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C
-    (>= 1). ``every_coordinate``: a canary at every trainable coordinate except a random ``REFERENCE_SHARE`` of each
-    parameter tensor (at least one per tensor), which is kept free to measure that tensor's noise; ``count`` is then
-    0 and the model fixes how many there are (the default scatternet-linear: 38,707 of 39,700). ``included``: the
-    canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its coin drawn outside the
-    run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run). ``public_size``: the record
-    count n from which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉ and its expected batch
-    B = int(n·q) are derived, fixed by the auditor before any inclusion coin is drawn (the one-run and multi-run
-    theorems need the mechanism independent of the coins: with n = len(training set), adding one input canary could
-    change q, T or B); None: the training set's size. ``count`` may be 0 when only ``public_size`` is asked for.
-    ``final_model``: the hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the
-    hidden state threat model"; Steinke, Nasr, Jagielski 2023, §6): the canaries are inserted the same way, but
-    scored from θ_T − θ_0 alone (``CanaryTracker.final_scores``), never from the intermediate updates."""
-
-    count: int
-    seed: int
-    norm: float = 10.0
-    included: tuple[bool, ...] | None = None
-    public_size: int | None = None
-    every_coordinate: bool = False
-    final_model: bool = False
-
-    def __post_init__(self) -> None:
-        if self.count < (0 if self.public_size is not None or self.every_coordinate else 1) or self.norm < 1:
-            raise ValueError(f"gradient canaries need count >= 1 (>= 0 with a public size) and norm >= 1, got "
-                             f"{self.count}, {self.norm}")
-        if self.every_coordinate and (self.count or self.included is not None):
-            raise ValueError("every_coordinate places the canaries itself: count must be 0 and included None, got "
-                             f"{self.count}, {self.included!r}")
-        if self.public_size is not None and self.public_size < 1:
-            raise ValueError(f"the public size must be >= 1, got {self.public_size}")
-        if self.included is not None and len(self.included) != self.count:
-            raise ValueError(f"included has {len(self.included)} coins for {self.count} gradient canaries")
-
-    @property
-    def active(self) -> bool:
-        """Whether the request places any gradient canary."""
-        return self.every_coordinate or self.count > 0
-
-
-REFERENCE_COORDINATES = 1000  # coordinates without a canary, observed to estimate the noise the updates really carry
-REFERENCE_SHARE = 0.025  # every_coordinate: the share of each tensor kept free of canaries (at least one coordinate)
-
-
-def _positions(request: GradientCanaries, sizes: list[int], gen: torch.Generator) -> tuple[torch.Tensor, int]:
-    """The observed flat coordinates (canaries first, then the canary-free references) and the number of canaries.
-    ``count`` canaries: ``count`` + up to ``REFERENCE_COORDINATES`` random coordinates of the whole model;
-    ``every_coordinate``: in each tensor of size s, round(``REFERENCE_SHARE``·s) random references (at least 1; a
-    tensor of one coordinate is a reference only), every other coordinate a canary, the canaries in random order."""
-    total = sum(sizes)
-    if not request.every_coordinate:
-        if request.count > total:
-            raise ValueError(f"{request.count} gradient canaries need as many coordinates; the model has {total}")
-        refs = min(REFERENCE_COORDINATES, total - request.count)
-        return torch.randperm(total, generator=gen)[: request.count + refs], request.count
-    canaries, refs, start = [], [], 0
-    for s in sizes:
-        r = s if s == 1 else max(1, min(s - 1, round(REFERENCE_SHARE * s)))
-        order = torch.randperm(s, generator=gen) + start
-        refs.append(order[:r])
-        canaries.append(order[r:])
-        start += s
-    every = torch.cat(canaries)
-    every = every[torch.randperm(every.numel(), generator=gen)]
-    return torch.cat([every, *refs]), every.numel()
 
 
 class CanaryTracker:
     """The canaries of one DP-SGD run: their coordinates, inclusion coins, per-step sampling and scores.
 
-    Besides the canaries' coordinates, other coordinates are observed (``_positions``): no canary is ever there, so
-    after the other records' part is removed they hold the noise alone. Its standard deviation, estimated per parameter
-    tensor from that tensor's references (from all references for a tensor that has none), is the σ the scores use
-    (never the claimed σ: a mechanism that adds less noise than it claims, in one tensor or in all, is scored by the
-    noise it really adds; the claimed σ is used only when the model has no spare coordinate).
+    Besides the canaries' coordinates, other coordinates are observed (``canary_positions``): no canary is ever there,
+    so after the other records' part is removed they hold the noise alone. Its standard deviation, estimated per
+    parameter tensor from that tensor's references (from all references for a tensor that has none), is the σ the
+    scores use (never the claimed σ: a mechanism that adds less noise than it claims, in one tensor or in all, is scored
+    by the noise it really adds; the claimed σ is used only when the model has no spare coordinate).
 
     Args:
         request: what to insert. params: the trainable parameters, in the optimizer's order.
         sample_rate: q. noise_multiplier: the claimed σ.
     Raises:
-        ValueError: more canaries than trainable coordinates (``_positions``)."""
+        ValueError: more canaries than trainable coordinates (``canary_positions``)."""
 
     def __init__(self, request: GradientCanaries, params: list[nn.Parameter], *, sample_rate: float,
                  noise_multiplier: float) -> None:
         sizes = [p.numel() for p in params]
         gen = torch.Generator().manual_seed(request.seed)
-        flat, count = _positions(request, sizes, gen)
+        flat, count = canary_positions(request, sizes, gen)
         refs = flat.numel() - count
         coins = (torch.rand(count, generator=gen) < 0.5).numpy()
         included = coins if request.included is None else np.asarray(request.included, dtype=bool)
@@ -138,13 +69,19 @@ class CanaryTracker:
         self.largest_value, self.record_norm, self.clip_norm = 0.0, None, float("nan")  # clipped norms seen, C
 
     def batch(self, idx: torch.Tensor, records: int) -> None:
-        """Count the training records (of ``records``) a Poisson batch holds: ``idx (B,)``, the sampler's indices."""
+        """Count the training records a Poisson batch holds (each record's participation, for conformance).
+
+        Args:
+            idx: ``(B,)`` int64, the sampler's indices of the batch. records: n, the training records."""
         if self.participation is None:
             self.participation = np.zeros(records, np.int64)
         self.participation[idx.cpu().numpy()] += 1
 
     def observed_clip(self, largest: torch.Tensor | None, max_grad_norm: float) -> None:
-        """The largest clipped per-sample norm of the real records the clipper output (None: none seen), and C."""
+        """Record the largest clipped per-sample norm of the real records the clipper output, and C (conformance).
+
+        Args:
+            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen). max_grad_norm: C."""
         self.record_norm, self.clip_norm = None if largest is None else float(largest), float(max_grad_norm)
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
@@ -227,7 +164,10 @@ class CanaryTracker:
 
     def step_weights(self) -> np.ndarray:
         """a_t / ā, ``(T,)``: the weight of step t's noisy update in θ_T − θ_0 for heavy-ball momentum μ,
-        a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ) (1 for plain SGD), normalised to mean 1."""
+        a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ) (1 for plain SGD), normalised to mean 1.
+
+        Returns:
+            ``(T,)`` float64 weights a_t / ā, one per recorded step (``final_setup`` must have been called)."""
         _, mu, _, _ = self.optim
         t = len(self.steps)
         a = np.ones(t) if mu == 0 else (1 - mu ** (t - np.arange(t))) / (1 - mu)

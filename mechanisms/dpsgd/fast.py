@@ -28,7 +28,8 @@ from torch import nn
 
 from bench.core.training import current_recorder, record_epoch
 from mechanisms.dpsgd.augmult import augment_views, augmult_settings
-from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.canaries import CanaryTracker
+from mechanisms.dpsgd.canary_placement import GradientCanaries
 from mechanisms.dpsgd.clipping import FAST_MODES, make_clipper
 from mechanisms.dpsgd.sampling import poisson_batches
 

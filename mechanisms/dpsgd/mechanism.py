@@ -13,19 +13,12 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from bench.core.data import ArrayDataset
 from bench.core.training import EpochCallback, make_optimizer, seed_everything, train_loop
-from bench.core.types import PrivacySpent, RelationEpsilon, TrainedModel, TrainSpec
-from mechanisms.accounting.gaussian import (
-    dpsgd_profile,
-    gaussian_epsilon,
-    opacus_epsilon,
-    opacus_noise_multiplier,
-    pld_epsilon,
-    pld_noise_multiplier,
-)
+from bench.core.types import PrivacySpent, TrainedModel, TrainSpec
 from mechanisms.base import InitialModel, ModelParams
 from mechanisms.baseline import Baseline
-from mechanisms.dpsgd.canaries import GradientCanaries
+from mechanisms.dpsgd.canary_placement import GradientCanaries
 from mechanisms.dpsgd.fast import FAST_MODES, fit_fast
+from mechanisms.dpsgd.privacy import calibrate, certify, epsilon_by_epoch
 
 ACCOUNTANTS = ("prv", "rdp", "gdp")
 
@@ -130,10 +123,8 @@ class DPSGD(Baseline):
 
     def calibrate(self, spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float
                   ) -> tuple[float, float, int]:
-        """(σ, q, T) of a run on ``n`` public records: Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T =
-        epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ) under ``params.relation`` (replace-one:
-        dp_accounting's PLD; add/remove: Opacus' ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at the
-        ε = ∞ point. The one calibration of ``fit`` and of the side-by-side runs (``side_by_side``).
+        """(σ, q, T) of a run on ``n`` public records (``mechanisms.dpsgd.privacy.calibrate``): the one calibration of
+        ``fit`` and of the side-by-side runs (``side_by_side``).
 
         Args:
             spec, n, target_epsilon, delta: the spec, the public record count n, the target ε (None, or ∞) and δ.
@@ -141,23 +132,7 @@ class DPSGD(Baseline):
             (σ, the noise multiplier; q, the sample rate; T, the number of steps).
         Raises:
             ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet."""
-        p = spec.params
-        off = target_epsilon is not None and math.isinf(target_epsilon)  # the ε = ∞ point: no fixed σ either
-        if p.noise_multiplier is None and not off and (target_epsilon is None or target_epsilon <= 0):
-            raise ValueError(f"dpsgd needs a target epsilon > 0 or a noise_multiplier, got {target_epsilon}")
-        batches = -(-n // spec.batch_size)  # q = 1 / batches, as Opacus' Poisson loader samples
-        sample_rate, steps = 1.0 / batches, int(spec.epochs * batches)
-        if off:  # a fixed σ is privacy too: off as well
-            return 0.0, sample_rate, steps
-        if p.noise_multiplier is not None:
-            return float(p.noise_multiplier), sample_rate, steps
-        if p.relation == "replace-one":
-            sigma = pld_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
-                                         sample_rate=sample_rate, steps=steps, relation="replace-one")
-            return sigma, sample_rate, steps
-        return opacus_noise_multiplier(target_epsilon=float(target_epsilon), delta=float(delta),
-                                       sample_rate=sample_rate, epochs=int(spec.epochs),
-                                       accountant=p.accountant), sample_rate, steps
+        return calibrate(spec, n=n, target_epsilon=target_epsilon, delta=delta)
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
@@ -216,6 +191,10 @@ class DPSGD(Baseline):
         is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float tolerance.
         ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
 
+        Args:
+            base, canary: the records of every run and the canary record(s) of the runs that include them.
+            spec, target_epsilon, delta, device: as ``fit``. included, seeds: per run r, whether it includes the canary
+                and its seed (R each). initial: the auditor's initial model, with its public size.
         Returns:
             (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters).
         Raises:
@@ -243,7 +222,13 @@ class DPSGD(Baseline):
     def run_params(spec: TrainSpec, *, sigma: float, sample_rate: float, steps: int, n: int, off: bool
                    ) -> dict[str, Any]:
         """The training parameters a run records (``TrainedModel.params``): σ, C (∞ at the ε = ∞ point), q, T, the
-        accountant, the clipping mode, the relation, augmult, the public record count n and the expected batch."""
+        accountant, the clipping mode, the relation, augmult, the public record count n and the expected batch.
+
+        Args:
+            spec, sigma, sample_rate, steps, n: the run's ``TrainSpec``, σ, q, T and n. off: the ε = ∞ point.
+        Returns:
+            ``{"noise_multiplier", "max_grad_norm", "sample_rate", "accountant", "steps", "grad_sample_mode",
+            "relation", "augmult", "public_size", "expected_batch_size"}`` (JSON-able)."""
         p = spec.params
         return {"noise_multiplier": sigma, "max_grad_norm": math.inf if off else p.max_grad_norm,
                 "sample_rate": sample_rate, "accountant": p.accountant, "steps": steps,
@@ -251,50 +236,23 @@ class DPSGD(Baseline):
                 "public_size": n, "expected_batch_size": int(n * sample_rate)}
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-        """ε after each epoch e = 1 … E: the accountant of the final ε (``params.relation``: dp_accounting's PLD for
-        replace-one, Opacus' ``accountant`` for add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q (Abadi
-        et al. 2016, §3.1: the privacy loss composes step by step). None without the recorded σ, q and steps."""
-        try:
-            sigma, q, steps = float(params["noise_multiplier"]), float(params["sample_rate"]), int(params["steps"])
-        except (KeyError, TypeError, ValueError):
-            return None
-        per_epoch, relation = steps // spec.epochs, params.get("relation", spec.params.relation)
-        if relation == "replace-one":
-            return [pld_epsilon(noise_multiplier=sigma, sample_rate=q, steps=e * per_epoch, delta=delta,
-                                relation="replace-one") for e in range(1, spec.epochs + 1)]
-        return [opacus_epsilon(((sigma, q, e * per_epoch),), delta=float(delta), accountant=spec.params.accountant)
-                for e in range(1, spec.epochs + 1)]
+        """ε after each epoch under the final ε's relation and accountant
+        (``mechanisms.dpsgd.privacy.epsilon_by_epoch``; Abadi et al. 2016, §3.1).
+
+        Args:
+            params, spec, delta: a run's recorded parameters (``TrainedModel.params``), its ``TrainSpec`` and δ.
+        Returns:
+            ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps."""
+        return epsilon_by_epoch(params, spec, delta=delta)
 
     @staticmethod
     def privacy(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
-        """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ: ε under ``params.relation``
-        with its profile (``dpsgd_profile``: audits test the whole certified curve), the other relation's ε beside
-        (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one: dp_accounting's PLD), and, with a
-        fixed σ (a source's setting), a note on what shuffled fixed-size batches — each record in one batch per epoch,
-        as such sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism, without
-        amplification by sampling (analytic Gaussian, sensitivity √epochs; replace-one doubles it, so the note states
-        add/remove)."""
-        p = spec.params
-        history = ((float(sigma), float(sample_rate), int(steps)),)
-        add_remove = opacus_epsilon(history, delta=float(delta), accountant=p.accountant)
-        replace_one = pld_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta,
-                                  relation="replace-one")
-        stated = {"add-remove": (add_remove, f"opacus-{p.accountant}"),
-                  "replace-one": (replace_one, "dp_accounting-pld")}
+        """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ
+        (``mechanisms.dpsgd.privacy.certify``): ε under ``params.relation`` with its profile, the other relation's ε
+        beside, and with a fixed σ a note on what shuffled batches would certify.
 
-        def profile(relation: str) -> tuple[tuple[float, float], ...]:
-            return dpsgd_profile(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta,
-                                 relation=relation)
-
-        other = "add-remove" if p.relation == "replace-one" else "replace-one"
-        note = ""
-        if p.noise_multiplier is not None:
-            shuffled = gaussian_epsilon(sigma=sigma, delta=delta, sensitivity=math.sqrt(spec.epochs))
-            note = (f"For shuffled batches (each record in one batch per epoch) only the {spec.epochs}-fold "
-                    f"composition of the Gaussian mechanism is certain, without amplification: ε = {shuffled:.3g} "
-                    f"(δ = {delta:.0e}, analytic Gaussian, add-remove)")
-        epsilon, accountant = stated[p.relation]
-        return PrivacySpent(epsilon, delta, accountant, "central-dp", note=note, relation=p.relation,
-                            profile=profile(p.relation),
-                            other_relations=(RelationEpsilon(other, stated[other][0], stated[other][1],
-                                                             profile(other)),))
+        Args:
+            sigma, sample_rate, steps, delta, spec: σ (noise std over C), q, T, δ and the run's ``TrainSpec``.
+        Returns:
+            ``PrivacySpent`` (``central-dp``; ε unitless at δ, with its accountant and relation)."""
+        return certify(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)

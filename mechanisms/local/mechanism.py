@@ -26,6 +26,7 @@ from mechanisms.accounting.gaussian import (
 )
 from mechanisms.base import ModelParams
 from mechanisms.baseline import Baseline
+from mechanisms.local.class_means import fit_class_means
 from mechanisms.local.iic import ClusterToClass, hungarian_mapping, train_iic
 
 # Replacing one person's unit-norm image by another moves it by up to ||a - b|| <= 2.
@@ -33,13 +34,22 @@ SENSITIVITY = 2.0
 
 
 class L2Normalize(nn.Module):
-    """``(N, C, H, W)`` -> each image divided by its L2 norm, times ``scale`` (a fixed public constant)."""
+    """``(N, C, H, W)`` -> each image divided by its L2 norm, times ``scale`` (a fixed public constant).
+
+    Args:
+        scale: s, the public constant (a buffer, saved with the weights; ``LocalGaussian.fit`` sets it)."""
 
     def __init__(self, scale: float = 1.0) -> None:
         super().__init__()
         self.register_buffer("scale", torch.tensor(float(scale)))  # saved with the weights
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalise each image to L2 norm ``scale``.
+
+        Args:
+            x: ``(N, ...)`` images (N ≥ 1; an all-zero image stays zero: its norm is clamped to 1e-12).
+        Returns:
+            ``x``'s shape: each image at L2 norm ``scale``."""
         flat = x.flatten(1)
         return (flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12) * self.scale).view_as(x)
 
@@ -92,7 +102,7 @@ class LocalGaussianParams(ModelParams):
             and symmetric label noise keeps the true label the most likely one at any ε_label > 0.
         learner: ``network`` (``spec.model`` trained on the noisy release, the source's) or ``class-means`` (a
             nearest-class-mean classifier (largest inner product with a class mean) estimated from the release,
-            ``class_means_from_local_release``; ``spec.model`` must be ``linear``): with isotropic noise far larger
+            ``mechanisms.local.class_means``; ``spec.model`` must be ``linear``): with isotropic noise far larger
             than the signal, the class means are what a learner can still estimate. ``iic``: Invariant
             Information Clustering (Ji, Henriques & Vedaldi 2019; ``mechanisms.local.iic``) of the noisy images without
             their labels, clusters mapped to classes by Hungarian matching on a small labelled split: the first
@@ -105,37 +115,6 @@ class LocalGaussianParams(ModelParams):
     label_share: float = Field(0.25, gt=0, lt=1)
     learner: Literal["network", "class-means", "iic"] = "network"
     match_size: int = Field(1000, ge=1)
-
-
-@torch.no_grad()
-def class_means_from_local_release(x: torch.Tensor, y: torch.Tensor, *, num_classes: int,
-                                   label_keep: float | None) -> torch.Tensor:
-    """Class means of the private unit-norm images, estimated from their local release.
-
-    The image noise is zero-mean, so per released label a the sum S_a of released images has expectation
-    Σ_j R[a, j] n_j μ_j, and the count N_a has Σ_j R[a, j] n_j, where R is k-ary randomized response's matrix
-    (R[a, a] = keep, R[a, j] = (1 − keep)/(k − 1)); the identity when labels are public. Solving R for n_j μ_j and
-    n_j gives unbiased class sums and counts (post-processing of the release: no privacy cost).
-
-    Args:
-        x: ``(N, d)`` released images (unit-norm image + N(0, σ²) per pixel). y: ``(N,)`` released int64 labels.
-        num_classes: k. label_keep: randomized response's keep probability (None: labels released as they are).
-    Returns:
-        ``(k, d)`` class means.
-    Raises:
-        ValueError: fewer than 2 released records."""
-    if len(x) < 2:
-        raise ValueError(f"class means need at least 2 released records, got {len(x)}")
-    k = num_classes
-    onehot = torch.nn.functional.one_hot(y, k).double()  # (N, k)
-    sums, counts = onehot.T @ x.double(), onehot.sum(0)  # (k, d), (k,)
-    if label_keep is None:
-        inv = torch.eye(k, dtype=torch.float64)
-    else:
-        r = torch.full((k, k), (1.0 - label_keep) / (k - 1), dtype=torch.float64)
-        r.fill_diagonal_(label_keep)
-        inv = torch.linalg.inv(r)
-    return ((inv @ sums) / (inv @ counts).clamp_min(1.0)[:, None]).float()
 
 
 _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
@@ -184,12 +163,24 @@ class LocalGaussian(Baseline):
     }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
+        """The released model: ``L2Normalize`` then ``spec.model`` (then ``ClusterToClass`` with ``learner: iic``).
+
+        Args:
+            input_shape, num_classes, spec: ``(C, H, W)``, k and the settings.
+        Returns:
+            ``nn.Sequential``, ``(N, C, H, W)`` images -> ``(N, k)`` logits."""
         if spec.params.learner == "iic":  # cluster logits, then the fixed cluster -> class map
             return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec),
                                  ClusterToClass(num_classes))
         return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec))
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
+        """Refuse, before training, a learner the model cannot honour.
+
+        Args:
+            spec, n_members: the settings and the member count (unused here).
+        Raises:
+            ValueError: ``learner: class-means`` with a model other than ``linear``."""
         if spec.params.learner == "class-means" and spec.model != "linear":
             raise ValueError(f"params.learner 'class-means' needs model 'linear', got {spec.model!r}")
 
@@ -256,6 +247,14 @@ class LocalGaussian(Baseline):
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
+        """Release ``train`` locally (``release``), then fit the learner on the release alone.
+
+        Args:
+            train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit`` (ε > 0; ∞: no noise).
+        Returns:
+            The ``TrainedModel``: the model, the release's privacy (replace-one), σ, samples/s.
+        Raises:
+            ValueError: a target ε ≤ 0 (or None); ``learner: class-means`` without ``model: linear``."""
         gen = seed_everything(seed)
         release, privacy = self._release(train, spec, target_epsilon=target_epsilon, delta=delta, generator=gen)
         sigma = release.params["sigma"]
@@ -266,11 +265,8 @@ class LocalGaussian(Baseline):
             t0 = time.perf_counter()
             label_eps = release.params["label_epsilon"]
             keep = None if label_eps is None else randomized_response_keep(label_eps, train.num_classes)
-            means = class_means_from_local_release(release.x.flatten(1), release.y, num_classes=train.num_classes,
-                                                   label_keep=keep)
-            with torch.no_grad():  # score x·μ̂_k: unit-norm images' class means have near-equal norms, and the
-                model[-1][-1].weight.copy_(means)  # estimates' norms are mostly noise (validation split: better
-                model[-1][-1].bias.zero_()  # without the −‖μ̂_k‖²/2 term at every ε ≤ 8)
+            fit_class_means(model[-1][-1], release.x.flatten(1), release.y, num_classes=train.num_classes,
+                            label_keep=keep)
             model.to(device)
             hist, seen, secs = [], len(train), max(time.perf_counter() - t0, 1e-9)
             if on_epoch is not None:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from mechanisms.dpsgd.canaries import REFERENCE_SHARE, CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.canaries import CanaryTracker
+from mechanisms.dpsgd.canary_placement import REFERENCE_SHARE, GradientCanaries
 
 
 def _params():

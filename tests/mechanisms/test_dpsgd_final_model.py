@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.canaries import CanaryTracker
+from mechanisms.dpsgd.canary_placement import GradientCanaries
 
 
 def _train(tracker, params, optimizer, *, steps, noise, others, batch, clip=1.0, seed=0):

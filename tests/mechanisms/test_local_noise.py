@@ -238,7 +238,7 @@ def test_class_means_undo_randomized_response(digits_split):
     inverting the response matrix removes that bias. The members repeated 20 times (6,000 records, so that the
     flips' sampling noise is small): the inverted estimates land near the true class means, the per-label means
     stay a fixed distance off (no image noise here)."""
-    from mechanisms.local.mechanism import class_means_from_local_release
+    from mechanisms.local.class_means import class_means_from_local_release
 
     pool = digits_split.members
     x = (pool.x.flatten(1) / pool.x.flatten(1).norm(dim=1, keepdim=True)).repeat(20, 1)

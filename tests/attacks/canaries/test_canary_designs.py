@@ -31,7 +31,8 @@ from bench.core.training import per_example_loss, seed_everything
 from bench.core.types import PrivacySpent, TrainedModel
 from mechanisms.accounting.gaussian import gaussian_epsilon
 from mechanisms.baseline import Baseline
-from mechanisms.dpsgd.canaries import CanaryTracker, GradientCanaries
+from mechanisms.dpsgd.canaries import CanaryTracker
+from mechanisms.dpsgd.canary_placement import GradientCanaries
 from mechanisms.dpsgd.fast import train_fast
 from mechanisms.dpsgd.mechanism import DPSGD
 from mechanisms.local.mechanism import LocalGaussian

@@ -16,7 +16,7 @@ import mechanisms.dpsgd.sampling as sampling
 from attacks.conformance.dpsgd import dpsgd_conformance
 from bench.config.run import build_config
 from mechanisms import MECHANISMS
-from mechanisms.dpsgd.canaries import GradientCanaries
+from mechanisms.dpsgd.canary_placement import GradientCanaries
 from tests.attacks.conformance import dpsgd_draws as draws
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -175,7 +175,8 @@ def test_declared_local_epsilon_never_exceeds_the_certified(target, share):
 def test_declared_dpsgd_epsilon_never_exceeds_the_certified_at_ci_size(sigma, relation):
     """The ci profile's audit run: n = 700, batch 100 (q = 1/7), 15 epochs (T = 105); replace-one by the mechanism's
     PLD, add/remove by Opacus' PRV (the two the mechanism certifies with), at the σ its calibration would give."""
-    from mechanisms.accounting.gaussian import opacus_epsilon, pld_epsilon
+    from mechanisms.accounting.gaussian import pld_epsilon
+    from mechanisms.accounting.opacus_accountants import opacus_epsilon
 
     q, t = 1 / 7, 105
     certified = pld_epsilon(noise_multiplier=sigma, sample_rate=q, steps=t, delta=1e-5, relation=relation) \
