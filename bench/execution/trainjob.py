@@ -20,7 +20,7 @@ from bench.core.types import TrainedModel, TrainSpec
 from bench.execution.faults import MechanismFault, check_trained, is_plugin, mechanism_words, time_limit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from attacks.base import AuditRequest
+    from attacks.base.context import AuditRequest
 
 
 class JobFailed(RuntimeError):

@@ -25,7 +25,7 @@ from rich.progress import (
 
 from attacks.analysis.pooled import pooled_audits
 from attacks.analysis.verdict import privacy_bugs
-from attacks.base import Attack
+from attacks.base.attack import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device
 from bench.core.training import PROBE_MAX

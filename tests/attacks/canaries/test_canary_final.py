@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from attacks.analysis import family
-from attacks.base import AuditDesign
+from bench.core.design import AuditDesign
 from bench.results.document import read
 from reports.audit.table import audit_rows
 

@@ -18,10 +18,10 @@ import mechanisms.dpmix.mixing as mixing
 import mechanisms.local.mechanism as local
 from attacks.analysis import family, membership_audit
 from attacks.analysis.conformance_release import label_flip_test, mixing_dispersion, mixing_dispersion_test, region_ids
-from attacks.base import AuditDesign
 from attacks.canaries.dpmix import DPMixCanaryAudit, DPMixCanaryParams
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset, load_dataset
+from bench.core.design import AuditDesign
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 DELTA, SHAPE = 1e-5, (1, 8, 8)
