@@ -3,7 +3,7 @@ on first use, so ``attacks.analysis.metrics`` stays importable without torch).""
 
 from bench.core.registry import Registry
 
-ATTACKS: Registry = Registry("attack", base="attacks.base:Attack")
+ATTACKS: Registry = Registry("attack", base="attacks.base.attack:Attack")
 ATTACKS.add_lazy("loss", "attacks.membership.threshold:LossAttack")
 ATTACKS.add_lazy("confidence", "attacks.membership.threshold:ConfidenceAttack")
 ATTACKS.add_lazy("entropy", "attacks.membership.threshold:EntropyAttack")

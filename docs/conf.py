@@ -61,7 +61,7 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_ivar = True
 napoleon_attr_annotations = True
-napoleon_custom_sections = [("Class attributes", "Attributes")]  # attacks.base.Attack, mechanisms.base.Mechanism
+napoleon_custom_sections = [("Class attributes", "Attributes")]  # attacks.base.attack.Attack, mechanisms.base.Mechanism
 
 
 def _napoleon_except_attributes(app, what, name, obj, options, lines):

@@ -9,8 +9,8 @@ For each ε of the default profile (1, 3, 8; δ = 1e-5; DP-SGD's default recipe 
 T = 120, σ at replace-one ε by the PLD accountant), it prints:
 
 1. How far the CLT is from exact: μ-GDP's ε of the exact moments of a canary's summed log-likelihood ratio
-   (``attacks.analysis.gaussian_llr.exact_llr_moments``) against the exact add/remove PLD ε of the same T steps, at the
-   default σ's and at the σ × 0.75 and σ × 0.5 bugs. Below 1: the Gaussian analysis errs low.
+   (``attacks.analysis.gaussian_llr_ideal.exact_llr_moments``) against the exact add/remove PLD ε of the same T steps,
+   at the default σ's and at the σ × 0.75 and σ × 0.5 bugs. Below 1: the Gaussian analysis errs low.
 2. The ideal mechanism (``simulate_llr_scores``: exact Poisson sampling and N(0, σ²) noise, scored at a σ̂ measured
    as the code measures it, on 992 canary-free coordinates over T steps) through ``membership_audit`` with the
    white-box design the audit declares (its rule planned in advance): ε_LB / ε of the tightest valid bound and of
@@ -75,13 +75,12 @@ import numpy as np
 from attacks.analysis import NORMALITY_LEVEL, family, membership_audit
 from attacks.analysis.fdp import gdp_epsilon
 from attacks.analysis.gaussian_llr import (
-    exact_llr_moments,
     llr_fit,
     llr_gdp_bound,
     llr_valid,
     pool_llr_fits,
-    simulate_llr_scores,
 )
+from attacks.analysis.gaussian_llr_ideal import exact_llr_moments, simulate_llr_scores
 from attacks.analysis.guess_plan import planned_guess_fraction
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier

@@ -25,13 +25,10 @@ import sys
 import numpy as np
 from scipy import stats
 
-from attacks.analysis.conformance import (
-    dispersion_test,
-    dpsgd_measured_epsilon,
-    independence_test,
-    shape_test,
-    sigma_for_epsilon,
-)
+from attacks.analysis.conformance_epsilon import dpsgd_measured_epsilon
+from attacks.analysis.conformance_noise import independence_test, shape_test
+from attacks.analysis.conformance_sampling import dispersion_test
+from attacks.analysis.subsampled_gaussian import sigma_for_epsilon
 
 SIZES = {"ci": ((65_536, 1_024, 10_240, 10), (1638, 26, 256, 1)), "default": ((39_690, 10), (992, 1))}
 

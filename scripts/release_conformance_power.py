@@ -36,8 +36,8 @@ import torch
 from scipy import stats
 
 from attacks.analysis.analytic_gaussian import rr_keep as randomized_response_keep
-from attacks.analysis.conformance import independence_test, noise_test, rate_test, shape_test
 from attacks.analysis.conformance_mixing import mixing_weight_test, weight_spread_test
+from attacks.analysis.conformance_noise import independence_test, noise_test, shape_test
 from attacks.analysis.conformance_release import (
     image_noise_tests,
     label_flip_test,
@@ -45,6 +45,7 @@ from attacks.analysis.conformance_release import (
     mixing_dispersion_test,
     region_ids,
 )
+from attacks.analysis.conformance_sampling import rate_test
 from attacks.conformance.local import SAMPLE_ROWS
 from mechanisms.dpmix.mixing import sample_subsets
 

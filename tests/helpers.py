@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attacks.base import AttackContext, TrainLikeTarget
+from attacks.base.context import AttackContext, TrainLikeTarget
 from bench.core.data import MembershipSplit
 from bench.core.types import TrainedModel
 

@@ -58,7 +58,8 @@ import numpy as np
 import torch
 
 from attacks import ATTACKS
-from attacks.base import MembershipAttack, MembershipScores
+from attacks.base.attack import MembershipAttack
+from attacks.base.outputs import MembershipScores
 from bench.core.training import predict_logits
 
 
@@ -130,7 +131,7 @@ def test_a_bad_setting_of_a_plugin_is_one_line(tmp_path):
 
 
 def test_the_registry_takes_the_name_from_the_class_and_checks_its_base():
-    from attacks.base import MembershipAttack
+    from attacks.base.attack import MembershipAttack
     from bench.core.registry import Registry
     from mechanisms.base import Mechanism
 
@@ -157,7 +158,7 @@ def test_the_registry_takes_the_name_from_the_class_and_checks_its_base():
 
     with pytest.raises(ValueError, match="has no name"):
         reg.add(Nameless)
-    reg.add_lazy("lazy", "attacks.base:MembershipAttack")  # a wrong lazy target is refused at its first lookup
+    reg.add_lazy("lazy", "attacks.base.attack:MembershipAttack")  # a wrong lazy target is refused at its first lookup
     with pytest.raises(ValueError, match="must be a subclass"):
         reg.get("lazy")
 

@@ -15,7 +15,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record, noise_test
+from attacks.analysis.conformance import conformance_record
+from attacks.analysis.conformance_noise import noise_test
 
 __all__ = ["GRID", "image_noise_tests", "label_flip_test", "limit_p_value", "mixing_dispersion",
            "mixing_dispersion_test", "region_ids", "sidak_test"]

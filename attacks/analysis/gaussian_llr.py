@@ -33,6 +33,7 @@ from scipy.stats import chi2
 from scipy.stats import t as student_t
 
 from attacks.analysis.fdp import gdp_epsilon
+from attacks.analysis.gaussian_llr_ideal import exact_llr_cumulants
 from attacks.analysis.metrics import validate_scores
 
 METHOD = "gaussian-llr"
@@ -97,37 +98,6 @@ def shape_p(excluded: float, included: float) -> float:
     return min(1.0, 2.0 * min(excluded, included))
 
 
-def exact_llr_cumulants(*, sigma: float, sample_rate: float, steps: int, nodes: int = 200,
-                        contribution: float | None = None) -> dict[str, float]:
-    """Skewness and excess kurtosis of a canary's summed log-likelihood ratio (T iid terms ℓ(x)), by Gauss-Hermite.
-
-    Args:
-        sigma: σ, the noise's standard deviation (units of C, > 0).
-        sample_rate: q, in (0, 1].
-        steps: T.
-        nodes: the quadrature's nodes.
-        contribution: None: excluded (x ~ N(0, σ²)); c: included (x ~ N(c·b, σ²), b ~ Bernoulli(q)), units of C.
-
-    Returns:
-        ``{"skew", "excess_kurtosis"}``: T·κ₃/(T·κ₂)^1.5 and T·κ₄/(T·κ₂)² (cumulants add over steps)."""
-    z, w = np.polynomial.hermite_e.hermegauss(nodes)
-    w = w / w.sum()
-
-    def ell(x: np.ndarray) -> np.ndarray:
-        u = (2 * x - 1) / (2 * sigma**2)
-        return np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + u) if sample_rate < 1 else u
-
-    if contribution is None:
-        points, weights = ell(sigma * z), w
-    else:  # the mixture (1 − q)·N(0, σ²) + q·N(c, σ²)
-        points = np.concatenate([ell(sigma * z), ell(contribution + sigma * z)])
-        weights = np.concatenate([(1 - sample_rate) * w, sample_rate * w])
-    c = points - float(weights @ points)
-    k2, k3 = float(weights @ c**2), float(weights @ c**3)
-    k4 = float(weights @ c**4) - 3 * k2**2
-    return {"skew": steps * k3 / (steps * k2) ** 1.5, "excess_kurtosis": steps * k4 / (steps * k2) ** 2}
-
-
 def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
     """μ_LB at ``confidence``: (mean gap − t·SE)/max(sd upper bounds).
 
@@ -181,69 +151,6 @@ def llr_valid(fit: dict[str, Any] | None, level: float) -> bool:
     Returns:
         True where ``shape_p`` is at least ``level``; False without a fit."""
     return fit is not None and float(fit.get("shape_p", fit.get("shape_excluded_p", 0.0))) >= level
-
-
-def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int, rng: np.random.Generator,
-                        contribution: float = 1.0, score_sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal mechanism's canary scores: m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each
-    included by a fair coin and then sampled at rate q, adding ``contribution`` (units of C) when sampled), scored
-    as ``mechanisms.dpsgd.canaries`` scores them, with ``score_sigma`` in the score's σ̂ (None: the true σ; the code
-    uses the σ̂ it measures on canary-free coordinates). Returns ``(scores (m,), coins (m,) int)``; memory grows as
-    steps·m (a block of canaries at a time)."""
-    coins = (rng.random(m) < 0.5).astype(np.int64)
-    out = np.empty(m)
-    block = max(1, 2_000_000 // max(steps, 1))
-    scale = sigma if score_sigma is None else score_sigma
-    for a in range(0, m, block):
-        c = coins[a:a + block].astype(bool)
-        sampled = (rng.random((steps, c.size)) < sample_rate) & c
-        x = rng.standard_normal((steps, c.size)) * sigma + contribution * sampled
-        z = (2 * x - 1) / (2 * scale**2)
-        out[a:a + block] = (np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + z)
-                            if sample_rate < 1 else z).sum(0)
-    return out, coins
-
-
-def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribution: float = 1.0,
-                      nodes: int = 200, score_sigma: float | None = None) -> dict[str, float]:
-    """The exact means and variances of a canary's summed log-likelihood ratio S = Σ_t ℓ(x_t).
-
-    ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ̂²))), under Q (x_t ~ N(0, σ²)) and P (x_t ~ N(c·b_t, σ²), b_t ~
-    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature. ``mu`` = (E_P S − E_Q S)/max(sd_P,
-    sd_Q) is what the analysis converges to with many canaries: against the exact ε, how far the CLT is from exact.
-
-    Args:
-        sigma: σ (units of C).
-        sample_rate: q.
-        steps: T.
-        contribution: c (units of C).
-        nodes: the quadrature's nodes.
-        score_sigma: σ̂ (None: σ, the Neyman-Pearson score; a run's scores use the σ̂ it measured).
-
-    Returns:
-        ``{"mean_in", "var_in", "mean_out", "var_out", "mu"}``.
-
-    Raises:
-        ValueError: σ <= 0, σ̂ <= 0, q outside (0, 1] or T < 1."""
-    scale = sigma if score_sigma is None else score_sigma
-    if not (sigma > 0 and scale > 0 and 0 < sample_rate <= 1 and steps >= 1):
-        raise ValueError(f"exact_llr_moments needs σ > 0, σ̂ > 0, 0 < q <= 1, T >= 1, got {sigma}, {scale}, "
-                         f"{sample_rate}, {steps}")
-    z, w = np.polynomial.hermite_e.hermegauss(nodes)
-    w = w / w.sum()
-
-    def ell(x: np.ndarray) -> np.ndarray:
-        u = (2 * x - 1) / (2 * scale**2)
-        return np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + u) if sample_rate < 1 else u
-
-    off, on = ell(sigma * z), ell(contribution + sigma * z)
-    m_out, s_out = float(w @ off), float(w @ off**2)
-    m_in = (1 - sample_rate) * m_out + sample_rate * float(w @ on)
-    s_in = (1 - sample_rate) * s_out + sample_rate * float(w @ on**2)
-    out = {"mean_in": steps * m_in, "var_in": steps * (s_in - m_in**2), "mean_out": steps * m_out,
-           "var_out": steps * (s_out - m_out**2)}
-    out["mu"] = (out["mean_in"] - out["mean_out"]) / math.sqrt(max(out["var_in"], out["var_out"]))
-    return out
 
 
 def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:

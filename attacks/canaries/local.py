@@ -22,10 +22,13 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.base.attack import MembershipAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from attacks.conformance.local import local_conformance
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset
+from bench.core.design import AuditDesign
 from bench.core.params import Params
 
 

@@ -22,9 +22,12 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.base.attack import MembershipAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import concat
+from bench.core.design import AuditDesign
 from bench.core.params import Params
 from bench.core.types import TrainedModel
 

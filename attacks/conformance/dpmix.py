@@ -27,16 +27,12 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
-from attacks.analysis.conformance import (
-    conformance_record,
-    declared_epsilon_test,
-    independence_test,
-    noise_test,
-    shape_test,
-    steps_test,
-)
+from attacks.analysis.conformance import conformance_record
+from attacks.analysis.conformance_epsilon import declared_epsilon_test
 from attacks.analysis.conformance_mixing import dpmix_measured_epsilon, mixing_weight_test, weight_spread_test
+from attacks.analysis.conformance_noise import independence_test, noise_test, shape_test
 from attacks.analysis.conformance_release import image_noise_tests, mixing_dispersion, mixing_dispersion_test
+from attacks.analysis.conformance_sampling import steps_test
 from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
 from attacks.conformance.local import SAMPLE_ROWS, shown_only
 from bench.core.data import ArrayDataset

@@ -27,15 +27,11 @@ import torch
 from scipy import stats
 
 from attacks.analysis.analytic_gaussian import local_epsilon, rr_epsilon, rr_keep
-from attacks.analysis.conformance import (
-    conformance_record,
-    declared_epsilon_test,
-    independence_test,
-    rate_test,
-    shape_test,
-    steps_test,
-)
+from attacks.analysis.conformance import conformance_record
+from attacks.analysis.conformance_epsilon import declared_epsilon_test
+from attacks.analysis.conformance_noise import independence_test, shape_test
 from attacks.analysis.conformance_release import image_noise_tests, label_flip_test, limit_p_value
+from attacks.analysis.conformance_sampling import rate_test, steps_test
 from bench.core.types import PrivacySpent, Release
 
 SENSITIVITY = 2.0  # replace-one: two unit-norm images are at most 2 apart (from first principles)

@@ -7,7 +7,9 @@ import numpy as np
 from pydantic import Field
 from scipy.stats import norm
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores, at_most
+from attacks.base.attack import MembershipAttack, at_most
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from attacks.membership.shadows import default_size, offline_design, online_design, query
 from bench.core.params import Params
 

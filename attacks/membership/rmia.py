@@ -9,7 +9,9 @@ import torch
 from pydantic import Field
 from scipy.special import logsumexp
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores, at_most
+from attacks.base.attack import MembershipAttack, at_most
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from attacks.membership.shadows import default_size, log_softmax, offline_design
 from bench.core.data import concat
 from bench.core.params import Params

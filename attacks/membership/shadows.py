@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attacks.base import TrainLikeTarget
+from attacks.base.context import TrainLikeTarget
 from bench.core.data import ArrayDataset, concat
 from bench.core.training import logit_confidence, predict_logits
 

@@ -10,7 +10,9 @@ from pydantic import Field
 from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores, at_most
+from attacks.base.attack import MembershipAttack, at_most
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from attacks.membership.shadows import ShadowDesign, default_size, log_softmax, offline_design
 from bench.core.params import Params
 from bench.core.training import logit_confidence

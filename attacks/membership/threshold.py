@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores
+from attacks.base.attack import MembershipAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from bench.core.data import ArrayDataset
 from bench.core.params import Params
 from bench.core.training import logit_confidence, per_example_loss, predict_logits

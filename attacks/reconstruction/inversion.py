@@ -13,7 +13,9 @@ from pydantic import Field
 from torch import nn
 
 from attacks.analysis.metrics import clopper_pearson
-from attacks.base import AttackContext, Reconstruction, ReconstructionAttack
+from attacks.base.attack import ReconstructionAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import Reconstruction
 from attacks.reconstruction.scoring import class_mean_scores, evaluation_classifier, gray, nearest_scores
 from bench.core.params import Params
 from bench.core.training import predict_logits

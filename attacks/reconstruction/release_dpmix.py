@@ -11,7 +11,9 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
-from attacks.base import AttackContext, MembershipAttack, MembershipScores, Reconstruction, ReconstructionAttack
+from attacks.base.attack import MembershipAttack, ReconstructionAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores, Reconstruction
 from attacks.reconstruction.priors import (
     CHUNK,
     CandidateParams,

@@ -8,7 +8,9 @@ import math
 import torch
 
 from attacks.analysis.metrics import clopper_pearson
-from attacks.base import AttackContext, Reconstruction, ReconstructionAttack
+from attacks.base.attack import ReconstructionAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import Reconstruction
 from attacks.reconstruction.priors import CHUNK, CandidateParams, ImagesParams, population_moments, unit_rows, wiener
 from attacks.reconstruction.scoring import gray, ssim
 from bench.core.data import MembershipSplit

@@ -20,7 +20,7 @@ from bench.config.validation import DEFAULT_JOB_TIMEOUT_S, validate
 from bench.core.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from attacks.base import Attack
+    from attacks.base.attack import Attack
     from bench.core.params import Params
     from bench.core.types import TrainSpec
 

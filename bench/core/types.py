@@ -81,7 +81,7 @@ class TrainedModel:
         train_seconds: wall time of training (s).
         samples_per_s: training throughput in samples per second (examples processed / train time).
         history: per-epoch training loss.
-        epochs: per-epoch records of the loop that produced ``history`` (``bench.core.training.EpochRecorder``):
+        epochs: per-epoch records of the loop that produced ``history`` (``bench.core.epochs.EpochRecorder``):
             ``{"epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy"}``; empty when not recorded.
         audit: an audit run's observations (e.g. white-box canary scores and inclusion coins), JSON-able; else None.
     """

@@ -22,7 +22,7 @@ from bench.execution.fingerprint import fingerprint
 from bench.execution.trainjob import Recipe
 
 if TYPE_CHECKING:  # pragma: no cover
-    from attacks.base import AuditRequest
+    from attacks.base.context import AuditRequest
 
 __all__ = ["LikeTarget", "Recipe", "Slot", "Trainer", "code_fingerprint"]
 
@@ -167,13 +167,13 @@ class Trainer:
         return slot.trained
 
     def like(self, recipe: Recipe) -> LikeTarget:
-        """``attacks.base.TrainLikeTarget`` for models trained as ``recipe``'s."""
+        """``attacks.base.context.TrainLikeTarget`` for models trained as ``recipe``'s."""
         return LikeTarget(self, recipe)
 
 
 @dataclass(frozen=True)
 class LikeTarget:
-    """``attacks.base.TrainLikeTarget`` of one cell: its mechanism, settings, target ε and δ."""
+    """``attacks.base.context.TrainLikeTarget`` of one cell: its mechanism, settings, target ε and δ."""
 
     trainer: Trainer
     recipe: Recipe

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bench.core.data import ArrayDataset
+from bench.core.epochs import EpochRecorder, recording_epochs
 from bench.core.plain import plain_module
-from bench.core.training import EpochCallback, EpochRecorder, recording_epochs
+from bench.core.training import EpochCallback
 from bench.core.types import TrainedModel, TrainSpec
 from bench.execution.faults import MechanismFault, check_trained, is_plugin, mechanism_words, time_limit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from attacks.base import AuditRequest
+    from attacks.base.context import AuditRequest
 
 
 class JobFailed(RuntimeError):
@@ -61,7 +62,7 @@ class TrainJob:
         seeds: one training seed per model.
         device: device type to train on (``"cpu"`` / ``"cuda"``), on whichever machine runs the job.
         audit: an audit request for ``Mechanism.fit`` (one model only; e.g. ``GradientCanaries``), or None.
-        probe: held-out images a single model is evaluated on after every epoch (``bench.core.training.
+        probe: held-out images a single model is evaluated on after every epoch (``bench.core.epochs.
             EpochRecorder``, at most ``PROBE_MAX``; the training curves), or None. It never changes the weights.
         timeout_s: seconds each model of the job may train (``--job-timeout``; a vectorised ensemble of k models
             gets k times as long); None: no limit. Not part of any cache key: it does not change the model.

@@ -47,7 +47,7 @@ class Images(Model):
 
 
 class EpochRecord(Model):
-    """One epoch of a model's training (``bench.core.training.EpochRecorder``): losses in nats, accuracies as
+    """One epoch of a model's training (``bench.core.epochs.EpochRecorder``): losses in nats, accuracies as
     fractions; null where the loop could not measure it (e.g. training accuracy of the fast DP-SGD step, test values
     of a model trained without a probe set)."""
 

@@ -15,7 +15,9 @@ import torch
 
 from attacks.analysis import membership_audit
 from attacks.analysis.metrics import membership_metrics
-from attacks.base import Attack, AttackContext, MembershipAttack, MembershipScores, Reconstruction, ReconstructionAttack
+from attacks.base.attack import Attack, MembershipAttack, ReconstructionAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores, Reconstruction
 from bench.core.data import MembershipSplit
 from bench.core.evaluation import predict_logits
 from bench.core.features import conv_feature_maps

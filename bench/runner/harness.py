@@ -25,10 +25,10 @@ from rich.progress import (
 
 from attacks.analysis.pooled import pooled_audits
 from attacks.analysis.verdict import privacy_bugs
-from attacks.base import Attack
+from attacks.base.attack import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device
-from bench.core.training import PROBE_MAX
+from bench.core.epochs import PROBE_MAX
 from bench.execution.cache import ModelCache
 from bench.execution.executor import make_executor
 from bench.execution.faults import DEFAULT_JOB_TIMEOUT_S

@@ -9,7 +9,7 @@ import logging
 import math
 from pathlib import Path
 
-from attacks.base import Attack
+from attacks.base.attack import Attack
 from bench.config.run import RunConfig
 from bench.core.data import make_split
 from bench.core.datasource import is_source, parse_source

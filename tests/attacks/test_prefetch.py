@@ -10,7 +10,8 @@ import pytest
 from helpers import context
 
 from attacks import ATTACKS
-from attacks.base import MembershipAttack, TargetNotTrained
+from attacks.base.attack import MembershipAttack
+from attacks.base.context import TargetNotTrained
 
 
 class _Recorder:

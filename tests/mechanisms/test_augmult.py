@@ -15,7 +15,8 @@ from helpers import NormNet
 from bench.config.run import build_config
 from bench.core.data import ArrayDataset
 from bench.core.errors import ConfigError
-from bench.core.models import build_model, wide_resnet
+from bench.core.models import build_model
+from bench.core.resnets import wide_resnet
 from mechanisms import MECHANISMS
 from mechanisms.dpsgd.augmult import augment_views, augmult_padding
 from mechanisms.dpsgd.clipping import FAST_MODES, make_clipper

@@ -13,9 +13,10 @@ import torch
 from torch import nn
 
 from bench.core.data import ArrayDataset, load_dataset
+from bench.core.epochs import PROBE_MAX
 from bench.core.features import conv_feature_maps
 from bench.core.models import build_model
-from bench.core.training import PROBE_MAX, evaluate
+from bench.core.training import evaluate
 from bench.execution.executor import TrainJob, run_job
 from bench.execution.jobs import Recipe
 from bench.results import Results, RunResult, Timings, read

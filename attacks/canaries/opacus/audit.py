@@ -45,11 +45,14 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.base.attack import MembershipAttack
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from attacks.canaries.opacus.observer import AuditRefused, OpacusCanaries, canary_records
 from attacks.conformance.opacus import opacus_conformance
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
+from bench.core.design import AuditDesign
 from bench.core.params import Params
 
 __all__ = ["AuditRefused", "OpacusCanaries", "OpacusCanaryAudit", "OpacusCanaryParams"]

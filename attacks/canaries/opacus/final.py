@@ -47,11 +47,13 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.base import AttackContext, AuditDesign, MembershipScores
+from attacks.base.context import AttackContext
+from attacks.base.outputs import MembershipScores
 from attacks.canaries.opacus.audit import OpacusCanaryAudit
 from attacks.canaries.opacus.observer import AuditRefused, OpacusCanaries, OpacusObserver, canary_records
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset
+from bench.core.design import AuditDesign
 from bench.core.params import Params
 from bench.core.plain import plain_module
 

@@ -14,14 +14,13 @@ from attacks.analysis import family, membership_audit
 from attacks.analysis.fdp import gdp_delta, gdp_epsilon
 from attacks.analysis.gaussian_llr import (
     combined_shape_p,
-    exact_llr_moments,
     gdp_mu_lower,
     llr_fit,
     llr_gdp_bound,
     llr_valid,
     pool_llr_fits,
-    simulate_llr_scores,
 )
+from attacks.analysis.gaussian_llr_ideal import exact_llr_moments, simulate_llr_scores
 from attacks.analysis.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon

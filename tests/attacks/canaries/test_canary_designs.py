@@ -20,12 +20,13 @@ from scipy.stats import binomtest, norm, normaltest
 from attacks.analysis import membership_audit
 from attacks.analysis.guess_plan import PLANNED_FRACTIONS
 from attacks.analysis.metrics import membership_metrics
-from attacks.base import AuditDesign, OneAtATime
+from attacks.base.context import OneAtATime
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams, _coins
 from attacks.canaries.one_run import CanaryAudit, CanaryParams
 from attacks.canaries.weight_noise import WeightCanaryAudit, WeightCanaryParams
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import load_dataset, make_split
+from bench.core.design import AuditDesign
 from bench.core.models import build_model
 from bench.core.training import per_example_loss, seed_everything
 from bench.core.types import PrivacySpent, TrainedModel

@@ -13,7 +13,7 @@ import pytest
 from helpers import planted
 
 from attacks.analysis import family
-from attacks.base import AuditDesign
+from bench.core.design import AuditDesign
 from bench.results.document import read
 from reports.audit.table import audit_rows
 

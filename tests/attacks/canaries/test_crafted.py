@@ -143,7 +143,7 @@ def _opacus_plugin():
 def test_a_users_opacus_loop_with_the_hook_is_audited_run_by_run(digits_split, monkeypatch):
     """examples/opacus_plugin.py declares "initial-model": its own loop trains each run from θ_0 (one run per job);
     without the declaration the audit is refused in one line."""
-    from attacks.base import OneAtATime
+    from attacks.base.context import OneAtATime
     from mechanisms.base import InitialModel, Weights
 
     plugin = _opacus_plugin()

@@ -13,9 +13,9 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from attacks.analysis import membership_audit
-from attacks.base import AuditDesign
 from attacks.canaries.dpmix import DPMixCanaryAudit, DPMixCanaryParams, common_shift, maximal_pairs
 from bench.core.data import ArrayDataset, load_dataset
+from bench.core.design import AuditDesign
 from mechanisms.dpmix.mechanism import DPMix
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

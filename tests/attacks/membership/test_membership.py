@@ -11,12 +11,13 @@ from helpers import CPU, context
 
 from attacks import ATTACKS
 from attacks.analysis.metrics import membership_metrics
-from attacks.base import AuditDesign, OneAtATime
+from attacks.base.context import OneAtATime
 from attacks.membership.lira import gaussian_fit, lira_scores
 from attacks.membership.rmia import rmia_scores
 from attacks.membership.shadows import offline_design, online_design
 from attacks.membership.threshold import ConfidenceAttack, LossAttack, ThresholdParams, modified_entropy
 from bench.core.data import concat, load_dataset, make_split
+from bench.core.design import AuditDesign
 from bench.core.training import logit_confidence
 from bench.execution.cache import ModelCache
 from bench.execution.executor import LocalExecutor

@@ -12,7 +12,7 @@ from helpers import context
 
 from attacks import ATTACKS
 from attacks.analysis.metrics import clopper_pearson, membership_metrics
-from attacks.base import MembershipAttack
+from attacks.base.attack import MembershipAttack
 from bench.core.types import PrivacySpent, Release, TrainedModel
 from mechanisms.dpmix.mixing import mix_release
 from mechanisms.local.mechanism import perturb

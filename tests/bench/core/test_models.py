@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from bench.core.models import FrozenFront, Scattering, build_model
+from bench.core.models import FrozenFront, build_model
+from bench.core.scatternet import Scattering
 
 
 def test_scatternet_linear_shapes_and_what_it_trains():

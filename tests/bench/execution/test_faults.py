@@ -148,7 +148,7 @@ def test_different_seeds_draw_different_members():
 BROKEN_ATTACKS = '''
 """Two attacks that fail: one with a clear ValueError, one with a bug (an IndexError)."""
 from attacks import ATTACKS
-from attacks.base import MembershipAttack
+from attacks.base.attack import MembershipAttack
 
 
 class Refuses(MembershipAttack):

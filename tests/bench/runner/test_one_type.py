@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from attacks.analysis import audit_bounds
-from attacks.base import MembershipScores
+from attacks.base.outputs import MembershipScores
 from bench.core.design import AuditDesign
 from bench.core.privacy import PrivacySpent, RelationEpsilon
 from bench.results import AttackRecord, Privacy
