@@ -10,7 +10,7 @@ from scipy.stats import norm
 from attacks.base.attack import MembershipAttack, at_most
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
-from attacks.membership.shadows import default_size, offline_design, online_design, query
+from attacks.membership.shadows import OfflineShadows, default_size, offline_design, online_design, query
 from bench.core.params import Params
 
 GLOBAL_VARIANCE_BELOW = 64  # Carlini et al. §VI-A: below 64 shadow models a global variance works better
@@ -156,21 +156,9 @@ class LiRA(MembershipAttack):
         return MembershipScores(scores, ctx.labels(limit), extra={"num_shadow": num_shadow})
 
 
-class LiRAOffline(LiRA):
+class LiRAOffline(OfflineShadows, LiRA):
     """LiRA offline (population-only shadows), registered as ``lira-offline`` so both variants can run."""
 
     name = "lira-offline"
     Params = LiRAOfflineParams
     online = False
-    needs_population = True
-
-    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Offline shadows train on records of the attacker's population only.
-
-        Args:
-            n_members: the target's training records (unused).
-            n_population: the attacker's population records.
-
-        Returns:
-            One line naming ``shadow_size`` when it exceeds n_population, else None."""
-        return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")

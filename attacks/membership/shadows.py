@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attacks.base.attack import MembershipAttack, at_most
 from attacks.base.context import TrainLikeTarget
 from bench.core.data import ArrayDataset, concat
 from bench.core.training import logit_confidence, predict_logits
@@ -236,3 +237,21 @@ def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.dev
     Returns:
         ``(N, K)`` float64 log-probabilities (nats)."""
     return torch.log_softmax(predict_logits(model, data.x, device=device).double(), dim=1).numpy()
+
+
+class OfflineShadows(MembershipAttack):
+    """A membership attack whose shadow models train on the attacker's population only (offline: ``shadow``,
+    ``lira-offline``), so ``shadow_size`` (a ``Params`` field) is bounded by the population."""
+
+    needs_population = True
+
+    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
+        """Offline shadows train on records of the attacker's population only.
+
+        Args:
+            n_members: the target's training records (unused).
+            n_population: the attacker's population records.
+
+        Returns:
+            One line naming ``shadow_size`` when it exceeds n_population, else None."""
+        return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")

@@ -10,10 +10,9 @@ from pydantic import Field
 from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
-from attacks.base.attack import MembershipAttack, at_most
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
-from attacks.membership.shadows import ShadowDesign, default_size, log_softmax, offline_design
+from attacks.membership.shadows import OfflineShadows, ShadowDesign, default_size, log_softmax, offline_design
 from bench.core.params import Params
 from bench.core.training import logit_confidence
 
@@ -55,7 +54,7 @@ class ShadowParams(Params):
     max_rows: int = Field(40_000, ge=2)
 
 
-class ShadowModelAttack(MembershipAttack):
+class ShadowModelAttack(OfflineShadows):
     """Shokri et al.'s attack: k shadows trained like the target on population subsets (the offline design,
     shared with ``lira-offline`` and ``rmia``); each shadow's outputs on its own training records are
     labelled IN and on the rest of the population OUT; a gradient-boosted classifier per true class (where
@@ -65,18 +64,6 @@ class ShadowModelAttack(MembershipAttack):
 
     name = "shadow"
     Params = ShadowParams
-    needs_population = True
-
-    def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Shadow models train on records of the attacker's population.
-
-        Args:
-            n_members: the target's training records (unused).
-            n_population: the attacker's population records.
-
-        Returns:
-            One line naming ``shadow_size`` when it exceeds n_population, else None."""
-        return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")
 
     def _fit(self, features: np.ndarray, labels: np.ndarray, seed: int) -> HistGradientBoostingClassifier:
         clf = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, random_state=seed)
