@@ -1,6 +1,6 @@
 """The conformance code's own accountants against the mechanisms' (issue 45), on every built-in mechanism's grid at
 the ``ci`` and ``default`` profiles' sizes: what the declared-ε test's tolerance
-(``attacks.analysis.conformance_epsilon.DECLARED_TOLERANCE``, 1e-3) rests on.
+(``attacks.analysis.conformance.epsilon.DECLARED_TOLERANCE``, 1e-3) rests on.
 
 1. **How far the pessimistic PLD overstates ε** on those grids: the conformance code's PLD (DPMix's dominating pair,
    ``attacks.analysis.mixing_pair``; DP-SGD's Poisson-subsampled Gaussian, ``attacks.analysis.subsampled_gaussian``) on
@@ -28,7 +28,7 @@ import math
 import sys
 
 from attacks.analysis.analytic_gaussian import local_epsilon
-from attacks.analysis.conformance_epsilon import DECLARED_TOLERANCE
+from attacks.analysis.conformance.epsilon import DECLARED_TOLERANCE
 from attacks.analysis.mixing_pair import GRID, mixing_epsilon, mixing_shift
 from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
 

@@ -25,9 +25,9 @@ import sys
 import numpy as np
 from scipy import stats
 
-from attacks.analysis.conformance_epsilon import dpsgd_measured_epsilon
-from attacks.analysis.conformance_noise import independence_test, shape_test
-from attacks.analysis.conformance_sampling import dispersion_test
+from attacks.analysis.conformance.epsilon import dpsgd_measured_epsilon
+from attacks.analysis.conformance.noise import independence_test, shape_test
+from attacks.analysis.conformance.sampling import dispersion_test
 from attacks.analysis.subsampled_gaussian import sigma_for_epsilon
 
 SIZES = {"ci": ((65_536, 1_024, 10_240, 10), (1638, 26, 256, 1)), "default": ((39_690, 10), (992, 1))}

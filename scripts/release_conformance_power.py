@@ -36,16 +36,16 @@ import torch
 from scipy import stats
 
 from attacks.analysis.analytic_gaussian import rr_keep as randomized_response_keep
-from attacks.analysis.conformance_mixing import mixing_weight_test, weight_spread_test
-from attacks.analysis.conformance_noise import independence_test, noise_test, shape_test
-from attacks.analysis.conformance_release import (
+from attacks.analysis.conformance.mixing import mixing_weight_test, weight_spread_test
+from attacks.analysis.conformance.noise import independence_test, noise_test, shape_test
+from attacks.analysis.conformance.release import (
     image_noise_tests,
     label_flip_test,
     mixing_dispersion,
     mixing_dispersion_test,
     region_ids,
 )
-from attacks.analysis.conformance_sampling import rate_test
+from attacks.analysis.conformance.sampling import rate_test
 from attacks.conformance.local import SAMPLE_ROWS
 from mechanisms.dpmix.mixing import sample_subsets
 

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance_epsilon import declared_epsilon_test, dpsgd_measured_epsilon
-from attacks.analysis.conformance_noise import clip_test, independence_test, noise_test, shape_test
-from attacks.analysis.conformance_sampling import dispersion_test, rate_test, steps_test
+from attacks.analysis.conformance.epsilon import declared_epsilon_test, dpsgd_measured_epsilon
+from attacks.analysis.conformance.noise import clip_test, independence_test, noise_test, shape_test
+from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
 from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon
 
 LARGE_EPSILON = 1e9  # stored for an ε from measured parameters that is infinite (no noise at all)

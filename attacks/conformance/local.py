@@ -3,7 +3,7 @@ on the releases the audit makes through the mechanism's own ``release``, and the
 (``attacks.conformance.dpmix``) shares.
 
 ``local_conformance``: the canaries' true unit images are known, so released − true is the noise itself: σ pooled, per
-region, per pixel (``attacks.analysis.conformance_release.image_noise_tests``), its shape and independence, one release
+region, per pixel (``attacks.analysis.conformance.release.image_noise_tests``), its shape and independence, one release
 per record; each record's release tested for what it is, its own image plus fresh noise: the regression coefficient
 of the release on the record (the scale at which it enters; 1 for the sensitivity's unit norm), two-sided; the label
 channel's keep rate against k-ary randomized response's e^ε_y/(e^ε_y + k − 1) at the declared ε_y and the uniformity
@@ -28,10 +28,10 @@ from scipy import stats
 
 from attacks.analysis.analytic_gaussian import local_epsilon, rr_epsilon, rr_keep
 from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance_epsilon import declared_epsilon_test
-from attacks.analysis.conformance_noise import independence_test, shape_test
-from attacks.analysis.conformance_release import image_noise_tests, label_flip_test, limit_p_value
-from attacks.analysis.conformance_sampling import rate_test, steps_test
+from attacks.analysis.conformance.epsilon import declared_epsilon_test
+from attacks.analysis.conformance.noise import independence_test, shape_test
+from attacks.analysis.conformance.release import image_noise_tests, label_flip_test, limit_p_value
+from attacks.analysis.conformance.sampling import rate_test, steps_test
 from bench.core.types import PrivacySpent, Release
 
 SENSITIVITY = 2.0  # replace-one: two unit-norm images are at most 2 apart (from first principles)

@@ -51,10 +51,10 @@ import numpy as np
 from scipy import stats
 
 from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance_epsilon import declared_epsilon_test
-from attacks.analysis.conformance_noise import clip_test, noise_test
-from attacks.analysis.conformance_release import limit_p_value
-from attacks.analysis.conformance_sampling import dispersion_test, rate_test, steps_test
+from attacks.analysis.conformance.epsilon import declared_epsilon_test
+from attacks.analysis.conformance.noise import clip_test, noise_test
+from attacks.analysis.conformance.release import limit_p_value
+from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
 
 __all__ = ["SIGMA_STAR_MARGIN", "accountant_rate", "opacus_conformance", "opacus_tests", "prv_composed_epsilon",
            "prv_epsilon", "prv_sigma_for_epsilon"]

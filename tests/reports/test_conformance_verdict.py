@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attacks.analysis.conformance_noise import noise_test
+from attacks.analysis.conformance.noise import noise_test
 from attacks.analysis.verdict import privacy_bugs
 from reports.empirical import privacy_bug_lines
 from reports.tables import summary_rows

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from attacks.analysis.conformance_epsilon import dpsgd_measured_epsilon
-from attacks.analysis.conformance_noise import clip_test, independence_test, noise_test, shape_test
-from attacks.analysis.conformance_sampling import dispersion_test, rate_test, steps_test
+from attacks.analysis.conformance.epsilon import dpsgd_measured_epsilon
+from attacks.analysis.conformance.noise import clip_test, independence_test, noise_test, shape_test
+from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
 from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon, sigma_for_epsilon
 
 ALPHA = 0.05

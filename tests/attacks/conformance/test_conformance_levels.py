@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from attacks.analysis.conformance_noise import independence_test, shape_test
-from attacks.analysis.conformance_sampling import dispersion_test
+from attacks.analysis.conformance.noise import independence_test, shape_test
+from attacks.analysis.conformance.sampling import dispersion_test
 
 SIZES = {"ci": (700, 105, 1 / 7, 64 + 26 + 64 + 1),  # ci profile: MLP 64-1024-10, batch 100, 15 epochs
          "default": (10_500, 120, 1 / 3, 64 + 1)}  # default profile: ScatterNet + linear, batch 4,096, 40 epochs

@@ -22,7 +22,7 @@ from attacks.analysis.analytic_gaussian import (
     rr_epsilon,
     rr_keep,
 )
-from attacks.analysis.conformance_epsilon import DECLARED_TOLERANCE, declared_epsilon_test
+from attacks.analysis.conformance.epsilon import DECLARED_TOLERANCE, declared_epsilon_test
 from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
 from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
 

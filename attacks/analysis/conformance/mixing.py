@@ -27,7 +27,7 @@ from typing import Any
 from scipy import stats
 
 from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance_release import limit_p_value
+from attacks.analysis.conformance.release import limit_p_value
 from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
 
 __all__ = ["dpmix_measured_epsilon", "mixing_weight_test", "weight_limit", "weight_spread_test"]

@@ -15,10 +15,10 @@ independence across steps) the test is two-sided.
 
 This module holds what every test shares: the record a test returns (``conformance_record``), the validity it
 declares and the family's smallest p-value. The tests, one module per kind: the noise and the sensitivity it is
-calibrated to (``attacks.analysis.conformance_noise``), the sampling and the steps
-(``attacks.analysis.conformance_sampling``), the ε the run's measured or declared parameters imply
-(``attacks.analysis.conformance_epsilon``); DPMix's mixing (``attacks.analysis.conformance_mixing``) and the released
-data sets' (``attacks.analysis.conformance_release``). Pure NumPy / SciPy (and ``dp_accounting`` for the ε); no torch.
+calibrated to (``attacks.analysis.conformance.noise``), the sampling and the steps
+(``attacks.analysis.conformance.sampling``), the ε the run's measured or declared parameters imply
+(``attacks.analysis.conformance.epsilon``); DPMix's mixing (``attacks.analysis.conformance.mixing``) and the released
+data sets' (``attacks.analysis.conformance.release``). Pure NumPy / SciPy (and ``dp_accounting`` for the ε); no torch.
 """
 
 from __future__ import annotations

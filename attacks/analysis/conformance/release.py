@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance_noise import noise_test
+from attacks.analysis.conformance.noise import noise_test
 
 __all__ = ["GRID", "image_noise_tests", "label_flip_test", "limit_p_value", "mixing_dispersion",
            "mixing_dispersion_test", "region_ids", "sidak_test"]

@@ -10,8 +10,8 @@ from typing import Any
 from scipy import stats
 
 from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance_noise import noise_test
-from attacks.analysis.conformance_sampling import rate_test
+from attacks.analysis.conformance.noise import noise_test
+from attacks.analysis.conformance.sampling import rate_test
 from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon, sigma_for_epsilon
 
 
