@@ -9,10 +9,10 @@ import torch
 from pydantic import Field
 from scipy.special import logsumexp
 
-from attacks.base.attack import MembershipAttack, at_most
+from attacks.base.attack import at_most
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
-from attacks.membership.shadows import default_size, log_softmax, offline_design
+from attacks.membership.shadows import OfflineShadows, default_size, log_softmax, offline_design
 from bench.core.data import concat
 from bench.core.params import Params
 
@@ -71,7 +71,7 @@ class RMIAParams(Params):
     shadow_size: int | None = Field(None, ge=1)
 
 
-class RMIA(MembershipAttack):
+class RMIA(OfflineShadows):
     """RMIA offline. Reference models are trained like the target on population records (the offline
     shadow design, shared with ``lira-offline`` and ``shadow``); z-samples are population records, with
     Pr(z) taken over the references that did not train on them. Settings: ``RMIAParams``.
@@ -79,20 +79,18 @@ class RMIA(MembershipAttack):
 
     name = "rmia"
     Params = RMIAParams
-    needs_population = True
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """z-samples and reference models' records come from the attacker's population.
+        """z-samples come from the attacker's population too (``num_z`` checked first), then the reference models'
+        records (``OfflineShadows.size_problem``).
 
         Args:
-            n_members: the target's training records (unused).
-            n_population: the attacker's population records.
+            n_members, n_population: as ``OfflineShadows.size_problem``.
 
         Returns:
             One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None."""
-        p = self.params
-        return at_most(self.name, "num_z", p.num_z, n_population, "n_population") or \
-            at_most(self.name, "shadow_size", p.shadow_size, n_population, "n_population")
+        return at_most(self.name, "num_z", self.params.num_z, n_population, "n_population") or \
+            super().size_problem(n_members=n_members, n_population=n_population)
 
     def score(self, ctx: AttackContext) -> MembershipScores:
         """RMIA offline's scores of the candidates (Zarifzadeh et al. 2024; the offline correction: §4.2).

@@ -241,7 +241,7 @@ def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.dev
 
 class OfflineShadows(MembershipAttack):
     """A membership attack whose shadow models train on the attacker's population only (offline: ``shadow``,
-    ``lira-offline``), so ``shadow_size`` (a ``Params`` field) is bounded by the population."""
+    ``lira-offline``, ``rmia``), so ``shadow_size`` (a ``Params`` field) is bounded by the population."""
 
     needs_population = True
 
