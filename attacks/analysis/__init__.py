@@ -1,27 +1,25 @@
 """Empirical privacy: ε lower bounds from an attack's scores, by the design that decided who was a member.
 
-Every bound names its method, whether it is valid for any mechanism (non-parametric) or only under an assumption
-(parametric), and its confidence. Designs (``bench.core.design.AuditDesign``):
+Every analysis is one of two kinds of evidence, never mixed (docs/audits.md, "Valid bounds and estimates"):
 
-- ``heuristic``: one model's natural members. The Clopper-Pearson bound over thresholds (Jagielski et al. 2020)
-  treats the outcomes as independent, which DP does not give: shown, never a privacy-bug verdict.
-- ``one-run``: m canaries included independently with probability ½ in one run. Non-parametric: the one-run
-  bound (Steinke, Nasr, Jagielski 2023) and the f-DP analysis against (ε, δ) curves (Mahloujifar, Melis,
-  Chaudhuri 2024); with the accountant's privacy profile, the test of that whole certified curve. Parametric:
-  the f-DP analysis against Gaussian (μ-GDP) curves, and for white-box scores the Gaussian pair (Agrawal et al.
-  2026).
-- ``multi-run``: m independent runs (or independently released canaries). Non-parametric: Clopper-Pearson over
-  thresholds (Jagielski et al. 2020). Parametric: the GDP fit (Nasr et al. 2023) and the Gaussian pair; where the
-  design reads a record's label as a channel of its own, the Gaussian pair composed with it (``channels``).
+- **valid**: holds at its confidence for any mechanism, whatever the scores' distribution — Clopper-Pearson over a
+  family of thresholds fixed before the scores (Jagielski et al. 2020), the one-run test (Steinke, Nasr, Jagielski
+  2023) and the f-DP analysis against (ε, δ) curves (Mahloujifar, Melis, Chaudhuri 2024). Only these give "ε ≥", the
+  audit's ``epsilon_lb`` and the run-level privacy-bug check (``attacks.analysis.verdict``); the Bonferroni family of
+  an audit (``family``) holds them alone.
+- **estimate**: rests on a distributional assumption (``METHODS``' second field) — the Gaussian pair (Agrawal et al.
+  2026), the GDP fit's ε (Nasr et al. 2023), ``gaussian-llr`` (a CLT over T steps), ``gaussian-composed``,
+  ``f-dp-gaussian``. Shown with its assumption (and its normality test where it has one), never an "ε ≥", never a
+  privacy bug, however plausible: a correct mechanism whose scores break the assumption (clipped contributions that
+  depend on the past, heavy tails, unequal spreads, randomized response) reads above its ε through them
+  (``scripts/false_alarms.py``).
 
-A bound is *valid* when it holds at its confidence under the design alone: the non-parametric ones, and the
-Gaussian ones when the design's scores are Gaussian by construction (``AuditDesign.gaussian``: the mechanism's
-Gaussian noise read through a linear score) and a normality test does not reject. The tightest valid bound is the
-audit's ``epsilon_lb``; only valid bounds of one-run and multi-run designs may decide a privacy bug. A parametric
-bound whose assumption is only plausible (white-box DP-SGD's canary signals are sums over many steps) is shown with
-its assumption and normality p-value. The Bonferroni family of an audit (``family``) is fixed by its design before
-any score is seen: a Gaussian analysis the design allows counts in the divisor whether or not its normality test
-later passes. Pure NumPy / SciPy (no torch).
+Designs (``bench.core.design.AuditDesign``): ``heuristic`` (one model's natural members: outcomes not independent,
+its Clopper-Pearson bound shown, never deciding), ``one-run`` (m canaries included independently with probability ½
+in one run) and ``multi-run`` (m independent runs, or independently released canaries; a design whose slots went
+through one release call adds the one-run analyses, valid under any dependence). Tests of the certificate that are
+exact under the certified mechanism (white-box canaries against their exact score distribution) are conformance tests
+(``attacks.analysis.conformance``), not bounds. Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ from attacks.analysis.channels import composed_bound, image_summary, label_count
 from attacks.analysis.curve import certified_tradeoff, curve_rejected
 from attacks.analysis.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.analysis.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
-from attacks.analysis.gaussian_llr import llr_fit, llr_gdp_bound, llr_valid
+from attacks.analysis.gaussian_llr import llr_fit, llr_gdp_bound
 from attacks.analysis.guess_plan import two_sided_rule
 from attacks.analysis.one_run import (
     GUESS_FRACTIONS,
@@ -55,12 +53,12 @@ from attacks.analysis.thresholds import (
 from bench.core.design import AuditDesign
 from bench.results.membership import Audit
 
-__all__ = ["GAUSSIAN_METHODS", "GUESS_FRACTIONS", "METHODS", "NORMALITY_LEVEL", "THRESHOLD_POINTS", "audit_bounds",
-           "best_epsilon", "best_one_run_epsilon", "composed_bound", "epsilon_lower_bound", "family", "fdp_epsilon",
-           "fdp_gdp_epsilon", "label_counts",
-           "gaussian_pair_epsilon", "gaussian_valid", "gdp_epsilon", "gdp_fit_epsilon", "membership_audit",
-           "one_run_epsilon", "one_run_guesses", "one_run_p_value", "order_statistic_indices", "pair_bound",
-           "pair_epsilon", "profile_rejected", "rejects", "threshold_counts"]
+__all__ = ["ESTIMATES", "GAUSSIAN_METHODS", "GUESS_FRACTIONS", "METHODS", "NORMALITY_LEVEL", "THRESHOLD_POINTS",
+           "audit_bounds", "best_epsilon", "best_one_run_epsilon", "composed_bound", "epsilon_lower_bound",
+           "estimates", "evidence", "family", "fdp_epsilon", "fdp_gdp_epsilon", "gaussian_pair_epsilon",
+           "gaussian_valid", "gdp_epsilon", "gdp_fit_epsilon", "label_counts", "membership_audit", "one_run_epsilon",
+           "one_run_guesses", "one_run_p_value", "order_statistic_indices", "pair_bound", "pair_epsilon",
+           "profile_rejected", "rejects", "threshold_counts"]
 
 METHODS = {  # method -> (what it is, the assumption it needs beyond the design; None: non-parametric)
     "clopper-pearson": ("Clopper-Pearson over a fixed family of thresholds (Jagielski et al. 2020)", None),
@@ -80,12 +78,29 @@ METHODS = {  # method -> (what it is, the assumption it needs beyond the design;
                           "image scores Gaussian, the two channels' noise independent, canaries independent"),
 }
 GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed", "gaussian-llr")
-NORMALITY_LEVEL = 0.01  # a Gaussian bound on scores Gaussian by construction counts only if normality is not rejected
+ESTIMATES = tuple(m for m, (_, assumption) in METHODS.items() if assumption is not None)  # never valid, never deciding
+NORMALITY_LEVEL = 0.01  # the level of an estimate's normality test: shown beside it, deciding nothing
 
 
-def _bound(method: str, value: float, valid: bool, **extra: Any) -> dict[str, Any]:
+def evidence(method: str, design_kind: str) -> str:
+    """The kind of evidence an analysis gives (the one rule, module docstring).
+
+    Args:
+        method: a key of ``METHODS``.
+        design_kind: the audit design's ``kind``.
+
+    Returns:
+        ``"valid"`` (assumption-free, one-run or multi-run design), ``"estimate"`` (a distributional assumption) or
+        ``"heuristic"`` (a heuristic design: outcomes not independent)."""
+    if METHODS[method][1] is not None:
+        return "estimate"
+    return "valid" if design_kind in ("one-run", "multi-run") else "heuristic"
+
+
+def _bound(method: str, value: float, kind: str, computable: bool = True, **extra: Any) -> dict[str, Any]:
+    ev = evidence(method, kind)
     return {"method": method, "epsilon_lb": float(value), "parametric": METHODS[method][1] is not None,
-            "assumption": METHODS[method][1], "valid": bool(valid), **extra}
+            "assumption": METHODS[method][1], "valid": ev == "valid" and computable, "evidence": ev, **extra}
 
 
 def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: float, confidence: float
@@ -103,7 +118,8 @@ def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: f
 
 
 def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
-    """Whether Gaussian analyses are valid bounds under ``design``.
+    """Whether a Gaussian estimate's assumption stands its test under ``design`` (shown beside the estimate; it
+    never makes the estimate a bound).
 
     Args:
         design: the audit's design.
@@ -117,20 +133,13 @@ def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
 
 
 def family(design: AuditDesign) -> tuple[str, ...]:
-    """The analyses that may decide anything under ``design``, fixed by the design alone before any score is seen:
-    the Bonferroni family of the audit (its divisor k) and of the run-level check (``attacks.analysis.verdict``).
+    """The valid analyses of ``design``, fixed by the design alone before any score is seen: the Bonferroni family of
+    the audit (its divisor k) and of the run-level check (``attacks.analysis.verdict``). Estimates (``estimates``)
+    never belong: they decide nothing, so they cost the valid bounds no confidence.
 
-    Non-parametric analyses of a one-run or multi-run design always belong; the Gaussian ones (and, where the design
-    reads a record's label as its own channel, their composition with it) belong exactly when the scores are
-    Gaussian by construction (``design.gaussian``), whether or not the normality test later passes: a bound
-    whose test rejects is counted and not used, so the family-wise level stays at most 1 − confidence. A heuristic
-    design has no family (its bound never decides). A white-box one-run design (DP-SGD's Dirac canaries: independent
-    trials by construction, scored by summed log-likelihood ratios) adds ``gaussian-llr``, valid when the excluded
-    canaries' scores pass its shape test (``attacks.analysis.gaussian_llr.llr_fit``); counted either way. A hidden-state
-    one-run design (the same canaries scored from θ_T − θ_0, a sum of the canary's noisy updates) adds it too: the
-    μ-GDP analysis of the sums, its shape test a plain normality test of the excluded canaries' scores. A multi-run
-    design whose slots went through one release call (``design.one_release``) adds ``one-run`` and ``f-dp``: valid
-    whatever the dependence between its slots, where the multi-run analyses assume them independent.
+    One-run designs: ``one-run`` and ``f-dp``; multi-run designs: ``clopper-pearson``, and where the slots went
+    through one release call (``design.one_release``: their independence is the mechanism's promise, not the
+    design's) ``one-run`` and ``f-dp`` too, valid under any dependence between slots. A heuristic design has none.
 
     Args:
         design: the audit's design.
@@ -141,14 +150,35 @@ def family(design: AuditDesign) -> tuple[str, ...]:
     if kind not in ("one-run", "multi-run"):
         return ()
     base: tuple[str, ...] = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
-    if kind == "multi-run" and design.one_release:  # slots of one release: independence not by construction
+    if kind == "multi-run" and design.one_release:
         base += ("one-run", "f-dp")
+    return base
+
+
+def estimates(design: AuditDesign) -> tuple[str, ...]:
+    """The estimates ``design`` computes beside its valid bounds: each rests on an assumption about the scores.
+
+    ``f-dp-gaussian`` for one-run designs and ``gdp-fit`` for multi-run ones; ``gaussian-llr`` for white-box and
+    hidden-state one-run designs (summed log-likelihood ratios or sums of noisy updates); ``gaussian-pair`` where the
+    scores are canary-aligned (white-box, hidden-state, multi-run or ``design.gaussian``); ``gaussian-composed`` where
+    the design reads a record's label as its own channel.
+
+    Args:
+        design: the audit's design.
+
+    Returns:
+        The estimates' method names (empty for a heuristic design)."""
+    kind = design.kind
+    if kind not in ("one-run", "multi-run"):
+        return ()
+    out: tuple[str, ...] = ("gdp-fit",) if kind == "multi-run" else ("f-dp-gaussian",)
     if kind == "one-run" and design.threat_model in ("white-box", "hidden-state"):
-        base += ("gaussian-llr",)
-    if not design.gaussian:
-        return base
-    gauss = ("gdp-fit", "gaussian-pair") if kind == "multi-run" else ("f-dp-gaussian", "gaussian-pair")
-    return base + gauss + (("gaussian-composed",) if "label" in design.channels else ())
+        out += ("gaussian-llr",)
+    if design.threat_model in ("white-box", "hidden-state") or kind == "multi-run" or design.gaussian:
+        out += ("gaussian-pair",)
+    if design.gaussian and "label" in design.channels:
+        out += ("gaussian-composed",)
+    return out
 
 
 def _compute(method: str, counts: list[list[int]], one_run: tuple[int, list[list[int]]] | None,
@@ -174,44 +204,34 @@ def _compute(method: str, counts: list[list[int]], one_run: tuple[int, list[list
 def _analyses(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, counts: list[list[int]],
               one_run: tuple[int, list[list[int]]] | None, *, delta: float, confidence: float,
               label_outcomes: ArrayLike | None = None) -> tuple[list[dict[str, Any]], float]:
-    """Every analysis the design allows, as bound records (``valid``: a lower bound under the design alone), each
-    at 1 − (1 − confidence)/k for the k analyses of the design's ``family`` (Bonferroni, fixed before the scores are
-    seen: the tightest valid bound holds at ``confidence``); and that per-analysis confidence. A family member that
-    cannot be computed (a Gaussian fit on too few scores) is recorded as 0, not valid."""
-    kind = design.kind
-    if kind == "heuristic":
-        return [_bound("clopper-pearson", best_epsilon(counts, delta=delta, confidence=confidence), False)], confidence
-    members = family(design)
-    pair = _pair(design, scores, labels, delta=delta, confidence=confidence)
-    gaussian = gaussian_valid(design, pair["normality_p"] if pair else None)
-    methods = ["clopper-pearson", "gdp-fit"] if kind == "multi-run" else ["one-run", "f-dp", "f-dp-gaussian"]
-    if kind == "multi-run" and design.one_release:
-        methods += ["one-run", "f-dp"]
+    """Every analysis the design allows, as bound records: the valid ones (``family``), each at 1 − (1 − confidence)/k
+    for the k of them (Bonferroni, fixed before the scores are seen: the tightest holds at ``confidence``), then the
+    estimates (``estimates``), each at ``confidence`` under its assumption; and the valid ones' per-analysis
+    confidence. An estimate that cannot be computed (a Gaussian fit on too few scores) is recorded as 0."""
+    if design.kind == "heuristic":
+        value = best_epsilon(counts, delta=delta, confidence=confidence)
+        return [_bound("clopper-pearson", value, design.kind)], confidence
+    members, guesses = family(design), estimates(design)
+    each = 1.0 - (1.0 - confidence) / max(1, len(members))
     fits: dict[str, dict[str, Any] | None] = {}
-    if pair is not None or "gaussian-pair" in members:
-        methods.append("gaussian-pair")
+    pair = _pair(design, scores, labels, delta=delta, confidence=confidence) if "gaussian-pair" in guesses else None
+    if "gaussian-pair" in guesses:
         fits["gaussian-pair"] = None if pair is None else {k: v for k, v in pair.items() if k != "epsilon_lb"}
-    if "gaussian-llr" in members:
-        methods.append("gaussian-llr")
+    if "gaussian-llr" in guesses:
         try:
             fits["gaussian-llr"] = llr_fit(scores, labels, design.llr_model)
         except ValueError:
             fits["gaussian-llr"] = None
-    if "gaussian-composed" in members:
-        methods.append("gaussian-composed")
+    if "gaussian-composed" in guesses:
         fits["gaussian-composed"] = None if pair is None or label_outcomes is None else {
             "image": image_summary(scores, labels), "label": label_counts(label_outcomes, labels),
             "normality_p": pair["normality_p"]}
-    each = 1.0 - (1.0 - confidence) / max(1, len(members))
     bounds = []
-    for m in methods:
+    for m, level in [(m, each) for m in members] + [(m, confidence) for m in guesses]:
         fit = fits.get(m)
         computable = m not in fits or fit is not None
-        valid = m in members and computable and (METHODS[m][1] is None or gaussian)
-        if m == "gaussian-llr":
-            valid = m in members and llr_valid(fit, NORMALITY_LEVEL)
-        value = _compute(m, counts, one_run, fit, delta=delta, confidence=each) if computable else 0.0
-        bounds.append(_bound(m, value, valid, **({"fit": fit} if m in fits else {})))
+        value = _compute(m, counts, one_run, fit, delta=delta, confidence=level) if computable else 0.0
+        bounds.append(_bound(m, value, design.kind, computable, **({"fit": fit} if m in fits else {})))
     return bounds, each
 
 
@@ -229,9 +249,9 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
         profile: the accountant's certified ``[[ε, δ], ...]``: one-run designs test the whole curve
             (``attacks.analysis.fdp.profile_rejected``), multi-run designs test it at every threshold of their fixed
             family (``attacks.analysis.curve``; G_μ itself where the design names ``certified_mu``).
-        confidence: coverage of the audit's ``epsilon_lb``: each of the k analyses of the design's ``family`` is
-            made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or guessing
-            rules.
+        confidence: coverage of the audit's ``epsilon_lb``: each of the k valid analyses of the design's ``family``
+            is made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or
+            guessing rules; each estimate at ``confidence`` under its assumption.
         label_outcomes: ``(N,)`` in {−1, 0, 1}, for a design whose ``channels`` hold ``"label"``: canary i's
             released label is its pair's first label (1; the first record is present where ``labels[i]`` is 1),
             its second (−1) or neither (0); with the scores (the image channel) it gives the
@@ -243,7 +263,7 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
         one-run designs, ``"one_run": {"m", "guesses"}`` and, given a profile, ``"profile_rejected"`` (one-run and
         multi-run designs).
         ``epsilon_lb`` / ``method``: the tightest valid bound (a heuristic design: its heuristic bound, marked not
-        valid).
+        valid); never an estimate.
 
     Raises:
         ValueError: invalid scores or labels (``attacks.analysis.metrics.validate_scores``).
@@ -265,7 +285,8 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     block["bounds"], block["method_confidence"] = _analyses(design, scores, labels, counts, one_run,
                                                             delta=delta, confidence=confidence,
                                                             label_outcomes=label_outcomes)
-    candidates = [b for b in block["bounds"] if b["valid"]] or block["bounds"]
+    candidates = [b for b in block["bounds"] if b["valid"]] \
+        or [b for b in block["bounds"] if b["evidence"] != "estimate"] or block["bounds"]
     best = max(candidates, key=lambda b: b["epsilon_lb"])
     block["epsilon_lb"], block["method"] = best["epsilon_lb"], best["method"]
     return block

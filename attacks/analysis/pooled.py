@@ -3,18 +3,18 @@
 The seeds of one (dataset, mechanism, target ε, row) train the same mechanism with the same public σ, q and T, so
 every run's Dirac canaries are independent draws from one pair of score distributions (included, excluded): pooling
 their ``gaussian-llr`` summaries (``attacks.analysis.gaussian_llr.pool_llr_fits``) is one μ-GDP analysis of R·m
-canaries. Which runs are pooled is fixed by the run's configuration (its seeds) before any score is seen; each pool
-is one more comparison of the run-level check (``attacks.analysis.verdict``). The pool decides only when the runs' shape
-tests of their excluded canaries, combined by Fisher's method (``attacks.analysis.gaussian_llr.combined_shape_p``), pass
-at ``attacks.analysis.NORMALITY_LEVEL``: one test of the runs' shared assumption, which rejects correct runs at that
-level (requiring every run's test to pass rejected about R times as often: 3 % of correct three-run pools).
+canaries. Which runs are pooled is fixed by the run's configuration (its seeds) before any score is seen. The pooled
+number is an *estimate* (``attacks.analysis``: it assumes the summed log-likelihood ratios Gaussian): shown with the
+runs' shape tests of their excluded canaries, combined by Fisher's method
+(``attacks.analysis.gaussian_llr.combined_shape_p``, at ``attacks.analysis.NORMALITY_LEVEL``), never an "ε ≥" and
+never a privacy bug.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from attacks.analysis import NORMALITY_LEVEL, family
+from attacks.analysis import NORMALITY_LEVEL, estimates
 from attacks.analysis.gaussian_llr import llr_gdp_bound, llr_valid, pool_llr_fits
 from bench.results import AttackRecord, PooledAudit, Privacy, RunResult
 
@@ -50,7 +50,7 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
     """The groups of two or more runs whose white-box canary audits may be pooled.
 
     One per (dataset, mechanism, target ε, row, audit, public σ, q, T and the accountant's ε and δ); failed runs,
-    audits outside the ``gaussian-llr`` family and guarantees of "none" or without an ε are left out.
+    audits without a ``gaussian-llr`` estimate and guarantees of "none" or without an ε are left out.
 
     Args:
         results: the runs' results.
@@ -63,7 +63,7 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
             continue
         for name, record in sorted(r.attacks.items()):
             design = record.audit.design
-            if METHOD not in family(design):
+            if METHOD not in estimates(design):
                 continue
             p = record.audited_privacy or r.privacy
             if p is None or p.guarantee == "none" or p.epsilon is None:
@@ -78,15 +78,16 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
 
 
 def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool]:
-    """The pooled μ-GDP ε lower bound of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether it is valid.
+    """The pooled μ-GDP ε estimate of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether its Gaussian
+    assumption stands the runs' combined shape test.
 
     Args:
         group: one group of ``pool_groups``.
         confidence: the bound's confidence level.
 
     Returns:
-        ``(ε_LB, valid)``: valid when every run's fit is present (else ``(0.0, False)``) and the runs' shape tests,
-        combined by Fisher's method, pass at ``NORMALITY_LEVEL``."""
+        ``(ε estimate, tested)``: tested when every run's fit is present (else ``(0.0, False)``) and the runs' shape
+        tests, combined by Fisher's method, pass at ``NORMALITY_LEVEL``."""
     fits = [next((b.fit for b in rec.audit.bounds if b.method == METHOD), None) for _, rec, _ in group]
     present = [f for f in fits if f is not None]
     if len(present) < len(fits):

@@ -1,29 +1,22 @@
-"""The run-level privacy-bug check: a valid audit that refutes an accountant's guarantee fails the run (exit 3).
+"""The run-level privacy-bug check: valid evidence that refutes an accountant's guarantee fails the run (exit 3).
 
-Only designs whose outcomes are independent by construction count (canaries with independent random inclusion in
-one run, or independent runs), only bounds valid under the design alone (``attacks.analysis``: non-parametric ones,
-and Gaussian ones on scores Gaussian by construction), and only when the audit tests a neighbouring relation the
-accountant states an ε for (DP-SGD states add/remove and replace-one). A mechanism without a guarantee has no
-accountant to refute; a valid bound above the ε its source claimed is a refuted claim, reported beside. Every
-(model, audit, analysis) triple of an analysis in the audit's design-fixed family (``attacks.analysis.family``) is one
-comparison, whether or not that analysis turned out valid (a Gaussian one whose normality test rejects counts and
-decides nothing), and so is the test of the accountant's whole certified curve (one-run designs:
-``fdp.profile_rejected``; multi-run designs: ``attacks.analysis.curve``, G_μ itself where the design names
-``certified_mu``), so M is fixed by the run's design before any score is seen; each is made at confidence
-1 − (1 − ``confidence``)/M (Bonferroni over the run), so the chance that any flag of a correct run is a false alarm is
-at most 1 − ``confidence``. Where the run has several seeds, the white-box canaries of each configuration's seeds
-are pooled (``attacks.analysis.pooled``): one more comparison per pool, its runs fixed by the configuration.
+Two kinds of test decide, and nothing else (docs/audits.md, "Valid bounds and estimates"):
 
-Conformance (``attacks.analysis.conformance``): an audit run that measured the parameters its accountant assumes
-(``AttackRecord.conformance``) adds one comparison per deciding test (``ConformanceTest.deciding``; a test shown
-but not deciding is no comparison), and one for the ε its measured parameters imply
-(``MeasuredEpsilon.p_value``); their number is fixed by the design and the model's architecture. A test rejected at
-the corrected level is a privacy bug whatever the ε lower bounds say: the run is inconsistent with the mechanism its
-ε certifies. These are tests of that hypothesis (exact, or their level shown by simulation), never "ε ≥" evidence.
+- **valid bounds** (``attacks.analysis``: assumption-free, of one-run or multi-run designs whose outcomes are
+  independent by construction) above the ε the accountant states for the relation the audit tests, and the test of
+  the accountant's whole certified curve (one-run designs: ``fdp.profile_rejected``; multi-run designs:
+  ``attacks.analysis.curve``, G_μ itself where the design names ``certified_mu``);
+- **conformance tests** (``attacks.analysis.conformance``): tests of H0 "this run is the certified mechanism", exact
+  or conservative under it (among them the white-box canaries' scores against their exact distribution under the
+  certified DP-SGD), one comparison per deciding test, and one for the ε the measured parameters imply.
 
-An ε certified by Opacus' ``gdp`` accountant (``NOT_CERTIFIED``: a central-limit approximation that can understate ε,
-not an upper bound) is never compared: no audit result is a privacy bug against it (the ``opacus-canary`` audits
-refuse such a loop outright).
+Estimates (Gaussian pair, GDP fit's ε, ``gaussian-llr``, ``gaussian-composed``, ``f-dp-gaussian``, the pooled μ-GDP
+analysis across seeds) never decide and are no comparison. M, the number of comparisons, is fixed by the run's
+design before any score is seen (a failed cell or audit counts what it would have made, ``_unmade``); each is made at
+confidence 1 − (1 − ``confidence``)/M (Bonferroni over the run), so the chance that any flag of a correct run is a
+false alarm is at most 1 − ``confidence``. A mechanism without a guarantee has no accountant to refute; a valid bound
+above the ε its source claimed is a refuted claim, reported beside. An ε certified by Opacus' ``gdp`` accountant
+(``NOT_CERTIFIED``: a central-limit approximation that can understate ε, not an upper bound) is never compared.
 """
 
 from __future__ import annotations
@@ -32,8 +25,6 @@ from typing import TypedDict
 
 from attacks.analysis import audit_bounds, family, profile_rejected
 from attacks.analysis.curve import certified_tradeoff, curve_rejected
-from attacks.analysis.pooled import METHOD as POOLED_METHOD
-from attacks.analysis.pooled import Member, group_epsilon, pool_groups, pooled_bound
 from bench.results import AttackRecord, Privacy, PrivacyBug, RunResult
 
 VALID_DESIGNS = ("one-run", "multi-run")
@@ -152,31 +143,10 @@ def _unmade(results: list[RunResult], items: list[Comparison]) -> int:
     return max(extra, 0)
 
 
-def _pooled_bugs(groups: list[list[Member]], corrected: float) -> dict[tuple[int, str], PrivacyBug]:
-    """The privacy bugs of the white-box canaries pooled across the run's seeds (``attacks.analysis.pooled``), each
-    compared at ``corrected``."""
-    found: dict[tuple[int, str], PrivacyBug] = {}
-    for group in groups:  # white-box canaries pooled across the run's seeds (attacks.analysis.pooled)
-        value, valid = pooled_bound(group, confidence=corrected)
-        r, record, p = group[0]
-        epsilon = group_epsilon(group)
-        if not valid or value <= epsilon * (1.0 + 1e-9):
-            continue
-        d = record.audit.design
-        found[(id(r), f"pooled {d.threat_model}")] = PrivacyBug(
-            dataset=r.dataset, mechanism=r.mechanism, target_epsilon=r.target_epsilon, seed=r.seed, row=r.row,
-            attack=next(n for n, rec in r.attacks.items() if rec is record), method=POOLED_METHOD,
-            threat_model=d.threat_model,
-            design=f"one-run, {len(group)} runs pooled (seeds {', '.join(str(m[0].seed) for m in group)}), "
-                   f"m = {sum(m[1].audit.design.size for m in group)}",
-            relation=d.relation, lower_bound=value, epsilon=epsilon, delta=p.delta, accountant=p.accountant,
-            confidence=corrected)
-    return found
-
-
 def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least: int = 0
                  ) -> tuple[list[PrivacyBug], list[PrivacyBug], int]:
-    """Every valid audit that refutes its model's accountant (or a source's claim), and the comparisons made.
+    """Every valid bound or conformance test that refutes its model's accountant (or a source's claim), and the
+    comparisons made.
 
     Args:
         results: the run's RunResults.
@@ -189,8 +159,7 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least
         made, ``_unmade``).
     """
     items = _comparisons(results)
-    groups = pool_groups(results)
-    total = max(len(items) + len(groups) + _unmade(results, items), at_least if items or groups else 0)
+    total = max(len(items) + _unmade(results, items), at_least if items else 0)
     if not total:
         return [], [], 0
     corrected = 1.0 - (1.0 - confidence) / total
@@ -221,7 +190,6 @@ def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least
         old = found.get((id(r), name))
         if old is None or old.lower_bound is None or (value is not None and value > old.lower_bound):
             found[(id(r), name)] = bug
-    found.update(_pooled_bugs(groups, corrected))
     bugs = [b for b in found.values() if b.accountant is not None]
     claims = [b for b in found.values() if b.accountant is None]
     return bugs, claims, total

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from bench.core.design import AuditDesign
 from bench.results.base import Model
@@ -82,14 +82,27 @@ class Bound(Model):
     assumption: str | None = None
     """What a parametric bound assumes; null for a non-parametric one."""
     valid: bool
-    """True when the bound holds at ``Audit.confidence`` under the design alone: a non-parametric bound of a
-    one-run or multi-run design, or a Gaussian one on scores Gaussian by construction whose normality test does not
-    reject at 1 %. Only valid bounds may decide a privacy bug."""
+    """True when the bound holds at ``Audit.confidence`` for any mechanism: an assumption-free analysis of a one-run
+    or multi-run design. Only valid bounds are "ε ≥" and may decide a privacy bug; a parametric bound is never valid
+    (enforced on reading: a file from a version that called Gaussian bounds valid reads them as estimates)."""
+    evidence: str = ""
+    """``valid`` (assumption-free), ``estimate`` (rests on ``assumption``: shown, never "ε ≥", never a privacy bug)
+    or ``heuristic`` (a heuristic design's bound); derived from ``parametric`` and ``valid`` when absent."""
     fit: dict[str, Any] | None = None
     """The fitted parameters (Gaussian pair: ``n_in``, ``mean_in``, ``sd_in``, ``n_out``, ``mean_out``, ``sd_out``
     and ``normality_p``, the smaller normality-test p-value of the two groups; ``gaussian-llr``: the same sizes,
     means and sds, ``shape_excluded_p`` and ``shape_included_p``, the shape tests of each group's scores, ``shape_p``,
     the two as one (Bonferroni), and ``shape_test``)."""
+
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> Bound:
+        if self.parametric:  # an estimate is never a bound, whatever an older file says
+            object.__setattr__(self, "valid", False)
+        if not self.evidence:
+            object.__setattr__(self, "evidence", "estimate" if self.parametric else "valid" if self.valid
+                               else "heuristic")
+        return self
 
 
 class Audit(Model):
