@@ -14,8 +14,10 @@ them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled ove
 counts, the observed T; under the run's certified relation): one more comparison of the family. Last, "the
 accountant's ε is the ε of the declared mechanism" (``declared_epsilon_test``): the mechanism's declared σ, q and T
 (its recorded parameters, not its accountant's) through the conformance code's own accountant
-(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε: K + 8 tests in
-all.
+(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε, last; before it, the
+included canaries' scores at the certified σ against their exact law under the certified mechanism
+(``attacks.analysis.conformance.canary_scores``, one-sided, exact by FFT convolution, not a central limit): K + 9
+tests in all.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from attacks.analysis.conformance import conformance_record
+from attacks.analysis.conformance.canary_scores import NAME as SCORE_TEST
+from attacks.analysis.conformance.canary_scores import canary_score_test
 from attacks.analysis.conformance.epsilon import declared_epsilon_test, dpsgd_measured_epsilon
 from attacks.analysis.conformance.noise import clip_test, independence_test, noise_test, shape_test
 from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
@@ -108,16 +112,25 @@ def _declared(*, sigma: float, sample_rate: float, steps: int, privacy: Any) -> 
                                  steps=steps, relation=relation)
 
 
+def _score_test(obs: dict[str, Any], *, sigma: float, q: float, steps: int) -> dict[str, Any]:
+    """The included canaries' scores at the certified σ against their exact law under the certified mechanism
+    (``canary_score_test``: one-sided, conservative under any clipped contribution ≤ C)."""
+    scores = obs.get("certified_llr")
+    if scores is None or len(scores) < 2:
+        return _skipped(SCORE_TEST, "canary scores", "fewer than 2 included canaries were observed")
+    return canary_score_test(scores, sigma=sigma, sample_rate=min(q, 1.0), steps=max(steps, 1))
+
+
 def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_rate: float, certified_steps: int,
                       privacy: Any) -> dict[str, Any]:
-    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 8 records, "measured_epsilon"}``).
+    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 9 records, "measured_epsilon"}``).
 
     Args:
         obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
         noise_multiplier: the certified σ (> 0). sample_rate: the certified q. certified_steps: the accountant's T.
         privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
     Returns:
-        ``{"tests": [K + 8 conformance records], "measured_epsilon": ε from the measured parameters}``.
+        ``{"tests": [K + 9 conformance records], "measured_epsilon": ε from the measured parameters}``.
     Raises:
         ValueError: σ ≤ 0 (a run without noise certifies nothing to test)."""
     if not noise_multiplier > 0:
@@ -129,6 +142,7 @@ def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_ra
              _skipped("clip bound C (records' clipped gradients)", "clip bound", "no record's gradient was clipped")]
     tests = [*_noise_tests(obs, noise_multiplier), *_sample_tests(obs, noise_multiplier), *clips,
              *_sampling_tests(obs, sample_rate, certified_steps),
+             _score_test(obs, sigma=noise_multiplier, q=sample_rate, steps=certified_steps),
              _declared(sigma=noise_multiplier, sample_rate=sample_rate, steps=certified_steps, privacy=privacy)]
     return {"tests": tests, "measured_epsilon": _measured(obs, sigma=noise_multiplier, q=sample_rate,
                                                           privacy=privacy)}

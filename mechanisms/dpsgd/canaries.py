@@ -221,7 +221,9 @@ class CanaryTracker:
         all references' ``noise_estimate`` where the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t.
 
         Returns:
-            That dict, with the run's ``conformance`` observations (``conformance_observations``)."""
+            That dict, with the run's ``conformance`` observations (``conformance_observations``) and, under them,
+            ``certified_llr``: the included canaries' scores at the claimed σ (the exact canary-score test's input,
+            ``attacks.analysis.conformance.canary_scores``)."""
         if self.final:
             return self.final_result()
         pooled, by_tensor = self.noise_estimate(), self.tensor_noise()
@@ -231,10 +233,15 @@ class CanaryTracker:
         z = (2 * x - 1) / (2 * np.where(noiseless, 1.0, sigma) ** 2)
         llr = (np.logaddexp(np.log1p(-self.q), np.log(self.q) + z) if self.q < 1 else z).sum(0)
         scores = np.where(noiseless, x.sum(0), llr)
+        obs = conformance_observations(
+            self.steps, count=self.count, owner=self.owner, included=self.included, tensors=self.tensors,
+            participation=self.participation, largest_contribution=self.largest_value,
+            largest_record_norm=self.record_norm, max_grad_norm=self.clip_norm)
+        if self.claimed_sigma > 0:  # the included canaries scored at the certified σ: their exact test's input
+            u = (2 * x[:, self.included[: self.count]] - 1) / (2 * self.claimed_sigma**2)
+            obs["certified_llr"] = (np.logaddexp(np.log1p(-self.q), np.log(self.q) + u) if self.q < 1 else u).sum(0)\
+                .tolist()
         return {"scores": scores.tolist(), "included": self.included[: self.count].astype(int).tolist(),
                 "sigma_hat": pooled, "sigma_hat_by_tensor": [by_tensor.get(k) for k in range(int(self.owner.max()) + 1)]
                 if self.owner.size else [], "claimed_sigma": self.claimed_sigma, "sample_rate": self.q,
-                "steps": len(self.steps), "conformance": conformance_observations(
-                    self.steps, count=self.count, owner=self.owner, included=self.included, tensors=self.tensors,
-                    participation=self.participation, largest_contribution=self.largest_value,
-                    largest_record_norm=self.record_norm, max_grad_norm=self.clip_norm)}
+                "steps": len(self.steps), "conformance": obs}

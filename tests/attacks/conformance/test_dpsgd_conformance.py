@@ -48,7 +48,7 @@ def _rejected(c: dict) -> set[str]:
 
 def test_the_correct_mechanism_passes_every_test(digits_split):
     c = _conformance(digits_split.members)
-    assert len(c["tests"]) == TENSORS + 8  # fixed by the architecture
+    assert len(c["tests"]) == TENSORS + 9  # fixed by the architecture
     assert _rejected(c) == set() and c["measured_epsilon"]["p_value"] >= _level(c)
     by = {t["name"]: t for t in c["tests"]}
     assert by["steps T"]["measured"] == by["steps T"]["certified"] == EPOCHS * 3
@@ -136,7 +136,8 @@ def test_an_extra_epoch_is_caught(digits_split, monkeypatch):
 
     monkeypatch.setattr(fast, "train_fast", one_more)
     c = _conformance(digits_split.members)
-    assert _rejected(c) == {"steps T"}
+    # the steps counted, and the canaries' scores summed over more steps than the certified law's T
+    assert _rejected(c) == {"steps T", "canary scores ≤ the certified mechanism's (exact)"}
 
 
 def test_no_clipping_is_caught(digits_split, monkeypatch):
@@ -146,7 +147,8 @@ def test_no_clipping_is_caught(digits_split, monkeypatch):
     monkeypatch.setattr(clipping, "clip_factors", no_clipping)
     monkeypatch.setattr(canaries_module, "clip_factors", no_clipping)
     c = _conformance(digits_split.members)
-    assert {"clip bound C (canary contribution)", "clip bound C (records' clipped gradients)"} <= _rejected(c)
+    assert {"clip bound C (canary contribution)", "clip bound C (records' clipped gradients)",
+            "canary scores ≤ the certified mechanism's (exact)"} <= _rejected(c)
 
 
 def test_observations_stay_small_and_change_no_draw(digits_split):
