@@ -2,8 +2,9 @@
 design with m canaries or R runs, method, confidence), which accountant's ε it is compared with, and the run-level
 Bonferroni family that alone decides a privacy bug.
 
-A bound is evidence only when it is *valid* (``Bound.valid``: it holds at its confidence under its design alone)
-and its design is an audit (``one-run`` canaries or ``multi-run``); the bounds of the membership attacks on a model's
+A bound is evidence only when it is *valid* (``Bound.valid``: assumption-free, it holds at its confidence for any
+mechanism) and its design is an audit (``one-run`` canaries or ``multi-run``); an *estimate* (a Gaussian analysis:
+``Bound.evidence``) is shown with its assumption, never as "ε ≥"; the bounds of the membership attacks on a model's
 natural members (``heuristic`` designs) assume independent outcomes that DP does not give and are never evidence.
 An audit run in a separate audit run (``AttackRecord.audited_privacy``) is compared with that run's ε, and only with
 an ε of the neighbouring relation it tests (``attacks.analysis.verdict`` makes the same choice for the run-level check).
@@ -186,20 +187,36 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
     if best is None:
         return None
     audits = {b.attack for b in valid if b.comparable == best.comparable}
-    return best.text() + (f"; the largest of {len(audits)} audits" if len(audits) > 1 else "")
+    return best.text() + (f"; the largest of {len(audits)} audits" if len(audits) > 1 else "") + curve_text(valid)
+
+
+def curve_text(bounds: list[AuditBound]) -> str:
+    """The curve-level tightness of audits whose certificate is a μ-GDP curve (the crafted audit at q = 1): ``";
+    μ_LB / μ = 0.87 (not μ-GDP for any μ < 2.1, 95%)"``, valid for any mechanism (exact Clopper-Pearson points);
+    empty where no audit recorded a μ_LB against a certified μ."""
+    out = []
+    for name in sorted({b.attack for b in bounds}):
+        extra = next(b.record.extra for b in bounds if b.attack == name)
+        mu_lb, mu = extra.get("gdp_mu_lb"), extra.get("certified_mu")
+        if isinstance(mu_lb, (int, float)) and isinstance(mu, (int, float)) and mu > 0:
+            out.append(f"; μ_LB / μ = {mu_lb / mu:.3g} (not μ-GDP for any μ < {mu_lb:.3g}, 95%; certified μ "
+                       f"{mu:.3g})")
+    return "".join(out)
 
 
 def normality_p(b: AuditBound) -> float | None:
-    """The normality test's p-value of a fitted Gaussian bound; None without a fit."""
-    p = (b.bound.fit or {}).get("normality_p")
+    """The p-value of a fitted estimate's test of its assumption (the Gaussian pair's normality test,
+    ``gaussian-llr``'s shape test); None without a fit."""
+    fit = b.bound.fit or {}
+    p = fit.get("normality_p", fit.get("shape_p", fit.get("shape_excluded_p")))
     return None if p is None else float(p)
 
 
 def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
-    """``(best, rejected_p)``: the largest parametric bound of an audit whose assumption is not guaranteed by the
-    design but whose fit's normality test does not reject (p >= ``attacks.analysis.NORMALITY_LEVEL``), and the smallest
-    p-value of those the test rejects (None when none is rejected). Bounds without a fitted test (``f-dp-gaussian``,
-    ``gdp-fit`` on scores not Gaussian by construction) are listed only in the audit details."""
+    """``(best, rejected_p)``: the largest estimate (a parametric analysis: never a bound) whose fit's test of its
+    assumption does not reject (p >= ``attacks.analysis.NORMALITY_LEVEL``), and the smallest p-value of those the
+    test rejects (None when none is rejected). Estimates without a fitted test (``f-dp-gaussian``, ``gdp-fit``) are
+    listed only in the audit details."""
     tested = [(b, p) for b in audit_bounds_of(r) if b.bound.parametric and not b.bound.valid
               and (p := normality_p(b)) is not None]
     kept = [b for b, p in tested if p >= NORMALITY_LEVEL]
@@ -208,15 +225,13 @@ def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
 
 
 def assumption_text(b: AuditBound) -> str:
-    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``, or the assumption with its
-    standing: ``"scores Gaussian … (Gaussian by construction; normality p = 0.61)"``, ``"… (plausible: normality
-    p = 0.067)"``, ``"… (rejected: …)"`` or ``"… (untested)"``."""
+    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``, or an estimate's assumption
+    with its test: ``"scores Gaussian … (plausible: normality p = 0.067, level 0.01)"``, ``"… (rejected: …)"`` or
+    ``"… (untested)"`` — an estimate either way, never a bound."""
     assumption = b.bound.assumption or METHODS.get(b.bound.method, ("", None))[1]
     if not b.bound.parametric or not assumption:
         return "none (non-parametric)"
     p = normality_p(b)
-    if b.bound.valid:
-        return f"{assumption} (Gaussian by construction" + (f"; normality p = {p:.2g})" if p is not None else ")")
     if p is None:
         return f"{assumption} (untested)"
     verdict = "plausible" if p >= NORMALITY_LEVEL else "rejected"

@@ -1,7 +1,8 @@
 """The "Audit" section, first of the evidence: per model, the accountant's ε next to the tightest valid ε lower
 bound per threat model (white-box, hidden-state where one ran, black-box) with its audit, design, method and
 confidence, the ratio ε_LB / ε,
-the best plausible parametric bound (its assumption and normality p-value named), and the run-level verdict
+the largest estimate whose assumption stands its test (labelled "estimate (assumes …)": never a bound), and the
+run-level verdict
 (privacy bug, refuted claim, or not refuted); and the details: every analysis of every audit. Reads
 ``reports.bounds`` (which bounds are evidence) and the ``privacy_bugs`` / ``refuted_claims`` of the run-level check.
 """
@@ -34,7 +35,7 @@ from reports.bounds import (
 from reports.common import DASH, format_privacy, has_guarantee, is_failed, model_label, target_of, target_text
 
 DETAIL_HEADERS = ("mechanism", "target ε", "audit", "threat model", "design", "method", "ε_LB", "confidence",
-                  "valid", "assumption")  # fmt: skip
+                  "evidence", "assumption")  # fmt: skip
 
 
 def _several(results: Results) -> tuple[bool, bool]:
@@ -62,7 +63,7 @@ def audit_headers(results: Results) -> list[str]:
     heads = ["mechanism", "target ε", "accountant ε (δ, accountant, relation)"]
     for tm in threat_models(results):
         heads += [f"{tm} ε_LB (audit: design, method, confidence)", f"{tm} ε_LB / ε"]
-    heads += ["plausible parametric ε_LB (assumption not guaranteed)", "run-level check"]
+    heads += ["estimate (assumes Gaussian scores; not a bound)", "run-level check"]
     return (["dataset"] if datasets else []) + heads
 
 
@@ -77,7 +78,7 @@ def _privacy_cell(r: RunResult) -> str:
 def _plausible_cell(r: RunResult) -> str:
     best, rejected = plausible_bounds(r)
     if best is not None:
-        return f"{best.text()}; assumes {assumption_text(best)}"
+        return f"estimate {best.text()}; assumes {assumption_text(best)}"
     if rejected is not None:
         return f"assumption rejected (normality p = {rejected:.2g} < {NORMALITY_LEVEL:g})"
     return DASH
@@ -139,14 +140,14 @@ def audit_detail_rows(results: Results) -> list[list[str]]:
         head = [_model(r, seeds), target_text(target_of(r))]
         for b in audit_bounds_of(r):
             rows.append(head + [b.attack, b.threat_model, design_text(b.design), b.bound.method, value_text(b.value),
-                                percent(b.record.audit.method_confidence), "yes" if b.bound.valid else "no",
-                                assumption_text(b)])
+                                percent(b.record.audit.method_confidence if b.bound.valid
+                                        else b.record.audit.confidence), b.bound.evidence, assumption_text(b)])
         for name, a in sorted(r.attacks.items()):
             if a.audit.profile_rejected is not None:
                 verdict = "rejected" if a.audit.profile_rejected else "not rejected"
                 rows.append(head + [name, a.audit.design.threat_model, design_text(a.audit.design),
-                                    "certified-curve test", f"curve {verdict}", percent(a.audit.confidence), "yes",
-                                    "none (non-parametric)"])
+                                    "certified-curve test", f"curve {verdict}", percent(a.audit.confidence),
+                                    "valid", "none (non-parametric)"])
     return rows
 
 
@@ -157,21 +158,22 @@ def audit_note(results: Results) -> str:
     methods = sorted({b.bound.method for r in results.results if r.ok for b in audit_bounds_of(r)})
     text = (
         "ε_LB: the tightest valid lower bound per threat model, at 95% (an audit's largest valid analysis; the k "
-        "analyses its design allows, fixed before any score is seen, are each made at 1 − 0.05/k, a Gaussian one "
-        "counted even where its normality test rejects it). Valid means it holds under "
-        "the audit's design alone: one-run audits (m canaries, each included independently with probability ½ in "
-        "one training run) and multi-run audits (R independent runs or independently released canaries), analysed "
-        "non-parametrically, or with Gaussian analyses where the scores are Gaussian by construction and a normality "
-        f"test does not reject at {NORMALITY_LEVEL:g}. An audit in a separate audit run (canaries trained beside "
+        "assumption-free analyses its design allows, fixed before any score is seen, are each made at 1 − 0.05/k). "
+        "Valid means it holds for any mechanism, whatever its scores' distribution: one-run audits (m canaries, each "
+        "included independently with probability ½ in one training run) and multi-run audits (R independent runs or "
+        "independently released canaries) analysed by Clopper-Pearson, the one-run test or f-DP against (ε, δ) "
+        "curves. An audit in a separate audit run (canaries trained beside "
         "the members, calibrated to the same target ε) is compared with that run's ε, and only with an ε of the "
         "neighbouring relation it tests. ")
     if m:
-        text += (f"Only the run-level check decides a privacy bug: it compares each of {m} analyses of the audits' "
-                 f"families (a valid bound, or none where its assumption's test rejected) with its ε at "
-                 f"{percent(conf)} ({family_text(results)}, family-wise 95%). ")
-    text += ("A plausible parametric bound needs an assumption the design does not guarantee: shown with it and "
-             "the normality test's p-value, never a verdict. The membership attacks' bounds on natural members are "
-             "heuristic (they assume independent outcomes) and appear only in the heuristic table.")
+        text += (f"Only the run-level check decides a privacy bug: it makes {m} comparisons — each valid bound and "
+                 "certified-curve test against its ε, each conformance test (exact or conservative under the "
+                 f"certified mechanism) — at {percent(conf)} ({family_text(results)}, family-wise 95%). ")
+    text += ("An estimate (a Gaussian pair, a GDP fit's ε, the μ-GDP analysis of summed log-likelihood ratios) rests "
+             f"on an assumption about the scores: shown with it and its test's p-value (level {NORMALITY_LEVEL:g}), "
+             "never an \"ε ≥\" and never a verdict — a correct mechanism whose scores break the assumption reads above "
+             "its ε through it. The membership attacks' bounds on natural members are heuristic (they assume "
+             "independent outcomes) and appear only in the heuristic table.")
     if methods:
         text += " Methods: " + "; ".join(f"{name}: {METHODS[name][0]}" for name in methods if name in METHODS) + "."
     return text
