@@ -41,8 +41,9 @@ class AuditDesign(BaseModel):
     inclusion: float = 0.5
     """Probability that each canary was included in training."""
     gaussian: bool = False
-    """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): Gaussian
-    analyses are then valid bounds when a normality test does not reject."""
+    """True when the scores are Gaussian by construction (Gaussian noise read through a linear score): the design
+    then computes the Gaussian estimates (``attacks.analysis.estimates``) beside its valid bounds; they stay
+    estimates."""
     guess_fraction: float | None = None
     """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
     (``attacks.analysis.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""

@@ -66,12 +66,16 @@ guesses r and correct guesses v. `Audit.bounds` lists every analysis the design 
 `clopper-pearson` (Jagielski et al. 2020: ln((TPR_lower − δ)/FPR_upper) over both directions and the family, each
 at 1 − 0.05/(2·|family|)), `one-run` (Steinke, Nasr, Jagielski 2023, Bonferroni over the rules), `f-dp` and
 `f-dp-gaussian` (Mahloujifar, Melis, Chaudhuri 2024), `gaussian-pair` (Agrawal et al. 2026, with its `fit`) and
-`gdp-fit` (Nasr et al. 2023). A bound is `valid` when it holds under the design alone; every valid bound can be
-recomputed at any confidence from the stored counts and fits (`attacks.analysis.audit_bounds`). Bounds are capped at
-ε = 100. The top-level `privacy_bugs` lists every valid bound of a one-run or multi-run design that exceeds its
-accountant's ε (same neighbouring relation) after a Bonferroni correction over all `audit.comparisons` of the run
-(`bench all` then exits with status 3); `refuted_claims` the same for a source's claimed ε of a mechanism without
-a guarantee.
+`gdp-fit` (Nasr et al. 2023), `gaussian-llr` and `gaussian-composed`. `Bound.evidence` says which kind each is:
+`valid` (assumption-free: it holds at its confidence for any mechanism; `valid` true), `estimate` (it rests on the
+distributional assumption in `assumption`: never valid, never an "ε ≥", never a privacy bug; a file written before
+this rule that calls a parametric bound valid is read with `valid` false) or `heuristic` (a heuristic design). Every
+valid bound can be recomputed at any confidence from the stored counts (`attacks.analysis.audit_bounds`). Bounds are
+capped at ε = 100. The top-level `privacy_bugs` lists every valid bound of a one-run or multi-run design that exceeds
+its accountant's ε (same neighbouring relation), every rejected certified-curve test and every rejected conformance
+test (exact or conservative under the certified mechanism), after a Bonferroni correction over all
+`audit.comparisons` of the run (`bench all` then exits with status 3); `refuted_claims` the same for a source's
+claimed ε of a mechanism without a guarantee.
 
 ## `inversion` metric keys by attack
 
