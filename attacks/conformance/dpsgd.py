@@ -14,8 +14,8 @@ them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled ove
 counts, the observed T; under the run's certified relation): one more comparison of the family. Last, "the
 accountant's ε is the ε of the declared mechanism" (``declared_epsilon_test``): the mechanism's declared σ, q and T
 (its recorded parameters, not its accountant's) through the conformance code's own accountant
-(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε, last; before it, the
-included canaries' scores at the certified σ against their exact law under the certified mechanism
+(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε, last; before
+it, the included canaries' scores at the certified σ against their exact law under the certified mechanism
 (``attacks.analysis.conformance.canary_scores``, one-sided, exact by FFT convolution, not a central limit): K + 9
 tests in all.
 """

@@ -15,7 +15,8 @@ P: the test stays conservative), convolved T times by FFT. Pure NumPy / SciPy.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -29,7 +30,8 @@ MAX_POINTS = 1 << 23  # the FFT's length at most (a coarser grid beyond: still c
 TAIL_SDS = 14.0  # the grid spans the sum's mean ± this many sds (its mass beyond: below 1e-40)
 
 
-def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float = 1.0):
+def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float = 1.0
+            ) -> tuple[Callable[[ArrayLike], np.ndarray], float]:
     """The CDF of S = Σ_t ℓ(x_t) under DP-SGD's canary model, stochastically no smaller than the exact one.
 
     Args:
@@ -49,14 +51,17 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
     q, s2 = float(sample_rate), float(sigma) ** 2
     if q == 1.0:  # ℓ(x) = (2x − 1)/(2σ²) is Gaussian: S ~ N(T(2c − 1)/(2σ²), T/σ²) exactly
         mean, sd = steps * (2 * contribution - 1) / (2 * s2), math.sqrt(steps) / sigma
-        return (lambda s: norm.cdf((np.asarray(s, np.float64) - mean) / sd)), mean
+        def gaussian(s: ArrayLike) -> np.ndarray:
+            return np.asarray(norm.cdf((np.asarray(s, np.float64) - mean) / sd), np.float64)
+
+        return gaussian, mean
     lo = math.log1p(-q)  # ℓ > log(1 − q)
 
     def x_of(a: np.ndarray) -> np.ndarray:  # ℓ⁻¹: the x with ℓ(x) = a (a > lo)
-        return s2 * np.log((np.exp(a) - (1 - q)) / q) + 0.5
+        return np.asarray(s2 * np.log((np.exp(a) - (1 - q)) / q) + 0.5, np.float64)
 
     def x_cdf(x: np.ndarray) -> np.ndarray:
-        return (1 - q) * norm.cdf(x / sigma) + q * norm.cdf((x - contribution) / sigma)
+        return np.asarray((1 - q) * norm.cdf(x / sigma) + q * norm.cdf((x - contribution) / sigma), np.float64)
 
     top = float(np.log(1 - q + q * np.exp((2 * (contribution + 12 * sigma) - 1) / (2 * s2))))
     z, w = np.polynomial.hermite_e.hermegauss(80)
@@ -83,9 +88,9 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
 
     def f(s: ArrayLike) -> np.ndarray:
         k = np.floor((np.asarray(s, np.float64) - origin) / h + 1e-9).astype(np.int64)
-        return np.where(k < 0, 0.0, cum[np.clip(k, 0, n - 1)])
+        return np.asarray(np.where(k < 0, 0.0, cum[np.clip(k, 0, n - 1)]), np.float64)
 
-    return f, origin + steps * mean
+    return f, float(origin + steps * mean)
 
 
 def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, steps: int) -> dict[str, Any]:
@@ -108,7 +113,7 @@ def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, st
     if s.size < 2 or not np.all(np.isfinite(s)):
         raise ValueError(f"the canary score test needs at least 2 finite scores, got {s.size}")
     f, certified_mean = llr_cdf(sigma=sigma, sample_rate=sample_rate, steps=steps)
-    res = kstest(s, f, alternative="less")
+    res = kstest(s, cast(Any, f), alternative="less")  # f maps arrays to arrays
     return conformance_record(NAME, "canary scores", certified=float(certified_mean), measured=float(s.mean()),
                               n=s.size, p_value=float(min(max(res.pvalue, 0.0), 1.0)), alternative="greater",
                               validity="exact", statistic=float(res.statistic), sigma=sigma, sample_rate=sample_rate,
