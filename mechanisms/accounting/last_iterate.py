@@ -21,18 +21,21 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import logsumexp
 from scipy.stats import binom, norm
 
+from bench.core.privacy import LAST_ITERATE_LABEL, HeuristicEpsilon, PrivacySpent
 from mechanisms.accounting.gaussian import require
 
-__all__ = ["LAST_ITERATE_LABEL", "last_iterate_delta", "last_iterate_epsilon", "last_iterate_pair"]
+__all__ = ["LAST_ITERATE_LABEL", "last_iterate", "last_iterate_delta", "last_iterate_epsilon", "last_iterate_pair",
+           "with_observed_phases"]
 
-LAST_ITERATE_LABEL = "last-iterate heuristic (Steinke et al. 2025): not a bound"
-"""How every last-iterate ε is labelled, wherever it is written or shown."""
+S = TypeVar("S", bound=PrivacySpent)
 
 Phases = tuple[tuple[float, float, int], ...]
 """``((σ, q, T), ...)``: the noise multiplier, Poisson rate and steps of each phase, in order (one clip bound C)."""
@@ -176,3 +179,48 @@ def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-r
     while excess(hi) > 0:
         hi *= 2
     return float(brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-14, maxiter=500))
+
+
+def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], basis: str = ""
+                 ) -> tuple[HeuristicEpsilon, ...]:
+    """The last-iterate heuristic ε at δ under each of ``relations`` (those of ``add-remove`` and ``replace-one``
+    the run states; others are skipped), as results.json records them, labelled ``LAST_ITERATE_LABEL``.
+
+    Args:
+        phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
+        delta: δ in (0, 1).
+        relations: the neighbouring relations to state it under.
+        basis: where σ, q, T came from; default: the phases written out.
+    Returns:
+        One ``HeuristicEpsilon`` per relation, in order (none for a σ = 0 phase: no noise, no heuristic).
+    Raises:
+        ValueError: a q outside (0, 1], steps < 1 or δ outside (0, 1)."""
+    if any(sigma == 0 for sigma, _, _ in phases):
+        return ()
+    words = basis or "; ".join(f"σ = {s:.4g}, q = {q:.4g}, T = {t}" for s, q, t in phases)
+    return tuple(HeuristicEpsilon(relation=r, epsilon=last_iterate_epsilon(phases=phases, delta=delta, relation=r),
+                                  delta=delta, label=LAST_ITERATE_LABEL, basis=words)
+                 for r in relations if r in ("add-remove", "replace-one"))
+
+
+def with_observed_phases(privacy: S, phases: Sequence[Sequence[float]] | None) -> S:
+    """``privacy`` with the last-iterate heuristic ε of a user's Opacus loop, computed from the phases the audit's
+    observer saw (``[[σ, q, T], ...]``: each DPOptimizer's noise multiplier, its accountant's rate, the steps), under
+    each relation of add/remove and replace-one the record states; unchanged where it has heuristics already, no
+    guarantee, or no phases.
+
+    Args:
+        privacy: the audited run's privacy (a ``PrivacySpent`` or results.json's ``Privacy``).
+        phases: the observed phases, or None.
+    Returns:
+        A copy with ``heuristics`` set, or ``privacy`` itself."""
+    if not phases or privacy.heuristics or not privacy.has_guarantee or privacy.delta is None:
+        return privacy
+    ph = tuple((float(s), float(q), int(t)) for s, q, t in phases)
+    if any(not (s > 0 and 0 < q <= 1 and t >= 1) for s, q, t in ph):
+        return privacy
+    relations = tuple(r for r in (privacy.relation, *(o.relation for o in privacy.other_relations)) if r)
+    words = "; ".join(f"σ = {s:.4g}, q = {q:.4g}, T = {t}" for s, q, t in ph)
+    found = last_iterate(phases=ph, delta=float(privacy.delta), relations=relations,
+                         basis=f"the observed DPOptimizer phases: {words}")
+    return privacy.model_copy(update={"heuristics": found}) if found else privacy

@@ -102,3 +102,37 @@ def test_delta_falls_with_epsilon_and_bad_input_is_refused():
         last_iterate_epsilon(phases=ph, delta=1e-5, relation="replace-one-same-class")
     with pytest.raises(ValueError, match="δ must be"):
         last_iterate_epsilon(phases=ph, delta=1.5)
+
+
+def test_a_dpsgd_run_records_the_heuristic_beside_its_accountants_under_both_relations():
+    """``certify`` (every DP-SGD model, built-in and presets): the heuristic under replace-one and add/remove, labelled
+    as not a bound, at the run's δ, a little under the accountant's ε of the same relation; results.json keeps it."""
+    from bench.core.types import TrainSpec
+    from bench.results import Privacy
+    from mechanisms.dpsgd.mechanism import DPSGDParams
+    from mechanisms.dpsgd.privacy import certify
+
+    spec = TrainSpec(model="linear", epochs=40, batch_size=4096, lr=8.0, params=DPSGDParams(relation="replace-one"))
+    spent = certify(sigma=10.145, sample_rate=1 / 3, steps=120, delta=1e-5, spec=spec)
+    assert [h.relation for h in spent.heuristics] == ["replace-one", "add-remove"]
+    for h in spent.heuristics:
+        assert h.label == "last-iterate heuristic (Steinke et al. 2025): not a bound" and h.delta == 1e-5
+        assert h.epsilon == last_iterate_epsilon(phases=((10.145, 1 / 3, 120),), delta=1e-5, relation=h.relation)
+        accountant = spent.under(h.relation)
+        assert accountant is not None and 0.95 * accountant.epsilon < h.epsilon < accountant.epsilon
+    stored = Privacy.model_validate_json(Privacy(**spent.model_dump()).model_dump_json())
+    assert stored.heuristic("add-remove") == spent.heuristic("add-remove")
+    assert "not a bound" in stored.heuristic("add-remove").describe()
+
+
+def test_an_observed_opacus_loop_gets_the_heuristic_of_its_phases():
+    from bench.core.privacy import PrivacySpent
+    from mechanisms.accounting.last_iterate import with_observed_phases
+
+    claimed = PrivacySpent(2.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
+    got = with_observed_phases(claimed, [[1.2, 0.05, 40], [2.0, 0.1, 20]])
+    (h,) = got.heuristics
+    assert h.relation == "add-remove" and "observed DPOptimizer phases" in h.basis
+    assert h.epsilon == last_iterate_epsilon(phases=((1.2, 0.05, 40), (2.0, 0.1, 20)), delta=1e-5)
+    assert with_observed_phases(claimed, None) is claimed
+    assert with_observed_phases(PrivacySpent.no_guarantee(), [[1.2, 0.05, 40]]).heuristics == ()
