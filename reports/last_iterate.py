@@ -26,13 +26,15 @@ GAP_SENTENCE = (
 
 
 def final_model_bound(r: RunResult) -> AuditBound | None:
-    """The tightest valid bound, compared with an ε, among ``r``'s audits that see only the final model.
+    """The tightest valid bound, compared with an ε, among ``r``'s audits that see only the final model — among those
+    whose run records a heuristic ε where any does (a plug-in's: only the audits whose observer saw its phases).
 
     Args:
         r: one model's result.
     Returns:
         That bound, or None where no such audit gave one."""
-    return tightest([b for tm in FINAL_MODEL_THREATS for b in valid_bounds(r, tm) if b.comparable])
+    found = [b for tm in FINAL_MODEL_THREATS for b in valid_bounds(r, tm) if b.comparable]
+    return tightest([b for b in found if b.privacy is not None and b.privacy.heuristics] or found)
 
 
 def _accountant(p: Privacy, relation: str) -> str:

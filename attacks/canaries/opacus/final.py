@@ -279,7 +279,7 @@ class OpacusFinalCanaryAudit(OpacusCanaryAudit):
                  "gradient_norm": request.norm,
                  **{k: wb[k] for k in ("sigma_hat", "claimed_sigma", "sample_rate", "steps", "lr", "momentum",
                                        "expected_batch_size", "members_sd", "noise_sd", "linearity_error")},
-                 "observed_phases": wb["phases"]}
+                 "observed_phases": wb.get("phases")}  # absent from an audit run cached before it was kept
         out = {}
         for key, part, what in ((NAME, "records", "records in the loop's own data pipeline"),
                                 (f"{NAME}-dirac", "dirac", "Dirac gradients at the optimizer, sampled at the "
