@@ -86,7 +86,7 @@ def _log_ratio(x: float, a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.nd
     return float(logsumexp(la + (a * x - a * a / 2) / (s * s)) - logsumexp(lb + (b * x - b * b / 2) / (s * s)))
 
 
-def _crossing(level: float, a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray, s: float) -> float | None:
+def _crossing(level: float, a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray, s: float) -> float:
     """The x where ln p/q (increasing) equals ``level``; −inf or +inf where it lies above or below it everywhere."""
     lo, hi = float(b.min()) - 10 * s - 1, float(a.max()) + 10 * s + 1
     for _ in range(200):
@@ -115,7 +115,7 @@ def _log_ratio_minus(x: float, level: float, a: np.ndarray, la: np.ndarray, b: n
 def _hockey_stick(epsilon: float, a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray, s: float) -> float:
     """H_{e^ε}(P‖Q) = ∫ (p − e^ε q)_+ = P(X > x*) − e^ε Q(X > x*), x* the crossing of ln p/q = ε."""
     x = _crossing(epsilon, a, la, b, lb, s)
-    if x is None or x == math.inf:
+    if x == math.inf:
         return 0.0
     if x == -math.inf:
         return max(0.0, 1.0 - math.exp(epsilon))
@@ -146,7 +146,7 @@ def last_iterate_delta(*, phases: Phases, epsilon: float, relation: str = "add-r
     backward = 0.0
     if y == math.inf:
         backward = max(0.0, 1.0 - math.exp(epsilon))
-    elif y is not None and y != -math.inf:
+    elif y != -math.inf:
         lower_q = math.exp(logsumexp(lb + norm.logcdf((y - b) / s)))
         lower_p = math.exp(logsumexp(la + norm.logcdf((y - a) / s)))
         backward = max(0.0, lower_q - math.exp(epsilon) * lower_p)
