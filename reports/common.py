@@ -104,8 +104,11 @@ def format_privacy(privacy: Privacy | None) -> str:
     text = f"ε = {num(eps)} (δ = {delta_text(delta)}, {accountant}{', ' + relation if relation else ''})"
     for o in privacy.other_relations:  # e.g. DP-SGD's add/remove ε, the figure papers quote
         text += f"; {relation_text(o.relation)}: ε = {num(o.epsilon)} ({o.accountant})"
-    for h in privacy.heuristics:  # DP-SGD's last-iterate heuristic: beside the guarantee, never one
-        text += f"; {h.label}: {relation_text(h.relation)} ε ≈ {num(h.epsilon)} (δ = {delta_text(h.delta)})"
+    groups: dict[tuple[str, float], list[str]] = {}  # DP-SGD's last-iterate heuristic: beside the guarantee, never one
+    for h in privacy.heuristics:
+        groups.setdefault((h.label, h.delta), []).append(f"{relation_text(h.relation)} ε ≈ {num(h.epsilon)}")
+    for (label, h_delta), parts in groups.items():
+        text += f"; {label}: {', '.join(parts)} (δ = {delta_text(h_delta)})"
     return text + " — weak δ ≥ 1/n" if privacy.weak_delta else text
 
 

@@ -66,7 +66,8 @@ def test_the_verdict_section_and_the_terminal_show_them_with_the_sentence(build,
 def test_the_guarantee_text_labels_the_heuristic_as_not_a_bound(build):
     doc = document(build)
     text = format_privacy(doc.results[0].privacy)
-    assert f"{LABEL}: add/remove ε ≈ 1.4 (δ = 1e-05)" in text and text.startswith("ε = 3 (δ = 1e-05")
+    assert text.startswith("ε = 3 (δ = 1e-05, dp_accounting-pld, replace-one); add/remove: ε = 1.41 (opacus-prv)")
+    assert text.endswith(f"; {LABEL}: replace-one ε ≈ 3, add/remove ε ≈ 1.4 (δ = 1e-05)")
     assert "heuristic" not in format_privacy(doc.results[1].privacy)
 
 
