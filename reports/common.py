@@ -82,7 +82,8 @@ def format_privacy(privacy: Privacy | None) -> str:
 
     Returns:
         ``"ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)"`` (the relation only where the record names one; the same
-        guarantee under other relations after it, ``"; add/remove: ε = 0.5 (opacus-prv)"``), with
+        guarantee under other relations after it, ``"; add/remove: ε = 0.5 (opacus-prv)"``, and any heuristic ε,
+        labelled as not a bound, after those), with
         ``" — weak δ ≥ 1/n"`` appended when ``weak_delta``; ``"ε = ∞ (privacy off)"`` for a model trained with
         privacy off; ``"no guarantee"`` (``"no guarantee (claimed ε = 10,
         not a guarantee)"`` when a source claimed an ε); ``"—"`` when there is no record. An ε whose δ or
@@ -103,6 +104,11 @@ def format_privacy(privacy: Privacy | None) -> str:
     text = f"ε = {num(eps)} (δ = {delta_text(delta)}, {accountant}{', ' + relation if relation else ''})"
     for o in privacy.other_relations:  # e.g. DP-SGD's add/remove ε, the figure papers quote
         text += f"; {relation_text(o.relation)}: ε = {num(o.epsilon)} ({o.accountant})"
+    groups: dict[tuple[str, float], list[str]] = {}  # DP-SGD's last-iterate heuristic: beside the guarantee, never one
+    for h in privacy.heuristics:
+        groups.setdefault((h.label, h.delta), []).append(f"{relation_text(h.relation)} ε ≈ {num(h.epsilon)}")
+    for (label, h_delta), parts in groups.items():
+        text += f"; {label}: {', '.join(parts)} (δ = {delta_text(h_delta)})"
     return text + " — weak δ ≥ 1/n" if privacy.weak_delta else text
 
 

@@ -1,5 +1,6 @@
 """The terminal report (rich): the run's answer in one sentence, the compact table per dataset
-(``reports.verdict.compact``) with the key to its ε columns, and the attacks that failed. The privacy-bug and
+(``reports.verdict.compact``) with the key to its ε columns, DP-SGD's accountant ε beside its last-iterate heuristic
+(not a bound) and final-model audit (``reports.last_iterate``), and the attacks that failed. The privacy-bug and
 refuted-claim lines are ``reports.empirical.privacy_bug_lines``, which ``bench`` prints in red after the reports; the
 audit table, the heuristic bounds and every other number are in report.md / report.html."""
 
@@ -11,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bench.results import Results
+from reports.last_iterate import GAP_SENTENCE, LAST_ITERATE_HEADERS, last_iterate_rows
 from reports.tables import failed_attack_lines
 from reports.verdict.answer import answer
 from reports.verdict.compact import CompactTable, compact_tables
@@ -51,6 +53,16 @@ def render_terminal(results: Results, console: Console | None = None) -> None:
     for compact in tables:
         console.print(_table(compact))
         console.print(Text(compact_legend(compact, with_keys=True), style="dim"))
+        final = last_iterate_rows(results, compact.dataset)
+        if final:
+            table = Table(title=Text(f"{compact.dataset}: what the final model alone can leak"), header_style="bold",
+                          title_justify="left")
+            for header in LAST_ITERATE_HEADERS:
+                table.add_column(header, overflow="fold")
+            for row in final:
+                table.add_row(*(Text(c) for c in row))
+            console.print(table)
+            console.print(Text(GAP_SENTENCE, style="dim"))
     failed = failed_attack_lines(results)
     if failed:
         console.print(Text("Failed attacks:", style="bold red"))

@@ -12,13 +12,47 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-__all__ = ["GUARANTEES", "RELATIONS", "PrivacySpent", "RelationEpsilon"]
+__all__ = ["GUARANTEES", "HeuristicEpsilon", "LAST_ITERATE_LABEL", "RELATIONS", "PrivacySpent", "RelationEpsilon"]
 
 GUARANTEES = ("none", "central-dp", "local-dp", "dp-release")
 RELATIONS = ("add-remove", "replace-one", "replace-one-same-class")
 _POSITIONAL = ("epsilon", "delta", "accountant", "guarantee")  # PrivacySpent(ε, δ, accountant, guarantee, ...)
 
 P = TypeVar("P", bound="PrivacySpent")
+
+LAST_ITERATE_LABEL = "last-iterate heuristic (Steinke et al. 2025): not a bound"
+"""How every last-iterate ε is labelled, wherever it is written or shown."""
+
+
+class HeuristicEpsilon(BaseModel):
+    """An ε that is **not a bound**: DP-SGD's last-iterate heuristic (Steinke et al., ICLR 2025) — what an attacker
+    who sees only the final model could learn if every loss were linear (``mechanisms.accounting.last_iterate``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null", use_attribute_docstrings=True)
+
+    relation: str
+    """``add-remove`` or ``replace-one``."""
+    epsilon: float
+    """The heuristic ε (unitless) at ``delta`` under ``relation``."""
+    delta: float
+    """δ of the heuristic ε (the guarantee's δ)."""
+    label: str = LAST_ITERATE_LABEL
+    """What it is: ``last-iterate heuristic (Steinke et al. 2025): not a bound``."""
+    basis: str = ""
+    """The σ, q, T it was computed from (e.g. "the run's σ = 10.1, q = 0.333, T = 120")."""
+
+    @model_validator(mode="after")
+    def _known_relation(self) -> HeuristicEpsilon:
+        if self.relation not in RELATIONS:
+            raise ValueError(f"relation {self.relation!r} not in {RELATIONS}")
+        return self
+
+    def describe(self) -> str:
+        """The heuristic in words, for reports and logs.
+
+        Returns:
+            ``ε ≈ … (δ = …, relation; last-iterate heuristic (Steinke et al. 2025): not a bound)``."""
+        return f"ε ≈ {self.epsilon:.3g} (δ = {self.delta:.0e}, {self.relation}; {self.label})"
 
 
 class RelationEpsilon(BaseModel):
@@ -92,6 +126,9 @@ class PrivacySpent(BaseModel):
     other_relations: tuple[RelationEpsilon, ...] = ()
     """The same guarantee under other neighbouring relations (DP-SGD: its add/remove ε, the figure papers quote, beside
     the replace-one ε every mechanism's budget is matched on)."""
+    heuristics: tuple[HeuristicEpsilon, ...] = ()
+    """Heuristic ε beside the guarantee, **not bounds** (DP-SGD: the last-iterate heuristic of Steinke et al. 2025 under
+    each relation the run states, for an attacker who sees only the final model); empty where none applies."""
     off: bool = False
     """True for a model trained with privacy turned off (the baseline, a mechanism's ε = ∞ point): its ε is ∞, written
     as this flag (strict JSON has no infinity) with ``epsilon`` null and ``guarantee`` ``none``; reports print
@@ -149,6 +186,19 @@ class PrivacySpent(BaseModel):
             if o.relation == relation:
                 return self.model_copy(update={"epsilon": o.epsilon, "accountant": o.accountant,
                                                "relation": o.relation, "profile": o.profile, "other_relations": ()})
+        return None
+
+    def heuristic(self, relation: str | None) -> HeuristicEpsilon | None:
+        """The last-iterate heuristic ε under ``relation`` (not a bound).
+
+        Args:
+            relation: ``add-remove`` or ``replace-one``; None gives None.
+
+        Returns:
+            The ``HeuristicEpsilon`` under that relation, or None where none was computed."""
+        for h in self.heuristics:
+            if h.relation == relation:
+                return h
         return None
 
     @classmethod

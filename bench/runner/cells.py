@@ -40,6 +40,7 @@ from bench.results import (
 )
 from bench.runner.ceiling import validation_split
 from bench.runner.degenerate import check_predictions
+from mechanisms.accounting.last_iterate import with_observed_phases
 
 RELEASE_EXAMPLES = 8
 # a failed cell or attack, not a failed run; their message is the one line (a plug-in's fault names it: faults.py)
@@ -101,7 +102,8 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
     return AttackRecord(attack=name, n_members=n_members, n_non_members=int(len(res.labels) - n_members),
                         metrics=metrics, roc=roc, audit=Audit(**block, design=design), extra=res.extra,
                         conformance=None if res.conformance is None else Conformance(**res.conformance),
-                        audited_privacy=None if res.privacy is None else privacy_record(res.privacy, weak_delta))
+                        audited_privacy=None if res.privacy is None else privacy_record(
+                            with_observed_phases(res.privacy, res.extra.get("observed_phases")), weak_delta))
 
 
 def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:

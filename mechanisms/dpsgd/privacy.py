@@ -10,6 +10,7 @@ from typing import Any
 
 from bench.core.types import PrivacySpent, RelationEpsilon, TrainSpec
 from mechanisms.accounting.gaussian import dpsgd_profile, gaussian_epsilon, pld_epsilon, pld_noise_multiplier
+from mechanisms.accounting.last_iterate import last_iterate
 from mechanisms.accounting.opacus_accountants import opacus_epsilon, opacus_noise_multiplier
 
 
@@ -81,7 +82,8 @@ def certify(*, sigma: float, sample_rate: float, steps: int, delta: float, spec:
         delta, spec: δ in (0, 1) and the run's ``TrainSpec`` (``DPSGDParams``: relation, accountant, fixed σ).
     Returns:
         ``PrivacySpent`` (``central-dp``): ε (unitless) at δ, its accountant and relation, the profile and the other
-        relation's ε (``other_relations``)."""
+        relation's ε (``other_relations``) and the last-iterate heuristic ε under both (``heuristics``; Steinke et al.
+        2025, ``mechanisms.accounting.last_iterate``: not a bound)."""
     p = spec.params
     history = ((float(sigma), float(sample_rate), int(steps)),)
     add_remove = opacus_epsilon(history, delta=float(delta), accountant=p.accountant)
@@ -102,7 +104,10 @@ def certify(*, sigma: float, sample_rate: float, steps: int, delta: float, spec:
                 f"composition of the Gaussian mechanism is certain, without amplification: ε = {shuffled:.3g} "
                 f"(δ = {delta:.0e}, analytic Gaussian, add-remove)")
     epsilon, accountant = stated[p.relation]
+    heuristics = last_iterate(phases=((float(sigma), float(sample_rate), int(steps)),), delta=float(delta),
+                              relations=(p.relation, other),
+                              basis=f"the run's σ = {sigma:.4g}, q = {sample_rate:.4g}, T = {int(steps)}")
     return PrivacySpent(epsilon, delta, accountant, "central-dp", note=note, relation=p.relation,
-                        profile=profile(p.relation),
+                        profile=profile(p.relation), heuristics=heuristics,
                         other_relations=(RelationEpsilon(other, stated[other][0], stated[other][1],
                                                          profile(other)),))

@@ -1,6 +1,7 @@
 """The audits' tightness plot: per model and threat model, the tightest valid ε lower bound against the ε it is
 held to (the accountant's ε of the audited run, or the claimed ε of a mechanism without a guarantee), with the
-diagonal ε_LB = ε. Heuristic bounds are never plotted; neither are bounds of a neighbouring relation other than
+diagonal ε_LB = ε, and above a final-model audit's bound a bar at the run's last-iterate heuristic ε (Steinke et al.
+2025: not a bound). Heuristic bounds are never plotted; neither are bounds of a neighbouring relation other than
 the ε's. Same conventions as ``reports.figures`` (object API, explicit Agg canvas)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bench.results import PrivacyBug, RunResult
 from reports.bounds import THREAT_MODELS, AuditBound, design_text, same_model, tightest_valid
 from reports.common import has_guarantee
 from reports.figures import by_dataset, colors, figure
+from reports.last_iterate import FINAL_MODEL_THREATS
 
 MARKERS = {"white-box": "^", "hidden-state": "s", "black-box": "o", "black-box-crafted": "D"}
 LINTHRESH = 0.1  # the y-axis is linear below this (bounds of 0 are common), logarithmic above
@@ -26,6 +28,16 @@ def tightness_points(runs: list[RunResult]) -> list[AuditBound]:
     ε (``AuditBound.reference``)."""
     found = [tightest_valid(r, tm) for r in runs for tm in THREAT_MODELS]
     return [b for b in found if b is not None and b.reference is not None and b.reference > 0]
+
+
+def heuristic_of(b: AuditBound) -> float | None:
+    """The last-iterate heuristic ε (not a bound) of a final-model audit's bound, in the relation it is held to;
+    None for other threat models or without one."""
+    c = b.compared
+    if b.threat_model not in FINAL_MODEL_THREATS or c is None:
+        return None
+    h = c.heuristic(b.design.relation)
+    return None if h is None else float(h.epsilon)
 
 
 def _flagged(b: AuditBound, flagged: list[PrivacyBug]) -> bool:
@@ -42,6 +54,9 @@ def _panel(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged:
             ax.scatter([x], [y], marker="o", s=190, facecolors="none", edgecolors="red", linewidths=1.6, zorder=4)
         if b.capped:
             ax.annotate("≥ (cap)", (x, y), xytext=(5, -3), textcoords="offset points", fontsize=6, color="0.3")
+        h = heuristic_of(b)
+        if h is not None:  # the final model's last-iterate heuristic: not a bound, drawn as a bar above its audit
+            ax.scatter([x], [h], marker="_", s=160, color=color, linewidths=2.0, zorder=2)
     xs = [float(b.reference or 0.0) for b in points]
     lo, hi = min(xs) / 2, max(max(xs), max(b.value for b in points)) * 2
     grid = np.logspace(math.log10(lo), math.log10(hi), 200)
@@ -66,6 +81,10 @@ def _legend(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged
     if flagged:
         handles.append(Line2D([], [], color="red", marker="o", mfc="none", ms=10, ls="",
                               label="privacy bug / refuted claim (run-level check)"))
+    if any(heuristic_of(b) is not None for b in points):
+        handles.append(Line2D([], [], color="0.3", marker="_", ms=10, mew=2, ls="",
+                              label="bar: last-iterate heuristic ε\n(Steinke et al. 2025): not a bound;\n"
+                                    "final-model audits only"))
     handles.append(Line2D([], [], color="k", ls="--", label="ε_LB = ε (significantly above:\nthe ε does not hold)"))
     designs = sorted({f"{b.threat_model}, {design_text(b.design)}" for b in points})
     handles.append(Line2D([], [], ls="", label="designs:\n" + "\n".join(designs) + "\nheuristic bounds not shown"))

@@ -60,7 +60,9 @@ class Audit(ReportSection):
                 "(m canaries) and multi-run audits (R runs), triangles white-box, squares hidden-state, circles "
                 "black-box and diamonds black-box with an auditor-chosen initial model and canary, one colour per "
                 "mechanism, against the ε of the audited run (hollow: a mechanism without a "
-                "guarantee at its claimed ε), with the dashed diagonal ε_LB = ε; heuristic bounds are not plotted; red "
+                "guarantee at its claimed ε), with the dashed diagonal ε_LB = ε, a bar above each final-model audit "
+                "at the run's last-iterate heuristic ε (Steinke et al. 2025: not a bound); heuristic bounds are not "
+                "plotted; red "
                 "rings: privacy bugs or refuted claims of the Bonferroni-corrected run-level check")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section:

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from bench.results import Results
 from reports.common import MAIN_LEVEL, finished, level_label
 from reports.figures import by_dataset, slug
+from reports.last_iterate import GAP_SENTENCE, LAST_ITERATE_HEADERS, last_iterate_rows
 from reports.section import (
     SECTIONS,
     Badges,
@@ -98,10 +99,25 @@ class Verdict(ReportSection):
                                    Text(f"Pareto-optimal (shaded): no other model has both higher test accuracy "
                                         f"and lower leakage, measured as {v['axis'].description}.\n" + HTML_LEGEND,
                                         "note", only="html")], anchor=f"full-{key}"),
+                       *_last_iterate_blocks(results, dataset, key),
                        Details("Notes per mechanism", [Items(notes.get(dataset, []), "notes")])]
         if not results.results:
             blocks = [Heading("Verdict", level=2, only="html"), Text("No results yet.", only="html")]
         return Section("verdict", "", blocks, nav=[("verdict", "Verdict")])
+
+
+def _last_iterate_blocks(results: Results, dataset: str, key: str) -> list[Block]:
+    """Folded: the DP-SGD models' accountant ε, last-iterate heuristic ε and final-model audit bound side by side
+    (``reports.last_iterate``) with the sentence saying what the gap means; nothing without a heuristic ε."""
+    rows = last_iterate_rows(results, dataset)
+    if not rows:
+        return []
+    return [Details("What the final model alone can leak: the accountant's ε, the last-iterate heuristic (not a "
+                    "bound) and the final-model audit side by side", [
+                        Table(LAST_ITERATE_HEADERS, rows, css="last-iterate-table",
+                              caption=f"{dataset}: each model's three numbers, of one run (the audit run's where "
+                                      "the final-model audit trained its own)"),
+                        Text(GAP_SENTENCE, "note")], anchor=f"last-iterate-{key}")]
 
 
 def compact_blocks(table: CompactTable, key: str) -> list[Block]:

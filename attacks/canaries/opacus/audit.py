@@ -49,6 +49,7 @@ from attacks.base.attack import MembershipAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
 from attacks.canaries.opacus.observer import AuditRefused, OpacusCanaries, canary_records
+from attacks.canaries.opacus.phases import observed_phases
 from attacks.conformance.opacus import opacus_conformance
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
@@ -164,6 +165,7 @@ class OpacusCanaryAudit(MembershipAttack):
             "claimed_sigma": wb["claimed_sigma"],
             "steps": wb["steps"],
             "sample_rate": wb["sample_rate"],
+            "observed_phases": observed_phases(wb),
         }
         out = {
             self.name: MembershipScores(

@@ -51,6 +51,7 @@ from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
 from attacks.canaries.opacus.audit import OpacusCanaryAudit
 from attacks.canaries.opacus.observer import AuditRefused, OpacusCanaries, OpacusObserver, canary_records
+from attacks.canaries.opacus.phases import observed_phases
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset
 from bench.core.design import AuditDesign
@@ -186,8 +187,8 @@ class FinalModelObserver(OpacusObserver):
     def result(self, model=None) -> dict:
         """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits", "steps", "sample_rate",
         "sigma_hat", "claimed_sigma", "lr" (the first step's), "momentum", "expected_batch_size", "members_sd",
-        "noise_sd", "linearity_error"}``; scores in units of C, larger means included. ``model``: what ``fit``
-        returned (θ_T; the optimizer's parameters when None).
+        "noise_sd", "linearity_error", "phases" (``observed_phases``)}``; scores in units of C, larger means
+        included. ``model``: what ``fit`` returned (θ_T; the optimizer's parameters when None).
 
         Args:
             model: what ``fit`` returned, or None.
@@ -223,6 +224,7 @@ class FinalModelObserver(OpacusObserver):
             "sigma_hat": base["sigma_hat"], "claimed_sigma": base["claimed_sigma"], "lr": self.rates[0][0],
             "momentum": self.momentum, "expected_batch_size": self.rates[0][1], "members_sd": float(drift.std()),
             "noise_sd": float(base["sigma_hat"] * np.sqrt(np.sum(w**2))), "linearity_error": gap,
+            "phases": observed_phases(base),
         }
 
 
@@ -276,7 +278,8 @@ class OpacusFinalCanaryAudit(OpacusCanaryAudit):
                                  "torch.manual_seed(seed), checked at the DPOptimizer's first step)",
                  "gradient_norm": request.norm,
                  **{k: wb[k] for k in ("sigma_hat", "claimed_sigma", "sample_rate", "steps", "lr", "momentum",
-                                       "expected_batch_size", "members_sd", "noise_sd", "linearity_error")}}
+                                       "expected_batch_size", "members_sd", "noise_sd", "linearity_error")},
+                 "observed_phases": wb.get("phases")}  # absent from an audit run cached before it was kept
         out = {}
         for key, part, what in ((NAME, "records", "records in the loop's own data pipeline"),
                                 (f"{NAME}-dirac", "dirac", "Dirac gradients at the optimizer, sampled at the "

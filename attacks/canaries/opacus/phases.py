@@ -175,3 +175,14 @@ def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray
         return x.sum(0)
     z = (2 * x - 1) / (2 * sigma**2)
     return (np.logaddexp(np.log1p(-q), np.log(q) + z) if q < 1 else z).sum(0)
+
+
+def observed_phases(result: dict) -> list[list[float]]:
+    """The loop's phases as the observer saw them, for the last-iterate heuristic ε (computed by the runner):
+    ``[[σ (the optimizer's noise multiplier), q (its accountant's rate), T (steps observed)], ...]``, in order.
+
+    Args:
+        result: an observer's ``result()`` (its ``phases``).
+    Returns:
+        One ``[σ, q, T]`` per DPOptimizer the loop stepped."""
+    return [[float(p["claimed_sigma"]), float(p["sample_rate"]), int(p["steps"])] for p in result["phases"]]

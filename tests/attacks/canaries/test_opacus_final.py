@@ -171,6 +171,17 @@ def test_the_correct_example_gets_a_valid_bound_below_its_epsilon(tmp_path):
         assert 0 < audit["epsilon_lb"] < r["privacy"]["epsilon"]  # the final model shows the canaries, within ε
     extra = r["attacks"]["opacus-canary-final-dirac"]["extra"]
     assert extra["linearity_error"] < 1e-3 and abs(extra["sigma_hat"] / extra["claimed_sigma"] - 1) < 0.05
+    # the last-iterate heuristic of the observed loop (not a bound) beside the plug-in's add/remove ε: Dirac gradient
+    # canaries are linear, the heuristic's own assumption, so their valid bound stays under it
+    from mechanisms.accounting.last_iterate import last_iterate_epsilon
+
+    for key in ("opacus-canary-final", "opacus-canary-final-dirac"):
+        record = r["attacks"][key]
+        (h,) = record["audited_privacy"]["heuristics"]
+        phases = tuple((s, q, int(t)) for s, q, t in record["extra"]["observed_phases"])
+        assert h["relation"] == "add-remove" and h["label"].endswith("not a bound") and h["delta"] == 1e-5
+        assert h["epsilon"] == last_iterate_epsilon(phases=phases, delta=1e-5)
+        assert record["audit"]["epsilon_lb"] < h["epsilon"] < record["audited_privacy"]["epsilon"]
 
 
 @pytest.mark.slow  # a whole CLI job, about 30 s
