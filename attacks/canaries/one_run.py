@@ -149,7 +149,7 @@ class CanaryAudit(MembershipAttack):
 
     @staticmethod
     def _conformance(run) -> dict | None:
-        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``): K + 7 tests for a
+        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``): K + 9 tests for a
         model of K parameter tensors and the ε from the measured parameters; None for a run without a guarantee or
         noise (nothing certified to test) or observations from before the tests existed."""
         from attacks.conformance.dpsgd import dpsgd_conformance
