@@ -1,17 +1,18 @@
 """Parameter continuity of an audit run: the model released is the model the private steps produced (issue 54).
 
 The accountant's ε covers the parameters the private (clipped, noised) steps write and nothing else. In an audit run
-``ParameterTrail`` records a digest (BLAKE2b, 128 bits, of each tensor's bytes and shape: no copy is kept) of every
-parameter and buffer of the trained module at the boundaries of each private step — the parameters the step finds
+``ParameterTrail`` records a checksum (CRC-32 and Adler-32 of each tensor's bytes, with its shape: no copy is kept) of
+every parameter and buffer of the trained module at the boundaries of each private step — the parameters the step finds
 and the ones it leaves — and compares the model the mechanism returns with the last step's output. Any difference
 the private steps do not explain is recorded with the tensors' names and when it happened: "before the first private
 step", "between private steps t and t+1", "during private step t" (a tensor the step does not update), "after the last
 private step", "the returned module is not the trained one". Its conformance test
-(``attacks.analysis.conformance.continuity``) is exact: a digest that differs is a change (a collision has
-probability 2^-128).
+(``attacks.analysis.conformance.continuity``) is exact: a checksum that differs is a change, so a correct mechanism is
+never flagged; a change is missed only where both checksums collide (CRC-32 never misses one confined to 32
+consecutive bits; otherwise about 2^-32 per tensor and boundary).
 
 Handled explicitly, never by a tolerance: frozen parameters (outside the optimizer: must never change), buffers (no
-privacy argument covers them: must never change), a device move (digests are of the values, wherever they live:
+privacy argument covers them: must never change), a device move (checksums are of the values, wherever they live:
 noted, explained) and a dtype move (explained only where it is lossless: the released values cast back to the
 trained dtype are the trained ones and the cast back and forth changes nothing; a lossy one is a change). Declared
 post-processing (``mechanisms.post_processing``): an EMA is recomputed here from the iterates in float64 and the
@@ -22,7 +23,7 @@ the last private step and reported as not verified.
 
 from __future__ import annotations
 
-import hashlib
+import zlib
 from typing import Any
 
 import torch
@@ -34,19 +35,24 @@ EMA_ROUNDING = 8.0  # c in c·u·M·min(T, 1/(1 − d)): the rounding of a float
 MAX_EVENTS = 20  # recorded change events (each with its tensors); any more are counted
 
 
-def digest(t: torch.Tensor) -> bytes:
-    """A 128-bit BLAKE2b digest of a tensor's values and shape (its bytes in its own dtype, read on the CPU).
+def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int, int]:
+    """The checksum of a tensor's values: its shape, the CRC-32 and the Adler-32 of its bytes in its own dtype (read
+    on the CPU; no copy of a contiguous CPU tensor).
 
     Args:
         t: any tensor.
     Returns:
-        16 bytes.
+        ``(shape, crc32, adler32)``.
     """
-    flat = t.detach().reshape(-1).contiguous()
-    raw = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
-    h = hashlib.blake2b(raw.cpu().numpy() if raw.numel() else b"", digest_size=16)
-    h.update(repr(tuple(t.shape)).encode())
-    return h.digest()
+    x = t.detach()
+    if x.device.type != "cpu":
+        x = x.cpu()
+    if not x.is_contiguous():
+        x = x.contiguous()
+    if x.dtype in (torch.bfloat16, torch.bool) or x.dim() == 0 or x.is_complex():
+        x = x.reshape(-1).view(torch.uint8)
+    raw = x.numpy()
+    return tuple(t.shape), zlib.crc32(raw), zlib.adler32(raw)
 
 
 def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -71,7 +77,7 @@ class ParameterTrail:
         self.module, self.ema_decl, self.unverified = module, ema, unverified
         self.kind: dict[str, str] = {}  # name -> trainable / frozen / buffer, fixed at the first private step
         self.last = self._read()  # name -> (digest, dtype, device): the start, then what the last step left
-        self.found: dict[str, tuple[bytes, torch.dtype, str]] = {}
+        self.found: dict[str, tuple[Any, torch.dtype, str]] = {}
         self.steps, self.open = 0, False
         self.events: list[dict[str, Any]] = []
         self.more = 0  # change events beyond MAX_EVENTS
@@ -79,7 +85,7 @@ class ParameterTrail:
         self.ema: dict[str, torch.Tensor] = {}
         self.peak: dict[str, float] = {}  # the largest |value| of each float tensor's iterates (the EMA's bound)
 
-    def _read(self) -> dict[str, tuple[bytes, torch.dtype, str]]:
+    def _read(self) -> dict[str, tuple[Any, torch.dtype, str]]:
         return self._read_of(_tensors(self.module))
 
     def _change(self, when: str, names: list[str]) -> None:
@@ -210,5 +216,5 @@ class ParameterTrail:
                 if declared else [], "notes": sorted(set(self.notes))}
 
     @staticmethod
-    def _read_of(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[bytes, torch.dtype, str]]:
+    def _read_of(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[Any, torch.dtype, str]]:
         return {n: (digest(t), t.dtype, str(t.device)) for n, t in tensors.items()}

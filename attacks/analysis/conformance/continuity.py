@@ -4,8 +4,9 @@ The accountant's ε covers what the private steps write; an update that no priva
 step on the members after the private epochs or between two of them, a module swapped for the trained one) is not
 covered, and the released model's privacy is then unbounded. The audit run records a digest of every parameter and
 buffer at each private step's boundaries (``mechanisms.dpsgd.continuity.ParameterTrail``); this test reads that
-record. Exact: a differing 128-bit digest is a change (a collision has probability 2^-128), so the p-value is 0 when
-any change is unexplained and 1 otherwise, under every correct mechanism. One test per audit run, fixed by the design.
+record. Exact: a differing checksum is a change, so the p-value is 0 when any change is unexplained and 1 otherwise,
+and a correct mechanism is never flagged (a checksum collision can only hide a change). One test per audit run, fixed
+by the design.
 """
 
 from __future__ import annotations
