@@ -159,7 +159,7 @@ class CanaryAudit(MembershipAttack):
         if "conformance" not in wb or privacy is None or not privacy.has_guarantee or sigma <= 0:
             return None
         return dpsgd_conformance(wb["conformance"], noise_multiplier=sigma, sample_rate=float(params["sample_rate"]),
-                                 certified_steps=int(params["steps"]), privacy=privacy)
+                                 certified_steps=int(params["steps"]), privacy=privacy, released=run.model)
 
     def _audit_job(self, ctx: AttackContext):
         """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""

@@ -112,14 +112,25 @@ def _declared(*, sigma: float, sample_rate: float, steps: int, privacy: Any) -> 
                                  steps=steps, relation=relation)
 
 
+def _continuity(record: dict[str, Any] | None, released: Any) -> dict[str, Any] | None:
+    """The trail's record, with any change the released model shows after the training loop returned."""
+    if record is None or released is None:
+        return record
+    from mechanisms.dpsgd.continuity import released_changes
+
+    return released_changes(record, released)
+
+
 def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_rate: float, certified_steps: int,
-                      privacy: Any) -> dict[str, Any]:
+                      privacy: Any, released: Any = None) -> dict[str, Any]:
     """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 9 records, "measured_epsilon"}``).
 
     Args:
         obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
         noise_multiplier: the certified σ (> 0). sample_rate: the certified q. certified_steps: the accountant's T.
         privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
+        released: the model the audit run released (``TrainedModel.model``), compared with what its training loop
+            returned (``mechanisms.dpsgd.continuity.released_changes``); None: not compared.
     Returns:
         ``{"tests": [K + 9 conformance records], "measured_epsilon": ε from the measured parameters}``.
     Raises:
@@ -133,7 +144,7 @@ def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_ra
              _skipped("clip bound C (records' clipped gradients)", "clip bound", "no record's gradient was clipped")]
     tests = [*_noise_tests(obs, noise_multiplier), *_sample_tests(obs, noise_multiplier), *clips,
              *_sampling_tests(obs, sample_rate, certified_steps),
-             *([continuity_test(obs["continuity"])] if "continuity" in obs else []),
+             *([continuity_test(_continuity(obs["continuity"], released))] if "continuity" in obs else []),
              _declared(sigma=noise_multiplier, sample_rate=sample_rate, steps=certified_steps, privacy=privacy)]
     return {"tests": tests, "measured_epsilon": _measured(obs, sigma=noise_multiplier, q=sample_rate,
                                                           privacy=privacy)}

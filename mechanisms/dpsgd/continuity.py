@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["EMA_ROUNDING", "ParameterTrail", "digest"]
+__all__ = ["EMA_ROUNDING", "ParameterTrail", "digest", "released_changes"]
 
 EMA_ROUNDING = 8.0  # c in c·u·M·min(T, 1/(1 − d)): the rounding of a float EMA update is at most ~5·u·M per step
 MAX_EVENTS = 20  # recorded change events (each with its tensors); any more are counted
@@ -183,7 +183,8 @@ class ParameterTrail:
             returned: the innermost module the mechanism returned (None: compare the trained module as it is now).
         Returns:
             JSON-able ``{"steps", "tensors": {"trainable", "frozen", "buffer"}, "changes": [{"when", "tensors"}],
-            "more_changes", "returned", "verified", "unverified", "notes"}``.
+            "more_changes", "returned", "verified", "unverified", "notes", "released"}``; ``released``: each tensor's
+            ``[shape, crc32, adler32]`` as returned (``released_changes`` compares a later copy with it).
         """
         got = _tensors(self.module if returned is None else returned)
         same_module = returned is None or returned is self.module
@@ -213,8 +214,31 @@ class ParameterTrail:
                 "verified": [f"EMA (decay {decay:g}, first {self.ema_decl[1]}) of the {self.steps} iterates, within "
                              f"rounding {EMA_ROUNDING:g}·u·M·min(T, 1/(1 − d))"] if averaged and decay else [],
                 "unverified": [f"declared {u} of {', '.join(declared)}: not verified" for u in self.unverified]
-                if declared else [], "notes": sorted(set(self.notes))}
+                if declared else [], "notes": sorted(set(self.notes)),
+                "released": {n: [list(d[0]), d[1], d[2]] for n, (d, _, _) in self._read_of(got).items()}}
 
     @staticmethod
     def _read_of(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[Any, torch.dtype, str]]:
         return {n: (digest(t), t.dtype, str(t.device)) for n, t in tensors.items()}
+
+
+def released_changes(record: dict[str, Any], module: nn.Module) -> dict[str, Any]:
+    """``record`` with the tensors in which ``module`` — the model as it reached the audit, after the mechanism's own
+    code returned it — differs from what the trail saw returned, as a change "after the audit run's training returned"
+    (a mechanism's code that updates the model outside its training loop).
+
+    Args:
+        record: ``ParameterTrail.finish``'s record (without ``released``: returned as is).
+        module: the released model.
+    Returns:
+        The record, with that change appended where there is one.
+    """
+    if not record.get("released"):
+        return record
+    now = {n: [list(d[0]), d[1], d[2]] for n, (d, _, _) in ParameterTrail._read_of(_tensors(module)).items()}
+    was = record["released"]
+    changed = [n for n in (*was, *(n for n in now if n not in was)) if now.get(n) != was.get(n)]
+    if not changed:
+        return record
+    return {**record, "changes": [*record.get("changes", []), {"when": "after the audit run's training returned",
+                                                                "tensors": changed}]}

@@ -235,7 +235,7 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         x, model = model.features(x, device), model.head
     ema = _ema(model, ema_decay)  # made before the clipper, so the copy carries none of its hooks
     clipper = make_clipper(mode, model)
-    tracker = None if canaries is None else _tracker(canaries, clipper, optimizer, model=model,
+    tracker = None if canaries is None else _tracker(canaries, clipper, optimizer, model=released,
                                                      sample_rate=sample_rate, noise_multiplier=noise_multiplier,
                                                      max_grad_norm=max_grad_norm,
                                                      expected_batch_size=expected_batch_size, ema_decay=ema_decay)

@@ -196,3 +196,30 @@ def test_dpsgd_audit_run_keeps_the_trail_and_verifies_its_ema(digits_split):
         record = run.audit["conformance"]["continuity"]
         assert record["changes"] == [] and record["steps"] == run.params["steps"]
         assert bool(record["verified"]) == (decay is not None)
+
+
+def test_dpsgd_updated_after_its_training_is_rejected_from_the_catalogue(digits_split, monkeypatch):
+    """The zoo's ``dpsgd-update-after`` (one non-private SGD step in ``DPSGD.fit`` after the private training): the
+    released model differs from what the training loop returned, and the conformance family says so, exactly."""
+    from attacks.conformance.dpsgd import dpsgd_conformance
+    from bench.config.run import build_config
+    from bench.zoo.catalogue import BUGS, load
+    from mechanisms import MECHANISMS
+    from mechanisms.dpsgd.canary_placement import GradientCanaries
+    from mechanisms.dpsgd.mechanism import DPSGD
+
+    monkeypatch.setattr(DPSGD, "fit", DPSGD.fit)  # restored after the test
+    load()
+    BUGS.get("dpsgd-update-after").apply()
+    data = digits_split.members
+    spec = build_config({"training": {"dpsgd": {"epochs": 2}}},
+                        {"profile": "smoke", "mechanisms": "dpsgd"}).spec_for("dpsgd")
+    request = GradientCanaries(0, 1, every_coordinate=True, public_size=len(data))
+    run = MECHANISMS.get("dpsgd")().fit(data, spec, target_epsilon=2.0, delta=1e-5, seed=1,
+                                        device=torch.device("cpu"), audit=request)
+    p = run.params
+    c = dpsgd_conformance(run.audit["conformance"], noise_multiplier=p["noise_multiplier"],
+                          sample_rate=p["sample_rate"], certified_steps=p["steps"], privacy=run.privacy,
+                          released=run.model)
+    (t,) = [t for t in c["tests"] if t["quantity"] == "parameter continuity"]
+    assert t["p_value"] == 0.0 and "changed after the audit run's training returned" in t["name"]

@@ -16,7 +16,7 @@ def apply() -> None:
     """``train_with_opacus`` returns a non-privately trained copy of its initial model."""
     import opacus_plugin  # type: ignore[import-not-found]
 
-    from bench.zoo.bugs._opacus import non_private_step
+    from bench.zoo.bugs._common import non_private_step
 
     loop = opacus_plugin.train_with_opacus
 

@@ -16,7 +16,7 @@ def apply() -> None:
     """``train_with_opacus``: its model, once trained, takes one non-private Adam step on every record."""
     import opacus_plugin  # type: ignore[import-not-found]
 
-    from bench.zoo.bugs._opacus import non_private_step
+    from bench.zoo.bugs._common import non_private_step
 
     loop = opacus_plugin.train_with_opacus
 

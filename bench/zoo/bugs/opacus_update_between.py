@@ -21,7 +21,7 @@ class _AfterFirstEpoch:
         return len(self.loader)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
-        from bench.zoo.bugs._opacus import non_private_step
+        from bench.zoo.bugs._common import non_private_step
 
         yield from self.loader
         self.epochs += 1

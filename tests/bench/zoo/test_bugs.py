@@ -23,6 +23,7 @@ import mechanisms.dpmix.mixing as mixing
 import mechanisms.dpsgd.canaries as canaries
 import mechanisms.dpsgd.clipping as clipping
 import mechanisms.dpsgd.fast as fast
+import mechanisms.dpsgd.mechanism as dpsgd_mechanism
 import mechanisms.local.mechanism as local
 from bench.zoo.bugs._common import dpsgd_epsilon
 from bench.zoo.bugs._release import dpmix_epsilon, local_epsilon
@@ -227,6 +228,35 @@ def _outside(name: str, *, returned_trained: bool) -> Callable[[], None]:
     return check
 
 
+def _dpsgd_after() -> None:
+    """DP-SGD's fit (2 epochs, 60 records) returns a model its last noisy step did not leave: copies taken when the
+    optimizer's step returns (its post-step hook) against the returned parameters."""
+    from bench.config.run import build_config
+    from bench.core.data import ArrayDataset
+
+    left: list[list[torch.Tensor]] = []
+    original, first = torch.optim.SGD.step, []
+
+    def traced(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = original(self, *args, **kwargs)
+        first[:] = first or [self]  # the mechanism's optimizer (made before any other)
+        if self is first[0]:
+            left.append([p.detach().clone() for g in self.param_groups for p in g["params"]])
+        return out
+
+    data = ArrayDataset(_images()[:60], torch.randint(0, 10, (60,), generator=torch.Generator().manual_seed(1)), 10,
+                        "digits")
+    spec = build_config({"training": {"dpsgd": {"epochs": 2, "optimizer": "sgd", "batch_size": 20}}},
+                        {"profile": "smoke", "mechanisms": "dpsgd"}).spec_for("dpsgd")
+    torch.optim.SGD.step = traced
+    try:
+        run = dpsgd_mechanism.DPSGD().fit(data, spec, target_epsilon=2.0, delta=1e-5, seed=0, device=torch.device("cpu"))
+    finally:
+        torch.optim.SGD.step = original
+    released = [p.detach() for p in run.model.parameters()]
+    assert left and any(not torch.equal(a, b) for a, b in zip(left[-1], released, strict=True))
+
+
 def _images() -> torch.Tensor:
     return torch.rand(200, 1, 8, 8, generator=torch.Generator().manual_seed(0))
 
@@ -349,6 +379,7 @@ CHECKS: dict[str, Callable[[], None]] = {
     "opacus-update-after": _outside("opacus-update-after", returned_trained=True),
     "opacus-update-between": _outside("opacus-update-between", returned_trained=True),
     "opacus-swapped-module": _outside("opacus-swapped-module", returned_trained=False),
+    "dpsgd-update-after": _dpsgd_after,
     "local-half-noise": _local_half, "local-input-norm": _local_norm, "local-labels-in-clear": _local_labels,
     "dpmix-half-noise": _dpmix_noise(0.5, 0.5), "dpmix-tenth-noise": _dpmix_noise(0.1, 0.1),
     "dpmix-labels-in-clear": _dpmix_noise(1.0, 0.0), "dpmix-reused-subset": _reused,
