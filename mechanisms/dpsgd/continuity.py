@@ -62,6 +62,20 @@ def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
+def _slots(module: nn.Module) -> list[tuple[str, dict, str]]:
+    """``(name, the submodule's _parameters or _buffers, key)`` of every tensor ``_tensors`` names, in its order."""
+    names = {id(t): n for n, t in _tensors(module).items()}
+    slots, seen = [], set()
+    for kind in ("_parameters", "_buffers"):
+        for prefix, sub in module.named_modules():
+            for key, t in getattr(sub, kind).items():
+                name = ("buffer:" if kind == "_buffers" else "") + (f"{prefix}.{key}" if prefix else key)
+                if t is not None and id(t) not in seen and names.get(id(t)) == name:
+                    seen.add(id(t))
+                    slots.append((name, getattr(sub, kind), key))
+    return slots
+
+
 class ParameterTrail:
     """The digests of a trained module at every private step's boundaries (module docstring).
 
@@ -75,6 +89,7 @@ class ParameterTrail:
     def __init__(self, module: nn.Module, *, ema: tuple[float, str] | None = None,
                  unverified: tuple[str, ...] = ()) -> None:
         self.module, self.ema_decl, self.unverified = module, ema, unverified
+        self.slots = _slots(module)  # where each named tensor lives (read there at every boundary: cheap)
         self.kind: dict[str, str] = {}  # name -> trainable / frozen / buffer, fixed at the first private step
         self.last = self._read()  # name -> (digest, dtype, device): the start, then what the last step left
         self.found: dict[str, tuple[Any, torch.dtype, str]] = {}
@@ -85,8 +100,12 @@ class ParameterTrail:
         self.ema: dict[str, torch.Tensor] = {}
         self.peak: dict[str, float] = {}  # the largest |value| of each float tensor's iterates (the EMA's bound)
 
+    def _current(self) -> dict[str, torch.Tensor]:
+        """The trained module's named tensors, read from their slots (a tensor put in place of another is seen)."""
+        return {n: t for n, where, key in self.slots if (t := where.get(key)) is not None}
+
     def _read(self) -> dict[str, tuple[Any, torch.dtype, str]]:
-        return self._read_of(_tensors(self.module))
+        return self._read_of(self._current())
 
     def _change(self, when: str, names: list[str]) -> None:
         if not names:
@@ -117,7 +136,7 @@ class ParameterTrail:
         if not self.kind:
             ids = {id(p) for p in trainable}
             self.kind = {n: ("buffer" if n.startswith("buffer:") else "trainable" if id(t) in ids else "frozen")
-                         for n, t in _tensors(self.module).items()}
+                         for n, t in self._current().items()}
             if self.ema_decl is not None and self.ema_decl[1] == "initial":
                 self._average(first=True)
         self.found = self._read()
@@ -139,7 +158,7 @@ class ParameterTrail:
     def _average(self, *, first: bool) -> None:
         """One step of the declared EMA over the current iterate, in float64 (the first: a copy)."""
         d = self.ema_decl[0] if self.ema_decl else 0.0
-        for n, t in _tensors(self.module).items():
+        for n, t in self._current().items():
             if not t.is_floating_point():
                 continue
             x = t.detach().double()
