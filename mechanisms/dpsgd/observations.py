@@ -38,8 +38,8 @@ def conformance_observations(steps: list[np.ndarray], *, count: int, owner: np.n
     Returns:
         ``{"tensors", "tensor_sum_squares" (K,), "tensor_counts" (K,), "sample" (T, k), "sample_tensor" (k,),
         "steps", "records", "participation_histogram" (max count + 1,), "largest_contribution",
-        "largest_record_norm", "max_grad_norm", "continuity"}``: per tensor, Σx² and the number of noise observations (T × its
-        references and excluded canaries; 0 for a tensor without either); ``sample``: the first
+        "largest_record_norm", "max_grad_norm", "continuity"}``: per tensor, Σx² and the number of noise
+        observations (T × its references and excluded canaries; 0 for a tensor without either); ``sample``: the first
         ``SAMPLE_PER_TENSOR`` references of each tensor (random coordinates), every step;
         ``participation_histogram[c]``: how many records were in c batches.
     """

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attacks.canaries.opacus.patches import OpacusPatches
 from attacks.canaries.opacus.phases import (
     NOT_CERTIFIED,
     REFERENCES_PER_TENSOR,
@@ -36,7 +37,6 @@ from attacks.canaries.opacus.phases import (
     row_keys,
     same_parameters,
 )
-from attacks.canaries.opacus.patches import OpacusPatches
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset
 from mechanisms.post_processing import declared

@@ -5,9 +5,10 @@ Four methods: ``GradSampleModule.forward`` (each training batch's rows; the firs
 whose parameters and buffers the trail follows), ``DPOptimizer.zero_grad`` (the per-sample gradients, and so the rows
 seen since, are dropped: a forward before it, e.g. of a non-private update, is not part of the next step),
 ``DPOptimizer.pre_step`` (every noisy update, and the parameters the private step finds) and ``DPOptimizer.step`` (the
-parameters the private step leaves, once the user's optimizer has applied the noisy gradient). The trail (``mechanisms.dpsgd.continuity.ParameterTrail``) then compares the model
-``fit`` returns with the last private step's output; a loop's declared post-processing (an EMA, pruning,
-quantisation: ``mechanisms.post_processing``) is read from its mechanism's ``post_processing``.
+parameters the private step leaves, once the user's optimizer has applied the noisy gradient). The trail
+(``mechanisms.dpsgd.continuity.ParameterTrail``) then compares the model ``fit`` returns with the last private step's
+output; a loop's declared post-processing (an EMA, pruning, quantisation: ``mechanisms.post_processing``) is read
+from its mechanism's ``post_processing``.
 """
 
 from __future__ import annotations

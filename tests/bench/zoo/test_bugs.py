@@ -250,7 +250,8 @@ def _dpsgd_after() -> None:
                         {"profile": "smoke", "mechanisms": "dpsgd"}).spec_for("dpsgd")
     torch.optim.SGD.step = traced
     try:
-        run = dpsgd_mechanism.DPSGD().fit(data, spec, target_epsilon=2.0, delta=1e-5, seed=0, device=torch.device("cpu"))
+        run = dpsgd_mechanism.DPSGD().fit(data, spec, target_epsilon=2.0, delta=1e-5, seed=0,
+                                          device=torch.device("cpu"))
     finally:
         torch.optim.SGD.step = original
     released = [p.detach() for p in run.model.parameters()]
