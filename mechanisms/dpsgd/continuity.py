@@ -1,14 +1,14 @@
 """Parameter continuity of an audit run: the model released is the model the private steps produced (issue 54).
 
 The accountant's ε covers the parameters the private (clipped, noised) steps write and nothing else. In an audit run
-``ParameterTrail`` records a checksum (CRC-32 and Adler-32 of each tensor's bytes, with its shape: no copy is kept) of
-every parameter and buffer of the trained module at the boundaries of each private step — the parameters the step finds
+``ParameterTrail`` records a checksum (the CRC-32 of each tensor's bytes, with its shape: no copy is kept) of every
+parameter and buffer of the trained module at the boundaries of each private step — the parameters the step finds
 and the ones it leaves — and compares the model the mechanism returns with the last step's output. Any difference
 the private steps do not explain is recorded with the tensors' names and when it happened: "before the first private
 step", "between private steps t and t+1", "during private step t" (a tensor the step does not update), "after the last
-private step", "the returned module is not the trained one". Its conformance test
+private step", "in the returned module, not the trained one". Its conformance test
 (``attacks.analysis.conformance.continuity``) is exact: a checksum that differs is a change, so a correct mechanism is
-never flagged; a change is missed only where both checksums collide (CRC-32 never misses one confined to 32
+never flagged; a change is missed only where its checksum collides (CRC-32 never misses one confined to 32
 consecutive bits; otherwise about 2^-32 per tensor and boundary).
 
 Handled explicitly, never by a tolerance: frozen parameters (outside the optimizer: must never change), buffers (no
@@ -35,14 +35,14 @@ EMA_ROUNDING = 8.0  # c in c·u·M·min(T, 1/(1 − d)): the rounding of a float
 MAX_EVENTS = 20  # recorded change events (each with its tensors); any more are counted
 
 
-def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int, int]:
-    """The checksum of a tensor's values: its shape, the CRC-32 and the Adler-32 of its bytes in its own dtype (read
-    on the CPU; no copy of a contiguous CPU tensor).
+def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int]:
+    """The checksum of a tensor's values: its shape and the CRC-32 of its bytes in its own dtype (read on the CPU; no
+    copy of a contiguous CPU tensor).
 
     Args:
         t: any tensor.
     Returns:
-        ``(shape, crc32, adler32)``.
+        ``(shape, crc32)``.
     """
     x = t.detach()
     if x.device.type != "cpu":
@@ -52,7 +52,7 @@ def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int, int]:
     if x.dtype in (torch.bfloat16, torch.bool) or x.dim() == 0 or x.is_complex():
         x = x.reshape(-1).view(torch.uint8)
     raw = x.numpy()
-    return tuple(t.shape), zlib.crc32(raw), zlib.adler32(raw)
+    return tuple(t.shape), zlib.crc32(raw)
 
 
 def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -203,7 +203,7 @@ class ParameterTrail:
         Returns:
             JSON-able ``{"steps", "tensors": {"trainable", "frozen", "buffer"}, "changes": [{"when", "tensors"}],
             "more_changes", "returned", "verified", "unverified", "notes", "released"}``; ``released``: each tensor's
-            ``[shape, crc32, adler32]`` as returned (``released_changes`` compares a later copy with it).
+            ``[shape, crc32]`` as returned (``released_changes`` compares a later copy with it).
         """
         got = _tensors(self.module if returned is None else returned)
         same_module = returned is None or returned is self.module
@@ -223,7 +223,7 @@ class ParameterTrail:
         if same_module:
             self._change("after the last private step", changed)
         elif set(got) != set(self.last) or not self._differ(self.last, self._read_of(trained_now)):
-            self._change("the returned module is not the trained one", changed)
+            self._change("in the returned module, not the trained one", changed)
         else:
             self._change("after the last private step (returned as a copy)", changed)
         counts = {k: sum(v == k for v in self.kind.values()) for k in ("trainable", "frozen", "buffer")}
@@ -234,7 +234,7 @@ class ParameterTrail:
                              f"rounding {EMA_ROUNDING:g}·u·M·min(T, 1/(1 − d))"] if averaged and decay else [],
                 "unverified": [f"declared {u} of {', '.join(declared)}: not verified" for u in self.unverified]
                 if declared else [], "notes": sorted(set(self.notes)),
-                "released": {n: [list(d[0]), d[1], d[2]] for n, (d, _, _) in self._read_of(got).items()}}
+                "released": {n: [list(d[0]), d[1]] for n, (d, _, _) in self._read_of(got).items()}}
 
     @staticmethod
     def _read_of(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[Any, torch.dtype, str]]:
@@ -254,7 +254,7 @@ def released_changes(record: dict[str, Any], module: nn.Module) -> dict[str, Any
     """
     if not record.get("released"):
         return record
-    now = {n: [list(d[0]), d[1], d[2]] for n, (d, _, _) in ParameterTrail._read_of(_tensors(module)).items()}
+    now = {n: [list(d[0]), d[1]] for n, (d, _, _) in ParameterTrail._read_of(_tensors(module)).items()}
     was = record["released"]
     changed = [n for n in (*was, *(n for n in now if n not in was)) if now.get(n) != was.get(n)]
     if not changed:

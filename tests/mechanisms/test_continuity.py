@@ -100,7 +100,7 @@ def test_a_swapped_module_and_a_copy():
     _train(m, record)
     got = record.finish(other)
     assert got["returned"] == "another module"
-    assert _when(got) == [("the returned module is not the trained one", ["0.weight", "2.weight", "2.bias"])]
+    assert _when(got) == [("in the returned module, not the trained one", ["0.weight", "2.weight", "2.bias"])]
 
 
 def test_dtype_moves_are_explained_only_where_lossless():
@@ -112,7 +112,7 @@ def test_dtype_moves_are_explained_only_where_lossless():
     record = wide.finish(_copy(m).double())
     assert record["changes"] == [] and any("lossless" in n for n in record["notes"])
     narrow = trail.finish(_copy(m).half())  # float16 rounds the trained float32 values
-    assert {w for w, _ in _when(narrow)} == {"the returned module is not the trained one"}
+    assert {w for w, _ in _when(narrow)} == {"in the returned module, not the trained one"}
     assert set(_when(narrow)[0][1]) >= {"0.weight", "2.weight"}
 
 
@@ -140,7 +140,7 @@ def test_a_declared_ema_is_recomputed_from_the_iterates(first):
     if first == "initial":
         ema2.n_averaged += 1
     _train(m2, wrong, steps=30, ema=ema2)
-    assert _when(wrong.finish(ema2.module))[0][0] == "the returned module is not the trained one"
+    assert _when(wrong.finish(ema2.module))[0][0] == "in the returned module, not the trained one"
 
 
 def test_an_undeclared_ema_is_a_change_and_pruning_is_reported_unverified():
