@@ -91,8 +91,9 @@ class ParameterTrail:
         self.module, self.ema_decl, self.unverified = module, ema, unverified
         self.slots = _slots(module)  # where each named tensor lives (read there at every boundary: cheap)
         self.kind: dict[str, str] = {}  # name -> trainable / frozen / buffer, fixed at the first private step
+        self.fixed: set[str] = set()  # the names of the tensors no private step updates
         self.last = self._read()  # name -> (digest, dtype, device): the start, then what the last step left
-        self.found: dict[str, tuple[Any, torch.dtype, str]] = {}
+        self.found: dict[str, tuple[Any, torch.dtype, torch.device]] = {}
         self.steps, self.open = 0, False
         self.events: list[dict[str, Any]] = []
         self.more = 0  # change events beyond MAX_EVENTS
@@ -104,7 +105,7 @@ class ParameterTrail:
         """The trained module's named tensors, read from their slots (a tensor put in place of another is seen)."""
         return {n: t for n, where, key in self.slots if (t := where.get(key)) is not None}
 
-    def _read(self) -> dict[str, tuple[Any, torch.dtype, str]]:
+    def _read(self) -> dict[str, tuple[Any, torch.dtype, torch.device]]:
         return self._read_of(self._current())
 
     def _change(self, when: str, names: list[str]) -> None:
@@ -137,6 +138,7 @@ class ParameterTrail:
             ids = {id(p) for p in trainable}
             self.kind = {n: ("buffer" if n.startswith("buffer:") else "trainable" if id(t) in ids else "frozen")
                          for n, t in self._current().items()}
+            self.fixed = {n for n, k in self.kind.items() if k != "trainable"}
             if self.ema_decl is not None and self.ema_decl[1] == "initial":
                 self._average(first=True)
         self.found = self._read()
@@ -149,9 +151,9 @@ class ParameterTrail:
         """A private step ended: what it left; a tensor it does not update (frozen, a buffer) must not have moved."""
         self.open, self.steps = False, self.steps + 1
         self.last = self._read()
-        fixed = {n for n, k in self.kind.items() if k != "trainable"}
-        self._change(f"during private step {self.steps} (not a tensor it updates)",
-                     self._differ(self.found, self.last, fixed & set(self.found) & set(self.last)))
+        if self.fixed:
+            self._change(f"during private step {self.steps} (not a tensor it updates)",
+                         self._differ(self.found, self.last, self.fixed & set(self.found) & set(self.last)))
         if self.ema_decl is not None:
             self._average(first=self.steps == 1 and self.ema_decl[1] == "step")
 
@@ -173,7 +175,7 @@ class ParameterTrail:
         dtype move only where lossless)."""
         want, dtype, device = self.last[name]
         x = t.detach()
-        if str(x.device) != device:
+        if x.device != device:
             self.notes.append(f"{name}: moved from {device} to {x.device} (values compared, unchanged by a move)")
         if x.dtype != dtype:
             back = x.to(dtype)
@@ -237,8 +239,8 @@ class ParameterTrail:
                 "released": {n: [list(d[0]), d[1]] for n, (d, _, _) in self._read_of(got).items()}}
 
     @staticmethod
-    def _read_of(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[Any, torch.dtype, str]]:
-        return {n: (digest(t), t.dtype, str(t.device)) for n, t in tensors.items()}
+    def _read_of(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[Any, torch.dtype, torch.device]]:
+        return {n: (digest(t), t.dtype, t.device) for n, t in tensors.items()}
 
 
 def released_changes(record: dict[str, Any], module: nn.Module) -> dict[str, Any]:
