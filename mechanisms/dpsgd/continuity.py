@@ -183,7 +183,7 @@ class ParameterTrail:
                 return False  # values the trained dtype cannot hold: something was added
             self.notes.append(f"{name}: cast from {dtype} to {x.dtype} (lossless: checked both ways)")
             x = back
-        return digest(x) == want
+        return bool(digest(x) == want)
 
     def _average_matches(self, name: str, t: torch.Tensor) -> bool:
         """Whether ``t`` is the declared EMA of ``name``'s iterates within the rounding bound (module docstring)."""
@@ -229,10 +229,10 @@ class ParameterTrail:
         else:
             self._change("after the last private step (returned as a copy)", changed)
         counts = {k: sum(v == k for v in self.kind.values()) for k in ("trainable", "frozen", "buffer")}
-        decay = self.ema_decl[0] if self.ema_decl else None
+        decay, first = self.ema_decl if self.ema_decl else (None, "")
         return {"steps": self.steps, "tensors": counts, "changes": self.events, "more_changes": self.more,
                 "returned": "the trained module" if same_module else "another module",
-                "verified": [f"EMA (decay {decay:g}, first {self.ema_decl[1]}) of the {self.steps} iterates, within "
+                "verified": [f"EMA (decay {decay:g}, first {first}) of the {self.steps} iterates, within "
                              f"rounding {EMA_ROUNDING:g}·u·M·min(T, 1/(1 − d))"] if averaged and decay else [],
                 "unverified": [f"declared {u} of {', '.join(declared)}: not verified" for u in self.unverified]
                 if declared else [], "notes": sorted(set(self.notes)),
