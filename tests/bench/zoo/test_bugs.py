@@ -52,7 +52,8 @@ PATCHED = [(fast, "noisy_step"), (fast, "poisson_batches"), (fast, "train_fast")
            (DPOptimizer, "add_noise"), (DPDataLoader, "from_data_loader"), (gaussian_accounting, "_dpsgd_pld"),
            (gaussian_accounting, "_record_pld_epsilon"), (gaussian_accounting, "randomized_response_keep"),
            (local, "randomized_response_keep"), (dpmix_accounting, "dpmix_epsilon"), (dpmix, "dpmix_epsilon"),
-           (dpmix_accounting, "label_sensitivity"), (dpmix_accounting, "dpmix_pld_epsilon")]
+           (dpmix_accounting, "label_sensitivity"), (dpmix_accounting, "dpmix_pld_epsilon"),
+           (engine.PrivacyEngine, "make_private"), (DPOptimizer, "step"), (dpsgd_mechanism.DPSGD, "fit")]
 
 
 @pytest.fixture
