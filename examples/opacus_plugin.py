@@ -13,6 +13,11 @@ Two settings plant the sampling bugs of Opacus issues #80 and #813, for the test
 ``oversample: true`` (a ``WeightedRandomSampler`` that gives every other record twice the weight, so some records
 are sampled at twice the rate the accountant assumes).
 
+``ema_decay: d`` releases an exponential moving average of the private iterates (``torch.optim.swa_utils``), which is
+post-processing: the adapter declares it in one line (``post_processing``), and the audit recomputes the average from
+the iterates it observed. Without that line the released average would be an update outside the private steps, and
+the audit's parameter-continuity test would end the run with exit 3 (``mechanisms.post_processing``).
+
 The adapter also takes the hook of the crafted black-box audit (``attacks.canaries.crafted``, ``--attacks
 multi-run-crafted``): it declares ``audits = {"initial-model"}`` and, when ``fit`` gets an ``InitialModel``, starts the
 loop from the auditor's weights instead of its own initialisation (two lines). Without the hook that audit is not run
@@ -32,11 +37,13 @@ import torch
 from opacus import PrivacyEngine
 from pydantic import Field
 from torch import nn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
 
 from bench.core.types import PrivacySpent, TrainedModel
 from mechanisms import MECHANISMS
 from mechanisms.base import InitialModel, Mechanism, ModelParams
+from mechanisms.post_processing import EMA
 
 
 def train_with_opacus(
@@ -52,6 +59,7 @@ def train_with_opacus(
     max_grad_norm: float,
     poisson_sampling: bool = True,
     oversample: bool = False,
+    ema_decay: float | None = None,
 ) -> tuple[nn.Module, float, dict[str, float]]:
     """A plain Opacus DP-SGD loop: SGD on cross-entropy, σ calibrated to (ε, δ) by ``make_private_with_epsilon``.
 
@@ -60,7 +68,8 @@ def train_with_opacus(
         epsilon, delta: the target (ε, δ) (add/remove, Opacus' PRV accountant). epochs, batch_size, lr: as usual.
         max_grad_norm: C, the per-sample clipping norm. poisson_sampling: Opacus' Poisson loader (False: the
             loader's own shuffled batches). oversample: a ``WeightedRandomSampler`` weighting every other record 2,
-            kept with ``poisson_sampling=False`` (the Poisson loader would replace it).
+            kept with ``poisson_sampling=False`` (the Poisson loader would replace it). ema_decay: release the
+            exponential moving average of the iterates at this decay (``AveragedModel``; None: the last iterate).
 
     Returns:
         (the trained model, the ε Opacus' accountant certifies at δ, {noise_multiplier, sample_rate, steps}).
@@ -74,6 +83,7 @@ def train_with_opacus(
     else:
         loader = DataLoader(data, batch_size=batch_size, shuffle=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    ema = None if ema_decay is None else AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(ema_decay))
     engine = PrivacyEngine(accountant="prv")
     model, optimizer, loader = engine.make_private_with_epsilon(
         module=model,
@@ -94,17 +104,20 @@ def train_with_opacus(
             criterion(model(xb), yb).backward()
             optimizer.step()
             steps += 1
+            if ema is not None:
+                ema.update_parameters(model)
     facts = {"noise_multiplier": optimizer.noise_multiplier, "sample_rate": 1 / len(loader), "steps": steps}
-    return model, engine.get_epsilon(delta), facts
+    return (model if ema is None else ema.module), engine.get_epsilon(delta), facts
 
 
 class OpacusParams(ModelParams):
-    """Settings of the example: max_grad_norm C (> 0); poisson_sampling and oversample as in ``train_with_opacus``
-    (the defaults are the correct loop)."""
+    """Settings of the example: max_grad_norm C (> 0); poisson_sampling, oversample and ema_decay (in (0, 1)) as in
+    ``train_with_opacus`` (the defaults are the correct loop)."""
 
     max_grad_norm: float = Field(1.0, gt=0)
     poisson_sampling: bool = True
     oversample: bool = False
+    ema_decay: float | None = Field(None, gt=0, lt=1)
 
 
 class OpacusDPSGD(Mechanism):
@@ -114,6 +127,7 @@ class OpacusDPSGD(Mechanism):
     guarantee = "central-dp"
     Params = OpacusParams
     audits = frozenset({"initial-model"})  # fit(..., audit=InitialModel): see its first lines
+    post_processing = (EMA(decay="ema_decay"),)  # the released average of the iterates (None: no average)
     recipes: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"model": "mlp", "epochs": 15, "batch_size": 100, "lr": 0.5, "optimizer": "sgd"},
         # the default profile's 10,000 MNIST members: a 32-wide MLP, 5 epochs of batch 500 (q = 0.05, 100 steps):
@@ -141,6 +155,7 @@ class OpacusDPSGD(Mechanism):
             max_grad_norm=p.max_grad_norm,
             poisson_sampling=p.poisson_sampling,
             oversample=p.oversample,
+            ema_decay=p.ema_decay,
         )
         privacy = PrivacySpent(epsilon, delta, "opacus-prv", "central-dp", relation="add-remove")
         return TrainedModel(model, privacy, params=facts)

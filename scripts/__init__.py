@@ -10,6 +10,7 @@ recorded on. None runs anything when imported, except ``without_conformance``, a
 - ``accountant_check``: the conformance code's own accountants against the mechanisms', on every built-in grid.
 - ``audit_cpu``: CPU-seconds of the default profile's release audits, and their scores for a bit-for-bit comparison.
 - ``augmult_probe``: DP-SGD with and without augmentation multiplicity on the default MNIST split (docs/recipes.md).
+- ``continuity_null``: false alarms and cost of the parameter-continuity check on correct audit runs (issue 54).
 - ``compare_results``: two results.json files compared field by field (times, ids, versions left out).
 - ``detection_power``: which injected privacy bugs one ``bench run`` of a profile catches (detection_power.json).
 - ``dpmix_audit_ideal``: ``dpmix-canary`` on the mechanism's code against a simulation of the ideal mechanism.

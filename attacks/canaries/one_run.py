@@ -149,7 +149,7 @@ class CanaryAudit(MembershipAttack):
 
     @staticmethod
     def _conformance(run) -> dict | None:
-        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``): K + 9 tests for a
+        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``): K + 10 tests for a
         model of K parameter tensors and the ε from the measured parameters; None for a run without a guarantee or
         noise (nothing certified to test) or observations from before the tests existed."""
         from attacks.conformance.dpsgd import dpsgd_conformance
@@ -159,7 +159,7 @@ class CanaryAudit(MembershipAttack):
         if "conformance" not in wb or privacy is None or not privacy.has_guarantee or sigma <= 0:
             return None
         return dpsgd_conformance(wb["conformance"], noise_multiplier=sigma, sample_rate=float(params["sample_rate"]),
-                                 certified_steps=int(params["steps"]), privacy=privacy)
+                                 certified_steps=int(params["steps"]), privacy=privacy, released=run.model)
 
     def _audit_job(self, ctx: AttackContext):
         """(canaries, their coins, the audit run's training set, its seed, its white-box request or None)."""

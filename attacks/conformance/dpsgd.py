@@ -2,7 +2,7 @@
 assumes, measured in the white-box canary run on the mechanism's own code path (``mechanisms.dpsgd.observations``,
 gathered by ``CanaryTracker``) and tested against the certified value (``attacks.analysis.conformance``).
 
-The family, fixed by the model's architecture (K trainable parameter tensors) before any data, K + 7 tests in this
+The family, fixed by the model's architecture (K trainable parameter tensors) before any data, K + 10 tests in this
 order: the noise sd in each tensor (exact one-sided χ² on every observed coordinate of it that holds no canary's
 gradient — its canary-free references and its excluded canaries —, units of C, certified sd σ; a tensor without
 one: p = 1 and the reason); the noise's independence across steps and
@@ -14,10 +14,13 @@ them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled ove
 counts, the observed T; under the run's certified relation): one more comparison of the family. Last, "the
 accountant's ε is the ε of the declared mechanism" (``declared_epsilon_test``): the mechanism's declared σ, q and T
 (its recorded parameters, not its accountant's) through the conformance code's own accountant
-(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε, last; before
-it, the included canaries' scores at the certified σ against their exact law under the certified mechanism
-(``attacks.analysis.conformance.canary_scores``, one-sided, exact by FFT convolution, not a central limit): K + 9
-tests in all.
+(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε, last.
+Before it, the included canaries' scores at the certified σ against their exact law under the certified mechanism
+(``attacks.analysis.conformance.canary_scores``, one-sided, exact by FFT convolution, not a central limit), and the
+parameter continuity (``attacks.analysis.conformance.continuity``): every parameter and buffer each noisy step finds
+is what the previous one left, and the model the training returns is the last step's output (or the declared
+``ema_decay`` average of the iterates, recomputed) — exact; a run from before the test existed has no record and no
+such test. K + 10 tests in all.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 from attacks.analysis.conformance import conformance_record
 from attacks.analysis.conformance.canary_scores import NAME as SCORE_TEST
 from attacks.analysis.conformance.canary_scores import canary_score_test
+from attacks.analysis.conformance.continuity import continuity_test
 from attacks.analysis.conformance.epsilon import declared_epsilon_test, dpsgd_measured_epsilon
 from attacks.analysis.conformance.noise import clip_test, independence_test, noise_test, shape_test
 from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
@@ -121,16 +125,27 @@ def _score_test(obs: dict[str, Any], *, sigma: float, q: float, steps: int) -> d
     return canary_score_test(scores, sigma=sigma, sample_rate=min(q, 1.0), steps=max(steps, 1))
 
 
+def _continuity(record: dict[str, Any] | None, released: Any) -> dict[str, Any] | None:
+    """The trail's record, with any change the released model shows after the training loop returned."""
+    if record is None or released is None:
+        return record
+    from mechanisms.dpsgd.continuity import released_changes
+
+    return released_changes(record, released)
+
+
 def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_rate: float, certified_steps: int,
-                      privacy: Any) -> dict[str, Any]:
-    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 9 records, "measured_epsilon"}``).
+                      privacy: Any, released: Any = None) -> dict[str, Any]:
+    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 10 records, "measured_epsilon"}``).
 
     Args:
         obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
         noise_multiplier: the certified σ (> 0). sample_rate: the certified q. certified_steps: the accountant's T.
         privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
+        released: the model the audit run released (``TrainedModel.model``), compared with what its training loop
+            returned (``mechanisms.dpsgd.continuity.released_changes``); None: not compared.
     Returns:
-        ``{"tests": [K + 9 conformance records], "measured_epsilon": ε from the measured parameters}``.
+        ``{"tests": [K + 10 conformance records], "measured_epsilon": ε from the measured parameters}``.
     Raises:
         ValueError: σ ≤ 0 (a run without noise certifies nothing to test)."""
     if not noise_multiplier > 0:
@@ -143,6 +158,7 @@ def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_ra
     tests = [*_noise_tests(obs, noise_multiplier), *_sample_tests(obs, noise_multiplier), *clips,
              *_sampling_tests(obs, sample_rate, certified_steps),
              _score_test(obs, sigma=noise_multiplier, q=sample_rate, steps=certified_steps),
+             *([continuity_test(_continuity(obs["continuity"], released))] if "continuity" in obs else []),
              _declared(sigma=noise_multiplier, sample_rate=sample_rate, steps=certified_steps, privacy=privacy)]
     return {"tests": tests, "measured_epsilon": _measured(obs, sigma=noise_multiplier, q=sample_rate,
                                                           privacy=privacy)}

@@ -2,7 +2,7 @@
 (``attacks.canaries.opacus.observer``), and the ε its measured parameters imply by Opacus' PRV accountant (Gopi, Lee,
 Wutschitz 2021, "Numerical Composition of Differential Privacy").
 
-The tests, in this fixed order (k + 4 of them for a model of k trainable parameter tensors, fixed by the design and
+The tests, in this fixed order (k + 6 of them for a model of k trainable parameter tensors, fixed by the design and
 the architecture before any data; ``attacks.analysis.conformance`` gives each one's law):
 
 1. ``noise σ, tensor i of k``: per parameter tensor, the noisy update at its reference coordinates (no canary there:
@@ -17,6 +17,9 @@ the architecture before any data; ``attacks.analysis.conformance`` gives each on
    more steps than accounted refutes it.
 5. ``clip bound C``: the largest clipped crafted gradient per row (raw norm ``norm``·C) against the optimizer's
    ``max_grad_norm`` — exact (a norm computed, float tolerance 1e-4).
+6. ``parameter continuity``: every parameter and buffer the private steps find is what the previous one left, and
+   the model ``fit`` returns is the last one's output (or the declared EMA of the iterates) — exact (digests
+   compared, ``attacks.analysis.conformance.continuity``): an update no private step made is a failure, p = 0.
 
 Measured ε (``MeasuredEpsilon``, accountant ``opacus-prv``, add/remove): PRV's lower ε estimate at the smallest
 per-tensor upper χ² limit of σ (the worst-case record puts its whole clipped gradient in the least-noised tensor), the
@@ -28,7 +31,7 @@ accountant's value there, not the measured one: the rate test tests q in the sam
 is refuted through one or the other. A certified ε under replace-one is compared as is (its ε is at least the
 add/remove one, so the comparison stays conservative).
 
-6. ``ε of the declared mechanism (conformance's own accountant)`` (``declared_epsilon_test``, last): PRV's lower ε
+7. ``ε of the declared mechanism (conformance's own accountant)`` (``declared_epsilon_test``, last): PRV's lower ε
    estimate of the loop's declared optimizers — each one's σ, its accountant's q and its observed steps, composed —
    against the ε the loop reported. Exact (a number computed): a loop that reports the ε of one phase while it trained
    two is caught here, whatever its noise.
@@ -36,10 +39,10 @@ add/remove one, so the comparison stays conservative).
 **A loop of several phases** (several ``DPOptimizer``s on the model: ``attacks.canaries.opacus.phases``): tests 1-3 per
 phase, prefixed ``phase i of P:`` (each phase's noise against its own σ, its rows against its own accountant's q,
 its canary records' participation over its own steps), then one steps test (every observed step against the steps
-in the histories of the distinct accountants), then each phase's clip test, then the declared ε: (k + 3)·P + 2
-tests. Its measured ε composes every phase's limits (σ, q, observed T) in PRV's lower estimate, each limit at
-1 − 0.05/K for the K limits used; its p-value is the smallest α at which that composed lower limit exceeds the
-reported ε (``limit_p_value``).
+in the histories of the distinct accountants), then each phase's clip test, then the parameter continuity of the
+whole run, then the declared ε: (k + 3)·P + 3 tests. Its measured ε composes every phase's limits (σ, q, observed T)
+in PRV's lower estimate, each limit at 1 − 0.05/K for the K limits used; its p-value is the smallest α at which that
+composed lower limit exceeds the reported ε (``limit_p_value``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ import numpy as np
 from scipy import stats
 
 from attacks.analysis.conformance import conformance_record
+from attacks.analysis.conformance.continuity import continuity_test
 from attacks.analysis.conformance.epsilon import declared_epsilon_test
 from attacks.analysis.conformance.noise import clip_test, noise_test
 from attacks.analysis.conformance.release import limit_p_value
@@ -207,8 +211,9 @@ def _clip(ph: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
-    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order: k + 4
-    for one phase, (k + 3)·P + 1 for P phases.
+    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order: k + 5
+    for one phase, (k + 3)·P + 2 for P phases (the parameter continuity last; none where ``wb`` has no
+    ``continuity`` key, a record from before the test existed).
 
     Args:
         wb: the observer's ``result()``.
@@ -216,11 +221,13 @@ def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
         The conformance records (k: the parameter tensors).
     """
     phases, n = wb.get("phases") or [], int(wb["records_total"])
+    continuity = [continuity_test(wb["continuity"])] if "continuity" in wb else []
     if len(phases) <= 1:
         steps = int(wb["steps"])
         accounted = sum(int(h[2]) for h in wb["history"]) if wb["history"] else steps
         return [*_phase_tests(wb, n, accountant_rate(wb), ""),
-                steps_test("optimizer steps T vs the accountant's history", steps, accounted), _clip(wb, "")]
+                steps_test("optimizer steps T vs the accountant's history", steps, accounted), _clip(wb, ""),
+                *continuity]
     prefixes = [f"phase {i + 1} of {len(phases)}: " for i in range(len(phases))]
     histories = {p["accountant_id"]: p["history"] for p in phases}  # each accountant once, however many phases
     accounted = sum(int(h[2]) for history in histories.values() for h in history)
@@ -228,7 +235,7 @@ def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
     return [*(t for p, pre in zip(phases, prefixes, strict=True) for t in _phase_tests(p, n, float(p["sample_rate"]),
                                                                                       pre)),
             steps_test("optimizer steps T vs the accountants' histories", steps, accounted),
-            *(_clip(p, pre) for p, pre in zip(phases, prefixes, strict=True))]
+            *(_clip(p, pre) for p, pre in zip(phases, prefixes, strict=True)), *continuity]
 
 
 def _phased_epsilon(phases: list[dict[str, Any]], n: int, *, certified: float, delta: float, relation: str,

@@ -23,6 +23,7 @@ from torch import nn
 
 from mechanisms.dpsgd.canary_placement import GradientCanaries, canary_positions
 from mechanisms.dpsgd.clipping import clip_factors
+from mechanisms.dpsgd.continuity import ParameterTrail
 from mechanisms.dpsgd.observations import conformance_observations
 
 
@@ -67,6 +68,22 @@ class CanaryTracker:
         self.optim: tuple[float, float, int, float] | None = None  # final_model: (lr, momentum, B, C)
         self.tensors, self.participation = len(sizes), None  # conformance: K tensors; each record's batch count
         self.largest_value, self.record_norm, self.clip_norm = 0.0, None, float("nan")  # clipped norms seen, C
+        self.params, self.trail = params, None  # the parameter trail (``follow``)
+
+    def follow(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, ema_decay: float | None) -> None:
+        """Keep the parameter trail of ``model`` (``mechanisms.dpsgd.continuity``): a private step starts at ``add``
+        and ends when ``optimizer.step`` returns (its post-step hook); the declared EMA is DP-SGD's ``ema_decay``.
+
+        Args:
+            model, optimizer, ema_decay: the trained module, its optimizer and the EMA's decay (None: none)."""
+        self.trail = ParameterTrail(model, ema=None if ema_decay is None else (float(ema_decay), "step"))
+        trail = self.trail
+
+        def stepped(*_: object) -> None:
+            if trail.open:
+                trail.end()
+
+        self.hook = optimizer.register_step_post_hook(stepped)
 
     def batch(self, idx: torch.Tensor, records: int) -> None:
         """Count the training records a Poisson batch holds (each record's participation, for conformance).
@@ -90,6 +107,8 @@ class CanaryTracker:
 
         Args:
             sums, max_grad_norm: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors), and C."""
+        if self.trail is not None:
+            self.trail.begin(self.params)  # the parameters this private step finds
         raw = torch.tensor([self.norm * max_grad_norm])
         self.value = float(clip_factors(raw.square(), max_grad_norm)[0]) * self.norm * max_grad_norm
         self.largest_value, self.clip_norm = max(self.largest_value, self.value), float(max_grad_norm)
@@ -236,7 +255,8 @@ class CanaryTracker:
         obs = conformance_observations(
             self.steps, count=self.count, owner=self.owner, included=self.included, tensors=self.tensors,
             participation=self.participation, largest_contribution=self.largest_value,
-            largest_record_norm=self.record_norm, max_grad_norm=self.clip_norm)
+            largest_record_norm=self.record_norm, max_grad_norm=self.clip_norm,
+            continuity=None if self.trail is None else self.trail.finish(None))
         if self.claimed_sigma > 0:  # the included canaries scored at the certified σ: their exact test's input
             u = (2 * x[:, self.included[: self.count]] - 1) / (2 * self.claimed_sigma**2)
             obs["certified_llr"] = (np.logaddexp(np.log1p(-self.q), np.log(self.q) + u) if self.q < 1 else u).sum(0)\

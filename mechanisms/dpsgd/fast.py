@@ -176,14 +176,16 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     return total, count
 
 
-def _tracker(canaries: GradientCanaries, clipper, optimizer: torch.optim.Optimizer, *,
+def _tracker(canaries: GradientCanaries, clipper, optimizer: torch.optim.Optimizer, *, model: nn.Module,
              sample_rate: float, noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
              ema_decay: float | None) -> CanaryTracker:
     """The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
-    ``clipping.observe_clipped``); a final-model request also fixes the recipe's linear structure (and refuses an
-    optimizer whose final model is not linear in the updates: ``CanaryTracker.final_setup``)."""
+    ``clipping.observe_clipped``) and ``model``'s parameter trail (``CanaryTracker.follow``); a final-model request
+    also fixes the recipe's linear structure (and refuses an optimizer whose final model is not linear in the updates:
+    ``CanaryTracker.final_setup``)."""
     clipper.observe_norms = True  # an audit run: the clip bound's conformance test reads the clipper's output
     tracker = CanaryTracker(canaries, clipper.params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
+    tracker.follow(model, optimizer, ema_decay=ema_decay)
     if tracker.final:
         tracker.final_setup(optimizer, expected_batch_size=expected_batch_size, max_grad_norm=max_grad_norm,
                             ema_decay=ema_decay)
@@ -233,8 +235,9 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         x, model = model.features(x, device), model.head
     ema = _ema(model, ema_decay)  # made before the clipper, so the copy carries none of its hooks
     clipper = make_clipper(mode, model)
-    tracker = None if canaries is None else _tracker(canaries, clipper, optimizer, sample_rate=sample_rate,
-                                                     noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
+    tracker = None if canaries is None else _tracker(canaries, clipper, optimizer, model=released,
+                                                     sample_rate=sample_rate, noise_multiplier=noise_multiplier,
+                                                     max_grad_norm=max_grad_norm,
                                                      expected_batch_size=expected_batch_size, ema_decay=ema_decay)
     step = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, expected_batch_size=expected_batch_size,
                 canaries=tracker, augment=augment, max_physical_batch_size=max_physical_batch_size)

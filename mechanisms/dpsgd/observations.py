@@ -20,7 +20,8 @@ SAMPLE_PER_TENSOR = 64  # reference coordinates per tensor whose raw observation
 def conformance_observations(steps: list[np.ndarray], *, count: int, owner: np.ndarray, included: np.ndarray,
                              tensors: int,
                              participation: np.ndarray | None, largest_contribution: float,
-                             largest_record_norm: float | None, max_grad_norm: float) -> dict[str, Any]:
+                             largest_record_norm: float | None, max_grad_norm: float,
+                             continuity: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run's observations, JSON-able.
 
     Args:
@@ -32,12 +33,13 @@ def conformance_observations(steps: list[np.ndarray], *, count: int, owner: np.n
             of the batches that held it (None: no batch drawn). largest_contribution: the largest clipped norm a
             canary added (gradient-norm units). largest_record_norm: the largest clipped per-sample norm of the real
             records in the clipper's output, or None. max_grad_norm: C.
+        continuity: the parameter trail's record (``mechanisms.dpsgd.continuity.ParameterTrail.finish``), or None.
 
     Returns:
         ``{"tensors", "tensor_sum_squares" (K,), "tensor_counts" (K,), "sample" (T, k), "sample_tensor" (k,),
         "steps", "records", "participation_histogram" (max count + 1,), "largest_contribution",
-        "largest_record_norm", "max_grad_norm"}``: per tensor, Σx² and the number of noise observations (T × its
-        references and excluded canaries; 0 for a tensor without either); ``sample``: the first
+        "largest_record_norm", "max_grad_norm", "continuity"}``: per tensor, Σx² and the number of noise
+        observations (T × its references and excluded canaries; 0 for a tensor without either); ``sample``: the first
         ``SAMPLE_PER_TENSOR`` references of each tensor (random coordinates), every step;
         ``participation_histogram[c]``: how many records were in c batches.
     """
@@ -57,4 +59,4 @@ def conformance_observations(steps: list[np.ndarray], *, count: int, owner: np.n
             "steps": len(steps), "records": 0 if participation is None else int(participation.size),
             "participation_histogram": hist.astype(np.int64).tolist(),
             "largest_contribution": float(largest_contribution), "largest_record_norm": largest_record_norm,
-            "max_grad_norm": float(max_grad_norm)}
+            "max_grad_norm": float(max_grad_norm), "continuity": continuity}

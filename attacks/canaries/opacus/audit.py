@@ -2,9 +2,10 @@
 (Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac
 canaries; Steinke, Nasr, Jagielski 2023: one training run).
 
-During the audit run privbench patches two Opacus methods for the length of ``fit`` (``OpacusObserver``):
-``GradSampleModule.forward``, to see which records each training batch holds, and ``DPOptimizer.pre_step``, to see
-every noisy update. Two kinds of canaries, m each, each included with probability ½:
+During the audit run privbench patches Opacus for the length of ``fit`` (``OpacusObserver``,
+``attacks.canaries.opacus.patches``): ``GradSampleModule.forward``, to see which records each training batch holds,
+``DPOptimizer.pre_step``, to see every noisy update, and ``DPOptimizer.step``, to see the parameters each private
+step leaves. Two kinds of canaries, m each, each included with probability ½:
 
 - **canary records** (``records``): extra training records, at random positions among the members, that go through
   the user's own ``DataLoader`` — so they are sampled exactly as the loop samples (Poisson, shuffled, weighted…).
@@ -26,7 +27,9 @@ The run is also tested for conformance to the mechanism its ε certifies (``atta
 participation against Poisson(q), the steps T against the accountant's history, the clip bound C on the crafted
 gradients), and its ε is recomputed from the measured parameters by Opacus' PRV accountant; each test is one
 comparison of the run's Bonferroni family (``attacks.analysis.verdict``), so shuffled fixed-size batches, a weighted
-sampler, a wrong q told to the accountant or too little noise end the run with exit 3.
+sampler, a wrong q told to the accountant or too little noise end the run with exit 3; so does a model ``fit``
+returns that is not the last private step's output (the parameter continuity, ``mechanisms.dpsgd.continuity``: an
+update no private step made, unless declared post-processing explains it, ``mechanisms.post_processing``).
 
 What the design assumes of the user's loop, refused in one line otherwise: the model is wrapped by Opacus'
 ``GradSampleModule`` (``grad_sample_mode`` ``hooks`` or ``functorch``) and trained by a ``DPOptimizer`` made by a

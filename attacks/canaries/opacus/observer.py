@@ -2,7 +2,9 @@
 are stated): for the length of a plug-in's ``fit`` it patches Opacus' ``GradSampleModule.forward`` (which canary records
 each batch holds) and ``DPOptimizer.pre_step`` (the canaries' crafted gradients put in their per-sample rows before
 the user's optimizer clips them, Dirac canaries at the accountant's rate q, and every noisy update read at the
-canaries' coordinates; Nasr et al. 2023, §3). One-line ``AuditRefused`` for a loop outside the design.
+canaries' coordinates; Nasr et al. 2023, §3), and ``DPOptimizer.step``: a digest of every parameter and buffer the
+private steps find and leave, so that an update outside them is caught (``attacks.canaries.opacus.patches``). One-line
+``AuditRefused`` for a loop outside the design.
 
 Besides the scores it records what the conformance tests read (``attacks.conformance.opacus``): the noise at reference
 coordinates of every parameter tensor (``references``), the rows of every batch, each canary record's participation,
@@ -16,12 +18,12 @@ conformance tests and the ε from measured parameters cover them all."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from attacks.canaries.opacus.patches import OpacusPatches
 from attacks.canaries.opacus.phases import (
     NOT_CERTIFIED,
     REFERENCES_PER_TENSOR,
@@ -37,6 +39,7 @@ from attacks.canaries.opacus.phases import (
 )
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset
+from mechanisms.post_processing import declared
 
 __all__ = ["NOT_CERTIFIED", "REFERENCES_PER_TENSOR", "AuditRefused", "OpacusCanaries", "OpacusObserver",
            "canary_records", "log_likelihood_ratio", "references"]
@@ -57,28 +60,35 @@ class OpacusCanaries:
 
     def observe(self, data: ArrayDataset, **run) -> OpacusObserver:
         """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data`` (``run``: the
-        job's ``mechanism``, ``spec`` and ``seed``, which this audit does not need).
+        job's ``mechanism``, ``spec`` and ``seed``; the mechanism's declared post-processing is read from the first
+        two, ``mechanisms.post_processing``).
 
         Args:
             data: the audit run's training records (members and every canary record).
-            **run: the job's ``mechanism``, ``spec`` and ``seed`` (unused).
+            **run: the job's ``mechanism``, ``spec`` and ``seed``.
         Returns:
-            The ``OpacusObserver`` to enter around ``fit``."""
+            The ``OpacusObserver`` to enter around ``fit``.
+        Raises:
+            ValueError: a declared post-processing that is not one (``mechanisms.post_processing.declared``)."""
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
-        return OpacusObserver(self, images, records_total=len(data))
+        post = declared(run.get("mechanism"), run.get("spec"))
+        return OpacusObserver(self, images, records_total=len(data), post=post)
 
 
-class OpacusObserver(contextlib.AbstractContextManager):
-    """Patches Opacus' ``GradSampleModule.forward`` and ``DPOptimizer.pre_step`` while the audit run trains (see the
-    module docstring); ``result()`` gives the scores. Raises ``AuditRefused`` (one line) for a loop outside the
+class OpacusObserver(OpacusPatches):
+    """Patches Opacus while the audit run trains (``attacks.canaries.opacus.patches``; see the module docstring);
+    ``result()`` gives the scores and the parameter trail. Raises ``AuditRefused`` (one line) for a loop outside the
     design.
 
     Args:
         request: the audit run's ``OpacusCanaries``.
         images: the canary records' images ``(records, ...)``, recognised in batches by their bytes.
-        records_total: n, the training records given to ``fit`` (members and every canary record)."""
+        records_total: n, the training records given to ``fit`` (members and every canary record).
+        post: the mechanism's declared post-processing (``mechanisms.post_processing.declared``)."""
 
-    def __init__(self, request: OpacusCanaries, images: torch.Tensor, *, records_total: int = 0) -> None:
+    def __init__(self, request: OpacusCanaries, images: torch.Tensor, *, records_total: int = 0,
+                 post: tuple[float | None, str, list[str]] = (None, "step", [])) -> None:
+        super().__init__(post)
         self.request, self.keys = request, {k: i for i, k in enumerate(row_keys(images))}
         self.records_total = records_total  # n: the training records given to fit (members + every canary record)
         self.batch_rows = 0  # rows of every batch, summed over the steps
@@ -91,36 +101,8 @@ class OpacusObserver(contextlib.AbstractContextManager):
         self.phases: list[Phase] = []  # every DPOptimizer the loop stepped, in the order of their first steps
         self.step_phase: list[int] = []  # per step: its phase
 
-    def __enter__(self) -> OpacusObserver:
-        from opacus import GradSampleModule
-        from opacus.optimizers import DPOptimizer
-
-        self._saved = (GradSampleModule.forward, DPOptimizer.pre_step)
-        forward, pre_step = self._saved
-        obs = self
-
-        def observed_forward(module, *args, **kwargs):
-            if torch.is_grad_enabled() and args and isinstance(args[0], torch.Tensor):
-                obs.rows += [obs.keys.get(k, -1) for k in row_keys(args[0])]
-            return forward(module, *args, **kwargs)
-
-        def observed_pre_step(opt, closure=None):
-            if obs.error is not None:
-                raise obs.error
-            try:
-                return obs._step(opt)
-            except AuditRefused as exc:
-                obs.error = exc
-                raise
-
-        GradSampleModule.forward, DPOptimizer.pre_step = observed_forward, observed_pre_step
-        return self
-
-    def __exit__(self, *exc) -> None:
-        from opacus import GradSampleModule
-        from opacus.optimizers import DPOptimizer
-
-        GradSampleModule.forward, DPOptimizer.pre_step = self._saved
+    def _rows(self, x: torch.Tensor | None) -> None:
+        self.rows = [] if x is None else self.rows + [self.keys.get(k, -1) for k in row_keys(x)]
 
     several = True  # a loop may step several DPOptimizers (its phases); the final-model audit observes one
 
@@ -203,6 +185,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
                 f"opacus-canary: the model's forward saw {len(rows)} training rows but the step holds "
                 f"{len(full[0])} per-sample gradients; the audit needs one forward per batch"
             )
+        self._begin(opt, params)  # the parameters this private step finds (the trail's continuity)
         r = self.request.records
         is_canary = torch.from_numpy(rows >= 0)
         for p, g in zip(params, full, strict=True):  # pass 1: the members' rows alone, by the user's clipping
@@ -249,13 +232,14 @@ class OpacusObserver(contextlib.AbstractContextManager):
         """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
         steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma", "noise_by_tensor": [{"shape", "sum_squares",
         "n"}] (reference noise, units of C), "batch_rows", "records_total", "largest_clip" (units of C),
-        "clip_bound", "history" ([σ, q, steps] as accounted), "accountant", "phases"}``: the first phase's fields
-        (the steps and hits of all of them), and ``phases`` one such record per DPOptimizer the loop stepped
-        (``Phase.summary``, with its ``noise_by_tensor``, ``hits`` and ``sigma_hat``). Scores sum every phase's
-        log-likelihood ratios, each at its own q and measured σ̂.
+        "clip_bound", "history" ([σ, q, steps] as accounted), "accountant", "phases", "continuity"}``: the first
+        phase's fields (the steps and hits of all of them), ``phases`` one such record per DPOptimizer the loop
+        stepped (``Phase.summary``, with its ``noise_by_tensor``, ``hits`` and ``sigma_hat``), ``continuity`` the
+        parameter trail's record (``ParameterTrail.finish``). Scores sum every phase's log-likelihood ratios, each at
+        its own q and measured σ̂.
 
         Args:
-            model: what ``fit`` returned (unused).
+            model: what ``fit`` returned (None: the trained module as it is now).
         Returns:
             That dict (scores: larger means "included").
         Raises:
@@ -288,7 +272,7 @@ class OpacusObserver(contextlib.AbstractContextManager):
             "noise_by_tensor": first["noise_by_tensor"], "batch_rows": first["batch_rows"],
             "records_total": self.records_total, "largest_clip": first["largest_clip"],
             "clip_bound": first["clip_bound"], "history": first["history"], "accountant": first["accountant"],
-            "phases": phases,
+            "phases": phases, "continuity": self.continuity(model),
         }
 
     def _tensors(self, noise: np.ndarray) -> list[dict]:

@@ -45,3 +45,23 @@ def dpsgd_epsilon(params: dict[str, Any], *, sigma: float | None = None, sample_
 def unbounded(params: dict[str, Any], certified: float) -> float:
     """The true ε of a bug that leaves some record's influence unnoised: ∞."""
     return math.inf
+
+
+def non_private_step(model: Any, x: Any, y: Any, *, optimizer: str = "sgd", lr: float = 0.1) -> None:
+    """One ordinary optimizer step (no clipping, no noise) on the cross-entropy of every record ``x``, ``y`` (the
+    members), over all of ``model``'s parameters: the "fix-up" step a user adds outside the private loop. Opacus'
+    per-sample state is dropped before and after, as ``DPOptimizer.zero_grad`` does, so the loop goes on."""
+    import torch
+    import torch.nn.functional as F
+
+    params = list(model.parameters())
+
+    def clear() -> None:
+        for p in params:
+            p.grad, p.grad_sample = None, None
+
+    clear()
+    opt = torch.optim.Adam(params, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr)
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+    clear()

@@ -25,3 +25,4 @@ def opacus_epsilon(params: dict[str, Any], *, sigma: float | None = None, sample
     from bench.zoo.bugs._common import dpsgd_epsilon
 
     return dpsgd_epsilon(params, sigma=sigma, sample_rate=sample_rate, relation="add-remove")
+

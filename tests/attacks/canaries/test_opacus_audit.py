@@ -166,7 +166,7 @@ def test_the_correct_example_passes_with_every_attack(tmp_path):
     assert r["attack_errors"] == {} and "miface" in r["inversion"]  # the Opacus-wrapped model is attacked too
     wb = r["attacks"]["opacus-canary"]
     assert wb["audit"]["design"]["threat_model"] == "white-box" and doc["privacy_bugs"] == []
-    assert len(wb["conformance"]["tests"]) == 4 + 5  # four parameter tensors, q, dispersion, T, C, declared ε
+    assert len(wb["conformance"]["tests"]) == 4 + 6  # four parameter tensors, q, dispersion, T, C, continuity, ε
     measured = wb["conformance"]["measured_epsilon"]  # a lower limit, near the certified ε
     assert measured["accountant"] == "opacus-prv" and 0.9 * r["privacy"]["epsilon"] < measured["epsilon"] <= \
         r["privacy"]["epsilon"]

@@ -48,7 +48,7 @@ def _rejected(c: dict) -> set[str]:
 
 def test_the_correct_mechanism_passes_every_test(digits_split):
     c = _conformance(digits_split.members)
-    assert len(c["tests"]) == TENSORS + 9  # fixed by the architecture
+    assert len(c["tests"]) == TENSORS + 10  # fixed by the architecture
     assert _rejected(c) == set() and c["measured_epsilon"]["p_value"] >= _level(c)
     by = {t["name"]: t for t in c["tests"]}
     assert by["steps T"]["measured"] == by["steps T"]["certified"] == EPOCHS * 3

@@ -23,7 +23,7 @@ from bench.core.models import build_model
 
 RECORDS, EPOCHS, BATCH, SIGMA, DELTA = 100, 3, 50, 1.0, 1e-5
 TENSORS = 4  # the digits MLP: weight, bias, weight, bias
-LEVEL = 0.05 / (TENSORS + 5 + 1)  # the family of one run: k + 5 tests and the measured ε
+LEVEL = 0.05 / (TENSORS + 6 + 1)  # the family of one run: k + 6 tests and the measured ε
 
 
 def _observe(split, *, accountant="prv", poisson=True, records=RECORDS):
@@ -58,7 +58,8 @@ def _by_quantity(tests):
 def test_the_correct_loop_conforms_and_its_measured_epsilon_is_below_the_certified(digits_split):
     wb, eps = _observe(digits_split)
     c = opacus_conformance(wb, certified=eps, delta=DELTA, relation="add-remove")
-    assert len(c["tests"]) == TENSORS + 5  # fixed by the design and the architecture
+    assert len(c["tests"]) == TENSORS + 6  # fixed by the design and the architecture
+    assert c["tests"][-2]["quantity"] == "parameter continuity" and c["tests"][-2]["p_value"] == 1.0
     assert smallest_p(c["tests"]) > LEVEL and c["measured_epsilon"]["p_value"] > LEVEL
     assert 0.8 * eps < c["measured_epsilon"]["epsilon"] < eps  # a lower limit, near the certified ε
     hits, included = np.asarray(wb["hits"]), np.asarray(wb["records"]["included"], bool)
@@ -197,7 +198,7 @@ def test_a_loop_of_two_phases_is_observed_whole_and_an_epsilon_that_leaves_one_o
     assert [p["steps"] for p in wb["phases"]] == [EPOCHS * 8, EPOCHS * 8] and wb["steps"] == 2 * EPOCHS * 8
     short = opacus_conformance(wb, certified=second, delta=DELTA, relation="add-remove")
     level = 0.05 / (len(short["tests"]) + 1)
-    assert len(short["tests"]) == (TENSORS + 3) * 2 + 2  # fixed by the loop's phases and the architecture
+    assert len(short["tests"]) == (TENSORS + 3) * 2 + 3  # fixed by the loop's phases and the architecture
     declared = short["tests"][-1]
     assert declared["p_value"] == 0.0 and declared["measured"] > 1.2 * second
     assert short["measured_epsilon"]["p_value"] < level and short["measured_epsilon"]["epsilon"] > second

@@ -23,6 +23,7 @@ import mechanisms.dpmix.mixing as mixing
 import mechanisms.dpsgd.canaries as canaries
 import mechanisms.dpsgd.clipping as clipping
 import mechanisms.dpsgd.fast as fast
+import mechanisms.dpsgd.mechanism as dpsgd_mechanism
 import mechanisms.local.mechanism as local
 from bench.zoo.bugs._common import dpsgd_epsilon
 from bench.zoo.bugs._release import dpmix_epsilon, local_epsilon
@@ -41,6 +42,8 @@ def _example(name: str):
 
 
 opacus_plugin = _example("opacus_plugin")
+LOOP = opacus_plugin.train_with_opacus  # the example's own loop, before any bug wraps it
+MAKE_PRIVATE = vars(engine.PrivacyEngine)["make_private"]
 
 load()
 PATCHED = [(fast, "noisy_step"), (fast, "poisson_batches"), (fast, "train_fast"), (clipping, "clip_factors"),
@@ -49,7 +52,8 @@ PATCHED = [(fast, "noisy_step"), (fast, "poisson_batches"), (fast, "train_fast")
            (DPOptimizer, "add_noise"), (DPDataLoader, "from_data_loader"), (gaussian_accounting, "_dpsgd_pld"),
            (gaussian_accounting, "_record_pld_epsilon"), (gaussian_accounting, "randomized_response_keep"),
            (local, "randomized_response_keep"), (dpmix_accounting, "dpmix_epsilon"), (dpmix, "dpmix_epsilon"),
-           (dpmix_accounting, "label_sensitivity"), (dpmix_accounting, "dpmix_pld_epsilon")]
+           (dpmix_accounting, "label_sensitivity"), (dpmix_accounting, "dpmix_pld_epsilon"),
+           (engine.PrivacyEngine, "make_private"), (DPOptimizer, "step"), (dpsgd_mechanism.DPSGD, "fit")]
 
 
 @pytest.fixture
@@ -191,6 +195,70 @@ def _wrong_rate() -> None:
     assert len(sizes) == 20 and sum(sizes) / len(sizes) == pytest.approx(200, rel=0.1)
 
 
+def _outside(name: str, *, returned_trained: bool) -> Callable[[], None]:
+    """The bug re-applied around the example's own loop (a small run: 60 records, 2 epochs): the parameters of every
+    private step (copies taken around ``DPOptimizer.step``) and the returned model. A step outside the private ones
+    shows as parameters a private step finds that the previous one did not leave, or as a returned model that is not
+    the last private step's output."""
+    def check() -> None:
+        opacus_plugin.train_with_opacus, engine.PrivacyEngine.make_private = LOOP, MAKE_PRIVATE
+        BUGS.get(name).apply()
+        found, left, step = [], [], vars(DPOptimizer)["step"]
+
+        def traced(opt, closure=None):  # type: ignore[no-untyped-def]
+            found.append([p.detach().clone() for p in opt.params])
+            out = step(opt, closure)
+            left.append([p.detach().clone() for p in opt.params])
+            return out
+
+        DPOptimizer.step = traced
+        torch.manual_seed(0)
+        x, y = _images()[:60], torch.randint(0, 10, (60,), generator=torch.Generator().manual_seed(1))
+        model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+        out, _, _ = opacus_plugin.train_with_opacus(model, x, y, epsilon=2.0, delta=1e-5, epochs=2, batch_size=20,
+                                                    lr=0.5, max_grad_norm=1.0)
+        moved = [t for t in range(1, len(found)) if any(not torch.equal(a, b) for a, b in
+                                                         zip(left[t - 1], found[t], strict=True))]
+        released = [p.detach() for p in out.parameters()]
+        same = all(torch.equal(a, b) for a, b in zip(left[-1], released, strict=True))
+        trained = any(p is q for p in out.parameters() for q in model.parameters())
+        if name == "opacus-update-between":
+            assert len(moved) == 1 and same  # one boundary, the first epoch's end
+        else:
+            assert moved == [] and not same and trained == returned_trained
+    return check
+
+
+def _dpsgd_after() -> None:
+    """DP-SGD's fit (2 epochs, 60 records) returns a model its last noisy step did not leave: copies taken when the
+    optimizer's step returns (its post-step hook) against the returned parameters."""
+    from bench.config.run import build_config
+    from bench.core.data import ArrayDataset
+
+    left: list[list[torch.Tensor]] = []
+    original, first = torch.optim.SGD.step, []
+
+    def traced(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = original(self, *args, **kwargs)
+        first[:] = first or [self]  # the mechanism's optimizer (made before any other)
+        if self is first[0]:
+            left.append([p.detach().clone() for g in self.param_groups for p in g["params"]])
+        return out
+
+    data = ArrayDataset(_images()[:60], torch.randint(0, 10, (60,), generator=torch.Generator().manual_seed(1)), 10,
+                        "digits")
+    spec = build_config({"training": {"dpsgd": {"epochs": 2, "optimizer": "sgd", "batch_size": 20}}},
+                        {"profile": "smoke", "mechanisms": "dpsgd"}).spec_for("dpsgd")
+    torch.optim.SGD.step = traced
+    try:
+        run = dpsgd_mechanism.DPSGD().fit(data, spec, target_epsilon=2.0, delta=1e-5, seed=0,
+                                          device=torch.device("cpu"))
+    finally:
+        torch.optim.SGD.step = original
+    released = [p.detach() for p in run.model.parameters()]
+    assert left and any(not torch.equal(a, b) for a, b in zip(left[-1], released, strict=True))
+
+
 def _images() -> torch.Tensor:
     return torch.rand(200, 1, 8, 8, generator=torch.Generator().manual_seed(0))
 
@@ -310,6 +378,10 @@ CHECKS: dict[str, Callable[[], None]] = {
     "dpsgd-uneven-sampling": _uneven, "dpsgd-shuffled-batches": _shuffled,
     "opacus-shuffled-batches": _forced(poisson_sampling=False), "opacus-weighted-sampler": _forced(oversample=True),
     "opacus-sigma-overshoot": _overshoot, "opacus-no-noise": _opacus_no_noise, "opacus-wrong-sample-rate": _wrong_rate,
+    "opacus-update-after": _outside("opacus-update-after", returned_trained=True),
+    "opacus-update-between": _outside("opacus-update-between", returned_trained=True),
+    "opacus-swapped-module": _outside("opacus-swapped-module", returned_trained=False),
+    "dpsgd-update-after": _dpsgd_after,
     "local-half-noise": _local_half, "local-input-norm": _local_norm, "local-labels-in-clear": _local_labels,
     "dpmix-half-noise": _dpmix_noise(0.5, 0.5), "dpmix-tenth-noise": _dpmix_noise(0.1, 0.1),
     "dpmix-labels-in-clear": _dpmix_noise(1.0, 0.0), "dpmix-reused-subset": _reused,
