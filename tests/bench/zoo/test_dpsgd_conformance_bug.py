@@ -44,6 +44,6 @@ def test_the_correct_mechanism_passes_every_conformance_test(tmp_path):
     done, doc = _run(tmp_path, None)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     c = _conformance(doc)
-    assert len(c["tests"]) == 4 + 9 and doc["privacy_bugs"] == []
+    assert len(c["tests"]) == 4 + 10 and doc["privacy_bugs"] == []
     m = c["measured_epsilon"]
     assert m["relation"] == "replace-one" and 0.98 * m["certified"] <= m["epsilon"] <= m["certified"] * 1.0001
