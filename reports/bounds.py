@@ -127,9 +127,8 @@ class AuditBound:
     @property
     def confidence(self) -> float:
         """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
-        the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k) and for an estimate
-        (computed at the audit's confidence under its assumption, no share of the family's), else its own
-        ``method_confidence``."""
+        the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made
+        at the audit's confidence), else its own ``method_confidence``."""
         audit = self.record.audit
         tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
         return audit.confidence if tightest or self.bound.evidence == "estimate" else audit.method_confidence
