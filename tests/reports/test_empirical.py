@@ -174,8 +174,9 @@ def test_the_largest_of_several_audits_says_so(build):
 
 
 def test_parametric_column_names_assumption_and_normality(build):
-    """White-box canaries: the Gaussian pair is shown with its assumption when normality is not rejected, and as
-    "assumption rejected" when it is (skewed scores)."""
+    """White-box canaries: the largest estimate whose assumption stands its test (the Gaussian pair's normality
+    test, ``gaussian-llr``'s shape test of the excluded canaries) is shown as an estimate with its assumption, at the
+    audit's 95 %; where every tested assumption is rejected (skewed scores), "assumption rejected"."""
     rng = np.random.default_rng(2)
     dp = build.privacy(4.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove")
     runs = [build.run("dpsgd", 4.0, dp, 0.9, {"canary-whitebox": build.canary("canary-whitebox", rng, 2000, 0.5)}),
@@ -185,12 +186,19 @@ def test_parametric_column_names_assumption_and_normality(build):
     p_normal, p_skewed = (next(b.fit["normality_p"] for b in r.attacks["canary-whitebox"].audit.bounds
                                if b.method == "gaussian-pair") for r in doc.results)
     assert p_normal >= 0.01 > p_skewed
+    tested = [(b, b.fit.get("normality_p", b.fit.get("shape_p", b.fit.get("shape_excluded_p"))))
+              for b in doc.results[0].attacks["canary-whitebox"].audit.bounds if b.evidence == "estimate" and b.fit]
+    best, p_best = max(((b, p) for b, p in tested if p >= 0.01), key=lambda bp: bp[0].epsilon_lb)
     _, (normal, skewed), _ = audit_rows(doc)
-    # an estimate is made at the audit's 95 % under its assumption (the two valid analyses, one-run and f-dp, share
-    # the 95 % at 97.5 % each; an estimate takes no share)
-    assert "gaussian-pair, 95%); assumes scores Gaussian and independent across canaries (plausible: normality " \
-           f"p = {p_normal:.2g}, level 0.01)" in normal[7]
-    assert skewed[7] == f"assumption rejected (normality p = {p_skewed:.2g} < 0.01)"
+    # an estimate is made at the audit's 95 % (the two valid analyses, one-run and f-dp, share the 95 % at 97.5 %
+    # each; an estimate takes no share), and never called a bound
+    assert normal[7].startswith(f"estimate {num(best.epsilon_lb)} (canary-whitebox: white-box, one-run, m = 2000, "
+                                f"{best.method}, 95%); assumes ")
+    assert normal[7].endswith(f"(plausible: normality p = {p_best:.2g}, level 0.01)")
+    rejected = [p for b, p in ((b, b.fit.get("normality_p", b.fit.get("shape_p", b.fit.get("shape_excluded_p"))))
+                               for b in doc.results[1].attacks["canary-whitebox"].audit.bounds
+                               if b.evidence == "estimate" and b.fit) if p < 0.01]
+    assert skewed[7] == f"assumption rejected (normality p = {min(rejected):.2g} < 0.01)"  # every test rejects
 
 
 def test_audit_section_names_delta_accountant_relation_beside_every_epsilon(doc, tmp_path):
