@@ -226,9 +226,10 @@ def main() -> None:
     args = parser.parse_args()
     names = [c for c in args.cases.split(",") if c]
     bad = [c for c in names if c not in CASES]
-    if bad or args.draws < 1:
-        parser.exit(2, f"false_alarms: bad --cases {bad} or --draws {args.draws}; allowed: {', '.join(CASES)}, "
-                       "draws >= 1\n")
+    if bad:
+        parser.exit(2, f"false_alarms: unknown case {bad[0]!r} in --cases; allowed: {', '.join(CASES)}\n")
+    if args.draws < 1:
+        parser.exit(2, f"false_alarms: --draws {args.draws}; allowed: an integer >= 1\n")
     print("| case | mechanism | certified ε (δ = 1e-5) | draws | exit 3 | valid ε_LB > ε | valid ε_LB / ε, median "
           "| estimates > ε: draws (median estimate / ε) |")
     print("|---|---|---|---|---|---|---|---|")
