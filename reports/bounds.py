@@ -127,11 +127,11 @@ class AuditBound:
     @property
     def confidence(self) -> float:
         """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
-        the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k), else its own
-        ``method_confidence``."""
+        the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made
+        at the audit's confidence), else its own ``method_confidence``."""
         audit = self.record.audit
         tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
-        return audit.confidence if tightest else audit.method_confidence
+        return audit.confidence if tightest or self.bound.evidence == "estimate" else audit.method_confidence
 
     def label(self) -> str:
         """``"canary-whitebox: white-box, one-run, m = 2000, f-dp, 95%"``."""

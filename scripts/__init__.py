@@ -12,6 +12,8 @@ recorded on. None runs anything when imported, except ``without_conformance``, a
 - ``augmult_probe``: DP-SGD with and without augmentation multiplicity on the default MNIST split (docs/recipes.md).
 - ``continuity_null``: false alarms and cost of the parameter-continuity check on correct audit runs (issue 54).
 - ``compare_results``: two results.json files compared field by field (times, ids, versions left out).
+- ``false_alarms``: correct mechanisms whose scores break the Gaussian assumptions through the audit and the
+  run-level check: exit-3 and valid-bound false alarms, and how often each estimate reads above ε (docs/audits.md).
 - ``detection_power``: which injected privacy bugs one ``bench run`` of a profile catches (detection_power.json).
 - ``dpmix_audit_ideal``: ``dpmix-canary`` on the mechanism's code against a simulation of the ideal mechanism.
 - ``dpmix_recipe_probe``: DPMix's default recipe, chosen on a validation split (docs/recipes.md, "DPMix").

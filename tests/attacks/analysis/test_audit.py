@@ -1,6 +1,7 @@
 """attacks.analysis: the Clopper-Pearson bound over a threshold family (Jagielski, Ullman, Oprea 2020) on hand-computed
 cases and exact Beta quantiles, and ``membership_audit`` / ``audit_bounds``: which analyses each design allows, which
-are valid, and the recomputation of stored bounds at another confidence.
+are valid (assumption-free: the design's family) and which are estimates (Gaussian: never valid, never the audit's
+number), and the recomputation of stored bounds at another confidence.
 
 Expected values come from closed forms derived in the comments or from ``scipy.stats.beta`` quantiles (the exact
 Clopper-Pearson bounds: lower Beta⁻¹(α; k, n − k + 1), upper Beta⁻¹(1 − α; k + 1, n − k)), never from the code."""
@@ -14,12 +15,15 @@ import pytest
 from scipy.stats import beta
 
 from attacks.analysis import (
+    ESTIMATES,
     METHODS,
     NORMALITY_LEVEL,
     audit_bounds,
     best_epsilon,
     epsilon_lower_bound,
+    estimates,
     family,
+    gaussian_pair_epsilon,
     gaussian_valid,
     membership_audit,
     one_run_guesses,
@@ -185,52 +189,70 @@ def test_heuristic_design_has_no_valid_bound():
     assert "one_run" not in block and "profile_rejected" not in block
 
 
-def test_multi_run_gaussian_design_validity_follows_the_design_and_normality():
+def test_multi_run_gaussian_design_gaussian_analyses_are_estimates():
+    """Scores Gaussian by construction and a passing normality test do not make a Gaussian analysis a bound: the GDP
+    fit and the Gaussian pair are estimates (shown with their assumption), Clopper-Pearson alone is valid."""
     scores, labels = _gaussian_scores(3000, 1.5, seed=1)
     gaussian = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="add-remove")
     bounds = _by_method(membership_audit(scores, labels, delta=1e-5, design=gaussian))
     assert set(bounds) == {"clopper-pearson", "gdp-fit", "gaussian-pair"}
-    assert bounds["gaussian-pair"]["fit"]["normality_p"] >= NORMALITY_LEVEL
-    assert all(b["valid"] for b in bounds.values())
+    assert bounds["gaussian-pair"]["fit"]["normality_p"] >= NORMALITY_LEVEL  # the assumption stands its test ...
+    assert {m: (b["valid"], b["evidence"]) for m, b in bounds.items()} == {  # ... and is still only an estimate
+        "clopper-pearson": (True, "valid"), "gdp-fit": (False, "estimate"), "gaussian-pair": (False, "estimate")}
     assert [m for m, b in bounds.items() if b["parametric"]] == ["gdp-fit", "gaussian-pair"]
     assert all(b["assumption"] == METHODS[m][1] for m, b in bounds.items())
-    # the same scores without "Gaussian by construction": the Gaussian analyses are shown, not valid
+    # the estimates read more than the valid bound here (that is what makes them tempting)
+    assert bounds["gaussian-pair"]["epsilon_lb"] > bounds["clopper-pearson"]["epsilon_lb"] > 0
+    # without "Gaussian by construction", and with clearly bimodal scores: the same evidence kinds
     plain = _by_method(membership_audit(scores, labels, delta=1e-5,
                                         design=gaussian.model_copy(update={"gaussian": False})))
-    assert plain["clopper-pearson"]["valid"] and not plain["gdp-fit"]["valid"] and not plain["gaussian-pair"]["valid"]
-    # a design that claims Gaussian scores but whose scores are clearly bimodal: normality rejected, not valid
     bimodal = _by_method(membership_audit(*_bimodal_scores(3000, seed=2), delta=1e-5, design=gaussian))
     assert bimodal["gaussian-pair"]["fit"]["normality_p"] < NORMALITY_LEVEL
-    assert bimodal["clopper-pearson"]["valid"]
-    assert not bimodal["gdp-fit"]["valid"] and not bimodal["gaussian-pair"]["valid"]
+    for block in (plain, bimodal):
+        assert [m for m, b in block.items() if b["valid"]] == ["clopper-pearson"]
+        assert block["gdp-fit"]["evidence"] == block["gaussian-pair"]["evidence"] == "estimate"
 
 
-def test_the_bonferroni_family_is_fixed_by_the_design_not_by_the_normality_test():
-    """The divisor k of an audit's analyses is the design's family, decided before the scores: a Gaussian design
-    whose normality test rejects still divides by 3, not by its 1 valid analysis (else the family-wise level of
-    Gaussian designs would depend on the data: up to 1.5 × 5 % over a test that passes half the time)."""
+def test_the_bonferroni_family_holds_only_assumption_free_analyses():
+    """The divisor k of an audit's analyses is its family of valid analyses, fixed by the design before the scores;
+    the estimates (``estimates``) are computed beside them at the audit's own confidence and cost them nothing."""
     gaussian = AuditDesign(kind="multi-run", threat_model="black-box", gaussian=True, relation="add-remove")
-    assert family(gaussian) == ("clopper-pearson", "gdp-fit", "gaussian-pair")
-    assert family(gaussian.model_copy(update={"kind": "one-run"})) == ("one-run", "f-dp", "f-dp-gaussian",
-                                                                      "gaussian-pair")
-    assert family(gaussian.model_copy(update={"channels": ("image", "label")}))[-1] == "gaussian-composed"
-    assert family(gaussian.model_copy(update={"gaussian": False})) == ("clopper-pearson",)
-    # white-box Dirac canaries: the μ-GDP analysis of their log-likelihood ratios joins; their pair is shown only
-    assert family(AuditDesign(kind="one-run", threat_model="white-box")) == ("one-run", "f-dp", "gaussian-llr")
-    assert family(AuditDesign(kind="heuristic", gaussian=True)) == ()
-    normal = membership_audit(*_gaussian_scores(3000, 1.5, seed=1), delta=1e-5, design=gaussian)
+    assert family(gaussian) == ("clopper-pearson",)
+    assert estimates(gaussian) == ("gdp-fit", "gaussian-pair")
+    one_run = gaussian.model_copy(update={"kind": "one-run"})
+    assert family(one_run) == ("one-run", "f-dp") and estimates(one_run) == ("f-dp-gaussian", "gaussian-pair")
+    labelled = gaussian.model_copy(update={"channels": ("image", "label")})
+    assert family(labelled) == ("clopper-pearson",) and estimates(labelled)[-1] == "gaussian-composed"
+    assert family(gaussian.model_copy(update={"one_release": True})) == ("clopper-pearson", "one-run", "f-dp")
+    white_box = AuditDesign(kind="one-run", threat_model="white-box")
+    assert family(white_box) == ("one-run", "f-dp")
+    assert set(estimates(white_box)) == {"f-dp-gaussian", "gaussian-llr", "gaussian-pair"}
+    assert family(AuditDesign(kind="heuristic", gaussian=True)) == estimates(AuditDesign(kind="heuristic")) == ()
+    for design in (gaussian, one_run, labelled, white_box):  # no analysis is both, and no estimate is assumption-free
+        assert not set(family(design)) & set(estimates(design))
+        assert all(METHODS[m][1] is None for m in family(design))
+        assert all(METHODS[m][1] is not None and m in ESTIMATES for m in estimates(design))
+    normal_scores = _gaussian_scores(3000, 1.5, seed=1)
+    normal = membership_audit(*normal_scores, delta=1e-5, design=gaussian)
     bimodal = membership_audit(*_bimodal_scores(3000, seed=2), delta=1e-5, design=gaussian)
-    assert [b["valid"] for b in normal["bounds"]] == [True, True, True]
-    assert [b["valid"] for b in bimodal["bounds"]] == [True, False, False]
-    assert normal["method_confidence"] == bimodal["method_confidence"] == pytest.approx(1 - 0.05 / 3)
-    # the valid bound of the rejected design is the Clopper-Pearson bound at the family's level, not at 95 %
-    assert bimodal["epsilon_lb"] == pytest.approx(best_epsilon(bimodal["counts"], delta=1e-5,
-                                                               confidence=1 - 0.05 / 3))
-    # too few scores for a Gaussian fit: the pair is still a member of the family, recorded as 0 and not valid
+    for block in (normal, bimodal):  # k = 1 whatever the normality test says: Clopper-Pearson at 95 %
+        assert [b["valid"] for b in block["bounds"]] == [True, False, False]
+        assert block["method_confidence"] == pytest.approx(0.95)
+        assert block["epsilon_lb"] == pytest.approx(best_epsilon(block["counts"], delta=1e-5, confidence=0.95))
+    # an estimate is computed at the audit's confidence, not at a Bonferroni share of it
+    pair = _by_method(normal)["gaussian-pair"]
+    assert pair["epsilon_lb"] == pytest.approx(
+        gaussian_pair_epsilon(*normal_scores, delta=1e-5, confidence=0.95)["epsilon_lb"], rel=1e-9)
+    # a one-run design: k = 2
+    rng = np.random.default_rng(8)
+    coins = (rng.random(1000) < 0.5).astype(int)
+    assert membership_audit(coins + rng.normal(0, 1, 1000), coins, delta=1e-5, design=one_run)[
+        "method_confidence"] == pytest.approx(1 - 0.05 / 2)
+    # too few scores for a Gaussian fit: the pair is recorded as 0, an estimate, and the family is unchanged
     tiny = membership_audit([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0], delta=1e-5, design=gaussian)
     pair = _by_method(tiny)["gaussian-pair"]
     assert pair["epsilon_lb"] == 0.0 and not pair["valid"] and pair["fit"] is None
-    assert tiny["method_confidence"] == pytest.approx(1 - 0.05 / 3)
+    assert tiny["method_confidence"] == pytest.approx(0.95)
 
 
 def test_gaussian_valid_needs_every_condition():
@@ -243,17 +265,24 @@ def test_gaussian_valid_needs_every_condition():
     assert gaussian_valid(design.model_copy(update={"kind": "one-run"}), 0.5)
 
 
-def test_epsilon_lb_is_the_tightest_valid_bound():
-    scores, labels = _bimodal_scores(3000, seed=3)
-    block = membership_audit(scores, labels, delta=1e-5, design=AuditDesign(kind="multi-run", gaussian=True))
-    valid = [b for b in block["bounds"] if b["valid"]]
-    assert [b["method"] for b in valid] == ["clopper-pearson"]
-    # the parametric bounds (invalid here) may be larger; they never become the audit's number
-    assert block["method"] == "clopper-pearson" and block["epsilon_lb"] == valid[0]["epsilon_lb"]
-    scores, labels = _gaussian_scores(3000, 2.0, seed=4)
-    block = membership_audit(scores, labels, delta=1e-5, design=AuditDesign(kind="multi-run", gaussian=True))
-    best = max(block["bounds"], key=lambda b: b["epsilon_lb"])
-    assert block["epsilon_lb"] == best["epsilon_lb"] and block["method"] == best["method"] != "clopper-pearson"
+def test_epsilon_lb_is_the_tightest_assumption_free_bound_even_where_an_estimate_is_larger():
+    for scores, labels in (_bimodal_scores(3000, seed=3), _gaussian_scores(3000, 2.0, seed=4)):
+        block = membership_audit(scores, labels, delta=1e-5, design=AuditDesign(kind="multi-run", gaussian=True))
+        valid = [b for b in block["bounds"] if b["valid"]]
+        assert [b["method"] for b in valid] == ["clopper-pearson"]
+        assert block["method"] == "clopper-pearson" and block["epsilon_lb"] == valid[0]["epsilon_lb"]
+    # on Gaussian scores the estimates read far more than the valid bound; they never become the audit's number
+    larger = [b for b in block["bounds"] if b["evidence"] == "estimate" and b["epsilon_lb"] > 1.5 * block["epsilon_lb"]]
+    assert {b["method"] for b in larger} == {"gdp-fit", "gaussian-pair"}
+    # one-run: the larger of one-run and f-dp, whatever f-dp-gaussian, the pair or gaussian-llr read
+    rng = np.random.default_rng(9)
+    coins = (rng.random(2000) < 0.5).astype(int)
+    block = membership_audit(3 * coins + rng.normal(0, 1, 2000), coins, delta=1e-5,
+                             design=AuditDesign(kind="one-run", threat_model="white-box"))
+    by = _by_method(block)
+    assert block["method"] in ("one-run", "f-dp")
+    assert block["epsilon_lb"] == max(by["one-run"]["epsilon_lb"], by["f-dp"]["epsilon_lb"])
+    assert max(b["epsilon_lb"] for b in block["bounds"] if b["evidence"] == "estimate") > block["epsilon_lb"]
 
 
 def test_one_run_design_block():
@@ -265,11 +294,12 @@ def test_one_run_design_block():
     assert block["one_run"] == {"m": 1000, "guesses": one_run_guesses(scores, included)}
     assert isinstance(block["profile_rejected"], bool)
     bounds = _by_method(block)
-    # white-box: the Gaussian pair too, and the μ-GDP analysis of log-likelihood ratios (valid: these excluded
-    # scores are Gaussian)
+    # white-box: the Gaussian pair and the μ-GDP analysis of log-likelihood ratios are computed too, as estimates
+    # (these excluded scores are Gaussian: the llr's shape test passes, and it is still no bound)
     assert set(bounds) == {"one-run", "f-dp", "f-dp-gaussian", "gaussian-pair", "gaussian-llr"}
-    assert bounds["one-run"]["valid"] and bounds["f-dp"]["valid"] and bounds["gaussian-llr"]["valid"]
-    assert not bounds["f-dp-gaussian"]["valid"] and not bounds["gaussian-pair"]["valid"]  # not Gaussian by design
+    assert [m for m, b in bounds.items() if b["valid"]] == ["one-run", "f-dp"]
+    assert bounds["gaussian-llr"]["fit"]["shape_excluded_p"] >= NORMALITY_LEVEL
+    assert all(bounds[m]["evidence"] == "estimate" for m in ("f-dp-gaussian", "gaussian-pair", "gaussian-llr"))
     # a black-box one-run design reads no Gaussian pair
     black_box = design.model_copy(update={"threat_model": "black-box"})
     assert "gaussian-pair" not in _by_method(membership_audit(scores, included, delta=1e-5, design=black_box))
@@ -278,18 +308,19 @@ def test_one_run_design_block():
 @pytest.mark.parametrize("kind", ["one-run", "multi-run"])
 def test_audit_bounds_recompute_the_stored_bounds(kind):
     scores, labels = _gaussian_scores(1500, 2.0, seed=6)
-    block = membership_audit(scores, labels, delta=1e-5, design=AuditDesign(kind=kind, gaussian=True))
+    design = AuditDesign(kind=kind, gaussian=True)
+    block = membership_audit(scores, labels, delta=1e-5, design=design)
     stored = {b["method"]: b["epsilon_lb"] for b in block["bounds"] if b["valid"]}
-    k = 4 if kind == "one-run" else 3
-    assert len(stored) == k
+    assert tuple(stored) == family(design)  # the valid ones are exactly the family; estimates are not recomputed
+    k = len(stored)
+    assert k == (2 if kind == "one-run" else 1)
     # each of the k valid analyses is made at 1 − 0.05/k, so that the tightest of them holds at 95 %
     assert block["confidence"] == 0.95 and block["method_confidence"] == pytest.approx(1 - 0.05 / k)
-    audit = Audit(**block, design=AuditDesign(kind=kind, gaussian=True))  # as results.json stores it
+    audit = Audit(**block, design=design)  # as results.json stores it
     same = audit_bounds(audit, confidence=audit.method_confidence)
     assert same.keys() == stored.keys()
     for method, value in stored.items():
         assert same[method] == pytest.approx(value, rel=1e-9, abs=1e-12), method
     stricter = audit_bounds(audit, confidence=0.999)
     for method, value in stored.items():
-        assert stricter[method] <= value + 1e-9, method
-    assert sum(stricter[m] < stored[m] - 1e-3 for m in stored) >= len(stored) - 1  # most strictly lower
+        assert stricter[method] < value - 1e-3, method

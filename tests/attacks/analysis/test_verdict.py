@@ -1,7 +1,8 @@
-"""attacks.analysis.verdict.privacy_bugs on hand-built results: only valid bounds of one-run / multi-run designs, tested
-against an ε of the same neighbouring relation, decide a privacy bug; every comparison is Bonferroni-corrected over
-the run; a mechanism without a guarantee has its claim refuted instead; the audited run's privacy is the one compared;
-a one-run design also tests the accountant's whole certified curve.
+"""attacks.analysis.verdict.privacy_bugs on hand-built results: only valid (assumption-free) bounds of one-run /
+multi-run designs, tested against an ε of the same neighbouring relation, decide a privacy bug; an estimate (a Gaussian
+analysis, the pooled μ-GDP analysis across seeds) is no comparison and never a bug, however large; every comparison is
+Bonferroni-corrected over the run; a mechanism without a guarantee has its claim refuted instead; the audited run's
+privacy is the one compared; a one-run design also tests the accountant's whole certified curve.
 
 Expected bounds are the audit functions' own at the Bonferroni level 1 − 0.05/M with M counted by hand here (the
 functions themselves are tested against independent implementations in tests/attacks/analysis/test_audit*.py)."""
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from attacks.analysis import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
-from attacks.analysis.gaussian_llr import llr_gdp_bound, pool_llr_fits
+from attacks.analysis.pooled import pool_groups, pooled_audits
 from attacks.analysis.verdict import privacy_bugs
 from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Privacy, Roc, RunResult, Timings
 
@@ -55,12 +56,12 @@ def _canaries(seed: int = 0, m: int = 1000, mu: float = 6.0):
 
 
 def _hand_audit(one_run_rows, *, gaussian_valid: bool) -> Audit:
-    """A one-run audit of m = 1000, scores Gaussian by design, with the given guessing rules; f-dp-gaussian valid
-    (its normality test passed) or not. Its family has 3 members either way."""
+    """A one-run audit of m = 1000, scores Gaussian by design, with the given guessing rules; f-dp-gaussian stored as
+    valid (as a file from before the one rule may say) or not. Its family has 2 members either way."""
     bounds = [Bound(method="one-run", epsilon_lb=0.0, parametric=False, valid=True),
               Bound(method="f-dp", epsilon_lb=0.0, parametric=False, valid=True),
               Bound(method="f-dp-gaussian", epsilon_lb=0.0, parametric=True, valid=gaussian_valid)]
-    return Audit(delta=DELTA, confidence=0.95, method_confidence=1 - 0.05 / 3, counts=[], epsilon_lb=0.0,
+    return Audit(delta=DELTA, confidence=0.95, method_confidence=1 - 0.05 / 2, counts=[], epsilon_lb=0.0,
                  method="f-dp", bounds=bounds, design=Design(**WHITE_BOX, gaussian=True),
                  one_run=OneRun(m=1000, guesses=one_run_rows))
 
@@ -68,21 +69,23 @@ def _hand_audit(one_run_rows, *, gaussian_valid: bool) -> Audit:
 def test_a_valid_one_run_bound_above_the_accountant_is_a_bug():
     scores, coins = _canaries()
     audit = _audit(scores, coins, WHITE_BOX)
-    # gaussian-pair, f-dp-gaussian: not valid; the μ-GDP analysis of white-box scores is (they are Gaussian here)
-    assert [b.method for b in audit.bounds if b.valid] == ["one-run", "f-dp", "gaussian-llr"]
+    # one-run and f-dp are valid; gaussian-pair, f-dp-gaussian and the μ-GDP analysis of the white-box scores are
+    # estimates, even on these Gaussian scores, where they read more
+    assert [b.method for b in audit.bounds if b.valid] == ["one-run", "f-dp"]
+    estimates = {b.method: b.epsilon_lb for b in audit.bounds if b.evidence == "estimate"}
+    assert set(estimates) == {"f-dp-gaussian", "gaussian-pair", "gaussian-llr"}
     results = [_result({"canary-whitebox": _record(audit)}, _privacy(1.0)),
                _result({"canary-whitebox": _record(audit)}, _privacy(100.0), seed=1)]
     bugs, claims, comparisons = privacy_bugs(results)
-    assert comparisons == 6 and claims == []  # 3 per model; two ε's: not pooled
+    assert comparisons == 4 and claims == []  # 2 per model
     [bug] = bugs
-    level = 1 - 0.05 / 6
+    level = 1 - 0.05 / 4
     rules = audit.one_run.guesses
-    fit = next(b.fit for b in audit.bounds if b.method == "gaussian-llr")
     values = {"one-run": best_one_run_epsilon(1000, rules, delta=DELTA, confidence=level),
-              "f-dp": fdp_epsilon(1000, rules, delta=DELTA, confidence=level),
-              "gaussian-llr": llr_gdp_bound(fit, delta=DELTA, confidence=level)}
-    assert min(values.values()) > 2  # all refute ε = 1; the stronger one is reported
+              "f-dp": fdp_epsilon(1000, rules, delta=DELTA, confidence=level)}
+    assert min(values.values()) > 2  # both refute ε = 1; the stronger one is reported
     assert bug.method == max(values, key=values.get) and bug.lower_bound == pytest.approx(max(values.values()))
+    assert max(estimates.values()) > bug.lower_bound  # an estimate read more, and is not what was reported
     assert (bug.seed, bug.attack, bug.mechanism, bug.target_epsilon) == (0, "canary-whitebox", "dpsgd", 1.0)
     assert (bug.threat_model, bug.design, bug.relation) == ("white-box", "one-run, m = 1000", "add-remove")
     assert (bug.epsilon, bug.delta, bug.accountant) == (1.0, DELTA, "opacus-prv")
@@ -99,36 +102,45 @@ def test_other_relations_heuristic_designs_and_failed_runs_are_not_compared():
     assert privacy_bugs([replace, heuristic, failed, unknown]) == ([], [], 0)
     # the same audit against an add/remove ε is a bug
     bugs, _, comparisons = privacy_bugs([replace, _result(replace.attacks, _privacy(1.0))])
-    assert comparisons == 3 and len(bugs) == 1
+    assert comparisons == 2 and len(bugs) == 1
 
 
-def test_a_parametric_bound_decides_only_when_valid():
+def test_a_parametric_bound_never_decides():
+    """An f-dp-gaussian bound that reads above the accountant's ε is an estimate, even where a stored file calls it
+    valid (a results.json from before the one rule): no comparison, no bug; the assumption-free bounds decide."""
     # 600 of 600 guesses right among m = 1000 (one rule): one-run and f-dp certify ~5, the μ-GDP curve ~9
     rows = [[300, 300, 600, 600]]
-    invalid = _result({"canary": _record(_hand_audit(rows, gaussian_valid=False))}, _privacy(7.0))
-    assert privacy_bugs([invalid]) == ([], [], 3)  # counted (the family is the design's), decides nothing
-    valid = _result({"canary": _record(_hand_audit(rows, gaussian_valid=True))}, _privacy(7.0))
-    [bug], _, comparisons = privacy_bugs([valid])
-    assert comparisons == 3 and bug.method == "f-dp-gaussian"
-    assert bug.lower_bound == pytest.approx(fdp_gdp_epsilon(1000, rows, delta=DELTA, confidence=1 - 0.05 / 3))
-    assert bug.lower_bound > 8.5
+    gaussian = fdp_gdp_epsilon(1000, rows, delta=DELTA, confidence=1 - 0.05 / 2)
+    valid = max(best_one_run_epsilon(1000, rows, delta=DELTA, confidence=1 - 0.05 / 2),
+                fdp_epsilon(1000, rows, delta=DELTA, confidence=1 - 0.05 / 2))
+    assert gaussian > 8.5 > 7.0 > valid > 4.0
+    for stored_valid in (False, True):
+        audit = _hand_audit(rows, gaussian_valid=stored_valid)
+        [read] = [b for b in audit.bounds if b.method == "f-dp-gaussian"]
+        assert not read.valid and read.evidence == "estimate"  # enforced when read
+        # the estimate (~9) is above ε = 7, the valid bounds (~5) are not: no bug, 2 comparisons
+        assert privacy_bugs([_result({"canary": _record(audit)}, _privacy(7.0))]) == ([], [], 2)
+        # ε = 4: refuted by the valid bounds, and the bug names one of them
+        [bug], _, comparisons = privacy_bugs([_result({"canary": _record(audit)}, _privacy(4.0))])
+        assert comparisons == 2 and bug.method in ("one-run", "f-dp") and bug.lower_bound == pytest.approx(valid)
 
 
 def test_the_run_level_count_does_not_depend_on_the_normality_test():
-    """M counts every analysis of each audit's design-fixed family: an audit whose Gaussian analyses turn out not
-    valid (normality rejected) adds as many comparisons as one whose analyses all pass."""
+    """M counts the valid analyses of each audit's design-fixed family: Clopper-Pearson alone for a multi-run design,
+    whether the Gaussian estimates' normality test passes or rejects."""
     rng = np.random.default_rng(7)
     coins = (rng.random(4000) < 0.5).astype(int)
     gaussian = {"kind": "multi-run", "size": 4000, "relation": "add-remove", "gaussian": True}
     normal = _audit(coins + rng.normal(0, 1, 4000), coins, gaussian)
     bimodal = _audit(coins + rng.choice([-4.0, 4.0], 4000) + rng.normal(0, 0.5, 4000), coins, gaussian)
-    assert [b.valid for b in normal.bounds] == [True, True, True]
-    assert [b.valid for b in bimodal.bounds] == [True, False, False]
+    assert next(b.fit for b in normal.bounds if b.method == "gaussian-pair")["normality_p"] >= 0.01
+    assert next(b.fit for b in bimodal.bounds if b.method == "gaussian-pair")["normality_p"] < 0.01
+    assert [b.valid for b in normal.bounds] == [b.valid for b in bimodal.bounds] == [True, False, False]
     for audit in (normal, bimodal):
-        assert privacy_bugs([_result({"multi-run": _record(audit)}, _privacy(10.0))]) == ([], [], 3)
+        assert privacy_bugs([_result({"multi-run": _record(audit)}, _privacy(10.0))]) == ([], [], 1)
     both = [_result({"multi-run": _record(normal)}, _privacy(10.0)),
             _result({"multi-run": _record(bimodal)}, _privacy(10.0), seed=1)]
-    assert privacy_bugs(both)[2] == 6
+    assert privacy_bugs(both)[2] == 2
 
 
 def test_bonferroni_over_the_run_clears_a_marginal_bound():
@@ -149,17 +161,22 @@ def test_bonferroni_over_the_run_clears_a_marginal_bound():
 
 
 def test_a_refuted_claim_is_not_a_bug():
-    # a weight-noise-like record: no guarantee, a source's claimed ε = 1, a multi-run Gaussian audit certifying ~5
+    # a weight-noise-like record: no guarantee, a source's claimed ε = 1, a multi-run Gaussian audit whose
+    # assumption-free bound refutes it (the Gaussian estimates read far more: not what is reported)
     rng = np.random.default_rng(1)
-    scores = np.concatenate([rng.normal(1.3, 1, 2000), rng.normal(0, 1, 2000)])
+    scores = np.concatenate([rng.normal(2.5, 1, 2000), rng.normal(0, 1, 2000)])
     design = {"kind": "multi-run", "size": 4000, "relation": "add-remove", "gaussian": True}
     audit = _audit(scores, np.repeat([1, 0], 2000), design)
-    assert all(b.valid for b in audit.bounds) and audit.epsilon_lb > 4
+    assert [b.method for b in audit.bounds if b.valid] == ["clopper-pearson"] and audit.epsilon_lb > 1.5
+    assert min(b.epsilon_lb for b in audit.bounds if b.evidence == "estimate") > 2 * audit.epsilon_lb
     claimed = _result({"weight-canary": _record(audit)}, _privacy(None, claimed=1.0))
     bugs, [claim], comparisons = privacy_bugs([claimed])
-    assert bugs == [] and comparisons == 3
+    assert bugs == [] and comparisons == 1
     assert (claim.epsilon, claim.delta, claim.accountant, claim.attack) == (1.0, DELTA, None, "weight-canary")
-    assert claim.lower_bound > 4 and claim.method in ("gdp-fit", "gaussian-pair")
+    assert claim.method == "clopper-pearson" and claim.lower_bound == pytest.approx(audit.epsilon_lb)
+    # a claim only the estimates refute is not refuted
+    above = _result({"weight-canary": _record(audit)}, _privacy(None, claimed=2 * audit.epsilon_lb))
+    assert privacy_bugs([above]) == ([], [], 1)
     # no guarantee and no claim: nothing to compare
     assert privacy_bugs([_result({"weight-canary": _record(audit)}, _privacy(None))]) == ([], [], 0)
 
@@ -215,26 +232,21 @@ def test_the_certified_gaussian_curve_of_a_multi_run_audit():
     assert privacy_bugs([_result({"multi-run": _record(honest)}, _privacy(2.0, profile=profile))]) == ([], [], 2)
 
 
-def test_white_box_canaries_of_several_seeds_are_pooled():
-    """The seeds of one configuration (same ε, same public σ, q, T) pool their canaries: one more comparison per
-    pool, and a bound none of the runs reaches alone."""
+def test_pooled_estimates_across_seeds_make_no_comparison_and_no_bug():
+    """The seeds of one configuration (same ε, same public σ, q, T) still pool their white-box canaries into one μ-GDP
+    analysis (shown: ``pooled_audits``), an estimate: above the accountant's ε it is no bug and adds no comparison."""
     rng = np.random.default_rng(11)
     audits = []
     for _ in range(3):
         coins = (rng.random(1000) < 0.5).astype(int)
         audits.append(_audit(0.8 * coins + rng.normal(0, 1, 1000), coins, WHITE_BOX))
-    fits = [next(b.fit for b in a.bounds if b.method == "gaussian-llr") for a in audits]
-    level = 1 - 0.05 / 10  # 3 runs × 3 analyses + 1 pool
-    alone = max(llr_gdp_bound(f, delta=DELTA, confidence=level) for f in fits)
-    pooled = llr_gdp_bound(pool_llr_fits(fits), delta=DELTA, confidence=level)
-    assert pooled > alone
-    epsilon = (alone + pooled) / 2  # refuted by the pool only
+    valid = max(a.epsilon_lb for a in audits)
+    epsilon = 2.0
+    assert valid < epsilon  # no valid bound refutes ε = 2; every run's gaussian-llr estimate reads above it ...
+    assert all(next(b for b in a.bounds if b.method == "gaussian-llr").epsilon_lb > epsilon for a in audits)
     results = [_result({"canary-whitebox": _record(a)}, _privacy(epsilon), seed=s) for s, a in enumerate(audits)]
-    bugs, _, comparisons = privacy_bugs(results)
-    assert comparisons == 10
-    [bug] = bugs
-    assert bug.design == "one-run, 3 runs pooled (seeds 0, 1, 2), m = 3000" and bug.method == "gaussian-llr"
-    assert bug.lower_bound == pytest.approx(pooled) and bug.confidence == pytest.approx(level)
-    # one run alone: no pool, and its bound does not refute ε
-    assert privacy_bugs(results[:1]) == ([], [], 3)
-
+    assert len(pool_groups(results)) == 1
+    [pooled] = pooled_audits(results)
+    assert pooled.seeds == [0, 1, 2] and pooled.size == 3000
+    assert pooled.epsilon_lb > epsilon  # ... and so does the pooled estimate
+    assert privacy_bugs(results) == ([], [], 6)  # 3 runs × 2 valid analyses, the pool none

@@ -77,14 +77,17 @@ def test_the_correct_mechanism_passes_and_its_score_is_gaussian_by_construction(
     # the canary moves the score: included runs above excluded ones, by about the certified μ in noise units
     assert 0.5 * d.certified_mu < e["mu_hat"] < 1.5 * d.certified_mu
     record, (bugs, _, comparisons) = _verdict(scores)
-    assert bugs == [] and comparisons == 4  # Clopper-Pearson, GDP fit, Gaussian pair, the certified curve
-    assert record.audit.profile_rejected is False
+    # Clopper-Pearson and the certified curve G_μ; the GDP fit and the Gaussian pair are estimates, no comparison
+    assert bugs == [] and comparisons == 2
+    assert record.audit.profile_rejected is False and record.audit.method == "clopper-pearson"
+    assert {b.method for b in record.audit.bounds if b.evidence == "estimate"} == {"gdp-fit", "gaussian-pair"}
 
 
 def test_half_the_noise_is_caught(digits_split, monkeypatch):
     _noise_scaled(monkeypatch, 0.5)
     record, (bugs, _, _) = _verdict(_audit(digits_split))
     assert bugs, record.audit.epsilon_lb
+    assert {b.method for b in bugs} <= {"clopper-pearson", "certified-curve"}  # valid evidence only
 
 
 def test_no_noise_is_caught(digits_split, monkeypatch):
