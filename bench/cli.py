@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {all,run,audit,report,list,perf,reproduce,zoo}`` (also installed as ``privbench``).
+"""Command line: ``python -m bench {all,run,audit,report,compare,list,perf,reproduce,zoo}`` (also installed as ``privbench``).
 The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
@@ -267,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, reports=args.command != "run")
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "compare":  # exit 4: a --fail-on rule found a regression (reports.compare.command)
+            from reports.compare.command import run_compare
+
+            return run_compare(args.base, args.new, fail_on=args.fail_on, output=args.output, console=_console())
         if args.command == "perf":
             return _cmd_perf(args)
         if args.command == "reproduce":

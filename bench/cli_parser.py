@@ -73,8 +73,19 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
+def _compare_parser(sub) -> None:
+    p = sub.add_parser("compare", help="what changed between runs (BASE against each NEW), with its significance; "
+                       "--fail-on for CI (exit 4 on a regression)")
+    p.add_argument("base", metavar="BASE", help="the baseline run: a results folder or its results.json")
+    p.add_argument("new", metavar="NEW", nargs="+", help="run(s) compared with BASE, each a folder or results.json")
+    p.add_argument("--fail-on", metavar="RULES", help="comma list of regressions that exit 4: accuracy[:-1pt], "
+                   "tpr[:+0.5pt], auc[:+0.02], epsilon, privacy-bug, degenerate, failed, throughput:0.9x")
+    p.add_argument("--output", metavar="DIR", help="where report-compare.md and .html go (default: the first NEW "
+                   "run's folder)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``privbench`` parser: sub-commands all, run, audit, report, list, perf, reproduce and zoo."""
+    """The ``privbench`` parser: sub-commands all, run, audit, report, compare, list, perf, reproduce and zoo."""
     parser = _Parser(prog="privbench", description="Train private models, attack them, report.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p_all = sub.add_parser("all", help="train, attack, and write every report (the main job)")
@@ -91,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "with --attacks multi-run-crafted: pixels | blank | clipbkd (default pixels)")
     p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")
     p_rep.add_argument("results_dir", metavar="RESULTS_DIR")
+    _compare_parser(sub)
     p_list = sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles; with NAME, the "
                             "settings of that mechanism or attack")
     p_list.add_argument("name", nargs="?", metavar="NAME", help="a mechanism or attack: print its settings (name, "
