@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {all,run,audit,report,compare,list,perf,reproduce,zoo}`` (also installed as ``privbench``).
+"""Command line: ``python -m bench {all,run,audit,report,compare,list,perf,reproduce,zoo}`` (also ``privbench``).
 The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and

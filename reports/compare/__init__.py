@@ -47,7 +47,7 @@ def compare_runs(base: tuple[str, Results], news: list[tuple[str, Results]]) -> 
         runs.append(RunComparison(label, doc, cells, only_b, only_n, run_setting_changes(base[1], doc)))
     comparison = Comparison(base[0], base[1], runs)
     tested = [c for c in comparison.changes() if c.p is not None]
-    for change, adjusted in zip(tested, holm([c.p for c in tested if c.p is not None])):
+    for change, adjusted in zip(tested, holm([c.p for c in tested if c.p is not None]), strict=True):
         change.p_holm = adjusted
     comparison.tests = len(tested)
     return comparison

@@ -42,16 +42,16 @@ def overlay_figure(comparison: Comparison) -> list[dict[str, str]]:
         return []
     fig = Figure(figsize=(4.6 * len(panels), 3.0), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (dataset, base, news) in zip(axes, panels):
+    for ax, (dataset, base, news) in zip(axes, panels, strict=True):
         mechs = sorted(set(base) | {m for _, c in news for m in c})
         for i, mech in enumerate(mechs):
             color = OKABE_ITO[i % len(OKABE_ITO)]
             if base.get(mech):
-                xs, ys = zip(*base[mech])
+                xs, ys = zip(*base[mech], strict=True)
                 ax.plot(xs, ys, "--o", color=color, mfc="none", lw=1.2, ms=4, label=f"{mech} (BASE)")
             for j, (_, curves) in enumerate(news):
                 if curves.get(mech):
-                    xs, ys = zip(*curves[mech])
+                    xs, ys = zip(*curves[mech], strict=True)
                     ax.plot(xs, ys, "-", marker="os^v"[j % 4], color=color, lw=1.6, ms=4,
                             label=mech if j == 0 else None)
         ax.set_xscale("log")

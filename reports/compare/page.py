@@ -24,13 +24,14 @@ METHOD = ("Cells are matched by dataset, mechanism, target ε and seed. Test acc
           f"{ALPHA:g}. A changed ε (δ, accountant, relation), a new privacy bug, a model that became degenerate or "
           "failed are exact differences, always reported. The tightest valid audit bound is shown, not tested (each "
           "bound holds at its own confidence). Throughput: samples/s NEW / BASE, each normalised by its own run's "
-          "ε = ∞ point of the mechanism (else the non-private baseline) of the same dataset and seed (the raw ratio where a run has none), one measurement "
-          "per run, no test.")
+          "reference of the same dataset and seed (the mechanism's ε = ∞ point: the same model without privacy; "
+          "else the non-private baseline; the raw ratio where a run has none), one measurement per run, no test.")
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATE_DIR), autoescape=lambda name: str(name).endswith(".html.j2"), undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env = Environment(loader=FileSystemLoader(TEMPLATE_DIR), undefined=StrictUndefined, trim_blocks=True,
+                      autoescape=lambda name: str(name).endswith(".html.j2"),  # the .md page is not HTML
+                      lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["md"] = lambda text: " ".join(str(text).split()).replace("|", "\\|")
     return env
 
