@@ -13,6 +13,7 @@ from reports.compare.model import CellComparison, Change, finite
 from reports.compare.stats import auc_z_test, fisher_exact, mcnemar_exact
 
 EPSILON_TOLERANCE = 1e-6  # relative: an accountant's ε recomputed for the same parameters agrees to far better
+EPSILON_GROWTH = 1e-3  # relative: an ε calibrated to the same target moves by ~1e-5 when the recipe changes
 
 
 def cell_changes(run: str, base_doc: Results, new_doc: Results, cell: CellComparison) -> list[Change]:
@@ -75,7 +76,8 @@ def _n_test(doc: Results, r: RunResult) -> int | None:
 
 def _epsilon(run: str, label: str, b: RunResult, n: RunResult) -> list[Change]:
     """The accountant's ε, δ, accountant and relation: any change is reported (exact, no sampling); worse when ε
-    grows or the guarantee is lost, None (neither) when only the accountant, δ or relation changed."""
+    grows by more than ``EPSILON_GROWTH`` (relative) or the guarantee is lost, None (neither) when only the
+    accountant, δ or relation changed, or ε moved within a calibration's tolerance."""
     pb, pn = b.privacy, n.privacy
     before, after = format_privacy(pb), format_privacy(pn)
     if pb is None or pn is None or before == after:
@@ -86,8 +88,8 @@ def _epsilon(run: str, label: str, b: RunResult, n: RunResult) -> list[Change]:
     if same_terms and finite(eb) and finite(en) and abs(en - eb) <= EPSILON_TOLERANCE * max(abs(eb), 1.0):
         return []  # type: ignore[operator]
     worse: bool | None = None
-    if same_terms and finite(eb) and finite(en):
-        worse = en > eb  # type: ignore[operator]
+    if same_terms and finite(eb) and finite(en):  # worse: grew beyond a calibrator's tolerance (else: neither)
+        worse = True if en > eb * (1 + EPSILON_GROWTH) else False if en < eb else None  # type: ignore[operator]
     elif pb.has_guarantee and not pn.has_guarantee:
         worse = True
     delta = (en - eb) if same_terms and finite(eb) and finite(en) else None  # type: ignore[operator]

@@ -2,9 +2,10 @@
 
 A rule is ``NAME`` or ``NAME:THRESHOLD``, comma-separated: ``accuracy:-1pt`` (a significant drop of test accuracy by at
 least 1 point), ``tpr`` / ``tpr:+0.5pt`` (a significant rise of any attack's TPR at a fixed FPR), ``auc:+0.02`` (of
-any attack's AUC), ``epsilon`` (the accountant's ε grew, or the guarantee was lost), ``privacy-bug`` (a new privacy
-bug: a valid audit or conformance test refutes ε), ``degenerate`` (a model now learns nothing), ``failed`` (a cell
-now fails), ``throughput:0.9x`` (normalised samples/s below 0.9 × BASE's; no test: one measurement per run).
+any attack's AUC), ``epsilon`` (the accountant's ε grew by more than 0.1 %, or the guarantee was lost),
+``privacy-bug`` (a new privacy bug: a valid audit or conformance test refutes ε), ``degenerate`` (a model now learns
+nothing), ``failed`` (a cell now fails), ``throughput:0.9x`` (normalised samples/s below 0.9 × BASE's; no test: one
+measurement per run).
 """
 
 from __future__ import annotations
