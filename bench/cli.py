@@ -270,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compare":  # exit 4: a --fail-on rule found a regression (reports.compare.command)
             from reports.compare.command import run_compare
 
-            return run_compare(args.base, args.new, fail_on=args.fail_on, output=args.output, console=_console())
+            return run_compare(args.base, args.new, fail_on=args.fail_on, output=args.output, console=_console(),
+                               ignore_seed=args.ignore_seed)
         if args.command == "perf":
             return _cmd_perf(args)
         if args.command == "reproduce":

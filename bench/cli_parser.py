@@ -82,6 +82,8 @@ def _compare_parser(sub) -> None:
                    "tpr[:+0.5pt], auc[:+0.02], epsilon, privacy-bug, degenerate, failed, throughput:0.9x")
     p.add_argument("--output", metavar="DIR", help="where report-compare.md and .html go (default: the first NEW "
                    "run's folder)")
+    p.add_argument("--ignore-seed", action="store_true", help="match cells whatever their seed (one seed per run: a "
+                   "seed-to-seed comparison, as the false-regression rate is measured)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,19 +26,21 @@ def run_label(path: Path, doc: Results) -> str:
     return path.parent.name if path.name == "results.json" and path.parent.name else doc.run_id
 
 
-def compare_runs(base: tuple[str, Results], news: list[tuple[str, Results]]) -> Comparison:
+def compare_runs(base: tuple[str, Results], news: list[tuple[str, Results]], *, ignore_seed: bool = False
+                 ) -> Comparison:
     """Compare BASE with each NEW run.
 
     Args:
         base: ``(label, document)`` of the BASE run.
         news: ``(label, document)`` of each NEW run, compared with BASE in turn.
+        ignore_seed: match cells whatever their seed (``match_cells``).
 
     Returns:
         The ``Comparison``: every matched cell's changes, their Holm-adjusted p-values over every test made.
     """
     runs = []
     for label, doc in news:
-        cells, only_b, only_n = match_cells(base[1], doc)
+        cells, only_b, only_n = match_cells(base[1], doc, ignore_seed=ignore_seed)
         for cell in cells:
             cell.changes = cell_changes(label, base[1], doc, cell)
             rate = throughput(label, base[1], doc, cell)

@@ -48,7 +48,8 @@ def load_run(text: str) -> tuple[str, Results, Path]:
     return run_label(path, doc), doc, path
 
 
-def run_compare(base: str, news: list[str], *, fail_on: str | None, output: str | None, console: Console) -> int:
+def run_compare(base: str, news: list[str], *, fail_on: str | None, output: str | None, console: Console,
+                ignore_seed: bool = False) -> int:
     """Compare BASE with each NEW run; print, write the pages, and return the exit status.
 
     Args:
@@ -57,6 +58,7 @@ def run_compare(base: str, news: list[str], *, fail_on: str | None, output: str 
         fail_on: the ``--fail-on`` rules (``reports.compare.rules``); None: report only, exit 0.
         output: folder for report-compare.md and .html (None: the first NEW run's folder).
         console: where the terminal table goes.
+        ignore_seed: match cells whatever their seed (a seed-to-seed comparison).
 
     Returns:
         0, or ``EXIT_REGRESSION`` (4) when a rule fails on a significant regression.
@@ -71,11 +73,11 @@ def run_compare(base: str, news: list[str], *, fail_on: str | None, output: str 
     if len(set(labels)) < len(labels):  # two runs of one name: number them, so every line says which
         new_runs = [(f"{label} (NEW {i})", doc, p) for i, (label, doc, p) in enumerate(new_runs, 1)]
         base_run = (f"{base_run[0]} (BASE)", base_run[1], base_run[2])
-    comparison = compare_runs(base_run[:2], [r[:2] for r in new_runs])
+    comparison = compare_runs(base_run[:2], [r[:2] for r in new_runs], ignore_seed=ignore_seed)
     for run in comparison.runs:
         if not run.cells:
             raise BenchError(f"{run.label} has no cell in common with {comparison.base_label} (cells are matched by "
-                             "dataset, mechanism, target ε and seed)")
+                             "dataset, mechanism, target ε and seed; --ignore-seed: whatever the seed)")
     failing = regressions(comparison.changes(), rules) if rules else None
     folder = Path(output) if output else new_runs[0][2].parent
     if not folder.is_dir():

@@ -13,12 +13,14 @@ NOT_SHAPING = frozenset({"output", "cache_dir", "no_cache", "data_root", "device
                          "threads", "job_timeout", "plugins", "recipes_from"})
 
 
-def match_cells(base: Results, new: Results) -> tuple[list[CellComparison], list[CellKey], list[CellKey]]:
+def match_cells(base: Results, new: Results, *, ignore_seed: bool = False
+                ) -> tuple[list[CellComparison], list[CellKey], list[CellKey]]:
     """Pair the models of ``base`` and ``new`` by ``CellKey``.
 
     Args:
         base: the BASE run.
         new: a NEW run.
+        ignore_seed: match whatever the seed (a seed-to-seed comparison of one seed per run).
 
     Returns:
         ``(matched, only in base, only in new)``, each in BASE's (NEW's) order; a key repeated in one run (it
@@ -27,9 +29,9 @@ def match_cells(base: Results, new: Results) -> tuple[list[CellComparison], list
     first_b: dict[CellKey, RunResult] = {}
     first_n: dict[CellKey, RunResult] = {}
     for r in base.results:
-        first_b.setdefault(CellKey.of(r), r)
+        first_b.setdefault(CellKey.of(r, ignore_seed=ignore_seed), r)
     for r in new.results:
-        first_n.setdefault(CellKey.of(r), r)
+        first_n.setdefault(CellKey.of(r, ignore_seed=ignore_seed), r)
     matched = [CellComparison(k, r, first_n[k], settings=setting_changes(r.spec, first_n[k].spec))
                for k, r in first_b.items() if k in first_n]
     return matched, [k for k in first_b if k not in first_n], [k for k in first_n if k not in first_b]

@@ -75,24 +75,32 @@ def _n_test(doc: Results, r: RunResult) -> int | None:
 
 
 def _epsilon(run: str, label: str, b: RunResult, n: RunResult) -> list[Change]:
-    """The accountant's ε, δ, accountant and relation: any change is reported (exact, no sampling); worse when ε
-    grows by more than ``EPSILON_GROWTH`` (relative) or the guarantee is lost, None (neither) when only the
-    accountant, δ or relation changed, or ε moved within a calibration's tolerance."""
+    """The accountant's ε with its δ, accountant and relation, and the same guarantee under other relations: any
+    change is reported (exact, no sampling); worse when an ε of the same relation, δ and accountant grows by more
+    than ``EPSILON_GROWTH`` (relative) or the guarantee is lost, better when ε falls by more and none grows, None
+    (neither) when only the accountant, δ or relation changed or ε moved within a calibration's tolerance."""
     pb, pn = b.privacy, n.privacy
     before, after = format_privacy(pb), format_privacy(pn)
     if pb is None or pn is None or before == after:
         return []
-    eb, en = pb.epsilon, pn.epsilon
     same_terms = (pb.delta, pb.accountant, pb.relation, pb.guarantee) == (pn.delta, pn.accountant, pn.relation,
                                                                           pn.guarantee)
-    if same_terms and finite(eb) and finite(en) and abs(en - eb) <= EPSILON_TOLERANCE * max(abs(eb), 1.0):
-        return []  # type: ignore[operator]
+    pairs = [(pb.epsilon, pn.epsilon)] if same_terms else []
+    others = {(o.relation, o.accountant): o.epsilon for o in pn.other_relations}
+    pairs += [(o.epsilon, others[(o.relation, o.accountant)]) for o in pb.other_relations
+              if same_terms and (o.relation, o.accountant) in others]
+    pairs = [(x, y) for x, y in pairs if finite(x) and finite(y)]
+    moved = [(x, y) for x, y in pairs if abs(y - x) > EPSILON_TOLERANCE * max(abs(x), 1.0)]  # type: ignore
+    if same_terms and pairs and not moved and len(pb.other_relations) == len(pn.other_relations):
+        return []  # the same ε, printed differently (rounding)
     worse: bool | None = None
-    if same_terms and finite(eb) and finite(en):  # worse: grew beyond a calibrator's tolerance (else: neither)
-        worse = True if en > eb * (1 + EPSILON_GROWTH) else False if en < eb else None  # type: ignore[operator]
+    if any(y > x * (1 + EPSILON_GROWTH) for x, y in pairs):  # type: ignore[operator]
+        worse = True
+    elif pairs and any(y < x * (1 - EPSILON_GROWTH) for x, y in pairs):  # type: ignore[operator]
+        worse = False
     elif pb.has_guarantee and not pn.has_guarantee:
         worse = True
-    delta = (en - eb) if same_terms and finite(eb) and finite(en) else None  # type: ignore[operator]
+    delta = pairs[0][1] - pairs[0][0] if same_terms and pairs else None  # type: ignore[operator]
     return [Change(run, label, "ε (accountant)", "epsilon", before, after, delta=delta, worse=worse, exact=True)]
 
 

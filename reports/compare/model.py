@@ -13,26 +13,27 @@ ALPHA = 0.05  # family-wise level over every comparison made (Holm)
 
 @dataclass(frozen=True)
 class CellKey:
-    """What makes two models the same cell: dataset, mechanism, target ε (the ε = ∞ point apart), seed and a
-    reproduction's row."""
+    """What makes two models the same cell: dataset, mechanism, target ε (the ε = ∞ point apart), seed (None:
+    matched whatever the seed) and a reproduction's row."""
 
     dataset: str
     mechanism: str
     target: float | None
     off_point: bool
-    seed: int
+    seed: int | None
     row: str | None
 
     @staticmethod
-    def of(r: RunResult) -> CellKey:
-        """The key of model ``r``."""
-        return CellKey(r.dataset, r.mechanism, r.target_epsilon, r.off_point, r.seed, r.row)
+    def of(r: RunResult, *, ignore_seed: bool = False) -> CellKey:
+        """The key of model ``r`` (its seed None with ``ignore_seed``: matched whatever the seed)."""
+        return CellKey(r.dataset, r.mechanism, r.target_epsilon, r.off_point, None if ignore_seed else r.seed, r.row)
 
     def label(self) -> str:
         """``"digits dpsgd target ε 4 seed 0"``."""
         target = "∞ (privacy off)" if self.off_point else "—" if self.target is None else f"{self.target:g}"
         row = f" row {self.row}" if self.row else ""
-        return f"{self.dataset} {self.mechanism} target ε {target} seed {self.seed}{row}"
+        seed = "any seed" if self.seed is None else f"seed {self.seed}"
+        return f"{self.dataset} {self.mechanism} target ε {target} {seed}{row}"
 
 
 @dataclass

@@ -193,3 +193,25 @@ def test_bad_input_is_one_line(build, tmp_path, capsys, args, needle):
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("privbench: error:") and needle in err, err
     assert not list(tmp_path.rglob("report-compare.*"))
+
+
+# ---- real reruns (about two minutes: `pytest -m long`) ---------------------------------------------------------
+
+
+@pytest.mark.long
+def test_real_rerun_is_no_change_and_halved_epochs_a_regression(smoke_run, tmp_path, capsys):
+    """Two real runs of the smoke profile's baseline and DP-SGD, retrained in a fresh model cache: at the smoke run's
+    seed and settings, no significant change (exit 0); with DP-SGD's recipe at half its epochs (15 → 7), a
+    significant accuracy regression (exit 4) and the changed setting shown."""
+    half = tmp_path / "half.yaml"
+    half.write_text("training:\n  dpsgd: {epochs: 7}\n", encoding="utf-8")
+    common = ["--profile", "smoke", "--mechanisms", "baseline,dpsgd", "--cache-dir", str(tmp_path / "cache")]
+    assert main(["run", *common, "--output", str(tmp_path / "same")]) == 0
+    assert main(["run", *common, "--config", str(half), "--output", str(tmp_path / "half")]) == 0
+    capsys.readouterr()
+    rc, out, _ = _compare(capsys, str(smoke_run[0]), str(tmp_path / "same"), "--fail-on", RULES)
+    assert rc == 0 and "No significant change" in out, out
+    rc, out, _ = _compare(capsys, str(smoke_run[0]), str(tmp_path / "half"), "--fail-on", RULES)
+    assert rc == 4, out
+    assert any(x.startswith("regression:") and "dpsgd" in x and "test accuracy" in x for x in out.splitlines())
+    assert "settings changed: epochs 15 → 7" in " ".join(out.split())
