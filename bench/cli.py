@@ -231,22 +231,9 @@ def _list_params(name: str, mechanisms, attacks) -> int:
 
 
 def _cmd_perf(args: argparse.Namespace) -> int:
-    from bench.perf.config import PerfConfig, validate
+    from bench.perf.command import perf_command  # exit 1: a floor missed (--check); 4: below --baseline
 
-    cfg = PerfConfig(model=args.model, batch_size=args.batch_size, device=args.device, quick=args.quick,
-                     repeats=args.repeats, json_path=args.json)
-    validate(cfg)  # before torch loads: its import-time warnings must not precede a usage error
-
-    from bench.perf.run import check, render, run_perf
-
-    console = _console()
-    doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))
-    render(doc, console=console)
-    console.print(f"perf.json: {args.json}")
-    failures = check(doc) if args.check else []
-    for line in failures:
-        console.print(f"[bold red]perf check failed: {line}[/bold red]")
-    return 1 if failures else 0
+    return perf_command(args, _console())
 
 
 def _terminate(signum, frame) -> NoReturn:

@@ -117,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_perf.add_argument("--repeats", type=int, help="interleaved timing rounds (default 7 quick, 15 full)")
     p_perf.add_argument("--json", metavar="PATH", default="perf.json", help="where to write perf.json")
     p_perf.add_argument("--check", action="store_true", help="exit 1 if a same-run ratio is below its floor")
+    p_perf.add_argument("--mechanism", metavar="NAMES", help="comma list of mechanisms (a plug-in's too): each one's "
+                        "training against the non-private training of the same model, in the same run, instead of "
+                        "the built-in paths")
+    p_perf.add_argument("--plugins", metavar="MODULES", help="comma list of modules to import first (they register "
+                        "mechanisms)")
+    p_perf.add_argument("--baseline", metavar="PERF.json", help="an earlier perf.json: exit 4 when a same-run ratio "
+                        "fell below --baseline-factor × its value there")
+    p_perf.add_argument("--baseline-factor", type=_float, default=0.9, metavar="F", help="least allowed fraction "
+                        "of the baseline's ratio, in (0, 1] (default 0.9)")
     p_repro = sub.add_parser("reproduce", help="rerun reference systems (presets): published, reproduced, corrected")
     p_repro.add_argument("preset", nargs="?", metavar="PRESET", help="a preset name (see 'list'), or use --all")
     p_repro.add_argument("--all", action="store_true", help="the six reference systems (dpsgd-cnn, dpsgd-resnet18, "

@@ -169,6 +169,16 @@ def test_epsilon_rise_is_an_exact_regression(build, tmp_path, capsys):
     assert rc == 0 and "1 significant change(s), 0 of them regression(s)" in out and "rdp" in out
 
 
+def test_ignore_seed_matches_across_seeds(build, tmp_path, capsys):
+    run = build.run("baseline", None, build.privacy(note="baseline"), 0.98, {})
+    base = _write(tmp_path / "base", build.results([run]))
+    other = _write(tmp_path / "other", build.results([{**run, "seed": 1}]))
+    rc, _, err = _compare(capsys, str(base), str(other))
+    assert rc == 2 and "no cell in common" in err
+    rc, out, _ = _compare(capsys, str(base), str(other), "--ignore-seed", "--fail-on", RULES)
+    assert rc == 0 and "No significant change" in out and "1 matched cell(s)" in out
+
+
 # ---- bad input: one line, exit 2, nothing written --------------------------------------------------------------
 
 
