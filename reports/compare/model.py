@@ -69,11 +69,12 @@ class Change:
 
     @property
     def p_text(self) -> str:
-        """``"p = 0.00023 Holm-adjusted (McNemar exact, ...; raw p = 1.9e-06)"``, ``"exact"`` or ``"no test"``."""
+        """``"p = 0.00023 Holm-adjusted (McNemar exact, ...; raw p = 1.9e-06)"``, ``"exact (no sampling)"`` or
+        ``"no test"`` (after what was measured, e.g. a throughput ratio)."""
         if self.exact:
             return "exact (no sampling)"
         if self.p_holm is None:
-            return "no test"
+            return f"{self.test}, no test" if self.test else "no test"
         return f"p = {_p(self.p_holm)} Holm-adjusted ({self.test}; raw p = {_p(self.p or 1.0)})"
 
     def line(self) -> str:
