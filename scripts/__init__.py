@@ -11,6 +11,7 @@ recorded on. None runs anything when imported, except ``without_conformance``, a
 - ``audit_cpu``: CPU-seconds of the default profile's release audits, and their scores for a bit-for-bit comparison.
 - ``augmult_probe``: DP-SGD with and without augmentation multiplicity on the default MNIST split (docs/recipes.md).
 - ``compare_results``: two results.json files compared field by field (times, ids, versions left out).
+- ``false_regressions``: ``privbench compare``'s false-regression rate over seeds of one configuration.
 - ``detection_power``: which injected privacy bugs one ``bench run`` of a profile catches (detection_power.json).
 - ``dpmix_audit_ideal``: ``dpmix-canary`` on the mechanism's code against a simulation of the ideal mechanism.
 - ``dpmix_recipe_probe``: DPMix's default recipe, chosen on a validation split (docs/recipes.md, "DPMix").

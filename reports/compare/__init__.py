@@ -15,6 +15,7 @@ from bench.results import Results
 from reports.compare.match import match_cells, run_setting_changes, throughput
 from reports.compare.metrics import cell_changes
 from reports.compare.model import ALPHA, CellComparison, CellKey, Change, Comparison, RunComparison
+from reports.compare.seeds import demote, seed_changes
 from reports.compare.stats import holm
 
 __all__ = ["ALPHA", "CellComparison", "CellKey", "Change", "Comparison", "RunComparison", "compare_runs",
@@ -41,12 +42,17 @@ def compare_runs(base: tuple[str, Results], news: list[tuple[str, Results]], *, 
     runs = []
     for label, doc in news:
         cells, only_b, only_n = match_cells(base[1], doc, ignore_seed=ignore_seed)
+        key_of = {}
         for cell in cells:
             cell.changes = cell_changes(label, base[1], doc, cell)
             rate = throughput(label, base[1], doc, cell)
             if rate is not None:
                 cell.changes.append(rate)
-        runs.append(RunComparison(label, doc, cells, only_b, only_n, run_setting_changes(base[1], doc)))
+            k = cell.key
+            key_of.update({id(c): (k.dataset, k.mechanism, k.target, k.off_point, k.row) for c in cell.changes})
+        over_seeds, covered = seed_changes(label, base[1], doc)
+        demote([c for cell in cells for c in cell.changes], covered, key_of)
+        runs.append(RunComparison(label, doc, cells, only_b, only_n, run_setting_changes(base[1], doc), over_seeds))
     comparison = Comparison(base[0], base[1], runs)
     tested = [c for c in comparison.changes() if c.p is not None]
     for change, adjusted in zip(tested, holm([c.p for c in tested if c.p is not None]), strict=True):

@@ -75,7 +75,7 @@ def run_compare(base: str, news: list[str], *, fail_on: str | None, output: str 
         base_run = (f"{base_run[0]} (BASE)", base_run[1], base_run[2])
     comparison = compare_runs(base_run[:2], [r[:2] for r in new_runs], ignore_seed=ignore_seed)
     for run in comparison.runs:
-        if not run.cells:
+        if not run.cells and not run.seed_changes:
             raise BenchError(f"{run.label} has no cell in common with {comparison.base_label} (cells are matched by "
                              "dataset, mechanism, target ε and seed; --ignore-seed: whatever the seed)")
     failing = regressions(comparison.changes(), rules) if rules else None

@@ -27,9 +27,11 @@ def cell_changes(run: str, base_doc: Results, new_doc: Results, cell: CellCompar
     for name in sorted(set(b.attacks) & set(n.attacks)):
         found += _attack(run, label, name, b.attacks[name], n.attacks[name])
     found += _audit(run, label, b, n) + _conformance(run, label, base_doc, new_doc, b, n)
-    if (b.degenerate is None) != (n.degenerate is None):
+    if (b.degenerate is None) != (n.degenerate is None):  # as significant as the accuracy change that made it
+        acc = found[0]
         found.append(Change(run, label, "degenerate (learned nothing)", "degenerate", _degenerate(b),
-                            _degenerate(n), worse=n.degenerate is not None, exact=True))
+                            _degenerate(n), worse=n.degenerate is not None, p=None if acc is None else acc.p,
+                            test="" if acc is None else f"its test accuracy's: {acc.test}"))
     return [c for c in found if c is not None]
 
 

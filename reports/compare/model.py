@@ -110,6 +110,7 @@ class RunComparison:
     only_base: list[CellKey]
     only_new: list[CellKey]
     run_settings: list[str] = field(default_factory=list)
+    seed_changes: list[Change] = field(default_factory=list)
 
 
 @dataclass
@@ -122,8 +123,8 @@ class Comparison:
     tests: int = 0
 
     def changes(self) -> list[Change]:
-        """Every change of every cell of every NEW run."""
-        return [c for run in self.runs for cell in run.cells for c in cell.changes]
+        """Every change of every cell of every NEW run, and those over seeds (``reports.compare.seeds``)."""
+        return [c for run in self.runs for c in run.seed_changes + [c for cell in run.cells for c in cell.changes]]
 
     def significant(self) -> list[Change]:
         """The changes that are exact or significant after Holm's correction, regressions first."""

@@ -97,3 +97,32 @@ def holm(p_values: list[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def seed_test(before: list[float], after: list[float]) -> tuple[float, str] | None:
+    """Whether a metric measured once per seed moved beyond its seed-to-seed variation (each seed one independent
+    training of the same configuration).
+
+    Args:
+        before: the metric of each BASE seed.
+        after: the metric of each NEW seed.
+
+    Returns:
+        ``(p, test)``: Welch's t-test (``scipy.stats.ttest_ind``) with at least two seeds on each side; with one
+        seed on one side, the t prediction test of that value against the other side's seeds (t with n − 1
+        degrees of freedom, ``scipy.stats.t``); None with one seed on each side (no seed-to-seed variation
+        measured). Two sides without any variation: p = 1 when equal, 0 when not.
+    """
+    if min(len(before), len(after)) < 1 or max(len(before), len(after)) < 2:
+        return None
+    if len(set(before)) == 1 and len(set(after)) == 1:
+        return (1.0 if before[0] == after[0] else 0.0), "no seed-to-seed variation"
+    if len(before) >= 2 and len(after) >= 2:
+        p = stats.ttest_ind(before, after, equal_var=False).pvalue
+        return float(p) if math.isfinite(p) else 1.0, f"Welch t over seeds, {len(before)} vs {len(after)}"
+    many, one = (before, after[0]) if len(before) >= 2 else (after, before[0])
+    n, mean, sd = len(many), float(np.mean(many)), float(np.std(many, ddof=1))
+    if sd == 0:
+        return (1.0 if one == mean else 0.0), "no seed-to-seed variation"
+    t = (one - mean) / (sd * math.sqrt(1 + 1 / n))
+    return float(2 * stats.t.sf(abs(t), n - 1)), f"t prediction test over {n} seeds"

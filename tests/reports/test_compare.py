@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from bench.cli import main
-from reports.compare.stats import holm, mcnemar_exact
+from reports.compare.stats import holm, mcnemar_exact, seed_test
 
 RULES = "accuracy:-1pt,tpr,auc,epsilon,privacy-bug,degenerate,failed"
 
@@ -82,6 +82,37 @@ def test_holm_controls_the_family_wise_rate_under_the_null():
     rejected = [min(holm(list(rng.uniform(size=50)))) < 0.05 for _ in range(2000)]
     assert np.mean(rejected) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 2000)
     assert stats.binomtest(sum(rejected), 2000, 0.05, alternative="greater").pvalue > 0.001
+
+
+def test_seed_test_is_the_t_prediction_test_or_welch():
+    base = [0.80, 0.82, 0.81, 0.79, 0.83]
+    p, name = seed_test(base, [0.5])
+    sd = np.std(base, ddof=1)
+    t = (0.5 - np.mean(base)) / (sd * np.sqrt(1 + 1 / 5))
+    assert "prediction" in name and p == pytest.approx(2 * stats.t.sf(abs(t), 4))
+    assert seed_test(base, [0.81])[0] > 0.5
+    assert seed_test(base, [0.70, 0.72])[0] == pytest.approx(stats.ttest_ind(base, [0.70, 0.72],
+                                                                             equal_var=False).pvalue)
+    assert seed_test([0.8], [0.7]) is None  # one seed each: no seed-to-seed variation measured
+    assert seed_test([0.8, 0.8], [0.8]) == (1.0, "no seed-to-seed variation")
+
+
+def test_several_seeds_judge_the_configuration_not_one_model(build, tmp_path, capsys):
+    """BASE with five seeds, NEW with one: accuracy is judged against the seeds' spread (the t prediction test),
+    so a new seed inside it passes and one far below it fails ``--fail-on accuracy``."""
+    accuracies = [0.90, 0.92, 0.91, 0.89, 0.93]
+    runs = [build.run("baseline", None, build.privacy(note="b"), a, {}, seed=s) for s, a in enumerate(accuracies)]
+    base = _write(tmp_path / "base", build.results(runs))
+    inside = _write(tmp_path / "inside", build.results([build.run("baseline", None, build.privacy(note="b"), 0.905,
+                                                                  {}, seed=7)]))
+    below = _write(tmp_path / "below", build.results([build.run("baseline", None, build.privacy(note="b"), 0.70,
+                                                                 {}, seed=7)]))
+    rc, out, _ = _compare(capsys, str(base), str(inside), "--fail-on", RULES)
+    assert rc == 0 and "No significant change" in out, out
+    rc, out, _ = _compare(capsys, str(base), str(below), "--fail-on", RULES)
+    assert rc == 4, out
+    (line,) = [x for x in out.splitlines() if x.startswith("regression:")]
+    assert "seeds 0,1,2,3,4 → 7" in line and "mean over seeds" in line and "t prediction test over 5 seeds" in line
 
 
 # ---- the smoke run: same run, planted regressions --------------------------------------------------------------
