@@ -78,9 +78,10 @@ def _n_test(doc: Results, r: RunResult) -> int | None:
 
 def _epsilon(run: str, label: str, b: RunResult, n: RunResult) -> list[Change]:
     """The accountant's ε with its δ, accountant and relation, and the same guarantee under other relations: any
-    change is reported (exact, no sampling); worse when an ε of the same relation, δ and accountant grows by more
-    than ``EPSILON_GROWTH`` (relative) or the guarantee is lost, better when ε falls by more and none grows, None
-    (neither) when only the accountant, δ or relation changed or ε moved within a calibration's tolerance."""
+    change is reported (exact, no sampling); worse when the accountant's ε (same relation, δ and accountant: the one
+    the target is matched on) grows by more than ``EPSILON_GROWTH`` (relative) or the guarantee is lost, better when
+    it falls by more, None (neither) when only the accountant, δ, relation or another relation's ε changed, or ε
+    moved within a calibration's tolerance."""
     pb, pn = b.privacy, n.privacy
     before, after = format_privacy(pb), format_privacy(pn)
     if pb is None or pn is None or before == after:
@@ -96,10 +97,9 @@ def _epsilon(run: str, label: str, b: RunResult, n: RunResult) -> list[Change]:
     if same_terms and pairs and not moved and len(pb.other_relations) == len(pn.other_relations):
         return []  # the same ε, printed differently (rounding)
     worse: bool | None = None
-    if any(y > x * (1 + EPSILON_GROWTH) for x, y in pairs):  # type: ignore[operator]
-        worse = True
-    elif pairs and any(y < x * (1 - EPSILON_GROWTH) for x, y in pairs):  # type: ignore[operator]
-        worse = False
+    if pairs:  # the ε the target is matched on decides; another relation's ε only moves with it (shown)
+        x, y = pairs[0]
+        worse = True if y > x * (1 + EPSILON_GROWTH) else False if y < x * (1 - EPSILON_GROWTH) else None
     elif pb.has_guarantee and not pn.has_guarantee:
         worse = True
     delta = pairs[0][1] - pairs[0][0] if same_terms and pairs else None  # type: ignore[operator]
