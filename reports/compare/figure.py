@@ -49,7 +49,8 @@ def _frontiers(ax, dataset: str, docs: list[tuple[str, Results]]) -> None:
     ax.set_ylabel(axis.label, fontsize=7)
     ax.set_title(f"{dataset}: Pareto frontiers (better: right and low)", fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6.5, loc="upper left")
+    if ax.get_legend_handles_labels()[0]:  # no model with a measured leakage: an empty panel, no legend
+        ax.legend(fontsize=6.5, loc="upper left")
 
 
 def overlay_figure(comparison: Comparison) -> list[dict[str, str]]:
