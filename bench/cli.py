@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {all,run,audit,report,list,perf,reproduce,zoo}`` (also installed as ``privbench``).
+"""Command line: ``python -m bench {all,run,audit,report,compare,list,perf,reproduce,zoo}`` (also ``privbench``).
 The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
@@ -231,22 +231,9 @@ def _list_params(name: str, mechanisms, attacks) -> int:
 
 
 def _cmd_perf(args: argparse.Namespace) -> int:
-    from bench.perf.config import PerfConfig, validate
+    from bench.perf.command import perf_command  # exit 1: a floor missed (--check); 4: below --baseline
 
-    cfg = PerfConfig(model=args.model, batch_size=args.batch_size, device=args.device, quick=args.quick,
-                     repeats=args.repeats, json_path=args.json)
-    validate(cfg)  # before torch loads: its import-time warnings must not precede a usage error
-
-    from bench.perf.run import check, render, run_perf
-
-    console = _console()
-    doc = run_perf(cfg, log=lambda line: console.print(f"[dim]perf: {line}[/dim]"))
-    render(doc, console=console)
-    console.print(f"perf.json: {args.json}")
-    failures = check(doc) if args.check else []
-    for line in failures:
-        console.print(f"[bold red]perf check failed: {line}[/bold red]")
-    return 1 if failures else 0
+    return perf_command(args, _console())
 
 
 def _terminate(signum, frame) -> NoReturn:
@@ -267,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, reports=args.command != "run")
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "compare":  # exit 4: a --fail-on rule found a regression (reports.compare.command)
+            from reports.compare.command import run_compare
+
+            return run_compare(args.base, args.new, fail_on=args.fail_on, output=args.output, console=_console(),
+                               ignore_seed=args.ignore_seed)
         if args.command == "perf":
             return _cmd_perf(args)
         if args.command == "reproduce":

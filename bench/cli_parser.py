@@ -73,8 +73,21 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
+def _compare_parser(sub) -> None:
+    p = sub.add_parser("compare", help="what changed between runs (BASE against each NEW), with its significance; "
+                       "--fail-on for CI (exit 4 on a regression)")
+    p.add_argument("base", metavar="BASE", help="the baseline run: a results folder or its results.json")
+    p.add_argument("new", metavar="NEW", nargs="+", help="run(s) compared with BASE, each a folder or results.json")
+    p.add_argument("--fail-on", metavar="RULES", help="comma list of regressions that exit 4: accuracy[:-1pt], "
+                   "tpr[:+0.5pt], auc[:+0.02], epsilon, privacy-bug, degenerate, failed, throughput:0.9x")
+    p.add_argument("--output", metavar="DIR", help="where report-compare.md and .html go (default: the first NEW "
+                   "run's folder)")
+    p.add_argument("--ignore-seed", action="store_true", help="match cells whatever their seed (one seed per run: a "
+                   "seed-to-seed comparison, as the false-regression rate is measured)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``privbench`` parser: sub-commands all, run, audit, report, list, perf, reproduce and zoo."""
+    """The ``privbench`` parser: sub-commands all, run, audit, report, compare, list, perf, reproduce and zoo."""
     parser = _Parser(prog="privbench", description="Train private models, attack them, report.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p_all = sub.add_parser("all", help="train, attack, and write every report (the main job)")
@@ -91,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "with --attacks multi-run-crafted: pixels | blank | clipbkd (default pixels)")
     p_rep = sub.add_parser("report", help="redraw the reports of a results folder (no retraining)")
     p_rep.add_argument("results_dir", metavar="RESULTS_DIR")
+    _compare_parser(sub)
     p_list = sub.add_parser("list", help="list mechanisms, attacks, models, datasets and profiles; with NAME, the "
                             "settings of that mechanism or attack")
     p_list.add_argument("name", nargs="?", metavar="NAME", help="a mechanism or attack: print its settings (name, "
@@ -103,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_perf.add_argument("--repeats", type=int, help="interleaved timing rounds (default 7 quick, 15 full)")
     p_perf.add_argument("--json", metavar="PATH", default="perf.json", help="where to write perf.json")
     p_perf.add_argument("--check", action="store_true", help="exit 1 if a same-run ratio is below its floor")
+    p_perf.add_argument("--mechanism", metavar="NAMES", help="comma list of mechanisms (a plug-in's too): each one's "
+                        "training against the non-private training of the same model, in the same run, instead of "
+                        "the built-in paths")
+    p_perf.add_argument("--plugins", metavar="MODULES", help="comma list of modules to import first (they register "
+                        "mechanisms)")
+    p_perf.add_argument("--baseline", metavar="PERF.json", help="an earlier perf.json: exit 4 when a same-run ratio "
+                        "fell below --baseline-factor × its value there")
+    p_perf.add_argument("--baseline-factor", type=_float, default=0.9, metavar="F", help="least allowed fraction "
+                        "of the baseline's ratio, in (0, 1] (default 0.9)")
     p_repro = sub.add_parser("reproduce", help="rerun reference systems (presets): published, reproduced, corrected")
     p_repro.add_argument("preset", nargs="?", metavar="PRESET", help="a preset name (see 'list'), or use --all")
     p_repro.add_argument("--all", action="store_true", help="the six reference systems (dpsgd-cnn, dpsgd-resnet18, "

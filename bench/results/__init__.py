@@ -21,6 +21,7 @@ from bench.results.document import (
     write,
 )
 from bench.results.membership import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Roc, TprAtFpr
+from bench.results.outcomes import TestOutcomes, pack_outcomes, test_set_hash, unpack_outcomes
 from bench.results.privacy import OtherRelation, Privacy
 from bench.results.runs import Degenerate, EpochRecord, FeatureMaps, Images, RunResult, Timings, Utility
 from bench.results.schema_doc import schema_markdown
@@ -33,5 +34,6 @@ __all__ = [
     "EpochRecord", "FeatureMaps",
     "Images", "MeasuredEpsilon", "Metrics", "OneRun", "OtherRelation", "PooledAudit", "Privacy", "PrivacyBug",
     "RecipeCandidate", "RecipeChoice", "ReproducedValues", "ReproductionCurve", "ReproductionRow",
-    "Results", "Roc", "RunResult", "Timings", "TprAtFpr", "Utility", "read", "write", "schema_markdown",
+    "Results", "Roc", "RunResult", "TestOutcomes", "Timings", "TprAtFpr", "Utility", "pack_outcomes", "read",
+    "schema_markdown", "test_set_hash", "unpack_outcomes", "write",
 ]

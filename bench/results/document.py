@@ -4,6 +4,7 @@ reproduction rows and curves of ``bench reproduce``; reading and writing it."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -198,14 +199,19 @@ def read(path: str | Path) -> Results:
 
     Raises:
         ValueError: not JSON, not an object, a schema version other than ``SCHEMA_VERSION``, or a document that
-            does not fit the schema (one line naming the first problem).
+            does not fit the schema (one line naming the first problem). NaN and ±Infinity, which strict JSON has
+            not, read as null, as privbench writes them: an optional number reads as not measured, a required one
+            fails here.
         OSError: the file cannot be read.
     """
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    try:  # NaN, ±Infinity and overflowing numbers read as null, as privbench writes them (strict JSON)
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda _: _NOT_FINITE,
+                         parse_float=_finite_or_marker)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({str(exc).splitlines()[0][:200]})") from None
+    not_finite: set[tuple[str | int, ...]] = set()
+    doc = _nulled(doc, (), not_finite)
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(doc).__name__}")
     version = doc.get("schema_version")
@@ -217,7 +223,29 @@ def read(path: str | Path) -> Results:
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(x) for x in err["loc"])
+        if tuple(err["loc"]) in not_finite:
+            raise ValueError(f"{path}: {where}: NaN or ±inf where a finite number is required") from None
         raise ValueError(f"{path}: {where}: {err['msg']}") from None
+
+
+_NOT_FINITE = object()  # NaN / ±Infinity / an overflowing number in the file, nulled by _nulled
+
+
+def _finite_or_marker(text: str) -> object:
+    value = float(text)
+    return value if math.isfinite(value) else _NOT_FINITE
+
+
+def _nulled(node: Any, where: tuple[str | int, ...], found: set[tuple[str | int, ...]]) -> Any:
+    """``node`` with every non-finite number replaced by None; their locations are added to ``found``."""
+    if node is _NOT_FINITE:
+        found.add(where)
+        return None
+    if isinstance(node, dict):
+        return {k: _nulled(v, (*where, k), found) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_nulled(v, (*where, i), found) for i, v in enumerate(node)]
+    return node
 
 
 def write(results: Results, path: str | Path) -> Path:

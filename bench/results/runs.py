@@ -8,6 +8,7 @@ from pydantic import Field
 
 from bench.results.base import Model
 from bench.results.membership import AttackRecord
+from bench.results.outcomes import TestOutcomes
 from bench.results.privacy import Privacy
 
 
@@ -25,6 +26,9 @@ class Utility(Model):
     """Accuracy on the validation split (fraction): training images of the data set that no target trains on (the
     first ≤ 5,000 of the attacker's population, else of the non-members), never the test set; measured for models
     trained with privacy off, which the non-private ceiling is chosen among (``Results.ceiling``); null otherwise."""
+    test_outcomes: TestOutcomes | None = None
+    """Which test records were classified correctly (packed bits), for paired comparisons of runs; null in runs
+    written before it was recorded."""
 
 
 class Images(Model):

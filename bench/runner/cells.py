@@ -37,6 +37,8 @@ from bench.results import (
     RunResult,
     Timings,
     Utility,
+    pack_outcomes,
+    test_set_hash,
 )
 from bench.runner.ceiling import validation_split
 from bench.runner.degenerate import check_predictions
@@ -228,7 +230,9 @@ class CellRunner:
             privacy=self._privacy(trained, split),
             utility=Utility(test_accuracy=test_m["accuracy"], test_loss=test_m["loss"],
                             train_accuracy=train_m["accuracy"],
-                            validation_accuracy=None if val_m is None else val_m["accuracy"]),
+                            validation_accuracy=None if val_m is None else val_m["accuracy"],
+                            test_outcomes=pack_outcomes((predicted == split.test.y).numpy(),
+                                                        test_set_hash(split.test.x.numpy(), split.test.y.numpy()))),
             history=trained.history, release=release_examples(trained),
             epochs=epoch_records(trained, recipe), feature_maps=feature_maps_record(trained, split, device),
             timings=Timings(train_s=trained.train_seconds, samples_per_s=trained.samples_per_s, eval_s=t2 - t1,

@@ -113,6 +113,57 @@ def test_report_answers_on_the_first_screen_and_never_overflows(smoke_report, tm
     assert all(shot.read_bytes()[:8] == PNG_MAGIC for shot in shots.values())
 
 
+COMPARE_JS = """
+const t = document.querySelector('table.changes-table');
+const f = document.querySelector('#what-changed figure img');
+return {first_change_bottom: t && t.tBodies[0].rows.length ? t.tBodies[0].rows[0].getBoundingClientRect().bottom
+        : null, figure_top: f ? f.getBoundingClientRect().top : null, regressions: document.querySelectorAll(
+        '#regressions li').length};
+"""
+
+
+@pytest.fixture()
+def compare_page(smoke_run, tmp_path) -> Path:
+    """``privbench compare`` of the smoke run with a copy whose DP-SGD at ε = 16 lost 5 points of test accuracy
+    (its per-example outcomes changed consistently: ``test_compare._drop_accuracy``): exit 4, the page in NEW."""
+    from test_compare import RULES, _cell, _copy, _drop_accuracy, _edit
+
+    from bench.cli import main
+
+    base, new = _copy(smoke_run[0], tmp_path / "base"), _copy(smoke_run[0], tmp_path / "new")
+    _edit(new, lambda d: _drop_accuracy(_cell(d, "dpsgd", 16.0), 5.0))
+    assert main(["compare", str(base), str(new), "--fail-on", RULES]) == 4
+    return new / "report-compare.html"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(chromium_paths()),
+                    reason="headless Chromium not installed: apt-get install chromium chromium-driver (.ci/run does)")
+def test_compare_page_answers_on_the_first_screen_and_never_overflows(compare_page, tmp_path):
+    """The compare page (issue 55): the verdict, the regression line, the first significant change and the
+    accuracy-against-ε figure on a laptop's first screen; nothing wider than the page; at most 2 MB."""
+    shot = tmp_path / "report-compare-first-screen.png"
+    with browser(LAPTOP) as driver:
+        open_page(driver, compare_page, LAPTOP)
+        first, extra = state(driver), driver.execute_script(COMPARE_JS)
+        screenshot(driver, shot)
+        assert first["answer_top"] is not None and first["answer_bottom"] < LAPTOP[1], first
+        assert extra["regressions"] == 1 and extra["first_change_bottom"] < LAPTOP[1], extra
+        assert extra["figure_top"] is not None and extra["figure_top"] < LAPTOP[1], extra
+        assert [i for i in first["images"] if not i["complete"] or i["naturalWidth"] <= 0] == []
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        for width in WIDTHS:
+            for is_open in (False, True):
+                set_viewport(driver, (width, LAPTOP[1]))
+                open_details(driver, is_open)
+                page = state(driver)
+                assert overflow(driver) == [] and page["scroll_width"] <= page["inner_width"], (width, is_open)
+    assert compare_page.stat().st_size <= MAX_BYTES and shot.read_bytes()[:8] == PNG_MAGIC
+    if os.environ.get("PRIVBENCH_CI_OUT"):
+        shutil.copy(shot, Path(os.environ["PRIVBENCH_CI_OUT"]) / shot.name)
+    _check_semantics(compare_page.read_text(encoding="utf-8"))
+
+
 class _Semantics(HTMLParser):
     """Collects what an accessibility check needs: images, tables with their header cells, headings."""
 

@@ -77,7 +77,7 @@ def test_cli_quick_builds_its_config_prints_and_gates(doc, tmp_path, monkeypatch
     assert (cfg.model, cfg.batch_size, cfg.quick, cfg.repeats, cfg.json_path) == ("mlp", 16, True, 1, str(out))
     printed = capsys.readouterr().out
     assert "dpsgd_vs_nonprivate" in printed and "dpsgd-opacus-hooks" in printed and "perf: measuring" in printed
-    monkeypatch.setitem(perf.FLOORS, "cpu", {"dpsgd_vs_nonprivate": 1e9})
+    monkeypatch.setitem(doc["floors"], "dpsgd_vs_nonprivate", 1e9)  # the document's floors are what --check reads
     assert main([*args, "--check"]) == 1
     assert "perf check failed" in capsys.readouterr().out
 
@@ -95,3 +95,49 @@ def test_bad_input_is_one_line(tmp_path, capsys, args, needle):
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and err.startswith("privbench: error:")
     assert not out.exists()
+
+
+# ---- a plug-in mechanism's throughput (issue 55, item 4) -------------------------------------------------------
+
+PLUGIN = '''
+from mechanisms import MECHANISMS
+from mechanisms.baseline import Baseline
+
+
+@MECHANISMS.register()
+class PerfPlugin(Baseline):
+    """Trains like the baseline, with no eps = inf point of its own: its reference is the baseline training the
+    same model."""
+
+    name = "perf-plugin"
+    off_point = ""
+    recipes = {"smoke": {"model": "mlp", "epochs": 1, "batch_size": 50, "lr": 0.05, "optimizer": "sgd"}}
+'''
+
+
+def test_a_plugin_mechanism_against_its_reference_and_a_baseline(tmp_path, monkeypatch, capsys):
+    """``perf --mechanism`` times a plug-in against the baseline training the same model in the same run, writes
+    the ratio into perf.json, and ``--baseline`` exits 4 naming each ratio below the factor × the baseline's (a
+    baseline claiming 1,000 × the reference: no timing can reach it)."""
+    (tmp_path / "perf_plugin_mod.py").write_text(PLUGIN, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"mechanisms": {"perf-plugin": {"ratio": 1000.0}}, "ratios": {}}))
+    rc = main(["perf", "--mechanism", "perf-plugin", "--plugins", "perf_plugin_mod", "--repeats", "1",
+               "--json", str(tmp_path / "perf.json"), "--baseline", str(baseline)])
+    found = json.loads((tmp_path / "perf.json").read_text())["mechanisms"]["perf-plugin"]
+    assert found["reference"] == "baseline, same model" and len(found["ratios"]) == 1
+    assert found["samples_per_s"] > 0 and found["reference_samples_per_s"] > 0
+    assert rc == 4
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("perf regression:")]
+    assert "perf-plugin (× its reference): 1000.000 → " in line and "below 0.9 × the baseline's" in line
+
+
+def test_bad_baseline_or_mechanism_is_one_line(tmp_path, capsys):
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    for args, needle in ((["--baseline", str(tmp_path / "bad.json")], "is not a readable perf.json"),
+                         (["--mechanism", "nope"], "mechanism 'nope' is not known"),
+                         (["--baseline-factor", "1.5", "--mechanism", "nope"], "--baseline-factor 1.5")):
+        assert main(["perf", *args, "--json", str(tmp_path / "p.json")]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and needle in err, err
