@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from attacks.analysis import METHODS, NORMALITY_LEVEL, audit_bounds
+from attacks.analysis import audit_bounds
 from attacks.analysis.fdp import EPSILON_CAP
 from bench.results import AttackRecord, Bound, Design, Privacy, PrivacyBug, Results, RunResult
 from reports.common import DASH, has_guarantee, is_audit, num, relation_text
@@ -202,40 +202,6 @@ def curve_text(bounds: list[AuditBound]) -> str:
             out.append(f"; μ_LB / μ = {mu_lb / mu:.3g} (not μ-GDP for any μ < {mu_lb:.3g}, 95%; certified μ "
                        f"{mu:.3g})")
     return "".join(out)
-
-
-def normality_p(b: AuditBound) -> float | None:
-    """The p-value of a fitted estimate's test of its assumption (the Gaussian pair's normality test,
-    ``gaussian-llr``'s shape test); None without a fit."""
-    fit = b.bound.fit or {}
-    p = fit.get("normality_p", fit.get("shape_p", fit.get("shape_excluded_p")))
-    return None if p is None else float(p)
-
-
-def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
-    """``(best, rejected_p)``: the largest estimate (a parametric analysis: never a bound) whose fit's test of its
-    assumption does not reject (p >= ``attacks.analysis.NORMALITY_LEVEL``), and the smallest p-value of those the
-    test rejects (None when none is rejected). Estimates without a fitted test (``f-dp-gaussian``, ``gdp-fit``) are
-    listed only in the audit details."""
-    tested = [(b, p) for b in audit_bounds_of(r) if b.bound.parametric and not b.bound.valid
-              and (p := normality_p(b)) is not None]
-    kept = [b for b, p in tested if p >= NORMALITY_LEVEL]
-    rejected = [p for _, p in tested if p < NORMALITY_LEVEL]
-    return tightest(kept), min(rejected) if rejected else None
-
-
-def assumption_text(b: AuditBound) -> str:
-    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``, or an estimate's assumption
-    with its test: ``"scores Gaussian … (plausible: normality p = 0.067, level 0.01)"``, ``"… (rejected: …)"`` or
-    ``"… (untested)"`` — an estimate either way, never a bound."""
-    assumption = b.bound.assumption or METHODS.get(b.bound.method, ("", None))[1]
-    if not b.bound.parametric or not assumption:
-        return "none (non-parametric)"
-    p = normality_p(b)
-    if p is None:
-        return f"{assumption} (untested)"
-    verdict = "plausible" if p >= NORMALITY_LEVEL else "rejected"
-    return f"{assumption} ({verdict}: normality p = {p:.2g}, level {NORMALITY_LEVEL:g})"
 
 
 def family(results: Results) -> tuple[int, float]:

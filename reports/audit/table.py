@@ -16,7 +16,6 @@ from reports.bounds import (
     REFUTED_MARK,
     THREAT_MODELS,
     AuditBound,
-    assumption_text,
     audit_bounds_of,
     bug_audit,
     bug_value,
@@ -25,7 +24,6 @@ from reports.bounds import (
     family,
     family_text,
     percent,
-    plausible_bounds,
     ratio_text,
     refuted_for,
     tightest_text,
@@ -33,6 +31,7 @@ from reports.bounds import (
     value_text,
 )
 from reports.common import DASH, format_privacy, has_guarantee, is_failed, model_label, target_of, target_text
+from reports.estimates import assumption_text, plausible_bounds
 
 DETAIL_HEADERS = ("mechanism", "target ε", "audit", "threat model", "design", "method", "ε_LB", "confidence",
                   "evidence", "assumption")  # fmt: skip

@@ -30,6 +30,34 @@ MAX_POINTS = 1 << 23  # the FFT's length at most (a coarser grid beyond: still c
 TAIL_SDS = 14.0  # the grid spans the sum's mean ± this many sds (its mass beyond: below 1e-40)
 
 
+def _step_law(sigma: float, q: float, steps: int, contribution: float) -> tuple[float, float, float, np.ndarray]:
+    """One step's ℓ(x) on its grid: (log(1 − q), the grid's width h, the span the sum needs, the CDF at the grid's
+    cells' upper ends with a leading 0 (ℓ > log(1 − q)))."""
+    s2 = sigma**2
+    lo = math.log1p(-q)  # ℓ > log(1 − q)
+
+    def x_of(a: np.ndarray) -> np.ndarray:  # ℓ⁻¹: the x with ℓ(x) = a (a > lo)
+        return np.asarray(s2 * np.log((np.exp(a) - (1 - q)) / q) + 0.5, np.float64)
+
+    def x_cdf(x: np.ndarray) -> np.ndarray:
+        return np.asarray((1 - q) * norm.cdf(x / sigma) + q * norm.cdf((x - contribution) / sigma), np.float64)
+
+    top = float(np.log(1 - q + q * np.exp((2 * (contribution + 12 * sigma) - 1) / (2 * s2))))
+    z, w = np.polynomial.hermite_e.hermegauss(80)
+    w = w / w.sum()
+    pts = np.concatenate([np.logaddexp(lo, math.log(q) + (2 * sigma * z - 1) / (2 * s2)),
+                          np.logaddexp(lo, math.log(q) + (2 * (contribution + sigma * z) - 1) / (2 * s2))])
+    wts = np.concatenate([(1 - q) * w, q * w])
+    sd1 = math.sqrt(max(float(wts @ pts**2) - float(wts @ pts) ** 2, 1e-300))
+    h = GRID * sd1 / math.sqrt(steps)
+    span = steps * (float(wts @ pts) - lo) + TAIL_SDS * math.sqrt(steps) * sd1 + (top - lo)
+    h = max(h, span / (MAX_POINTS - 2))
+    edges = lo + h * np.arange(1, int(math.ceil((top - lo) / h)) + 2)
+    cdf = np.concatenate([[0.0], x_cdf(x_of(edges))])
+    cdf[-1] = 1.0  # the mass beyond x = c + 12σ (below 1e-32) at the top cell
+    return lo, h, span, cdf
+
+
 def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float = 1.0
             ) -> tuple[Callable[[ArrayLike], np.ndarray], float]:
     """The CDF of S = Σ_t ℓ(x_t) under DP-SGD's canary model, stochastically no smaller than the exact one.
@@ -55,29 +83,9 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
             return np.asarray(norm.cdf((np.asarray(s, np.float64) - mean) / sd), np.float64)
 
         return gaussian, mean
-    lo = math.log1p(-q)  # ℓ > log(1 − q)
-
-    def x_of(a: np.ndarray) -> np.ndarray:  # ℓ⁻¹: the x with ℓ(x) = a (a > lo)
-        return np.asarray(s2 * np.log((np.exp(a) - (1 - q)) / q) + 0.5, np.float64)
-
-    def x_cdf(x: np.ndarray) -> np.ndarray:
-        return np.asarray((1 - q) * norm.cdf(x / sigma) + q * norm.cdf((x - contribution) / sigma), np.float64)
-
-    top = float(np.log(1 - q + q * np.exp((2 * (contribution + 12 * sigma) - 1) / (2 * s2))))
-    z, w = np.polynomial.hermite_e.hermegauss(80)
-    w = w / w.sum()
-    pts = np.concatenate([np.logaddexp(lo, math.log(q) + (2 * sigma * z - 1) / (2 * s2)),
-                          np.logaddexp(lo, math.log(q) + (2 * (contribution + sigma * z) - 1) / (2 * s2))])
-    wts = np.concatenate([(1 - q) * w, q * w])
-    sd1 = math.sqrt(max(float(wts @ pts**2) - float(wts @ pts) ** 2, 1e-300))
-    h = GRID * sd1 / math.sqrt(steps)
-    span = steps * (float(wts @ pts) - lo) + TAIL_SDS * math.sqrt(steps) * sd1 + (top - lo)
-    h = max(h, span / (MAX_POINTS - 2))
-    edges = lo + h * np.arange(1, int(math.ceil((top - lo) / h)) + 2)
-    cdf = np.concatenate([[0.0], x_cdf(x_of(edges))])
-    cdf[-1] = 1.0  # the mass beyond x = c + 12σ (below 1e-32) at the top cell
+    lo, h, span, cdf = _step_law(sigma, q, steps, contribution)
     mass = np.diff(cdf)  # cell k holds (lo + k·h, lo + (k+1)·h], moved to lo + (k+1)·h
-    mean = float(mass @ (edges - lo))
+    mean = float(mass @ (h * np.arange(1, mass.size + 1)))
     n = 1 << int(math.ceil(math.log2(span / h + 2)))
     step = np.zeros(n)
     step[1: mass.size + 1] = mass
