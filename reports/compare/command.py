@@ -80,8 +80,11 @@ def run_compare(base: str, news: list[str], *, fail_on: str | None, output: str 
                              "dataset, mechanism, target ε and seed; --ignore-seed: whatever the seed)")
     failing = regressions(comparison.changes(), rules) if rules else None
     folder = Path(output) if output else new_runs[0][2].parent
-    if not folder.is_dir():
-        raise BenchError(f"--output {folder} is not a folder")
+    if folder.exists() and not folder.is_dir():
+        raise BenchError(f"--output {folder} is a file, not a folder")
+    if not folder.parent.is_dir():
+        raise BenchError(f"--output {folder}: its parent folder {folder.parent} does not exist")
+    folder.mkdir(exist_ok=True)  # after every input was read and matched: a bad input leaves no folder
     render_compare(comparison, failing, console)
     for name, path in write_pages(comparison, failing, folder).items():
         console.print(f"{name}: {path}", markup=False)
