@@ -17,8 +17,8 @@ noted, explained) and a dtype move (explained only where it is lossless: the rel
 trained dtype are the trained ones and the cast back and forth changes nothing; a lossy one is a change). Declared
 post-processing (``mechanisms.post_processing``): an EMA is recomputed here from the iterates in float64 and the
 released floats must match it within the rounding of the user's own EMA arithmetic, 8·u·M·min(T, 1/(1 − d)) (u: the
-dtype's unit roundoff, M: the largest |value| of the tensor's iterates); pruning and quantisation are accepted after
-the last private step and reported as not verified.
+dtype's unit roundoff, M: the largest absolute value of the tensor's iterates); pruning and quantisation are accepted
+after the last private step and reported as not verified.
 """
 
 from __future__ import annotations
@@ -203,9 +203,10 @@ class ParameterTrail:
         Args:
             returned: the innermost module the mechanism returned (None: compare the trained module as it is now).
         Returns:
-            JSON-able ``{"steps", "tensors": {"trainable", "frozen", "buffer"}, "changes": [{"when", "tensors"}],
-            "more_changes", "returned", "verified", "unverified", "notes", "released"}``; ``released``: each tensor's
-            ``[shape, crc32]`` as returned (``released_changes`` compares a later copy with it).
+            A JSON-able record with the keys ``steps``, ``tensors`` (``trainable``, ``frozen``, ``buffer``),
+            ``changes`` (each ``when`` and ``tensors``), ``more_changes``, ``returned``, ``verified``,
+            ``unverified``, ``notes`` and ``released`` (each tensor's shape and CRC-32 as returned:
+            ``released_changes`` compares a later copy with it).
         """
         got = _tensors(self.module if returned is None else returned)
         same_module = returned is None or returned is self.module
