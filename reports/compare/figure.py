@@ -82,6 +82,9 @@ def overlay_figure(comparison: Comparison) -> list[dict[str, str]]:
                     ax.plot(xs, ys, "-", marker="os^v"[j % 4], color=color, lw=1.6, ms=4,
                             label=mech if j == 0 else None)
         ax.set_xscale("log")
+        eps = sorted({x for c in [base, *(c for _, c in news)] for pts in c.values() for x, _ in pts})
+        ax.set_xticks(eps, [f"{x:g}" for x in eps])  # the run's own ε values, not 2×10⁰ 3×10⁰ …
+        ax.minorticks_off()
         ax.set_xlabel("target ε")
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(dataset, fontsize=9)
