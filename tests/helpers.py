@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -109,3 +111,13 @@ def planted(bug: str | None, plugins: str = "") -> tuple[list[str], dict[str, st
     if bug:
         env["PRIVBENCH_ZOO_BUG"] = bug
     return (["--plugins", ",".join(names)] if names else []), env
+
+
+def example_plugin():
+    """examples/opacus_plugin.py imported as a module (registers ``opacus-dpsgd`` once)."""
+    examples = str(Path(__file__).resolve().parents[1] / "examples")
+    sys.path.insert(0, examples)
+    try:
+        return importlib.import_module("opacus_plugin")
+    finally:
+        sys.path.remove(examples)

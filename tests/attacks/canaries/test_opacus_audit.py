@@ -8,7 +8,6 @@ refused in one line. The end-to-end runs use the ``ci`` profile, as the Opacus g
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import context, planted
+from helpers import context, example_plugin, planted
 
 from attacks.analysis.verdict import privacy_bugs
 from attacks.canaries.opacus.audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams
@@ -32,13 +31,6 @@ REPO = Path(__file__).resolve().parents[3]
 PROFILE = "ci"  # the Opacus guide's CI command (bench/config/profiles/ci.yaml)
 DELTA = 1e-5
 
-
-def _plugin():
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        return importlib.import_module("opacus_plugin")  # registers opacus-dpsgd once
-    finally:
-        sys.path.remove(str(REPO / "examples"))
 
 
 def _loop(model, x, y, *, engine_made=True, accumulate=False):
@@ -86,7 +78,7 @@ class _Like:
     params: dict
 
     def audit_run(self, data, *, seed, request):
-        cls = _plugin().OpacusDPSGD
+        cls = example_plugin().OpacusDPSGD
         spec = cls.spec(model="mlp", epochs=3, batch_size=50, lr=0.5, params=self.params)
         recipe = Recipe("opacus-dpsgd", spec, self.epsilon, DELTA, "digits")
         return run_job(TrainJob(recipe, (data,), (seed,), "cpu", audit=request))[0]

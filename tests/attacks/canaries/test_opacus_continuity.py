@@ -9,7 +9,6 @@ for every case in CI's ``-m long``."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import context, planted
+from helpers import context, example_plugin, planted
 from opacus import PrivacyEngine
 
 from attacks.analysis.verdict import privacy_bugs
@@ -35,18 +34,11 @@ WHEN = {"opacus-update-after": "after the last private step", "opacus-update-bet
         "opacus-swapped-module": "in the returned module, not the trained one"}
 
 
-def _plugin():
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        return importlib.import_module("opacus_plugin")  # registers opacus-dpsgd once
-    finally:
-        sys.path.remove(str(REPO / "examples"))
-
 
 @pytest.fixture
 def plugin():
     """The example plug-in; what a zoo bug patches in it (and in Opacus) restored after the test."""
-    module = _plugin()
+    module = example_plugin()
     saved = module.train_with_opacus, vars(PrivacyEngine)["make_private"]
     yield module
     module.train_with_opacus, PrivacyEngine.make_private = saved

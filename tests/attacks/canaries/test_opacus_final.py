@@ -6,7 +6,6 @@ in the loop ends the run with exit 3."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import planted
+from helpers import example_plugin, planted
 from sklearn.metrics import roc_auc_score
 
 from attacks.canaries.opacus.final import AuditRefused, FinalCanaries, initial_weights
@@ -28,18 +27,11 @@ REPO = Path(__file__).resolve().parents[3]
 SEED = 3
 
 
-def _plugin():
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        return importlib.import_module("opacus_plugin")  # registers opacus-dpsgd once
-    finally:
-        sys.path.remove(str(REPO / "examples"))
-
 
 def _setting(digits_split, records: int = 60):
     """The example's mechanism and a spec, a request with every other canary record included, and the training
     set: the members plus the included canary records (as the attack builds it)."""
-    mech = _plugin().OpacusDPSGD()
+    mech = example_plugin().OpacusDPSGD()
     spec = mech.spec(model="mlp", epochs=3, batch_size=50, lr=0.5)
     request = FinalCanaries(records, 2000, 0, tuple([True, False] * (records // 2)))
     m = digits_split.members
@@ -88,7 +80,7 @@ def test_the_example_loop_is_scored_from_its_final_model(digits_split):
     """The example's own training function at a high ε: the included canary records, sampled by the loop's
     DataLoader, move their coordinates of the final model; θ_T − θ_0 is the sum of the observed updates."""
     mech, spec, request, members = _setting(digits_split)
-    plugin = _plugin()
+    plugin = example_plugin()
     with request.observe(members, mechanism=mech, spec=spec, seed=SEED) as obs:
         torch.manual_seed(SEED)
         model = mech.build(members.input_shape, members.num_classes, spec)
