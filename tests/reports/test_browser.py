@@ -63,6 +63,17 @@ def _provenance_sample(run: Path) -> list[str]:
     return sample
 
 
+def _fits_every_width(driver) -> dict:
+    """Nothing wider than the page at each of WIDTHS, every section folded or open; the last state seen."""
+    for width in WIDTHS:
+        for is_open in (False, True):
+            set_viewport(driver, (width, LAPTOP[1]))
+            open_details(driver, is_open)
+            page = state(driver)
+            assert overflow(driver) == [] and page["scroll_width"] <= page["inner_width"], (width, is_open)
+    return page
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not all(chromium_paths()),
                     reason="headless Chromium not installed: apt-get install chromium chromium-driver (.ci/run does)")
@@ -89,12 +100,7 @@ def test_report_answers_on_the_first_screen_and_never_overflows(smoke_report, tm
         link.click()
         assert driver.execute_script(f"return document.getElementById('{target}').closest('details').open")
         # nothing wider than the page at three widths, every section folded or open
-        for width in WIDTHS:
-            for is_open in (False, True):
-                set_viewport(driver, (width, LAPTOP[1]))
-                open_details(driver, is_open)
-                page = state(driver)
-                assert overflow(driver) == [] and page["scroll_width"] <= page["inner_width"], (width, is_open)
+        page = _fits_every_width(driver)
         assert page["details"] >= 5 and page["details_open"] == page["details"]
         text = " ".join(driver.execute_script("return document.body.innerText").split())
         missing = [s for s in _provenance_sample(smoke_report) if " ".join(s.split()) not in text]
@@ -152,12 +158,7 @@ def test_compare_page_answers_on_the_first_screen_and_never_overflows(compare_pa
         assert extra["figure_top"] is not None and extra["figure_top"] < LAPTOP[1], extra
         assert [i for i in first["images"] if not i["complete"] or i["naturalWidth"] <= 0] == []
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
-        for width in WIDTHS:
-            for is_open in (False, True):
-                set_viewport(driver, (width, LAPTOP[1]))
-                open_details(driver, is_open)
-                page = state(driver)
-                assert overflow(driver) == [] and page["scroll_width"] <= page["inner_width"], (width, is_open)
+        _fits_every_width(driver)
     assert compare_page.stat().st_size <= MAX_BYTES and shot.read_bytes()[:8] == PNG_MAGIC
     if os.environ.get("PRIVBENCH_CI_OUT"):
         shutil.copy(shot, Path(os.environ["PRIVBENCH_CI_OUT"]) / shot.name)
