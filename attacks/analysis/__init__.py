@@ -123,6 +123,8 @@ def _analyses(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, counts:
     members, guesses = family(design), estimates(design)
     each = 1.0 - (1.0 - confidence) / max(1, len(members))
     fits: dict[str, dict[str, Any] | None] = {}
+    if design.label_weight is not None and label_outcomes is not None:  # the image channel alone: u = s − w·o
+        scores = np.asarray(scores, np.float64) - design.label_weight * np.asarray(label_outcomes, np.float64)
     pair = _pair(design, scores, labels, delta=delta, confidence=confidence) if "gaussian-pair" in guesses else None
     if "gaussian-pair" in guesses:
         fits["gaussian-pair"] = None if pair is None else {k: v for k, v in pair.items() if k != "epsilon_lb"}

@@ -8,8 +8,9 @@ two records, a_i or b_i, chosen by an independent fair coin, and the attacker gu
   dependence, join the family (``AuditDesign.one_release``); the release's conformance to its certified σ and
   randomized response is tested on the same canaries (``attacks.conformance.local``). a_i is a random direction
   and b_i = −a_i, the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels;
-  the score is ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²): Gaussian by construction, so the Gaussian analyses are valid
-  bounds here; the released label is the second channel, composed with the first (``attacks.analysis.channels``).
+  the image score is ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²); the released label is the second channel. The score
+  the valid analyses read is both at once, the certified pair's likelihood ratio (``label_weight``); the
+  ``gaussian-composed`` estimate composes the two channels' fits (``attacks.analysis.channels``).
 - ``dpmix-canary`` (DPMix) is ``attacks.canaries.dpmix``: maximal records against a centre record, one-run.
 """
 
@@ -22,6 +23,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
+from attacks.analysis.limits import gaussian_mixture_sf, threshold_limit
 from attacks.base.attack import MembershipAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
@@ -30,6 +32,7 @@ from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset
 from bench.core.design import AuditDesign
 from bench.core.params import Params
+from mechanisms.accounting.gaussian import randomized_response_keep
 
 
 class ReleaseCanaryParams(Params):
@@ -66,6 +69,54 @@ def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarra
     for i in range(0, len(z), rows):
         out[i : i + rows] = (z[i : i + rows].double() * a[i : i + rows].double()).sum(1)
     return out.numpy()
+
+
+def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | None:
+    """w = σ²·ε_label/2, the label outcome's weight in the score s = ⟨z, a⟩ + w·o: with ⟨z, a⟩ ~ N(±1, σ²) and k-ary
+    randomized response at ε_label, s is the certified pair's log-likelihood ratio (times σ²/2), the most powerful
+    score for both channels at once (Neyman–Pearson). Read from a release of two fixed records, so w cannot depend
+    on the canaries' coins.
+
+    Args:
+        ctx: the cell's attack context (a local-gaussian target).
+        shape: one image's shape.
+        k: the number of classes.
+
+    Returns:
+        w (score units), or None where the release states no private label channel or no finite σ, ε_label."""
+    probe = ArrayDataset(torch.full((2, *shape), 0.5), torch.arange(2) % k, k, "probe")
+    params = ctx.train_like_target.release(probe, seed=shadow_seed(ctx.seed, "canary", 5))[0].params
+    sigma, label_epsilon = params.get("sigma"), params.get("label_epsilon")
+    if params.get("labels") == "public" or sigma is None or label_epsilon is None:
+        return None
+    w = float(sigma) ** 2 * float(label_epsilon) / 2
+    return w if math.isfinite(w) and w > 0 else None
+
+
+def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, delta: float) -> float | None:
+    """The ideal release's limit for this audit (``attacks.analysis.limits.threshold_limit``): its score
+    u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label, at the audit's counts.
+
+    Args:
+        params: the release's stated ``sigma`` and ``label_epsilon``.
+        weight: the label's weight w in the score (None: the image alone).
+        coins: ``(m,)`` in {0, 1}, the slots' coins.
+        k: the number of classes.
+        delta: δ of the guarantee tested.
+
+    Returns:
+        ε (unitless), or None where the release states no positive finite σ."""
+    sigma = params.get("sigma")
+    if not isinstance(sigma, (int, float)) or not 0 < sigma < math.inf:
+        return None
+    keep = randomized_response_keep(params["label_epsilon"], k) if weight is not None else 1.0
+    swap, w = (1.0 - keep) / (k - 1), weight or 0.0
+    probs = (keep, swap, 1.0 - keep - swap)  # o = the label held, the pair's other label, another one
+    included = gaussian_mixture_sf((1.0 + w, 1.0 - w, 1.0), probs, sigma)
+    excluded = gaussian_mixture_sf((-1.0 - w, -1.0 + w, -1.0), probs, sigma)
+    n1 = int(coins.sum())
+    span = (-1.0 - w - 8 * sigma, 1.0 + w + 8 * sigma)
+    return threshold_limit(excluded, included, span, coins.size - n1, n1, delta=delta)
 
 
 CONFORMANCE_SEEDS = 1000  # the further conformance releases' seeds: shadow_seed(seed, "canary", 1000 + r)
@@ -107,11 +158,15 @@ class LocalCanaryAudit(MembershipAttack):
         y1 = torch.randint(0, k, (m,), generator=gen)
         y2 = (y1 + torch.randint(1, k, (m,), generator=gen)) % k  # a different label: the label channel is tested
         records = ArrayDataset(x, torch.where(first, y1, y2), k, "canaries")
+        weight = label_weight(ctx, shape, k)  # fixed before any canary is released
         release, privacy = ctx.train_like_target.release(records, seed=shadow_seed(ctx.seed, "canary", 4))
         scores = projections(release.x.flatten(1)[:m], a)  # the first m rows: a release of more is a conformance bug
         labels_covered = release.params.get("labels") != "public"
         ry = release.y[:m]
         outcomes = ((ry == y1).long() - (ry == y2).long()).numpy() if labels_covered else None
+        weight = weight if outcomes is not None else None
+        if weight is not None:  # both channels in one score: the certified pair's likelihood ratio
+            scores = scores + weight * outcomes
         conformance = None
         if privacy.has_guarantee and release.params.get("sigma", 0.0) > 0:
             seeds = (shadow_seed(ctx.seed, "canary", CONFORMANCE_SEEDS + r)
@@ -121,7 +176,9 @@ class LocalCanaryAudit(MembershipAttack):
         return MembershipScores(scores, coins, privacy=privacy, label_outcomes=outcomes, conformance=conformance,
                                 design=AuditDesign(
             "multi-run", "black-box", size=m, relation="replace-one", gaussian=True, one_release=True,
-            channels=("image", "label") if labels_covered else ("image",)),
-            extra={"canaries": "antipodal unit vectors (a, −a), the stated sensitivity 2, with two different labels"
+            channels=("image", "label") if labels_covered else ("image",), label_weight=weight),
+            extra={"ideal_limit": None if privacy.delta is None or not privacy.has_guarantee
+                   else ideal_limit(release.params, weight, coins, k, privacy.delta),
+                   "canaries": "antipodal unit vectors (a, −a), the stated sensitivity 2, with two different labels"
                    if labels_covered else "antipodal unit vectors (a, −a): the stated sensitivity 2 (labels public: "
                    "the ε covers the image only)"})

@@ -14,7 +14,7 @@ __all__ = ["DESIGNS", "THREAT_MODELS", "AuditDesign"]
 THREAT_MODELS = ("black-box", "white-box", "hidden-state", "black-box-crafted")
 DESIGNS = ("heuristic", "one-run", "multi-run")
 _POSITIONAL = ("kind", "threat_model", "size", "relation", "inclusion", "gaussian", "channels", "guess_fraction",
-               "llr_model", "one_release", "certified_mu")
+               "llr_model", "one_release", "certified_mu", "label_weight")
 
 
 class AuditDesign(BaseModel):
@@ -61,10 +61,16 @@ class AuditDesign(BaseModel):
     """A multi-run design whose certified mechanism's trade-off curve is exactly Gaussian: its μ (DP-SGD at q = 1 for T
     steps at noise multiplier σ, add/remove: √T/σ). The certified-curve test then tests G_μ itself (exact) instead
     of the accountant's (ε, δ) profile (conservative; ``attacks.analysis.curve``); null elsewhere."""
+    label_weight: float | None = None
+    """A two-channel design (``channels`` image and label) whose scores are s = u + w·o: the image score u plus w times
+    the label outcome o in {−1, 0, 1}, with w fixed from the mechanism's stated σ and ε_label before any canary is
+    released (σ²·ε_label/2: s is then the certified pair's likelihood ratio, Neyman–Pearson's best test statistic), so
+    the valid analyses read both channels at once; the Gaussian estimates read u = s − w·o. Null: the scores read one
+    channel."""
 
     def __init__(self, *args: object, **data: object) -> None:
         """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
-        channels, guess_fraction, llr_model, one_release, certified_mu)``.
+        channels, guess_fraction, llr_model, one_release, certified_mu, label_weight)``.
 
         Args:
             args: the fields in that order, by position (a prefix of them).

@@ -311,11 +311,12 @@ def test_local_canary_releases_what_its_labels_say(split):
     target = _LocalRelease(8.0, noiseless=True)
     res = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=500)).score(context(None, split, seed=0,
                                                                                 train_like_target=target))
-    [(data, _, _)] = target.calls
-    assert len(data) == 500
+    [(probe, _, _), (data, _, _)] = target.calls  # the label weight's release of two fixed records comes first
+    assert len(probe) == 2 and len(data) == 500
     np.testing.assert_allclose(data.x.flatten(1).norm(dim=1).numpy(), 1.0, rtol=1e-6)  # unit canaries
-    # without noise the score ⟨x_i, a_i⟩ is +1 when slot i released a_i and −1 when it released −a_i
-    np.testing.assert_allclose(res.scores, np.where(res.labels == 1, 1.0, -1.0), atol=1e-6)
+    # without noise the image score ⟨x_i, a_i⟩ is +1 when slot i released a_i and −1 when it released −a_i
+    image = res.scores - res.design.label_weight * res.label_outcomes
+    np.testing.assert_allclose(image, np.where(res.labels == 1, 1.0, -1.0), atol=1e-6)
     _fair_and_independent(res.labels)
 
 
@@ -325,27 +326,33 @@ def test_local_canary_design_and_scores_equal_the_straightforward_computation(sp
     target = _LocalRelease(3.0)
     res = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=10_000)).score(context(None, split, seed=5,
                                                                                    train_like_target=target))
-    [(data, release, _)] = target.calls
+    [_, (data, release, _)] = target.calls
     gen = torch.Generator().manual_seed(shadow_seed(5, "canary", 3))
     a = torch.randn((10_000, math.prod(split.members.input_shape)), generator=gen)
     a = a / a.norm(dim=1, keepdim=True)
     assert np.array_equal(_coins(10_000, gen), res.labels)
     first = torch.from_numpy(res.labels).bool()
     assert torch.equal(data.x.flatten(1), torch.where(first[:, None], a, -a))
-    assert np.array_equal(res.scores, (release.x.flatten(1).double() * a.double()).sum(1).numpy())
+    image = (release.x.flatten(1).double() * a.double()).sum(1).numpy()
+    sigma, label_epsilon = release.params["sigma"], release.params["label_epsilon"]
+    assert res.design.label_weight == sigma**2 * label_epsilon / 2
+    assert np.array_equal(res.scores, image + res.design.label_weight * res.label_outcomes)
 
 
 def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):
     target = _LocalRelease(8.0)
     res = LocalCanaryAudit(ReleaseCanaryParams(num_canaries=20_000)).score(context(None, split, seed=0,
                                                                                    train_like_target=target))
-    [(_, release, privacy)] = target.calls
+    [_, (_, release, privacy)] = target.calls
     sigma = release.params["sigma"]
+    w = sigma**2 * release.params["label_epsilon"] / 2
     assert res.design == AuditDesign("multi-run", "black-box", size=20_000, relation="replace-one", gaussian=True,
-                                     channels=("image", "label"), one_release=True)  # m slots, one release call
+                                     channels=("image", "label"), one_release=True,  # m slots, one release call
+                                     label_weight=w)  # the scores: u + w·o, the certified pair's likelihood ratio
     assert res.privacy is privacy and privacy.relation == "replace-one"
+    image = res.scores - w * res.label_outcomes
     for coin, mean in ((1, 1.0), (0, -1.0)):
-        s = res.scores[res.labels == coin]
+        s = image[res.labels == coin]
         assert abs(s.mean() - mean) < 4 * sigma / math.sqrt(s.size)
         assert abs(s.std(ddof=1) / sigma - 1) < 4 / math.sqrt(2 * s.size)
         assert normaltest(s).pvalue > 1e-3
@@ -363,9 +370,13 @@ def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):
     assert {m for m, b in bounds.items() if b["evidence"] == "estimate"} == {"gdp-fit", "gaussian-pair",
                                                                             "gaussian-composed"}
     assert block["method"] in ("clopper-pearson", "one-run", "f-dp")
+    # the valid analyses read both channels (the joint score), beyond what the image channel alone can give them
+    image_only = membership_audit(image, res.labels, delta=DELTA, design=res.design.model_copy(
+        update={"label_weight": None, "channels": ("image",)}))
+    assert image_only["epsilon_lb"] <= image_epsilon and image_only["epsilon_lb"] < block["epsilon_lb"] \
+        <= privacy.epsilon
     composed = bounds.pop("gaussian-composed")["epsilon_lb"]
-    assert all(b["epsilon_lb"] <= image_epsilon for b in bounds.values())
-    assert bounds["gaussian-pair"]["epsilon_lb"] > 0.85 * image_epsilon
+    assert 0.85 * image_epsilon < bounds["gaussian-pair"]["epsilon_lb"] <= image_epsilon  # the image channel's fit
     assert image_epsilon < composed <= privacy.epsilon and composed > 0.85 * privacy.epsilon
 
 

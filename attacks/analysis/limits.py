@@ -1,0 +1,68 @@
+"""The ideal mechanism's limit of a threshold audit: the largest ε lower bound any single threshold fixed in advance
+reaches with Clopper-Pearson at the audit's size, on the ideal (certified) mechanism's expected counts.
+
+No analysis of the audit's scores can be expected to beat it by more than sampling luck; an audit far below it loses
+signal in its design or its analysis, an audit near it is as tight as its sample allows (docs/audits.md). Pure NumPy /
+SciPy (no torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.stats import norm
+
+from attacks.analysis.thresholds import epsilon_lower_bound
+
+__all__ = ["gaussian_mixture_sf", "threshold_limit"]
+
+GRID = 2001  # thresholds tried between the two laws' 1e-7 and 1 − 1e-7 quantiles
+
+
+def gaussian_mixture_sf(means: Sequence[float], weights: Sequence[float], sd: float) -> Callable[[np.ndarray],
+                                                                                                np.ndarray]:
+    """The survival function P(S > t) of S ~ Σ_i w_i·N(means_i, sd²).
+
+    Args:
+        means: the components' means (score units).
+        weights: the components' probabilities (summing to 1).
+        sd: the common standard deviation (score units, > 0).
+
+    Returns:
+        A function of a ``(G,)`` array of thresholds returning ``(G,)`` probabilities.
+
+    Raises:
+        ValueError: sd ≤ 0, negative weights or weights that do not sum to 1."""
+    m, w = np.asarray(means, np.float64), np.asarray(weights, np.float64)
+    if not sd > 0 or (w < 0).any() or abs(w.sum() - 1) > 1e-9 or m.shape != w.shape:
+        raise ValueError(f"need sd > 0 and one probability per mean summing to 1, got sd={sd!r}, weights={weights!r}")
+    return lambda t: (w[None, :] * norm.sf((np.asarray(t, np.float64)[:, None] - m[None, :]) / sd)).sum(1)
+
+
+def threshold_limit(excluded_sf: Callable[[np.ndarray], np.ndarray], included_sf: Callable[[np.ndarray], np.ndarray],
+                    span: tuple[float, float], n_excluded: int, n_included: int, *, delta: float,
+                    confidence: float = 0.95) -> float:
+    """max over thresholds t of Jagielski et al.'s (2020) ε_LB at the expected counts n·P(S > t) of each side.
+
+    Args:
+        excluded_sf: P(S > t) when the canary is excluded (the slot holds the other record).
+        included_sf: P(S > t) when it is included.
+        span: the thresholds' range (score units), searched on a grid of ``GRID`` points.
+        n_excluded: trials with the canary excluded.
+        n_included: trials with it included.
+        delta: δ of the guarantee tested, in [0, 1).
+        confidence: the single threshold's confidence, in (0, 1).
+
+    Returns:
+        ε (unitless, >= 0): the limit.
+
+    Raises:
+        ValueError: fewer than one trial a side, δ or confidence out of range."""
+    if n_excluded < 1 or n_included < 1:
+        raise ValueError(f"need at least one trial a side, got {n_excluded} and {n_included}")
+    t = np.linspace(span[0], span[1], GRID)
+    fp = np.rint(n_excluded * excluded_sf(t)).astype(int)
+    tp = np.rint(n_included * included_sf(t)).astype(int)
+    return max(epsilon_lower_bound(a, n_included - a, b, n_excluded - b, delta=delta, confidence=confidence)
+               for a, b in set(zip(tp.tolist(), fp.tolist(), strict=True)))
