@@ -187,7 +187,19 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
     if best is None:
         return None
     audits = {b.attack for b in valid if b.comparable == best.comparable}
-    return best.text() + (f"; the largest of {len(audits)} audits" if len(audits) > 1 else "") + curve_text(valid)
+    return best.text() + (f"; the largest of {len(audits)} audits" if len(audits) > 1 else "") \
+        + limit_text(best) + curve_text(valid)
+
+
+def limit_text(bound: AuditBound) -> str:
+    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.limits``): ``"; 0.94 of
+    the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"``; empty where the audit
+    recorded none."""
+    limit = bound.record.extra.get("ideal_limit")
+    if not isinstance(limit, (int, float)) or limit <= 0:
+        return ""
+    return (f"; {bound.value / limit:.2f} of the ideal mechanism's limit at this size ({limit:.3g}: the best "
+            f"threshold fixed in advance)")
 
 
 def curve_text(bounds: list[AuditBound]) -> str:

@@ -3,13 +3,14 @@
 The ideal mechanism of the design: R runs, fair coins, scores N(0, 1) when the canary is out and N(μ, 1) when it is
 in, μ = the certified μ of DP-SGD at q = 1 (√T/σ, add/remove) for the target ε at δ = 1e-5. Each draw goes through
 
-- the audit's own analysis (``attacks.analysis.membership_audit`` with the crafted design: Clopper-Pearson, the GDP fit
-  and the Gaussian pair, Bonferroni over the three; its ``epsilon_lb``);
+- the audit's own analysis (``attacks.analysis.membership_audit`` with the crafted design: its valid
+  ``epsilon_lb``, Clopper-Pearson over the fixed thresholds) and its μ_LB (``attacks.analysis.crafted``: not μ-GDP
+  for any μ below it), against the ideal mechanism's limit (``attacks.analysis.limits.gaussian_limit``: the best
+  single threshold fixed in advance at the expected counts);
 - the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.anchor``: threshold picked on the same
   scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
-- the run-level check of a run holding this one audit (``attacks.analysis.verdict``: the three analyses and the
-certified
-  curve G_μ, M = 4 comparisons at 95 % together): the share of draws it flags is the family's false-alarm rate.
+- the run-level check of a run holding this one audit (``attacks.analysis.verdict``: the valid analysis and the
+  certified curve G_μ at 95 % together): the share of draws it flags is the family's false-alarm rate.
 
 Usage (from the repository root; about 1 CPU-minute per 100 draws of R = 2,000)::
 
@@ -26,6 +27,9 @@ from scipy.optimize import brentq
 from attacks.analysis import membership_audit
 from attacks.analysis.anchor import anchor_epsilon, ideal_scores
 from attacks.analysis.fdp import gdp_epsilon
+from attacks.analysis.gaussian import gdp_fit_mu
+from attacks.analysis.limits import gaussian_limit
+from attacks.analysis.thresholds import threshold_counts
 from attacks.analysis.verdict import privacy_bugs
 from bench.core.design import AuditDesign
 from bench.results import AttackRecord, Audit, Metrics, Privacy, Roc, RunResult, Timings
@@ -53,19 +57,22 @@ def one(epsilon: float, runs: int, draws: int, seed: int = 0) -> dict[str, float
     design = AuditDesign("multi-run", "black-box-crafted", size=runs, relation="add-remove", gaussian=True,
                          certified_mu=mu)
     rng = np.random.default_rng(seed)
-    ours, theirs, alarms = [], [], 0
+    ours, theirs, mus, alarms = [], [], [], 0
     privacy = Privacy(epsilon=epsilon, delta=DELTA, accountant="ideal", guarantee="central-dp",
                       relation="add-remove", profile=[[epsilon, DELTA]])
     for _ in range(draws):
         scores, coins = ideal_scores(mu, runs, rng)
         block = membership_audit(scores, coins, delta=DELTA, design=design, profile=privacy.profile)
         ours.append(block["epsilon_lb"])
+        mus.append(gdp_fit_mu(threshold_counts(scores, coins), confidence=0.95) / mu)
         theirs.append(anchor_epsilon(scores, coins, delta=DELTA)["epsilon"])
         alarms += bool(privacy_bugs([_run(Audit(**block, design=design), privacy)])[0])
     o, t = np.array(ours) / epsilon, np.array(theirs) / epsilon
     return {"epsilon": epsilon, "mu": mu, "runs": runs, "draws": draws, "ours_median": float(np.median(o)),
             "ours_p10": float(np.quantile(o, 0.1)), "anchor_median": float(np.median(t)),
-            "anchor_max": float(t.max()), "anchor_above": float((t > 1).mean()), "alarms": alarms}
+            "anchor_max": float(t.max()), "anchor_above": float((t > 1).mean()), "alarms": alarms,
+            "mu_lb_median": float(np.median(mus)), "limit": gaussian_limit(mu, runs // 2, runs - runs // 2,
+                                                                            delta=DELTA) / epsilon}
 
 
 def main() -> None:
@@ -74,13 +81,14 @@ def main() -> None:
     parser.add_argument("--grid", default="1:10000,2:4000,4:2000,10:2000,10:200",
                         help="ε:R pairs, comma-separated")
     args = parser.parse_args()
-    print("| ε | μ | R | ideal ε_LB / ε, median (10th percentile) | anchor's estimate / ε, median (max) | anchor > ε "
-          "| run-level false alarms |")
-    print("|---|---|---|---|---|---|---|")
+    print("| ε | μ | R | ideal ε_LB / ε, median (10th percentile) | limit / ε | μ_LB / μ, median "
+          "| anchor's estimate / ε, median (max) | anchor > ε | run-level false alarms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for item in args.grid.split(","):
         eps, runs = item.split(":")
         r = one(float(eps), int(runs), args.draws)
         print(f"| {r['epsilon']:g} | {r['mu']:.3f} | {r['runs']:,} | {r['ours_median']:.3f} ({r['ours_p10']:.3f}) | "
+              f"{r['limit']:.3f} | {r['mu_lb_median']:.3f} | "
               f"{r['anchor_median']:.3f} ({r['anchor_max']:.3f}) | {100 * r['anchor_above']:.0f} % | "
               f"{r['alarms']} of {r['draws']} |", flush=True)
 

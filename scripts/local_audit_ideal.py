@@ -74,11 +74,13 @@ def main() -> None:
             blocks = [fn(epsilon, args.canaries, s) for s in range(args.seeds)]
             r = np.array([b["epsilon_lb"] / epsilon for b in blocks])
             methods = sorted({b["method"] for b in blocks})
-            print(f"ε = {epsilon:g}  {name:5s}  {np.median(r):.3f} ({r.min():.3f}–{r.max():.3f}), by {', '.join(methods)}")
+            print(f"ε = {epsilon:g}  {name:5s}  {np.median(r):.3f} ({r.min():.3f}–{r.max():.3f}), "
+                  f"by {', '.join(methods)}")
         sigma, label_eps = local_record_sigma(target_epsilon=epsilon, delta=DELTA, label_share=SHARE, num_classes=K)
         half = np.repeat([0, 1], args.canaries // 2)
         limit = ideal_limit({"sigma": sigma, "label_epsilon": label_eps}, sigma**2 * label_eps / 2, half, K, DELTA)
-        print(f"ε = {epsilon:g}  limit  {limit / epsilon:.3f} (the best threshold fixed in advance, Clopper-Pearson 95%)")
+        print(f"ε = {epsilon:g}  limit  {limit / epsilon:.3f} (the best threshold fixed in advance, "
+              f"Clopper-Pearson 95%)")
 
 
 if __name__ == "__main__":

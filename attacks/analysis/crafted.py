@@ -1,13 +1,11 @@
 """The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``): the
 anchor's estimator on the same scores, the largest refuted Gaussian curve, and the ideal mechanism through the same
-analysis.
+analysis, and the ideal mechanism's limit at this R (``attacks.analysis.limits``).
 
 Which number means what (docs/audits.md, "The final model alone"):
 
-- the audit's ``epsilon_lb`` (``attacks.analysis.membership_audit``, the design's family of Clopper-Pearson, the GDP fit
-  and the Gaussian pair, Bonferroni over the three): valid under the project's rule — Clopper-Pearson for any
-  mechanism; the Gaussian two only where the scores are Gaussian by construction (``AuditDesign.gaussian``) and a
-  normality test does not reject them;
+- the audit's ``epsilon_lb`` (``attacks.analysis.membership_audit``, the multi-run family: Clopper-Pearson over the
+  fixed thresholds): valid for any mechanism; the Gaussian pair and the GDP fit's ε are estimates beside it;
 - ``gdp_mu_lb``: with probability >= the analysis' confidence the runs' mechanism is not μ-GDP for any μ below it,
   whatever the mechanism (exact Clopper-Pearson bounds); ``refuted_gaussian_epsilon`` is that curve's ε at δ — the
   mechanism's ε only if its trade-off curve is Gaussian;
@@ -28,6 +26,7 @@ from attacks.analysis import family, membership_audit
 from attacks.analysis.anchor import anchor_epsilon, simulate
 from attacks.analysis.fdp import gdp_epsilon
 from attacks.analysis.gaussian import gdp_fit_mu
+from attacks.analysis.limits import gaussian_limit
 from attacks.analysis.thresholds import threshold_counts
 from bench.core.design import AuditDesign
 
@@ -84,6 +83,8 @@ def crafted_summary(scores: ArrayLike, coins: ArrayLike, *, design: AuditDesign,
                            "refuted_gaussian_epsilon": gdp_epsilon(mu_lb, delta), "certified_mu": design.certified_mu,
                            "mu_hat": _mu_hat(s, y)}
     mu = design.certified_mu
+    if mu is not None and mu > 0 and 0 < int(y.sum()) < y.size:
+        out["ideal_limit"] = gaussian_limit(mu, int(y.size - y.sum()), int(y.sum()), delta=delta, confidence=confidence)
     if ideal_draws and mu is not None:
         def ours(x: np.ndarray, c: np.ndarray) -> float:
             return float(membership_audit(x, c, delta=delta, design=design, confidence=confidence)["epsilon_lb"])

@@ -15,7 +15,7 @@ from scipy.stats import norm
 
 from attacks.analysis.thresholds import epsilon_lower_bound
 
-__all__ = ["gaussian_mixture_sf", "threshold_limit"]
+__all__ = ["gaussian_limit", "gaussian_mixture_sf", "threshold_limit"]
 
 GRID = 2001  # thresholds tried between the two laws' 1e-7 and 1 − 1e-7 quantiles
 
@@ -66,3 +66,24 @@ def threshold_limit(excluded_sf: Callable[[np.ndarray], np.ndarray], included_sf
     tp = np.rint(n_included * included_sf(t)).astype(int)
     return max(epsilon_lower_bound(a, n_included - a, b, n_excluded - b, delta=delta, confidence=confidence)
                for a, b in set(zip(tp.tolist(), fp.tolist(), strict=True)))
+
+
+def gaussian_limit(mu: float, n_excluded: int, n_included: int, *, delta: float, confidence: float = 0.95) -> float:
+    """``threshold_limit`` of the Gaussian pair N(0, 1) (canary excluded) vs N(μ, 1) (included): the μ-GDP mechanism.
+
+    Args:
+        mu: the certified μ (unitless, > 0).
+        n_excluded: trials with the canary excluded.
+        n_included: trials with it included.
+        delta: δ of the guarantee tested, in [0, 1).
+        confidence: the single threshold's confidence, in (0, 1).
+
+    Returns:
+        ε (unitless, >= 0).
+
+    Raises:
+        ValueError: as ``threshold_limit``, or μ ≤ 0."""
+    if not mu > 0:
+        raise ValueError(f"μ must be > 0, got {mu!r}")
+    return threshold_limit(gaussian_mixture_sf((0.0,), (1.0,), 1.0), gaussian_mixture_sf((mu,), (1.0,), 1.0),
+                           (-8.0, mu + 8.0), n_excluded, n_included, delta=delta, confidence=confidence)
