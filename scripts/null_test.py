@@ -32,8 +32,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from scipy.stats import beta
-
+from attacks.analysis.statistics import clopper_pearson_upper
 from attacks.analysis.verdict import privacy_bugs
 from bench.results.document import read
 from bench.zoo.catalogue import BUG_ENV, find, table_bug
@@ -60,7 +59,7 @@ def false_alarms(results_json: Path) -> dict[str, list[int]]:
 
 def upper_95(k: int, n: int) -> float:
     """Clopper-Pearson one-sided 95 % upper bound on a rate with k of n."""
-    return 1.0 if k == n else float(beta.ppf(0.95, k + 1, n - k))
+    return clopper_pearson_upper(k, n, 1 - 0.95)
 
 
 def _zoo_bug(text: str) -> str | None:

@@ -46,6 +46,7 @@ from attacks.analysis.conformance.release import (
     region_ids,
 )
 from attacks.analysis.conformance.sampling import rate_test
+from attacks.analysis.statistics import clopper_pearson_upper
 from attacks.conformance.local import SAMPLE_ROWS
 from mechanisms.dpmix.mixing import sample_subsets
 
@@ -181,7 +182,7 @@ def family(mechanism: str, reps: int, sizes: tuple[str, ...] = tuple(SIZES)) -> 
             hits += (local_family(rng, size) if mechanism == "local" else dpmix_family(rng, size, gen)) < LEVEL
             if rep % 100 == 0 and rep < reps:
                 print(f"{mechanism} {name:8s} {hits} of {rep} so far", flush=True)
-        upper = float(stats.beta.ppf(0.95, hits + 1, reps - hits)) if hits < reps else 1.0
+        upper = clopper_pearson_upper(hits, reps, 1 - 0.95)
         print(f"{mechanism} {name:8s} family false alarms {hits} of {reps} ({hits / reps:.3f}; 95 % upper {upper:.3f})",
               flush=True)
 

@@ -113,6 +113,40 @@ def planted(bug: str | None, plugins: str = "") -> tuple[list[str], dict[str, st
     return (["--plugins", ",".join(names)] if names else []), env
 
 
+_UNSET = object()
+
+
+def _mechanism_modules() -> dict[str, object]:
+    return {n: m for n, m in list(sys.modules.items()) if n == "mechanisms" or n.startswith("mechanisms.")}
+
+
+@contextlib.contextmanager
+def zoo_bug(name: str):
+    """The zoo bug ``name`` (a name ``bench.zoo.catalogue.find`` knows) applied in this process for the block, as
+    ``privbench zoo run`` applies it in every process, and undone after: every attribute of a loaded ``mechanisms``
+    module put back as it was. Import the modules it patches first: a bug that imports a ``mechanisms`` module while
+    it applies fails here (its patch could not be undone). Yields the ``Bug``."""
+    from bench.zoo.catalogue import find
+
+    bug = find(name)
+    before = _mechanism_modules()
+    saved = {n: dict(vars(m)) for n, m in before.items()}
+    try:
+        bug.apply()
+        added = sorted(set(_mechanism_modules()) - set(before))
+        if added:
+            raise AssertionError(f"zoo bug {name} imported {added} while it applied: import them before planting it")
+        yield bug
+    finally:
+        for n, module in before.items():
+            current = vars(module)
+            for key in set(current) - set(saved[n]):
+                delattr(module, key)
+            for key, value in saved[n].items():
+                if current.get(key, _UNSET) is not value:
+                    setattr(module, key, value)
+
+
 def example_plugin():
     """examples/opacus_plugin.py imported as a module (registers ``opacus-dpsgd`` once)."""
     examples = str(Path(__file__).resolve().parents[1] / "examples")

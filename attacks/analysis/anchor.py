@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
-from scipy.stats import beta
 
 from attacks.analysis.fdp import gdp_epsilon
 from attacks.analysis.metrics import validate_scores
+from attacks.analysis.statistics import clopper_pearson_upper
 
 
 def anchor_mu(scores: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05) -> float:
@@ -53,21 +53,13 @@ def anchor_mu(scores: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05) -> f
     t = np.unique(s)
     fp = neg.size - np.searchsorted(neg, t, side="left")  # excluded scores >= t
     fn = np.searchsorted(pos, t, side="left")  # included scores < t
-    fpr_u = _cp_upper(fp, neg.size, alpha)
-    fnr_u = _cp_upper(fn, pos.size, alpha)
+    fpr_u = clopper_pearson_upper(fp, neg.size, alpha)
+    fnr_u = clopper_pearson_upper(fn, pos.size, alpha)
     ok = (fpr_u < 1) & (fnr_u < 1) & (fpr_u > 0) & (fnr_u > 0)
     if not ok.any():
         return 0.0
     mu = ndtri(1 - fpr_u[ok]) - ndtri(fnr_u[ok])
     return float(max(0.0, mu.max()))
-
-
-def _cp_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper bounds at 1 − α of k/n (vectorised; 1 at k = n)."""
-    out = np.ones(k.shape, dtype=float)
-    below = k < n
-    out[below] = beta.isf(alpha, k[below] + 1, n - k[below])
-    return out
 
 
 def anchor_epsilon(scores: ArrayLike, labels: ArrayLike, *, delta: float, alpha: float = 0.05) -> dict[str, float]:

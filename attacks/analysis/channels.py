@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 
 from attacks.analysis.fdp import EPSILON_CAP
 from attacks.analysis.gaussian import _box
-from attacks.analysis.metrics import clopper_pearson
+from attacks.analysis.statistics import clopper_pearson
 
 INTERVALS = 4  # two for the image (mean, standard deviation), two for the label (kept, swapped)
 DISCRETISATION = 5e-4

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 from scipy.special import ndtr, ndtri
 
-from attacks.analysis.metrics import clopper_pearson
+from attacks.analysis.statistics import clopper_pearson
 
 TradeOff = Callable[[float], float]
 

@@ -26,7 +26,8 @@ from scipy.stats import chi2
 from scipy.stats import t as student_t
 
 from attacks.analysis.fdp import EPSILON_CAP, gdp_epsilon
-from attacks.analysis.metrics import clopper_pearson, validate_scores
+from attacks.analysis.metrics import validate_scores
+from attacks.analysis.statistics import clopper_pearson
 
 GRID = 9  # points per edge of the variance box searched for the smallest ε (besides the equal-variance points)
 

@@ -9,71 +9,22 @@ References:
     connection to overfitting" (CSF) -- membership advantage = TPR - FPR.
     Carlini, Chien, Nasr, Song, Terzis, Tramèr (2022), "Membership inference attacks from first
     principles" (IEEE S&P), §IV -- report TPR at low FPR on a log-log ROC, not only AUC.
-    Clopper & Pearson (1934), "The use of confidence or fiducial limits illustrated in the case of
-    the binomial" (Biometrika) -- exact binomial intervals.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta, rankdata
+from scipy.stats import rankdata
 from sklearn.metrics import auc as _area_under_curve
 from sklearn.metrics import roc_curve
 
+from attacks.analysis.statistics import clopper_pearson
+
 _MIN_EVENTS = 10  # an FPR level below MIN_EVENTS / n_non_members is "not measurable"
-_SIDES = ("two", "lower", "upper")
-
-
-def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "two") -> tuple[float, float]:
-    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n: the Beta quantiles
-    ``beta.ppf(a, k, n − k + 1)`` and ``beta.isf(a, k + 1, n − k)`` (SciPy; the same interval as
-    ``binomtest(k, n).proportion_ci(method="exact")``, without its root finding, so an upper end near 0 or a lower
-    end near 1 keeps its relative precision at any level); a one-sided bound at level c is the matching end of the
-    two-sided interval at level 2c − 1.
-
-    Args:
-        k: number of successes, 0 <= k <= n.
-        n: number of trials, n >= 1.
-        confidence: coverage probability of the interval, in (0, 1).
-        sided: ``"two"`` for a two-sided interval (α/2 in each tail); ``"lower"`` for a one-sided
-            lower bound ``(lo, 1.0)``; ``"upper"`` for a one-sided upper bound ``(0.0, hi)``.
-
-    Returns:
-        ``(lower, upper)`` as floats in [0, 1]. The bound at k = 0 (lower) or k = n (upper) is exact.
-
-    Raises:
-        ValueError: non-integer counts, k outside [0, n], n < 1, confidence outside (0, 1) (one-sided: outside
-            (0.5, 1)) or an unknown ``sided``.
-    """
-    if sided not in _SIDES:
-        raise ValueError(f"sided must be one of {_SIDES}, got {sided!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if float(k) != int(k) or float(n) != int(n):
-        raise ValueError(f"k and n must be integers, got k={k!r}, n={n!r}")
-    k, n = int(k), int(n)
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"need n >= 1 and 0 <= k <= n, got k={k}, n={n}")
-    if sided == "two":
-        return _exact_interval(k, n, confidence)
-    if confidence <= 0.5:
-        raise ValueError(f"a one-sided bound needs confidence > 0.5, got {confidence!r}")
-    lower, upper = _exact_interval(k, n, 2.0 * confidence - 1.0)
-    return (lower, 1.0) if sided == "lower" else (0.0, upper)
-
-
-@functools.lru_cache(maxsize=65536)
-def _exact_interval(k: int, n: int, level: float) -> tuple[float, float]:
-    """The exact two-sided interval at ``level`` (cached: audits re-evaluate the same counts)."""
-    a = (1.0 - level) / 2
-    lower = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    upper = 1.0 if k == n else float(beta.isf(a, k + 1, n - k))
-    return lower, upper
 
 
 def validate_scores(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from attacks.analysis.metrics import clopper_pearson, validate_scores
+from attacks.analysis.metrics import validate_scores
+from attacks.analysis.statistics import clopper_pearson
 
 THRESHOLD_POINTS = 12  # order-statistic indices per direction (0 and 11 log-spaced counts up to n / 2)
 

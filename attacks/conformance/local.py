@@ -32,6 +32,7 @@ from attacks.analysis.conformance.epsilon import declared_epsilon_test
 from attacks.analysis.conformance.noise import independence_test, shape_test
 from attacks.analysis.conformance.release import image_noise_tests, label_flip_test, limit_p_value
 from attacks.analysis.conformance.sampling import rate_test, steps_test
+from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
 from bench.core.types import PrivacySpent, Release
 
 SENSITIVITY = 2.0  # replace-one: two unit-norm images are at most 2 apart (from first principles)
@@ -54,11 +55,6 @@ def shown_only(test: dict[str, Any]) -> dict[str, Any]:
 
 SAMPLE_ROWS = 4096  # rows of noise the shape and independence tests read (the first ones: fixed by the design)
 CONFIDENCE = 0.95
-
-
-def _sd_upper(sum_squares: float, n: int, alpha: float) -> float:
-    """The one-sided upper limit of a noise sd at confidence 1 − α from Σx² of n observations (χ²)."""
-    return math.sqrt(sum_squares / max(float(stats.chi2.ppf(alpha, n)), 1e-300))
 
 
 def _measured(epsilon_at: Any, *, certified: float, delta: float, accountant: str, parameters: dict[str, float]
@@ -169,11 +165,11 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
     n_obs, total = rows * flat.shape[1], float(ss.sum())
 
     def at(alpha: float) -> tuple[float, float, float | None]:
-        s_u = _sd_upper(total, n_obs, alpha / limits)
+        s_u = sd_upper(total, n_obs, alpha / limits)
         scale = _scale_lower(read.along, read.weight, s_u, alpha / limits)
         if label is None:
             return s_u, scale, None
-        keep_l = 0.0 if kept == 0 else float(stats.beta.ppf(alpha / limits, kept, draws - kept + 1))
+        keep_l = clopper_pearson_lower(kept, draws, alpha / limits)
         return s_u, scale, keep_l
 
     def epsilon_at(alpha: float) -> float:

@@ -59,6 +59,7 @@ from attacks.analysis.conformance.epsilon import declared_epsilon_test
 from attacks.analysis.conformance.noise import clip_test, noise_test
 from attacks.analysis.conformance.release import limit_p_value
 from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
+from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
 
 __all__ = ["SIGMA_STAR_MARGIN", "accountant_rate", "opacus_conformance", "opacus_tests", "prv_composed_epsilon",
            "prv_epsilon", "prv_sigma_for_epsilon"]
@@ -248,12 +249,11 @@ def _phased_epsilon(phases: list[dict[str, Any]], n: int, *, certified: float, d
     def at(alpha: float) -> list[tuple[float, float, int]]:
         out = []
         for p, tensors in zip(phases, observed, strict=True):
-            s_u = min((math.sqrt(t["sum_squares"] / max(float(stats.chi2.ppf(alpha / k, t["n"])), 1e-300))
-                       for t in tensors), default=float(p["claimed_sigma"]))
+            s_u = min((sd_upper(t["sum_squares"], t["n"], alpha / k) for t in tensors),
+                      default=float(p["claimed_sigma"]))
             trials = n * int(p["steps"])
             rows = min(int(p["batch_rows"]), trials)
-            q_l = float(stats.beta.ppf(alpha / k, rows, trials - rows + 1)) if rows and trials else \
-                float(p["sample_rate"])
+            q_l = clopper_pearson_lower(rows, trials, alpha / k) if rows and trials else float(p["sample_rate"])
             out.append((max(s_u, SIGMA_FLOOR), max(q_l, 1e-9), int(p["steps"])))
         return out
 
@@ -273,7 +273,7 @@ def _measured_epsilon(tensors: list[dict[str, Any]], rate: dict[str, Any], q: fl
     """``MeasuredEpsilon``'s fields (module docstring); ``rate``: the sample-rate test's record."""
     observed = [t for t in tensors if t["n"]]
     level = 1.0 - (1.0 - confidence) / (len(observed) + 1)
-    upper = [math.sqrt(t["sum_squares"] / max(float(stats.chi2.ppf(1 - level, t["n"])), 1e-300)) for t in observed]
+    upper = [sd_upper(t["sum_squares"], t["n"], 1 - level) for t in observed]
     sigma_u = min(upper, default=sigma)
     q_l = q
     if rate["n"]:

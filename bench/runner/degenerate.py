@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from attacks.analysis.metrics import clopper_pearson
+from attacks.analysis.statistics import clopper_pearson
 from bench.results import Degenerate, RunResult
 
 CONFIDENCE = 0.95

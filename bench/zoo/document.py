@@ -9,22 +9,20 @@ import math
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
+from attacks.analysis.statistics import clopper_pearson_lower, clopper_pearson_upper
 from bench.core.io import atomic_write_text
 
 ZOO_SCHEMA = 2  # 2: runs keyed by code version and configuration (``configuration``, ``code_version``, ``cost``)
 TIMES = ("wall_s", "run_cpu_s", "judge_cpu_s", "cpu_s_per_verdict", "written", "cost")  # differ between identical runs
 
 
-def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The two-sided Clopper-Pearson interval of a rate k/n (fractions)."""
+def rate_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The two-sided Clopper-Pearson interval of a rate k/n (fractions; (0, 1) for n = 0): α/2 in each tail, the
+    upper limit's tail read as 1 − (1 − α/2), the complement of its level, as zoo.json has always computed it."""
     if n == 0:
         return 0.0, 1.0
     a = (1 - confidence) / 2
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
+    return clopper_pearson_lower(k, n, a), clopper_pearson_upper(k, n, 1 - (1 - a))
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -52,7 +50,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     summary = []
     for s in out.values():
         cpu, ratio = s.pop("_cpu"), s.pop("_ratio")
-        lo, hi = clopper_pearson(s["caught"], s["verdicts"])
+        lo, hi = rate_interval(s["caught"], s["verdicts"])
         s.update(rate=s["caught"] / s["verdicts"] if s["verdicts"] else None, lower=lo, upper=hi,
                  cpu_s_per_verdict=sum(cpu) / len(cpu) if cpu else None,
                  epsilon_ratio=(math.inf if any(math.isinf(x) for x in ratio) else sum(ratio) / len(ratio))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attacks.analysis.metrics import clopper_pearson
+from attacks.analysis.statistics import clopper_pearson
 from bench.results import Privacy, Results, RunResult
 from reports.audit.conformance import CONFORMANCE_METHODS, conformance_cell
 from reports.bounds import REFUTED_MARK, audit_bounds_of, bugs_for, ratio_text, refuted_for, tightest_valid, value_text

@@ -29,6 +29,7 @@ from scipy import stats
 from attacks.analysis.conformance import conformance_record
 from attacks.analysis.conformance.release import limit_p_value
 from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
+from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
 
 __all__ = ["dpmix_measured_epsilon", "mixing_weight_test", "weight_limit", "weight_spread_test"]
 
@@ -107,10 +108,6 @@ def weight_spread_test(name: str, quadratic: float, dimensions: int) -> dict[str
                               validity="exact")
 
 
-def _sd_upper(sum_squares: float, n: int, alpha: float) -> float:
-    return math.sqrt(sum_squares / max(float(stats.chi2.ppf(alpha, n)), 1e-300))
-
-
 def dpmix_measured_epsilon(*, noise: tuple[float, int, float, int], weight: tuple[float, float, float],
                            inclusions: tuple[int, int, int, int], rows: int, d_x: int, delta: float,
                            certified: float, confidence: float = 0.95) -> dict[str, Any]:
@@ -150,8 +147,8 @@ def dpmix_measured_epsilon(*, noise: tuple[float, int, float, int], weight: tupl
 
     def at(alpha: float) -> tuple[float, float, float, float]:
         a = alpha / 4
-        top = 0.0 if largest == 0 else float(stats.beta.ppf(a / records, largest, trials - largest + 1))
-        return (_sd_upper(ss_x, n_x, a), _sd_upper(ss_y, n_y, a), weight_limit(along, information, w0, a),
+        top = clopper_pearson_lower(largest, trials, a / records)
+        return (sd_upper(ss_x, n_x, a), sd_upper(ss_y, n_y, a), weight_limit(along, information, w0, a),
                 min(1.0, max(mean_rate, top)))
 
     def epsilon_at(alpha: float) -> float:

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from attacks.analysis.conformance import conformance_record
+from attacks.analysis.statistics import sd_upper
 
 SHAPE_SAMPLE = 200_000  # observations the shape test reads at most (an evenly spaced subsample)
 
@@ -47,7 +48,7 @@ def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
         name, "noise sd", certified=certified_sd, measured=math.sqrt(sum_squares / n), n=n, statistic=stat,
         p_value=p, alternative=alternative, validity="exact",
         sd_lower=math.sqrt(sum_squares / stats.chi2.ppf(1 - alpha, n)),
-        sd_upper=math.sqrt(sum_squares / max(stats.chi2.ppf(alpha, n), 1e-300)))
+        sd_upper=sd_upper(sum_squares, n, alpha))
 
 
 def shape_test(name: str, observations: ArrayLike, *, per_column: bool = False) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from attacks.analysis.conformance import conformance_record
+from attacks.analysis.statistics import clopper_pearson_lower, clopper_pearson_upper
 
 
 def rate_test(name: str, quantity: str, successes: int, trials: int, certified: float, *,
@@ -39,8 +40,8 @@ def rate_test(name: str, quantity: str, successes: int, trials: int, certified: 
                          f"{trials}, {certified}")
     p = 1.0 if certified >= 1 else float(stats.binom.sf(successes - 1, trials, certified))
     alpha = 1.0 - confidence
-    lower = 0.0 if successes == 0 else float(stats.beta.ppf(alpha, successes, trials - successes + 1))
-    upper = 1.0 if successes == trials else float(stats.beta.ppf(1 - alpha, successes + 1, trials - successes))
+    lower = clopper_pearson_lower(successes, trials, alpha)
+    upper = clopper_pearson_upper(successes, trials, 1 - (1 - alpha))  # the tail as 1 − level: the bits it always had
     return conformance_record(name, quantity, certified=certified, measured=successes / trials, n=trials,
                        statistic=float(successes), p_value=min(1.0, p), alternative="greater", validity="exact",
                        lower=lower, upper=upper)

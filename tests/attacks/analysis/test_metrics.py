@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binomtest, mannwhitneyu
 from sklearn.metrics import roc_curve
 
-from attacks.analysis.metrics import clopper_pearson, membership_metrics
+from attacks.analysis.metrics import membership_metrics
 
 
 def _pair_count_auc(scores, labels) -> float:
@@ -102,34 +102,6 @@ def test_measurable_flag_at_the_10_over_n_boundary():
     assert [m["tpr_at_fpr"][k]["measurable"] for k in ("0.01", "0.001", "0.0001")] == [True, True, False]
 
 
-def test_clopper_pearson_known_values():
-    lo, hi = clopper_pearson(0, 10)
-    assert lo == 0.0
-    assert hi == pytest.approx(1 - 0.025 ** (1 / 10), rel=1e-9)
-    assert hi == pytest.approx(0.3085, abs=1e-4)
-    lo, hi = clopper_pearson(10, 10)
-    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 10), rel=1e-9)
-    # one-sided 95 % upper bound at k = 0 ("rule of three"): 1 - 0.05^(1/n)
-    assert clopper_pearson(0, 100, sided="upper") == pytest.approx((0.0, 1 - 0.05 ** (1 / 100)))
-    lo, hi = clopper_pearson(3, 10, sided="lower", confidence=0.9)
-    assert hi == 1.0
-    exact = binomtest(3, 10, alternative="greater").proportion_ci(confidence_level=0.9, method="exact")
-    assert lo == pytest.approx(exact.low, rel=1e-9)
-    exact = binomtest(7, 20).proportion_ci(confidence_level=0.99, method="exact")
-    assert clopper_pearson(7, 20, confidence=0.99) == pytest.approx((exact.low, exact.high), rel=1e-9)
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [dict(k=-1, n=10), dict(k=11, n=10), dict(k=1, n=0), dict(k=1.5, n=10),
-     dict(k=1, n=10, confidence=1.0), dict(k=1, n=10, sided="both")],
-)
-def test_clopper_pearson_rejects_bad_input(kwargs):
-    k, n = kwargs.pop("k"), kwargs.pop("n")
-    with pytest.raises(ValueError):
-        clopper_pearson(k, n, **kwargs)
-
-
 def test_roc_downsampling_keeps_monotonicity_endpoints_and_log_spacing():
     rng = np.random.default_rng(2)
     labels = np.r_[np.ones(20_000, int), np.zeros(20_000, int)]
@@ -177,13 +149,3 @@ def test_infinite_scores_never_tie_with_huge_finite_ones():
     # stand-in max + 1 = 1e16 + 1 == 1e16 in float64 would tie +inf with 1e16 (AUC 3.5/6).
     m = membership_metrics([np.inf, 1e16, 0.0, -1e16, -np.inf], [1, 0, 0, 1, 0])
     assert m["auc"] == pytest.approx(4 / 6)
-
-
-def test_clopper_pearson_keeps_relative_precision_far_in_the_tail():
-    # k = 0 of n: the exact upper end solves (1 - p)^n = a, p = 1 - a^(1/n) = -expm1(log(a) / n) (a = 0.025 each
-    # side at 95 %); a root finder with an absolute tolerance (binomtest's) is off by ~1e-7 relative down here
-    n, a = 10**6, 0.025
-    _, upper = clopper_pearson(0, n, confidence=0.95)
-    assert upper == pytest.approx(-np.expm1(np.log(a) / n), rel=1e-12)
-    lower, _ = clopper_pearson(n, n, confidence=0.95)  # k = n: the lower end is a^(1/n) by symmetry
-    assert lower == pytest.approx(np.exp(np.log(a) / n), rel=1e-12)

@@ -7,13 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from helpers import context
+from helpers import context, zoo_bug
 
 from attacks.analysis.verdict import privacy_bugs
 from attacks.canaries.crafted import CraftedAudit, CraftedParams
 from bench.results import RunResult, Timings
 from bench.runner.cells import membership_record
-from mechanisms.dpsgd import fast
 from mechanisms.dpsgd.mechanism import DPSGD
 
 CPU = torch.device("cpu")
@@ -57,14 +56,6 @@ def _verdict(scores):
     return record, privacy_bugs([result])
 
 
-def _noise_scaled(monkeypatch, factor):
-    original = fast.noisy_step
-
-    def noisy_step(optimizer, sums, *, noise_multiplier, **kwargs):
-        return original(optimizer, sums, noise_multiplier=noise_multiplier * factor, **kwargs)
-    monkeypatch.setattr(fast, "noisy_step", noisy_step)
-
-
 def test_the_correct_mechanism_passes_and_its_score_is_gaussian_by_construction(digits_split):
     scores = _audit(digits_split)
     d = scores.design
@@ -83,16 +74,16 @@ def test_the_correct_mechanism_passes_and_its_score_is_gaussian_by_construction(
     assert {b.method for b in record.audit.bounds if b.evidence == "estimate"} == {"gdp-fit", "gaussian-pair"}
 
 
-def test_half_the_noise_is_caught(digits_split, monkeypatch):
-    _noise_scaled(monkeypatch, 0.5)
-    record, (bugs, _, _) = _verdict(_audit(digits_split))
+def test_half_the_noise_is_caught(digits_split):
+    with zoo_bug("dpsgd-half-noise"):
+        record, (bugs, _, _) = _verdict(_audit(digits_split))
     assert bugs, record.audit.epsilon_lb
     assert {b.method for b in bugs} <= {"clopper-pearson", "certified-curve"}  # valid evidence only
 
 
-def test_no_noise_is_caught(digits_split, monkeypatch):
-    _noise_scaled(monkeypatch, 0.0)
-    record, (bugs, _, _) = _verdict(_audit(digits_split))
+def test_no_noise_is_caught(digits_split):
+    with zoo_bug("dpsgd-no-noise"):
+        record, (bugs, _, _) = _verdict(_audit(digits_split))
     assert bugs and record.audit.profile_rejected
 
 

@@ -1,16 +1,16 @@
 """Conformance of the built-in DP-SGD to its certified mechanism, measured in the white-box canary audit run on real
 digits (``attacks.conformance.dpsgd``, observations from ``mechanisms.dpsgd.observations``): the correct mechanism
 passes every test; each planted bug (patched into the mechanism's own code, never into the audit) is caught by the
-test that names its parameter, at the level of the run's Bonferroni family."""
+test that names its parameter, at the level of the run's Bonferroni family. The bugs the zoo holds are planted by
+their zoo name (``helpers.zoo_bug``); the noise draws' variants are this file's own (``dpsgd_draws``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from helpers import zoo_bug
 
-import mechanisms.dpsgd.canaries as canaries_module
-import mechanisms.dpsgd.clipping as clipping
 import mechanisms.dpsgd.fast as fast
 import mechanisms.dpsgd.sampling as sampling
 from attacks.conformance.dpsgd import dpsgd_conformance
@@ -61,24 +61,21 @@ def test_the_correct_mechanism_passes_every_test(digits_split):
     assert declared["p_value"] == 1.0 and declared["measured"] == pytest.approx(declared["certified"], rel=1e-6)
 
 
-@pytest.mark.parametrize("bug", ["rate q/2", "sensitivity C", "steps T/2"])
-def test_a_bug_inside_the_accountants_code_is_caught_by_the_declared_epsilon(digits_split, monkeypatch, bug):
-    """The mechanism's own PLD accountant (``_dpsgd_pld``: calibration, certified ε) patched, the mechanism's code
-    left as it is: its declared σ, q and T through the conformance code's accountant give more than it certifies."""
+@pytest.mark.parametrize("bug", ["dpsgd-accountant-rate", "dpsgd-accountant-sensitivity", "dpsgd-accountant-steps"])
+def test_a_bug_inside_the_accountants_code_is_caught_by_the_declared_epsilon(digits_split, bug):
+    """The zoo's accounting bugs (the mechanism's own PLD accountant ``_dpsgd_pld``, its calibration and certified ε,
+    composing q/2, the add/remove sensitivity C or T/2), the mechanism's code left as it is: its declared σ, q and T
+    through the conformance code's accountant give more than it certifies."""
     import mechanisms.accounting.gaussian as gaussian
 
-    original = gaussian._dpsgd_pld
-    change = {"rate q/2": (0.5, 1.0, None), "sensitivity C": (1.0, 1.0, "add-remove"), "steps T/2": (1.0, 0.5, None)}
-    rate, steps, relation = change[bug]
-    monkeypatch.setattr(gaussian, "_dpsgd_pld", lambda s, q, t, r: original(s, q * rate, max(1, int(t * steps)),
-                                                                          relation or r))
-    for cached in (gaussian.pld_epsilon, gaussian.pld_noise_multiplier, gaussian.dpsgd_profile):
-        cached.cache_clear()  # nothing calibrated before the patch is served, nor kept after it
+    caches = (gaussian.pld_epsilon, gaussian.pld_noise_multiplier, gaussian.dpsgd_profile)
+    for cached in caches:
+        cached.cache_clear()  # nothing calibrated before the bug is served, nor kept after it
     try:
-        c = _conformance(digits_split.members)
+        with zoo_bug(bug):
+            c = _conformance(digits_split.members)
     finally:
-        monkeypatch.undo()
-        for cached in (gaussian.pld_epsilon, gaussian.pld_noise_multiplier, gaussian.dpsgd_profile):
+        for cached in caches:
             cached.cache_clear()
     assert _rejected(c) == {"ε of the declared mechanism (conformance's own accountant)"}, _rejected(c)
     declared = c["tests"][-1]
@@ -128,25 +125,16 @@ def test_uneven_sampling_is_caught(digits_split, monkeypatch):
     assert "participation dispersion" in _rejected(c)
 
 
-def test_an_extra_epoch_is_caught(digits_split, monkeypatch):
-    original = fast.train_fast
-
-    def one_more(*args, epochs, **kwargs):
-        return original(*args, epochs=epochs + 1, **kwargs)
-
-    monkeypatch.setattr(fast, "train_fast", one_more)
-    c = _conformance(digits_split.members)
+def test_an_extra_epoch_is_caught(digits_split):
+    with zoo_bug("dpsgd-extra-epoch"):
+        c = _conformance(digits_split.members)
     # the steps counted, and the canaries' scores summed over more steps than the certified law's T
     assert _rejected(c) == {"steps T", "canary scores ≤ the certified mechanism's (exact)"}
 
 
-def test_no_clipping_is_caught(digits_split, monkeypatch):
-    def no_clipping(sq_norms, max_grad_norm):
-        return torch.ones_like(sq_norms)
-
-    monkeypatch.setattr(clipping, "clip_factors", no_clipping)
-    monkeypatch.setattr(canaries_module, "clip_factors", no_clipping)
-    c = _conformance(digits_split.members)
+def test_no_clipping_is_caught(digits_split):
+    with zoo_bug("dpsgd-no-clipping"):
+        c = _conformance(digits_split.members)
     assert {"clip bound C (canary contribution)", "clip bound C (records' clipped gradients)",
             "canary scores ≤ the certified mechanism's (exact)"} <= _rejected(c)
 

@@ -1,8 +1,9 @@
 """Conformance of the release audits (``attacks.conformance.local``) on small real data (scikit-learn's 8×8
 digits, the smoke recipes): through each mechanism's own ``release``, the correct mechanism passes every test and
-each planted violation (the mechanism's own functions monkeypatched, as ``tests/privacy_bugs`` do) is caught by the
-test that measures it; the tests whose level is not exact hold it in simulation under the certified mechanism; the
-local-canary design's family holds the one-run analyses. Expected values come from the certified parameters."""
+each planted violation (the zoo's bugs by their name, ``helpers.zoo_bug``; variants the zoo does not hold by
+monkeypatching the mechanism's own functions) is caught by the test that measures it; the tests whose level is not
+exact hold it in simulation under the certified mechanism; the local-canary design's family holds the one-run
+analyses. Expected values come from the certified parameters."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from helpers import zoo_bug
 
 import mechanisms.dpmix.mechanism as dpmix
 import mechanisms.dpmix.mixing as mixing
@@ -82,7 +84,6 @@ def test_the_correct_local_release_passes_every_test_and_its_measured_epsilon_is
     ("labels kept more", "label keep rate"),
     ("labels shifted by one", "label replacements uniform"),
     ("released twice", "releases per record"),
-    ("inputs at norm 2", "input scale (the sensitivity's unit norm)"),  # the local-input-norm bug of the zoo
     ("inputs at norm 0.5", "input scale (the sensitivity's unit norm)"),  # two-sided: not the declared release either
     ("another record's image", "input scale (the sensitivity's unit norm)"),  # each record released as its neighbour
 ])
@@ -99,7 +100,7 @@ def test_each_planted_local_violation_is_caught_by_its_test(members, monkeypatch
             factor.view(-1)[torch.from_numpy(region_ids(tuple(x.shape[1:])) == 5)] = 0.8
         elif plant == "one pixel at 0.8":
             factor.view(-1)[17] = 0.8
-        out = unit + (out - unit) * factor + (unit if plant == "inputs at norm 2" else 0)
+        out = unit + (out - unit) * factor
         if plant == "inputs at norm 0.5":
             out = out - unit / 2
         if plant == "another record's image":
@@ -155,18 +156,20 @@ def test_further_local_releases_pool_the_label_draws_and_tighten_the_measured_ep
     assert eps_1["epsilon"] < eps_4["epsilon"] <= eps_4["certified"]  # seed 0: 0.883 → 0.939 of the certified
 
 
-def _uneven(n, size, count, *, generator):
-    """A fifth of the records drawn at twice the rate of the rest (distinct within each subset)."""
-    weights = torch.ones(count, n)
-    weights[:, : n // 5] = 2.0
-    return torch.multinomial(weights, size, replacement=False, generator=generator)
+@pytest.mark.parametrize("bug, audit, caught", [
+    ("local-input-norm", _local, "input scale (the sensitivity's unit norm)"),  # images at norm 2, σ unchanged
+    ("dpmix-uneven-mixing", _dpmix, "inclusion dispersion"),  # a fifth of the records mixed at twice the rate
+])
+def test_the_zoos_release_bugs_are_caught_by_their_test(members, bug, audit, caught):
+    with zoo_bug(bug):
+        tests, _ = audit(members)
+    assert tests[caught]["p_value"] < FAMILY, tests[caught]
 
 
 @pytest.mark.parametrize("plant, caught", [
     ("sigma 0.8", "image noise σ, pooled"),
     ("one region at 0.8", "image noise σ, smallest of 16 regions"),
     ("label noise 0.8", "label noise σ_y, pooled"),
-    ("uneven mixing", "inclusion dispersion"),
     ("T under-counted", None),
     ("half the subset at 2/ℓ", "mixing weights' spread (record by record)"),  # the mean weight still 1/ℓ
     ("every record at 2/ℓ", "mixing weight of the recorded records (1/ℓ)"),
@@ -193,8 +196,6 @@ def test_each_planted_dpmix_violation_is_caught_by_its_test(members, monkeypatch
         return rx, ry, idx
 
     monkeypatch.setattr(dpmix, "mix_release", noisy)
-    if plant == "uneven mixing":
-        monkeypatch.setattr(mixing, "sample_subsets", _uneven)
     if plant == "T under-counted":  # the accountant counts a fifth fewer mixtures than are released
         monkeypatch.setattr(dpmix, "dpmix_epsilon", lambda **kw: account(**{**kw, "num_samples": kw["num_samples"]
                                                                             * 4 // 5}))
@@ -248,48 +249,45 @@ def test_the_per_pixel_test_is_the_sidak_of_every_pixels_chi2_test(shape):
     assert fast == slow and fast["detail"]["worst"] == f"pixel {d // 2}" and fast["n"] == n * d
 
 
-def test_a_bug_inside_local_noises_accountant_is_caught_against_the_declared_mechanism(members, monkeypatch):
-    """Issue 45: the accountant's image channel at sensitivity 1 (σ read as 2σ: calibrated too small, certified as
-    the target); the conformance code's own accountant gives the declared σ at sensitivity 2 more than certified.
-    And the keep-rate formula the mechanism draws with at 2ε (the accountant's PLD still composes ε): refuted by the
-    keep rate against the conformance code's own e^ε/(e^ε + k − 1), which a keep rate taken from the mechanism's
-    formula could not see."""
+def _planted(name: str, audit, *caches):
+    """``audit()`` with the zoo bug ``name`` planted, ``caches`` (the accountant's calibrations) cleared before and
+    after, so that nothing calibrated without the bug is served with it, nor kept after it."""
+    for cached in caches:
+        cached.cache_clear()
+    try:
+        with zoo_bug(name):
+            return audit()
+    finally:
+        for cached in caches:
+            cached.cache_clear()
+
+
+def test_a_bug_inside_local_noises_accountant_is_caught_against_the_declared_mechanism(members):
+    """Issue 45, the zoo's ``local-accountant-sensitivity``: the accountant's image channel at sensitivity 1 (σ read
+    as 2σ: calibrated too small, certified as the target); the conformance code's own accountant gives the declared σ
+    at sensitivity 2 more than certified. And ``local-accountant-keep-rate``: the keep-rate formula the mechanism
+    draws with at 2ε (the accountant's PLD still composes ε): refuted by the keep rate against the conformance code's
+    own e^ε/(e^ε + k − 1), which a keep rate taken from the mechanism's formula could not see."""
     import mechanisms.accounting.gaussian as gaussian
 
-    record = gaussian._record_pld_epsilon
-    monkeypatch.setattr(gaussian, "_record_pld_epsilon", lambda s, d, e, k: record(2 * s, d, e, k))
-    gaussian.local_record_epsilon.cache_clear()
-    gaussian.local_record_sigma.cache_clear()
-    try:
-        tests, eps = _local(members)
-    finally:
-        monkeypatch.undo()
-        gaussian.local_record_epsilon.cache_clear()
-        gaussian.local_record_sigma.cache_clear()
+    caches = (gaussian.local_record_epsilon, gaussian.local_record_sigma)
+    tests, eps = _planted("local-accountant-sensitivity", lambda: _local(members), *caches)
     declared = tests["ε of the declared mechanism (conformance's own accountant)"]
     assert declared["p_value"] == 0.0 and declared["measured"] > 1.3 * declared["certified"]
-    keep = local.randomized_response_keep
-    monkeypatch.setattr(local, "randomized_response_keep", lambda e, k: keep(2 * e, k))
-    tests, eps = _local(members)
+    tests, eps = _planted("local-accountant-keep-rate", lambda: _local(members), *caches)
     assert tests["label keep rate"]["p_value"] < FAMILY and tests["label keep rate"]["measured"] > \
         1.15 * tests["label keep rate"]["certified"]  # ε_label = 0.25 kept as 0.5: 0.125 → 0.155
     declared = tests["ε of the declared mechanism (conformance's own accountant)"]
     assert declared["p_value"] == 1.0  # its ε is the declared one's: the keep rate is what is off
 
 
-def test_a_bug_inside_dpmixs_accountant_is_caught_against_the_declared_mechanism(members, monkeypatch):
-    """Issue 45: DPMix's accountant without its label channel (Δ_y = 0): σ calibrated too small, the certified ε the
-    target; the conformance code's own dominating pair at the declared σ_x, σ_y, ℓ, T, n gives more (the ci
-    profile's σ_y/σ_x = √(2/64): the label carries half of Δ²)."""
+def test_a_bug_inside_dpmixs_accountant_is_caught_against_the_declared_mechanism(members):
+    """Issue 45, the zoo's ``dpmix-accountant-sensitivity``: DPMix's accountant without its label channel (Δ_y = 0): σ
+    calibrated too small, the certified ε the target; the conformance code's own dominating pair at the declared σ_x,
+    σ_y, ℓ, T, n gives more (the ci profile's σ_y/σ_x = √(2/64): the label carries half of Δ²)."""
     import mechanisms.accounting.dpmix as accounting
 
-    monkeypatch.setattr(accounting, "label_sensitivity", lambda form, d_y: 0.0)
-    accounting.dpmix_sigma.cache_clear()
-    try:
-        tests, eps = _dpmix(members, recipe="ci")
-    finally:
-        monkeypatch.undo()
-        accounting.dpmix_sigma.cache_clear()
+    tests, eps = _planted("dpmix-accountant-sensitivity", lambda: _dpmix(members, recipe="ci"), accounting.dpmix_sigma)
     declared = tests["ε of the declared mechanism (conformance's own accountant)"]
     assert declared["p_value"] == 0.0 and declared["measured"] > 1.05 * declared["certified"]
     assert eps["p_value"] < FAMILY and eps["epsilon"] > eps["certified"]
