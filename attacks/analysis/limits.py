@@ -14,8 +14,9 @@ import numpy as np
 from scipy.stats import norm
 
 from attacks.analysis.thresholds import epsilon_lower_bound
+from bench.core.design import AuditDesign
 
-__all__ = ["gaussian_limit", "gaussian_mixture_sf", "threshold_limit"]
+__all__ = ["gaussian_limit", "gaussian_mixture_sf", "threshold_limit", "whitebox_limit"]
 
 GRID = 2001  # thresholds tried between the two laws' 1e-7 and 1 − 1e-7 quantiles
 
@@ -87,3 +88,37 @@ def gaussian_limit(mu: float, n_excluded: int, n_included: int, *, delta: float,
         raise ValueError(f"μ must be > 0, got {mu!r}")
     return threshold_limit(gaussian_mixture_sf((0.0,), (1.0,), 1.0), gaussian_mixture_sf((mu,), (1.0,), 1.0),
                            (-8.0, mu + 8.0), n_excluded, n_included, delta=delta, confidence=confidence)
+
+
+def whitebox_limit(design: AuditDesign, *, sigma: float, sample_rate: float, steps: int, delta: float,
+                   draws: int = 3, seed: int = 0) -> float:
+    """The ideal DP-SGD's limit for a white-box one-run audit of Dirac canaries: the median ε_LB of ``draws``
+    simulations of the exact mechanism (``attacks.analysis.gaussian_llr_ideal.simulate_llr_scores``) through the
+    same design and analysis (``membership_audit``). A one-run bound has no closed-form limit: its analysis looks at
+    m canaries at once (Steinke, Nasr, Jagielski 2023).
+
+    Args:
+        design: the audit's one-run design (its ``size`` m, its planned rule).
+        sigma: the certified noise multiplier σ (units of C, > 0).
+        sample_rate: q, in (0, 1].
+        steps: T, the noisy steps.
+        delta: δ of the guarantee tested.
+        draws: simulations (>= 1).
+        seed: the simulations' seed.
+
+    Returns:
+        ε (unitless, >= 0).
+
+    Raises:
+        ValueError: σ ≤ 0, a design of fewer than 2 canaries or no draw."""
+    from attacks.analysis import membership_audit
+    from attacks.analysis.gaussian_llr_ideal import simulate_llr_scores
+
+    if not sigma > 0 or design.size < 2 or draws < 1:
+        raise ValueError(f"need σ > 0, m >= 2 and a draw, got σ={sigma!r}, m={design.size}, draws={draws}")
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(draws):
+        scores, coins = simulate_llr_scores(sigma=sigma, sample_rate=sample_rate, steps=steps, m=design.size, rng=rng)
+        values.append(membership_audit(scores, coins, delta=delta, design=design)["epsilon_lb"])
+    return float(np.median(values))

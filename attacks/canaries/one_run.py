@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
+from attacks.analysis.limits import whitebox_limit
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
@@ -213,11 +214,14 @@ class CanaryAudit(MembershipAttack):
                 if wb.get("sigma_hat") and wb.get("sample_rate") and wb.get("steps") else None
             design = AuditDesign("one-run", "white-box", size=len(wb["included"]), relation="add-remove",
                                  guess_fraction=self._planned_fraction(wb, run.privacy), llr_model=model)
+            limit = None if design.guess_fraction is None else whitebox_limit(  # the claimed σ, q, T: all set
+                design, sigma=float(wb["claimed_sigma"]), sample_rate=float(wb["sample_rate"]), steps=int(wb["steps"]),
+                delta=float(run.privacy.delta))
             out["canary-whitebox"] = MembershipScores(
                 np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64), design=design,
                 privacy=run.privacy, conformance=self._conformance(run),
                 extra={"gradient_norm": request.norm, "observations": "every noisy update",
-                       "placement": "every coordinate" if request.every_coordinate else "random",
+                       "placement": "every coordinate" if request.every_coordinate else "random", "ideal_limit": limit,
                        **{k: wb.get(k) for k in ("sigma_hat", "sigma_hat_by_tensor", "claimed_sigma", "sample_rate",
                                                  "steps")}})
         return out

@@ -375,6 +375,8 @@ def test_local_canary_scores_are_the_gaussian_pair_they_claim(split):
         update={"label_weight": None, "channels": ("image",)}))
     assert image_only["epsilon_lb"] <= image_epsilon and image_only["epsilon_lb"] < block["epsilon_lb"] \
         <= privacy.epsilon
+    # and land near the ideal release's limit at this m (the best threshold fixed in advance), which it records
+    assert 0.8 * res.extra["ideal_limit"] < block["epsilon_lb"] < 1.1 * res.extra["ideal_limit"] < privacy.epsilon
     composed = bounds.pop("gaussian-composed")["epsilon_lb"]
     assert 0.85 * image_epsilon < bounds["gaussian-pair"]["epsilon_lb"] <= image_epsilon  # the image channel's fit
     assert image_epsilon < composed <= privacy.epsilon and composed > 0.85 * privacy.epsilon
