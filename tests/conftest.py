@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from documents import build, mnist_results  # noqa: F401  (fixtures: typed results documents)
 from helpers import run_once
 
 from bench.core.data import load_dataset, make_split

@@ -3,7 +3,7 @@ down 5 points with the per-example outcomes changed consistently, a TPR up, an �
 with one line naming cell, metric, before, after and p-value; bad input → exit 2, one line, nothing written.
 
 The real run is the session's smoke run (``tests/conftest.py``: ``bench all --profile smoke``, built once for the
-suite); the leakage and ε cases use the report tests' built documents (``tests/reports/conftest.py``), whose attacks
+suite); the leakage and ε cases use the report tests' built documents (``tests/documents.py``), whose attacks
 score 10,000 members, enough for a TPR at 0.1 % FPR."""
 
 from __future__ import annotations
