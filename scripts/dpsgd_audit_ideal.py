@@ -43,7 +43,7 @@ design's per-analysis level 1 − 0.05/3, pooled ones at 95 %):
   noise) are shared across ε, so the nine cells are three draws, and seed 2 is the unlucky one. The sds are not:
   included canaries' sd / exact 1.008, 1.003, 0.998. Nothing else differs from the ideal: m, q, T and the claimed σ
   are the simulation's; σ̂ is within 0.4 % of σ (its spread, 0.2 %, costs the score's μ < 0.01 %:
-  ``tests/attacks/analysis/test_audit_gaussian_llr.py``); every shape test passed (p 0.25–0.83; the Cornish-Fisher
+  ``tests/attacks/analysis/test_gaussian_llr.py``); every shape test passed (p 0.25–0.83; the Cornish-Fisher
   normalisation enters only the test, never the bound); the pool adds sums and sums of squares (equal-size runs of
   equal variance: the inverse-variance weights). Two comparison artefacts made the gap look larger than it was: the
   earlier script divided the ideal by PLD's ε (2.1 % below the run's opacus-prv ε at ε = 1) and gave its pooled

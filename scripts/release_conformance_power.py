@@ -7,7 +7,7 @@ rest, mean ℓ/n, the weighted draw without replacement to O(ℓ/n); uniform rat
 rejects when any of its conformance tests has p < 0.05/M, M = 17 (the run's Bonferroni family at ci size: local
 noise's 10 tests, its measured ε and its audit's analyses; DPMix's are 16). The shape, independence and measured-ε
 tests are left out of the power rows (their power is not what is measured here; their level is in the family rows,
-tests/attacks/conformance/test_release_conformance.py and the runs).
+tests/attacks/analysis/conformance/test_release_conformance.py and the runs).
 
 Sizes: ci = digits (1, 8, 8), local m = 4000 canaries, label ε_y = 0.5 (ε = 2, label share ¼); DPMix n = 500, ℓ = 4,
 T = 2000, R = 512 releases. default = MNIST (1, 28, 28), local m = 80,000, ε_y = 0.5 (ε = 1, share ½); DPMix

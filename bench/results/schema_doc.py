@@ -17,7 +17,7 @@ SCHEMA_HEADER = f"""\
 # results.json (schema_version {SCHEMA_VERSION})
 
 <!-- Generated from bench/results/ by `python -m bench.results`; do not edit by hand
-     (tests/reports/test_schema_doc.py checks that this file matches the code). -->
+     (tests/bench/results/test_schema_doc.py checks that this file matches the code). -->
 
 `results/<run-id>/results.json` is the one contract between the runner and the reports: the runner builds a
 [`Results`](#results) and writes it with `bench.results.write`; the reports read it with `bench.results.read` and

@@ -10,7 +10,7 @@ One DP-SGD step (Abadi et al. 2016, Algorithm 1) as Opacus 1.6 does it with flat
 
 Σ_i c_i g_i comes from a clipper of ``mechanisms.dpsgd.clipping`` (``bk`` or ``vmap``); ``noisy_step`` draws the noise
 exactly as Opacus does (``torch.normal`` per parameter from the same generator), so with the same seed the updates
-equal Opacus' to float tolerance (tests/mechanisms/test_fast_dpsgd.py). Poisson batches, σ and ε are Opacus'.
+equal Opacus' to float tolerance (tests/mechanisms/dpsgd/test_fast.py). Poisson batches, σ and ε are Opacus'.
 
 With augmentation multiplicity K (De et al. 2022, §3.1; ``mechanisms.dpsgd.augmult``) each record of a batch becomes K
 random crops (and flips) of itself, and g_i is the mean of its K views' gradients, clipped as one: a record still moves

@@ -14,8 +14,8 @@ whatever the draws, ``torch.rand`` < 1, and the draws feed nothing else, so they
 (``fast.noisy_step`` with run r's own optimizer, its noise drawn from the global-RNG state run r's ``fit`` would
 have after building its model). Only the clipped sums are computed for all runs at once (two matrix products over
 the shared records, each run's batch a mask). Not shared: ``fast.train_fast``'s epoch loop itself (a bug planted
-there, e.g. an extra epoch, acts on ``fit`` only; ``tests/mechanisms/test_side_by_side.py`` shows the R models equal
-R calls of ``fit`` to float tolerance, which pins the correct loop).
+there, e.g. an extra epoch, acts on ``fit`` only; ``tests/mechanisms/dpsgd/test_side_by_side.py`` shows the R models
+equal R calls of ``fit`` to float tolerance, which pins the correct loop).
 """
 from __future__ import annotations
 

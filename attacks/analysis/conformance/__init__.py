@@ -35,7 +35,8 @@ __all__ = ["PLD_SMALLEST_SIGMA", "VALIDITY", "conformance_record", "poisson_gaus
 
 VALIDITY = {
     "exact": "exact under H0",
-    "simulated": "asymptotic; its level under H0 shown by simulation (tests/attacks/conformance/test_conformance.py)",
+    "simulated": "asymptotic; its level under H0 shown by simulation "
+                 "(tests/attacks/analysis/conformance/test_conformance.py)",
 }
 
 

@@ -1,6 +1,6 @@
 """Recipes that follow the data (``--tune-recipes``, ``bench.runner.tuning``): each mechanism's recipe re-chosen among
 its declared candidates on the validation split of real data (digits), never the test set, within a time budget,
-and recorded in results.json. Bad flag values: tests/bench/config/test_cli.py."""
+and recorded in results.json. Bad flag values: tests/bench/test_cli.py."""
 
 from __future__ import annotations
 

@@ -7,10 +7,10 @@
 A valid 95 % bound may exceed the true ε in at most 5 % of independent audits; each check is a one-sided binomial test
 at level 0.001 on the seeded repetitions (not flaky: the seeds are fixed, and a correct bound fails it with
 probability < 0.001). The true ε(δ) of μ-GDP is Dong, Roth, Su's (checked against dp_accounting in
-test_audit_gaussian.py); of randomized response, ε itself.
+test_gaussian.py); of randomized response, ε itself.
 
 Where a bound is the largest ε its test rejects, "bound > ε_true" is the event "the test rejects ε_true" (the tests
-are monotone in ε: test_audit_one_run.py); the one-run checks count that event, which costs one test per guessing
+are monotone in ε: test_one_run.py); the one-run checks count that event, which costs one test per guessing
 rule instead of a bisection, and check the equivalence on the first repetitions."""
 
 from __future__ import annotations

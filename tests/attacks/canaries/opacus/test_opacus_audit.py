@@ -27,7 +27,7 @@ from bench.execution.trainjob import Recipe, TrainJob, run_job
 from bench.results import RunResult, Timings
 from bench.runner.cells import membership_record, privacy_record
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 PROFILE = "ci"  # the Opacus guide's CI command (bench/config/profiles/ci.yaml)
 DELTA = 1e-5
 

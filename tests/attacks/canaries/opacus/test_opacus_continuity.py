@@ -27,7 +27,7 @@ from bench.results import RunResult, Timings
 from bench.runner.cells import membership_record, privacy_record
 from bench.zoo.catalogue import BUGS, load
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 DELTA = 1e-5
 OUTSIDE = ("opacus-update-after", "opacus-update-between", "opacus-swapped-module")
 WHEN = {"opacus-update-after": "after the last private step", "opacus-update-between": "between private steps",

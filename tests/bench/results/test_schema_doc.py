@@ -12,7 +12,7 @@ import pytest
 
 from bench.results import SCHEMA_VERSION, Results, read, schema_markdown, write
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "results-schema.md"
 
 

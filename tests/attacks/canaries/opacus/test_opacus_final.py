@@ -23,7 +23,7 @@ from attacks.canaries.opacus.final import AuditRefused, FinalCanaries, initial_w
 from attacks.canaries.opacus.observer import canary_records
 from bench.core.data import ArrayDataset, concat
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 SEED = 3
 
 
