@@ -12,7 +12,7 @@ OtherRelation = RelationEpsilon
 
 
 class Privacy(PrivacySpent):
-    """What a model's mechanism spent, as certified by a named accountant (``bench.core.types.PrivacySpent``).
+    """What a model's mechanism spent, as certified by a named accountant (``bench.core.privacy.PrivacySpent``).
 
     ``epsilon``, ``delta`` and ``relation`` are null without a formal guarantee (``guarantee: "none"``; ``off``: ε = ∞);
     ``claimed_epsilon`` is a source's claim shown beside, never instead; ``weak_delta``: δ >= 1 / n_members."""
