@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from bench.core.privacy import PrivacySpent, RelationEpsilon
 
-__all__ = ["OtherRelation", "Privacy"]
-
-OtherRelation = RelationEpsilon
-"""The same guarantee under another neighbouring relation (``bench.core.privacy.RelationEpsilon``)."""
+__all__ = ["Privacy", "RelationEpsilon"]  # RelationEpsilon: one of other_relations, stored as it is
 
 
 class Privacy(PrivacySpent):

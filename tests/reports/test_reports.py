@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.results import OtherRelation, Privacy, TprAtFpr
+from bench.results import Privacy, RelationEpsilon, TprAtFpr
 from bench.runner.outfolder import is_report_file
 from reports import render_terminal, write_reports
 from reports.bounds import tightest_valid
@@ -236,7 +236,7 @@ def test_format_privacy_and_tpr(build):
     assert format_privacy(priv(2.0, 1e-5, "rdp", "central-dp", relation="replace-one-same-class")) == (
         "ε = 2 (δ = 1e-05, rdp, replace-one, same class)")
     dpsgd = priv(1.0, 1e-5, "dp_accounting-pld", "central-dp", relation="replace-one").model_copy(
-        update={"other_relations": (OtherRelation(relation="add-remove", epsilon=0.5, accountant="opacus-prv"),)})
+        update={"other_relations": (RelationEpsilon(relation="add-remove", epsilon=0.5, accountant="opacus-prv"),)})
     assert format_privacy(dpsgd) == (
         "ε = 1 (δ = 1e-05, dp_accounting-pld, replace-one); add/remove: ε = 0.5 (opacus-prv)")
     assert format_privacy(priv()) == "no guarantee"
