@@ -1,4 +1,4 @@
-"""``privbench perf``'s work below the parser (``bench.cli``): the built-in paths (``bench.perf.run``) or, with
+"""``privbench perf``'s work below the parser (``bench.cli``): the built-in paths (``bench.perf.suite``) or, with
 ``--mechanism``, any registered mechanism against its non-private reference (``bench.perf.mechanism``); ``--check``
 against the floors, ``--baseline`` against an earlier perf.json. Exit 0, 1 (a floor missed), 4 (below the baseline)."""
 
@@ -49,12 +49,12 @@ def perf_command(args: argparse.Namespace, console: Any) -> int:
     if args.mechanism:
         doc = _mechanism_perf(args, cfg, log)
     else:
-        from bench.perf.run import render, run_perf
+        from bench.perf.suite import render, run_perf
 
         doc = run_perf(cfg, log=log)
         render(doc, console=console)
     console.print(f"perf.json: {args.json}")
-    from bench.perf.run import check
+    from bench.perf.suite import check
 
     failures = check(doc) if args.check and "floors" in doc else []
     for line in failures:

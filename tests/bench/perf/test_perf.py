@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench.cli import main
-from bench.perf import run as perf
+from bench.perf import suite as perf
 
 SMALL = dict(dpmix_records=2_000, dpmix_degree=16, dpmix_samples=500, shadow_models=3, shadow_examples=64,
              shadow_batch=32)
