@@ -35,7 +35,7 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     from bench.config.run import ReproduceOptions, RunConfig
     from bench.config.validation import MAX_SEED, as_tuple
     from bench.reproduce.presets import REFERENCE_PRESETS
-    from bench.reproduce.run import describe_row, plan_presets, resolve
+    from bench.reproduce.rows import describe_row, plan_presets, resolve
 
     if bool(args.preset) == bool(args.all):
         raise BenchError("reproduce needs exactly one of PRESET or --all")

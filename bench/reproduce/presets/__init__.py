@@ -57,7 +57,7 @@ class Row:
 @dataclass(frozen=True)
 class Curve:
     """Accuracy against one varied setting: the rows ``keys`` at ``x``; ``claim`` (``"increasing"`` or ``"peak"``,
-    see ``bench.reproduce.run.curve_entry``) is checked and becomes a reproduction row when the source claimed the
+    see ``bench.reproduce.rows.curve_entry``) is checked and becomes a reproduction row when the source claimed the
     trend; None when the curve is only plotted."""
 
     name: str

@@ -15,7 +15,7 @@ from scipy.special import log_ndtr
 from bench.cli import main
 from bench.core.errors import ConfigError
 from bench.reproduce.presets import PRESETS, Row, validate_preset, validate_presets
-from bench.reproduce.run import reproduction_row
+from bench.reproduce.rows import reproduction_row
 from bench.results import REPRODUCED_WITHIN, RunResult
 
 ROW_KEYS = {"preset", "source", "setting", "metric", "published", "reproduced", "status", "claimed_privacy",
@@ -193,7 +193,7 @@ def test_local_gaussian_reports_what_the_sources_sigma_really_buys(tmp_path, mni
 ])
 def test_claimed_trends_are_checked(claim, accuracies, holds):
     from bench.reproduce.presets import Curve
-    from bench.reproduce.run import claim_row, curve_entry
+    from bench.reproduce.rows import claim_row, curve_entry
 
     preset = PRESETS.get("weight-noise")
     keys = tuple(f"k{i}" for i in range(len(accuracies)))
