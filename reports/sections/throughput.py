@@ -1,5 +1,5 @@
 """The Throughput section: the samples/s plot and its reading, the run's wall time, and folded: where the time went
-(``reports.phases``)."""
+(``reports.timings``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from matplotlib.figure import Figure
 from bench.results import Results, RunResult
 from reports.audit.notes import at_target
 from reports.common import finished, model_label, target_of
-from reports.phases import PHASE_HEADERS, PHASE_NOTE, phase_rows, run_lines
 from reports.section import SECTIONS, Details, Figures, Items, ReportSection, Section, Table, Text, drawn
+from reports.timings import TIMING_HEADERS, TIMING_NOTE, run_lines, timing_rows
 from reports.verdict.plots import throughput_figure
 
 
@@ -36,9 +36,9 @@ class Throughput(ReportSection):
             Figures(drawn(plots, ["throughput"]), css="narrow"), Text(throughput_reading(results), "reading"),
             Items(run_lines(results), style="paragraphs"),
             Details("Where the time went: seconds per phase of every model", [
-                Table(PHASE_HEADERS, phase_rows(results), caption="Where the time went: seconds per phase of every "
-                                                                  "model"),
-                Text(PHASE_NOTE, "note")]),
+                Table(TIMING_HEADERS, timing_rows(results), caption="Where the time went: seconds per phase of every "
+                                                                    "model"),
+                Text(TIMING_NOTE, "note")]),
         ], nav=[("throughput", "Throughput")])  # fmt: skip
 
 

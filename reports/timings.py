@@ -1,4 +1,4 @@
-"""Where a run's time went: one row per model with its phases (train, evaluate, each attack) and the run's own
+"""Where a run's time went: one row per model with its timings (train, evaluate, each attack) and the run's own
 lines (wall time, processes and threads, the last drawing of the reports), from ``results.json``'s timings."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from bench.results import Results
 from reports.common import DASH, model_label, target_of, target_text
 
-PHASE_HEADERS = ["model", "target ε", "seed", "train (s)", "evaluate (s)", "attacks (s)",
-                 "each attack (s), slowest first"]
-PHASE_NOTE = (
+TIMING_HEADERS = ["model", "target ε", "seed", "train (s)", "evaluate (s)", "attacks (s)",
+                  "each attack (s), slowest first"]
+TIMING_NOTE = (
     "Seconds of wall clock per phase, as results.json records them (timings). Training runs in worker "
     "processes while the driver evaluates and attacks earlier models, so the phases overlap and their sum exceeds "
     "the run's wall time; a model from the cache shows the time it took when it was trained. An attack's time "
@@ -19,7 +19,7 @@ def _s(x: float | None) -> str:
     return DASH if x is None else f"{x:,.1f}"
 
 
-def phase_rows(results: Results) -> list[list[str]]:
+def timing_rows(results: Results) -> list[list[str]]:
     """One row per model: its label, target ε and seed, train / evaluate / attack seconds, and every attack's seconds
     (slowest first); a cached model's training time is marked "(cached)"."""
     rows = []
