@@ -60,7 +60,8 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
 def _run_plan(plan, console, *, reports: bool):
     """``Harness(plan).run()``; when the folder already holds this configuration's complete results but a run
     stopped while drawing its reports, those results (the reports are drawn next). Raises BenchError as the
-    harness does."""
+    harness does.
+    """
     from bench.results import read
     from bench.runner.harness import Harness
     from bench.runner.outfolder import CompleteResults
@@ -146,7 +147,8 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
 def _draw_reports(doc, out: Path) -> dict[str, Path]:
     """``reports.write_reports``, timed: the seconds go into results.json (``report_s``, written atomically) for the
     next drawing's per-phase table. The reports are drawn from results.json as written (strict JSON, read back), so
-    a page drawn here is the page ``bench report`` redraws. The caller holds the folder's lock."""
+    a page drawn here is the page ``bench report`` redraws. The caller holds the folder's lock.
+    """
     import time
 
     from bench.results import read, write

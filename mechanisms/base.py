@@ -81,8 +81,10 @@ class Mechanism:
         Args:
             params: the ``params`` mapping (None: the defaults).
             **fields: ``TrainSpec``'s other fields (model, epochs, batch_size, lr, ...).
+
         Returns:
             The ``TrainSpec``.
+
         Raises:
             bench.core.errors.ConfigError: an unknown key or a bad value.
         """
@@ -97,6 +99,7 @@ class Mechanism:
         Args:
             spec: the training settings.
             n_members: the number of members the run trains on.
+
         Raises:
             ValueError: in a subclass, one line naming the setting as ``params.<key> = value``.
         """
@@ -109,6 +112,7 @@ class Mechanism:
             input_shape: one record's shape, e.g. ``(C, H, W)``.
             num_classes: K.
             spec: the training settings.
+
         Returns:
             The untrained module, records ``(N, *input_shape)`` to logits ``(N, K)``.
         """
@@ -125,6 +129,7 @@ class Mechanism:
             params: the run's recorded parameters (``TrainedModel.params``).
             spec: its training settings.
             delta: δ, a probability.
+
         Returns:
             ε (unitless) per epoch, or None (the base class).
         """
@@ -160,6 +165,7 @@ class Mechanism:
         Args:
             train, spec, delta, seed, device, on_epoch: as ``fit``.
             **extra: further keyword arguments of ``fit``.
+
         Returns:
             ``fit``'s ``TrainedModel`` with ``PrivacySpent.privacy_off`` as its privacy.
 
@@ -181,7 +187,8 @@ class Weights:
     carries them (``InitialModel``) enters the model cache's key by that digest (``str``), never by their repr.
 
     Args:
-        state: a state dict (name -> tensor; copied to CPU)."""
+        state: a state dict (name -> tensor; copied to CPU).
+    """
 
     def __init__(self, state: dict[str, torch.Tensor]) -> None:
         import hashlib
@@ -220,7 +227,8 @@ class InitialModel:
 
     The hook for a plug-in: declare ``audits = frozenset({"initial-model"})`` and, in ``fit(..., audit=None)``, after
     building the model, ``model.load_state_dict(audit.weights.state)`` when ``audit`` is an ``InitialModel``
-    (``examples/opacus_plugin.py`` does)."""
+    (``examples/opacus_plugin.py`` does).
+    """
 
     weights: Weights
     public_size: int | None = None

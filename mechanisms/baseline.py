@@ -39,8 +39,10 @@ class Baseline(Mechanism):
             spec: the training settings (``spec.params`` an instance of ``Params``).
             target_epsilon, delta: ignored (no privacy) and δ (a probability).
             seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+
         Returns:
             The ``TrainedModel`` with samples/s and ε = ∞ (``trained_model``).
+
         Raises:
             bench.core.training.TrainingDiverged: a NaN or infinite loss.
         """
@@ -59,6 +61,7 @@ class Baseline(Mechanism):
             model: the trained module.
             history: per-epoch mean training loss (nats).
             seen, seconds: the examples processed and the wall seconds they took (throughput = seen/seconds, samples/s).
+
         Returns:
             The ``TrainedModel``, its privacy ε = ∞ (``PrivacySpent.privacy_off``).
         """

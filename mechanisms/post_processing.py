@@ -42,8 +42,10 @@ class EMA:
 
         Args:
             spec: the run's ``TrainSpec`` (its ``params`` hold a named decay), or None.
+
         Returns:
             d, or None where the named field is None (no average this run).
+
         Raises:
             ValueError: d outside (0, 1), or a named field the spec's params lack.
         """
@@ -63,13 +65,15 @@ class EMA:
 @dataclass(frozen=True)
 class Pruning:
     """Entries of the released parameters set to zero after the last private step (by magnitude or a fixed mask):
-    declared, not verified."""
+    declared, not verified.
+    """
 
 
 @dataclass(frozen=True)
 class Quantisation:
     """The released parameters rounded to another dtype or grid after the last private step: declared, not
-    verified."""
+    verified.
+    """
 
 
 def declared(mechanism: Any, spec: Any) -> tuple[float | None, str, list[str]]:
@@ -78,8 +82,10 @@ def declared(mechanism: Any, spec: Any) -> tuple[float | None, str, list[str]]:
     Args:
         mechanism: the mechanism (class or instance; its ``post_processing``, empty when absent).
         spec: the run's ``TrainSpec``, or None.
+
     Returns:
         ``(EMA decay or None, the EMA's first iterate convention, the names of the unverified declarations)``.
+
     Raises:
         ValueError: a declaration that is none of ``EMA``, ``Pruning``, ``Quantisation``, two EMAs, or a bad decay.
     """

@@ -1,5 +1,6 @@
 """Naive output perturbation: Gaussian noise on a trained autoencoder's weights (the `weight-noise`
-reference system). There is no accountant for it: it reports "no guarantee" and the attacks judge it."""
+reference system). There is no accountant for it: it reports "no guarantee" and the attacks judge it.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class ReconstructThenClassify(nn.Module):
 
         Args:
             x: images ``(N, C, H, W)``.
+
         Returns:
             ``(N, K)`` logits.
         """
@@ -79,7 +81,8 @@ class WeightNoiseParams(ModelParams):
 class CleanWeights:
     """An audit request: train the autoencoder exactly as ``fit`` does but add no weight noise (and skip the
     classifier), so the auditor holds the clean weights the noise is added to; ``TrainedModel.audit`` records
-    ``{"weight_noise_std"}``, the std the mechanism would have added."""
+    ``{"weight_noise_std"}``, the std the mechanism would have added.
+    """
 
 
 _MLP = {"model": "mlp", "batch_size": 64, "lr": 0.05, "optimizer": "sgd", "momentum": 0.9}
@@ -114,6 +117,7 @@ class WeightNoise(Baseline):
             input_shape: ``(C, H, W)``.
             num_classes: K.
             spec: the training settings (``WeightNoiseParams``).
+
         Returns:
             The module, images ``(N, C, H, W)`` to logits ``(N, K)``.
         """
@@ -133,8 +137,10 @@ class WeightNoise(Baseline):
             target_epsilon, delta: the source's claimed ε (noise std 1/ε unless ``params.weight_noise_std``) and δ.
             seed, device, on_epoch: seeds every draw; where to train; the progress callback.
             audit: a ``CleanWeights`` request, or None.
+
         Returns:
             The ``TrainedModel`` (samples/s over both trainings) with "no guarantee" and the claimed ε.
+
         Raises:
             ValueError: neither a claimed target ε > 0 nor ``params.weight_noise_std``.
         """

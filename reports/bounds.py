@@ -42,7 +42,8 @@ def design_text(design: Design) -> str:
 
 def value_text(value: float) -> str:
     """An ε lower bound as printed: three significant digits; ``"≥ 100 (cap)"`` at the audits' cap, where the bound
-    stops growing (capping keeps it a lower bound)."""
+    stops growing (capping keeps it a lower bound).
+    """
     return f"≥ {num(EPSILON_CAP)} (cap)" if value >= EPSILON_CAP * (1 - 1e-9) else num(value)
 
 
@@ -91,7 +92,8 @@ class AuditBound:
     @property
     def comparable(self) -> bool:
         """Whether the run-level check compares this bound: an accountant's ε of the relation the design tests, or
-        a claimed ε of a mechanism without a guarantee."""
+        a claimed ε of a mechanism without a guarantee.
+        """
         return self.compared is not None
 
     @property
@@ -101,7 +103,8 @@ class AuditBound:
 
     def reference_text(self) -> str:
         """What the ratio divides by, in words: ``"the accountant's add/remove ε 2.1 (opacus-prv)"``, ``"the claimed
-        ε 10"``; empty when the bound is not comparable."""
+        ε 10"``; empty when the bound is not comparable.
+        """
         c = self.compared
         if c is None or self.reference is None:
             return ""
@@ -118,7 +121,8 @@ class AuditBound:
     @property
     def headline_ratio(self) -> float | None:
         """ε_LB / the model's headline ε (its own relation: DP-SGD's replace-one, the relation budgets are matched
-        on) where the bound is held to another relation's ε (DP-SGD's canaries test add/remove); None otherwise."""
+        on) where the bound is held to another relation's ε (DP-SGD's canaries test add/remove); None otherwise.
+        """
         p, c = self.privacy, self.compared
         if c is None or p is None or not has_guarantee(p) or p.epsilon is None or p.epsilon <= 0:
             return None
@@ -128,7 +132,8 @@ class AuditBound:
     def confidence(self) -> float:
         """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
         the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made
-        at the audit's confidence), else its own ``method_confidence``."""
+        at the audit's confidence), else its own ``method_confidence``.
+        """
         audit = self.record.audit
         tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
         return audit.confidence if tightest or self.bound.evidence == "estimate" else audit.method_confidence
@@ -181,7 +186,8 @@ def tightest_valid(r: RunResult, threat_model: str | None = None) -> AuditBound 
 
 def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
     """``tightest_valid``'s text, saying so when it is the largest of several audits' bounds (each audit's bound
-    holds at its own confidence; their maximum is not corrected here: the run-level check is)."""
+    holds at its own confidence; their maximum is not corrected here: the run-level check is).
+    """
     valid = valid_bounds(r, threat_model)
     best = tightest(valid)
     if best is None:
@@ -193,7 +199,8 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
 def curve_text(bounds: list[AuditBound]) -> str:
     """The curve-level tightness of audits whose certificate is a μ-GDP curve (the crafted audit at q = 1): ``";
     μ_LB / μ = 0.87 (not μ-GDP for any μ < 2.1, 95%)"``, valid for any mechanism (exact Clopper-Pearson points);
-    empty where no audit recorded a μ_LB against a certified μ."""
+    empty where no audit recorded a μ_LB against a certified μ.
+    """
     out = []
     for name in sorted({b.attack for b in bounds}):
         extra = next(b.record.extra for b in bounds if b.attack == name)
@@ -206,7 +213,8 @@ def curve_text(bounds: list[AuditBound]) -> str:
 
 def family(results: Results) -> tuple[int, float]:
     """``(M, confidence)`` of the run-level check: M comparisons, each at 1 − (1 − confidence) / M (Bonferroni);
-    ``(0, 0.95)`` before the run completed."""
+    ``(0, 0.95)`` before the run completed.
+    """
     if results.audit is None or results.audit.comparisons <= 0:
         return 0, 0.95
     m = results.audit.comparisons
@@ -237,7 +245,8 @@ def refuted_for(results: Results, r: RunResult) -> list[PrivacyBug]:
 
 def conformance_text(b: PrivacyBug) -> str:
     """A refuted conformance test in words: ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified
-    (p = 1e-30)"``."""
+    (p = 1e-30)"``.
+    """
     measured = DASH if b.measured is None else f"{b.measured:.4g}"
     certified = DASH if b.certified is None else f"{b.certified:.4g}"
     return f"{b.test} measured {measured} against {certified} certified (p = {b.p_value:.2g})"
@@ -251,7 +260,8 @@ def bug_audit(b: PrivacyBug) -> str:
 
 def bug_value(b: PrivacyBug) -> str:
     """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim), or the rejection of the
-    accountant's whole certified (ε, δ) curve."""
+    accountant's whole certified (ε, δ) curve.
+    """
     if b.method == "conformance":
         return f"inconsistent with the certified mechanism: {conformance_text(b)}"
     if b.method == "sampling_test":
@@ -264,7 +274,8 @@ def bug_value(b: PrivacyBug) -> str:
 def ratio_text(b: AuditBound | None) -> str:
     """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε); 0.38
     (replace-one ε)"`` where the design's relation is not the one of the model's headline ε: against both), or why
-    there is no ratio."""
+    there is no ratio.
+    """
     if b is None:
         return DASH
     ratio = b.ratio

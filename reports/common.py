@@ -57,7 +57,8 @@ def has_guarantee(privacy: Privacy | None) -> bool:
 
 def measured_epsilon(r: RunResult) -> MeasuredEpsilon | None:
     """The ε a model's audit run implies from its measured parameters (``AttackRecord.conformance``), under the
-    model's own relation where one was recomputed for it, else the first (by attack name); None without any."""
+    model's own relation where one was recomputed for it, else the first (by attack name); None without any.
+    """
     found = [a.conformance.measured_epsilon for _, a in sorted(r.attacks.items())
              if a.conformance is not None and a.conformance.measured_epsilon is not None]
     p = r.privacy
@@ -67,7 +68,8 @@ def measured_epsilon(r: RunResult) -> MeasuredEpsilon | None:
 
 def measured_text(m: MeasuredEpsilon | None) -> str:
     """``"ε certified 1 · from measured parameters ≥ 0.98 (replace-one, dp_accounting-pld, 95%)"``; empty for None.
-    The "≥" is a lower confidence limit: noise at its upper limit, rates at their lower limits."""
+    The "≥" is a lower confidence limit: noise at its upper limit, rates at their lower limits.
+    """
     if m is None:
         return ""
     return (f"ε certified {num(m.certified)} · from measured parameters ≥ {num(m.epsilon)} "
@@ -147,7 +149,8 @@ def measurable_tpr(entry: TprAtFpr | None) -> bool:
 
 def is_audit(record: AttackRecord) -> bool:
     """Whether an attack is an audit (canaries in one run, or several runs) rather than a membership attack on the
-    model's natural members (a ``heuristic`` design)."""
+    model's natural members (a ``heuristic`` design).
+    """
     return record.audit.design.kind in ("one-run", "multi-run")
 
 
@@ -158,7 +161,8 @@ def membership_attacks(result: RunResult) -> dict[str, AttackRecord]:
 
 def strongest_attack(result: RunResult) -> tuple[str, AttackRecord] | None:
     """``(name, attack)`` of the membership attack (audits excluded) with the highest AUC on one RunResult, or
-    ``None`` without one."""
+    ``None`` without one.
+    """
     scored = list(membership_attacks(result).items())
     return max(scored, key=lambda na: na[1].metrics.auc) if scored else None
 
@@ -183,7 +187,8 @@ def is_failed(result: RunResult) -> bool:
 
 def degenerate_reason(r: RunResult) -> str:
     """Why a model is degenerate, in a few words: "at chance; the noise", "collapsed to one class; the recipe";
-    "" for a model that learned (``bench.results.Degenerate``)."""
+    "" for a model that learned (``bench.results.Degenerate``).
+    """
     d = r.degenerate
     if d is None:
         return ""
@@ -193,13 +198,15 @@ def degenerate_reason(r: RunResult) -> str:
 
 def degenerate_mark(r: RunResult) -> str:
     """A degenerate model's short mark for a table cell, e.g. "degenerate (at chance; the noise)"; "" otherwise
-    (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy)."""
+    (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy).
+    """
     return f"degenerate ({degenerate_reason(r)})" if r.degenerate is not None else ""
 
 
 def degenerate_line(r: RunResult) -> str:
     """The one line a run prints for a degenerate model: "degenerate model: baseline seed 0: at chance: …; its
-    attack results are not evidence of privacy"; "" for a model that learned."""
+    attack results are not evidence of privacy"; "" for a model that learned.
+    """
     if r.degenerate is None:
         return ""
     target = "" if target_of(r) is None else f" target ε {target_text(target_of(r))}"
@@ -214,7 +221,8 @@ def finished(results: Results) -> list[RunResult]:
 
 def model_label(r: RunResult) -> str:
     """A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
-    (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one."""
+    (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one.
+    """
     return r.mechanism if not r.row or r.row == r.mechanism else f"{r.mechanism} ({r.row})"
 
 
@@ -225,7 +233,8 @@ def target_text(target: float | None) -> str:
 
 def target_of(r: RunResult) -> float | None:
     """A model's target ε: ``math.inf`` for a mechanism's ε = ∞ point (results.json stores it as ``off_point``,
-    strict JSON having no infinity), else ``target_epsilon`` (None without a target)."""
+    strict JSON having no infinity), else ``target_epsilon`` (None without a target).
+    """
     return math.inf if r.off_point else r.target_epsilon
 
 

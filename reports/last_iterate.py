@@ -1,7 +1,8 @@
 """What the final model alone can leak: per DP-SGD model (built-in, presets, a user's Opacus loop whose phases an audit
 observed) the accountant's ε under both relations, the last-iterate heuristic ε (Steinke et al., ICLR 2025: not a
 bound; ``bench.core.privacy.HeuristicEpsilon``) and the tightest valid bound of the audits that see only the final
-model (threat models black-box, black-box-crafted and hidden-state), side by side, all of the same run."""
+model (threat models black-box, black-box-crafted and hidden-state), side by side, all of the same run.
+"""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ def final_model_bound(r: RunResult) -> AuditBound | None:
 
     Args:
         r: one model's result.
+
     Returns:
-        That bound, or None where no such audit gave one."""
+        That bound, or None where no such audit gave one.
+    """
     found = [b for tm in FINAL_MODEL_THREATS for b in valid_bounds(r, tm) if b.comparable]
     return tightest([b for b in found if b.privacy is not None and b.privacy.heuristics] or found)
 
@@ -51,8 +54,10 @@ def last_iterate_row(r: RunResult) -> list[str] | None:
 
     Args:
         r: one model's result.
+
     Returns:
-        The row's cells, or None."""
+        The row's cells, or None.
+    """
     b = final_model_bound(r)
     p = b.privacy if b is not None and b.privacy is not None and b.privacy.heuristics else r.privacy
     if p is None or not has_guarantee(p) or not p.heuristics:
@@ -77,6 +82,8 @@ def last_iterate_rows(results: Results, dataset: str | None = None) -> list[list
     Args:
         results: the whole results document.
         dataset: one dataset's models only; None: every model.
+
     Returns:
-        The rows (empty when no model records one)."""
+        The rows (empty when no model records one).
+    """
     return [row for r in finished(results) if dataset in (None, r.dataset) and (row := last_iterate_row(r))]

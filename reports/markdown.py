@@ -1,6 +1,7 @@
 """The Markdown report (GitHub flavour): the title and notices, then every registered section
 (``reports.section.SECTIONS``: the verdict per dataset, the evidence, the failures and the provenance) drawn block by
-block, from a ``bench.results.Results``."""
+block, from a ``bench.results.Results``.
+"""
 
 from __future__ import annotations
 

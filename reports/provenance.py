@@ -1,6 +1,7 @@
 """Where every number came from: the run's facts (created, device, platform, git hash, versions, seeds) and one
 row per model with its exact training settings, mechanism parameters and model-cache key. Reads a
-``bench.results.Results``."""
+``bench.results.Results``.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def _git(results: Results) -> str:
 
 def run_facts(results: Results) -> list[tuple[str, str]]:
     """``(label, text)`` pairs: run id, status, created, device, platform, git hash (and whether the tree was
-    dirty), seeds, δ, profile, and every recorded package version."""
+    dirty), seeds, δ, profile, and every recorded package version.
+    """
     cfg = results.config
     facts = [
         ("Run id", results.run_id),

@@ -34,7 +34,8 @@ Only = Literal["", "markdown", "html"]
 @dataclass(frozen=True)
 class Text:
     """One paragraph. ``text`` may be ``markupsafe.Markup`` (inline links or code; its parts escaped by the builder)
-    in an ``only="html"`` block; ``css`` is the HTML class of the ``<p>`` ("note": small, muted)."""
+    in an ``only="html"`` block; ``css`` is the HTML class of the ``<p>`` ("note": small, muted).
+    """
 
     kind: ClassVar[str] = "text"
     text: str
@@ -46,7 +47,8 @@ class Text:
 class Items:
     """A list of lines. Markdown: ``- line`` each (``style="bold"``: each line a bold paragraph; ``code``: each line
     in backticks), then a blank line even when empty. HTML: a ``<ul class=css>`` (always, even empty), or one ``<p>``
-    per line with ``style="paragraphs"``; ``code`` wraps each line in ``<code>``."""
+    per line with ``style="paragraphs"``; ``code`` wraps each line in ``<code>``.
+    """
 
     kind: ClassVar[str] = "items"
     lines: Sequence[str]
@@ -62,7 +64,8 @@ class Table:
     ``css`` class, one class per row (``row_css``, "" for none), one anchor per row (``row_ids``, "" for none) and
     one title per cell (``titles``: rows of k strings, "" for none; the cell's whole provenance, shown on hover).
     Markdown only: one prefix per row for its first cell (``marks``, e.g. ``"**BUG** "``; "" for none). A wide
-    table scrolls inside its own box in HTML, its first column sticky."""
+    table scrolls inside its own box in HTML, its first column sticky.
+    """
 
     kind: ClassVar[str] = "table"
     headers: Sequence[str]
@@ -83,7 +86,8 @@ class Figures:
     caption. HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
     line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote). ``alt``: each plot's
     alt text by stem; ``registered_sections`` fills in the missing ones from the section's ``ReportSection.alt``.
-    ``css``: the HTML class of each ``<figure>`` ("narrow": at most 760 px wide)."""
+    ``css``: the HTML class of each ``<figure>`` ("narrow": at most 760 px wide).
+    """
 
     kind: ClassVar[str] = "figures"
     names: Sequence[str]
@@ -140,7 +144,8 @@ class Group:
 @dataclass(frozen=True)
 class Details:
     """Blocks collapsed under ``summary`` (``<details id=anchor>`` in both formats; a link to ``anchor``, or to an
-    anchor inside, opens it in Chromium, and find-in-page searches it folded or not)."""
+    anchor inside, opens it in Chromium, and find-in-page searches it folded or not).
+    """
 
     kind: ClassVar[str] = "details"
     summary: str
@@ -152,7 +157,8 @@ class Details:
 @dataclass(frozen=True)
 class Badge:
     """One status count: ``count`` ``label`` (e.g. 0 "privacy bugs"; ``count`` None: not counted, "—"), linking to
-    ``anchor``; ``tone`` "bad" (red), "warn" (amber) or "good" (green)."""
+    ``anchor``; ``tone`` "bad" (red), "warn" (amber) or "good" (green).
+    """
 
     label: str
     count: int | None
@@ -168,7 +174,8 @@ class Badge:
 @dataclass(frozen=True)
 class Badges:
     """A row of status counts, each a link to its section: HTML ``<ul class="badges">``, Markdown one line of links
-    separated by " · "."""
+    separated by " · ".
+    """
 
     kind: ClassVar[str] = "badges"
     items: Sequence[Badge]
@@ -182,7 +189,8 @@ Block: TypeAlias = Text | Items | Table | Figures | Heading | Facts | Code | Gro
 class Section:
     """One section of the page: ``<section id=id>`` in HTML, ``## title`` in Markdown (no heading when ``title`` is
     empty), then its ``blocks`` in order. ``nav``: the HTML table of contents' entries it adds, as (anchor, label).
-    ``only``: drawn by one renderer only (e.g. an empty section HTML keeps as a placeholder)."""
+    ``only``: drawn by one renderer only (e.g. an empty section HTML keeps as a placeholder).
+    """
 
     id: str
     title: str
@@ -194,7 +202,8 @@ class Section:
 class ReportSection:
     """Base class of a report section. Subclasses set ``name`` (the registry key), ``order`` (place on the page:
     the built-in sections use 10 to 130; 115, the default, puts a new one after the evidence and before Setup and
-    guarantees), implement ``build`` and, when they show plots, ``figures`` and ``alt``."""
+    guarantees), implement ``build`` and, when they show plots, ``figures`` and ``alt``.
+    """
 
     name: ClassVar[str] = ""
     order: ClassVar[float] = 115
@@ -210,7 +219,8 @@ class ReportSection:
 
     def alt(self, stem: str) -> str:
         """The alt text (and HTML caption) of the plot ``stem`` that ``figures`` draws: what the plot shows, for a
-        reader who cannot see it; the default spells the stem out (``my_plot`` -> "my plot")."""
+        reader who cannot see it; the default spells the stem out (``my_plot`` -> "my plot").
+        """
         return stem.replace("_", " ")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
@@ -234,14 +244,16 @@ def drawn(plots: dict[str, Path], names: Iterable[str]) -> tuple[str, ...]:
 
 def section_classes() -> list[type[ReportSection]]:
     """Every registered section class in page order (``order``, then registration). The built-in sections register
-    when ``reports.sections`` is imported (``reports``, the package, imports it through the renderers)."""
+    when ``reports.sections`` is imported (``reports``, the package, imports it through the renderers).
+    """
     return sorted((SECTIONS.get(name) for name in SECTIONS.names()), key=lambda cls: cls.order)
 
 
 def registered_sections(results: Results, plots: dict[str, Path], renderer: Only) -> list[Section]:
     """Every registered section's ``build`` in page order (``section_classes``), keeping those with something to
     show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``), each ``Figures`` block with
-    the alt text of every plot it names (the section's ``alt`` where the block gives none)."""
+    the alt text of every plot it names (the section's ``alt`` where the block gives none).
+    """
     sections = []
     for cls in section_classes():
         section = cls()

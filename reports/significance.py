@@ -88,7 +88,8 @@ class ChanceFamily:
 
     def significant(self, r: RunResult | None = None) -> list[ChanceTest]:
         """The comparisons above chance after the correction (of model ``r`` only, when given), strongest first
-        (lowest FPR level, then highest TPR)."""
+        (lowest FPR level, then highest TPR).
+        """
         found = [t for t in self.tests if t.p_value <= self.threshold and (r is None or t.result is r)]
         return sorted(found, key=lambda t: (t.level, -float(t.entry.tpr or 0.0)))
 
@@ -98,7 +99,8 @@ class ChanceFamily:
 
     def correction_text(self) -> str:
         """``"Bonferroni over 48 comparisons (every membership attack at every measurable FPR level of every
-        model; exact test against no membership signal, family-wise 95%)"``."""
+        model; exact test against no membership signal, family-wise 95%)"``.
+        """
         return (f"Bonferroni over {self.size} comparison{'s' if self.size != 1 else ''} (every membership attack at "
                 f"every measurable FPR level of every model; exact test against no membership signal, family-wise "
                 f"{100 * (1 - ALPHA):.0f}%)")

@@ -117,7 +117,8 @@ def summary_rows(results: Results) -> list[dict[str, Any]]:
 def attack_rows(results: Results) -> tuple[list[str], list[list[str]]]:
     """Headers and text rows of the per-attack table: one row per attack per successful RunResult (its design:
     natural members, or an audit with its threat model and design), and one per attack that failed on it
-    (``failed: <reason>`` in the AUC column). The TPR intervals are 95% each, not corrected for multiplicity."""
+    (``failed: <reason>`` in the AUC column). The TPR intervals are 95% each, not corrected for multiplicity.
+    """
     levels = fpr_levels(results.results)
     headers = ["dataset", "mechanism", "privacy", "attack", "design", "AUC", "bal. acc.", "advantage"]
     headers += [f"TPR@{level_label(lv)} FPR" for lv in levels]

@@ -37,7 +37,8 @@ DESIGN = AuditDesign(kind="one-run", threat_model="hidden-state", relation="add-
 def simulate(*, sigma: float, q: float, steps: int, momentum: float, m: int, other: float,
              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The ideal mechanism's final-model scores ``(m,)`` and coins ``(m,)``; ``other``: the other records' part, as
-    a multiple of the noise's sd."""
+    a multiple of the noise's sd.
+    """
     a = np.ones(steps) if momentum == 0 else (1 - momentum ** (steps - np.arange(steps))) / (1 - momentum)
     w = a / a.mean()
     noise_sd = sigma * np.sqrt(np.sum(w**2))

@@ -43,7 +43,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def false_alarms(results_json: Path) -> dict[str, list[int]]:
     """``{mechanism: [seeds whose own check flags a bug]}`` of a run's results.json, each (mechanism, seed) judged
-    alone (its own Bonferroni family), as a one-mechanism, one-seed CI job would be."""
+    alone (its own Bonferroni family), as a one-mechanism, one-seed CI job would be.
+    """
     cells = defaultdict(list)
     for r in read(results_json).results:
         cells[(r.mechanism, r.seed)].append(r)
@@ -65,7 +66,8 @@ def upper_95(k: int, n: int) -> float:
 
 def _zoo_bug(text: str) -> str | None:
     """The zoo bug ``--bug`` names (``MECHANISM:F`` as the detection-power table's keys); exits with one line where
-    the catalogue has no such bug."""
+    the catalogue has no such bug.
+    """
     mechanism, colon, key = text.partition(":")
     try:
         name = table_bug(mechanism, key) if colon else text

@@ -54,7 +54,8 @@ def best_epsilon_lb(record: dict) -> float:
 
 def add_remove_epsilon(record: dict) -> float:
     """The add/remove ε of the record's audit run (its ``audited_privacy``, or the add/remove entry of its
-    ``other_relations`` when the run was accounted under replace-one); the denominator of every ratio here."""
+    ``other_relations`` when the run was accounted under replace-one); the denominator of every ratio here.
+    """
     p = record["audited_privacy"]
     if p["relation"] == "add-remove":
         return p["epsilon"]

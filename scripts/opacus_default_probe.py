@@ -24,7 +24,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def _train_with_opacus() -> Callable:
     """``train_with_opacus`` of examples/opacus_plugin.py. examples/ is not a package (a plug-in is found on
     PYTHONPATH, as ``bench run --plugins opacus_plugin`` finds it), so the folder is put on the import path for this
-    one import only, never at import time of this module."""
+    one import only, never at import time of this module.
+    """
     sys.path.insert(0, str(EXAMPLES))
     try:
         return importlib.import_module("opacus_plugin").train_with_opacus

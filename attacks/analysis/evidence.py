@@ -1,6 +1,7 @@
 """The one rule of the audits (docs/audits.md, "Valid bounds and estimates"): which analyses are *valid*
 (assumption-free: "ε ≥" for any mechanism, the audit's Bonferroni family and the run-level check) and which are
-*estimates* (they rest on a distributional assumption: shown with it, never deciding), per design. No torch."""
+*estimates* (they rest on a distributional assumption: shown with it, never deciding), per design. No torch.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def evidence(method: str, design_kind: str) -> str:
 
     Returns:
         ``"valid"`` (assumption-free, one-run or multi-run design), ``"estimate"`` (a distributional assumption) or
-        ``"heuristic"`` (a heuristic design: outcomes not independent)."""
+        ``"heuristic"`` (a heuristic design: outcomes not independent).
+    """
     if METHODS[method][1] is not None:
         return "estimate"
     return "valid" if design_kind in ("one-run", "multi-run") else "heuristic"
@@ -53,7 +55,8 @@ def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
 
     Returns:
         True for scores Gaussian by construction (``design.gaussian``), a one-run or multi-run design, and a
-        normality test that does not reject at ``NORMALITY_LEVEL``."""
+        normality test that does not reject at ``NORMALITY_LEVEL``.
+    """
     return design.gaussian and design.kind in ("one-run", "multi-run") \
         and normality_p is not None and normality_p >= NORMALITY_LEVEL
 
@@ -71,7 +74,8 @@ def family(design: AuditDesign) -> tuple[str, ...]:
         design: the audit's design.
 
     Returns:
-        The analyses' method names (empty for a heuristic design)."""
+        The analyses' method names (empty for a heuristic design).
+    """
     kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()
@@ -93,7 +97,8 @@ def estimates(design: AuditDesign) -> tuple[str, ...]:
         design: the audit's design.
 
     Returns:
-        The estimates' method names (empty for a heuristic design)."""
+        The estimates' method names (empty for a heuristic design).
+    """
     kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()

@@ -45,7 +45,8 @@ def planned_guess_fraction(*, sigma: float, sample_rate: float, steps: int, m: i
         f, one of ``PLANNED_FRACTIONS``.
 
     Raises:
-        ValueError: a parameter out of range."""
+        ValueError: a parameter out of range.
+    """
     if not (sigma > 0 and 0 < sample_rate <= 1 and steps >= 1 and m >= 2):
         raise ValueError(f"planned_guess_fraction needs σ > 0, 0 < q <= 1, T >= 1, m >= 2, got {sigma}, "
                          f"{sample_rate}, {steps}, {m}")
@@ -72,5 +73,6 @@ def two_sided_rule(scores: ArrayLike, included: ArrayLike, fraction: float) -> l
         ``[k, k, 2k, v]``: guesses each way, guesses in all, correct guesses.
 
     Raises:
-        ValueError: invalid scores or labels (``validate_scores``)."""
+        ValueError: invalid scores or labels (``validate_scores``).
+    """
     return one_run_guesses(scores, included, fractions=(fraction,))[1]

@@ -43,7 +43,7 @@ MAX_SHIFT_SQ = 5e6
 
 def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, feature_range: float = 1.0,
                  label_diameter_sq: float = LABEL_DIAMETER_SQ) -> float:
-    """c = (w·Δ)², the squared whitened shift that replacing one record makes in one released sample (module docstring).
+    """C = (w·Δ)², the squared whitened shift that replacing one record makes in one released sample (module docstring).
 
     Δ² = d_x·r²/σ_x² + Δ_y²/σ_y², w the record's weight in the sample (1/ℓ when mixed as certified).
 
@@ -59,7 +59,8 @@ def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, fea
         c (unitless, >= 0).
 
     Raises:
-        ValueError: σ <= 0, d_x < 1, a negative weight, range or diameter."""
+        ValueError: σ <= 0, d_x < 1, a negative weight, range or diameter.
+    """
     if not (sigma_x > 0 and sigma_y > 0 and d_x >= 1 and weight >= 0 and feature_range >= 0
             and label_diameter_sq >= 0):
         raise ValueError(f"mixing_shift: need σ_x, σ_y > 0, d_x >= 1 and w, r, Δ_y² >= 0, got {sigma_x!r}, "
@@ -78,7 +79,8 @@ def mixing_epsilon(*, shift_sq: float, rate: float, releases: int, delta: float,
         ε (unitless): 0 for c = 0 or q = 0, ∞ above ``MAX_SHIFT_SQ``.
 
     Raises:
-        ValueError: c < 0, q outside [0, 1], T < 1 or δ outside (0, 1)."""
+        ValueError: c < 0, q outside [0, 1], T < 1 or δ outside (0, 1).
+    """
     if not (shift_sq >= 0 and 0 <= rate <= 1 and releases >= 1 and 0 < delta < 1 and grid > 0):
         raise ValueError(f"mixing_epsilon: need c >= 0, q in [0, 1], T >= 1 and δ in (0, 1), got {shift_sq!r}, "
                          f"{rate!r}, {releases!r}, {delta!r}")

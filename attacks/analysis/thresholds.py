@@ -84,7 +84,8 @@ def order_statistic_indices(n: int, points: int = THRESHOLD_POINTS) -> list[int]
         points: how many indices at most (0 and ``points`` − 1 log-spaced counts up to n // 2).
 
     Returns:
-        The sorted distinct indices."""
+        The sorted distinct indices.
+    """
     top = max(1, n // 2)
     return sorted({0, *np.unique(np.round(np.geomspace(1, top, max(1, points - 1)))).astype(int).tolist()})
 
@@ -111,7 +112,8 @@ def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRE
         must not depend on the data).
 
     Raises:
-        ValueError: invalid scores or labels (``validate_scores``)."""
+        ValueError: invalid scores or labels (``validate_scores``).
+    """
     s, y = validate_scores(scores, labels)
     pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
     n1, n0 = pos.size, neg.size
@@ -141,7 +143,8 @@ def best_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: f
         ε_LB (unitless, >= 0); 0.0 for an empty family.
 
     Raises:
-        ValueError: as ``epsilon_lower_bound`` (bad counts, δ or confidence)."""
+        ValueError: as ``epsilon_lower_bound`` (bad counts, δ or confidence).
+    """
     if not counts:
         return 0.0
     each = 1.0 - (1.0 - confidence) / len(counts)

@@ -30,7 +30,8 @@ def at_most(attack: str, setting: str, value: int | None, limit: int, what: str)
 
     Returns:
         ``"attack_params.<attack>.<setting> = v exceeds <what> (limit); ..."`` when ``value`` > ``limit``, else
-        None."""
+        None.
+    """
     if value is None or value <= limit:
         return None
     return f"attack_params.{attack}.{setting} = {value} exceeds {what} ({limit}); lower it or enlarge the data"
@@ -52,7 +53,8 @@ class Attack:
             canaries are scaled to a clipping norm that is then off).
 
     Args:
-        params: the attack's settings (None: ``Params``' defaults)."""
+        params: the attack's settings (None: ``Params``' defaults).
+    """
 
     name: ClassVar[str] = ""
     kind: ClassVar[str] = "membership"
@@ -75,7 +77,8 @@ class Attack:
 
         Returns:
             One line naming the setting, its value and what is allowed (``at_most``), or None where it fits (the
-            default)."""
+            default).
+        """
         return None
 
     def applies_to(self, target: TrainedModel) -> bool:
@@ -85,7 +88,8 @@ class Attack:
             target: the trained target and its release, if any.
 
         Returns:
-            True unless the attack needs a release (``release_kind``) that ``target`` did not publish."""
+            True unless the attack needs a release (``release_kind``) that ``target`` did not publish.
+        """
         return self.release_kind is None or (target.release is not None and target.release.kind == self.release_kind)
 
 
@@ -102,7 +106,8 @@ class MembershipAttack(Attack):
         must not use the target. An error here is ignored (``score`` meets it again).
 
         Args:
-            ctx: the cell's context (``ctx.trained`` None at the start of a run)."""
+            ctx: the cell's context (``ctx.trained`` None at the start of a run).
+        """
 
     def score(self, ctx: AttackContext) -> MembershipScores | dict[str, MembershipScores]:
         """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``.
@@ -115,7 +120,8 @@ class MembershipAttack(Attack):
             returns them by name (the first under the attack's own name).
 
         Raises:
-            NotImplementedError: here; subclasses raise ValueError when they cannot run on this data."""
+            NotImplementedError: here; subclasses raise ValueError when they cannot run on this data.
+        """
         raise NotImplementedError
 
 
@@ -134,5 +140,6 @@ class ReconstructionAttack(Attack):
             The ``Reconstruction``: images, their labels and the metrics.
 
         Raises:
-            NotImplementedError: here; subclasses raise ValueError where they cannot run on this data."""
+            NotImplementedError: here; subclasses raise ValueError where they cannot run on this data.
+        """
         raise NotImplementedError

@@ -1,6 +1,7 @@
 """The attack context: everything an attack may use on one target (the trained target, its membership split, the
 scored rows) and the function that trains shadow, reference and audit models exactly as the target was trained
-(``TrainLikeTarget``; the runner implements it, ``OneAtATime`` makes one from a plain function)."""
+(``TrainLikeTarget``; the runner implements it, ``OneAtATime`` makes one from a plain function).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ class AuditRequest(Protocol):
     """What an audit run asks of ``Mechanism.fit`` (its ``audit`` argument; e.g. ``GradientCanaries``,
     ``CleanWeights``, ``OpacusCanaries``): any dataclass instance, frozen by convention, whose fields
     (``dataclasses.asdict``) enter the audit run's cache key beside its class name. A request with an ``observe``
-    method watches the mechanism's own training from outside instead (``bench.execution.trainjob.run_job``)."""
+    method watches the mechanism's own training from outside instead (``bench.execution.trainjob.run_job``).
+    """
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what makes a dataclass instance (typeshed's)
 
@@ -31,7 +33,8 @@ class TrainLikeTarget(Protocol):
     target ε and δ) on the attacker's data; results go through the model cache (a cached model is loaded,
     never retrained). The runner implements it; ``OneAtATime`` makes one from a plain function. ``batch_size``:
     the target's batch size (None: unknown); ``spec``: the target's training settings (None: unknown), e.g. to build
-    the architecture an auditor's initial model must have."""
+    the architecture an auditor's initial model must have.
+    """
 
     batch_size: int | None
     spec: TrainSpec | None
@@ -50,7 +53,8 @@ class TrainLikeTarget(Protocol):
                 training seed of each model.
 
         Returns:
-            An iterator of the trained models, one per job, in order."""
+            An iterator of the trained models, one per job, in order.
+        """
         ...
 
     def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
@@ -63,7 +67,8 @@ class TrainLikeTarget(Protocol):
             request: what the audit run observes (``Mechanism.fit``'s ``audit``).
 
         Returns:
-            The trained model; the run's observations are in ``TrainedModel.audit``."""
+            The trained model; the run's observations are in ``TrainedModel.audit``.
+        """
         ...
 
     def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
@@ -74,7 +79,8 @@ class TrainLikeTarget(Protocol):
             jobs: ``(data, seed, request)`` triples; ``request``: ``Mechanism.fit``'s ``audit``, or None.
 
         Returns:
-            An iterator of the trained models, one per job, in order."""
+            An iterator of the trained models, one per job, in order.
+        """
         ...
 
     def release(self, data: ArrayDataset, *, seed: int) -> tuple[Release, PrivacySpent]:
@@ -86,7 +92,8 @@ class TrainLikeTarget(Protocol):
             seed: the release's seed.
 
         Returns:
-            The release and the privacy it spent (ε, δ, accountant and neighbouring relation)."""
+            The release and the privacy it spent (ε, δ, accountant and neighbouring relation).
+        """
         ...
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
@@ -94,14 +101,16 @@ class TrainLikeTarget(Protocol):
         other work; returns nothing (a no-op is correct).
 
         Args:
-            jobs: ``(data, seed, audit request or None)`` triples, as ``audit_runs`` takes them."""
+            jobs: ``(data, seed, audit request or None)`` triples, as ``audit_runs`` takes them.
+        """
         ...
 
 
 @dataclass(frozen=True)
 class OneAtATime:
     """A ``TrainLikeTarget`` from a plain function ``fn(data, *, seed) -> TrainedModel``: ``many`` calls it
-    job after job (tests, notebooks); ``spec``: the settings ``fn`` trains with, where an attack needs them."""
+    job after job (tests, notebooks); ``spec``: the settings ``fn`` trains with, where an attack needs them.
+    """
 
     fn: Callable[..., TrainedModel]
     batch_size: int | None = None
@@ -117,7 +126,8 @@ class OneAtATime:
             jobs: ``(data, seed)`` pairs.
 
         Returns:
-            An iterator of ``fn``'s models, one per job, in order."""
+            An iterator of ``fn``'s models, one per job, in order.
+        """
         return (self.fn(data, seed=seed) for data, seed in jobs)
 
     def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
@@ -129,7 +139,8 @@ class OneAtATime:
             request: the audit request passed on as ``audit``.
 
         Returns:
-            ``fn``'s model."""
+            ``fn``'s model.
+        """
         return self.fn(data, seed=seed, audit=request)
 
     def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
@@ -139,19 +150,22 @@ class OneAtATime:
             jobs: ``(data, seed, request or None)`` triples.
 
         Returns:
-            An iterator of ``fn``'s models, one per job, in order."""
+            An iterator of ``fn``'s models, one per job, in order.
+        """
         return (self.fn(d, seed=s) if r is None else self.fn(d, seed=s, audit=r) for d, s, r in jobs)
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
         """Nothing: models are trained one at a time, when asked.
 
         Args:
-            jobs: ``(data, seed, request or None)`` triples (ignored)."""
+            jobs: ``(data, seed, request or None)`` triples (ignored).
+        """
 
 
 class TargetNotTrained(RuntimeError):
     """``AttackContext.target`` asked for in a context built before the target exists (``MembershipAttack.prefetch``
-    at the start of a run)."""
+    at the start of a run).
+    """
 
 
 @dataclass(frozen=True)
@@ -199,7 +213,8 @@ class AttackContext:
             limit: how many of each side, the first rows of ``member_index`` / ``non_member_index`` (None: all).
 
         Returns:
-            ``(members, non_members)``: two datasets of up to ``limit`` records each."""
+            ``(members, non_members)``: two datasets of up to ``limit`` records each.
+        """
         m, n = self.member_index[:limit], self.non_member_index[:limit]
         return self.split.members.subset(m), self.split.non_members.subset(n)
 
@@ -210,7 +225,8 @@ class AttackContext:
             limit: how many of each side (None: all).
 
         Returns:
-            ``(N,)`` int64, members first: ones, then zeros."""
+            ``(N,)`` int64, members first: ones, then zeros.
+        """
         n = len(self.member_index[:limit])
         return np.concatenate([np.ones(n, np.int64), np.zeros(len(self.non_member_index[:limit]), np.int64)])
 
@@ -221,7 +237,8 @@ class AttackContext:
             limit: how many of each side (None: all).
 
         Returns:
-            The ``N`` records, members first (their membership labels: ``labels``)."""
+            The ``N`` records, members first (their membership labels: ``labels``).
+        """
         from bench.core.data import concat
 
         return concat(*self.sides(limit))

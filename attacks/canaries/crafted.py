@@ -58,7 +58,8 @@ class CraftedParams(Params):
             side by side); None: the target's. Everything else (the mechanism's code, its other settings, ε and δ) is
             the target's; a mechanism that trains one run per job (``"initial-model"`` only) takes the target's.
         batch_size: the runs' (expected) batch size, the auditor's choice (e.g. above the members: q = 1); None: the
-            target's."""
+            target's.
+    """
 
     runs: int = Field(1000, ge=10, le=90_000)
     members: int = Field(1000, ge=2)
@@ -85,7 +86,8 @@ class CraftedAudit(MembershipAttack):
     ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``.
 
     Args:
-        params: the audit's ``CraftedParams`` (None: the defaults)."""
+        params: the audit's ``CraftedParams`` (None: the defaults).
+    """
 
     audit = True
     name = "multi-run-crafted"
@@ -105,8 +107,10 @@ class CraftedAudit(MembershipAttack):
 
         Args:
             n_members, n_population: the target's member and population counts (the population is not limited here).
+
         Returns:
-            One line naming the shortfall when ``members`` > ``n_members``; None when the sizes suffice."""
+            One line naming the shortfall when ``members`` > ``n_members``; None when the sizes suffice.
+        """
         return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def _side_by_side(self, ctx: AttackContext) -> bool:
@@ -114,7 +118,8 @@ class CraftedAudit(MembershipAttack):
         layer on a fixed front; else one run per job through ``fit`` (``"initial-model"``).
 
         Raises:
-            ValueError: the mechanism accepts no initial model (the hook it lacks, in one line)."""
+            ValueError: the mechanism accepts no initial model (the hook it lacks, in one line).
+        """
         from mechanisms import MECHANISMS
         from mechanisms.dpsgd.side_by_side import linear_head
 
@@ -141,12 +146,15 @@ class CraftedAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context (its seed, mechanism, members, population or test split and device).
+
         Returns:
             ``(weights, canary, facts)``: θ_0's state, the ``crafted_init`` canary (input ``(1, C, H, W)``, label
             ``(1,)``, unit class direction ``(K,)``), and the JSON-able facts recorded with the audit (θ_0's SHA-256,
             its data, the canary's).
+
         Raises:
-            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``)."""
+            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``).
+        """
         from attacks.canaries.crafted_init import craft_canary, isolated, pretrain
         from mechanisms import MECHANISMS
 
@@ -178,7 +186,8 @@ class CraftedAudit(MembershipAttack):
         """The runs' training settings (``audit_spec``).
 
         Raises:
-            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``)."""
+            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``).
+        """
         if ctx.train_like_target.spec is None:
             raise ValueError(f"{self.name} needs the target's training settings (TrainLikeTarget.spec) to build θ_0")
         return audit_spec(ctx.train_like_target.spec, self._update())
@@ -210,7 +219,8 @@ class CraftedAudit(MembershipAttack):
         """The runs, submitted before the cell's attacks run (training workers train them meanwhile).
 
         Args:
-            ctx: the cell's attack context."""
+            ctx: the cell's attack context.
+        """
         _, jobs, _, _ = self._jobs(ctx)
         ctx.train_like_target.prefetch(jobs)
 
@@ -219,10 +229,13 @@ class CraftedAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``(R,)`` scores with their coins (larger: "included"), the design and the ideal mechanism's draws.
+
         Raises:
-            ValueError: the mechanism accepts no initial model, or the target's settings are unknown."""
+            ValueError: the mechanism accepts no initial model, or the target's settings are unknown.
+        """
         from attacks.analysis.crafted import crafted_summary, scores_from_outputs
 
         coins, jobs, together, canary = self._jobs(ctx)

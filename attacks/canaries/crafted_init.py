@@ -34,7 +34,8 @@ ORTHOGONAL = 1e-6  # |⟨φ(x_j), Δφ⟩| ≤ this · max‖φ(x_j)‖·‖Δφ
 class Canary:
     """A crafted canary: its input ``x (1, ...)`` and label ``y (1,)``, the reference input its score subtracts
     (``reference (1, ...)`` or None), the unit class direction ``direction (K,)`` its score reads, and ``facts``
-    (JSON-able: kind, label, coordinates used, θ_0's probabilities on it)."""
+    (JSON-able: kind, label, coordinates used, θ_0's probabilities on it).
+    """
 
     x: torch.Tensor
     y: torch.Tensor
@@ -53,8 +54,10 @@ def pretrain(model: nn.Module, data: ArrayDataset, *, epochs: int, seed: int, de
         epochs: the pre-training epochs (0: none).
         seed: draws the batches.
         device: where to train.
+
     Returns:
         ``model`` itself, trained, in eval mode.
+
     Raises:
         bench.core.training.TrainingDiverged: a NaN or infinite loss (``fit_supervised``).
     """
@@ -81,11 +84,14 @@ def craft_canary(kind: str, model: nn.Module, base: ArrayDataset, *, device: tor
         model: θ_0, records ``(N, C, H, W)`` to logits ``(N, K)``.
         base: the base records every run trains on.
         device: where ``model`` runs.
+
     Returns:
         The ``Canary``: input ``(1, C, H, W)``, label ``(1,)`` (θ_0's least likely class), reference, unit direction
         ``(K,)`` and facts.
+
     Raises:
-        ValueError: an unknown kind; ``pixels`` when every input coordinate is used by some base record."""
+        ValueError: an unknown kind; ``pixels`` when every input coordinate is used by some base record.
+    """
     x = base.x.reshape(len(base), -1)
     if kind == "pixels":
         unused = x.abs().amax(0) == 0
@@ -125,6 +131,7 @@ def isolated(model: nn.Module, canary: Canary, base: ArrayDataset, *, device: to
         canary: the crafted canary.
         base: the base records, images ``(N, C, H, W)``.
         device: where ``model`` runs.
+
     Returns:
         Whether all of that holds (False for a model that is not one linear layer on a fixed front).
     """

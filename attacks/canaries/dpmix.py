@@ -69,7 +69,8 @@ class DPMixCanaryParams(Params):
         num_canaries: m, canary slots per release (>= 2, at most the filler records n₀ = n − m so the slots stay
             rare in a sample: m ≤ n/2 for the target's n members); the release holds n₀ + m = n records.
         releases: independent releases, each of the n₀ fillers and its own m slots (1 to 1,000; time grows
-            linearly, one DPMix release each); the slots of all of them form one one-run experiment."""
+            linearly, one DPMix release each); the slots of all of them form one one-run experiment.
+    """
 
     num_canaries: int = Field(32, ge=2)
     releases: int = Field(64, ge=1, le=1_000)
@@ -88,7 +89,8 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
         other than a.
 
     Raises:
-        ValueError: fewer than 2 classes (the label could not differ)."""
+        ValueError: fewer than 2 classes (the label could not differ).
+    """
     if num_classes < 2:
         raise ValueError(f"dpmix-canary needs at least 2 classes, got {num_classes}")
     d = math.prod(shape)
@@ -106,8 +108,10 @@ def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
 
     Args:
         centre, d_x: the centre record c (its label of K classes) and the pixels per image.
+
     Returns:
-        ``(d_x + K,)`` float64 g."""
+        ``(d_x + K,)`` float64 g.
+    """
     k, a = centre.num_classes, int(centre.y[0])
     label = torch.full((k,), 1.0 / (k - 1), dtype=torch.float64)
     label[a] = -1.0
@@ -117,7 +121,8 @@ def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
 def _standardised(z: torch.Tensor, v: torch.Tensor, weight: torch.Tensor, ell: int
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(T, m)`` projections of the release less c, ``z (T, d)``, on the whitened directions ``v (m, d)`` (weights
-    ``(d,)``: 1/noise² per coordinate), in units of their noise, and ``(m,)`` the shift by v/ℓ in those units."""
+    ``(d,)``: 1/noise² per coordinate), in units of their noise, and ``(m,)`` the shift by v/ℓ in those units.
+    """
     w = v.double() * weight
     norm = (v.double() * w).sum(1).sqrt().clamp_min(1e-12)  # ‖v/σ‖: the projection's noise
     return (z @ w.float().T) / norm.float(), (norm / ell).float()
@@ -146,7 +151,8 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
         ``(m,)`` scores (larger: z_i). The noise of the image and of the label coordinates is estimated from the
         release (the scaled median absolute deviation of z − c over the first ``NOISE_ROWS`` samples, pooled per
         block), never taken from the mechanism's claimed σ; the centre is c itself, known by design (every record
-        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias)."""
+        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias).
+    """
     z = z.float() - centre.float()  # a sample that drew no z is c plus the noise alone
     dev = z[:NOISE_ROWS].abs()
     noise_x, noise_y = (MAD_SCALE * float(dev[:, sl].median()) for sl in (slice(None, d_x), slice(d_x, None)))
@@ -187,7 +193,8 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
         last release's privacy (every release has the same n, ℓ, T and σ).
 
     Raises:
-        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n."""
+        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n.
+    """
     shape, k, m = members.input_shape, members.num_classes, num_canaries
     n, fill = len(members), len(members) - m  # the target's n records: n₀ fillers and m slots
     if m > fill:
@@ -224,7 +231,8 @@ class ReleaseAuditJob:
     """The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
     ``bench.execution.trainjob.run_job`` calls it instead of ``fit``), so that a training worker makes the R releases
     while the driver attacks other cells, and an interrupted run finds them in the model cache. ``run`` is a pure
-    function of its arguments: the scores are the same bits wherever it runs."""
+    function of its arguments: the scores are the same bits wherever it runs.
+    """
 
     num_canaries: int
     releases: int
@@ -238,9 +246,11 @@ class ReleaseAuditJob:
 
         Args:
             mechanism, data, spec, target_epsilon, delta: a ``DPMix``, the members, the recipe, ε and δ.
+
         Returns:
             A ``TrainedModel``: the untrained architecture, the releases' privacy, ``audit = {"scores", "coins",
-            "conformance"}`` (``attacks.conformance.dpmix``, subsets observed in these releases; None: no guarantee)."""
+            "conformance"}`` (``attacks.conformance.dpmix``, subsets observed in these releases; None: no guarantee).
+        """
         from attacks.conformance.dpmix import MixingObserver
 
         observer = MixingObserver(data.input_shape, data.num_classes)
@@ -258,7 +268,8 @@ class ReleaseAuditJob:
 
 class DPMixCanaryAudit(MembershipAttack):
     """Maximal canary slots among records equal to a centre record, over ``releases`` DPMix releases (module
-    docstring). Settings: ``DPMixCanaryParams``."""
+    docstring). Settings: ``DPMixCanaryParams``.
+    """
 
     name = "dpmix-canary"
     release_kind = "dpmix"
@@ -273,7 +284,8 @@ class DPMixCanaryAudit(MembershipAttack):
         when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job).
 
         Args:
-            ctx: the cell's attack context."""
+            ctx: the cell's attack context.
+        """
         from mechanisms import MECHANISMS
         from mechanisms.dpmix.mechanism import DPMix
 
@@ -285,8 +297,10 @@ class DPMixCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context (a DPMix target).
+
         Returns:
-            ``(m·R,)`` scores and coins (larger: "slot holds z_i"), with the releases' conformance."""
+            ``(m·R,)`` scores and coins (larger: "slot holds z_i"), with the releases' conformance.
+        """
         members = ctx.split.members
         run = ctx.train_like_target.audit_run(members, seed=ctx.seed, request=self._job(ctx))
         assert run.audit is not None

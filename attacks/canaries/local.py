@@ -59,6 +59,7 @@ def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarra
     Args:
         z, a: ``(m, d)`` released images and canary directions.
         rows: rows per block.
+
     Returns:
         ``(m,)`` float64 projections.
     """
@@ -79,7 +80,8 @@ class LocalCanaryAudit(MembershipAttack):
     the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
     released label is y₁ᵢ (1), y₂ᵢ (−1) or another (0); the ``gaussian-composed`` analysis
     (``attacks.analysis.channels``) composes the two channels. Where the mechanism declares its labels public
-    (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone."""
+    (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone.
+    """
 
     audit = True
     name = "local-canary"
@@ -92,6 +94,7 @@ class LocalCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context (a local-gaussian target).
+
         Returns:
             ``(m,)`` image projections with their coins and label outcomes (larger: "a, not −a"), and, for a release
             with a guarantee and noise, the conformance of ``conformance_releases`` releases.

@@ -52,7 +52,8 @@ class MultiRunParams(Params):
 
 class MultiRunAudit(MembershipAttack):
     """R training runs with one canary each. Returns ``{"multi-run": black-box, "multi-run-whitebox": white-box}``
-    (the second where the mechanism takes gradient canaries). Settings: ``MultiRunParams``."""
+    (the second where the mechanism takes gradient canaries). Settings: ``MultiRunParams``.
+    """
 
     audit = True
     name = "multi-run"
@@ -69,6 +70,7 @@ class MultiRunAudit(MembershipAttack):
         Args:
             n_members: the target's member count.
             n_population: the attacker's population count (not limiting here).
+
         Returns:
             One line naming ``members`` and its limit, or None.
         """
@@ -79,6 +81,7 @@ class MultiRunAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context (its population and seed).
+
         Returns:
             One record: an image ``(1, C, H, W)`` and its label ``(1,)`` (a population record with a wrong label, or
             the blank image with label 0).
@@ -102,9 +105,11 @@ class MultiRunAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"multi-run": (R,) black-box scores}`` and, where the mechanism takes gradient canaries,
             ``"multi-run-whitebox"``: (R,) scores with their coins; larger means "included".
+
         Raises:
             ValueError: a mislabelled canary without any population record.
         """

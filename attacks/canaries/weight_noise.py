@@ -49,7 +49,8 @@ def _flat(module: torch.nn.Module) -> torch.Tensor:
 class WeightCanaryAudit(MembershipAttack):
     """One canary (a record of the attacker's population) in or out of the members; the clean autoencoder trained
     on both with one seed; R noisy releases scored by their projection on the clean difference. Settings:
-    ``WeightCanaryParams``."""
+    ``WeightCanaryParams``.
+    """
 
     audit = True
     name = "weight-canary"
@@ -61,6 +62,7 @@ class WeightCanaryAudit(MembershipAttack):
 
         Args:
             target: the trained target.
+
         Returns:
             Whether its ``params`` record ``weight_noise_std``.
         """
@@ -94,8 +96,10 @@ class WeightCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``(R,)`` scores in units of the weights (larger: "canary in") with their coins.
+
         Raises:
             ValueError: no population record for the canary, or the canary left the clean weights unchanged.
         """

@@ -43,7 +43,8 @@ MAX_DISTINCT = 512  # distinct records besides the most common one up to which t
 
 def _groups(whole: torch.Tensor) -> tuple[torch.Tensor, int]:
     """``(n,)`` each record's column among the distinct records other than the most common one (−1 for that one), and
-    how many such records there are; by a random projection of each row (distinct rows never collide in float64)."""
+    how many such records there are; by a random projection of each row (distinct rows never collide in float64).
+    """
     key = whole.double() @ torch.randn(whole.shape[1], generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     values, inverse, counts = torch.unique(key, return_inverse=True, return_counts=True)
     mode = int(counts.argmax())
@@ -55,7 +56,8 @@ def _groups(whole: torch.Tensor) -> tuple[torch.Tensor, int]:
 def _spread(white: torch.Tensor, whole: torch.Tensor, idx: torch.Tensor, scale: torch.Tensor
             ) -> tuple[float, int] | None:
     """Σ_t ‖P_t r̃_t‖² and Σ_t dim P_t (``weight_spread_test``) for the whitened residual ``white (T, D)``, the
-    records ``whole (n, D)`` and subsets ``idx (T, ℓ)``; None where more than ``MAX_DISTINCT`` distinct records."""
+    records ``whole (n, D)`` and subsets ``idx (T, ℓ)``; None where more than ``MAX_DISTINCT`` distinct records.
+    """
     col, h = _groups(whole)
     if h > MAX_DISTINCT:
         return None
@@ -173,7 +175,8 @@ class MixingObserver:
 
     def _weights(self, noise: torch.Tensor, total: torch.Tensor, whole: torch.Tensor, idx: torch.Tensor) -> None:
         """The mixing weight's regression score and information, and the weights' spread, of one release (nothing
-        where a noise is 0: no guarantee to test)."""
+        where a noise is 0: no guarantee to test).
+        """
         if not (self.sigma > 0 and self.sigma_y > 0):
             return
         scale = self._scale()
@@ -194,6 +197,7 @@ class MixingObserver:
         Args:
             mixture_degree, num_samples: the certified ℓ and T.
             privacy: the releases' certified ``PrivacySpent`` (ε, δ).
+
         Returns:
             ``{"tests": [conformance records], "measured_epsilon"}``, the latter None where no subset was observed
             (then every test but T and the declared ε stays at p = 1).

@@ -44,6 +44,7 @@ def shown_only(test: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         test: a conformance record (``attacks.analysis`` builds them).
+
     Returns:
         A copy with ``deciding`` False and the reason in its ``detail``.
     """
@@ -64,7 +65,8 @@ def _sd_upper(sum_squares: float, n: int, alpha: float) -> float:
 def _measured(epsilon_at: Any, *, certified: float, delta: float, accountant: str, parameters: dict[str, float]
               ) -> dict[str, Any]:
     """``bench.results.MeasuredEpsilon``'s fields: ε at the limits of confidence ``CONFIDENCE`` and the p-value of
-    "spent ≤ certified" (``limit_p_value``)."""
+    "spent ≤ certified" (``limit_p_value``).
+    """
     eps = float(epsilon_at(1 - CONFIDENCE))
     return {"epsilon": eps if math.isfinite(eps) else 1e300, "certified": certified, "delta": delta,
             "relation": "replace-one", "accountant": accountant, "confidence": CONFIDENCE,
@@ -75,7 +77,8 @@ def _scale_test(along: float, weight: float, rows: int, sigma: float) -> dict[st
     """Each record's release is its own image plus fresh noise, z = s·x + e with s = 1: Σ⟨z − x, x⟩ over the released
     rows is N(0, σ²·Σ‖x‖²) under H0, and a release that scales its records by s ≠ 1 (the sources' ``2·x/‖x‖``: twice
     the sensitivity), or holds another record's image (s ≈ 0), shifts it by (s − 1)·Σ‖x‖². Two-sided, exact.
-    ``measured``: the estimated scale ŝ = 1 + Σ⟨z − x, x⟩/Σ‖x‖²."""
+    ``measured``: the estimated scale ŝ = 1 + Σ⟨z − x, x⟩/Σ‖x‖².
+    """
     z = along / (sigma * math.sqrt(weight)) if weight > 0 and sigma > 0 else 0.0
     return conformance_record("input scale (the sensitivity's unit norm)", "clip bound", certified=1.0,
                               measured=1.0 + along / weight if weight > 0 else None, n=rows, statistic=z,
@@ -89,7 +92,8 @@ def _scale_lower(along: float, weight: float, sigma_upper: float, alpha: float) 
     of it; one below 1 would lower ε, but a release whose records enter at less than their norm is not the declared
     mechanism, and the two-sided scale test in the same family is what refutes it, exactly (``_scale_test``). At
     the default profile's 400,000 draws the limit alone is 4 % below the estimate at ε = 1 (σ = 12.2), 3 % of the
-    ε: the ε from measured parameters would no longer be within 2 % of the certified one."""
+    ε: the ε from measured parameters would no longer be within 2 % of the certified one.
+    """
     if weight <= 0:
         return 1.0
     return max(1.0 + (along - float(stats.norm.isf(alpha)) * sigma_upper * math.sqrt(weight)) / weight, 1.0)
@@ -98,7 +102,8 @@ def _scale_lower(along: float, weight: float, sigma_upper: float, alpha: float) 
 class _LocalReleases:
     """The sums ``local_conformance`` reads from releases of the same canaries ``x (m, C, H, W)`` with labels
     ``y (m,)``, one release at a time: Σ(z − x)² per pixel, Σ⟨z − x, x⟩ and Σ‖x‖², the first release's first
-    ``SAMPLE_ROWS`` noise rows (in units of σ), the labels kept and the replaced labels' offsets."""
+    ``SAMPLE_ROWS`` noise rows (in units of σ), the labels kept and the replaced labels' offsets.
+    """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> None:
         self.flat, self.y, self.k, self.m = x.flatten(1), y, num_classes, len(x)
@@ -140,10 +145,13 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
 
     Args:
         x, y, releases, privacy, num_classes: canaries ``(m, C, H, W)``, unit norm; labels ``(m,)``; R ≥ 1; ε, δ; k.
+
     Returns:
         ``MembershipScores.conformance``: ``{"tests", "measured_epsilon"}`` (releases read one at a time).
+
     Raises:
-        ValueError: ``releases`` is empty."""
+        ValueError: ``releases`` is empty.
+    """
     m, shape, k = len(x), tuple(x.shape[1:]), num_classes
     read = _LocalReleases(x, y, k)
     for release in releases:

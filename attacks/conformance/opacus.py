@@ -75,8 +75,10 @@ def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: 
         noise_multiplier, sample_rate, steps: σ, q in (0, 1] and T.
         delta: δ, a probability.
         which: ``lower``, ``estimate`` or ``upper``.
+
     Returns:
         ε (unitless, add/remove; ∞ at σ = 0).
+
     Raises:
         ValueError: an unknown ``which`` (``prv_composed_epsilon``).
     """
@@ -90,8 +92,10 @@ def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, 
         history: the ``(σ, q, T)`` phases (phases of 0 steps left out).
         delta: δ, a probability.
         which: ``lower``, ``estimate`` or ``upper``.
+
     Returns:
         ε (unitless, add/remove): ∞ where a phase with steps has σ ≤ 0, 0 without any step.
+
     Raises:
         ValueError: an unknown ``which``.
     """
@@ -118,8 +122,10 @@ def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta:
         epsilon: the target ε (> 0, unitless).
         sample_rate, steps, delta: q, T and δ.
         guess: the starting σ (> 0).
+
     Returns:
         σ*, the noise multiplier.
+
     Raises:
         ValueError: 12 secant steps do not get there.
     """
@@ -146,6 +152,7 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
         wb: the observer's ``result()`` (one phase, or ``phases``).
         certified, delta, relation: the reported ε (unitless), its δ and its neighbouring relation.
         confidence: the confidence of the measured ε's limit.
+
     Returns:
         ``{"tests": [conformance records, the declared ε last], "measured_epsilon"}``.
     """
@@ -175,6 +182,7 @@ def accountant_rate(wb: dict[str, Any]) -> float:
 
     Args:
         wb: the observer's ``result()``.
+
     Returns:
         q, the sample rate.
     """
@@ -217,6 +225,7 @@ def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
 
     Args:
         wb: the observer's ``result()``.
+
     Returns:
         The conformance records (k: the parameter tensors).
     """
@@ -241,7 +250,8 @@ def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
 def _phased_epsilon(phases: list[dict[str, Any]], n: int, *, certified: float, delta: float, relation: str,
                     confidence: float) -> dict[str, Any]:
     """``MeasuredEpsilon``'s fields of a loop of several phases (module docstring): PRV's lower estimate of every
-    phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each."""
+    phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each.
+    """
     observed = [[t for t in p["noise_by_tensor"] if t["n"]] for p in phases]
     k = sum(len(o) + 1 for o in observed)
 

@@ -1,6 +1,7 @@
 """RMIA, the relative membership inference attack (Zarifzadeh, Liu, Mittal, Shokri 2024, "Low-cost
 high-power membership inference attacks", ICML), offline: reference models that never saw a candidate,
-population z-samples, and the offline correction parameter a."""
+population z-samples, and the offline correction parameter a.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from bench.core.params import Params
 
 
 def _log_marginal(log_p_refs: np.ndarray, out_mask: np.ndarray, a: float) -> np.ndarray:
-    """log Pr(x) from OUT reference models with the offline correction (RMIA §4.2, eq. 6):
-    Pr(x) ≈ ½((1 + a)·mean_OUT Pr(x|θ') + (1 − a)). ``log_p_refs``, ``out_mask``: ``(k, N)``."""
+    """Log Pr(x) from OUT reference models with the offline correction (RMIA §4.2, eq. 6):
+    Pr(x) ≈ ½((1 + a)·mean_OUT Pr(x|θ') + (1 − a)). ``log_p_refs``, ``out_mask``: ``(k, N)``.
+    """
     count = out_mask.sum(0)
     masked = np.where(out_mask, log_p_refs, -np.inf)
     log_mean = logsumexp(masked, axis=0) - np.log(np.maximum(count, 1))
@@ -88,7 +90,8 @@ class RMIA(OfflineShadows):
             n_members, n_population: as ``OfflineShadows.size_problem``.
 
         Returns:
-            One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None."""
+            One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None.
+        """
         return at_most(self.name, "num_z", self.params.num_z, n_population, "n_population") or \
             super().size_problem(n_members=n_members, n_population=n_population)
 
@@ -105,7 +108,8 @@ class RMIA(OfflineShadows):
             ``MembershipScores`` with ``(N,)`` scores in [0, 1] (larger: member), ``extra`` the number of references.
 
         Raises:
-            ValueError: fewer than 2 attacker population records."""
+            ValueError: fewer than 2 attacker population records.
+        """
         p, pop = self.params, ctx.split.population
         if len(pop) < 2:
             raise ValueError(f"rmia needs at least 2 attacker population records (n_population), got {len(pop)}")

@@ -1,5 +1,6 @@
 """Model inversion: MI-Face class reconstruction (Fredrikson, Jha, Ristenpart, CCS 2015, Algorithm 1), scored by
-``attacks.reconstruction.scoring``."""
+``attacks.reconstruction.scoring``.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def contrast_stretch(x: torch.Tensor) -> torch.Tensor:
         x: ``(R, C, H, W)`` images.
 
     Returns:
-        ``(R, C, H, W)`` stretched images."""
+        ``(R, C, H, W)`` stretched images.
+    """
     flat = x.flatten(1)
     lo, hi = flat.min(1, keepdim=True).values, flat.max(1, keepdim=True).values
     span = hi - lo
@@ -47,7 +49,8 @@ def total_variation(x: torch.Tensor) -> torch.Tensor:
         x: ``(R, C, H, W)`` images.
 
     Returns:
-        ``(R,)`` TV (pixel units)."""
+        ``(R,)`` TV (pixel units).
+    """
     dh = (x[..., 1:, :] - x[..., :-1, :]).abs().flatten(1).mean(1)
     dw = (x[..., :, 1:] - x[..., :, :-1]).abs().flatten(1).mean(1)
     return dh + dw
@@ -68,7 +71,8 @@ def initial_images(init: str, rows: int, shape: tuple[int, ...], *, mean_image: 
         ``(rows, C, H, W)`` images in [0, 1].
 
     Raises:
-        ValueError: an unknown ``init``, or ``mean`` without a mean image."""
+        ValueError: an unknown ``init``, or ``mean`` without a mean image.
+    """
     if init == "zeros":
         return torch.zeros(rows, *shape)
     if init == "grey":
@@ -156,7 +160,8 @@ class _StoppingRule:
     @torch.no_grad()
     def update(self, it: int, cost: torch.Tensor, logp: torch.Tensor, now: torch.Tensor) -> bool:
         """Record iteration ``it``'s costs, log target probabilities and images ``(R, ...)``; False when every row
-        has stopped or ``max_iter`` is reached."""
+        has stopped or ``max_iter`` is reached.
+        """
         active = self.active
         better = active & (cost < self.best - self.min_delta)
         self.best = torch.where(better, cost, self.best)
@@ -241,7 +246,8 @@ class MIFace(ReconstructionAttack):
             stop reasons, settings).
 
         Raises:
-            ValueError: from ``initial_images`` (``init: mean`` without an attacker population) or ``mi_face``."""
+            ValueError: from ``initial_images`` (``init: mean`` without an attacker population) or ``mi_face``.
+        """
         p, split = self.params, ctx.split
         members = split.members
         shape, num_classes = members.input_shape, members.num_classes

@@ -1,5 +1,6 @@
 """Attacks on a local-noise release, which need no model: linkage (re-identification of each noisy image among
-sources and decoys) and class-conditional Wiener denoising. Every prior comes from the attacker's population."""
+sources and decoys) and class-conditional Wiener denoising. Every prior comes from the attacker's population.
+"""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ class LocalLinkage(ReconstructionAttack):
             ``linkage_accuracy`` with its 95 % Clopper-Pearson ``lower`` / ``upper``, ``chance``, the counts and σ.
 
         Raises:
-            ValueError: the release does not hold one noisy image per member."""
+            ValueError: the release does not hold one noisy image per member.
+        """
         split = ctx.split
         z, sigma = _local_release(ctx.target, split)
         q = ctx.member_index[: self.params.max_candidates]
@@ -124,7 +126,8 @@ class LocalReconstruction(ReconstructionAttack):
             ``prior_mse_to_source``.
 
         Raises:
-            ValueError: no attacker population, or a release without one noisy image per member."""
+            ValueError: no attacker population, or a release without one noisy image per member.
+        """
         split = ctx.split
         z, sigma = _local_release(ctx.target, split)
         members, pop = split.members, split.population

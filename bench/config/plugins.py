@@ -1,5 +1,6 @@
 """Loading plug-in modules: those a run names (``--plugins``) and those installed packages declare in the
-``privbench.plugins`` entry-point group."""
+``privbench.plugins`` entry-point group.
+"""
 
 from __future__ import annotations
 

@@ -113,7 +113,8 @@ def training_spec(mechanism: str, raw: Any, *, n_members: int, where: str | None
 
 def _recipes(d: dict[str, Any], user_training: dict[str, Any]) -> dict[str, Any]:
     """Each selected mechanism's training settings: its recipe for the profile (else for the profile's
-    ``recipes_from``), overridden by the config's."""
+    ``recipes_from``), overridden by the config's.
+    """
     from mechanisms import MECHANISMS
 
     out = {}
@@ -206,7 +207,8 @@ def _environment(d: dict[str, Any]) -> None:
 
 def _duration(value: Any, name: str, units: str, allowed: str) -> float:
     """A time in seconds from a number of seconds or a text such as ``"90s"``, with unit letters ``units``
-    (``s`` seconds, ``m`` minutes, ``h`` hours). Raises ConfigError naming ``name``, the value and ``allowed``."""
+    (``s`` seconds, ``m`` minutes, ``h`` hours). Raises ConfigError naming ``name``, the value and ``allowed``.
+    """
     import re
 
     seconds = None
@@ -225,7 +227,8 @@ def tune_budget(value: Any) -> float:
     """The recipe-tuning time budget in seconds from a number of seconds or a text ``"90s"`` / ``"10m"``.
 
     Raises:
-        ConfigError: not a positive finite number of seconds or minutes (one line)."""
+        ConfigError: not a positive finite number of seconds or minutes (one line).
+    """
     return _duration(value, "tune_budget", "sm", "seconds (e.g. 600 or 600s) or minutes (e.g. 10m)")
 
 
@@ -234,13 +237,15 @@ def job_time_limit(value: Any) -> float:
     ``"10m"`` / ``"6h"``.
 
     Raises:
-        ConfigError: not a positive finite time (one line naming the value)."""
+        ConfigError: not a positive finite time (one line naming the value).
+    """
     return _duration(value, "job_timeout", "smh", "seconds (e.g. 600 or 600s), minutes (10m) or hours (6h)")
 
 
 def _attack_params(params: Any, attacks: tuple[str, ...], user: set[str]) -> dict[str, Any]:
     """Each attack's settings parsed by its ``Params``; settings given by the user for an attack that does not run
-    are named in a warning (the profile's own are not)."""
+    are named in a warning (the profile's own are not).
+    """
     from attacks import ATTACKS
 
     if not isinstance(params, dict):

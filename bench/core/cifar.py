@@ -51,7 +51,7 @@ def load_cifar10(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset
 
 
 def _read_as_found(root: Path, folder: Path):
-    """torchvision's training and test ``CIFAR10`` readers of ``root`` (``folder`` = ``root/cifar-10-batches-py``),
+    """Torchvision's training and test ``CIFAR10`` readers of ``root`` (``folder`` = ``root/cifar-10-batches-py``),
     without its MD5 checks; logs a warning when the files differ from the published ones.
 
     Raises:

@@ -1,5 +1,6 @@
 """Datasets (torchvision MNIST / Fashion-MNIST, CIFAR-10 in ``bench.core.cifar``, scikit-learn digits, your own files
-by path) and the seeded membership split."""
+by path) and the seeded membership split.
+"""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ class ArrayDataset:
 
         Args:
             index: row positions ``(M,)``, int64.
+
         Returns:
             The M rows, same classes and name.
         """
@@ -103,6 +105,7 @@ def concat(*parts: ArrayDataset) -> ArrayDataset:
 
     Args:
         parts: one or more datasets of the same image shape.
+
     Returns:
         The rows of all parts, in order; ``origin`` −1 for rows of a part without one.
     """
@@ -138,6 +141,7 @@ class MembershipSplit:
         Args:
             max_per_side: the most rows of each side (None: as many as the smaller side has).
             seed: the permutation's seed.
+
         Returns:
             ``(member_rows, non_member_rows)``, each ``(n,)`` int64.
         """
@@ -226,6 +230,7 @@ def load_digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]
 
     Args:
         root, download: unused (the data ships with scikit-learn); the signature every loader has.
+
     Returns:
         ``(pool, test)``: images ``(N, 1, 8, 8)`` float32 in [0, 1], 10 classes.
     """
@@ -247,8 +252,10 @@ def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, Arr
         name: a registered data set (``DATASETS``: mnist, fashion-mnist, cifar10, digits).
         root: the folder holding its files, which must be there (``--data-root`` or ``$PRIVBENCH_DATA``); None: the
             user cache folder (``default_data_root()``), where torchvision may download.
+
     Returns:
         ``(pool, test)``: images ``(N, C, H, W)`` float32 in [0, 1] and labels ``(N,)`` int64.
+
     Raises:
         ConfigError: unknown dataset name.
         DataError: files missing / unreadable (one-line message saying where they are expected).
@@ -275,8 +282,10 @@ def make_split(pool: ArrayDataset, test: ArrayDataset, *, n_members: int, n_non_
         pool, test: the data set's training pool and test set (``load_dataset``).
         n_members, n_non_members, n_population, n_test: the parts' sizes (records, ≥ 0).
         seed: the permutation's seed.
+
     Returns:
         The split; its parts carry their pool positions as ``origin``.
+
     Raises:
         ConfigError: a negative size, or sizes that exceed the pool or the test set.
     """

@@ -21,7 +21,8 @@ class AuditDesign(BaseModel):
     """How the scored records' membership was decided, which fixes what an ε lower bound from the scores may claim
     (Jagielski et al. 2020; Steinke, Nasr, Jagielski 2023): ``kind`` heuristic | one-run | multi-run,
     ``threat_model`` black-box | white-box | hidden-state, ``size`` (m canaries or runs; the scored records of a
-    heuristic), the neighbouring ``relation`` it tests, and each canary's ``inclusion`` probability."""
+    heuristic), the neighbouring ``relation`` it tests, and each canary's ``inclusion`` probability.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null", use_attribute_docstrings=True)
 
@@ -74,7 +75,8 @@ class AuditDesign(BaseModel):
         Raises:
             pydantic.ValidationError (a ValueError): ``kind`` not in ``DESIGNS`` or ``threat_model`` not in
                 ``THREAT_MODELS``, or a value of the wrong type.
-            TypeError: more positional arguments than fields, or a field given twice."""
+            TypeError: more positional arguments than fields, or a field given twice.
+        """
         super().__init__(**by_position(type(self).__name__, _POSITIONAL, args, data))
 
     @model_validator(mode="after")

@@ -1,6 +1,7 @@
 """Per-epoch records of training runs: the training loss and accuracy of every epoch and, with a probe set, the
 released model's test loss and accuracy at the end of each (``EpochRecorder``), collected from every training loop
-run inside ``recording_epochs`` (``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast``)."""
+run inside ``recording_epochs`` (``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast``).
+"""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ class EpochRecorder:
         """Open a new training loop's records.
 
         Returns:
-            The loop's list of epoch records, empty, appended to ``loops`` (``record_epoch`` fills it)."""
+            The loop's list of epoch records, empty, appended to ``loops`` (``record_epoch`` fills it).
+        """
         self.loops.append([])
         return self.loops[-1]
 
@@ -54,6 +56,7 @@ class EpochRecorder:
         Args:
             model: the released model, raw images ``(M, C, H, W)`` to logits ``(M, K)``.
             device: where the model runs.
+
         Returns:
             ``{"test_loss": nats, "test_accuracy": fraction in [0, 1]}``; None values without a probe set or when
             the model's outputs are not one logit per class.
@@ -80,7 +83,8 @@ class EpochRecorder:
 
         Returns:
             Copies of the epoch records of the last loop whose ``train_loss`` values equal ``history`` (NaN equal to
-            NaN); [] when none matches."""
+            NaN); [] when none matches.
+        """
         for loop in reversed(self.loops):
             losses = [r["train_loss"] for r in loop]
             if len(losses) == len(history) and all(
@@ -98,6 +102,7 @@ def recording_epochs(recorder: EpochRecorder) -> Iterator[EpochRecorder]:
 
     Args:
         recorder: the recorder to fill.
+
     Yields:
         ``recorder``.
     """
@@ -112,7 +117,8 @@ def current_recorder() -> EpochRecorder | None:
     """The recorder of the enclosing ``recording_epochs`` block in this thread of control.
 
     Returns:
-        The active ``EpochRecorder``, or None outside such a block."""
+        The active ``EpochRecorder``, or None outside such a block.
+    """
     return _RECORDER.get()
 
 
@@ -122,6 +128,7 @@ def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
     Args:
         out: the model's outputs, logits ``(B, K)``.
         y: labels ``(B,)``, or soft labels ``(B, K)`` (their argmax is the label).
+
     Returns:
         The number of rows whose argmax is the label; None when ``out`` is not one score per class (e.g. an
         autoencoder's reconstructions).
@@ -147,7 +154,8 @@ def record_epoch(records: list[dict[str, Any]] | None, recorder: EpochRecorder |
         correct: the right predictions over the epoch's batches (``batch_correct``; None: unknown).
         count: the examples the epoch processed.
         model: the model as it stands after the epoch (probed in eval mode).
-        device: where the model runs."""
+        device: where the model runs.
+    """
     if records is None or recorder is None:
         return
     records.append({"epoch": epoch, "train_loss": loss,

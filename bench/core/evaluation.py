@@ -1,5 +1,6 @@
 """Evaluation and per-example losses of a trained classifier: logits, accuracy, the logit confidence φ and a
-cross-entropy that stays distinct for confidently right examples."""
+cross-entropy that stays distinct for confidently right examples.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """What a CNN's convolutions see: the feature maps of its first convolutions on one image, read by forward hooks on
 the model's own layers (never a copy of them), and its first layer's learnt filters (the visualisation of Zeiler &
-Fergus, ECCV 2014, §2, at its simplest: activations and first-layer weights)."""
+Fergus, ECCV 2014, §2, at its simplest: activations and first-layer weights).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from torch import nn
 class ConvFeatures(TypedDict):
     """What ``conv_feature_maps`` reads. layers: the convolutions' names (``named_modules``). maps: one
     ``(channels, h, w)`` float32 CPU tensor per layer. filters: the first convolution's ``(out, in, kh, kw)`` float32
-    CPU weights."""
+    CPU weights.
+    """
 
     layers: list[str]
     maps: list[torch.Tensor]

@@ -3,7 +3,8 @@ dense nets, a linear classifier, the weight-noise system's autoencoder and ``Fro
 trained head); and ``build_model``, which builds any registered architecture by name (``bench.core.catalog``; the
 residual nets are in ``bench.core.resnets``, the scattering network in ``bench.core.scatternet``). Each factory
 takes ``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns an untrained module mapping
-``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N, C·H·W)``)."""
+``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N, C·H·W)``).
+"""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class Standardize(nn.Module):
 
     Args:
         mean: the constant subtracted (pixel units, e.g. a public data set's mean).
-        std: the constant divided by (pixel units, > 0)."""
+        std: the constant divided by (pixel units, > 0).
+    """
 
     def __init__(self, mean: float, std: float) -> None:
         super().__init__()
@@ -43,7 +45,8 @@ class Standardize(nn.Module):
             x: ``(N, C, H, W)`` images.
 
         Returns:
-            ``(N, C, H, W)``: ``(x − mean) / std``."""
+            ``(N, C, H, W)``: ``(x − mean) / std``.
+        """
         return (x - self.mean) / self.std
 
 
@@ -56,8 +59,10 @@ def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = 
         input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
         activation: ``relu``, or ``tanh``: Tramèr & Boneh's (ICLR 2021) CNN (tempered sigmoid, Papernot et al. 2021).
         standardize: ``(mean, std)``: pixels first mapped to (x − mean)/std (public constants); None: as given.
+
     Returns:
-        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits."""
+        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+    """
     act = _activation(activation)
     features = nn.Sequential(*([Standardize(*standardize)] if standardize else []),
                              nn.Conv2d(input_shape[0], 16, 8, stride=2, padding=3), act(), nn.MaxPool2d(2, 1),
@@ -72,8 +77,10 @@ def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 
     Args:
         input_shape, num_classes: ``(C, H, W)`` (at least 16×16) and the number of classes K.
+
     Returns:
-        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits."""
+        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+    """
     features = nn.Sequential(nn.Conv2d(input_shape[0], 32, 5), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(32, 48, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
     d = _flat_dim(features, input_shape)
@@ -89,10 +96,13 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] 
     Args:
         input_shape, num_classes: ``(C, H, W)`` (``(1, 1, D)`` for tabular records) and the number of classes K.
         hidden: the hidden layers' widths.
+
     Returns:
         The untrained MLP, ``(N, C, H, W)`` records to ``(N, K)`` logits.
+
     Raises:
-        ValueError: no width, or a width that is not an integer >= 1."""
+        ValueError: no width, or a width that is not an integer >= 1.
+    """
     widths = [hidden] if isinstance(hidden, int) else list(hidden)
     if not widths or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in widths):
         raise ValueError(f"mlp hidden = {hidden!r} must be an integer >= 1 or a non-empty list of them")
@@ -110,8 +120,10 @@ def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 
     Args:
         input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+
     Returns:
-        ``Flatten, Linear``: ``(N, C, H, W)`` images to ``(N, K)`` logits."""
+        ``Flatten, Linear``: ``(N, C, H, W)`` images to ``(N, K)`` logits.
+    """
     return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), num_classes))
 
 
@@ -125,7 +137,8 @@ class FrozenFront(nn.Module):
         head: the trained part, features to ``(N, K)`` logits.
 
     Raises:
-        ValueError: ``front`` has a trainable parameter."""
+        ValueError: ``front`` has a trainable parameter.
+    """
 
     def __init__(self, front: nn.Module, head: nn.Module) -> None:
         super().__init__()
@@ -140,7 +153,8 @@ class FrozenFront(nn.Module):
             x: ``(N, C, H, W)`` images.
 
         Returns:
-            ``(N, K)`` logits."""
+            ``(N, K)`` logits.
+        """
         # no ``no_grad`` here: the front has no parameters, so autograd records it only when ``x`` requires a
         # gradient — as model inversion (MI-Face) needs
         return self.head(self.front(x))
@@ -155,7 +169,8 @@ class FrozenFront(nn.Module):
             batch_size: the images per chunk.
 
         Returns:
-            The ``(N, ...)`` features, on ``x``'s device."""
+            The ``(N, ...)`` features, on ``x``'s device.
+        """
         return torch.cat([self.front(x[i : i + batch_size].to(device)).to(x.device)
                           for i in range(0, len(x), batch_size)])
 
@@ -170,7 +185,8 @@ def autoencoder(input_shape: tuple[int, ...], num_classes: int = 0, code: int = 
         code: the bottleneck's width.
 
     Returns:
-        The untrained autoencoder, ``(N, C, H, W)`` images to ``(N, C·H·W)`` reconstructions in [0, 1]."""
+        The untrained autoencoder, ``(N, C, H, W)`` images to ``(N, C·H·W)`` reconstructions in [0, 1].
+    """
     d = math.prod(input_shape)
     return nn.Sequential(nn.Flatten(), nn.Linear(d, code), nn.ReLU(), nn.Linear(code, d), nn.Sigmoid())
 
@@ -188,6 +204,7 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, **kwa
         The untrained module, ``(N, C, H, W)`` inputs to ``(N, K)`` logits (the autoencoder: ``(N, C·H·W)``).
 
     Raises:
-        ValueError: an unknown name (naming the known models), or a setting the factory refuses."""
+        ValueError: an unknown name (naming the known models), or a setting the factory refuses.
+    """
     return MODELS.get(name)(tuple(input_shape), num_classes, **kwargs)
 

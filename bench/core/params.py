@@ -146,7 +146,8 @@ def _attribute_docs(cls: type) -> dict[str, str]:
 
 def _first_sentence(text: str, width: int = 110) -> str:
     """``text`` up to its first full stop outside parentheses and abbreviations (``e.g.``, ``i.e.``), without
-    reST literals' double backquotes, at most ``width`` characters."""
+    reST literals' double backquotes, at most ``width`` characters.
+    """
     text, depth = text.replace("``", ""), 0
     for i, ch in enumerate(text):
         depth += (ch == "(") - (ch == ")")

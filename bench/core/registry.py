@@ -1,5 +1,6 @@
 """A tiny name -> factory registry used for mechanisms, attacks, models, datasets and presets, and the discovery of
-plug-in modules that pip-installed packages declare in the ``privbench.plugins`` entry-point group."""
+plug-in modules that pip-installed packages declare in the ``privbench.plugins`` entry-point group.
+"""
 
 from __future__ import annotations
 

@@ -53,7 +53,8 @@ def init_model(build: Callable[[], nn.Module], seed: int) -> nn.Module:
 
 def choose_path(device: torch.device | str) -> str:
     """``"ensemble"`` or ``"sequential"``: the faster way to train many small models on ``device``'s type,
-    by the rule ``PREFERRED_PATH`` (from ``bench perf`` measurements; unknown device types: sequential)."""
+    by the rule ``PREFERRED_PATH`` (from ``bench perf`` measurements; unknown device types: sequential).
+    """
     return PREFERRED_PATH.get(torch.device(device).type, "sequential")
 
 
@@ -174,7 +175,8 @@ def ensemble_supported(mechanism: Any, model: nn.Module) -> bool:
     """Whether ``fit_ensemble`` reproduces ``mechanism.fit``: the mechanism trains by ``Baseline.fit`` itself
     (plain supervised training: a subclass that overrides ``fit`` adds noise, a release or per-run privacy
     accounting) and ``model``, its architecture, has no buffers (``vmap`` over stacked parameters cannot update
-    e.g. BatchNorm statistics)."""
+    e.g. BatchNorm statistics).
+    """
     from mechanisms.baseline import Baseline
 
     return type(mechanism).fit is Baseline.fit and not any(True for _ in model.buffers())

@@ -42,7 +42,8 @@ PROBE_RECORDS = 2  # records fed to a returned model to check its output shape
 class MechanismFault(RuntimeError):
     """A mechanism's ``fit`` failed in a way the harness contains: it raised (a plug-in), returned non-finite weights
     or a model of the wrong output shape, or ran past the job's time limit. The message is the one line the
-    reports show."""
+    reports show.
+    """
 
 
 class JobTimeout(MechanismFault):
@@ -51,7 +52,8 @@ class JobTimeout(MechanismFault):
 
 def mechanism_words(name: str) -> str:
     """How a fault names mechanism ``name``: ``mechanism dpsgd`` for a built-in one, ``plug-in mechanism NAME
-    (MODULE)`` for one registered by another module (``--plugins`` or an entry point)."""
+    (MODULE)`` for one registered by another module (``--plugins`` or an entry point).
+    """
     from mechanisms import MECHANISMS
 
     try:
@@ -117,7 +119,8 @@ def limit_text(seconds: float) -> str:
 @contextmanager
 def time_limit(seconds: float | None, name: str) -> Iterator[None]:
     """Raise ``JobTimeout`` in the ``with`` block once ``seconds`` (wall clock) have passed; ``None`` or an infinite
-    limit, or a block not on the main thread: no limit. The previous ``SIGALRM`` handler and timer are restored."""
+    limit, or a block not on the main thread: no limit. The previous ``SIGALRM`` handler and timer are restored.
+    """
     if seconds is None or not math.isfinite(seconds) or threading.current_thread() is not threading.main_thread():
         yield
         return

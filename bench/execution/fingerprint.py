@@ -29,7 +29,8 @@ _LIBRARY_DIRS = tuple({Path(p).resolve() for p in (sysconfig.get_paths()["pureli
 def _find_spec(top: str) -> importlib.machinery.ModuleSpec | None:
     """Where the import system would find top-level module ``top`` now, from ``sys.path`` and the installed finders
     (an editable install's included), ignoring ``sys.modules``: a module imported earlier from a folder no longer
-    on the path (a test's, a plug-in's) does not enter, so the fingerprint depends on the code and the path alone."""
+    on the path (a test's, a plug-in's) does not enter, so the fingerprint depends on the code and the path alone.
+    """
     for finder in sys.meta_path:
         find = getattr(finder, "find_spec", None)
         if find is None:
@@ -53,13 +54,15 @@ def _top_origin_on(top: str, path: tuple[str, ...]) -> Path | None:
 
 def _top_origin(top: str) -> Path | None:
     """The file (module) or ``__init__.py`` (package) of top-level module ``top``, found without importing it,
-    on the current ``sys.path`` (cached per path)."""
+    on the current ``sys.path`` (cached per path).
+    """
     return _top_origin_on(top, tuple(sys.path))
 
 
 def _origin(name: str) -> Path | None:
     """The source file of module ``name`` (None: builtin, namespace, or not a module, e.g. a class in
-    ``from X import Class``), located from its top-level package's folder: nothing is imported."""
+    ``from X import Class``), located from its top-level package's folder: nothing is imported.
+    """
     top, *rest = name.split(".")
     root = _top_origin(top)
     if root is None or not rest:
@@ -81,7 +84,8 @@ def _is_local(path: Path) -> bool:
 
 def _imports(tree: ast.Module, name: str, is_package: bool) -> set[str]:
     """Absolute names of every module ``tree`` imports anywhere (top level or inside functions), candidate
-    submodules of ``from X import Y`` included (``X.Y``; kept only if it is a module)."""
+    submodules of ``from X import Y`` included (``X.Y``; kept only if it is a module).
+    """
     out: set[str] = set()
     package = name if is_package else name.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -127,7 +131,8 @@ def _distribution_version(top: str) -> str | None:
 def _closure(roots: tuple[str, ...], path: tuple[str, ...] = ()) -> tuple[dict[str, str], dict[str, str]]:
     """(local module -> SHA-256 of its docstring-free syntax tree, library -> version) reached from ``roots`` on
     the import path ``path`` (``sys.path`` when it was called: part of the cache key, as the modules found follow
-    it)."""
+    it).
+    """
     code: dict[str, str] = {}
     libraries: dict[str, str] = {}
     todo = list(roots)

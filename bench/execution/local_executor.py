@@ -1,5 +1,6 @@
 """The ``local`` executor: training jobs in this process (the driver) and in worker processes beside it, with
-processes × torch threads = the CPUs (``bench.core.device.parallelism``)."""
+processes × torch threads = the CPUs (``bench.core.device.parallelism``).
+"""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def _worker_main(index: int, threads: int, tasks: Any, results: Any, parent: int
                  ) -> None:
     """A training worker process: ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads;
     puts ``(kind, index, job id, pickled models or exception)`` on ``results`` (kind ``ready`` once started, then
-    ``ok`` or ``error`` per job); ``None`` stops it. Ctrl-C is the driver's to handle."""
+    ``ok`` or ``error`` per job); ``None`` stops it. Ctrl-C is the driver's to handle.
+    """
     import pickle
     import signal
 
@@ -196,7 +198,8 @@ class LocalExecutor:
 
     def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
         """The job's models: trained here now if no worker has taken it; else, while a worker trains it, this process
-        trains the oldest waiting job. Raises what training raised, or ``JobFailed`` if its worker died."""
+        trains the oldest waiting job. Raises what training raised, or ``JobFailed`` if its worker died.
+        """
         while True:
             self._hand_over()
             if pending.done:
@@ -223,7 +226,8 @@ class LocalExecutor:
 
     def close(self) -> None:
         """Keep the jobs the workers have finished (``on_done``: into the cache), then stop the workers; jobs still
-        training or waiting are dropped (a rerun resumes from the cache)."""
+        training or waiting are dropped (a rerun resumes from the cache).
+        """
         if not self._procs:
             return
         self._stop = True

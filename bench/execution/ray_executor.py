@@ -1,6 +1,7 @@
 """The ``ray`` executor: one Ray task per training job, on a local Ray instance or a cluster (Moritz et al. 2018,
 "Ray: a distributed framework for emerging AI applications"). See ``bench.execution.executor`` for how jobs, the model
-cache and worker failures behave."""
+cache and worker failures behave.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ MAX_RETRIES = 3  # Ray re-runs of a job whose worker died (not of one whose trai
 def _ray_job(job: TrainJob, threads: int, plugins: tuple[str, ...] = ()) -> list[TrainedModel]:
     """The body of a Ray task: the run's plug-in modules imported (what the driver registered and patched; once per
     worker process, as Python caches imports), then ``run_job`` with ``threads`` torch threads, models returned on
-    the CPU."""
+    the CPU.
+    """
     for module in plugins:
         importlib.import_module(module)
     torch.set_num_threads(threads)
@@ -101,7 +103,8 @@ class RayExecutor:
 
     def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
         """Wait for ``pending``; every other job that finishes meanwhile is handed to its ``on_done`` too (the
-        cache and the progress bar follow the whole cluster). Per-epoch progress is not reported from workers."""
+        cache and the progress bar follow the whole cluster). Per-epoch progress is not reported from workers.
+        """
         while not pending.done:
             ready, _ = self._ray.wait(list(self._outstanding), num_returns=1)
             self._finish(ready)

@@ -1,7 +1,8 @@
 """What to train (``Recipe``), a training job (``TrainJob``: a recipe's models shipped to a worker), the pure function
 that runs one (``run_job``), and the handle the driver holds while it runs (``Pending``). Executors
 (``bench.execution.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
-itself from ``job.seeds``), so where a job runs does not change its result."""
+itself from ``job.seeds``), so where a job runs does not change its result.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class JobFailed(RuntimeError):
     """A job that did not finish for a reason outside training itself (e.g. its worker died more often than
-    ``MAX_RETRIES``); the harness marks its cell or attack failed, like a diverged training run."""
+    ``MAX_RETRIES``); the harness marks its cell or attack failed, like a diverged training run.
+    """
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,8 @@ def _run_job(job: TrainJob, on_epoch: EpochCallback | None) -> list[TrainedModel
 
 class Pending:
     """A submitted job. ``on_done(models)`` (e.g. writing them to the cache) runs once, when the driver first sees
-    the job finish; ``result`` / ``error`` hold its outcome from then on."""
+    the job finish; ``result`` / ``error`` hold its outcome from then on.
+    """
 
     def __init__(self, job: TrainJob, on_done: Callable[[list[TrainedModel]], None] | None) -> None:
         self.job, self.on_done = job, on_done

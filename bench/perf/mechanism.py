@@ -1,7 +1,8 @@
 """Throughput of any registered mechanism, a plug-in included (``bench perf --mechanism NAME``), as the ratio that
 survives a change of machine: its training (``Mechanism.fit``) against the non-private training of the same model in
 the same process, timed interleaved round by round; and the comparison of a perf.json with a baseline one
-(``--baseline``)."""
+(``--baseline``).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ EPSILON, DELTA = 2.0, 1e-5  # the ci profile's target
 def _trainers(name: str, device: torch.device) -> tuple[Callable[[], Any], Callable[[], Any], str]:
     """``(private fit, non-private fit, what the reference is)`` of mechanism ``name`` with its smoke recipe on
     the bundled digits; the reference is the mechanism's ε = ∞ point (same recipe, privacy off), else the
-    baseline mechanism training the same model with the same epochs, batch size and learning rate."""
+    baseline mechanism training the same model with the same epochs, batch size and learning rate.
+    """
     from bench.core.data import load_dataset, make_split
     from mechanisms import MECHANISMS
 

@@ -1,5 +1,6 @@
 """The paths ``bench perf`` measures: a non-private step, DP-SGD steps by our clippers and by Opacus' modes,
-DPMix synthesis, and shadow models trained one by one or as one vectorised ensemble."""
+DPMix synthesis, and shadow models trained one by one or as one vectorised ensemble.
+"""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def measure_steps(cfg, device: torch.device, rounds: int, calls: int) -> list[Re
 
 def measure_dpmix(cfg, rounds: int) -> Record:
     """``mix_release`` of T samples from n records with mixture degree ℓ (real MNIST when found under
-    ``$PRIVBENCH_DATA``, else synthetic 8-bit images), on CPU; samples/s = T / seconds."""
+    ``$PRIVBENCH_DATA``, else synthetic 8-bit images), on CPU; samples/s = T / seconds.
+    """
     from mechanisms.dpmix.mixing import mix_release
 
     n, ell, t = cfg.dpmix_records, cfg.dpmix_degree, cfg.dpmix_samples
@@ -139,7 +141,8 @@ def measure_dpmix(cfg, rounds: int) -> Record:
 
 def measure_shadows(cfg, device: torch.device, rounds: int) -> list[Record]:
     """K shadow models of ``cfg.model`` (SGD, momentum 0.9, one epoch of ``shadow_examples`` images each):
-    ``train_sequential`` vs ``train_ensemble``; samples/s = K · examples / seconds."""
+    ``train_sequential`` vs ``train_ensemble``; samples/s = K · examples / seconds.
+    """
     from bench.core.models import build_model
     from bench.core.types import TrainSpec
     from bench.execution.ensemble import choose_path, init_model, train_ensemble, train_sequential

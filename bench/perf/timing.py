@@ -1,5 +1,6 @@
 """Timing and memory of ``bench perf``: candidates timed call by call, interleaved (torch.utils.benchmark's
-``Timer``, which synchronises CUDA around each measurement), and their peak memory."""
+``Timer``, which synchronises CUDA around each measurement), and their peak memory.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from torch.utils.benchmark import Timer
 @dataclass
 class Record:
     """One measured path. ``samples_per_s`` is the median over rounds; ``spread`` its (min, max);
-    ``peak_memory_mb`` the process RSS peak while it ran (CPU) or ``torch.cuda.max_memory_allocated`` (CUDA)."""
+    ``peak_memory_mb`` the process RSS peak while it ran (CPU) or ``torch.cuda.max_memory_allocated`` (CUDA).
+    """
 
     name: str
     device: str
@@ -76,7 +78,8 @@ def _sync(device: torch.device) -> None:
 
 def warm(fn: Callable[[], None], steps: int, device: torch.device) -> float:
     """Run ``steps`` warm-up calls; return the peak memory (MiB) while they ran (process RSS on CPU,
-    ``torch.cuda.max_memory_allocated`` on CUDA)."""
+    ``torch.cuda.max_memory_allocated`` on CUDA).
+    """
     if device.type == "cuda":
         _sync(device)
         torch.cuda.reset_peak_memory_stats(device)

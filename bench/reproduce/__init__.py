@@ -1,2 +1,3 @@
 """``python -m bench reproduce``: the reference systems' presets (``presets``: their settings and published figures)
-rerun through the harness, and their rows beside the published figures (``run``)."""
+rerun through the harness, and their rows beside the published figures (``run``).
+"""

@@ -14,7 +14,8 @@ from bench.results.privacy import Privacy
 
 class TprAtFpr(Model):
     """TPR at one FPR level with its 95 % Clopper-Pearson interval; all null and ``measurable`` false when the
-    level is below 10 / n_non_members."""
+    level is below 10 / n_non_members.
+    """
 
     fpr: float
     """The FPR level (fraction)."""
@@ -30,7 +31,8 @@ class TprAtFpr(Model):
 
 class Metrics(Model):
     """Membership metrics from one ROC (``attacks.analysis.metrics.membership_metrics``): AUC, balanced accuracy,
-    membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as strings)."""
+    membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as strings).
+    """
 
     auc: float
     """Area under the ROC curve."""
@@ -57,7 +59,8 @@ Design = AuditDesign
 
 class OneRun(Model):
     """The one-run audit's counts (Steinke, Nasr, Jagielski 2023): m canaries and, per guessing rule fixed in advance
-    (the top ``k_plus`` guessed included, the bottom ``k_minus`` excluded), the guesses r and correct guesses v."""
+    (the top ``k_plus`` guessed included, the bottom ``k_minus`` excluded), the guesses r and correct guesses v.
+    """
 
     m: int
     """Number of canaries."""
@@ -68,7 +71,8 @@ class OneRun(Model):
 
 class Bound(Model):
     """One analysis of an attack's scores: its ε lower bound at ``Audit.confidence`` and whether it holds for any
-    mechanism (non-parametric) or only under ``assumption``."""
+    mechanism (non-parametric) or only under ``assumption``.
+    """
 
     method: str
     """``clopper-pearson`` (Jagielski et al. 2020), ``one-run`` (Steinke et al. 2023), ``f-dp`` (Mahloujifar et al.
@@ -109,7 +113,8 @@ class Audit(Model):
     """The empirical privacy of one attack (``attacks.analysis``): every analysis its design allows (``bounds``), the
     tightest valid one (``epsilon_lb``, ``method``), and, for a one-run design, the guessing counts and whether
     the accountant's whole certified trade-off curve is rejected. A heuristic design's bound assumes independent
-    outcomes that DP does not give: it is shown, never a privacy-bug verdict."""
+    outcomes that DP does not give: it is shown, never a privacy-bug verdict.
+    """
 
     delta: float
     """δ of the guarantee tested: the mechanism's, or the run's δ for a mechanism without a guarantee."""
@@ -139,7 +144,8 @@ class Audit(Model):
 
 class AttackRecord(Model):
     """One membership attack on one model: how many members / non-members (or canaries in / out) it scored,
-    its metrics, ROC and audit, and ``extra`` facts the attack recorded (e.g. shadow models trained)."""
+    its metrics, ROC and audit, and ``extra`` facts the attack recorded (e.g. shadow models trained).
+    """
 
     attack: str
     """The attack's registered name."""

@@ -1,6 +1,7 @@
 """The non-private ceiling: the validation split every model trained with privacy off is measured on, and the choice
 of the best such model per dataset (``bench.results.Ceiling``). The choice reads validation accuracies only: the test
-set never reaches it (``choose_ceiling`` takes no test number into account; tests/bench/runner/test_ceiling.py)."""
+set never reaches it (``choose_ceiling`` takes no test number into account; tests/bench/runner/test_ceiling.py).
+"""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def validation_split(split: MembershipSplit) -> tuple[ArrayDataset, str]:
 
 def is_candidate(r: RunResult) -> bool:
     """A finished model trained with privacy off (the baseline, a mechanism's ε = ∞ point) with a validation
-    accuracy: what the ceiling is chosen among."""
+    accuracy: what the ceiling is chosen among.
+    """
     return (r.ok and r.privacy is not None and r.privacy.off and r.preset is None and r.utility is not None
             and r.utility.validation_accuracy is not None)
 

@@ -71,7 +71,8 @@ def _cell(r: RunResult) -> tuple[str, str, int, str | None, str | None]:
 def assign_causes(results: list[RunResult]) -> None:
     """Set ``cause`` (and complete ``text``) of every degenerate model in ``results``, in place: ``noise`` where the
     same mechanism's ε = ∞ point (same data set, seed, preset row) learned, ``recipe`` for a model trained with
-    privacy off or one whose ε = ∞ point is degenerate too, None without an ε = ∞ point (module docstring)."""
+    privacy off or one whose ε = ∞ point is degenerate too, None without an ε = ∞ point (module docstring).
+    """
     off = {_cell(r): r for r in results if r.off_point and r.ok}
     for r in results:
         d = r.degenerate

@@ -3,7 +3,8 @@
 whether one run of that profile ended with exit status 3. A run records the rows of its own profile and mechanisms
 in results.json (``audit.detection_power``), so that its report states what the run could have caught. Reading it
 imports no torch, and no code of ``bench.zoo`` (the layers contract keeps the harness below the zoo): the file is
-read by its path."""
+read by its path.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ TABLE = Path(__file__).resolve().parents[1] / "zoo" / "data" / "detection_power.
 
 def bug_text(bug: str) -> str:
     """The table's bug key (``"0.5"``, ``"labels"``, ``"1"``) in words: ``σ × 0.5``, ``labels in the clear``,
-    ``none``."""
+    ``none``.
+    """
     return {"labels": "labels in the clear", "1": "none"}.get(bug, f"σ × {bug}")
 
 

@@ -1,6 +1,7 @@
 """The one loop of every run (``run``, ``all`` and ``reproduce``): a plan of cells, each a model trained (or
 reused from the cache), evaluated and attacked, with results.json written atomically after every cell and the
-run-level privacy-bug check at the end."""
+run-level privacy-bug check at the end.
+"""
 
 from __future__ import annotations
 
@@ -92,7 +93,8 @@ def attack_order(cells: list[PlannedCell]) -> list[PlannedCell]:
 
     The driver attacks while workers train ahead in this order; an ε = ∞ point trained in the middle would delay the
     audit runs of the private cells after it (the driver then waits for them), and attacked last its model is ready
-    when the driver gets to it. results.json keeps the plan's order (``_run`` restores it)."""
+    when the driver gets to it. results.json keeps the plan's order (``_run`` restores it).
+    """
     return sorted(cells, key=lambda pc: pc.recipe.off)
 
 
@@ -185,7 +187,8 @@ class Harness:
 
     def _ceilings(self, doc: Results) -> dict[str, Ceiling]:
         """The non-private ceiling of each dataset (``bench.runner.ceiling.choose_ceiling``), where the run trained a
-        model with privacy off."""
+        model with privacy off.
+        """
         out = {}
         for dataset, info in self.plan.datasets.items():
             split = next((pc.split for pc in self.plan.cells if pc.recipe.dataset == dataset), None)
@@ -201,7 +204,8 @@ class Harness:
     def _tune(self, doc: Results, progress: Progress) -> list[PlannedCell]:
         """``--tune-recipes``: each mechanism's recipe chosen on the validation split of the first seed's data
         (``bench.runner.tuning.run_tuning``); returns the plan's cells, each mechanism's with its choice (the plan
-        itself is left as it is), and the run's configuration records it."""
+        itself is left as it is), and the run's configuration records it.
+        """
         plan, tuning = self.plan, self.plan.tuning
         assert tuning is not None
         pc = next(pc for pc in plan.cells if pc.seed == tuning.seed)

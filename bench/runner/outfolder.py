@@ -39,7 +39,8 @@ LINKED_PNG = re.compile(r"\]\(([^()/\\]+\.png)\)")
 
 def report_files(folder: Path) -> list[Path]:
     """The report files in ``folder``, sorted by name: those ``is_report_file`` names, and every PNG that the
-    folder's report.md shows (the plots of a plug-in report section, whose stems this module cannot know)."""
+    folder's report.md shows (the plots of a plug-in report section, whose stems this module cannot know).
+    """
     linked: set[str] = set()
     try:
         linked = set(LINKED_PNG.findall((folder / "report.md").read_text(encoding="utf-8")))
@@ -136,7 +137,8 @@ class CompleteResults(BenchError):
 
 def _comparable(config: dict[str, Any] | None) -> Any:
     """``config`` as results.json records it (JSON types), without ``output`` (the same run may be named by
-    another path) and ``job_timeout`` (it changes no model: a rerun with a longer limit retries a timed-out cell)."""
+    another path) and ``job_timeout`` (it changes no model: a rerun with a longer limit retries a timed-out cell).
+    """
     if not isinstance(config, dict):
         return None
     return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("output", "job_timeout")},

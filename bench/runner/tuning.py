@@ -38,7 +38,8 @@ SELECTION_NOTE = ("the choice is not included in the printed ε (tuning on DP ru
 @dataclass(frozen=True)
 class PlannedCandidate:
     """One candidate of a mechanism: its name, the ``TrainSpec`` fields it changes, the whole validated spec, or
-    (``spec`` None) why it cannot run here."""
+    (``spec`` None) why it cannot run here.
+    """
 
     name: str
     changes: dict[str, Any]
@@ -50,7 +51,8 @@ class PlannedCandidate:
 class Tuning:
     """What ``--tune-recipes`` does in a run: each mechanism's candidates (the profile's recipe first), the target ε
     values each one's candidates train at (the grid's middle ε, or the whole grid), the seed, and the time budget (s)
-    for all of them together."""
+    for all of them together.
+    """
 
     epsilons: dict[str, tuple[float, ...]]
     seed: int
@@ -60,7 +62,8 @@ class Tuning:
 
 def tuning_epsilon(epsilons: tuple[float, ...]) -> float:
     """The target ε recipes are chosen at: the middle of the grid (the lower middle one of an even grid), where a
-    recipe must do well at the privacy levels on either side; ε = 3 for the default grid 1, 3, 8."""
+    recipe must do well at the privacy levels on either side; ε = 3 for the default grid 1, 3, 8.
+    """
     grid = sorted(epsilons)
     return grid[(len(grid) - 1) // 2]
 
@@ -76,7 +79,8 @@ def plan_candidates(cfg: RunConfig, mechanism: str, shape: tuple[int, ...], num_
                     ) -> tuple[PlannedCandidate, ...]:
     """The candidates of ``mechanism`` in this run: its run recipe (``OWN``), then each of
     ``recipe_candidates[cfg.profile]`` applied over it, validated like ``training:`` (a candidate that is not valid
-    on this data, or repeats an earlier one, is kept with a note and never trained)."""
+    on this data, or repeats an earlier one, is kept with a note and never trained).
+    """
     from mechanisms import MECHANISMS
 
     mech = MECHANISMS.get(mechanism)
@@ -99,7 +103,8 @@ def plan_candidates(cfg: RunConfig, mechanism: str, shape: tuple[int, ...], num_
 
 def plan_tuning(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> Tuning | None:
     """The run's ``Tuning`` (None unless ``cfg.tune_recipes``): every mechanism of the run with a target ε and
-    candidates for its profile. Raises nothing for a candidate that does not fit the data (it is recorded)."""
+    candidates for its profile. Raises nothing for a candidate that does not fit the data (it is recorded).
+    """
     from mechanisms import MECHANISMS
 
     if not cfg.tune_recipes:

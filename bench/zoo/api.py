@@ -73,7 +73,8 @@ class AuditorInput:
     """What an auditor sees of one finished zoo run: the run's document (``bench.results.Results``), the target
     cell's ``RunResult`` (its certified ``privacy``, its attack records with their audits and conformance), and
     the raw scores of each audit (``scores[record name] = (scores (N,), labels (N,) in {0, 1})``, as the attack
-    returned them; larger means "member" / "canary included")."""
+    returned them; larger means "member" / "canary included").
+    """
 
     results: Any
     target: Any
@@ -84,7 +85,8 @@ class AuditorInput:
 @dataclass(frozen=True)
 class Verdict:
     """An auditor's answer on one run: ``caught`` (it says "privacy bug"), ``value`` (the number it reads its
-    verdict from — an ε lower bound or estimate, unitless — where it has one), ``text`` (one line: why)."""
+    verdict from — an ε lower bound or estimate, unitless — where it has one), ``text`` (one line: why).
+    """
 
     caught: bool
     value: float | None = None
@@ -145,7 +147,8 @@ def register_bug(bug: Bug) -> Bug:
     """Register ``bug`` under its name (a bug module calls this at import; importing it patches nothing).
 
     Raises:
-        ValueError: a name already registered."""
+        ValueError: a name already registered.
+    """
     BUGS.add(bug.name, bug)
     return bug
 
@@ -154,6 +157,7 @@ def register_auditor(auditor: Auditor) -> Auditor:
     """Register ``auditor`` under its name.
 
     Raises:
-        ValueError: a name already registered."""
+        ValueError: a name already registered.
+    """
     AUDITORS.add(auditor.name, auditor)
     return auditor

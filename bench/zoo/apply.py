@@ -3,7 +3,8 @@ training, it applies the bug named by ``PRIVBENCH_ZOO_BUG`` (none for the correc
 σ × F instance such as ``dpsgd-noise-x0.67``: ``bench.zoo.catalogue.find``) by calling its ``apply``. Workers inherit
 the environment (local processes, and a local Ray instance's workers). A zoo run uses it, and so does any run that
 plants a bug: ``PRIVBENCH_ZOO_BUG=dpsgd-no-noise privbench run ... --plugins bench.zoo.apply`` (the tests, the null
-test and the detection-power table)."""
+test and the detection-power table).
+"""
 
 from __future__ import annotations
 

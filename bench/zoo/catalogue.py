@@ -1,7 +1,8 @@
 """Loading the zoo's catalogue: every module of ``bench.zoo.bugs`` and ``bench.zoo.auditors`` (each registers its bugs
 or auditor when imported; importing patches nothing), then a user's own modules (``--plugins`` of ``zoo run``, or
 ``PRIVBENCH_ZOO_PLUGINS``: comma-separated module names). ``find`` names one bug: a registered one, or an instance of
-the parametrised σ × F bug (``bench.zoo.bugs.scaled_noise``: ``dpsgd-noise-x0.67``)."""
+the parametrised σ × F bug (``bench.zoo.bugs.scaled_noise``: ``dpsgd-noise-x0.67``).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def load(plugins: tuple[str, ...] = ()) -> None:
     each once per process.
 
     Raises:
-        ModuleNotFoundError: a plug-in module that cannot be imported."""
+        ModuleNotFoundError: a plug-in module that cannot be imported.
+    """
     import bench.zoo.auditors as auditors
     import bench.zoo.bugs as bugs
 
@@ -40,7 +42,8 @@ def find(name: str) -> Bug:
     (``MECHANISM-noise-xF``, ``bench.zoo.bugs.scaled_noise.parse``). Loads the catalogue.
 
     Raises:
-        ValueError: neither (the message lists the registered names and the σ × F form)."""
+        ValueError: neither (the message lists the registered names and the σ × F form).
+    """
     load()
     if name in BUGS.names():
         return BUGS.get(name)
@@ -63,7 +66,8 @@ def table_bug(mechanism: str, key: str) -> str | None:
     (the correct mechanism) None.
 
     Raises:
-        ValueError: ``labels`` for a mechanism without a label channel, or a key that is neither F nor ``labels``."""
+        ValueError: ``labels`` for a mechanism without a label channel, or a key that is neither F nor ``labels``.
+    """
     if key == "1":
         return None
     if key == "labels":

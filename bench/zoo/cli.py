@@ -142,7 +142,8 @@ def _dataset(profile: str) -> str | None:
 
 def _check_run(options) -> None:
     """Refuse, before anything is written, what would stop the zoo later: a plan with nothing to run, MNIST not
-    there for a profile that trains on it, an executor that cannot start, an output folder that cannot be used."""
+    there for a profile that trains on it, an executor that cannot start, an output folder that cannot be used.
+    """
     import importlib.util
 
     from bench.zoo.folder import check_output
@@ -189,7 +190,8 @@ def main(args: argparse.Namespace) -> int:
     died).
 
     Raises:
-        bench.core.errors.ConfigError: bad input (one line), before anything is written."""
+        bench.core.errors.ConfigError: bad input (one line), before anything is written.
+    """
     plugins = _load(getattr(args, "plugins", None))
     if args.zoo_command == "list":
         return _list()

@@ -29,7 +29,8 @@ def cpu_shares(options: ZooOptions) -> queue.Queue[frozenset[int]] | None:
     """With ``jobs`` local workers on at least as many CPUs: this process's CPUs cut into ``jobs`` disjoint shares,
     one per worker (its affinity, which its ``bench run`` inherits: processes × threads = its share, instead of
     every run starting a training process per CPU of the whole machine). None where there is nothing to share (one
-    job, Ray, fewer CPUs than jobs, no affinity)."""
+    job, Ray, fewer CPUs than jobs, no affinity).
+    """
     if options.jobs < 2 or options.executor != "local" or not hasattr(os, "sched_setaffinity"):
         return None
     cpus = sorted(os.sched_getaffinity(0))[:available_cpus()]
@@ -43,7 +44,8 @@ def cpu_shares(options: ZooOptions) -> queue.Queue[frozenset[int]] | None:
 
 def _init_worker(parent: int, shares: Any, plugins: tuple[str, ...]) -> None:
     """A local worker's start: die with the driver, take a share of the CPUs, ignore Ctrl-C (the driver's to
-    handle; the worker's run gets it from the terminal), load the catalogue."""
+    handle; the worker's run gets it from the terminal), load the catalogue.
+    """
     import signal
 
     die_with_parent(parent)
@@ -66,7 +68,8 @@ def run_local(options: ZooOptions, specs: list[RunSpec]) -> Iterator[tuple[RunSp
     finishes.
 
     Raises:
-        WorkerDied: a worker process ended without its record (one line; the records kept so far stay)."""
+        WorkerDied: a worker process ended without its record (one line; the records kept so far stay).
+    """
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -106,7 +109,8 @@ def _connect(address: str | None) -> Any:
     """Ray, connected to ``address`` (None: a local instance with this machine's CPUs).
 
     Raises:
-        ConfigError: Ray is not installed; BenchError: the cluster cannot be reached (one line each)."""
+        ConfigError: Ray is not installed; BenchError: the cluster cannot be reached (one line each).
+    """
     try:
         import ray
     except ImportError:
@@ -140,7 +144,8 @@ def _ray_work(spec: RunSpec, cpus: int) -> dict[str, Any]:
 
 def run_ray(options: ZooOptions, specs: list[RunSpec]) -> Iterator[tuple[RunSpec, dict[str, Any]]]:
     """Each of ``specs`` as one Ray task (``num_cpus=CPUS_PER_RUN``), at most ``options.jobs`` in flight; yields
-    ``(spec, record)`` as each finishes. A task Ray could not run is a failed run (its record's ``error``)."""
+    ``(spec, record)`` as each finishes. A task Ray could not run is a failed run (its record's ``error``).
+    """
     ray = _connect(options.ray_address)
     task = ray.remote(_ray_work).options(num_cpus=CPUS_PER_RUN, max_retries=1)
     waiting, flight = list(specs), {}

@@ -1,6 +1,7 @@
 """The zoo's report page (``zoo.md``, with ``zoo_cost.png`` beside it), drawn from ``zoo.json`` alone: per bug and
 auditor the detection rate over seeds with its 95 % interval, the false-alarm rate on each correct mechanism, the
-CPU-seconds per verdict, and a plot of each auditor's detection rate against its cost."""
+CPU-seconds per verdict, and a plot of each auditor's detection rate against its cost.
+"""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def write_report(folder: Path, doc: dict[str, Any] | None = None) -> Path:
     command line checks it first, ``bench.zoo.folder.read_document``); returns the Markdown's path.
 
     Raises:
-        FileNotFoundError: no zoo.json there."""
+        FileNotFoundError: no zoo.json there.
+    """
     if doc is None:
         doc = json.loads((folder / "zoo.json").read_text(encoding="utf-8"))
     plot(doc, folder / "zoo_cost.png")

@@ -51,7 +51,8 @@ def _settings() -> dict[str, Any]:
 @functools.cache
 def code_version(plugins: tuple[str, ...] = ()) -> str:
     """A SHA-256 over the code and settings that shape a zoo run's rows (module docstring), in this process (a
-    plug-in module whose source cannot be found enters by its name alone)."""
+    plug-in module whose source cannot be found enters by its name alone).
+    """
     from bench.execution.fingerprint import fingerprint
 
     fp = fingerprint(*_modules(), *plugins)
@@ -66,7 +67,8 @@ def code_version(plugins: tuple[str, ...] = ()) -> str:
 
 def configuration(options: ZooOptions) -> dict[str, Any]:
     """What a zoo folder holds the rows of: the profile, the target ε and the plug-ins (a rerun with another is
-    refused without ``--overwrite``; bugs, auditors and seeds may change between reruns into one folder)."""
+    refused without ``--overwrite``; bugs, auditors and seeds may change between reruns into one folder).
+    """
     return {"profile": options.profile, "target_epsilon": options.target_epsilon,
             "plugins": sorted(options.plugins)}
 
@@ -90,7 +92,8 @@ def revive(row: dict[str, Any]) -> dict[str, Any]:
 
 def kept(spec: RunSpec) -> dict[str, Any] | None:
     """The judged run kept in ``spec``'s folder under ``spec.key`` (its rows revived), or None: no record, one of
-    another key, or one that cannot be read (it is run again)."""
+    another key, or one that cannot be read (it is run again).
+    """
     try:
         record = json.loads(spec.record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -36,7 +36,8 @@ __all__ = ["CORRECT", "MECHANISM_RUN", "PROFILE_EPSILON", "REPO", "ZooOptions", 
 
 def cases(bugs: tuple[str, ...]) -> list[tuple[str, str, Bug | None]]:
     """``(case name, zoo mechanism, bug or None)`` for each bug and, first, the correct version of every mechanism
-    a bug mutates (its false alarms are always measured)."""
+    a bug mutates (its false alarms are always measured).
+    """
     chosen = [BUGS.get(b) for b in bugs]
     mechanisms = [m for m in ZOO_MECHANISMS if any(b.mechanism == m for b in chosen)]
     return [(f"{m}:{CORRECT}", m, None) for m in mechanisms] + [(b.name, b.mechanism, b) for b in chosen]
@@ -52,7 +53,8 @@ def _hash(bug: Bug | None) -> str:
 
 def plan(options: ZooOptions) -> list[RunSpec]:
     """Every run of the zoo, in report order (each case's seeds in turn), with the attacks any of its auditors
-    reads; a case none of the chosen auditors can audit has none."""
+    reads; a case none of the chosen auditors can audit has none.
+    """
     load(options.plugins)
     auditors = [AUDITORS.get(a) for a in options.auditors]
     version = code_version(options.plugins)
@@ -99,7 +101,8 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
         bench.core.errors.ConfigError: a run refused its configuration (exit status 2; e.g. a plug-in mechanism
             without settings for the profile): the same for every seed, so the zoo stops at once, the runs not yet
             started cancelled and the finished ones kept.
-        bench.zoo.dispatch.WorkerDied: a local worker process died (the runs judged so far are kept)."""
+        bench.zoo.dispatch.WorkerDied: a local worker process died (the runs judged so far are kept).
+    """
     from bench.zoo.dispatch import dispatch
     from bench.zoo.document import write_document
 
@@ -138,7 +141,8 @@ def _cost(start: float, fresh: list[dict[str, Any]]) -> dict[str, Any]:
     child); ``runs_cpu_s``, the workers' for the runs it computed (each run's processes and its judging, summed
     over their records); ``children_cpu_s``, every child process this driver has reaped (local workers with their
     start-up and their runs; a local Ray instance's processes), complete once the workers are done; and
-    ``driver_share``, the driver's part of the whole."""
+    ``driver_share``, the driver's part of the whole.
+    """
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     runs = sum(r.get("worker_cpu_s") or 0.0 for r in fresh)
     driver, reaped = me.ru_utime + me.ru_stime, children.ru_utime + children.ru_stime

@@ -60,7 +60,8 @@ def _environment(spec: RunSpec, cpus: int | None) -> dict[str, str]:
 
 def _prepare(spec: RunSpec) -> None:
     """The run's folder, emptied where it holds a run of another key (or of none); an interrupted run of this key
-    stays (its bench run resumes), less its scores (written again)."""
+    stays (its bench run resumes), less its scores (written again).
+    """
     key_file = spec.folder / KEY_FILE
     same = key_file.is_file() and key_file.read_text(encoding="utf-8").strip() == spec.key
     if spec.folder.exists() and not same:
@@ -74,7 +75,8 @@ def _prepare(spec: RunSpec) -> None:
 
 def _finished(spec: RunSpec) -> dict[str, Any] | None:
     """The record of this key's bench run where it ended with results but was not judged (its worker killed
-    while judging): it is judged again from its files, never rerun."""
+    while judging): it is judged again from its files, never rerun.
+    """
     try:
         run = json.loads((spec.folder / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -95,7 +97,8 @@ def run_case(spec: RunSpec, cpus: int | None = None) -> dict[str, Any]:
     """The ``bench run`` of ``spec``: its exit status, wall time, CPU-seconds (every process of it, training workers
     included) and, where it failed, why (``error``), kept in ``RUN_FILE``. ``cpus``: the CPUs it may train on where
     a scheduler granted them (a Ray task); a local worker's share is its affinity, which the run inherits. A run of
-    this key that already ended with results is not run again."""
+    this key that already ended with results is not run again.
+    """
     _prepare(spec)
     done = _finished(spec)
     if done is not None:
@@ -153,7 +156,8 @@ def read_run(folder: Path) -> tuple[Any, str | None]:
 
 def judge(auditor: Auditor, doc: Any, folder: Path, scores: dict[str, Any]) -> dict[str, Any]:
     """``auditor``'s verdict on the run ``doc`` in ``folder`` (``caught``, ``value``, ``text``, ``judge_cpu_s``:
-    this process's CPU time for it), or ``error`` where it raised or the run failed."""
+    this process's CPU time for it), or ``error`` where it raised or the run failed.
+    """
     targets = [r for r in doc.results if not r.off_point]
     if not targets or not targets[0].ok:
         return {"error": f"the run failed: {targets[0].error if targets else 'no cell'}"}
@@ -168,7 +172,8 @@ def judge(auditor: Auditor, doc: Any, folder: Path, scores: dict[str, Any]) -> d
 
 def true_epsilon(bug: Bug | None, doc: Any) -> tuple[float | None, float | None]:
     """(certified ε, the ε the bug really spends) of the run ``doc`` (None: no document); the correct mechanism's
-    true ε is its certified one. None where unknown."""
+    true ε is its certified one. None where unknown.
+    """
     targets = [r for r in doc.results if r.ok and r.privacy is not None] if doc is not None else []
     if not targets:
         return None, None
@@ -193,7 +198,8 @@ def attack_seconds(doc: Any) -> dict[str, float]:
 def judge_rows(spec: RunSpec, run: dict[str, Any]) -> list[dict[str, Any]]:
     """Every auditor's row on the finished run of ``spec`` (``run``: ``run_case``'s record), in ``spec.auditors``'
     order: the case, the certified and true ε, the verdict, and the CPU-seconds of the run the auditor needs (the
-    run's, less the attacks it does not read)."""
+    run's, less the attacks it does not read).
+    """
     load(spec.options.plugins)
     bug = BUGS.get(spec.bug) if spec.bug else None
     doc, why = read_run(spec.folder)
@@ -222,7 +228,8 @@ def work(spec: RunSpec, cpus: int | None = None) -> dict[str, Any]:
     ``wall_s``, ``run_cpu_s``, ``error``, every auditor's ``rows``, and ``worker_cpu_s``: the run's CPU-seconds
     plus this process's for reading and judging it), kept atomically in ``spec.record_path`` when the run ended
     with results (exit status 0, 1 or 3). Exit status 2 (the run refused its configuration) is the driver's to
-    act on: no rows."""
+    act on: no rows.
+    """
     run = run_case(spec, cpus)
     record: dict[str, Any] = {"key": spec.key, "case": spec.case, "seed": spec.seed, "attacks": list(spec.attacks),
                               **run}

@@ -187,7 +187,8 @@ def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution |
 
 def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float) -> float:
     """Google ``dp_accounting``'s RDP ε of T self-composed draws of ℓ of n records without replacement, each a
-    Gaussian mechanism with noise multiplier ℓ/Δ (WBK19 Thm. 27, REPLACE_ONE; its default orders plus 64..120)."""
+    Gaussian mechanism with noise multiplier ℓ/Δ (WBK19 Thm. 27, REPLACE_ONE; its default orders plus 64..120).
+    """
     from dp_accounting import dp_event, rdp
     from dp_accounting.privacy_accountant import NeighboringRelation
 

@@ -35,7 +35,7 @@ _LN2 = math.log(2.0)
 
 @functools.lru_cache(maxsize=512)
 def _log_b_table(c: float, kmax: int) -> tuple[float, ...]:
-    """log B(k) for k = 0, 2, 4, ..., kmax (index k // 2), exact to ~2^-64 relative; c = Δ²/ℓ² > 0."""
+    """Log B(k) for k = 0, 2, 4, ..., kmax (index k // 2), exact to ~2^-64 relative; c = Δ²/ℓ² > 0."""
     i = np.arange(kmax + 1, dtype=float)
     log_e = i * (i - 1) / 2 * c  # log of e^{i(i-1)c/2}
     out = [0.0] * (kmax // 2 + 1)

@@ -2,7 +2,8 @@
 evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed; DP-SGD's PLD calibration and ε
 and the local release's (image, label) record accountant, memoised. Pure maths. ε is unitless, δ a probability.
 DP-SGD's calibration and ε by Opacus' accountants (add/remove): ``mechanisms.accounting.opacus_accountants``; DPMix's
-accountant: ``mechanisms.accounting.dpmix``."""
+accountant: ``mechanisms.accounting.dpmix``.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ def require(ok: bool, message: str) -> None:
 
     Args:
         ok: whether the input is allowed. message: the line naming the bad value and what is allowed.
+
     Raises:
-        ValueError: ``message``, when ``ok`` is false."""
+        ValueError: ``message``, when ``ok`` is false.
+    """
     if not ok:
         raise ValueError(message)
 
@@ -42,10 +45,13 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) ->
 
     Args:
         sigma, epsilon, sensitivity: noise std (> 0, units of Δ), ε ≥ 0 (unitless), L2 sensitivity Δ (> 0).
+
     Returns:
         δ, a probability in [0, 1].
+
     Raises:
-        ValueError: sigma or sensitivity not > 0, or epsilon < 0."""
+        ValueError: sigma or sensitivity not > 0, or epsilon < 0.
+    """
     from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
     _check_gauss(sigma=sigma, sensitivity=sensitivity)
@@ -60,10 +66,13 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) ->
 
     Args:
         epsilon, delta, sensitivity: ε > 0 (unitless), δ in (0, 1), L2 sensitivity Δ (> 0; σ is linear in it).
+
     Returns:
         σ in the units of ``sensitivity``.
+
     Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1)."""
+        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
+    """
     from dp_accounting import get_sigma_gaussian
 
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
@@ -76,10 +85,13 @@ def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) ->
 
     Args:
         sigma, delta, sensitivity: noise std (> 0, units of Δ), δ in (0, 1), L2 sensitivity Δ (> 0).
+
     Returns:
         ε ≥ 0 (unitless).
+
     Raises:
-        ValueError: sigma or sensitivity not > 0, or delta outside (0, 1)."""
+        ValueError: sigma or sensitivity not > 0, or delta outside (0, 1).
+    """
     from dp_accounting import get_epsilon_gaussian
 
     _check_gauss(sigma=sigma, delta=delta, sensitivity=sensitivity)
@@ -94,10 +106,13 @@ def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float =
 
     Args:
         epsilon: ε > 0 (unitless); delta: δ in (0, 1); sensitivity: L2 sensitivity Δ (> 0).
+
     Returns:
         σ in the units of ``sensitivity``.
+
     Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1)."""
+        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
+    """
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
 
@@ -111,14 +126,17 @@ def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple
 
     Args:
         epsilon_of, delta: the accountant's δ -> ε (ε unitless), and the run's δ, a probability in (0, 1).
+
     Returns:
-        ``((ε(δᵢ), δᵢ), ...)``, sorted by δ."""
+        ``((ε(δᵢ), δᵢ), ...)``, sorted by δ.
+    """
     return tuple((float(epsilon_of(d)), d) for d in sorted({*PROFILE_DELTAS, float(delta)}))
 
 
 def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation: str) -> PLDAccountant:
     """dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
-    steps (rate q, noise multiplier σ) under ``relation``."""
+    steps (rate q, noise multiplier σ) under ``relation``.
+    """
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation
 
@@ -135,10 +153,13 @@ def pld_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delt
 
     Args:
         noise_multiplier, sample_rate, steps, delta, relation: σ > 0, q in (0, 1], T, δ in (0, 1), the relation.
+
     Returns:
         ε (unitless) under ``relation``.
+
     Raises:
-        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation."""
+        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation.
+    """
     require(noise_multiplier > 0 and 0 < sample_rate <= 1 and steps >= 1 and 0 < delta < 1,
             f"pld_epsilon: need σ > 0, 0 < q <= 1, steps >= 1 and 0 < δ < 1, got σ = {noise_multiplier!r}, "
             f"q = {sample_rate!r}, steps = {steps!r}, δ = {delta!r}")
@@ -161,10 +182,13 @@ def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: fl
 
     Args:
         target_epsilon, delta, sample_rate, steps, relation: ε > 0, δ in (0, 1), q in (0, 1], T, the relation.
+
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C).
+
     Raises:
-        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it)."""
+        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it).
+    """
     require(target_epsilon > 0 and math.isfinite(target_epsilon),
             f"dpsgd: target ε must be a finite number > 0, got {target_epsilon!r}")
     lo, hi = SIGMA_SEARCH
@@ -196,8 +220,10 @@ def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, de
     Args:
         noise_multiplier, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1], T ≥ 1 steps.
         delta, relation: the run's δ in (0, 1); ``add-remove`` (default) or ``replace-one``.
+
     Returns:
-        ``((ε(δᵢ), δᵢ), ...)`` sorted by δ (ε unitless), at ``PROFILE_DELTAS`` and ``delta``."""
+        ``((ε(δᵢ), δᵢ), ...)`` sorted by δ (ε unitless), at ``PROFILE_DELTAS`` and ``delta``.
+    """
     return privacy_profile(_dpsgd_pld(noise_multiplier, sample_rate, steps, relation).get_epsilon, delta)
 
 
@@ -207,10 +233,13 @@ def randomized_response_keep(epsilon: float, num_classes: int) -> float:
 
     Args:
         epsilon, num_classes: ε > 0 (unitless) and the number of classes k ≥ 2.
+
     Returns:
         The probability of keeping the true label.
+
     Raises:
-        ValueError: ε ≤ 0 or k < 2."""
+        ValueError: ε ≤ 0 or k < 2.
+    """
     require(epsilon > 0 and num_classes >= 2, f"randomized response needs ε > 0 and k >= 2 classes, got ε = "
             f"{epsilon!r}, k = {num_classes!r}")
     return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
@@ -220,7 +249,8 @@ def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_cl
     """ε at δ of one record released as (unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``) under
     replace-one: dp_accounting's PLD accountant composes ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian
     event moves by 2, our image sensitivity) with ``RandomizedResponseDpEvent`` (pessimistic discretisation
-    max(1e-4, ε·1e-4)); never above the basic composition ε_image + ε_label, which it is capped by."""
+    max(1e-4, ε·1e-4)); never above the basic composition ε_image + ε_label, which it is capped by.
+    """
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation
 
@@ -242,8 +272,10 @@ def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, nu
     Args:
         sigma, delta: the image noise σ > 0 (units of the unit-norm image) and δ in (0, 1).
         label_epsilon, num_classes: the label's ε > 0 (unitless) and k ≥ 2 classes.
+
     Returns:
-        ε ≥ 0 (unitless) under replace-one, at most ε_image + ε_label (basic composition)."""
+        ε ≥ 0 (unitless) under replace-one, at most ε_image + ε_label (basic composition).
+    """
     return _record_pld_epsilon(sigma, delta, label_epsilon, num_classes)
 
 
@@ -258,10 +290,13 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
 
     Args:
         target_epsilon, delta, label_share, num_classes: ε (unitless), δ (a probability), the share, k.
+
     Returns:
         (σ, in units of the unit-norm image, and ε_label).
+
     Raises:
-        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2."""
+        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2.
+    """
     require(target_epsilon > 0 and 0 < label_share < 1 and num_classes >= 2,
             f"local-gaussian: need ε > 0, label share in (0, 1) and k >= 2, got ε = {target_epsilon!r}, "
             f"share = {label_share!r}, k = {num_classes!r}")

@@ -15,7 +15,8 @@ Both pairs have a likelihood ratio p/q increasing in x (its derivative is (E[K |
 each hockey-stick divergence has one crossing point x*, found by Brent's method, and is exact in closed form:
 H_α(P‖Q) = P(X > x*) − α·Q(X > x*) (Φ-terms of the Binomial mixture, summed in log space); ε at δ by Brent's method.
 Several phases (σ_j, q_j, T_j) with one C compose as K = Σ_j K_j and noise variance Σ_j σ_j² T_j. ε unitless, δ a
-probability."""
+probability.
+"""
 
 from __future__ import annotations
 
@@ -57,10 +58,13 @@ def last_iterate_pair(phases: Phases) -> tuple[np.ndarray, np.ndarray, float]:
 
     Args:
         phases: ``((σ, q, T), ...)``, see ``Phases``.
+
     Returns:
         (k = 0 … Σ T_j, log P(K = k) (−inf where the mass is 0), s = √(Σ_j σ_j² T_j)).
+
     Raises:
-        ValueError: a σ ≤ 0, a q outside (0, 1] or steps < 1."""
+        ValueError: a σ ≤ 0, a q outside (0, 1] or steps < 1.
+    """
     _check(phases, "add-remove")
     pmf = np.ones(1)
     for _, q, steps in phases:
@@ -74,7 +78,8 @@ def last_iterate_pair(phases: Phases) -> tuple[np.ndarray, np.ndarray, float]:
 
 def _shifts(phases: Phases, relation: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """(means of P, log weights of P, means of Q, log weights of Q, s): P = K + N(0, s²); Q = N(0, s²) (add/remove)
-    or −K' + N(0, s²) (replace-one)."""
+    or −K' + N(0, s²) (replace-one).
+    """
     k, logw, s = last_iterate_pair(phases)
     if relation == "add-remove":
         return k, logw, np.zeros(1), np.zeros(1), s
@@ -82,7 +87,7 @@ def _shifts(phases: Phases, relation: str) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def _log_ratio(x: float, a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray, s: float) -> float:
-    """ln p(x)/q(x) for Gaussian mixtures of one scale s (the common factor e^{−x²/2s²} cancelled)."""
+    """Ln p(x)/q(x) for Gaussian mixtures of one scale s (the common factor e^{−x²/2s²} cancelled)."""
     return float(logsumexp(la + (a * x - a * a / 2) / (s * s)) - logsumexp(lb + (b * x - b * b / 2) / (s * s)))
 
 
@@ -131,10 +136,13 @@ def last_iterate_delta(*, phases: Phases, epsilon: float, relation: str = "add-r
         phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
         epsilon: ε ≥ 0 (unitless).
         relation: ``add-remove`` or ``replace-one``.
+
     Returns:
         δ, a probability in [0, 1].
+
     Raises:
-        ValueError: bad phases, ε < 0 or an unknown relation."""
+        ValueError: bad phases, ε < 0 or an unknown relation.
+    """
     _check(phases, relation)
     require(math.isfinite(epsilon) and epsilon >= 0, f"last-iterate heuristic: ε must be >= 0, got {epsilon!r}")
     a, la, b, lb, s = _shifts(phases, relation)
@@ -163,10 +171,13 @@ def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-r
         phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
         delta: δ in (0, 1).
         relation: ``add-remove`` or ``replace-one``.
+
     Returns:
         ε ≥ 0 (unitless).
+
     Raises:
-        ValueError: bad phases, δ outside (0, 1) or an unknown relation."""
+        ValueError: bad phases, δ outside (0, 1) or an unknown relation.
+    """
     _check(phases, relation)
     require(0 < delta < 1, f"last-iterate heuristic: δ must be in (0, 1), got {delta!r}")
 
@@ -191,10 +202,13 @@ def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], ba
         delta: δ in (0, 1).
         relations: the neighbouring relations to state it under.
         basis: where σ, q, T came from; default: the phases written out.
+
     Returns:
         One ``HeuristicEpsilon`` per relation, in order (none for a σ = 0 phase: no noise, no heuristic).
+
     Raises:
-        ValueError: a q outside (0, 1], steps < 1 or δ outside (0, 1)."""
+        ValueError: a q outside (0, 1], steps < 1 or δ outside (0, 1).
+    """
     if any(sigma == 0 for sigma, _, _ in phases):
         return ()
     words = basis or "; ".join(f"σ = {s:.4g}, q = {q:.4g}, T = {t}" for s, q, t in phases)
@@ -212,8 +226,10 @@ def with_observed_phases(privacy: S, phases: Sequence[Sequence[float]] | None) -
     Args:
         privacy: the audited run's privacy (a ``PrivacySpent`` or results.json's ``Privacy``).
         phases: the observed phases, or None.
+
     Returns:
-        A copy with ``heuristics`` set, or ``privacy`` itself."""
+        A copy with ``heuristics`` set, or ``privacy`` itself.
+    """
     if not phases or privacy.heuristics or not privacy.has_guarantee or privacy.delta is None:
         return privacy
     ph = tuple((float(s), float(q), int(t)) for s, q, t in phases)

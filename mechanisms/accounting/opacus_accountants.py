@@ -1,6 +1,7 @@
 """DP-SGD's calibration and ε by Opacus' accountants (``prv``, ``rdp``, ``gdp``; add/remove only), memoised: the
 figures papers and the source systems quote. Opacus is imported only inside the functions that wrap it (the accounting
-package imports no torch at module level). The replace-one PLD calibration: ``mechanisms.accounting.gaussian``."""
+package imports no torch at module level). The replace-one PLD calibration: ``mechanisms.accounting.gaussian``.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate:
     Args:
         target_epsilon, delta: the target ε (unitless) and δ, a probability in (0, 1).
         sample_rate, epochs, accountant: q, the epochs (T = epochs·round(1/q) steps) and ``prv`` or ``rdp``.
+
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C), add/remove.
+
     Raises:
-        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there)."""
+        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there).
+    """
     from opacus.accountants.utils import get_noise_multiplier
 
     steps = int(epochs * round(1 / sample_rate))
@@ -48,8 +52,10 @@ def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: floa
     Args:
         history: ``((σ, q, T), ...)``: noise multiplier, sample rate in (0, 1] and steps of each phase.
         delta, accountant: δ in (0, 1); Opacus' accountant name (``prv``, ``rdp`` or ``gdp``).
+
     Returns:
-        ε (unitless) under add/remove."""
+        ε (unitless) under add/remove.
+    """
     from opacus.accountants import create_accountant
 
     acct = create_accountant(mechanism=accountant)

@@ -1,5 +1,6 @@
 """The one numeric search the accountants share: the noise σ at which a mechanism's ε falls to a target (DPMix's
-calibration, ``accounting.dpmix.dpmix_sigma``; local noise's, ``accounting.gaussian.local_record_sigma``)."""
+calibration, ``accounting.dpmix.dpmix_sigma``; local noise's, ``accounting.gaussian.local_record_sigma``).
+"""
 
 from __future__ import annotations
 

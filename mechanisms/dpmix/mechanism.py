@@ -1,5 +1,6 @@
 """DPMix random-mixing release (Lee, Kim, Lee, Suh, ISIT 2019): publish T noisy means of ℓ records,
-train a classifier on the release only."""
+train a classifier on the release only.
+"""
 
 from __future__ import annotations
 
@@ -135,6 +136,7 @@ class DPMix(Baseline):
 
         Args:
             spec, n_members: the run's ``TrainSpec`` and its number of members n.
+
         Raises:
             ValueError: ℓ > n, or the ``class-means`` learner with a model other than ``linear``.
         """
@@ -155,9 +157,11 @@ class DPMix(Baseline):
             spec: the training settings (``DPMixParams``).
             target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: noiseless mixtures) and δ.
             seed: seeds every draw.
+
         Returns:
             ``(release, privacy)``: T mixtures ``(T, C, H, W)`` with their noisy label means ``(T, K)``, and the ε (at
             δ, replace-one) of ``params.accountant`` (ε = ∞ at the ε = ∞ point).
+
         Raises:
             ValueError: neither a target ε > 0 nor a fixed σ; settings ``check`` refuses; a target ``dpmix_sigma``
                 cannot reach; records outside [0, 1] (``check_records``).
@@ -202,8 +206,10 @@ class DPMix(Baseline):
             spec: the training settings (``spec.params`` an instance of ``Params``).
             target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: the ε = ∞ point) and δ (a probability).
             seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+
         Returns:
             The ``TrainedModel`` with its release, samples/s and the release's privacy.
+
         Raises:
             ValueError: what ``release`` raises.
         """

@@ -1,6 +1,7 @@
 """DPMix's mixing (Lee, Kim, Lee, Suh, ISIT 2019): uniform ℓ-subsets of the records, their means by one fused
 kernel, and the noisy release built from them. The mechanism (accounting, learners) is
-``mechanisms.dpmix.mechanism``."""
+``mechanisms.dpmix.mechanism``.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ def sample_subsets(n: int, size: int, count: int, *, generator: torch.Generator)
         size: the subset size ℓ (DPMix's mixture degree).
         count: the number of subsets T.
         generator: the generator every draw comes from.
+
     Returns:
         ``(count, size)`` int64 record indices, each row without repeats.
+
     Raises:
         ValueError: if ``size`` is not in [1, n].
     """
@@ -79,6 +82,7 @@ def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
     Args:
         x: ``(n, d_x)`` features.
         y: ``(n, d_y)`` label rows (``d_y`` = 0: no label part, as per-class mixing has).
+
     Raises:
         ValueError: a feature or label outside [0, 1] (or NaN), or a label row not summing to 1 (one line naming
             the first offending value and its record).
@@ -138,6 +142,7 @@ def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor)
     Args:
         data: ``(n, d)`` rows, or their column blocks ``[(n, d₁), (n, d₂), ...]``.
         idx: ``(T, ℓ)`` int64 row indices, one subset per output row.
+
     Returns:
         ``(T, d)`` means: float32 from the byte path, else in ``data``'s dtype.
     """
@@ -159,7 +164,8 @@ def _bytes_with_scale(data: torch.Tensor | Sequence[torch.Tensor], scale: float,
     """``data (n, d)`` (or its column blocks, as ``mean_of_rows`` takes them) as FBGEMM's row-wise 8-bit layout
     ``(n, d + 8)`` uint8 (255·data, then float32 scale and bias 0), or ``None`` unless every value is exactly k/255
     for an integer k in [0, 255]. Checked in cache-sized row blocks (scratch blocks reused: no allocation per
-    block)."""
+    block).
+    """
     parts = [data] if isinstance(data, torch.Tensor) else list(data)
     n, d = len(parts[0]), sum(p.shape[1] for p in parts)
     out = torch.empty(n, d + 8, dtype=torch.uint8)

@@ -60,8 +60,10 @@ def per_class_release(train: ArrayDataset, *, mixture_degree: int, samples_per_c
         sigma: the noise std σ per pixel.
         reuse_subset: one ℓ-subset per class for every copy (the source), else a fresh subset per sample.
         generator: the generator every draw comes from.
+
     Returns:
         ``(x, y)``: ``(K·T_c, C, H, W)`` noisy means (unclipped) and ``(K·T_c,)`` int64 class labels.
+
     Raises:
         ValueError: ℓ larger than a class (``sample_subsets``); with fresh subsets, pixels outside [0, 1]
             (``check_records``).
@@ -118,6 +120,7 @@ class DPMixPerClass(Baseline):
 
         Args:
             spec, n_members: the run's ``TrainSpec`` and its number of members.
+
         Raises:
             ValueError: no ``params.sigma``, or ``params.mixture_degree`` above ``n_members``.
         """
@@ -136,9 +139,11 @@ class DPMixPerClass(Baseline):
             spec: the training settings (``spec.params`` an instance of ``Params``).
             target_epsilon, delta: ignored (σ is fixed) and δ (a probability).
             seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+
         Returns:
             The ``TrainedModel`` with its release, samples/s, and the ε that holds beside the source's
                 ``claimed_epsilon`` (Lee et al. with ℓ/n_c, void when the subset is reused).
+
         Raises:
             ValueError: settings ``check`` refuses, or what ``per_class_release`` raises.
         """

@@ -19,6 +19,7 @@ def augmult_padding(height: int, width: int) -> int:
 
     Args:
         height, width: the image's size in pixels.
+
     Returns:
         The padding in pixels (≥ 1).
     """
@@ -40,8 +41,10 @@ def augment_views(x: torch.Tensor, augmult: int, *, generator: torch.Generator, 
         generator: the CPU generator the offsets and flips are drawn from.
         flip: whether a view is mirrored with probability 1/2.
         padding: the reflection padding in pixels (None: ``augmult_padding(H, W)``).
+
     Returns:
         The views ``(B·K, C, H, W)``, on ``x``'s device and dtype.
+
     Raises:
         ValueError: ``x`` is not a batch of images (4 dimensions), K < 1, or ``padding`` ≥ the image's height or width
             (reflection needs a smaller pad; images of 1 pixel in height or width cannot be cropped).
@@ -78,8 +81,10 @@ def augmult_settings(model: nn.Module, x: torch.Tensor, augmult: int | None, *, 
         x: the training records ``(N, C, H, W)``.
         augmult: K, the views per record, or None.
         flip, generator: ``augment_views``' ``flip`` and its CPU generator.
+
     Returns:
         ``{"augmult", "generator", "flip"}`` for ``augment_views``, or None when ``augmult`` is None.
+
     Raises:
         ValueError: ``model`` is a ``FrozenFront`` (its fixed features are computed once per image, not per view), or
             ``x`` holds no images of at least 2 × 2 pixels (tabular records are ``(1, 1, D)``).

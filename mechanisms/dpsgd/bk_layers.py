@@ -56,7 +56,8 @@ def _linear(m: nn.Linear, a: torch.Tensor, g: torch.Tensor, k: int = 1):
 
 def _views_first(t: torch.Tensor, k: int) -> torch.Tensor:
     """``(B·K, C, H, W)`` with K consecutive views per record as ``(K, B·C, H, W)``: view k of every record in one
-    batch row, the records' channels side by side (a copy only when K > 1)."""
+    batch row, the records' channels side by side (a copy only when K > 1).
+    """
     b, c = len(t) // k, t.shape[1]
     return t.reshape(b, k, c, *t.shape[2:]).transpose(0, 1).reshape(k, b * c, *t.shape[2:])
 
@@ -64,7 +65,8 @@ def _views_first(t: torch.Tensor, k: int) -> torch.Tensor:
 def _conv_weight_grads(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, k: int = 1) -> torch.Tensor:
     """Per-record weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a (B·K, ...)`` and
     output gradient ``g (B·K, ...)`` (K consecutive views per record), as one batched convolution kernel: the records
-    become the conv groups, the K views its batch, over which the weight gradient sums."""
+    become the conv groups, the K views its batch, over which the weight gradient sums.
+    """
     n, cin, cout = a.shape[0], a.shape[1], g.shape[1]
     b = n // k
     kh, kw = m.kernel_size

@@ -39,8 +39,10 @@ class CanaryTracker:
     Args:
         request: what to insert. params: the trainable parameters, in the optimizer's order.
         sample_rate: q. noise_multiplier: the claimed σ.
+
     Raises:
-        ValueError: more canaries than trainable coordinates (``canary_positions``)."""
+        ValueError: more canaries than trainable coordinates (``canary_positions``).
+    """
 
     def __init__(self, request: GradientCanaries, params: list[nn.Parameter], *, sample_rate: float,
                  noise_multiplier: float) -> None:
@@ -75,7 +77,8 @@ class CanaryTracker:
         and ends when ``optimizer.step`` returns (its post-step hook); the declared EMA is DP-SGD's ``ema_decay``.
 
         Args:
-            model, optimizer, ema_decay: the trained module, its optimizer and the EMA's decay (None: none)."""
+            model, optimizer, ema_decay: the trained module, its optimizer and the EMA's decay (None: none).
+        """
         self.trail = ParameterTrail(model, ema=None if ema_decay is None else (float(ema_decay), "step"))
         trail = self.trail
 
@@ -89,7 +92,8 @@ class CanaryTracker:
         """Count the training records a Poisson batch holds (each record's participation, for conformance).
 
         Args:
-            idx: ``(B,)`` int64, the sampler's indices of the batch. records: n, the training records."""
+            idx: ``(B,)`` int64, the sampler's indices of the batch. records: n, the training records.
+        """
         if self.participation is None:
             self.participation = np.zeros(records, np.int64)
         self.participation[idx.cpu().numpy()] += 1
@@ -98,7 +102,8 @@ class CanaryTracker:
         """Record the largest clipped per-sample norm of the real records the clipper output, and C (conformance).
 
         Args:
-            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen). max_grad_norm: C."""
+            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen). max_grad_norm: C.
+        """
         self.record_norm, self.clip_norm = None if largest is None else float(largest), float(max_grad_norm)
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
@@ -106,7 +111,8 @@ class CanaryTracker:
         canaries' clipped gradients (each clipped by the mechanism's clip factor).
 
         Args:
-            sums, max_grad_norm: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors), and C."""
+            sums, max_grad_norm: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors), and C.
+        """
         if self.trail is not None:
             self.trail.begin(self.params)  # the parameters this private step finds
         raw = torch.tensor([self.norm * max_grad_norm])
@@ -131,7 +137,8 @@ class CanaryTracker:
         x_t = (noisy − the other records' part) / C.
 
         Args:
-            p, noisy, max_grad_norm: the parameter, its noisy clipped sum (``p``'s shape) and C."""
+            p, noisy, max_grad_norm: the parameter, its noisy clipped sum (``p``'s shape) and C.
+        """
         if p in self.where:
             ids, idx = self.where[p]
             x = (noisy.reshape(-1)[idx].double().cpu().numpy() - self.others[ids.numpy()]) / max_grad_norm
@@ -141,7 +148,8 @@ class CanaryTracker:
         """The noise the updates really carry, from all reference coordinates.
 
         Returns:
-            σ̂ (units of C): their observations' root mean square (the claimed σ without any)."""
+            σ̂ (units of C): their observations' root mean square (the claimed σ without any).
+        """
         if len(self.included) == self.count or not self.steps:
             return self.claimed_sigma
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
@@ -152,7 +160,8 @@ class CanaryTracker:
         reference observations.
 
         Returns:
-            ``{tensor index: σ̂}`` (units of C); tensors without a reference are absent (``noise_estimate``)."""
+            ``{tensor index: σ̂}`` (units of C); tensors without a reference are absent (``noise_estimate``).
+        """
         if len(self.included) == self.count or not self.steps:
             return {}
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
@@ -167,8 +176,10 @@ class CanaryTracker:
 
         Args:
             optimizer, expected_batch_size, max_grad_norm, ema_decay: the run's optimizer, B, C and EMA decay.
+
         Raises:
-            ValueError: any other optimizer or setting (one line naming it)."""
+            ValueError: any other optimizer or setting (one line naming it).
+        """
         groups = optimizer.param_groups
         if type(optimizer) is not torch.optim.SGD:
             raise ValueError(f"the final-model audit needs plain or momentum SGD (θ_T − θ_0 linear in the updates), "
@@ -186,7 +197,8 @@ class CanaryTracker:
         a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ) (1 for plain SGD), normalised to mean 1.
 
         Returns:
-            ``(T,)`` float64 weights a_t / ā, one per recorded step (``final_setup`` must have been called)."""
+            ``(T,)`` float64 weights a_t / ā, one per recorded step (``final_setup`` must have been called).
+        """
         _, mu, _, _ = self.optim
         t = len(self.steps)
         a = np.ones(t) if mu == 0 else (1 - mu ** (t - np.arange(t))) / (1 - mu)
@@ -200,7 +212,8 @@ class CanaryTracker:
         parameters' final values and θ_0 only (the hidden-state threat model): the per-step observations never enter it.
 
         Returns:
-            ``(count,)`` scores, in units of C."""
+            ``(count,)`` scores, in units of C.
+        """
         lr, mu, batch, c = self.optim
         t = len(self.steps)
         a_bar = float(np.mean((1 - mu ** (t - np.arange(t))) / (1 - mu))) if mu else 1.0
@@ -218,8 +231,10 @@ class CanaryTracker:
 
         Returns:
             That JSON-able dict (scores in units of C; ``threat_model`` ``"hidden-state"``).
+
         Raises:
-            ValueError: ``final_setup`` was not called."""
+            ValueError: ``final_setup`` was not called.
+        """
         if self.optim is None:
             raise ValueError("final_setup was not called before the final-model scores were asked for")
         w = self.step_weights()
@@ -242,7 +257,8 @@ class CanaryTracker:
         Returns:
             That dict, with the run's ``conformance`` observations (``conformance_observations``) and, under them,
             ``certified_llr``: the included canaries' scores at the claimed σ (the exact canary-score test's input,
-            ``attacks.analysis.conformance.canary_scores``)."""
+            ``attacks.analysis.conformance.canary_scores``).
+        """
         if self.final:
             return self.final_result()
         pooled, by_tensor = self.noise_estimate(), self.tensor_noise()

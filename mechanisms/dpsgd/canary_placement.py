@@ -1,7 +1,8 @@
 """A DP-SGD audit's request for white-box gradient canaries (``GradientCanaries``) and where they go: the flat
 coordinates of the trainable parameters that hold a Dirac canary, and the canary-free reference coordinates that measure
 the noise the updates really carry (Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning",
-Dirac canaries; Steinke, Nasr, Jagielski 2023, §6). The canaries' tracking and scores: ``mechanisms.dpsgd.canaries``."""
+Dirac canaries; Steinke, Nasr, Jagielski 2023, §6). The canaries' tracking and scores: ``mechanisms.dpsgd.canaries``.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ class GradientCanaries:
     change q, T or B); None: the training set's size. ``count`` may be 0 when only ``public_size`` is asked for.
     ``final_model``: the hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the
     hidden state threat model"; Steinke, Nasr, Jagielski 2023, §6): the canaries are inserted the same way, but
-    scored from θ_T − θ_0 alone (``CanaryTracker.final_scores``), never from the intermediate updates."""
+    scored from θ_T − θ_0 alone (``CanaryTracker.final_scores``), never from the intermediate updates.
+    """
 
     count: int
     seed: int
@@ -65,10 +67,13 @@ def canary_positions(request: GradientCanaries, sizes: list[int], gen: torch.Gen
     Args:
         request: the audit's request. sizes: each trainable tensor's number of coordinates, in the optimizer's order.
         gen: the generator of the random placement (seeded with ``request.seed``).
+
     Returns:
         ``(flat, m)``: ``(m + refs,)`` int64 flat coordinates of the concatenated parameters, and m, the canaries.
+
     Raises:
-        ValueError: more canaries than coordinates."""
+        ValueError: more canaries than coordinates.
+    """
     total = sum(sizes)
     if not request.every_coordinate:
         if request.count > total:

@@ -37,6 +37,7 @@ def per_sample_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torc
 
     Args:
         logits, target: the model's output ``(B, classes)`` and the class indices ``(B,)``.
+
     Returns:
         ``(B,)`` per-example losses.
     """
@@ -49,6 +50,7 @@ def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:
     Args:
         sq_norms: squared per-sample gradient L2 norms ``(B,)``.
         max_grad_norm: the clip bound C (> 0).
+
     Returns:
         ``(B,)`` factors c_i in (0, 1].
     """
@@ -110,11 +112,14 @@ class VmapClipper:
             x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
             max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
             augmult: K ≥ 1, the views per record.
+
         Returns:
             ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
             per-record losses (nats), detached.
+
         Raises:
-            ValueError: len(x) ≠ K·len(y) or K < 1."""
+            ValueError: len(x) ≠ K·len(y) or K < 1.
+        """
         b = _records(x, y, augmult)
         params = {n: p.detach() for n, p in zip(self.names, self.params, strict=True)}
         buffers = dict(self.model.named_buffers())
@@ -204,9 +209,11 @@ class BookKeepingClipper:
             x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
             max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
             augmult: K ≥ 1, the views per record.
+
         Returns:
             ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
             per-record losses (nats), detached.
+
         Raises:
             ValueError: len(x) ≠ K·len(y) or K < 1; a layer called twice in one forward, or its input or output
                 modified in place after it ran.
@@ -259,8 +266,10 @@ def make_clipper(mode: str, model: nn.Module, loss_fn: PerSampleLoss = per_sampl
         mode: ``"vmap"`` or ``"bk"``.
         model: the module to train.
         loss_fn: per-sample loss ``(B, classes), (B,) -> (B,)``.
+
     Returns:
         A ``VmapClipper`` or ``BookKeepingClipper`` on ``model``.
+
     Raises:
         ValueError: another mode, or a model ``BookKeepingClipper`` does not support.
     """

@@ -41,6 +41,7 @@ def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int]:
 
     Args:
         t: any tensor.
+
     Returns:
         ``(shape, crc32)``.
     """
@@ -128,6 +129,7 @@ class ParameterTrail:
 
         Args:
             trainable: the tensors the private step updates (the optimizer's parameters).
+
         Raises:
             RuntimeError: the previous private step was never seen to end (an optimizer whose ``step`` was not
                 observed).
@@ -172,7 +174,8 @@ class ParameterTrail:
 
     def _same(self, name: str, t: torch.Tensor) -> bool:
         """Whether ``t`` holds exactly the values the last private step left under ``name`` (a device move noted; a
-        dtype move only where lossless)."""
+        dtype move only where lossless).
+        """
         want, dtype, device = self.last[name]
         x = t.detach()
         if x.device != device:
@@ -202,6 +205,7 @@ class ParameterTrail:
 
         Args:
             returned: the innermost module the mechanism returned (None: compare the trained module as it is now).
+
         Returns:
             A JSON-able record with the keys ``steps``, ``tensors`` (``trainable``, ``frozen``, ``buffer``),
             ``changes`` (each ``when`` and ``tensors``), ``more_changes``, ``returned``, ``verified``,
@@ -252,6 +256,7 @@ def released_changes(record: dict[str, Any], module: nn.Module) -> dict[str, Any
     Args:
         record: ``ParameterTrail.finish``'s record (without ``released``: returned as is).
         module: the released model.
+
     Returns:
         The record, with that change appended where there is one.
     """

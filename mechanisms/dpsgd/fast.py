@@ -48,7 +48,8 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
     and it reads every noisy sum (``mechanisms.dpsgd.canaries``).
 
     Args:
-        optimizer, sums: the optimizer and Σ_i c_i g_i per parameter; then σ, C, q·N, the generator, the canaries."""
+        optimizer, sums: the optimizer and Σ_i c_i g_i per parameter; then σ, C, q·N, the generator, the canaries.
+    """
     std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0  # σ = 0 and C = ∞: no noise (not NaN)
     if canaries is not None:
         canaries.add(sums, max_grad_norm)
@@ -77,11 +78,14 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
 
     Args:
         clipper, x, y, max_grad_norm: a clipper of ``make_clipper``, the records, their labels and C (> 0).
+
     Returns:
         ``({param: Σ_i c_i g_i}, losses (B,))``.
+
     Raises:
         ValueError: what the clipper or ``augment_views`` raise (a module the clipper cannot handle, inputs that are
-            not images); AssertionError: no records (an empty batch is ``dp_step``'s noise-only case)."""
+            not images); AssertionError: no records (an empty batch is ``dp_step``'s noise-only case).
+    """
     step = max_physical_batch_size or len(y)
     total: dict[nn.Parameter, torch.Tensor] | None = None
     losses = []
@@ -104,8 +108,10 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
 
     Args:
         clipper, optimizer, x, y: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+
     Returns:
-        The per-record losses ``(B,)`` (nats)."""
+        The per-record losses ``(B,)`` (nats).
+    """
     if len(x):
         sums, losses = clipped_sum(clipper, x, y, max_grad_norm=max_grad_norm, augment=augment,
                                    max_physical_batch_size=max_physical_batch_size)
@@ -146,7 +152,8 @@ def _update(ema, model: nn.Module) -> None:
 
 def _finish(model: nn.Module, ema, device: torch.device) -> None:
     """End of training: ``model`` takes its moving average's weights (if any); a GPU's queued work completes (so
-    the measured time is the training's)."""
+    the measured time is the training's).
+    """
     if ema is not None:
         model.load_state_dict(ema.module.state_dict())
     if device.type == "cuda":
@@ -159,10 +166,13 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
     """One epoch (0-based ``epoch``) of DP-SGD steps (``dp_step`` with ``step``'s settings) on Poisson batches of
     ``x (N, ...)``, ``y (N,)``, each followed by a step of ``accountant`` (if any) and of the weights' moving average
     ``ema`` of ``model`` (if any).
+
     Returns:
         (sum over batches of mean loss × batch size (nats), examples processed).
+
     Raises:
-        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss."""
+        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
+    """
     total, count, tracker = 0.0, 0, step["canaries"]
     observe = None if tracker is None else partial(tracker.batch, records=len(x))  # each record's participation
     for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator, observe=observe):
@@ -182,7 +192,8 @@ def _tracker(canaries: GradientCanaries, clipper, optimizer: torch.optim.Optimiz
     """The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
     ``clipping.observe_clipped``) and ``model``'s parameter trail (``CanaryTracker.follow``); a final-model request
     also fixes the recipe's linear structure (and refuses an optimizer whose final model is not linear in the updates:
-    ``CanaryTracker.final_setup``)."""
+    ``CanaryTracker.final_setup``).
+    """
     clipper.observe_norms = True  # an audit run: the clip bound's conformance test reads the clipper's output
     tracker = CanaryTracker(canaries, clipper.params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
     tracker.follow(model, optimizer, ema_decay=ema_decay)
@@ -219,12 +230,15 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
         max_physical_batch_size: records per clipper call (``clipped_sum``; None: the whole Poisson batch).
         A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
         trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
+
     Returns:
         (per-epoch mean loss, examples processed, wall seconds, the canaries' scores and coins or None).
+
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
         ValueError: unsupported model for ``mode``, more canaries than coordinates, ``augmult`` where it cannot
-            apply (``mechanisms.dpsgd.augmult.augmult_settings``)."""
+            apply (``mechanisms.dpsgd.augmult.augmult_settings``).
+    """
     from bench.core.models import FrozenFront
 
     augment = augmult_settings(model, x, augmult, flip=augmult_flip, generator=generator)
@@ -275,10 +289,13 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
         public_size: n for q = 1/ceil(n / batch_size) and the expected batch int(n·q), fixed in advance (an audit
             run's, ``GradientCanaries.public_size``); None: ``len(train)``.
+
     Returns:
         A ``TrainedModel`` (privacy and params left to the caller) with its history and audit scores.
+
     Raises:
-        ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle."""
+        ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle.
+    """
     from opacus.validators import ModuleValidator
 
     from bench.core.types import PrivacySpent, TrainedModel

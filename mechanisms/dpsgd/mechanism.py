@@ -46,7 +46,8 @@ class DPSGDParams(ModelParams):
             (digits, text).
         max_physical_batch_size: at most this many records (× K views) per forward/backward pass, as Opacus'
             ``BatchMemoryManager``: the Poisson batch's clipped sums add up piece by piece, so the update is the same to
-            float rounding and memory follows this size (``bk`` / ``vmap`` only). None: the whole batch."""
+            float rounding and memory follows this size (``bk`` / ``vmap`` only). None: the whole batch.
+    """
 
     max_grad_norm: float = Field(1.0, gt=0)
     accountant: Literal["prv", "rdp", "gdp"] = "prv"
@@ -73,7 +74,8 @@ class DPSGD(Baseline):
     accountant (``accounting.pld_noise_multiplier``; the default, so that DP-SGD is compared with DPMix and local noise
     at the same ε under the same relation), add/remove by Opacus' accountant. The reported ε is certified after training
     under that relation, with the other relation's ε beside it (``PrivacySpent.other_relations``): add/remove by Opacus'
-    ``accountant``, replace-one by the PLD accountant."""
+    ``accountant``, replace-one by the PLD accountant.
+    """
 
     name = "dpsgd"
     guarantee = "central-dp"
@@ -109,9 +111,11 @@ class DPSGD(Baseline):
 
         Args:
             spec, n_members: the run's ``TrainSpec`` and its member count (DP-SGD's checks do not use it).
+
         Raises:
             ValueError: ``ema_decay``, ``augmult`` or ``max_physical_batch_size`` with an Opacus mode; ``augmult`` on
-                ``scatternet-linear``."""
+                ``scatternet-linear``.
+        """
         p = spec.params
         for name in ("ema_decay", "augmult", "max_physical_batch_size"):
             if getattr(p, name) is not None and p.grad_sample_mode not in FAST_MODES:
@@ -128,10 +132,13 @@ class DPSGD(Baseline):
 
         Args:
             spec, n, target_epsilon, delta: the spec, the public record count n, the target ε (None, or ∞) and δ.
+
         Returns:
             (σ, the noise multiplier; q, the sample rate; T, the number of steps).
+
         Raises:
-            ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet."""
+            ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet.
+        """
         return calibrate(spec, n=n, target_epsilon=target_epsilon, delta=delta)
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
@@ -145,8 +152,10 @@ class DPSGD(Baseline):
 
         Args:
             train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit``; audit: as above.
+
         Returns:
-            The ``TrainedModel`` with samples/s; its privacy from ``privacy`` ("no guarantee" at ε = ∞)."""
+            The ``TrainedModel`` with samples/s; its privacy from ``privacy`` ("no guarantee" at ε = ∞).
+        """
         from opacus import PrivacyEngine
 
         p = spec.params
@@ -195,11 +204,14 @@ class DPSGD(Baseline):
             base, canary: the records of every run and the canary record(s) of the runs that include them.
             spec, target_epsilon, delta, device: as ``fit``. included, seeds: per run r, whether it includes the canary
                 and its seed (R each). initial: the auditor's initial model, with its public size.
+
         Returns:
             (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters).
+
         Raises:
             ValueError: no public size; a model that is not one linear layer on a fixed front; what ``calibrate``
-                raises."""
+                raises.
+        """
         from mechanisms.dpsgd.side_by_side import train_runs
 
         if initial.public_size is None:
@@ -226,9 +238,11 @@ class DPSGD(Baseline):
 
         Args:
             spec, sigma, sample_rate, steps, n: the run's ``TrainSpec``, σ, q, T and n. off: the ε = ∞ point.
+
         Returns:
             ``{"noise_multiplier", "max_grad_norm", "sample_rate", "accountant", "steps", "grad_sample_mode",
-            "relation", "augmult", "public_size", "expected_batch_size"}`` (JSON-able)."""
+            "relation", "augmult", "public_size", "expected_batch_size"}`` (JSON-able).
+        """
         p = spec.params
         return {"noise_multiplier": sigma, "max_grad_norm": math.inf if off else p.max_grad_norm,
                 "sample_rate": sample_rate, "accountant": p.accountant, "steps": steps,
@@ -241,8 +255,10 @@ class DPSGD(Baseline):
 
         Args:
             params, spec, delta: a run's recorded parameters (``TrainedModel.params``), its ``TrainSpec`` and δ.
+
         Returns:
-            ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps."""
+            ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
+        """
         return epsilon_by_epoch(params, spec, delta=delta)
 
     @staticmethod
@@ -253,6 +269,8 @@ class DPSGD(Baseline):
 
         Args:
             sigma, sample_rate, steps, delta, spec: σ (noise std over C), q, T, δ and the run's ``TrainSpec``.
+
         Returns:
-            ``PrivacySpent`` (``central-dp``; ε unitless at δ, with its accountant and relation)."""
+            ``PrivacySpent`` (``central-dp``; ε unitless at δ, with its accountant and relation).
+        """
         return certify(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)

@@ -1,7 +1,8 @@
 """DP-SGD's privacy: the calibration of σ to a target (ε, δ) before training and what a run certifies after it (ε under
 the run's neighbouring relation with its profile, the other relation's ε beside, ε by epoch). Poisson-subsampled
 Gaussian steps (Abadi et al. 2016, Algorithm 1 and §3.1) composed by dp_accounting's PLD accountant under replace-one
-and by Opacus' accountants under add/remove (``mechanisms.accounting``)."""
+and by Opacus' accountants under add/remove (``mechanisms.accounting``).
+"""
 
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: f
     Args:
         spec: the run's ``TrainSpec`` (``DPSGDParams``). n: the public record count. target_epsilon: the target ε
             (unitless; None, or ∞ for the off point). delta: δ, a probability in (0, 1).
+
     Returns:
         (σ, the noise multiplier (noise std over C); q, the sample rate; T, the number of steps).
+
     Raises:
-        ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet."""
+        ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet.
+    """
     p = spec.params
     off = target_epsilon is not None and math.isinf(target_epsilon)  # the ε = ∞ point: no fixed σ either
     if p.noise_multiplier is None and not off and (target_epsilon is None or target_epsilon <= 0):
@@ -54,8 +58,10 @@ def epsilon_by_epoch(params: dict[str, Any], spec: TrainSpec, *, delta: float) -
     Args:
         params: a run's recorded parameters (``TrainedModel.params``: ``noise_multiplier``, ``sample_rate``, ``steps``
             and ``relation``). spec: its ``TrainSpec`` (E = ``spec.epochs``). delta: δ, a probability in (0, 1).
+
     Returns:
-        ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps."""
+        ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
+    """
     try:
         sigma, q, steps = float(params["noise_multiplier"]), float(params["sample_rate"]), int(params["steps"])
     except (KeyError, TypeError, ValueError):
@@ -80,10 +86,12 @@ def certify(*, sigma: float, sample_rate: float, steps: int, delta: float, spec:
     Args:
         sigma, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1] and T ≥ 1.
         delta, spec: δ in (0, 1) and the run's ``TrainSpec`` (``DPSGDParams``: relation, accountant, fixed σ).
+
     Returns:
         ``PrivacySpent`` (``central-dp``): ε (unitless) at δ, its accountant and relation, the profile and the other
         relation's ε (``other_relations``) and the last-iterate heuristic ε under both (``heuristics``; Steinke et al.
-        2025, ``mechanisms.accounting.last_iterate``: not a bound)."""
+        2025, ``mechanisms.accounting.last_iterate``: not a bound).
+    """
     p = spec.params
     history = ((float(sigma), float(sample_rate), int(steps)),)
     add_remove = opacus_epsilon(history, delta=float(delta), accountant=p.accountant)

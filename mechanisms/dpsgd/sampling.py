@@ -26,6 +26,7 @@ def poisson_indices(n: int, *, sample_rate: float, generator: torch.Generator) -
         n: the number of records N.
         sample_rate: q in (0, 1], each record's probability of being in a batch.
         generator: the generator the loader would use.
+
     Yields:
         ``int(1/q)`` index tensors ``(B_t,)``, int64, one per step.
     """
@@ -48,6 +49,7 @@ def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, gen
         sample_rate: q in (0, 1].
         generator: the sampling generator (``poisson_indices``).
         observe: called with each batch's int64 indices ``(B_t,)``, or None.
+
     Yields:
         ``(x[idx], y[idx])``, one batch per step (``int(1/q)`` steps), possibly empty.
     """

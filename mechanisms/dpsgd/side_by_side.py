@@ -39,10 +39,13 @@ def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor
 
     Args:
         model: a ``FrozenFront`` with a linear head, or an ``nn.Sequential`` whose only trainable layer is its last.
+
     Returns:
         ``(front, head)``: ``front`` maps ``(B, ...)`` inputs to the head's ``(B, d)`` features.
+
     Raises:
-        ValueError: any other model (side-by-side training needs the book-keeping rule of one linear layer)."""
+        ValueError: any other model (side-by-side training needs the book-keeping rule of one linear layer).
+    """
     from bench.core.models import FrozenFront
 
     if isinstance(model, FrozenFront) and isinstance(model.head, nn.Linear):
@@ -57,7 +60,8 @@ def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor
 @dataclass
 class RunsResult:
     """What ``train_runs`` returns: the R final models' parameters, ``weight (R, K, d)`` and ``bias (R, K)``, of the
-    head (``linear_head``), stacked; each run's full model is ``θ_0``'s architecture with them loaded."""
+    head (``linear_head``), stacked; each run's full model is ``θ_0``'s architecture with them loaded.
+    """
 
     weight: torch.Tensor
     bias: torch.Tensor
@@ -65,7 +69,8 @@ class RunsResult:
 
 def _noise_generator(build: Callable[[], nn.Module], seed: int) -> torch.Generator:
     """The global-RNG state run ``seed``'s ``fit`` draws its noise from: after ``seed_everything(seed)`` and building
-    its model (whose initialisation it then replaces by θ_0), as a generator; the global RNG is left as it was."""
+    its model (whose initialisation it then replaces by θ_0), as a generator; the global RNG is left as it was.
+    """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         build()
@@ -78,7 +83,8 @@ def _masks(n_base: int, included: Sequence[bool], gens: Sequence[torch.Generator
            steps: int) -> torch.Tensor:
     """``(R, steps, n_base + 1)`` bool: record i is in run r's batch at each step of one epoch (the canary is row
     ``n_base``, only in runs that include it), from the mechanism's own ``fast.poisson_batches`` over run r's
-    ``n_base + included[r]`` records (its rows' indices stand in for the records) with run r's generator."""
+    ``n_base + included[r]`` records (its rows' indices stand in for the records) with run r's generator.
+    """
     out = torch.zeros(len(gens), steps, n_base + 1, dtype=torch.bool)
     for r, (inc, gen) in enumerate(zip(included, gens, strict=True)):
         if sample_rate >= 1.0:  # q = 1: every record in every batch whatever the draws (rand < 1), which feed nothing
@@ -98,7 +104,8 @@ def _clipped_sums(a: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Te
     """Σ_i c_i g_i of each run for the records in its batch, ``((R, K, d), (R, K))``: features ``a (n, d)``, labels
     ``y (n,)``, the runs' weights ``(R, K, d)`` and biases ``(R, K)``, batches ``mask (R, n)``; the book-keeping rule
     of one linear layer (the output gradient g = softmax − one-hot, ‖∇_W‖² = ‖g‖²‖a‖², ‖∇_b‖² = ‖g‖²) and Opacus'
-    clip factor."""
+    clip factor.
+    """
     logits = torch.einsum("rkd,nd->rkn", w, a) + b[:, :, None]  # (R, K, n): softmax over a contiguous K is fast
     g = torch.softmax(logits, dim=1) - F.one_hot(y, w.shape[1]).t().to(a.dtype)
     sq = g.square().sum(1) * (a.square().sum(1) + (1.0 if bias else 0.0))  # (R, n)
@@ -152,7 +159,8 @@ def _train_chunk(head: nn.Linear, a: torch.Tensor, y: torch.Tensor, included: Se
                  expected_batch_size: int, build: Callable[[], nn.Module]) -> tuple[torch.Tensor, torch.Tensor]:
     """One chunk of ``train_runs``' runs; returns their final weights ``(R, K, d)`` and biases ``(R, K)``. Each run has
     its own parameters and optimizer; the clipped sums of all runs come from one batched computation, and each run's
-    noise and update from the mechanism's ``fast.noisy_step``."""
+    noise and update from the mechanism's ``fast.noisy_step``.
+    """
     bias = head.bias is not None and head.bias.requires_grad
     runs = [[nn.Parameter(p.detach().clone()) for p in ((head.weight, head.bias) if bias else (head.weight,))]
             for _ in seeds]

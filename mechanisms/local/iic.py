@@ -61,6 +61,7 @@ def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float
         degrees: the largest rotation, in degrees.
         scale: the range of the scale factor.
         translate: the largest shift, a fraction of the image side.
+
     Returns:
         ``(B, C, H, W)`` transformed images, ``x``'s dtype and device.
     """
@@ -88,6 +89,7 @@ def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: 
         generator: draws the shuffles and the transformations.
         device: where to train.
         on_epoch: progress callback ``(epoch, epochs, mean loss)``, or None.
+
     Returns:
         (per-epoch mean loss −I in nats, images processed, wall seconds).
 
@@ -133,6 +135,7 @@ def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num
         x, y: the labelled split, images ``(M, C, H, W)`` and int64 labels ``(M,)``.
         num_classes: K, clusters and classes alike.
         device: where the model runs.
+
     Returns:
         ``(perm, accuracy)``: ``perm[c]`` the class of cluster c, int64 ``(K,)``; accuracy a fraction.
     """
@@ -163,6 +166,7 @@ class ClusterToClass(nn.Module):
 
         Args:
             z: cluster logits ``(N, K)``.
+
         Returns:
             ``(N, K)`` class logits.
         """

@@ -1,6 +1,7 @@
 """Local DP by input perturbation: every image scaled to unit L2 norm and perturbed by the analytic Gaussian mechanism,
 and its label by k-ary randomized response, before any training (the `local-gaussian` reference system, corrected: the
-source left labels in the clear, which ``labels: public`` keeps as an explicit option)."""
+source left labels in the clear, which ``labels: public`` keeps as an explicit option).
+"""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ class L2Normalize(nn.Module):
     """``(N, C, H, W)`` -> each image divided by its L2 norm, times ``scale`` (a fixed public constant).
 
     Args:
-        scale: s, the public constant (a buffer, saved with the weights; ``LocalGaussian.fit`` sets it)."""
+        scale: s, the public constant (a buffer, saved with the weights; ``LocalGaussian.fit`` sets it).
+    """
 
     def __init__(self, scale: float = 1.0) -> None:
         super().__init__()
@@ -48,8 +50,10 @@ class L2Normalize(nn.Module):
 
         Args:
             x: ``(N, ...)`` images (N ≥ 1; an all-zero image stays zero: its norm is clamped to 1e-12).
+
         Returns:
-            ``x``'s shape: each image at L2 norm ``scale``."""
+            ``x``'s shape: each image at L2 norm ``scale``.
+        """
         flat = x.flatten(1)
         return (flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12) * self.scale).view_as(x)
 
@@ -62,8 +66,10 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
 
     Args:
         x, sigma, generator: the images, σ (per pixel, in units of the unit-norm image) and the noise's generator.
+
     Returns:
-        ``(N, C, H, W)`` noisy images."""
+        ``(N, C, H, W)`` noisy images.
+    """
     unit = L2Normalize()(x)
     noise = torch.randn(x.shape, generator=generator).mul_(sigma)
     if noise.dtype != unit.dtype:  # e.g. float64 images: the sum takes their type, as before
@@ -78,10 +84,13 @@ def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, gener
 
     Args:
         y, epsilon, num_classes, generator: the labels, ε > 0 (unitless), k ≥ 2 and the generator of the draws.
+
     Returns:
         ``(N,)`` released labels (``y``'s dtype).
+
     Raises:
-        ValueError: ε ≤ 0 or k < 2 (``randomized_response_keep``)."""
+        ValueError: ε ≤ 0 or k < 2 (``randomized_response_keep``).
+    """
     keep = randomized_response_keep(epsilon, num_classes)
     flip = torch.rand(y.shape, generator=generator) >= keep
     shift = torch.randint(1, num_classes, y.shape, generator=generator)  # another label, uniformly
@@ -108,7 +117,8 @@ class LocalGaussianParams(ModelParams):
             their labels, clusters mapped to classes by Hungarian matching on a small labelled split: the first
             ``match_size`` released records with their released labels (public with ``labels: public``, as in the
             source; randomized-response labels otherwise), post-processing of the release at no privacy cost.
-        match_size: records of the release whose labels map IIC's clusters to classes (``learner: iic``)."""
+        match_size: records of the release whose labels map IIC's clusters to classes (``learner: iic``).
+    """
 
     calibration: Literal["analytic", "classic"] = "analytic"
     labels: Literal["randomized-response", "public"] = "randomized-response"
@@ -133,7 +143,8 @@ class LocalGaussian(Baseline):
 
     Settings: ``LocalGaussianParams``; with ``calibration: classic`` the target is only ``claimed_epsilon``; with
     ``labels: public`` the ε covers the image only. The ε holds for the replace-one relation (one person's record
-    replaced by any other)."""
+    replaced by any other).
+    """
 
     name = "local-gaussian"
     guarantee = "local-dp"
@@ -167,8 +178,10 @@ class LocalGaussian(Baseline):
 
         Args:
             input_shape, num_classes, spec: ``(C, H, W)``, k and the settings.
+
         Returns:
-            ``nn.Sequential``, ``(N, C, H, W)`` images -> ``(N, k)`` logits."""
+            ``nn.Sequential``, ``(N, C, H, W)`` images -> ``(N, k)`` logits.
+        """
         if spec.params.learner == "iic":  # cluster logits, then the fixed cluster -> class map
             return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec),
                                  ClusterToClass(num_classes))
@@ -179,8 +192,10 @@ class LocalGaussian(Baseline):
 
         Args:
             spec, n_members: the settings and the member count (unused here).
+
         Raises:
-            ValueError: ``learner: class-means`` with a model other than ``linear``."""
+            ValueError: ``learner: class-means`` with a model other than ``linear``.
+        """
         if spec.params.learner == "class-means" and spec.model != "linear":
             raise ValueError(f"params.learner 'class-means' needs model 'linear', got {spec.model!r}")
 
@@ -191,10 +206,13 @@ class LocalGaussian(Baseline):
 
         Args:
             data, spec, target_epsilon, delta, seed: the records, the settings, ε > 0 (``math.inf``: no noise), δ, seed.
+
         Returns:
             ``(release, privacy)``: noisy unit-norm images ``(N, C, H, W)`` with labels ``(N,)``, and ε at δ.
+
         Raises:
-            ValueError: a target ε ≤ 0 (or None)."""
+            ValueError: a target ε ≤ 0 (or None).
+        """
         return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
 
     def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
@@ -251,10 +269,13 @@ class LocalGaussian(Baseline):
 
         Args:
             train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit`` (ε > 0; ∞: no noise).
+
         Returns:
             The ``TrainedModel``: the model, the release's privacy (replace-one), σ, samples/s.
+
         Raises:
-            ValueError: a target ε ≤ 0 (or None); ``learner: class-means`` without ``model: linear``."""
+            ValueError: a target ε ≤ 0 (or None); ``learner: class-means`` without ``model: linear``.
+        """
         gen = seed_everything(seed)
         release, privacy = self._release(train, spec, target_epsilon=target_epsilon, delta=delta, generator=gen)
         sigma = release.params["sigma"]

@@ -51,7 +51,8 @@ OPTIONAL_THREAT_MODELS = ("hidden-state", "black-box-crafted")  # a column only 
 
 def threat_models(results: Results) -> tuple[str, ...]:
     """The Audit table's threat-model columns: white-box and black-box always, hidden-state and black-box-crafted
-    where an audit of that threat model (``canary-final``, ``multi-run-crafted``: not run by default) ran."""
+    where an audit of that threat model (``canary-final``, ``multi-run-crafted``: not run by default) ran.
+    """
     ran = {b.threat_model for r in results.results if not is_failed(r) for b in audit_bounds_of(r)}
     return tuple(tm for tm in THREAT_MODELS if tm not in OPTIONAL_THREAT_MODELS or tm in ran)
 
@@ -111,7 +112,8 @@ def _bound_cells(r: RunResult, threat_model: str) -> list[str]:
 
 def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]:
     """Headers, text rows and a per-row flag (``"bug"``, ``"refuted"`` or ``""``) of the Audit table: one row per
-    successful model."""
+    successful model.
+    """
     datasets, seeds = _several(results)
     rows, flags, columns = [], [], threat_models(results)
     for r in results.results:
@@ -130,7 +132,8 @@ def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]
 def audit_detail_rows(results: Results) -> list[list[str]]:
     """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (the k analyses of an audit's
     design-fixed family at 1 − 0.05/k each, so that the largest valid one holds at 95 %), and the one-run test of the
-    accountant's whole certified (ε, δ) curve where one was made."""
+    accountant's whole certified (ε, δ) curve where one was made.
+    """
     _, seeds = _several(results)
     rows = []
     for r in results.results:
@@ -152,7 +155,8 @@ def audit_detail_rows(results: Results) -> list[list[str]]:
 
 def audit_note(results: Results) -> str:
     """How to read the Audit table: the designs, the validity rule, the run-level Bonferroni check, and the methods
-    that appear in the run."""
+    that appear in the run.
+    """
     m, conf = family(results)
     methods = sorted({b.bound.method for r in results.results if r.ok for b in audit_bounds_of(r)})
     text = (
@@ -194,7 +198,8 @@ DETECTION_NOTE = (
 
 def detection_rows(results: Results) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the detection-power table of the run's profile (``results.audit.detection_power``): one
-    row per mechanism and target ε, one column per measured bug; empty when nothing was measured."""
+    row per mechanism and target ε, one column per measured bug; empty when nothing was measured.
+    """
     measured = results.audit.detection_power if results.audit is not None else []
     if not measured:
         return [], []

@@ -1,7 +1,8 @@
 """The tests ``privbench compare`` makes of each difference between two runs, all from SciPy: McNemar's exact test
 on paired per-example test outcomes (else Fisher's exact test on the two accuracies), Fisher's exact test on two
 TPRs at one FPR, a z-test of two AUCs with Hanley & McNeil's (1982) standard errors, and Holm's step-down correction
-over every comparison made."""
+over every comparison made.
+"""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 (whether any attack beats chance after the Bonferroni correction: ``reports.verdict.notes``), and folded: the ROC
 panels of every attack and audit, every attack and audit on every model (``reports.tables``), and the membership
 attacks' heuristic ε lower bounds, which assume independent outcomes and never decide a verdict
-(``reports.empirical``)."""
+(``reports.empirical``).
+"""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class Attacks(ReportSection):
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``roc_strongest_<dataset>``: the strongest attack's ROC per model, one panel per mechanism;
-        ``roc_<dataset>``: the log-log ROC panels of every model's attacks and audits (``reports.plots``)."""
+        ``roc_<dataset>``: the log-log ROC panels of every model's attacks and audits (``reports.plots``).
+        """
         return {**{name: roc_summary_figure(rs) for name, rs in _rocs(results, "roc_strongest").items()},
                 **{name: roc_figure(rs) for name, rs in _rocs(results, "roc").items()}}
 

@@ -22,7 +22,8 @@ def _curves(results: Results) -> dict[str, list[RunResult]]:
 
 def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
     """HTML links to the numbers of every training-curve figure inside the page (``data:`` links, so the report stays
-    one self-contained file), named as the CSV written beside it; every part escaped."""
+    one self-contained file), named as the CSV written beside it; every part escaped.
+    """
     links = []
     for dataset in dict.fromkeys(r.dataset for r in results.results):
         name = f"curves_{slug(dataset)}"
@@ -40,7 +41,8 @@ class Curves(ReportSection):
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset
-        (``reports.curves``)."""
+        (``reports.curves``).
+        """
         return {name: curves_figure(rs) for name, rs in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

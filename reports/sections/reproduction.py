@@ -29,7 +29,8 @@ class Reproduction(ReportSection):
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
         """``reproduction_<preset>_<curve>``: each ``bench reproduce`` curve, the source's figures as crosses
-        (``reports.plots``)."""
+        (``reports.plots``).
+        """
         return {name: reproduction_figure(curve) for name, curve in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

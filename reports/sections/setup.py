@@ -1,5 +1,6 @@
 """The Setup and guarantees section: the setup, what every ε means, and the failed cells and attacks
-(``reports.tables``)."""
+(``reports.tables``).
+"""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ EPSILON_COLUMN, AUDIT_COLUMN = 2, 6
 class CompactTable:
     """One dataset's compact table: ``headers`` and ``rows`` (text cells), a ``title`` per cell (its whole
     provenance), a CSS class per row (``reports.verdict.table.row_css``), the ``keys`` legend (one line per key:
-    ``"ᵃ δ = 1e-05, dp_accounting-pld, replace-one"``) and the leakage axis of the TPR column."""
+    ``"ᵃ δ = 1e-05, dp_accounting-pld, replace-one"``) and the leakage axis of the TPR column.
+    """
 
     dataset: str
     axis: LeakageAxis
@@ -58,7 +59,8 @@ class CompactTable:
 
 def provenance(p: Privacy) -> str:
     """What an ε is stated with: ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (``" (weak δ ≥ 1/n)"`` after a
-    weak δ)."""
+    weak δ).
+    """
     weak = " (weak δ ≥ 1/n)" if p.weak_delta else ""
     relation = relation_text(p.relation)
     return f"δ = {delta_text(p.delta or 0.0)}{weak}, {p.accountant}" + (f", {relation}" if relation else "")
@@ -71,7 +73,8 @@ def epsilon_text(x: float) -> str:
 
 def accuracy_text(results: Results, r: RunResult) -> str:
     """``"97.1 [96.8, 97.4]"``: test accuracy in percent with its 95 % Clopper-Pearson interval over the dataset's
-    test images (the accuracy alone where their number is not recorded); ``"—"`` without one."""
+    test images (the accuracy alone where their number is not recorded); ``"—"`` without one.
+    """
     if r.utility is None:
         return DASH
     acc = r.utility.test_accuracy
@@ -96,7 +99,8 @@ def _epsilon(r: RunResult) -> tuple[str, str | None]:
 
 def _audit(results: Results, r: RunResult) -> tuple[str, str | None, str]:
     """The tightest valid audit bound of any audit of ``r`` against the ε it is held to: cell, that ε's provenance
-    (None where it has none), title (the bound's audit, threat model, design, method and confidence, and the ratio)."""
+    (None where it has none), title (the bound's audit, threat model, design, method and confidence, and the ratio).
+    """
     b = tightest_valid(r)
     if b is None:
         return ("no valid bound" if audit_bounds_of(r) else "no audit"), None, ""
@@ -137,7 +141,8 @@ def _cost(results: Results, r: RunResult) -> str:
 def _row(results: Results, r: RunResult, verdict: list[str], axis: LeakageAxis
          ) -> tuple[list[str], list[str], list[str | None]]:
     """One model's cells, their titles and the provenance of its two ε columns (``EPSILON_COLUMN``,
-    ``AUDIT_COLUMN``)."""
+    ``AUDIT_COLUMN``).
+    """
     mech = verdict[0].split(" — ")[0]  # "dpsgd (seed 1)", its degenerate mark apart
     if is_failed(r):
         cells = [mech, verdict[1], f"failed: {one_line(r.error)}"] + [DASH] * 6

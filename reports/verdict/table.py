@@ -66,7 +66,8 @@ class LeakageAxis:
 
     def value(self, r: RunResult) -> tuple[float, float | None, float | None, str] | None:
         """``(value, lower, upper, attack)`` for one RunResult: TPR in percent with its 95 % Clopper-Pearson
-        interval, or the AUC (no interval); ``None`` without an attack."""
+        interval, or the AUC (no interval); ``None`` without an attack.
+        """
         if self.level is None:
             best = strongest_attack(r)
             return (best[1].metrics.auc, None, None, best[0]) if best else None
@@ -126,7 +127,8 @@ def _frontier(pairs: list[Pair], axis: LeakageAxis) -> list[bool | None]:
 
 def _lower_bound_cell(results: Results, r: RunResult) -> str:
     """The tightest valid audit bound of a model (never a heuristic one), marked where the run-level check found a
-    privacy bug or refuted a claim."""
+    privacy bug or refuted a claim.
+    """
     lower = tightest_valid(r)
     if lower is None:
         return "no audit"
@@ -184,7 +186,8 @@ def verdict_tables(results: Results) -> list[dict[str, Any]]:
 
 def row_css(row: dict[str, Any]) -> str:
     """The HTML class of a verdict row: failed, privacy bug, degenerate (greyed), failed attack (on the frontier or
-    not), frontier."""
+    not), frontier.
+    """
     if row.get("failed"):
         return "failed"
     if row.get("bug"):

@@ -61,7 +61,8 @@ def conformance_record(name: str, quantity: str, *, certified: float | None, mea
 
     Raises:
         ValueError: ``alternative`` not less / greater / two-sided, ``validity`` not in ``VALIDITY``, or a p-value
-            outside [0, 1]."""
+            outside [0, 1].
+    """
     if alternative not in ("less", "greater", "two-sided") or validity not in VALIDITY:
         raise ValueError(f"conformance test {name!r}: alternative {alternative!r} or validity {validity!r} unknown")
     if not 0.0 <= p_value <= 1.0 or math.isnan(p_value):
@@ -78,5 +79,6 @@ def smallest_p(tests: Sequence[dict[str, Any]]) -> float:
         tests: ``conformance_record`` records.
 
     Returns:
-        The smallest p-value of those with ``deciding`` true (absent: true), in [0, 1]; 1 without any."""
+        The smallest p-value of those with ``deciding`` true (absent: true), in [0, 1]; 1 without any.
+    """
     return min((float(t["p_value"]) for t in tests if t.get("deciding", True)), default=1.0)

@@ -32,7 +32,8 @@ TAIL_SDS = 14.0  # the grid spans the sum's mean ± this many sds (its mass beyo
 
 def _step_law(sigma: float, q: float, steps: int, contribution: float) -> tuple[float, float, float, np.ndarray]:
     """One step's ℓ(x) on its grid: (log(1 − q), the grid's width h, the span the sum needs, the CDF at the grid's
-    cells' upper ends with a leading 0 (ℓ > log(1 − q)))."""
+    cells' upper ends with a leading 0 (ℓ > log(1 − q))).
+    """
     s2 = sigma**2
     lo = math.log1p(-q)  # ℓ > log(1 − q)
 
@@ -73,7 +74,8 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
         rounding up, and S's mean under it.
 
     Raises:
-        ValueError: σ ≤ 0, q outside (0, 1] or T < 1."""
+        ValueError: σ ≤ 0, q outside (0, 1] or T < 1.
+    """
     if not sigma > 0 or not 0 < sample_rate <= 1 or steps < 1:
         raise ValueError(f"llr_cdf needs σ > 0, q in (0, 1], T ≥ 1; got {sigma}, {sample_rate}, {steps}")
     q, s2 = float(sample_rate), float(sigma) ** 2
@@ -116,7 +118,8 @@ def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, st
         ``measured`` the scores' mean, ``certified`` P's mean, statistic D⁻, validity ``exact`` (conservative).
 
     Raises:
-        ValueError: fewer than 2 scores, or a parameter ``llr_cdf`` refuses."""
+        ValueError: fewer than 2 scores, or a parameter ``llr_cdf`` refuses.
+    """
     s = np.asarray(scores, np.float64)
     if s.size < 2 or not np.all(np.isfinite(s)):
         raise ValueError(f"the canary score test needs at least 2 finite scores, got {s.size}")

@@ -1,7 +1,8 @@
 """The ε a run's parameters imply (``attacks.analysis.conformance``): DP-SGD's ε from its measured noise, sample rate
 and steps at their confidence limits (``dpsgd_measured_epsilon``), and the test that the accountant's ε is the ε of
 the mechanism's declared parameters (``declared_epsilon_test``). Neither is an "ε ≥" statement. Pure NumPy / SciPy
-and ``dp_accounting``'s PLD accountant; no torch."""
+and ``dp_accounting``'s PLD accountant; no torch.
+"""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int
         ``delta``, ``relation``, ``accountant``, ``confidence``, ``p_value`` and ``parameters`` (σ_U, q_L, T, σ*).
 
     Raises:
-        ValueError: what ``noise_test``, ``rate_test`` or ``sigma_for_epsilon`` raise."""
+        ValueError: what ``noise_test``, ``rate_test`` or ``sigma_for_epsilon`` raise.
+    """
     k = 2 if rate_counts is not None else 1
     level = 1.0 - (1.0 - confidence) / k
     noise = noise_test("noise", sum_squares, n, claimed_sigma, confidence=level)
@@ -97,7 +99,8 @@ def declared_epsilon_test(name: str, *, declared: float, certified: float, toler
         The ``conformance_record``: ``measured`` the declared ε, p 0 or 1.
 
     Raises:
-        ValueError: a certified ε <= 0 or a negative tolerance."""
+        ValueError: a certified ε <= 0 or a negative tolerance.
+    """
     if not certified > 0 or tolerance < 0:
         raise ValueError(f"declared ε test {name!r}: need a certified ε > 0 and a tolerance >= 0, got {certified}, "
                          f"{tolerance}")

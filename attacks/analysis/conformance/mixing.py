@@ -45,7 +45,8 @@ def mixing_weight_test(name: str, along: float, information: float, certified_we
         The record: ``measured`` ŵ = 1/ℓ + A/V, ``statistic`` z; p = 1 with a reason where V = 0.
 
     Raises:
-        ValueError: a negative V or a weight <= 0."""
+        ValueError: a negative V or a weight <= 0.
+    """
     if information < 0 or not certified_weight > 0:
         raise ValueError(f"mixing weight test {name!r}: need V >= 0 and a weight > 0, got {information}, "
                          f"{certified_weight}")
@@ -75,7 +76,8 @@ def weight_limit(along: float, information: float, certified_weight: float, alph
         alpha: the limit's error probability (confidence 1 − α).
 
     Returns:
-        The weight (unitless, >= 1/ℓ)."""
+        The weight (unitless, >= 1/ℓ).
+    """
     if information <= 0:
         return certified_weight
     return max(certified_weight,
@@ -94,7 +96,8 @@ def weight_spread_test(name: str, quadratic: float, dimensions: int) -> dict[str
         The ``conformance_record``: ``measured`` the ratio to its mean N; p = 1 with a reason where N = 0.
 
     Raises:
-        ValueError: a negative statistic or N."""
+        ValueError: a negative statistic or N.
+    """
     if quadratic < 0 or dimensions < 0:
         raise ValueError(f"weight spread test {name!r}: need a statistic and N >= 0, got {quadratic}, {dimensions}")
     if dimensions == 0:
@@ -139,7 +142,8 @@ def dpmix_measured_epsilon(*, noise: tuple[float, int, float, int], weight: tupl
         (replace-one) 1e300 where it is infinite (a measured σ of 0).
 
     Raises:
-        ValueError: no observation, no record or no trial."""
+        ValueError: no observation, no record or no trial.
+    """
     ss_x, n_x, ss_y, n_y = noise
     along, information, w0 = weight
     total, largest, records, trials = inclusions

@@ -1,6 +1,7 @@
 """Conformance tests of a noise and of the sensitivity it is calibrated to (``attacks.analysis.conformance``): the
 noise's standard deviation (χ², one-sided or two-sided), its Gaussian shape and its independence across steps and
-coordinates (two-sided), and a contribution's L2 norm against the clip bound. Pure NumPy / SciPy; no torch."""
+coordinates (two-sided), and a contribution's L2 norm against the clip bound. Pure NumPy / SciPy; no torch.
+"""
 
 from __future__ import annotations
 
@@ -134,7 +135,8 @@ def clip_test(name: str, largest_norm: float, bound: float, *, tolerance: float 
         tolerance: relative float rounding allowed above ``bound``.
 
     Returns:
-        The ``conformance_record``: p = 0 where the norm exceeds ``bound``·(1 + ``tolerance``), else 1."""
+        The ``conformance_record``: p = 0 where the norm exceeds ``bound``·(1 + ``tolerance``), else 1.
+    """
     return conformance_record(name, "clip bound", certified=float(bound), measured=float(largest_norm), n=1,
                        statistic=float(largest_norm),
                        p_value=0.0 if largest_norm > bound * (1 + tolerance) else 1.0, alternative="greater",

@@ -1,7 +1,8 @@
 """Conformance tests of how records are sampled and how often (``attacks.analysis.conformance``): a rate (a sample
 rate q, a keep rate) against the certified one (exact binomial), the dispersion of records' participation counts
 against Poisson sampling's (two-sided) and the number of noisy steps against the accountant's. Pure NumPy / SciPy; no
-torch."""
+torch.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def steps_test(name: str, observed: int, certified: int) -> dict[str, Any]:
         certified: the steps the accountant counted.
 
     Returns:
-        The ``conformance_record``: p = 0 where more steps ran than certified (fewer only over-counts), else 1."""
+        The ``conformance_record``: p = 0 where more steps ran than certified (fewer only over-counts), else 1.
+    """
     return conformance_record(name, "steps", certified=float(certified), measured=float(observed), n=1,
                        statistic=float(observed), p_value=0.0 if observed > certified else 1.0, alternative="greater",
                        validity="exact")

@@ -81,7 +81,8 @@ class OpacusCanaryAudit(MembershipAttack):
     """One audit run of a plug-in mechanism that trains through Opacus, observed white-box (module docstring).
     Returns ``{"opacus-canary": the canary records (the run's conformance tests and measured ε in ``conformance``),
     "opacus-canary-dirac": the optimizer's Dirac canaries}``; scores: larger means "included". Applies to mechanisms
-    with a central-DP guarantee and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``)."""
+    with a central-DP guarantee and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``).
+    """
 
     audit = True
     name = "opacus-canary"
@@ -92,6 +93,7 @@ class OpacusCanaryAudit(MembershipAttack):
 
         Args:
             target: the trained target.
+
         Returns:
             Whether its privacy's guarantee is ``central-dp``.
         """
@@ -100,7 +102,8 @@ class OpacusCanaryAudit(MembershipAttack):
     @staticmethod
     def _own_audit(ctx: AttackContext) -> bool:
         """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries). An
-        audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one."""
+        audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one.
+        """
         from mechanisms import MECHANISMS
 
         return ctx.mechanism in MECHANISMS.names() and "gradient-canaries" in MECHANISMS.get(ctx.mechanism).audits
@@ -111,7 +114,8 @@ class OpacusCanaryAudit(MembershipAttack):
         ``(records,)`` coins: an included record's crafted gradient is given, an excluded one's is zero.
 
         Raises:
-            ValueError: every coin fell on one side (no included or no excluded canary to compare)."""
+            ValueError: every coin fell on one side (no included or no excluded canary to compare).
+        """
         p, members = self.params, ctx.split.members
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", stream))
         order = torch.randperm(len(members) + p.records, generator=gen)
@@ -133,6 +137,7 @@ class OpacusCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Raises:
             ValueError: every coin fell on one side (``_with_canaries``).
         """
@@ -146,9 +151,11 @@ class OpacusCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"opacus-canary": (m,) scores with the conformance, "opacus-canary-dirac": where asked}`` (larger:
             "included"); ``{}`` for a mechanism with its own white-box audit.
+
         Raises:
             ValueError: every coin on one side; ``AuditRefused``: a loop the observer cannot read.
         """

@@ -71,6 +71,7 @@ def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torc
 
     Args:
         mechanism, data, spec, seed: the mechanism, the run's records (their shape and K), its spec and its seed.
+
     Returns:
         θ_0's trainable tensors, cloned.
     """
@@ -83,7 +84,8 @@ def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torc
 @dataclass(frozen=True)
 class FinalCanaries(OpacusCanaries):
     """The final-model audit run's request: as ``OpacusCanaries`` (``dirac`` -1: one Dirac canary at every coordinate
-    not taken by a record or a reference), scored from θ_T − θ_0."""
+    not taken by a record or a reference), scored from θ_T − θ_0.
+    """
 
     def observe(self, data: ArrayDataset, *, mechanism=None, spec=None, seed: int | None = None,
                 **run) -> FinalModelObserver:
@@ -94,8 +96,10 @@ class FinalCanaries(OpacusCanaries):
             data: the audit run's training records.
             mechanism, spec, seed: the job's mechanism, spec and seed.
             **run: anything else the job gives (unused).
+
         Returns:
             The ``FinalModelObserver`` to enter around ``fit``.
+
         Raises:
             AuditRefused: no mechanism, spec or seed.
         """
@@ -192,8 +196,10 @@ class FinalModelObserver(OpacusObserver):
 
         Args:
             model: what ``fit`` returned, or None.
+
         Returns:
             That dict.
+
         Raises:
             AuditRefused: (one line) where an assumption fails: no step observed, no canary record in a batch, a
                 returned model of another architecture, or θ_T − θ_0 not the sum of the observed SGD updates.
@@ -247,7 +253,8 @@ class OpacusFinalCanaryAudit(OpacusCanaryAudit):
     """One audit run of a plug-in mechanism that trains through Opacus, scored from its final model alone (module
     docstring). Returns ``{"opacus-canary-final": the canary records, "opacus-canary-final-dirac": the optimizer's
     Dirac canaries}``; scores: larger means "included". Applies to mechanisms with a central-DP guarantee and no audit
-    of their own (privbench's DP-SGD has ``canary-final``)."""
+    of their own (privbench's DP-SGD has ``canary-final``).
+    """
 
     name = NAME
     Params = OpacusFinalCanaryParams
@@ -263,9 +270,11 @@ class OpacusFinalCanaryAudit(OpacusCanaryAudit):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"opacus-canary-final": (m,) scores, "opacus-canary-final-dirac": ...}``, each where it has at least 2
             canaries (larger: "included"); ``{}`` for a mechanism with its own audit.
+
         Raises:
             ValueError: every coin on one side; ``AuditRefused``: a loop the observer cannot read.
         """

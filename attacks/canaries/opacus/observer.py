@@ -14,7 +14,8 @@ A loop accounted by Opacus' ``gdp`` accountant (a central-limit approximation, n
 its ε is not a certificate to audit against. A loop that steps several ``DPOptimizer``s on the same parameters (two
 training phases, a second ``PrivacyEngine``) is observed whole, phase by phase (``attacks.canaries.opacus.phases``):
 each step is read under its own optimizer's σ, C and accountant's q, the canaries' scores sum over every phase, and the
-conformance tests and the ε from measured parameters cover them all."""
+conformance tests and the ε from measured parameters cover them all.
+"""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ class OpacusCanaries:
     """The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
     before the run; their images ``keys`` identify them in a batch) and ``dirac`` Dirac gradient canaries at the
     optimizer (coins drawn with ``seed``; -1: one at every coordinate not taken by a record or kept as a reference,
-    ``references``), raw norm ``norm``·C (>= 1). The run's data hold every canary record, included or not."""
+    ``references``), raw norm ``norm``·C (>= 1). The run's data hold every canary record, included or not.
+    """
 
     records: int
     dirac: int
@@ -66,10 +68,13 @@ class OpacusCanaries:
         Args:
             data: the audit run's training records (members and every canary record).
             **run: the job's ``mechanism``, ``spec`` and ``seed``.
+
         Returns:
             The ``OpacusObserver`` to enter around ``fit``.
+
         Raises:
-            ValueError: a declared post-processing that is not one (``mechanisms.post_processing.declared``)."""
+            ValueError: a declared post-processing that is not one (``mechanisms.post_processing.declared``).
+        """
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
         post = declared(run.get("mechanism"), run.get("spec"))
         return OpacusObserver(self, images, records_total=len(data), post=post)
@@ -84,7 +89,8 @@ class OpacusObserver(OpacusPatches):
         request: the audit run's ``OpacusCanaries``.
         images: the canary records' images ``(records, ...)``, recognised in batches by their bytes.
         records_total: n, the training records given to ``fit`` (members and every canary record).
-        post: the mechanism's declared post-processing (``mechanisms.post_processing.declared``)."""
+        post: the mechanism's declared post-processing (``mechanisms.post_processing.declared``).
+    """
 
     def __init__(self, request: OpacusCanaries, images: torch.Tensor, *, records_total: int = 0,
                  post: tuple[float | None, str, list[str]] = (None, "step", [])) -> None:
@@ -145,7 +151,8 @@ class OpacusObserver(OpacusPatches):
 
     def _switch(self, opt) -> None:
         """The step of another DPOptimizer than the last one's: a phase seen before, or a new one on the same
-        parameters. Raises ``AuditRefused`` where this observer observes one optimizer, or other parameters."""
+        parameters. Raises ``AuditRefused`` where this observer observes one optimizer, or other parameters.
+        """
         known = next((p for p in self.phases if p.opt is opt), None)
         if known is None:
             if not self.several:
@@ -221,7 +228,8 @@ class OpacusObserver(OpacusPatches):
 
     def _clipped(self, count: np.ndarray, members: np.ndarray) -> None:
         """The largest clipped canary contribution per row this step (``count``: rows per canary; ``members``: the
-        members' clipped sum, which the canaries' pass accumulated onto), units of C."""
+        members' clipped sum, which the canaries' pass accumulated onto), units of C.
+        """
         at = np.flatnonzero(count)
         if len(at):
             got = (self._read([p.summed_grad for p in self.phase.params()]) - members)[at] / (count[at] * self.C)
@@ -240,11 +248,14 @@ class OpacusObserver(OpacusPatches):
 
         Args:
             model: what ``fit`` returned (None: the trained module as it is now).
+
         Returns:
             That dict (scores: larger means "included").
+
         Raises:
             AuditRefused: the loop was refused while observed, no DPOptimizer stepped, or no canary record reached
-                the model."""
+                the model.
+        """
         if self.error is not None:
             raise self.error
         if self.opt is None or not self.x:

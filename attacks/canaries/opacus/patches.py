@@ -96,7 +96,8 @@ class OpacusPatches(contextlib.AbstractContextManager):
         """A private step of ``opt`` over ``params`` starts: the trail reads what it finds.
 
         Raises:
-            AuditRefused: the previous private step was not seen to end (an optimizer that overrides ``step``)."""
+            AuditRefused: the previous private step was not seen to end (an optimizer that overrides ``step``).
+        """
         if self.trail is None:
             return
         try:
@@ -111,6 +112,7 @@ class OpacusPatches(contextlib.AbstractContextManager):
 
         Args:
             model: what ``fit`` returned (None: the trained module as it is now).
+
         Returns:
             The JSON-able record, or None where no training forward was seen.
         """

@@ -29,7 +29,8 @@ class AuditRefused(ValueError):
 class Phase:
     """One ``DPOptimizer`` the loop steps: its accountant (read from its step hook), that accountant's q, the
     optimizer's σ and C, the order of its parameters in the observer's layout (the first optimizer's order), and what
-    was observed of it: steps, the rows of its batches, the largest clipped canary contribution (units of C)."""
+    was observed of it: steps, the rows of its batches, the largest clipped canary contribution (units of C).
+    """
 
     opt: Any
     accountant: Any
@@ -80,8 +81,10 @@ def read_phase(opt: Any) -> Phase:
 
     Args:
         opt: an Opacus ``DPOptimizer``.
+
     Returns:
         Its ``Phase``: the accountant's q, the optimizer's σ and C, nothing observed yet.
+
     Raises:
         AuditRefused: Opacus' gdp accountant, no step hook (not made by ``PrivacyEngine.make_private*``), or clipping
             that is not flat.
@@ -110,8 +113,10 @@ def same_parameters(first: list[Any], opt: Any) -> list[int]:
     Args:
         first: the first optimizer's parameters.
         opt: a later ``DPOptimizer``.
+
     Returns:
         One index into ``opt.params`` per parameter of ``first``.
+
     Raises:
         AuditRefused: the two optimizers do not step the same parameter tensors.
     """
@@ -125,11 +130,12 @@ def same_parameters(first: list[Any], opt: Any) -> list[int]:
 
 def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """m canary records: images ``(m, *input_shape)`` uniform in [0, 1] (distinct from every natural record with
+    """M canary records: images ``(m, *input_shape)`` uniform in [0, 1] (distinct from every natural record with
     probability 1) and labels ``(m,)``, drawn with ``seed``.
 
     Args:
         m, input_shape, num_classes, seed: the count, one record's shape, K and the audit's seed.
+
     Returns:
         ``(x, y)``: float32 images ``(m, *input_shape)`` and int64 labels ``(m,)``.
     """
@@ -143,6 +149,7 @@ def references(sizes: list[int]) -> list[int]:
 
     Args:
         sizes: each parameter tensor's number of coordinates.
+
     Returns:
         The number of reference coordinates of each tensor.
     """
@@ -154,6 +161,7 @@ def row_keys(x: torch.Tensor) -> list[bytes]:
 
     Args:
         x: a batch ``(B, ...)``.
+
     Returns:
         B keys, the float32 bytes of each row.
     """
@@ -168,6 +176,7 @@ def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray
     Args:
         x: observations ``(T, m)``, in units of C.
         q, sigma: the sample rate and the noise multiplier σ (units of C).
+
     Returns:
         ``(m,)`` scores, larger means "included".
     """
@@ -183,6 +192,8 @@ def observed_phases(result: dict) -> list[list[float]]:
 
     Args:
         result: an observer's ``result()`` (its ``phases``).
+
     Returns:
-        One ``[σ, q, T]`` per DPOptimizer the loop stepped."""
+        One ``[σ, q, T]`` per DPOptimizer the loop stepped.
+    """
     return [[float(p["claimed_sigma"]), float(p["sample_rate"]), int(p["steps"])] for p in result["phases"]]

@@ -58,7 +58,8 @@ class Row:
 class Curve:
     """Accuracy against one varied setting: the rows ``keys`` at ``x``; ``claim`` (``"increasing"`` or ``"peak"``,
     see ``bench.reproduce.run.curve_entry``) is checked and becomes a reproduction row when the source claimed the
-    trend; None when the curve is only plotted."""
+    trend; None when the curve is only plotted.
+    """
 
     name: str
     x_label: str
@@ -127,7 +128,8 @@ REFERENCE_PRESETS = ("dpsgd-cnn", "dpsgd-resnet18", "dpmix", "dpmix-per-class", 
 
 def quick(preset: Preset) -> Preset:
     """A seconds-long version for tests and smoke runs: 1,000 training / 500 test images, 1 epoch, small releases
-    and mixture degrees. Every row then says it was cut."""
+    and mixture degrees. Every row then says it was cut.
+    """
     rows = []
     for r in preset.rows:
         t = copy.deepcopy(r.training)
@@ -142,7 +144,8 @@ def quick(preset: Preset) -> Preset:
 
 def cap_epochs(preset: Preset, epochs: int) -> Preset:
     """``preset`` with every row trained for at most ``epochs`` epochs (autoencoder epochs too), to fit a budget;
-    the reproduction rows then say so."""
+    the reproduction rows then say so.
+    """
     rows = []
     for r in preset.rows:
         t = copy.deepcopy(r.training)
@@ -155,7 +158,8 @@ def cap_epochs(preset: Preset, epochs: int) -> Preset:
 
 def validate_presets() -> None:
     """Check every preset with ``bench.config.run``'s rules (registered mechanism, complete TrainSpec with known
-    params and valid values, attacks known, keys unique, curves naming existing rows). Raises ConfigError."""
+    params and valid values, attacks known, keys unique, curves naming existing rows). Raises ConfigError.
+    """
     for name in PRESETS.names():
         validate_preset(PRESETS.get(name))
 

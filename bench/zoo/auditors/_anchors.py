@@ -37,7 +37,8 @@ _SPLIT_SEED = 39  # the calibration / audit split of the canaries: fixed, and pe
 @dataclass(frozen=True)
 class AnchorAuditor(Auditor):
     """An ``Auditor`` whose package needs more than one import (``privacy-meter`` 1.0.1 imports TensorFlow and
-    Opacus at import without declaring them): ``also_requires`` are checked after ``requires``."""
+    Opacus at import without declaring them): ``also_requires`` are checked after ``requires``.
+    """
 
     also_requires: tuple[str, ...] = ()
 
@@ -53,7 +54,8 @@ class AnchorAuditor(Auditor):
 class Canaries:
     """One audit's canary scores (larger: "included"), its labels (1: included), the privbench record they came
     from, its design's kind and relation, and the certified ε and δ the audit is held to (ε None: the run states
-    none under that relation)."""
+    none under that relation).
+    """
 
     record: str
     scores: np.ndarray
@@ -71,7 +73,8 @@ class Canaries:
         hold conditionally).
 
         Raises:
-            ValueError: a half without both included and excluded canaries."""
+            ValueError: a half without both included and excluded canaries.
+        """
         n = self.labels.size
         calibration = np.zeros(n, bool)
         calibration[np.random.default_rng([_SPLIT_SEED, self.seed]).permutation(n)[: n // 2]] = True
@@ -97,7 +100,8 @@ def canaries(inp: AuditorInput, records: tuple[str, ...]) -> Canaries:
     """The first of ``records`` whose scores this run saved, with the certified ε its audit is held to.
 
     Raises:
-        LookupError: none of ``records`` was saved (the run did not run the audit the anchor reads)."""
+        LookupError: none of ``records`` was saved (the run did not run the audit the anchor reads).
+    """
     for name in records:
         if name not in inp.scores:
             continue
@@ -115,9 +119,10 @@ def canaries(inp: AuditorInput, records: tuple[str, ...]) -> Canaries:
 
 
 def one_run_bound(m: int, r: int, v: int, *, delta: float, confidence: float = CONFIDENCE) -> float:
-    """privbench's reading of an anchor's membership decisions: ``v`` correct of ``r`` guesses on ``m`` canaries
+    """Privbench's reading of an anchor's membership decisions: ``v`` correct of ``r`` guesses on ``m`` canaries
     with independent coins, as an ε lower bound at ``confidence`` (Steinke, Nasr, Jagielski 2023;
-    ``attacks.analysis.one_run``)."""
+    ``attacks.analysis.one_run``).
+    """
     from attacks.analysis.one_run import one_run_epsilon
 
     return one_run_epsilon(m, r, v, delta=delta, confidence=confidence)

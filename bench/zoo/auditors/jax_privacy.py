@@ -39,7 +39,8 @@ _PAPERS = {"one-run": "Steinke et al. 2023", "one-run-fdp": "Mahloujifar et al. 
 
 def estimate(method: str, scores: np.ndarray, labels: np.ndarray, *, delta: float) -> float:
     """jax-privacy's ``CanaryScoreAuditor.<method>`` at significance 1 − ``CONFIDENCE`` on ``scores`` (larger:
-    included) split by ``labels`` (1: included)."""
+    included) split by ``labels`` (1: included).
+    """
     from jax_privacy.auditing import CanaryScoreAuditor
 
     auditor = CanaryScoreAuditor(scores[labels == 1], scores[labels == 0])

@@ -39,7 +39,8 @@ RECORDS = ("canary",)
 def operating_points(loss: np.ndarray, labels: np.ndarray, calibration: np.ndarray,
                      audit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """ML Privacy Meter's ``(tp, fp)`` on the ``audit`` canaries at each of its FPR tolerances, its thresholds from
-    the losses of the excluded ``calibration`` canaries."""
+    the losses of the excluded ``calibration`` canaries.
+    """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # privacy_meter imports TensorFlow: no start-up chatter
     from privacy_meter.hypothesis_test import linear_itp_threshold_func
     from privacy_meter.information_source import InformationSource

@@ -3,7 +3,8 @@ exit status 3) restricted to one kind of evidence, with its own Bonferroni famil
 bounds, the black-box canaries', the hidden-state (final model) canaries', the crafted black-box audit's (an
 auditor-chosen initial model, ``attacks.canaries.crafted``), the release audits', the conformance
 tests alone (issue 38: the run measured against its certified mechanism), and everything together (``privbench``,
-what a main job decides)."""
+what a main job decides).
+"""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _keep(records: Callable[[str, object], bool], *, bounds: bool, conformance: 
           ) -> Callable[[AuditorInput], Verdict]:
     """A judge: the run-level check on the target with only the attack records ``records(name, record)`` keeps,
     their ε lower bounds (and certified-curve tests) kept where ``bounds``, their conformance tests where
-    ``conformance``."""
+    ``conformance``.
+    """
 
     def judge(inp: AuditorInput) -> Verdict:
         from attacks.analysis.verdict import privacy_bugs

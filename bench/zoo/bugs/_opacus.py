@@ -7,7 +7,8 @@ from typing import Any
 
 def force_loop_settings(**settings: Any) -> None:
     """Make every call of ``opacus_plugin.train_with_opacus`` (the adapter's ``fit`` calls it by that name) run with
-    ``settings`` in place of the adapter's own."""
+    ``settings`` in place of the adapter's own.
+    """
     import opacus_plugin  # type: ignore[import-not-found]
 
     original = opacus_plugin.train_with_opacus
@@ -21,7 +22,8 @@ def force_loop_settings(**settings: Any) -> None:
 def opacus_epsilon(params: dict[str, Any], *, sigma: float | None = None, sample_rate: float | None = None
                    ) -> float | None:
     """ε (add/remove, the relation the example certifies) of the loop's recorded σ, q and steps, each replaced
-    where given."""
+    where given.
+    """
     from bench.zoo.bugs._common import dpsgd_epsilon
 
     return dpsgd_epsilon(params, sigma=sigma, sample_rate=sample_rate, relation="add-remove")

@@ -2,7 +2,8 @@
 reference system privbench reproduces (docs/reproductions.md: the source's σ from the classic formula at
 "sensitivity 1" for unit-norm images, whose replace-one sensitivity is 2). Here the accountant keeps sensitivity 2
 for unit-norm images while ``perturb`` normalises each image to norm 2: the sensitivity is 4, so the noise is half
-what the stated sensitivity needs."""
+what the stated sensitivity needs.
+"""
 
 from __future__ import annotations
 

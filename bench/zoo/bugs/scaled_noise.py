@@ -3,7 +3,8 @@ every mechanism of the zoo. ``scaled_noise(mechanism, factor)`` builds the bug; 
 and the zoo's measured tables use are registered here (DP-SGD σ × 0.5, 0.25, 0.75 and 0, DPMix σ × 0.5 and 0.1,
 local noise σ × 0.5, the example Opacus loop σ × 0); any other F is found by its name ``MECHANISM-noise-xF``
 (``dpsgd-noise-x0.67``, ``local-gaussian-noise-x0.8``: ``bench.zoo.catalogue.find``), as the detection-power table
-(``scripts/detection_power.py``) and the null test (``scripts/null_test.py``) ask for it."""
+(``scripts/detection_power.py``) and the null test (``scripts/null_test.py``) ask for it.
+"""
 
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ def parse(name: str) -> Bug | None:
     that form.
 
     Raises:
-        ValueError: the form, but an unknown mechanism or F = 1."""
+        ValueError: the form, but an unknown mechanism or F = 1.
+    """
     match = NAME.match(name)
     return None if match is None else scaled_noise(match["mechanism"], float(match["factor"]))
 
