@@ -1,4 +1,5 @@
 """Command line: ``python -m bench {all,run,audit,report,compare,list,perf,reproduce,zoo}`` (also ``privbench``).
+
 The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
@@ -145,9 +146,11 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
 
 
 def _draw_reports(doc, out: Path) -> dict[str, Path]:
-    """``reports.write_reports``, timed: the seconds go into results.json (``report_s``, written atomically) for the
-    next drawing's per-phase table. The reports are drawn from results.json as written (strict JSON, read back), so
-    a page drawn here is the page ``bench report`` redraws. The caller holds the folder's lock.
+    """``reports.write_reports``, timed.
+
+    The seconds go into results.json (``report_s``, written atomically) for the next drawing's per-phase table. The
+    reports are drawn from results.json as written (strict JSON, read back), so a page drawn here is the page ``bench
+    report`` redraws. The caller holds the folder's lock.
     """
     import time
 

@@ -111,8 +111,10 @@ def train_with_opacus(
 
 
 class OpacusParams(ModelParams):
-    """Settings of the example: max_grad_norm C (> 0); poisson_sampling, oversample and ema_decay (in (0, 1)) as in
-    ``train_with_opacus`` (the defaults are the correct loop).
+    """Settings of the example: max_grad_norm C (> 0).
+
+    poisson_sampling, oversample and ema_decay (in (0, 1)) as in ``train_with_opacus`` (the defaults are the correct
+    loop).
     """
 
     max_grad_norm: float = Field(1.0, gt=0)

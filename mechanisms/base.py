@@ -75,8 +75,9 @@ class Mechanism:
 
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:
-        """A ``TrainSpec`` with this mechanism's settings: ``fields`` are TrainSpec's, ``params`` a mapping parsed
-        by ``Params``.
+        """A ``TrainSpec`` with this mechanism's settings.
+
+        ``fields`` are TrainSpec's, ``params`` a mapping parsed by ``Params``.
 
         Args:
             params: the ``params`` mapping (None: the defaults).
@@ -105,7 +106,8 @@ class Mechanism:
         """
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
-        """The untrained architecture of the model ``fit`` returns (used to reload cached weights):
+        """The untrained architecture of the model ``fit`` returns (used to reload cached weights).
+
         ``spec.model`` with ``params.model_kwargs``.
 
         Args:
@@ -121,9 +123,10 @@ class Mechanism:
         return build_model(spec.model, input_shape, num_classes, **getattr(spec.params, "model_kwargs", {}))
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-        """ε spent after each of ``spec.epochs`` epochs (at ``delta``, the accountant and relation of the final ε),
-        from the parameters ``fit`` recorded (``TrainedModel.params``); None for a mechanism whose privacy is not
-        spent epoch by epoch (the training curves then plot no ε axis).
+        """ε spent after each of ``spec.epochs`` epochs (at ``delta``, the accountant and relation of the final ε).
+
+        From the parameters ``fit`` recorded (``TrainedModel.params``); None for a mechanism whose privacy is not spent
+        epoch by epoch (the training curves then plot no ε axis).
 
         Args:
             params: the run's recorded parameters (``TrainedModel.params``).
@@ -158,9 +161,11 @@ class Mechanism:
 
     def fit_privacy_off(self, train: ArrayDataset, spec: TrainSpec, *, delta: float, seed: int, device: torch.device,
                         on_epoch: EpochCallback | None = None, **extra: Any) -> TrainedModel:
-        """The mechanism's ε = ∞ point: ``fit`` at target ε = ``math.inf`` (the recipe with privacy turned off, as
-        ``off_point`` says), its privacy stated as ε = ∞ (``PrivacySpent.privacy_off``) whatever number the
-        mechanism's accountant gives for its (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
+        """The mechanism's ε = ∞ point.
+
+        ``fit`` at target ε = ``math.inf`` (the recipe with privacy turned off, as ``off_point`` says), its privacy
+        stated as ε = ∞ (``PrivacySpent.privacy_off``) whatever number the mechanism's accountant gives for its
+        (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
 
         Args:
             train, spec, delta, seed, device, on_epoch: as ``fit``.
@@ -183,8 +188,10 @@ class Mechanism:
 
 
 class Weights:
-    """A model's weights, known by the SHA-256 digest of their names, shapes, dtypes and bytes: an audit request that
-    carries them (``InitialModel``) enters the model cache's key by that digest (``str``), never by their repr.
+    """A model's weights, known by the SHA-256 digest of their names, shapes, dtypes and bytes.
+
+    An audit request that carries them (``InitialModel``) enters the model cache's key by that digest (``str``), never
+    by their repr.
 
     Args:
         state: a state dict (name -> tensor; copied to CPU).

@@ -54,8 +54,10 @@ class Baseline(Mechanism):
 
     @staticmethod
     def trained_model(model: nn.Module, *, history: list[float], seen: int, seconds: float) -> TrainedModel:
-        """What ``fit`` returns for ``model`` after training: no guarantee; ``seen`` examples in ``seconds`` (s)
-        (also used by ``bench.execution.ensemble.fit_ensemble`` for models trained as one ensemble).
+        """What ``fit`` returns for ``model`` after training.
+
+        No guarantee; ``seen`` examples in ``seconds`` (s) (also used by ``bench.execution.ensemble.fit_ensemble`` for
+        models trained as one ensemble).
 
         Args:
             model: the trained module.

@@ -1,5 +1,7 @@
-"""Declared post-processing of a private model: what a mechanism (a plug-in, or DP-SGD's own ``ema_decay``) may do to
-the parameters outside its private steps without spending privacy, because it reads nothing but the private iterates.
+"""Declared post-processing of a private model.
+
+What a mechanism (a plug-in, or DP-SGD's own ``ema_decay``) may do to the parameters outside its private steps without
+spending privacy, because it reads nothing but the private iterates.
 
 A mechanism declares it in one class attribute, read by the audit run's parameter-continuity check
 (``mechanisms.dpsgd.continuity``)::
@@ -21,7 +23,8 @@ __all__ = ["EMA", "Pruning", "Quantisation", "declared"]
 
 @dataclass(frozen=True)
 class EMA:
-    """An exponential moving average of the private iterates, released in place of the last one:
+    """An exponential moving average of the private iterates, released in place of the last one.
+
     e_t = d·e_{t−1} + (1 − d)·θ_t after every private step t.
 
     Attributes:
@@ -64,15 +67,15 @@ class EMA:
 
 @dataclass(frozen=True)
 class Pruning:
-    """Entries of the released parameters set to zero after the last private step (by magnitude or a fixed mask):
-    declared, not verified.
+    """Entries of the released parameters set to zero after the last private step (by magnitude or a fixed mask).
+
+    Declared, not verified.
     """
 
 
 @dataclass(frozen=True)
 class Quantisation:
-    """The released parameters rounded to another dtype or grid after the last private step: declared, not
-    verified.
+    """The released parameters rounded to another dtype or grid after the last private step: declared, not verified.
     """
 
 

@@ -1,5 +1,6 @@
-"""Naive output perturbation: Gaussian noise on a trained autoencoder's weights (the `weight-noise`
-reference system). There is no accountant for it: it reports "no guarantee" and the attacks judge it.
+"""Naive output perturbation: Gaussian noise on a trained autoencoder's weights (the `weight-noise` reference system).
+
+There is no accountant for it: it reports "no guarantee" and the attacks judge it.
 """
 
 from __future__ import annotations
@@ -89,10 +90,11 @@ _MLP = {"model": "mlp", "batch_size": 64, "lr": 0.05, "optimizer": "sgd", "momen
 
 
 class WeightNoise(Baseline):
-    """Train a dense autoencoder (784→64→784, MSE, Adam), add Gaussian noise of std = 1/ε to every
-    weight and bias ("std = sensitivity/ε" with sensitivity 1, as the source claimed), then train a
-    dense classifier (``spec.model``, default ``mlp``) on the noisy autoencoder's reconstructions of
-    the members. The target ε is only the source's *claimed* ε: the guarantee is "none".
+    """Train a dense autoencoder (784→64→784, MSE, Adam).
+
+    Add Gaussian noise of std = 1/ε to every weight and bias ("std = sensitivity/ε" with sensitivity 1, as the source
+    claimed), then train a dense classifier (``spec.model``, default ``mlp``) on the noisy autoencoder's reconstructions
+    of the members. The target ε is only the source's *claimed* ε: the guarantee is "none".
 
     Settings: ``WeightNoiseParams``.
     """
@@ -128,8 +130,9 @@ class WeightNoise(Baseline):
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
             audit: CleanWeights | None = None) -> TrainedModel:
-        """Train the autoencoder, add its weight noise, train the classifier (``WeightNoise``). With ``audit``
-        (``CleanWeights``) no noise is added and only the autoencoder is trained (what the audit reads).
+        """Train the autoencoder, add its weight noise, train the classifier (``WeightNoise``).
+
+        With ``audit`` (``CleanWeights``) no noise is added and only the autoencoder is trained (what the audit reads).
 
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.

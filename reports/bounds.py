@@ -1,6 +1,8 @@
-"""Audit bounds as every report shows them: which ε lower bounds are evidence, what each one names (threat model,
-design with m canaries or R runs, method, confidence), which accountant's ε it is compared with, and the run-level
-Bonferroni family that alone decides a privacy bug.
+"""Audit bounds as every report shows them.
+
+Which ε lower bounds are evidence, what each one names (threat model, design with m canaries or R runs, method,
+confidence), which accountant's ε it is compared with, and the run-level Bonferroni family that alone decides a privacy
+bug.
 
 A bound is evidence only when it is *valid* (``Bound.valid``: assumption-free, it holds at its confidence for any
 mechanism) and its design is an audit (``one-run`` canaries or ``multi-run``); an *estimate* (a Gaussian analysis:
@@ -41,8 +43,10 @@ def design_text(design: Design) -> str:
 
 
 def value_text(value: float) -> str:
-    """An ε lower bound as printed: three significant digits; ``"≥ 100 (cap)"`` at the audits' cap, where the bound
-    stops growing (capping keeps it a lower bound).
+    """An ε lower bound as printed.
+
+    Three significant digits; ``"≥ 100 (cap)"`` at the audits' cap, where the bound stops growing (capping keeps it a
+    lower bound).
     """
     return f"≥ {num(EPSILON_CAP)} (cap)" if value >= EPSILON_CAP * (1 - 1e-9) else num(value)
 
@@ -91,8 +95,9 @@ class AuditBound:
 
     @property
     def comparable(self) -> bool:
-        """Whether the run-level check compares this bound: an accountant's ε of the relation the design tests, or
-        a claimed ε of a mechanism without a guarantee.
+        """Whether the run-level check compares this bound.
+
+        An accountant's ε of the relation the design tests, or a claimed ε of a mechanism without a guarantee.
         """
         return self.compared is not None
 
@@ -102,8 +107,10 @@ class AuditBound:
         return reference_epsilon(self.compared)
 
     def reference_text(self) -> str:
-        """What the ratio divides by, in words: ``"the accountant's add/remove ε 2.1 (opacus-prv)"``, ``"the claimed
-        ε 10"``; empty when the bound is not comparable.
+        """What the ratio divides by, in words.
+
+        ``"the accountant's add/remove ε 2.1 (opacus-prv)"``, ``"the claimed ε 10"``; empty when the bound is not
+        comparable.
         """
         c = self.compared
         if c is None or self.reference is None:
@@ -130,9 +137,11 @@ class AuditBound:
 
     @property
     def confidence(self) -> float:
-        """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
-        the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made
-        at the audit's confidence), else its own ``method_confidence``.
+        """The coverage of this bound.
+
+        The audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``, the largest valid one of the k
+        analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made at the audit's confidence), else
+        its own ``method_confidence``.
         """
         audit = self.record.audit
         tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
@@ -185,8 +194,9 @@ def tightest_valid(r: RunResult, threat_model: str | None = None) -> AuditBound 
 
 
 def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
-    """``tightest_valid``'s text, saying so when it is the largest of several audits' bounds (each audit's bound
-    holds at its own confidence; their maximum is not corrected here: the run-level check is).
+    """``tightest_valid``'s text, saying so when it is the largest of several audits' bounds.
+
+    Each audit's bound holds at its own confidence; their maximum is not corrected here: the run-level check is.
     """
     valid = valid_bounds(r, threat_model)
     best = tightest(valid)
@@ -197,8 +207,9 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
 
 
 def curve_text(bounds: list[AuditBound]) -> str:
-    """The curve-level tightness of audits whose certificate is a μ-GDP curve (the crafted audit at q = 1): ``";
-    μ_LB / μ = 0.87 (not μ-GDP for any μ < 2.1, 95%)"``, valid for any mechanism (exact Clopper-Pearson points);
+    """The curve-level tightness of audits whose certificate is a μ-GDP curve (the crafted audit at q = 1).
+
+    ``"; μ_LB / μ = 0.87 (not μ-GDP for any μ < 2.1, 95%)"``, valid for any mechanism (exact Clopper-Pearson points);
     empty where no audit recorded a μ_LB against a certified μ.
     """
     out = []
@@ -212,8 +223,9 @@ def curve_text(bounds: list[AuditBound]) -> str:
 
 
 def family(results: Results) -> tuple[int, float]:
-    """``(M, confidence)`` of the run-level check: M comparisons, each at 1 − (1 − confidence) / M (Bonferroni);
-    ``(0, 0.95)`` before the run completed.
+    """``(M, confidence)`` of the run-level check.
+
+    M comparisons, each at 1 − (1 − confidence) / M (Bonferroni); ``(0, 0.95)`` before the run completed.
     """
     if results.audit is None or results.audit.comparisons <= 0:
         return 0, 0.95
@@ -244,8 +256,9 @@ def refuted_for(results: Results, r: RunResult) -> list[PrivacyBug]:
 
 
 def conformance_text(b: PrivacyBug) -> str:
-    """A refuted conformance test in words: ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified
-    (p = 1e-30)"``.
+    """A refuted conformance test in words.
+
+    ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified (p = 1e-30)"``.
     """
     measured = DASH if b.measured is None else f"{b.measured:.4g}"
     certified = DASH if b.certified is None else f"{b.certified:.4g}"
@@ -259,8 +272,9 @@ def bug_audit(b: PrivacyBug) -> str:
 
 
 def bug_value(b: PrivacyBug) -> str:
-    """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim), or the rejection of the
-    accountant's whole certified (ε, δ) curve.
+    """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim).
+
+    Or the rejection of the accountant's whole certified (ε, δ) curve.
     """
     if b.method == "conformance":
         return f"inconsistent with the certified mechanism: {conformance_text(b)}"

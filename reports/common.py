@@ -1,6 +1,7 @@
-"""Cell texts and lookups shared by every report module: how an ε, a TPR or a failure is written, and which
-attack is the strongest on one model. Reads the typed ``bench.results`` objects only; imports no other module of
-``reports`` (every other module builds on this one).
+"""Cell texts and lookups shared by every report module.
+
+How an ε, a TPR or a failure is written, and which attack is the strongest on one model. Reads the typed
+``bench.results`` objects only; imports no other module of ``reports`` (every other module builds on this one).
 
 Every ε is printed with its δ, its accountant and, where the model has one, its neighbouring relation; a
 mechanism without a formal guarantee prints "no guarantee"; a model trained with privacy off (the baseline, a
@@ -56,8 +57,9 @@ def has_guarantee(privacy: Privacy | None) -> bool:
 
 
 def measured_epsilon(r: RunResult) -> MeasuredEpsilon | None:
-    """The ε a model's audit run implies from its measured parameters (``AttackRecord.conformance``), under the
-    model's own relation where one was recomputed for it, else the first (by attack name); None without any.
+    """The ε a model's audit run implies from its measured parameters (``AttackRecord.conformance``).
+
+    Under the model's own relation where one was recomputed for it, else the first (by attack name); None without any.
     """
     found = [a.conformance.measured_epsilon for _, a in sorted(r.attacks.items())
              if a.conformance is not None and a.conformance.measured_epsilon is not None]
@@ -68,6 +70,7 @@ def measured_epsilon(r: RunResult) -> MeasuredEpsilon | None:
 
 def measured_text(m: MeasuredEpsilon | None) -> str:
     """``"ε certified 1 · from measured parameters ≥ 0.98 (replace-one, dp_accounting-pld, 95%)"``; empty for None.
+
     The "≥" is a lower confidence limit: noise at its upper limit, rates at their lower limits.
     """
     if m is None:
@@ -160,8 +163,9 @@ def membership_attacks(result: RunResult) -> dict[str, AttackRecord]:
 
 
 def strongest_attack(result: RunResult) -> tuple[str, AttackRecord] | None:
-    """``(name, attack)`` of the membership attack (audits excluded) with the highest AUC on one RunResult, or
-    ``None`` without one.
+    """``(name, attack)`` of the membership attack (audits excluded) with the highest AUC on one RunResult.
+
+    Or ``None`` without one.
     """
     scored = list(membership_attacks(result).items())
     return max(scored, key=lambda na: na[1].metrics.auc) if scored else None
@@ -186,8 +190,10 @@ def is_failed(result: RunResult) -> bool:
 
 
 def degenerate_reason(r: RunResult) -> str:
-    """Why a model is degenerate, in a few words: "at chance; the noise", "collapsed to one class; the recipe";
-    "" for a model that learned (``bench.results.Degenerate``).
+    """Why a model is degenerate, in a few words.
+
+    "at chance; the noise", "collapsed to one class; the recipe"; "" for a model that learned
+    (``bench.results.Degenerate``).
     """
     d = r.degenerate
     if d is None:
@@ -197,15 +203,18 @@ def degenerate_reason(r: RunResult) -> str:
 
 
 def degenerate_mark(r: RunResult) -> str:
-    """A degenerate model's short mark for a table cell, e.g. "degenerate (at chance; the noise)"; "" otherwise
-    (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy).
+    """A degenerate model's short mark for a table cell, e.g. "degenerate (at chance; the noise)".
+
+    "" otherwise (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy).
     """
     return f"degenerate ({degenerate_reason(r)})" if r.degenerate is not None else ""
 
 
 def degenerate_line(r: RunResult) -> str:
-    """The one line a run prints for a degenerate model: "degenerate model: baseline seed 0: at chance: …; its
-    attack results are not evidence of privacy"; "" for a model that learned.
+    """The one line a run prints for a degenerate model.
+
+    "degenerate model: baseline seed 0: at chance: …; its attack results are not evidence of privacy"; "" for a model
+    that learned.
     """
     if r.degenerate is None:
         return ""

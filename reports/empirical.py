@@ -44,9 +44,11 @@ def heuristic_attack_names(results: Results) -> list[str]:
 
 
 def heuristic_rows(results: Results) -> tuple[list[str], list[list[str]]]:
-    """Headers and text rows of the heuristic table: per model, the accountant's ε (with δ, accountant and
-    relation, or "no guarantee") and one ``<attack> (heuristic)`` column per membership attack: its Clopper-Pearson
-    bound over thresholds at 95% (Jagielski et al. 2020), which assumes independent outcomes. Never a verdict.
+    """Headers and text rows of the heuristic table.
+
+    Per model, the accountant's ε (with δ, accountant and relation, or "no guarantee") and one ``<attack> (heuristic)``
+    column per membership attack: its Clopper-Pearson bound over thresholds at 95% (Jagielski et al. 2020), which
+    assumes independent outcomes. Never a verdict.
     """
     names = heuristic_attack_names(results)
     headers = ["dataset", "mechanism", "target ε", "accountant ε (δ, accountant, relation)"]
@@ -72,9 +74,10 @@ def _model_text(b: PrivacyBug) -> str:
 
 
 def bug_lines(results: Results) -> list[str]:
-    """One line per privacy bug of the run-level check (empty when there is none): the audit with its threat
-    model, design and method, its bound (or the rejection of the accountant's whole certified (ε, δ) curve), the
-    accountant's ε with δ, accountant and relation, and the Bonferroni-corrected confidence.
+    """One line per privacy bug of the run-level check (empty when there is none).
+
+    The audit with its threat model, design and method, its bound (or the rejection of the accountant's whole certified
+    (ε, δ) curve), the accountant's ε with δ, accountant and relation, and the Bonferroni-corrected confidence.
     """
     lines = []
     for b in results.privacy_bugs:
@@ -106,8 +109,10 @@ def refuted_claim_lines(results: Results) -> list[str]:
 
 
 def privacy_bug_lines(results: Results) -> list[str]:
-    """Every line ``bench`` prints in red after a run or a redraw: one per privacy bug (``bug_lines``; the run then
-    exits with status 3, decided by ``Results.privacy_bugs``), then one per refuted claim (``refuted_claim_lines``:
-    a mechanism without a guarantee, so not a bug and not an exit status). Empty when there is neither.
+    """Every line ``bench`` prints in red after a run or a redraw.
+
+    One per privacy bug (``bug_lines``; the run then exits with status 3, decided by ``Results.privacy_bugs``), then one
+    per refuted claim (``refuted_claim_lines``: a mechanism without a guarantee, so not a bug and not an exit status).
+    Empty when there is neither.
     """
     return bug_lines(results) + refuted_claim_lines(results)

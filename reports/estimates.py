@@ -1,5 +1,6 @@
-"""Estimates as the reports show them (``attacks.analysis``: analyses that rest on a distributional assumption):
-the largest one whose assumption stands its test, and each one's assumption with that test's standing — "estimate
+"""Estimates as the reports show them (``attacks.analysis``: analyses that rest on a distributional assumption).
+
+The largest one whose assumption stands its test, and each one's assumption with that test's standing — "estimate
 (assumes …)", never a bound, never a verdict.
 """
 
@@ -33,9 +34,10 @@ def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
 
 
 def assumption_text(b: AuditBound) -> str:
-    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``, or an estimate's assumption
-    with its test: ``"scores Gaussian … (plausible: normality p = 0.067, level 0.01)"``, ``"… (rejected: …)"`` or
-    ``"… (untested)"`` — an estimate either way, never a bound.
+    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``.
+
+    Or an estimate's assumption with its test: ``"scores Gaussian … (plausible: normality p = 0.067, level 0.01)"``,
+    ``"… (rejected: …)"`` or ``"… (untested)"`` — an estimate either way, never a bound.
     """
     assumption = b.bound.assumption or METHODS.get(b.bound.method, ("", None))[1]
     if not b.bound.parametric or not assumption:

@@ -1,8 +1,10 @@
-"""What the convolutions see: per dataset, the baseline CNN and each private CNN at one ε side by side (first-layer
-filters, first and second convolution's feature maps on one fixed test image, from ``RunResult.feature_maps``), and
-a sentence computed from them: how far each private model's filters and maps are from the baseline's, as the mean
-cosine distance of channels paired by Hungarian matching (Kuhn 1955; ``scipy.optimize.linear_sum_assignment``), since
-a network's channels are only defined up to permutation.
+"""What the convolutions see.
+
+Per dataset, the baseline CNN and each private CNN at one ε side by side (first-layer filters, first and second
+convolution's feature maps on one fixed test image, from ``RunResult.feature_maps``), and a sentence computed from them:
+how far each private model's filters and maps are from the baseline's, as the mean cosine distance of channels paired by
+Hungarian matching (Kuhn 1955; ``scipy.optimize.linear_sum_assignment``), since a network's channels are only defined up
+to permutation.
 """
 
 from __future__ import annotations
@@ -58,9 +60,10 @@ def _arrays(fm: FeatureMaps) -> tuple[np.ndarray, list[np.ndarray]]:
 
 
 def compare(base: FeatureMaps, other: FeatureMaps) -> dict[str, object] | None:
-    """Matched cosine distances of ``other`` from ``base``: ``filters`` (first layer's weights), ``maps`` (one per
-    layer, channels matched on the maps themselves) and the partners of every matching; None when the shapes differ
-    (another architecture).
+    """Matched cosine distances of ``other`` from ``base``.
+
+    ``filters`` (first layer's weights), ``maps`` (one per layer, channels matched on the maps themselves) and the
+    partners of every matching; None when the shapes differ (another architecture).
     """
     if base.filter_shape != other.filter_shape or base.map_shapes != other.map_shapes:
         return None
@@ -89,8 +92,10 @@ def _pick_epsilon(private: list[RunResult]) -> float | None:
 
 
 def feature_selection(rs: list[RunResult]) -> tuple[RunResult, list[RunResult]] | None:
-    """The baseline CNN (lowest seed) and, at one ε (``_pick_epsilon``), one model per private mechanism with the
-    baseline's architecture (lowest seed); None without a baseline with feature maps.
+    """The baseline CNN (lowest seed) and, at one ε (``_pick_epsilon``).
+
+    One model per private mechanism with the baseline's architecture (lowest seed); None without a baseline with feature
+    maps.
     """
     cnn = [r for r in rs if not is_failed(r) and r.feature_maps is not None]
     bases = sorted((r for r in cnn if r.target_epsilon is None and r.mechanism == "baseline"), key=lambda r: r.seed)
@@ -107,8 +112,9 @@ def feature_selection(rs: list[RunResult]) -> tuple[RunResult, list[RunResult]] 
 
 
 def feature_sentences(results: Results) -> dict[str, list[str]]:
-    """Per dataset, one sentence per private model of ``feature_selection``: matched cosine distances of its
-    filters and maps from the baseline's, its privacy printed in full.
+    """Per dataset, one sentence per private model of ``feature_selection``.
+
+    Matched cosine distances of its filters and maps from the baseline's, its privacy printed in full.
     """
     out: dict[str, list[str]] = {}
     for dataset, rs in by_dataset(results.results).items():
@@ -142,9 +148,11 @@ def _gray(ax, img: np.ndarray, title: str | None = None) -> None:
 
 
 def features_figure(rs: list[RunResult]) -> Figure | None:
-    """One dataset's grid: one row per model (baseline first), columns: the test image, ``SHOWN`` first-layer
-    filters, ``SHOWN`` first-convolution maps and ``SHOWN`` second-convolution maps (private models' channels in
-    the order of their Hungarian partners of the baseline's). None without a baseline CNN.
+    """One dataset's grid: one row per model (baseline first), columns.
+
+    The test image, ``SHOWN`` first-layer filters, ``SHOWN`` first-convolution maps and ``SHOWN`` second-convolution
+    maps (private models' channels in the order of their Hungarian partners of the baseline's). None without a baseline
+    CNN.
     """
     picked = feature_selection(rs)
     if picked is None:

@@ -1,9 +1,10 @@
-"""Figure helpers shared by ``reports.plots`` and ``reports.verdict.plots``: matplotlib's object API with an
-explicit Agg canvas on every figure (no pyplot, no global backend switch, nothing left open), so plots run
-headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a guarantee; the
-Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), which readers with any common colour-vision
-deficiency tell apart; labels written beside the lines instead of a legend (``direct_labels``); PNGs saved with a
-256-colour palette (a plot has few colours: a third of the bytes, no visible change).
+"""Figure helpers shared by ``reports.plots`` and ``reports.verdict.plots``.
+
+Matplotlib's object API with an explicit Agg canvas on every figure (no pyplot, no global backend switch, nothing left
+open), so plots run headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a
+guarantee; the Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), which readers with any common
+colour-vision deficiency tell apart; labels written beside the lines instead of a legend (``direct_labels``); PNGs saved
+with a 256-colour palette (a plot has few colours: a third of the bytes, no visible change).
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ def figure(n_panels: int, *, ncols: int = 3, size: tuple[float, float] = (5.2, 3
 
 def image_grid(nrows: int, ncols: int, *, cell: tuple[float, float], left: float, top: float = 0.6,
                bottom: float = 0.1) -> tuple[Figure, list[list[Axes]]]:
-    """A figure of ``nrows`` × ``ncols`` image cells, each ``cell`` inches (width, height), with ``left`` inches for
-    the row labels and ``top`` / ``bottom`` inches of margin; ticks off. Fixed margins instead of matplotlib's
-    constrained layout, which measured every cell's tick labels twice per save: the report's image grids (hundreds
-    of cells in a smoke run) took most of the time ``make_plots`` spent.
+    """A figure of ``nrows`` × ``ncols`` image cells, each ``cell`` inches (width, height).
+
+    With ``left`` inches for the row labels and ``top`` / ``bottom`` inches of margin; ticks off. Fixed margins instead
+    of matplotlib's constrained layout, which measured every cell's tick labels twice per save: the report's image grids
+    (hundreds of cells in a smoke run) took most of the time ``make_plots`` spent.
     """
     width, height = cell[0] * ncols + left + 0.15, cell[1] * nrows + top + bottom
     fig = Figure(figsize=(width, height))
@@ -88,9 +90,10 @@ def colors(runs: list[RunResult]) -> dict[str, str]:
 
 
 def direct_labels(ax: Axes, labels: list[tuple[float, str, str]], *, fontsize: float = 7) -> None:
-    """Write each ``(y, text, colour)`` in the right margin of ``ax`` at height ``y`` (data units), nudged apart so
-    that no two overlap: the labels a legend would hold, beside the lines they name (the figure's constrained layout
-    makes room for them).
+    """Write each ``(y, text, colour)`` in the right margin of ``ax`` at height ``y`` (data units).
+
+    Nudged apart so that no two overlap: the labels a legend would hold, beside the lines they name (the figure's
+    constrained layout makes room for them).
     """
     if not labels:
         return
@@ -134,9 +137,10 @@ def epsilon_x(r: RunResult) -> tuple[float | None, bool]:
 
 def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | None], palette: dict[str, str]
            ) -> list[tuple[float, str, str]]:
-    """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε,
-    and a dashed flat line at each model trained with privacy off (the baseline, each mechanism's ε = ∞ point, in
-    the mechanism's colour). Returns the direct labels of the lines (``direct_labels``).
+    """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε.
+
+    And a dashed flat line at each model trained with privacy off (the baseline, each mechanism's ε = ∞ point, in the
+    mechanism's colour). Returns the direct labels of the lines (``direct_labels``).
     """
     points: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     flat: dict[str, list[float]] = defaultdict(list)
@@ -171,8 +175,9 @@ def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | No
 
 def versus_epsilon(runs: list[RunResult], y_of: Callable[[RunResult], float | None], ylabel: str,
                    chance: float | None) -> Figure | None:
-    """One panel per dataset, one line per mechanism (mean over seeds) of ``y_of`` against ε, each labelled at its
-    right end (``direct_labels``); ``None`` when there are no points.
+    """One panel per dataset, one line per mechanism (mean over seeds) of ``y_of`` against ε.
+
+    Each labelled at its right end (``direct_labels``); ``None`` when there are no points.
     """
 
     def has_point(r: RunResult) -> bool:

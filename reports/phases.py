@@ -21,8 +21,9 @@ def _s(x: float | None) -> str:
 
 
 def phase_rows(results: Results) -> list[list[str]]:
-    """One row per model: its label, target ε and seed, train / evaluate / attack seconds, and every attack's seconds
-    (slowest first); a cached model's training time is marked "(cached)".
+    """One row per model: its label, target ε and seed, train / evaluate / attack seconds.
+
+    And every attack's seconds (slowest first); a cached model's training time is marked "(cached)".
     """
     rows = []
     for r in results.results:

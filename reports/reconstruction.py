@@ -1,5 +1,6 @@
-"""The Reconstruction table: what an attacker sees of the data (model inversion and attacks on released data),
-one row per ``inversion`` record of every successful model of a ``bench.results.Results``. The metric keys of each
+"""The Reconstruction table: what an attacker sees of the data (model inversion and attacks on released data).
+
+One row per ``inversion`` record of every successful model of a ``bench.results.Results``. The metric keys of each
 attack are listed in ``docs/results-schema.md``.
 """
 

@@ -87,8 +87,9 @@ class ChanceFamily:
         return ALPHA / max(1, self.size)
 
     def significant(self, r: RunResult | None = None) -> list[ChanceTest]:
-        """The comparisons above chance after the correction (of model ``r`` only, when given), strongest first
-        (lowest FPR level, then highest TPR).
+        """The comparisons above chance after the correction (of model ``r`` only, when given), strongest first.
+
+        Lowest FPR level, then highest TPR.
         """
         found = [t for t in self.tests if t.p_value <= self.threshold and (r is None or t.result is r)]
         return sorted(found, key=lambda t: (t.level, -float(t.entry.tpr or 0.0)))

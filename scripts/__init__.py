@@ -1,5 +1,6 @@
-"""Measurement scripts: the programs behind the measured numbers of the manual's pages (docs/), kept out of the
-installed packages (a repository tool, not part of the wheel).
+"""Measurement scripts: the programs behind the measured numbers of the manual's pages (docs/).
+
+Kept out of the installed packages (a repository tool, not part of the wheel).
 
 Run each from the repository root as a module, ``python -m scripts.NAME [ARGS]`` (``-m`` puts the root on the import
 path, so a script imports ``bench``, ``mechanisms`` and ``attacks`` as installed or checked out, never by patching

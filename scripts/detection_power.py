@@ -1,4 +1,5 @@
 """The detection-power table: which injected privacy bugs one `bench run` of a profile catches (exit status 3).
+
 Run from the repository root (real MNIST for the default profile)::
 
     PRIVBENCH_DATA=... python -m scripts.detection_power [--profile default] [--mechanisms dpsgd,local-gaussian,dpmix]

@@ -1,5 +1,6 @@
-"""False alarms of correct mechanisms whose scores break the Gaussian assumptions (issue 53; docs/audits.md, "Valid
-bounds and estimates").
+"""False alarms of correct mechanisms whose scores break the Gaussian assumptions.
+
+Issue 53; docs/audits.md, "Valid bounds and estimates".
 
 Each case is a mechanism that is exactly DP at its certified ε (δ = 1e-5, add/remove), simulated in NumPy; each draw
 goes through the code a ``bench`` run uses: the scores as an attack returns them (``MembershipScores``, the design the
@@ -135,8 +136,10 @@ def randomized_response(epsilon: float, runs: int) -> Case:
 
 def white_box(canaries: int, sigma: float = 4.35976, sample_rate: float = 1 / 3, steps: int = 120,
               kappa: float = 1.0, width: float = 0.2) -> Case:
-    """``white-box`` (module docstring): the default profile's DP-SGD (q = 1/3, T = 120, σ at replace-one ε = 8);
-    κ in units of the excluded score's sd above its mean, w in score units.
+    """``white-box`` (module docstring).
+
+    The default profile's DP-SGD (q = 1/3, T = 120, σ at replace-one ε = 8); κ in units of the excluded score's sd above
+    its mean, w in score units.
     """
     q, s2 = sample_rate, sigma**2
     moments = exact_llr_moments(sigma=sigma, sample_rate=q, steps=steps)

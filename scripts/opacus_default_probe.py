@@ -1,7 +1,8 @@
-"""The example Opacus loop's `default` recipe, chosen by this probe (docs/zoo.md): ``train_with_opacus`` alone at
-ε = 1, δ = 1e-5 (add/remove, Opacus' PRV accountant) on 10,000 MNIST training images (a seeded permutation's first
-10,000) with 5,000 others (the next 5,000) as validation, never the test set; one torch thread; CPU-seconds of
-training and validation accuracy per setting.
+"""The example Opacus loop's `default` recipe, chosen by this probe (docs/zoo.md).
+
+``train_with_opacus`` alone at ε = 1, δ = 1e-5 (add/remove, Opacus' PRV accountant) on 10,000 MNIST training images (a
+seeded permutation's first 10,000) with 5,000 others (the next 5,000) as validation, never the test set; one torch
+thread; CPU-seconds of training and validation accuracy per setting.
 
     PRIVBENCH_DATA=... python -m scripts.opacus_default_probe EPOCHS,BATCH,LR,HIDDEN [...]
     # e.g. 15,100,0.5,128 (the smoke recipe) 5,500,2,32 (the default recipe)

@@ -93,8 +93,9 @@ def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: f
 
 def _compute(method: str, counts: list[list[int]], one_run: tuple[int, list[list[int]]] | None,
              fit: dict[str, Any] | None, *, delta: float, confidence: float) -> float:
-    """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit. Raises ValueError when
-    the analysis' input (its fit, or the one-run guesses) is missing.
+    """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit.
+
+    Raises ValueError when the analysis' input (its fit, or the one-run guesses) is missing.
     """
     if method == "clopper-pearson":
         return best_epsilon(counts, delta=delta, confidence=confidence)
@@ -115,10 +116,12 @@ def _compute(method: str, counts: list[list[int]], one_run: tuple[int, list[list
 def _analyses(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, counts: list[list[int]],
               one_run: tuple[int, list[list[int]]] | None, *, delta: float, confidence: float,
               label_outcomes: ArrayLike | None = None) -> tuple[list[dict[str, Any]], float]:
-    """Every analysis the design allows, as bound records: the valid ones (``family``), each at 1 − (1 − confidence)/k
-    for the k of them (Bonferroni, fixed before the scores are seen: the tightest holds at ``confidence``), then the
-    estimates (``estimates``), each at ``confidence`` under its assumption; and the valid ones' per-analysis
-    confidence. An estimate that cannot be computed (a Gaussian fit on too few scores) is recorded as 0.
+    """Every analysis the design allows, as bound records.
+
+    The valid ones (``family``), each at 1 − (1 − confidence)/k for the k of them (Bonferroni, fixed before the scores
+    are seen: the tightest holds at ``confidence``), then the estimates (``estimates``), each at ``confidence`` under
+    its assumption; and the valid ones' per-analysis confidence. An estimate that cannot be computed (a Gaussian fit on
+    too few scores) is recorded as 0.
     """
     if design.kind == "heuristic":
         value = best_epsilon(counts, delta=delta, confidence=confidence)

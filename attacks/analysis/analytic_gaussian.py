@@ -1,8 +1,9 @@
-"""The conformance tests' own accountants for local noise: the analytic Gaussian mechanism (Balle & Wang, ICML 2018,
-"Improving the Gaussian Mechanism for Differential Privacy", Thm. 8), k-ary randomized response (Warner 1965; Kairouz,
-Oh, Viswanath, JMLR 2016, "Extremal Mechanisms for Local Differential Privacy") and their composition, written from
-the papers and sharing no code with the mechanisms' accountants (``mechanisms.accounting``): a bug there cannot move
-the reference the conformance tests hold it to.
+"""The conformance tests' own accountants for local noise.
+
+The analytic Gaussian mechanism (Balle & Wang, ICML 2018, "Improving the Gaussian Mechanism for Differential Privacy",
+Thm. 8), k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath, JMLR 2016, "Extremal Mechanisms for Local
+Differential Privacy") and their composition, written from the papers and sharing no code with the mechanisms'
+accountants (``mechanisms.accounting``): a bug there cannot move the reference the conformance tests hold it to.
 
 **The Gaussian mechanism.** Two neighbouring inputs at L2 distance Δ give the outputs N(0, σ²I) and N(Δ, σ²I); with
 μ = Δ/σ the mechanism is (ε, δ)-DP for exactly δ ≥ δ_μ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Thm. 8; the formula

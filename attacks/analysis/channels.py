@@ -1,5 +1,7 @@
-"""A record with two channels, audited as one: the image read through a Gaussian score and the label through whether
-the release kept it, each bounded from below and the two composed by their privacy-loss distributions.
+"""A record with two channels, audited as one.
+
+The image read through a Gaussian score and the label through whether the release kept it, each bounded from below and
+the two composed by their privacy-loss distributions.
 
 The local randomiser releases (image + Gaussian noise, label by randomized response) with independent randomness per
 channel. A canary pair (a, y₁) vs (−a, y₂) with y₁ ≠ y₂ differs in both. The audit bounds each channel by a pair of

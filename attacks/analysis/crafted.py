@@ -1,5 +1,6 @@
-"""The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``): the
-anchor's estimator on the same scores, the largest refuted Gaussian curve, and the ideal mechanism through the same
+"""The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``).
+
+The anchor's estimator on the same scores, the largest refuted Gaussian curve, and the ideal mechanism through the same
 analysis.
 
 Which number means what (docs/audits.md, "The final model alone"):

@@ -1,6 +1,7 @@
-"""The certified trade-off curve tested on independent runs: a multi-run design's (FPR, FNR) points against the curve
-the accountant certifies, so that a run inconsistent with its certified mechanism is caught where an ε lower bound
-is too weak to exceed the certified ε.
+"""The certified trade-off curve tested on independent runs.
+
+A multi-run design's (FPR, FNR) points against the curve the accountant certifies, so that a run inconsistent with its
+certified mechanism is caught where an ε lower bound is too weak to exceed the certified ε.
 
 A mechanism whose trade-off curve is at least f (Dong, Roth, Su 2022, "Gaussian differential privacy": every test of
 "canary excluded" against "included" has FNR >= f(FPR)) cannot produce a threshold whose one-sided Clopper-Pearson

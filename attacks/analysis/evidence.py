@@ -1,6 +1,8 @@
-"""The one rule of the audits (docs/audits.md, "Valid bounds and estimates"): which analyses are *valid*
-(assumption-free: "ε ≥" for any mechanism, the audit's Bonferroni family and the run-level check) and which are
-*estimates* (they rest on a distributional assumption: shown with it, never deciding), per design. No torch.
+"""The one rule of the audits (docs/audits.md, "Valid bounds and estimates").
+
+Which analyses are *valid* (assumption-free: "ε ≥" for any mechanism, the audit's Bonferroni family and the run-level
+check) and which are *estimates* (they rest on a distributional assumption: shown with it, never deciding), per design.
+No torch.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def evidence(method: str, design_kind: str) -> str:
 
 
 def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
-    """Whether a Gaussian estimate's assumption stands its test under ``design`` (shown beside the estimate; it
-    never makes the estimate a bound).
+    """Whether a Gaussian estimate's assumption stands its test under ``design``.
+
+    Shown beside the estimate; it never makes the estimate a bound.
 
     Args:
         design: the audit's design.
@@ -62,9 +65,10 @@ def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
 
 
 def family(design: AuditDesign) -> tuple[str, ...]:
-    """The valid analyses of ``design``, fixed by the design alone before any score is seen: the Bonferroni family of
-    the audit (its divisor k) and of the run-level check (``attacks.analysis.verdict``). Estimates (``estimates``)
-    never belong: they decide nothing, so they cost the valid bounds no confidence.
+    """The valid analyses of ``design``, fixed by the design alone before any score is seen.
+
+    The Bonferroni family of the audit (its divisor k) and of the run-level check (``attacks.analysis.verdict``).
+    Estimates (``estimates``) never belong: they decide nothing, so they cost the valid bounds no confidence.
 
     One-run designs: ``one-run`` and ``f-dp``; multi-run designs: ``clopper-pearson``, and where the slots went
     through one release call (``design.one_release``: their independence is the mechanism's promise, not the

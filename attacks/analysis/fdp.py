@@ -131,8 +131,9 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
 
 def _largest_rejected(test: Callable[[float], bool], upper: float) -> float:
-    """The largest x in [0, upper] with ``test(x)`` true, for a test true below a point and false above (0 when
-    ``test(0)`` is false), by bisection.
+    """The largest x in [0, upper] with ``test(x)`` true.
+
+    For a test true below a point and false above (0 when ``test(0)`` is false), by bisection.
     """
     if not test(0.0):
         return 0.0
@@ -149,8 +150,9 @@ def _largest_rejected(test: Callable[[float], bool], upper: float) -> float:
 
 def _rule_test(curve: Callable[[float], Inverse], m: int, guesses: int, correct: int, tau: float
                ) -> Callable[[float], bool]:
-    """Whether the guessing rule (``guesses``, ``correct``) rejects the curve ``curve(x)`` at level ``tau``, as a
-    function of the curve's parameter x (ε or μ) for ``_largest_rejected``.
+    """Whether the guessing rule (``guesses``, ``correct``) rejects the curve ``curve(x)`` at level ``tau``.
+
+    As a function of the curve's parameter x (ε or μ) for ``_largest_rejected``.
     """
     return lambda x: rejects(curve(x), m, guesses, correct, tau=tau)
 

@@ -1,5 +1,6 @@
-"""Parametric audits that read the shape of the scores, not only how many guesses were right. Both are lower bounds
-only under their assumption, which every report names beside the number.
+"""Parametric audits that read the shape of the scores, not only how many guesses were right.
+
+Both are lower bounds only under their assumption, which every report names beside the number.
 
 - ``gaussian_pair_epsilon`` (Agrawal, Wei, Singh, Magdon-Ismail, Zikas 2026, "Let's Ask Gauss", arXiv
   2606.12733): the scores of included and excluded canaries as two Gaussians (white-box DP-SGD's canary-aligned
@@ -32,9 +33,10 @@ GRID = 9  # points per edge of the variance box searched for the smallest ε (be
 
 
 def _region_mass(mean: float, sd: float, lo: float | None, hi: float | None, outside: bool) -> float:
-    """P[X in (lo, hi)] (or outside it) for X ~ N(mean, sd²); ``lo``/``hi`` None for ±∞. Each tail is taken as Φ of
-    a negative argument (never 1 − Φ), so masses far in a tail keep their relative precision: at large ε the
-    hockey-stick weighs them by e^ε.
+    """P[X in (lo, hi)] (or outside it) for X ~ N(mean, sd²); ``lo``/``hi`` None for ±∞.
+
+    Each tail is taken as Φ of a negative argument (never 1 − Φ), so masses far in a tail keep their relative precision:
+    at large ε the hockey-stick weighs them by e^ε.
     """
     a = -math.inf if lo is None else (lo - mean) / sd
     b = math.inf if hi is None else (hi - mean) / sd

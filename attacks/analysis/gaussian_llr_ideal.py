@@ -47,10 +47,11 @@ def exact_llr_cumulants(*, sigma: float, sample_rate: float, steps: int, nodes: 
 
 def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int, rng: np.random.Generator,
                         contribution: float = 1.0, score_sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal mechanism's canary scores: m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each
-    included by a fair coin and then sampled at rate q, adding ``contribution`` when sampled), scored as
-    ``mechanisms.dpsgd.canaries`` scores them (Nasr et al. 2023). Memory grows as steps·m (a block of canaries at a
-    time).
+    """The ideal mechanism's canary scores.
+
+    m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each included by a fair coin and then sampled at
+    rate q, adding ``contribution`` when sampled), scored as ``mechanisms.dpsgd.canaries`` scores them (Nasr et al.
+    2023). Memory grows as steps·m (a block of canaries at a time).
 
     Args:
         sigma: σ, the noise's standard deviation (units of C, > 0).

@@ -1,6 +1,7 @@
-"""The one-run audit's guessing rule fixed in advance from the mechanism's public parameters, for white-box DP-SGD
-canaries (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run", §6: they choose the number of
-guesses before the run).
+"""The one-run audit's guessing rule fixed in advance from the mechanism's public parameters.
+
+For white-box DP-SGD canaries (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run", §6: they
+choose the number of guesses before the run).
 
 Searching 12 guessing rules costs a Bonferroni factor of 12 on the one-run and f-DP analyses. For DP-SGD's Dirac
 canaries the best rule is a function of (σ, q, T, m) alone, all public before any coin is drawn: the ideal mechanism

@@ -30,11 +30,12 @@ _SIDES = ("two", "lower", "upper")
 
 
 def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "two") -> tuple[float, float]:
-    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n: the Beta quantiles
-    ``beta.ppf(a, k, n − k + 1)`` and ``beta.isf(a, k + 1, n − k)`` (SciPy; the same interval as
-    ``binomtest(k, n).proportion_ci(method="exact")``, without its root finding, so an upper end near 0 or a lower
-    end near 1 keeps its relative precision at any level); a one-sided bound at level c is the matching end of the
-    two-sided interval at level 2c − 1.
+    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n.
+
+    The Beta quantiles ``beta.ppf(a, k, n − k + 1)`` and ``beta.isf(a, k + 1, n − k)`` (SciPy; the same interval as
+    ``binomtest(k, n).proportion_ci(method="exact")``, without its root finding, so an upper end near 0 or a lower end
+    near 1 keeps its relative precision at any level); a one-sided bound at level c is the matching end of the two-sided
+    interval at level 2c − 1.
 
     Args:
         k: number of successes, 0 <= k <= n.

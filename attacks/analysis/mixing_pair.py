@@ -1,6 +1,7 @@
-"""The conformance tests' own accountant for DPMix (Lee, Kim, Lee, Suh, ISIT 2019), built from first principles and
-sharing no code with the mechanism's (``mechanisms.accounting.dpmix``): a bug in that accountant's rate, sensitivity or
-composition count cannot move the reference the conformance tests hold it to.
+"""The conformance tests' own accountant for DPMix (Lee, Kim, Lee, Suh, ISIT 2019).
+
+Built from first principles and sharing no code with the mechanism's (``mechanisms.accounting.dpmix``): a bug in that
+accountant's rate, sensitivity or composition count cannot move the reference the conformance tests hold it to.
 
 **One release.** A released sample is Σ_j w·x_j + N(0, diag(σ_x² on the d_x features, σ_y² on the d_y label
 coordinates)) over a uniform ℓ-subset of the n records, w = 1/ℓ for the certified mixing. Replacing one record

@@ -1,8 +1,8 @@
-"""The one-run audit of Steinke, Nasr, Jagielski (2023, "Privacy auditing with one (1) training run", NeurIPS):
-m canaries, each included independently with probability ½; the auditor guesses "included" for the k₊ highest
-scores and "excluded" for the k₋ lowest; for an (ε, δ)-DP mechanism the number v of correct guesses among r is
-dominated by Binomial(r, e^ε/(1+e^ε)) up to a δ term (their approximate-DP theorem, Appendix D). Pure NumPy /
-SciPy (no torch).
+"""The one-run audit of Steinke, Nasr, Jagielski (2023, "Privacy auditing with one (1) training run", NeurIPS).
+
+m canaries, each included independently with probability ½; the auditor guesses "included" for the k₊ highest scores and
+"excluded" for the k₋ lowest; for an (ε, δ)-DP mechanism the number v of correct guesses among r is dominated by
+Binomial(r, e^ε/(1+e^ε)) up to a δ term (their approximate-DP theorem, Appendix D). Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

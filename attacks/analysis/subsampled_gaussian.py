@@ -1,6 +1,8 @@
-"""ε of the Poisson-subsampled Gaussian mechanism by ``dp_accounting``'s PLD accountant: the accountant the
-conformance tests recompute DP-SGD's ε with from its measured parameters (``attacks.analysis.conformance``), independent
-of the mechanisms' own accounting code. Pure SciPy and ``dp_accounting``; no torch.
+"""ε of the Poisson-subsampled Gaussian mechanism by ``dp_accounting``'s PLD accountant.
+
+The accountant the conformance tests recompute DP-SGD's ε with from its measured parameters
+(``attacks.analysis.conformance``), independent of the mechanisms' own accounting code. Pure SciPy and
+``dp_accounting``; no torch.
 """
 
 from __future__ import annotations

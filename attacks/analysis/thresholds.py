@@ -1,6 +1,7 @@
-"""ε lower bounds from a membership test at a family of thresholds (Jagielski, Ullman, Oprea 2020). Valid for
-independent trials (repeated training runs, or canaries released independently); on one model's natural members
-the outcomes are not independent and the bound is only a heuristic. Pure NumPy / SciPy (no torch).
+"""ε lower bounds from a membership test at a family of thresholds (Jagielski, Ullman, Oprea 2020).
+
+Valid for independent trials (repeated training runs, or canaries released independently); on one model's natural
+members the outcomes are not independent and the bound is only a heuristic. Pure NumPy / SciPy (no torch).
 
 Conventions: scores ``(N,)`` with larger meaning "member", labels ``(N,)`` in {0, 1} (1: member / canary
 included). ``confidence`` is the probability that the reported bound holds (family-wise where a family

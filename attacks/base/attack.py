@@ -1,5 +1,7 @@
-"""The attack base classes: ``Attack``, and the two kinds a new attack subclasses, ``MembershipAttack`` (scores
-records for membership) and ``ReconstructionAttack`` (reconstructs data from a model or its release).
+"""The attack base classes: ``Attack``, and the two kinds a new attack subclasses.
+
+``MembershipAttack`` (scores records for membership) and ``ReconstructionAttack`` (reconstructs data from a model or its
+release).
 
 A new attack is one module: a subclass of ``MembershipAttack`` or ``ReconstructionAttack`` with its ``Params``,
 registered in one line (``ATTACKS.add_lazy`` in ``attacks/__init__.py``, or ``ATTACKS.add(Class)`` in a
@@ -68,8 +70,9 @@ class Attack:
         self.params = params if params is not None else self.Params()
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Why this attack's settings do not fit the run's data. Checked before any training: a count is never
-        silently clipped to the data.
+        """Why this attack's settings do not fit the run's data.
+
+        Checked before any training: a count is never silently clipped to the data.
 
         Args:
             n_members: the records the target trains on (members).
@@ -99,11 +102,12 @@ class MembershipAttack(Attack):
     kind = "membership"
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """Submit the models ``score`` will train (``ctx.train_like_target.prefetch``) before the cell's attacks run,
-        so that an idle training worker trains them meanwhile; the default submits nothing. Called by the runner
-        before the cell's attacks, and for attacks that apply to every model (``release_kind`` None) also when the
-        run starts, before the target exists (``ctx.trained`` None; ``ctx.target`` raises ``TargetNotTrained``): it
-        must not use the target. An error here is ignored (``score`` meets it again).
+        """Submit the models ``score`` will train (``ctx.train_like_target.prefetch``) before the cell's attacks run.
+
+        So that an idle training worker trains them meanwhile; the default submits nothing. Called by the runner before
+        the cell's attacks, and for attacks that apply to every model (``release_kind`` None) also when the run starts,
+        before the target exists (``ctx.trained`` None; ``ctx.target`` raises ``TargetNotTrained``): it must not use the
+        target. An error here is ignored (``score`` meets it again).
 
         Args:
             ctx: the cell's context (``ctx.trained`` None at the start of a run).

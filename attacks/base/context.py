@@ -44,9 +44,10 @@ class TrainLikeTarget(Protocol):
         ...
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
-        """One model per independent job, yielded in the order of ``jobs``. Every job is submitted before the first
-        model is yielded, so they can train in parallel (the ``ray`` executor) or as one vectorised ensemble
-        (non-private shadows, ``bench.execution.ensemble``).
+        """One model per independent job, yielded in the order of ``jobs``.
+
+        Every job is submitted before the first model is yielded, so they can train in parallel (the ``ray`` executor)
+        or as one vectorised ensemble (non-private shadows, ``bench.execution.ensemble``).
 
         Args:
             jobs: ``(data, seed)`` pairs: the training records (``(N, C, H, W)`` images and ``(N,)`` labels) and the
@@ -58,8 +59,9 @@ class TrainLikeTarget(Protocol):
         ...
 
     def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
-        """One model on ``data`` with an audit ``request`` passed to ``Mechanism.fit`` (e.g. white-box gradient
-        canaries). Through the cache like any model.
+        """One model on ``data`` with an audit ``request`` passed to ``Mechanism.fit``.
+
+        e.g. white-box gradient canaries. Through the cache like any model.
 
         Args:
             data: the training records (the members plus any canaries the design includes).
@@ -72,8 +74,10 @@ class TrainLikeTarget(Protocol):
         ...
 
     def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
-        """Models trained like the target, all submitted at once (the executor spreads them; Ray runs them in
-        parallel) and yielded in order. Through the cache like any model.
+        """Models trained like the target.
+
+        All submitted at once (the executor spreads them; Ray runs them in parallel) and yielded in order. Through the
+        cache like any model.
 
         Args:
             jobs: ``(data, seed, request)`` triples; ``request``: ``Mechanism.fit``'s ``audit``, or None.
@@ -97,8 +101,9 @@ class TrainLikeTarget(Protocol):
         ...
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
-        """Submit models a later call will ask for, so that an idle executor trains them while the attacker does
-        other work; returns nothing (a no-op is correct).
+        """Submit models a later call will ask for.
+
+        So that an idle executor trains them while the attacker does other work; returns nothing (a no-op is correct).
 
         Args:
             jobs: ``(data, seed, audit request or None)`` triples, as ``audit_runs`` takes them.
@@ -108,8 +113,10 @@ class TrainLikeTarget(Protocol):
 
 @dataclass(frozen=True)
 class OneAtATime:
-    """A ``TrainLikeTarget`` from a plain function ``fn(data, *, seed) -> TrainedModel``: ``many`` calls it
-    job after job (tests, notebooks); ``spec``: the settings ``fn`` trains with, where an attack needs them.
+    """A ``TrainLikeTarget`` from a plain function ``fn(data, *, seed) -> TrainedModel``.
+
+    ``many`` calls it job after job (tests, notebooks); ``spec``: the settings ``fn`` trains with, where an attack needs
+    them.
     """
 
     fn: Callable[..., TrainedModel]
@@ -163,8 +170,9 @@ class OneAtATime:
 
 
 class TargetNotTrained(RuntimeError):
-    """``AttackContext.target`` asked for in a context built before the target exists (``MembershipAttack.prefetch``
-    at the start of a run).
+    """``AttackContext.target`` asked for in a context built before the target exists.
+
+    ``MembershipAttack.prefetch`` at the start of a run.
     """
 
 

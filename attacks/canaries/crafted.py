@@ -82,8 +82,9 @@ class CraftedParams(Params):
 
 
 class CraftedAudit(MembershipAttack):
-    """R runs from an auditor-chosen θ_0 with one crafted canary each (module docstring). Returns
-    ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``.
+    """R runs from an auditor-chosen θ_0 with one crafted canary each (module docstring).
+
+    Returns ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``.
 
     Args:
         params: the audit's ``CraftedParams`` (None: the defaults).
@@ -114,8 +115,10 @@ class CraftedAudit(MembershipAttack):
         return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def _side_by_side(self, ctx: AttackContext) -> bool:
-        """Whether the runs train side by side: the mechanism declares ``"side-by-side"`` and its model is one linear
-        layer on a fixed front; else one run per job through ``fit`` (``"initial-model"``).
+        """Whether the runs train side by side.
+
+        The mechanism declares ``"side-by-side"`` and its model is one linear layer on a fixed front; else one run per
+        job through ``fit`` (``"initial-model"``).
 
         Raises:
             ValueError: the mechanism accepts no initial model (the hook it lacks, in one line).
@@ -141,8 +144,10 @@ class CraftedAudit(MembershipAttack):
                          "mechanisms.base.InitialModel, examples/opacus_plugin.py)")
 
     def choices(self, ctx: AttackContext) -> tuple[Weights, object, dict]:
-        """(θ_0's weights, the canary, facts), fixed by the auditor before any coin (computed once per seed and
-        mechanism; Annamalai & De Cristofaro 2024: a pre-trained θ_0 and a canary crafted against it).
+        """(θ_0's weights, the canary, facts), fixed by the auditor before any coin.
+
+        Computed once per seed and mechanism; Annamalai & De Cristofaro 2024: a pre-trained θ_0 and a canary crafted
+        against it.
 
         Args:
             ctx: the cell's attack context (its seed, mechanism, members, population or test split and device).

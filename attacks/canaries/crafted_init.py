@@ -1,6 +1,7 @@
-"""The auditor's choices of the crafted black-box audit (``attacks.canaries.crafted``), fixed before any coin: the
-initial model θ_0, pre-trained without privacy on records disjoint from the members (Annamalai & De Cristofaro 2024: the
-worst-case initial model), and the canary crafted against it.
+"""The auditor's choices of the crafted black-box audit (``attacks.canaries.crafted``), fixed before any coin.
+
+The initial model θ_0, pre-trained without privacy on records disjoint from the members (Annamalai & De Cristofaro 2024:
+the worst-case initial model), and the canary crafted against it.
 
 Canaries (``craft_canary``), each labelled with θ_0's least likely class on it (their ``choose_worstcase_label``: the
 largest output gradient, so the clipped step is a full C throughout training):
@@ -32,9 +33,10 @@ ORTHOGONAL = 1e-6  # |⟨φ(x_j), Δφ⟩| ≤ this · max‖φ(x_j)‖·‖Δφ
 
 @dataclass(frozen=True)
 class Canary:
-    """A crafted canary: its input ``x (1, ...)`` and label ``y (1,)``, the reference input its score subtracts
-    (``reference (1, ...)`` or None), the unit class direction ``direction (K,)`` its score reads, and ``facts``
-    (JSON-able: kind, label, coordinates used, θ_0's probabilities on it).
+    """A crafted canary: its input ``x (1, ...)`` and label ``y (1,)``.
+
+    The reference input its score subtracts (``reference (1, ...)`` or None), the unit class direction ``direction
+    (K,)`` its score reads, and ``facts`` (JSON-able: kind, label, coordinates used, θ_0's probabilities on it).
     """
 
     x: torch.Tensor
@@ -121,8 +123,9 @@ def _clipbkd(x: torch.Tensor) -> torch.Tensor:
 
 
 def isolated(model: nn.Module, canary: Canary, base: ArrayDataset, *, device: torch.device) -> bool:
-    """Whether the canary's score reads weights no base record's gradient touches: ``model`` linear in its
-    parameters given its inputs' fixed features (one ``nn.Linear`` on a parameter-free front,
+    """Whether the canary's score reads weights no base record's gradient touches.
+
+    ``model`` linear in its parameters given its inputs' fixed features (one ``nn.Linear`` on a parameter-free front,
     ``mechanisms.dpsgd.side_by_side.linear_head``), a reference input that cancels the bias, and the canary's feature
     difference Δφ = φ(x) − φ(reference) orthogonal to every base record's features (to ``ORTHOGONAL``).
 

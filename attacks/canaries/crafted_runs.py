@@ -1,7 +1,8 @@
-"""The crafted black-box audit's runs as training jobs (``attacks.canaries.crafted``): the runs' settings (the
-auditor's model and batch size over the target's recipe, ``audit_spec``) and a chunk of runs trained side by side from
-the auditor's θ_0 as one job of the training executor (``SideBySideJob``, the mechanism's ``fit_runs``;
-Annamalai & De Cristofaro, NeurIPS 2024).
+"""The crafted black-box audit's runs as training jobs (``attacks.canaries.crafted``).
+
+The runs' settings (the auditor's model and batch size over the target's recipe, ``audit_spec``) and a chunk of runs
+trained side by side from the auditor's θ_0 as one job of the training executor (``SideBySideJob``, the mechanism's
+``fit_runs``; Annamalai & De Cristofaro, NeurIPS 2024).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ class SideBySideJob:
 
     def run(self, mechanism, data: ArrayDataset, spec, *, target_epsilon: float | None, delta: float
             ) -> TrainedModel:
-        """The runs (``DPSGD.fit_runs``) and their outputs on the queries (each run's own head on the fixed
-        features: the model's forward).
+        """The runs (``DPSGD.fit_runs``) and their outputs on the queries.
+
+        Each run's own head on the fixed features: the model's forward.
 
         Args:
             mechanism, data, spec, target_epsilon, delta: the mechanism, base records + canary (last), spec, ε and δ.

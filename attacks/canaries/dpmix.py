@@ -103,8 +103,10 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
 
 
 def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
-    """g, the part every slot's shift z_i − c shares by design: (d_x // 2)/d_x on every pixel (each z_i is 1 on
-    d_x // 2 random pixels) and, on the label, the mean of the K − 1 labels other than c's minus c's.
+    """g, the part every slot's shift z_i − c shares by design.
+
+    (d_x // 2)/d_x on every pixel (each z_i is 1 on d_x // 2 random pixels) and, on the label, the mean of the K − 1
+    labels other than c's minus c's.
 
     Args:
         centre, d_x: the centre record c (its label of K classes) and the pixels per image.
@@ -120,8 +122,10 @@ def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
 
 def _standardised(z: torch.Tensor, v: torch.Tensor, weight: torch.Tensor, ell: int
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(T, m)`` projections of the release less c, ``z (T, d)``, on the whitened directions ``v (m, d)`` (weights
-    ``(d,)``: 1/noise² per coordinate), in units of their noise, and ``(m,)`` the shift by v/ℓ in those units.
+    """``(T, m)`` projections of the release less c, ``z (T, d)``.
+
+    On the whitened directions ``v (m, d)`` (weights ``(d,)``: 1/noise² per coordinate), in units of their noise, and
+    ``(m,)`` the shift by v/ℓ in those units.
     """
     w = v.double() * weight
     norm = (v.double() * w).sum(1).sqrt().clamp_min(1e-12)  # ‖v/σ‖: the projection's noise
@@ -267,8 +271,9 @@ class ReleaseAuditJob:
 
 
 class DPMixCanaryAudit(MembershipAttack):
-    """Maximal canary slots among records equal to a centre record, over ``releases`` DPMix releases (module
-    docstring). Settings: ``DPMixCanaryParams``.
+    """Maximal canary slots among records equal to a centre record, over ``releases`` DPMix releases (module docstring).
+
+    Settings: ``DPMixCanaryParams``.
     """
 
     name = "dpmix-canary"

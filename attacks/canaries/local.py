@@ -1,6 +1,8 @@
-"""Canary audits of a data release, where it is published: the attacker sees the whole release and knows the
-mechanism's settings. Both test the relation the releases are certified for, replace-one: canary slot i holds one of
-two records, a_i or b_i, chosen by an independent fair coin, and the attacker guesses which.
+"""Canary audits of a data release, where it is published.
+
+The attacker sees the whole release and knows the mechanism's settings. Both test the relation the releases are
+certified for, replace-one: canary slot i holds one of two records, a_i or b_i, chosen by an independent fair coin, and
+the attacker guesses which.
 
 - ``local-canary`` (local Gaussian noise): each canary slot is one person's local release, independent of every
   other (a multi-run design: m independent runs of the local randomiser). The m slots go through one call of the
@@ -52,9 +54,10 @@ def _coins(m: int, generator: torch.Generator) -> np.ndarray:
 
 
 def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarray:
-    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``: each row's products and sum in
-    float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in blocks of ``rows`` rows so
-    that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
+    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``.
+
+    Each row's products and sum in float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in
+    blocks of ``rows`` rows so that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
 
     Args:
         z, a: ``(m, d)`` released images and canary directions.
@@ -73,8 +76,10 @@ CONFORMANCE_SEEDS = 1000  # the further conformance releases' seeds: shadow_seed
 
 
 class LocalCanaryAudit(MembershipAttack):
-    """Antipodal canary pairs through the local randomiser; m independent releases. Settings:
-    ``ReleaseCanaryParams`` (default m = 1,000; the profiles set their own: each slot costs one image of noise).
+    """Antipodal canary pairs through the local randomiser; m independent releases.
+
+    Settings: ``ReleaseCanaryParams`` (default m = 1,000; the profiles set their own: each slot costs one image of
+    noise).
 
     Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
     the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
@@ -89,8 +94,10 @@ class LocalCanaryAudit(MembershipAttack):
     Params = ReleaseCanaryParams
 
     def score(self, ctx: AttackContext) -> MembershipScores:
-        """Release the m antipodal canaries through the target's randomiser and score them (m slots of one release, a
-        multi-run design in the sense of Jagielski, Ullman, Oprea 2020: each slot an independent trial).
+        """Release the m antipodal canaries through the target's randomiser and score them.
+
+        m slots of one release, a multi-run design in the sense of Jagielski, Ullman, Oprea 2020: each slot an
+        independent trial.
 
         Args:
             ctx: the cell's attack context (a local-gaussian target).

@@ -51,8 +51,10 @@ class MultiRunParams(Params):
 
 
 class MultiRunAudit(MembershipAttack):
-    """R training runs with one canary each. Returns ``{"multi-run": black-box, "multi-run-whitebox": white-box}``
-    (the second where the mechanism takes gradient canaries). Settings: ``MultiRunParams``.
+    """R training runs with one canary each.
+
+    Returns ``{"multi-run": black-box, "multi-run-whitebox": white-box}`` (the second where the mechanism takes gradient
+    canaries). Settings: ``MultiRunParams``.
     """
 
     audit = True

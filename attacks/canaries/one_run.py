@@ -1,5 +1,6 @@
-"""One-run canary audits (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run"): one extra
-training run, like the target's, on the members plus a random half of m canaries.
+"""One-run canary audits (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run").
+
+One extra training run, like the target's, on the members plus a random half of m canaries.
 
 Black-box: input canaries (records of the attacker's population, optionally mislabelled), scored by the final
 model's loss. White-box, where the mechanism supports it (DP-SGD): in the same run, Dirac gradient canaries scored
@@ -57,11 +58,13 @@ class CanaryParams(Params):
 
 
 class CanaryAudit(MembershipAttack):
-    """The input canaries are drawn from the attacker's population; each is included independently with probability
-    ½ in a training set made of the target's members plus the included canaries, and one model is trained on it
-    exactly like the target (same mechanism, settings, ε and δ; through the cache), with the white-box gradient
-    canaries where the mechanism supports them. Returns ``{"canary": input canaries (black-box), "canary-whitebox":
-    gradient canaries (white-box)}``; scores: larger means "included". Settings: ``CanaryParams``.
+    """The input canaries are drawn from the attacker's population.
+
+    Each is included independently with probability ½ in a training set made of the target's members plus the included
+    canaries, and one model is trained on it exactly like the target (same mechanism, settings, ε and δ; through the
+    cache), with the white-box gradient canaries where the mechanism supports them. Returns ``{"canary": input canaries
+    (black-box), "canary-whitebox": gradient canaries (white-box)}``; scores: larger means "included". Settings:
+    ``CanaryParams``.
     """
 
     audit = True
@@ -116,8 +119,9 @@ class CanaryAudit(MembershipAttack):
         return canaries, included.numpy()
 
     def public_size(self, members: int) -> int:
-        """The audit run's public record count: the members plus the expected number of included canaries, m·½,
-        fixed before any coin is drawn.
+        """The audit run's public record count.
+
+        The members plus the expected number of included canaries, m·½, fixed before any coin is drawn.
 
         Args:
             members: the target's member count n.
@@ -128,8 +132,9 @@ class CanaryAudit(MembershipAttack):
         return members + self.params.num_canaries // 2
 
     def _request(self, ctx: AttackContext):
-        """The audit run's request where the mechanism takes one (DP-SGD): the white-box gradient canaries (possibly
-        none) and the public record count; None elsewhere.
+        """The audit run's request where the mechanism takes one (DP-SGD).
+
+        The white-box gradient canaries (possibly none) and the public record count; None elsewhere.
         """
         from mechanisms import MECHANISMS
 
@@ -144,8 +149,10 @@ class CanaryAudit(MembershipAttack):
 
     @staticmethod
     def _planned_fraction(wb: dict, privacy) -> float | None:
-        """The white-box design's single guessing rule, from the run's public claimed σ, q, T and m alone
-        (``attacks.analysis.guess_plan``), at the per-analysis level of its 3-analysis family; None without noise.
+        """The white-box design's single guessing rule, from the run's public claimed σ, q.
+
+        T and m alone (``attacks.analysis.guess_plan``), at the per-analysis level of its 3-analysis family; None
+        without noise.
         """
         from attacks.analysis import family
         from attacks.analysis.guess_plan import planned_guess_fraction
@@ -159,9 +166,10 @@ class CanaryAudit(MembershipAttack):
 
     @staticmethod
     def _conformance(run) -> dict | None:
-        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``): K + 10 tests for a
-        model of K parameter tensors and the ε from the measured parameters; None for a run without a guarantee or
-        noise (nothing certified to test) or observations from before the tests existed.
+        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``).
+
+        K + 10 tests for a model of K parameter tensors and the ε from the measured parameters; None for a run without a
+        guarantee or noise (nothing certified to test) or observations from before the tests existed.
         """
         from attacks.conformance.dpsgd import dpsgd_conformance
 
@@ -239,8 +247,9 @@ class CanaryAudit(MembershipAttack):
 
 
 class FinalModelCanaryParams(CanaryParams):
-    """Settings of the final-model (hidden-state) canary audit: as ``CanaryParams``, the gradient canaries at every
-    free coordinate by default (``all``).
+    """Settings of the final-model (hidden-state) canary audit.
+
+    As ``CanaryParams``, the gradient canaries at every free coordinate by default (``all``).
     """
 
     gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = "all"

@@ -47,9 +47,10 @@ def _flat(module: torch.nn.Module) -> torch.Tensor:
 
 
 class WeightCanaryAudit(MembershipAttack):
-    """One canary (a record of the attacker's population) in or out of the members; the clean autoencoder trained
-    on both with one seed; R noisy releases scored by their projection on the clean difference. Settings:
-    ``WeightCanaryParams``.
+    """One canary (a record of the attacker's population) in or out of the members.
+
+    The clean autoencoder trained on both with one seed; R noisy releases scored by their projection on the clean
+    difference. Settings: ``WeightCanaryParams``.
     """
 
     audit = True
@@ -91,8 +92,10 @@ class WeightCanaryAudit(MembershipAttack):
             ctx.train_like_target.prefetch(self._jobs(ctx))
 
     def score(self, ctx: AttackContext) -> MembershipScores:
-        """Draw R noisy releases of the clean weights with and without the canary, by fair coins, and score each by
-        its projection on the clean difference (multi-run design, Jagielski, Ullman, Oprea 2020; Gaussian scores).
+        """Draw R noisy releases of the clean weights with and without the canary, by fair coins.
+
+        And score each by its projection on the clean difference (multi-run design, Jagielski, Ullman, Oprea 2020;
+        Gaussian scores).
 
         Args:
             ctx: the cell's attack context.

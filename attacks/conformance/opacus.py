@@ -1,6 +1,7 @@
-"""Conformance of a user's Opacus loop to the mechanism its ε certifies, from what ``opacus-canary``'s observer sees
-(``attacks.canaries.opacus.observer``), and the ε its measured parameters imply by Opacus' PRV accountant (Gopi, Lee,
-Wutschitz 2021, "Numerical Composition of Differential Privacy").
+"""Conformance of a user's Opacus loop to the mechanism its ε certifies.
+
+From what ``opacus-canary``'s observer sees (``attacks.canaries.opacus.observer``), and the ε its measured parameters
+imply by Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021, "Numerical Composition of Differential Privacy").
 
 The tests, in this fixed order (k + 6 of them for a model of k trainable parameter tensors, fixed by the design and
 the architecture before any data; ``attacks.analysis.conformance`` gives each one's law):
@@ -115,8 +116,9 @@ def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, 
 
 
 def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta: float, *, guess: float) -> float:
-    """σ* at which PRV's certified (upper) ε equals ``epsilon``: secant steps on log ε against log σ from ``guess``
-    (ε ≈ ∝ 1/σ), to 1e-5 relative in ε.
+    """σ* at which PRV's certified (upper) ε equals ``epsilon``.
+
+    Secant steps on log ε against log σ from ``guess`` (ε ≈ ∝ 1/σ), to 1e-5 relative in ε.
 
     Args:
         epsilon: the target ε (> 0, unitless).
@@ -145,8 +147,10 @@ def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta:
 
 def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, relation: str,
                        confidence: float = 0.95) -> dict[str, Any]:
-    """The conformance record of one observed run (``bench.results.Conformance``'s fields): ``wb`` is the observer's
-    ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the module docstring.
+    """The conformance record of one observed run (``bench.results.Conformance``'s fields).
+
+    ``wb`` is the observer's ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the
+    module docstring.
 
     Args:
         wb: the observer's ``result()`` (one phase, or ``phases``).
@@ -176,9 +180,10 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
 
 
 def accountant_rate(wb: dict[str, Any]) -> float:
-    """The accountant's q, steps-weighted over its history (the hook's q without one): under Poisson sampling at
-    varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so the rate test at the
-    mean stays exact or conservative.
+    """The accountant's q, steps-weighted over its history (the hook's q without one).
+
+    Under Poisson sampling at varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so
+    the rate test at the mean stays exact or conservative.
 
     Args:
         wb: the observer's ``result()``.
@@ -219,8 +224,9 @@ def _clip(ph: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
-    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order: k + 5
-    for one phase, (k + 3)·P + 2 for P phases (the parameter continuity last; none where ``wb`` has no
+    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order.
+
+    k + 5 for one phase, (k + 3)·P + 2 for P phases (the parameter continuity last; none where ``wb`` has no
     ``continuity`` key, a record from before the test existed).
 
     Args:
@@ -249,8 +255,9 @@ def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _phased_epsilon(phases: list[dict[str, Any]], n: int, *, certified: float, delta: float, relation: str,
                     confidence: float) -> dict[str, Any]:
-    """``MeasuredEpsilon``'s fields of a loop of several phases (module docstring): PRV's lower estimate of every
-    phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each.
+    """``MeasuredEpsilon``'s fields of a loop of several phases (module docstring).
+
+    PRV's lower estimate of every phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each.
     """
     observed = [[t for t in p["noise_by_tensor"] if t["n"]] for p in phases]
     k = sum(len(o) + 1 for o in observed)

@@ -1,5 +1,7 @@
-"""The likelihood-ratio attack, LiRA (Carlini, Chien, Nasr, Song, Terzis, Tramèr 2022, "Membership
-inference attacks from first principles", IEEE S&P), online and offline.
+"""The likelihood-ratio attack.
+
+LiRA (Carlini, Chien, Nasr, Song, Terzis, Tramèr 2022, "Membership inference attacks from first principles", IEEE S&P),
+online and offline.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from bench.core.params import Params
 
 
 def _log_marginal(log_p_refs: np.ndarray, out_mask: np.ndarray, a: float) -> np.ndarray:
-    """Log Pr(x) from OUT reference models with the offline correction (RMIA §4.2, eq. 6):
+    """Log Pr(x) from OUT reference models with the offline correction (RMIA §4.2, eq. 6).
+
     Pr(x) ≈ ½((1 + a)·mean_OUT Pr(x|θ') + (1 − a)). ``log_p_refs``, ``out_mask``: ``(k, N)``.
     """
     count = out_mask.sum(0)
@@ -74,17 +75,20 @@ class RMIAParams(Params):
 
 
 class RMIA(OfflineShadows):
-    """RMIA offline. Reference models are trained like the target on population records (the offline
-    shadow design, shared with ``lira-offline`` and ``shadow``); z-samples are population records, with
-    Pr(z) taken over the references that did not train on them. Settings: ``RMIAParams``.
+    """RMIA offline.
+
+    Reference models are trained like the target on population records (the offline shadow design, shared with
+    ``lira-offline`` and ``shadow``); z-samples are population records, with Pr(z) taken over the references that did
+    not train on them. Settings: ``RMIAParams``.
     """
 
     name = "rmia"
     Params = RMIAParams
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """z-samples come from the attacker's population too (``num_z`` checked first), then the reference models'
-        records (``OfflineShadows.size_problem``).
+        """z-samples come from the attacker's population too (``num_z`` checked first).
+
+        Then the reference models' records (``OfflineShadows.size_problem``).
 
         Args:
             n_members, n_population: as ``OfflineShadows.size_problem``.

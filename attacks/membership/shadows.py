@@ -1,5 +1,6 @@
-"""Shadow / reference models shared by the shadow-model attacks (Shokri, LiRA, RMIA): who trains on what,
-and what each trained model outputs.
+"""Shadow / reference models shared by the shadow-model attacks (Shokri, LiRA, RMIA).
+
+Who trains on what, and what each trained model outputs.
 
 Two designs, both drawn only from data the attacker holds and never from the target's membership labels:
 

@@ -1,5 +1,6 @@
-"""Membership-inference attacks that score examples by one statistic of the target's output: LOSS (Yeom et al.
-2018), confidence and modified entropy (Song & Mittal 2021).
+"""Membership-inference attacks that score examples by one statistic of the target's output.
+
+LOSS (Yeom et al. 2018), confidence and modified entropy (Song & Mittal 2021).
 """
 
 from __future__ import annotations
@@ -51,12 +52,13 @@ class ThresholdParams(Params):
 
 
 class _ThresholdAttack(MembershipAttack):
-    """A single-statistic threshold attack (Song & Mittal 2021, §3): score = ±statistic of the target's
-    output. With ``per_class`` the statistic is standardised with the mean and standard deviation of the
-    target's statistic on the attacker's population records of the same class (non-members), which is
-    one threshold per class at a common false-positive rate under a Gaussian fit: Song & Mittal's
-    class-dependent thresholds, in a form whose ROC a single sweep traces. Classes with fewer than
-    ``MIN_PER_CLASS`` population records, or no population at all, use the raw statistic.
+    """A single-statistic threshold attack (Song & Mittal 2021, §3): score = ±statistic of the target's output.
+
+    With ``per_class`` the statistic is standardised with the mean and standard deviation of the target's statistic on
+    the attacker's population records of the same class (non-members), which is one threshold per class at a common
+    false-positive rate under a Gaussian fit: Song & Mittal's class-dependent thresholds, in a form whose ROC a single
+    sweep traces. Classes with fewer than ``MIN_PER_CLASS`` population records, or no population at all, use the raw
+    statistic.
     """
 
     Params = ThresholdParams
@@ -86,9 +88,10 @@ class _ThresholdAttack(MembershipAttack):
 
 
 class ConfidenceAttack(_ThresholdAttack):
-    """Confidence threshold attack (Song & Mittal 2021, Conf): a member when the target's confidence in the
-    true class is high. Score = log(p_y / (1 − p_y)), a monotone map of p_y that does not saturate at 1.
-    Without ``per_class`` its ROC is the LOSS attack's (both are monotone in p_y).
+    """Confidence threshold attack (Song & Mittal 2021, Conf).
+
+    A member when the target's confidence in the true class is high. Score = log(p_y / (1 − p_y)), a monotone map of p_y
+    that does not saturate at 1. Without ``per_class`` its ROC is the LOSS attack's (both are monotone in p_y).
     """
 
     name = "confidence"
@@ -107,9 +110,10 @@ class ConfidenceAttack(_ThresholdAttack):
 
 
 class EntropyAttack(_ThresholdAttack):
-    """Modified-entropy threshold attack (Song & Mittal 2021, Mentr): a member when the modified entropy,
-    which rewards a confident correct prediction and penalises a confident wrong one, is low.
-    Score = −Mentr.
+    """Modified-entropy threshold attack (Song & Mittal 2021, Mentr).
+
+    A member when the modified entropy, which rewards a confident correct prediction and penalises a confident wrong
+    one, is low. Score = −Mentr.
     """
 
     name = "entropy"
@@ -129,8 +133,9 @@ class EntropyAttack(_ThresholdAttack):
 
 
 class LossAttack(MembershipAttack):
-    """LOSS threshold attack (Yeom, Giacomelli, Fredrikson, Jha 2018, §3.2): an example is called a
-    member when the target's cross-entropy loss on it is low. Score = −loss (nats).
+    """LOSS threshold attack (Yeom, Giacomelli, Fredrikson, Jha 2018, §3.2).
+
+    An example is called a member when the target's cross-entropy loss on it is low. Score = −loss (nats).
     """
 
     name = "loss"

@@ -1,5 +1,6 @@
-"""Model inversion: MI-Face class reconstruction (Fredrikson, Jha, Ristenpart, CCS 2015, Algorithm 1), scored by
-``attacks.reconstruction.scoring``.
+"""Model inversion: MI-Face class reconstruction (Fredrikson, Jha, Ristenpart, CCS 2015, Algorithm 1).
+
+Scored by ``attacks.reconstruction.scoring``.
 """
 
 from __future__ import annotations
@@ -159,8 +160,9 @@ class _StoppingRule:
 
     @torch.no_grad()
     def update(self, it: int, cost: torch.Tensor, logp: torch.Tensor, now: torch.Tensor) -> bool:
-        """Record iteration ``it``'s costs, log target probabilities and images ``(R, ...)``; False when every row
-        has stopped or ``max_iter`` is reached.
+        """Record iteration ``it``'s costs, log target probabilities and images ``(R, ...)``.
+
+        False when every row has stopped or ``max_iter`` is reached.
         """
         active = self.active
         better = active & (cost < self.best - self.min_delta)

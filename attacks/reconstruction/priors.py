@@ -1,5 +1,7 @@
-"""What release attacks know before they look at a release: the Gaussian moments of the attacker's population
-(computed once per process), the linear MMSE (Wiener) estimate, and the attacks' shared settings.
+"""What release attacks know before they look at a release.
+
+The Gaussian moments of the attacker's population (computed once per process), the linear MMSE (Wiener) estimate, and
+the attacks' shared settings.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Attacks on a DPMix release, which need no model: release membership (best correlation, and a likelihood-ratio test
-that knows ℓ, σ and n) and de-mixing (Wiener reconstruction). Every prior comes from the attacker's population.
+"""Attacks on a DPMix release, which need no model.
+
+Release membership (best correlation, and a likelihood-ratio test that knows ℓ, σ and n) and de-mixing (Wiener
+reconstruction). Every prior comes from the attacker's population.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from bench.core.types import TrainedModel
 
 
 def _dpmix_release(target: TrainedModel) -> tuple[torch.Tensor, float, int]:
-    """``(z, σ_x, ℓ)``: the release as ``(T, d_x + K)`` [image, label] rows. A release with its own label noise
-    σ_y < σ_x (``params["sigma_y"]``) is still scored with σ_x on every coordinate: weighting the labels by
-    σ_x/σ_y measured weaker (likelihood-ratio AUC 0.57 vs 0.62 on digits, ℓ = 2, σ_x = 0.6, σ_y = 0.01), as
-    one-hot labels are far from the attacks' Gaussian model.
+    """``(z, σ_x, ℓ)``: the release as ``(T, d_x + K)`` [image, label] rows.
+
+    A release with its own label noise σ_y < σ_x (``params["sigma_y"]``) is still scored with σ_x on every coordinate:
+    weighting the labels by σ_x/σ_y measured weaker (likelihood-ratio AUC 0.57 vs 0.62 on digits, ℓ = 2, σ_x = 0.6, σ_y
+    = 0.01), as one-hot labels are far from the attacks' Gaussian model.
     """
     rel = target.release
     z = torch.cat([rel.x.flatten(1), rel.y.float().flatten(1)], dim=1).double()
@@ -41,8 +44,10 @@ def _dpmix_release(target: TrainedModel) -> tuple[torch.Tensor, float, int]:
 
 
 def _dpmix_prior(split: MembershipSplit, z: torch.Tensor, sigma: float, ell: int):
-    """The record distribution's moments: from the population, else from the release itself
-    (Cov(release) = Σ/ℓ + σ²I, so Σ = ℓ·(Cov − σ²I), eigenvalues clipped at 0).
+    """The record distribution's moments.
+
+    From the population, else from the release itself (Cov(release) = Σ/ℓ + σ²I, so Σ = ℓ·(Cov − σ²I), eigenvalues
+    clipped at 0).
     """
     if len(split.population) > 1:
         return population_moments(split.population, "mix")
@@ -71,9 +76,10 @@ class _DPMixMembership(MembershipAttack):
 
 
 class DPMixCorrelation(_DPMixMembership):
-    """DPMix release membership by the best normalised correlation: score(c) = max over released
-    samples t of cos(z_t − μ, c − μ), with z = [image, label] and μ the population mean. Knows
-    nothing of ℓ or σ. (A member is in about T·ℓ/n samples, each holding 1/ℓ of it.)
+    """DPMix release membership by the best normalised correlation.
+
+    Score(c) = max over released samples t of cos(z_t − μ, c − μ), with z = [image, label] and μ the population mean.
+    Knows nothing of ℓ or σ. (A member is in about T·ℓ/n samples, each holding 1/ℓ of it.)
 
     Settings: ``CandidateParams``.
     """
@@ -160,11 +166,12 @@ class DPMixLikelihoodRatio(_DPMixMembership):
 
 
 class DPMixReconstruction(ReconstructionAttack):
-    """De-mixing a DPMix release: for each released sample, the MMSE (Wiener) estimate of one of its ℓ
-    records, E[x_i | z_t] = μ + (Σ/ℓ)(Σ/ℓ + σ²I)⁻¹(z_t − μ) with the population's μ, Σ (exact records
-    when ℓ = 1 and σ = 0; the population mean when σ is huge). Scored by the nearest member vs the
-    nearest non-member (equal pools): ``closer_to_member`` 0.5 means no better than unrelated people.
-    The image per class is the reconstruction from the sample with the largest released label for it.
+    """De-mixing a DPMix release.
+
+    For each released sample, the MMSE (Wiener) estimate of one of its ℓ records, E[x_i | z_t] = μ + (Σ/ℓ)(Σ/ℓ +
+    σ²I)⁻¹(z_t − μ) with the population's μ, Σ (exact records when ℓ = 1 and σ = 0; the population mean when σ is huge).
+    Scored by the nearest member vs the nearest non-member (equal pools): ``closer_to_member`` 0.5 means no better than
+    unrelated people. The image per class is the reconstruction from the sample with the largest released label for it.
 
     Nearest neighbours are searched among as many members and non-members as the cell scores. Settings:
     ``ImagesParams`` (the first ``max_images`` released samples; the release is in random order).

@@ -1,6 +1,7 @@
-"""How reconstructions are scored, shared by every reconstruction attack: SSIM / MSE to class means, nearest member vs
-nearest non-member (a memorisation signal), and recognition by an independent evaluation classifier trained on the
-attacker's own data.
+"""How reconstructions are scored, shared by every reconstruction attack.
+
+SSIM / MSE to class means, nearest member vs nearest non-member (a memorisation signal), and recognition by an
+independent evaluation classifier trained on the attacker's own data.
 """
 
 from __future__ import annotations

@@ -112,8 +112,9 @@ def training_spec(mechanism: str, raw: Any, *, n_members: int, where: str | None
 
 
 def _recipes(d: dict[str, Any], user_training: dict[str, Any]) -> dict[str, Any]:
-    """Each selected mechanism's training settings: its recipe for the profile (else for the profile's
-    ``recipes_from``), overridden by the config's.
+    """Each selected mechanism's training settings.
+
+    Its recipe for the profile (else for the profile's ``recipes_from``), overridden by the config's.
     """
     from mechanisms import MECHANISMS
 
@@ -206,8 +207,9 @@ def _environment(d: dict[str, Any]) -> None:
 
 
 def _duration(value: Any, name: str, units: str, allowed: str) -> float:
-    """A time in seconds from a number of seconds or a text such as ``"90s"``, with unit letters ``units``
-    (``s`` seconds, ``m`` minutes, ``h`` hours). Raises ConfigError naming ``name``, the value and ``allowed``.
+    """A time in seconds from a number of seconds or a text such as ``"90s"``, with unit letters ``units``.
+
+    ``s`` seconds, ``m`` minutes, ``h`` hours. Raises ConfigError naming ``name``, the value and ``allowed``.
     """
     import re
 
@@ -243,8 +245,9 @@ def job_time_limit(value: Any) -> float:
 
 
 def _attack_params(params: Any, attacks: tuple[str, ...], user: set[str]) -> dict[str, Any]:
-    """Each attack's settings parsed by its ``Params``; settings given by the user for an attack that does not run
-    are named in a warning (the profile's own are not).
+    """Each attack's settings parsed by its ``Params``.
+
+    Settings given by the user for an attack that does not run are named in a warning (the profile's own are not).
     """
     from attacks import ATTACKS
 

@@ -71,9 +71,11 @@ class ArrayDataset:
                             None if self.origin is None else self.origin[index])
 
     def split_hash(self) -> str:
-        """SHA-256 of which records these are: the pool positions (``origin``, sorted: row order does not matter, a
-        repeat does), the exact images and labels of crafted ones (origin −1 or unknown) and the data set's name.
-        Equal split hashes: the same records. results.json records it, the model cache re-checks it.
+        """SHA-256 of which records these are.
+
+        The pool positions (``origin``, sorted: row order does not matter, a repeat does), the exact images and labels
+        of crafted ones (origin −1 or unknown) and the data set's name. Equal split hashes: the same records.
+        results.json records it, the model cache re-checks it.
 
         Returns:
             The hash as 64 hex digits.
@@ -135,8 +137,10 @@ class MembershipSplit:
     seed: int
 
     def scored(self, max_per_side: int | None, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rows of ``members`` and of ``non_members`` scored by membership attacks: equally many of each, the first n
-        of a permutation drawn with ``seed`` (so a smaller cap takes a prefix of the same people).
+        """Rows of ``members`` and of ``non_members`` scored by membership attacks.
+
+        Equally many of each, the first n of a permutation drawn with ``seed`` (so a smaller cap takes a prefix of the
+        same people).
 
         Args:
             max_per_side: the most rows of each side (None: as many as the smaller side has).

@@ -1,6 +1,8 @@
-"""Per-epoch records of training runs: the training loss and accuracy of every epoch and, with a probe set, the
-released model's test loss and accuracy at the end of each (``EpochRecorder``), collected from every training loop
-run inside ``recording_epochs`` (``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast``).
+"""Per-epoch records of training runs.
+
+The training loss and accuracy of every epoch and, with a probe set, the released model's test loss and accuracy at the
+end of each (``EpochRecorder``), collected from every training loop run inside ``recording_epochs``
+(``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast``).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ epoch of training (one forward pass in eval mode, no gradient)."""
 
 
 class EpochRecorder:
-    """Per-epoch records of training runs: for every loop (``bench.core.training.train_loop``,
-    ``mechanisms.dpsgd.fast.train_fast``) the mean training loss and training accuracy of each epoch, and, with a
-    probe set, the test loss and accuracy of the released model at the end of each epoch.
+    """Per-epoch records of training runs.
+
+    For every loop (``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast.train_fast``) the mean training loss and
+    training accuracy of each epoch, and, with a probe set, the test loss and accuracy of the released model at the end
+    of each epoch.
 
     Training accuracy is the running accuracy over the epoch's batches (the weights change during the epoch, the
     usual "train accuracy" of a training log); for soft labels ``(N, K)`` the label is their argmax. The probe is
@@ -75,8 +79,7 @@ class EpochRecorder:
                 "test_accuracy": float((logits.argmax(1) == self.probe_y).float().mean())}
 
     def matching(self, history: list[float]) -> list[dict[str, Any]]:
-        """The records of the loop that trained the released classifier (a weight-noise autoencoder's loop is
-        another).
+        """The records of the loop that trained the released classifier (a weight-noise autoencoder's loop is another).
 
         Args:
             history: the released model's per-epoch mean training losses (nats), as its loop returned them.
@@ -143,8 +146,10 @@ def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
 
 def record_epoch(records: list[dict[str, Any]] | None, recorder: EpochRecorder | None, *, epoch: int, loss: float,
                  correct: int | None, count: int, model: nn.Module, device: torch.device) -> None:
-    """Append one epoch of one loop to ``records``: ``train_loss`` (nats, the epoch's mean), ``train_accuracy``
-    (fraction, None when unknown) and the probe's ``test_loss`` / ``test_accuracy``. No-op without a recorder.
+    """Append one epoch of one loop to ``records``.
+
+    ``train_loss`` (nats, the epoch's mean), ``train_accuracy`` (fraction, None when unknown) and the probe's
+    ``test_loss`` / ``test_accuracy``. No-op without a recorder.
 
     Args:
         records: the loop's records (``EpochRecorder.start``), or None.

@@ -1,9 +1,11 @@
-"""The plain reference architectures (the reference systems' small models and our recipes'): convolutional nets,
-dense nets, a linear classifier, the weight-noise system's autoencoder and ``FrozenFront`` (a fixed front before a
-trained head); and ``build_model``, which builds any registered architecture by name (``bench.core.catalog``; the
-residual nets are in ``bench.core.resnets``, the scattering network in ``bench.core.scatternet``). Each factory
-takes ``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns an untrained module mapping
-``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N, C·H·W)``).
+"""The plain reference architectures (the reference systems' small models and our recipes').
+
+Convolutional nets, dense nets, a linear classifier, the weight-noise system's autoencoder and ``FrozenFront`` (a fixed
+front before a trained head); and ``build_model``, which builds any registered architecture by name
+(``bench.core.catalog``; the residual nets are in ``bench.core.resnets``, the scattering network in
+``bench.core.scatternet``). Each factory takes ``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and
+returns an untrained module mapping ``(N, C, H, W)`` images to ``(N, K)`` logits (the autoencoder maps to ``(N,
+C·H·W)``).
 """
 
 from __future__ import annotations
@@ -52,8 +54,10 @@ class Standardize(nn.Module):
 
 def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = "relu",
               standardize: Sequence[float] | None = None) -> nn.Module:
-    """The Opacus MNIST example CNN: Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2),
-    MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010 parameters on 28×28 input.
+    """The Opacus MNIST example CNN.
+
+    Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2), MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010
+    parameters on 28×28 input.
 
     Args:
         input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
@@ -72,8 +76,9 @@ def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = 
 
 
 def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
-    """The DPMix paper's CNN (Lee et al. 2019): Conv(32, 5×5) MaxPool 2, Conv(48, 5×5) MaxPool 2,
-    FC 100, FC 100, FC K, ReLU throughout, no padding.
+    """The DPMix paper's CNN (Lee et al. 2019).
+
+    Conv(32, 5×5) MaxPool 2, Conv(48, 5×5) MaxPool 2, FC 100, FC 100, FC K, ReLU throughout, no padding.
 
     Args:
         input_shape, num_classes: ``(C, H, W)`` (at least 16×16) and the number of classes K.
@@ -89,8 +94,9 @@ def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 
 
 def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] = 128) -> nn.Module:
-    """Dense classifier: Flatten, then Linear(→h) ReLU for each width h of ``hidden`` (one int: one hidden layer),
-    then Linear(→K). Used for 8×8 digits, for tabular records ``(1, 1, D)`` (widths from the profile's
+    """Dense classifier: Flatten, then Linear(→h) ReLU for each width h of ``hidden`` (one int: one hidden layer).
+
+    Then Linear(→K). Used for 8×8 digits, for tabular records ``(1, 1, D)`` (widths from the profile's
     ``tabular_hidden``) and as the weight-noise system's classifier.
 
     Args:
@@ -115,8 +121,9 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] 
 
 
 def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
-    """Linear classifier on the flattened image: Linear(d→K). DPMix's ``class-means`` learner sets its weights in
-    closed form (a nearest-class-mean classifier).
+    """Linear classifier on the flattened image: Linear(d→K).
+
+    DPMix's ``class-means`` learner sets its weights in closed form (a nearest-class-mean classifier).
 
     Args:
         input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
@@ -128,9 +135,10 @@ def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 
 
 class FrozenFront(nn.Module):
-    """``head(front(x))`` where ``front`` has no trainable parameters. Trainers that know this class (fast DP-SGD)
-    compute ``front`` once over the training set and train ``head`` on the features; everything else (attacks,
-    evaluation) sees one module from images to logits.
+    """``head(front(x))`` where ``front`` has no trainable parameters.
+
+    Trainers that know this class (fast DP-SGD) compute ``front`` once over the training set and train ``head`` on the
+    features; everything else (attacks, evaluation) sees one module from images to logits.
 
     Args:
         front: the fixed part (no trainable parameters), ``(N, C, H, W)`` images to features.

@@ -1,8 +1,9 @@
-"""What privacy a mechanism spent, defined once: the accountant's ε with its δ, accountant and neighbouring relation,
-and the same guarantee under other relations. Mechanisms construct ``PrivacySpent``; results.json stores it as
-``bench.results.Privacy``, the same type plus the results-only ``weak_delta`` (a subclass, converted with
-``Privacy(**spent.model_dump(), weak_delta=...)``). Frozen, validated on construction. No torch import (the results
-contract imports this module).
+"""What privacy a mechanism spent, defined once.
+
+The accountant's ε with its δ, accountant and neighbouring relation, and the same guarantee under other relations.
+Mechanisms construct ``PrivacySpent``; results.json stores it as ``bench.results.Privacy``, the same type plus the
+results-only ``weak_delta`` (a subclass, converted with ``Privacy(**spent.model_dump(), weak_delta=...)``). Frozen,
+validated on construction. No torch import (the results contract imports this module).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ LAST_ITERATE_LABEL = "last-iterate heuristic (Steinke et al. 2025): not a bound"
 
 
 class HeuristicEpsilon(BaseModel):
-    """An ε that is **not a bound**: DP-SGD's last-iterate heuristic (Steinke et al., ICLR 2025) — what an attacker
-    who sees only the final model could learn if every loss were linear (``mechanisms.accounting.last_iterate``).
+    """An ε that is **not a bound**.
+
+    DP-SGD's last-iterate heuristic (Steinke et al., ICLR 2025) — what an attacker who sees only the final model could
+    learn if every loss were linear (``mechanisms.accounting.last_iterate``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null", use_attribute_docstrings=True)

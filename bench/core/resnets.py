@@ -1,7 +1,9 @@
-"""The residual reference architectures, with GroupNorm in place of BatchNorm (DP-SGD's per-sample gradients need
-layers that treat each sample alone): torchvision's ResNet-18 and the wide ResNets (Zagoruyko & Komodakis 2016) of
-De et al. 2022. Registered by name in ``bench.core.catalog``; each factory takes ``(input_shape, num_classes)`` with
-``input_shape = (C, H, W)`` and returns an untrained module mapping ``(N, C, H, W)`` images to ``(N, K)`` logits.
+"""The residual reference architectures.
+
+With GroupNorm in place of BatchNorm (DP-SGD's per-sample gradients need layers that treat each sample alone):
+torchvision's ResNet-18 and the wide ResNets (Zagoruyko & Komodakis 2016) of De et al. 2022. Registered by name in
+``bench.core.catalog``; each factory takes ``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns
+an untrained module mapping ``(N, C, H, W)`` images to ``(N, K)`` logits.
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "sma
 
 
 class WideBlock(nn.Module):
-    """Pre-activation wide residual block (Zagoruyko & Komodakis 2016) with GroupNorm: GN-ReLU-Conv3×3(stride)-
-    GN-ReLU-Conv3×3, plus the input (or a 1×1 strided conv of the activated input when the shape changes).
+    """Pre-activation wide residual block (Zagoruyko & Komodakis 2016) with GroupNorm.
+
+    GN-ReLU-Conv3×3(stride)- GN-ReLU-Conv3×3, plus the input (or a 1×1 strided conv of the activated input when the
+    shape changes).
 
     Args:
         c_in: the input channels.
@@ -75,11 +79,12 @@ class WideBlock(nn.Module):
 
 def wide_resnet(input_shape: tuple[int, ...], num_classes: int, depth: int = 16, width: int = 4,
                 groups: int = 16) -> nn.Module:
-    """WRN-``depth``-``width`` (Zagoruyko & Komodakis 2016) with GroupNorm(``groups``) in place of BatchNorm, the
-    DP-SGD CIFAR-10 model of De et al. 2022 (without their weight standardisation, which per-sample clipping here
-    does not support): Conv3×3(16), three stages of (depth − 4)/6 wide blocks of 16·width, 32·width, 64·width
-    channels (strides 1, 2, 2), GN-ReLU, global average pooling, Linear(→K). Any ``(C, H, W)`` input (at least 4×4:
-    the average pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
+    """WRN-``depth``-``width`` (Zagoruyko & Komodakis 2016) with GroupNorm(``groups``) in place of BatchNorm.
+
+    The DP-SGD CIFAR-10 model of De et al. 2022 (without their weight standardisation, which per-sample clipping here
+    does not support): Conv3×3(16), three stages of (depth − 4)/6 wide blocks of 16·width, 32·width, 64·width channels
+    (strides 1, 2, 2), GN-ReLU, global average pooling, Linear(→K). Any ``(C, H, W)`` input (at least 4×4: the average
+    pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
 
     Args:
         input_shape, num_classes: ``(C, H, W)`` and the number of classes K.

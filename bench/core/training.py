@@ -1,6 +1,7 @@
-"""Seeding and the shared training loop; its per-epoch records live in ``bench.core.epochs`` (the two a loop calls,
-``current_recorder`` and ``record_epoch``, imported here), evaluation and per-example losses in
-``bench.core.evaluation`` (re-exported here).
+"""Seeding and the shared training loop.
+
+Its per-epoch records live in ``bench.core.epochs`` (the two a loop calls, ``current_recorder`` and ``record_epoch``,
+imported here), evaluation and per-example losses in ``bench.core.evaluation`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -169,8 +170,9 @@ def fit_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: Tra
                    device: torch.device, loss_fn=None, scheduler_step: int | None = None,
                    on_epoch: EpochCallback | None = None, released: nn.Module | None = None
                    ) -> tuple[list[float], int, float]:
-    """Non-private mini-batch training of ``model`` on ``(x, y)``; shared by every mechanism that
-    trains an ordinary model (on real, released or perturbed data).
+    """Non-private mini-batch training of ``model`` on ``(x, y)``.
+
+    Shared by every mechanism that trains an ordinary model (on real, released or perturbed data).
 
     Args:
         x: ``(N, ...)`` inputs; y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass

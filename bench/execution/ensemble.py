@@ -1,5 +1,7 @@
-"""Train many small models at once: a vectorised ensemble (``torch.func.stack_module_state`` + ``vmap``)
-with exactly the per-model batching of sequential training, for shadow / reference models.
+"""Train many small models at once.
+
+A vectorised ensemble (``torch.func.stack_module_state`` + ``vmap``) with exactly the per-model batching of sequential
+training, for shadow / reference models.
 
 Model k sees the same batches as ``Baseline.fit`` / ``fit_supervised`` would give it with seed ``seeds[k]``
 (one ``torch.randperm`` per epoch from ``torch.Generator().manual_seed(seeds[k])``), its loss is its own batch
@@ -52,8 +54,10 @@ def init_model(build: Callable[[], nn.Module], seed: int) -> nn.Module:
 
 
 def choose_path(device: torch.device | str) -> str:
-    """``"ensemble"`` or ``"sequential"``: the faster way to train many small models on ``device``'s type,
-    by the rule ``PREFERRED_PATH`` (from ``bench perf`` measurements; unknown device types: sequential).
+    """``"ensemble"`` or ``"sequential"``.
+
+    The faster way to train many small models on ``device``'s type, by the rule ``PREFERRED_PATH`` (from ``bench perf``
+    measurements; unknown device types: sequential).
     """
     return PREFERRED_PATH.get(torch.device(device).type, "sequential")
 
@@ -67,8 +71,9 @@ def _check(models: Sequence[nn.Module], datasets: Sequence[Data], seeds: Sequenc
 def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
                      seeds: Sequence[int], device: torch.device | str, *, return_history: bool = False
                      ) -> list[nn.Module] | tuple[list[nn.Module], list[list[float]]]:
-    """Train each model on its dataset with ``fit_supervised`` (cross-entropy, ``spec``'s optimizer), one
-    after another; batches from ``torch.Generator().manual_seed(seed)``. Models are trained in place.
+    """Train each model on its dataset with ``fit_supervised`` (cross-entropy, ``spec``'s optimizer), one after another.
+
+    Batches from ``torch.Generator().manual_seed(seed)``. Models are trained in place.
 
     Args:
         models: K untrained modules. datasets: K datasets (``(N_k, C, H, W)`` images, ``(N_k,)`` labels).
@@ -96,10 +101,11 @@ def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec
 def train_ensemble(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
                    seeds: Sequence[int], device: torch.device | str, *, return_history: bool = False
                    ) -> list[nn.Module] | tuple[list[nn.Module], list[list[float]]]:
-    """Train K models of one architecture as one vectorised model: parameters stacked to ``(K, ...)``
-    (``torch.func.stack_module_state``), forward ``vmap``-ed over models, one backward for all, the
-    optimizer stepping the stacked tensors. Models whose datasets differ in size are trained in groups of
-    equal size (a step needs one batch size for all). Results equal ``train_sequential``'s per model.
+    """Train K models of one architecture as one vectorised model.
+
+    Parameters stacked to ``(K, ...)`` (``torch.func.stack_module_state``), forward ``vmap``-ed over models, one
+    backward for all, the optimizer stepping the stacked tensors. Models whose datasets differ in size are trained in
+    groups of equal size (a step needs one batch size for all). Results equal ``train_sequential``'s per model.
 
     Args / Returns / Raises: as ``train_sequential``; also ValueError if the models' parameter shapes
     differ or a model has buffers (e.g. BatchNorm statistics, not supported under ``vmap``).
@@ -172,10 +178,11 @@ def _train_group(models: list[nn.Module], datasets: list[Data], seeds: list[int]
 
 
 def ensemble_supported(mechanism: Any, model: nn.Module) -> bool:
-    """Whether ``fit_ensemble`` reproduces ``mechanism.fit``: the mechanism trains by ``Baseline.fit`` itself
-    (plain supervised training: a subclass that overrides ``fit`` adds noise, a release or per-run privacy
-    accounting) and ``model``, its architecture, has no buffers (``vmap`` over stacked parameters cannot update
-    e.g. BatchNorm statistics).
+    """Whether ``fit_ensemble`` reproduces ``mechanism.fit``.
+
+    The mechanism trains by ``Baseline.fit`` itself (plain supervised training: a subclass that overrides ``fit`` adds
+    noise, a release or per-run privacy accounting) and ``model``, its architecture, has no buffers (``vmap`` over
+    stacked parameters cannot update e.g. BatchNorm statistics).
     """
     from mechanisms.baseline import Baseline
 
@@ -184,9 +191,10 @@ def ensemble_supported(mechanism: Any, model: nn.Module) -> bool:
 
 def fit_ensemble(mechanism: Any, datasets: Sequence[Any], spec: TrainSpec, seeds: Sequence[int],
                  device: torch.device | str) -> list[TrainedModel]:
-    """``mechanism.fit(datasets[k], spec, seed=seeds[k])`` for every k, trained together: as one vectorised
-    ensemble (``train_ensemble``) where ``choose_path(device)`` says so, else one after another. Same initial
-    weights (``init_model``), batches and optimizer as ``Baseline.fit``, so the same weights to float tolerance.
+    """``mechanism.fit(datasets[k], spec, seed=seeds[k])`` for every k, trained together.
+
+    As one vectorised ensemble (``train_ensemble``) where ``choose_path(device)`` says so, else one after another. Same
+    initial weights (``init_model``), batches and optimizer as ``Baseline.fit``, so the same weights to float tolerance.
 
     Args:
         mechanism: a mechanism for which ``ensemble_supported`` holds. datasets: K ``ArrayDataset``.

@@ -42,6 +42,7 @@ Executor = LocalExecutor | RayExecutor
 def make_executor(name: str, address: str | None = None, *, workers: int = 0, threads: int | None = None,
                   plugins: tuple[str, ...] = ()) -> Executor:
     """The executor called ``name`` (one of ``EXECUTORS``); for ``ray`` the address defaults to ``$RAY_ADDRESS``.
+
     ``workers`` / ``threads``: ``LocalExecutor``'s (Ray's tasks use ``CPUS_PER_JOB`` threads each); ``plugins``: the
     modules every training process or Ray task imports first.
 

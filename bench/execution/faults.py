@@ -1,5 +1,7 @@
-"""A mechanism's faults contained to its own job (issue 40, item 2): what ``fit`` returned is checked before anything
-uses it, a ``fit`` that raises is named, and a job that runs past its time limit is stopped.
+"""A mechanism's faults contained to its own job (issue 40, item 2).
+
+What ``fit`` returned is checked before anything uses it, a ``fit`` that raises is named, and a job that runs past its
+time limit is stopped.
 
 Every check raises ``MechanismFault`` with one line naming the mechanism — for a plug-in, also its module — and the
 fault; ``bench.runner.cells`` records that line as the cell's ``error`` (or an attack's, when the job was one of its
@@ -40,9 +42,10 @@ PROBE_RECORDS = 2  # records fed to a returned model to check its output shape
 
 
 class MechanismFault(RuntimeError):
-    """A mechanism's ``fit`` failed in a way the harness contains: it raised (a plug-in), returned non-finite weights
-    or a model of the wrong output shape, or ran past the job's time limit. The message is the one line the
-    reports show.
+    """A mechanism's ``fit`` failed in a way the harness contains.
+
+    It raised (a plug-in), returned non-finite weights or a model of the wrong output shape, or ran past the job's time
+    limit. The message is the one line the reports show.
     """
 
 
@@ -51,8 +54,10 @@ class JobTimeout(MechanismFault):
 
 
 def mechanism_words(name: str) -> str:
-    """How a fault names mechanism ``name``: ``mechanism dpsgd`` for a built-in one, ``plug-in mechanism NAME
-    (MODULE)`` for one registered by another module (``--plugins`` or an entry point).
+    """How a fault names mechanism ``name``.
+
+    ``mechanism dpsgd`` for a built-in one, ``plug-in mechanism NAME (MODULE)`` for one registered by another module
+    (``--plugins`` or an entry point).
     """
     from mechanisms import MECHANISMS
 
@@ -118,8 +123,10 @@ def limit_text(seconds: float) -> str:
 
 @contextmanager
 def time_limit(seconds: float | None, name: str) -> Iterator[None]:
-    """Raise ``JobTimeout`` in the ``with`` block once ``seconds`` (wall clock) have passed; ``None`` or an infinite
-    limit, or a block not on the main thread: no limit. The previous ``SIGALRM`` handler and timer are restored.
+    """Raise ``JobTimeout`` in the ``with`` block once ``seconds`` (wall clock) have passed.
+
+    ``None`` or an infinite limit, or a block not on the main thread: no limit. The previous ``SIGALRM`` handler and
+    timer are restored.
     """
     if seconds is None or not math.isfinite(seconds) or threading.current_thread() is not threading.main_thread():
         yield

@@ -1,5 +1,6 @@
-"""What code and which libraries shape a trained model: the part of a cache key that makes a cached model stale when
-the code that trained it changes.
+"""What code and which libraries shape a trained model.
+
+The part of a cache key that makes a cached model stale when the code that trained it changes.
 
 A mechanism's fingerprint covers the import closure of its module inside this checkout (and of any plug-in's own
 files): each module's syntax tree, docstrings dropped, so that an edit to a comment or a docstring keeps the cache
@@ -27,9 +28,11 @@ _LIBRARY_DIRS = tuple({Path(p).resolve() for p in (sysconfig.get_paths()["pureli
 
 
 def _find_spec(top: str) -> importlib.machinery.ModuleSpec | None:
-    """Where the import system would find top-level module ``top`` now, from ``sys.path`` and the installed finders
-    (an editable install's included), ignoring ``sys.modules``: a module imported earlier from a folder no longer
-    on the path (a test's, a plug-in's) does not enter, so the fingerprint depends on the code and the path alone.
+    """Where the import system would find top-level module ``top`` now.
+
+    From ``sys.path`` and the installed finders (an editable install's included), ignoring ``sys.modules``: a module
+    imported earlier from a folder no longer on the path (a test's, a plug-in's) does not enter, so the fingerprint
+    depends on the code and the path alone.
     """
     for finder in sys.meta_path:
         find = getattr(finder, "find_spec", None)
@@ -53,8 +56,9 @@ def _top_origin_on(top: str, path: tuple[str, ...]) -> Path | None:
 
 
 def _top_origin(top: str) -> Path | None:
-    """The file (module) or ``__init__.py`` (package) of top-level module ``top``, found without importing it,
-    on the current ``sys.path`` (cached per path).
+    """The file (module) or ``__init__.py`` (package) of top-level module ``top``, found without importing it.
+
+    On the current ``sys.path`` (cached per path).
     """
     return _top_origin_on(top, tuple(sys.path))
 
@@ -83,8 +87,9 @@ def _is_local(path: Path) -> bool:
 
 
 def _imports(tree: ast.Module, name: str, is_package: bool) -> set[str]:
-    """Absolute names of every module ``tree`` imports anywhere (top level or inside functions), candidate
-    submodules of ``from X import Y`` included (``X.Y``; kept only if it is a module).
+    """Absolute names of every module ``tree`` imports anywhere (top level or inside functions).
+
+    Candidate submodules of ``from X import Y`` included (``X.Y``; kept only if it is a module).
     """
     out: set[str] = set()
     package = name if is_package else name.rpartition(".")[0]

@@ -1,5 +1,6 @@
-"""The ``local`` executor: training jobs in this process (the driver) and in worker processes beside it, with
-processes × torch threads = the CPUs (``bench.core.device.parallelism``).
+"""The ``local`` executor: training jobs in this process (the driver) and in worker processes beside it.
+
+With processes × torch threads = the CPUs (``bench.core.device.parallelism``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ def _next_task(tasks: Any, parent: int) -> Any:
 
 def _worker_main(index: int, threads: int, tasks: Any, results: Any, parent: int, plugins: tuple[str, ...] = ()
                  ) -> None:
-    """A training worker process: ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads;
-    puts ``(kind, index, job id, pickled models or exception)`` on ``results`` (kind ``ready`` once started, then
-    ``ok`` or ``error`` per job); ``None`` stops it. Ctrl-C is the driver's to handle.
+    """A training worker process.
+
+    ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads; puts ``(kind, index, job id, pickled
+    models or exception)`` on ``results`` (kind ``ready`` once started, then ``ok`` or ``error`` per job); ``None``
+    stops it. Ctrl-C is the driver's to handle.
     """
     import pickle
     import signal
@@ -197,8 +200,10 @@ class LocalExecutor:
             pending.finish(models)
 
     def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
-        """The job's models: trained here now if no worker has taken it; else, while a worker trains it, this process
-        trains the oldest waiting job. Raises what training raised, or ``JobFailed`` if its worker died.
+        """The job's models: trained here now if no worker has taken it.
+
+        Else, while a worker trains it, this process trains the oldest waiting job. Raises what training raised, or
+        ``JobFailed`` if its worker died.
         """
         while True:
             self._hand_over()
@@ -225,8 +230,9 @@ class LocalExecutor:
                 "resources": {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}}
 
     def close(self) -> None:
-        """Keep the jobs the workers have finished (``on_done``: into the cache), then stop the workers; jobs still
-        training or waiting are dropped (a rerun resumes from the cache).
+        """Keep the jobs the workers have finished (``on_done``: into the cache), then stop the workers.
+
+        Jobs still training or waiting are dropped (a rerun resumes from the cache).
         """
         if not self._procs:
             return

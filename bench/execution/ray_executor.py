@@ -1,6 +1,7 @@
-"""The ``ray`` executor: one Ray task per training job, on a local Ray instance or a cluster (Moritz et al. 2018,
-"Ray: a distributed framework for emerging AI applications"). See ``bench.execution.executor`` for how jobs, the model
-cache and worker failures behave.
+"""The ``ray`` executor: one Ray task per training job, on a local Ray instance or a cluster.
+
+Moritz et al. 2018, "Ray: a distributed framework for emerging AI applications". See ``bench.execution.executor`` for
+how jobs, the model cache and worker failures behave.
 """
 
 from __future__ import annotations
@@ -102,8 +103,9 @@ class RayExecutor:
                 pending.finish(models)
 
     def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
-        """Wait for ``pending``; every other job that finishes meanwhile is handed to its ``on_done`` too (the
-        cache and the progress bar follow the whole cluster). Per-epoch progress is not reported from workers.
+        """Wait for ``pending``; every other job that finishes meanwhile is handed to its ``on_done`` too.
+
+        The cache and the progress bar follow the whole cluster. Per-epoch progress is not reported from workers.
         """
         while not pending.done:
             ready, _ = self._ray.wait(list(self._outstanding), num_returns=1)

@@ -1,5 +1,6 @@
-"""What to train (``Recipe``), a training job (``TrainJob``: a recipe's models shipped to a worker), the pure function
-that runs one (``run_job``), and the handle the driver holds while it runs (``Pending``). Executors
+"""What to train (``Recipe``), a training job (``TrainJob``: a recipe's models shipped to a worker).
+
+The pure function that runs one (``run_job``), and the handle the driver holds while it runs (``Pending``). Executors
 (``bench.execution.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
 itself from ``job.seeds``), so where a job runs does not change its result.
 """
@@ -33,8 +34,10 @@ class JobFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class Recipe:
-    """What to train: how every model of one cell is trained, the target and its shadow / reference / canary models
-    alike. The one place a cell's mechanism, settings, target ε, δ and dataset are written.
+    """What to train: how every model of one cell is trained.
+
+    The target and its shadow / reference / canary models alike. The one place a cell's mechanism, settings, target ε, δ
+    and dataset are written.
 
     Attributes:
         mechanism: registered name. spec: its validated TrainSpec. target_epsilon: ε to calibrate to (None: no
@@ -150,8 +153,10 @@ def _run_job(job: TrainJob, on_epoch: EpochCallback | None) -> list[TrainedModel
 
 
 class Pending:
-    """A submitted job. ``on_done(models)`` (e.g. writing them to the cache) runs once, when the driver first sees
-    the job finish; ``result`` / ``error`` hold its outcome from then on.
+    """A submitted job.
+
+    ``on_done(models)`` (e.g. writing them to the cache) runs once, when the driver first sees the job finish;
+    ``result`` / ``error`` hold its outcome from then on.
     """
 
     def __init__(self, job: TrainJob, on_done: Callable[[list[TrainedModel]], None] | None) -> None:

@@ -1,5 +1,7 @@
-"""What ``bench perf`` measures (``PerfConfig``) and its checks (``validate``), without importing torch: the command
-line refuses a bad setting or an unwritable ``--json`` path before torch (and its import-time warnings) loads.
+"""What ``bench perf`` measures (``PerfConfig``) and its checks (``validate``), without importing torch.
+
+The command line refuses a bad setting or an unwritable ``--json`` path before torch (and its import-time warnings)
+loads.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Throughput of any registered mechanism, a plug-in included (``bench perf --mechanism NAME``), as the ratio that
-survives a change of machine: its training (``Mechanism.fit``) against the non-private training of the same model in
-the same process, timed interleaved round by round; and the comparison of a perf.json with a baseline one
+"""Throughput of any registered mechanism, a plug-in included (``bench perf --mechanism NAME``).
+
+As the ratio that survives a change of machine: its training (``Mechanism.fit``) against the non-private training of the
+same model in the same process, timed interleaved round by round; and the comparison of a perf.json with a baseline one
 (``--baseline``).
 """
 
@@ -90,8 +91,10 @@ def measure_mechanism(name: str, *, rounds: int, device: torch.device,
 
 
 def baseline_regressions(doc: dict[str, Any], baseline: dict[str, Any], factor: float) -> list[str]:
-    """The same-run ratios of ``doc`` that fell below ``factor`` × the baseline's: each mechanism's ``ratio`` and
-    the built-in paths' ``ratios`` where higher is better (all but ``dpmix_60k_seconds``, an absolute time).
+    """The same-run ratios of ``doc`` that fell below ``factor`` × the baseline's.
+
+    Each mechanism's ``ratio`` and the built-in paths' ``ratios`` where higher is better (all but ``dpmix_60k_seconds``,
+    an absolute time).
 
     Args:
         doc: this run's perf.json.

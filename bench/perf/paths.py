@@ -1,5 +1,7 @@
-"""The paths ``bench perf`` measures: a non-private step, DP-SGD steps by our clippers and by Opacus' modes,
-DPMix synthesis, and shadow models trained one by one or as one vectorised ensemble.
+"""The paths ``bench perf`` measures.
+
+A non-private step, DP-SGD steps by our clippers and by Opacus' modes, DPMix synthesis, and shadow models trained one by
+one or as one vectorised ensemble.
 """
 
 from __future__ import annotations
@@ -140,7 +142,8 @@ def measure_dpmix(cfg, rounds: int) -> Record:
 
 
 def measure_shadows(cfg, device: torch.device, rounds: int) -> list[Record]:
-    """K shadow models of ``cfg.model`` (SGD, momentum 0.9, one epoch of ``shadow_examples`` images each):
+    """K shadow models of ``cfg.model`` (SGD, momentum 0.9, one epoch of ``shadow_examples`` images each).
+
     ``train_sequential`` vs ``train_ensemble``; samples/s = K · examples / seconds.
     """
     from bench.core.models import build_model

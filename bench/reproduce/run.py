@@ -1,7 +1,9 @@
-"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.reproduce.presets``) through the
-harness, and turn their finished models into ``reproduction`` rows (published vs reproduced vs corrected) and
-``reproduction_curves``. This module only chooses each row's data, settings and seeds and reads the results;
-training, evaluation, attacks, audits and writing are the harness's. Accuracies are in percent.
+"""``python -m bench reproduce PRESET`` / ``--all``.
+
+Rerun reference systems (``bench.reproduce.presets``) through the harness, and turn their finished models into
+``reproduction`` rows (published vs reproduced vs corrected) and ``reproduction_curves``. This module only chooses each
+row's data, settings and seeds and reads the results; training, evaluation, attacks, audits and writing are the
+harness's. Accuracies are in percent.
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ def preset_split(preset: Preset, pool: ArrayDataset, test: ArrayDataset, seed: i
 
 
 def row_training(row: Row, split: MembershipSplit, delta: float) -> dict[str, Any]:
-    """The row's TrainSpec settings, with a DPMix source σ resolved (the source's formula: Lee et al.'s closed form as
-    stated, labels anywhere in [0, 1]^d_y, with 1/n where they have ℓ/n) when ``row.source_sigma``.
+    """The row's TrainSpec settings.
+
+    With a DPMix source σ resolved (the source's formula: Lee et al.'s closed form as stated, labels anywhere in [0,
+    1]^d_y, with 1/n where they have ℓ/n) when ``row.source_sigma``.
     """
     training = copy.deepcopy(row.training)
     if row.source_sigma:
@@ -156,9 +160,10 @@ def _wall(cells: list[RunResult]) -> float:
 
 
 def curve_entry(preset: Preset, curve: Curve, by_key: dict[str, list[RunResult]]) -> ReproductionCurve:
-    """Accuracy (mean, std over seeds) at each x of ``curve``; ``holds`` checks the source's claim: ``increasing``,
-    the last point at least 1.5 points above the first and no step down by more than 1.5 points; ``peak``, the
-    best point strictly inside the range (a sweet spot).
+    """Accuracy (mean, std over seeds) at each x of ``curve``; ``holds`` checks the source's claim.
+
+    ``increasing``, the last point at least 1.5 points above the first and no step down by more than 1.5 points;
+    ``peak``, the best point strictly inside the range (a sweet spot).
     """
     rows = {r.key: r for r in preset.rows}
     points = [_accuracies(by_key.get(key, [])) for key in curve.keys]
@@ -177,8 +182,9 @@ def curve_entry(preset: Preset, curve: Curve, by_key: dict[str, list[RunResult]]
 
 def claim_row(preset: Preset, curve: Curve, entry: ReproductionCurve, by_key: dict[str, list[RunResult]], *,
               command: str, cut: str) -> ReproductionRow:
-    """A row for a trend the source claimed without a figure (``published`` null): reproduced when the trend holds;
-    ``reproduced`` gives the accuracies at the largest x, the notes every point.
+    """A row for a trend the source claimed without a figure (``published`` null).
+
+    Reproduced when the trend holds; ``reproduced`` gives the accuracies at the largest x, the notes every point.
     """
     last = by_key.get(curve.keys[-1], [])
     points = ", ".join(f"{x:g}: {'—' if m is None else f'{m:.2f} %'}" for x, m in zip(entry.x, entry.mean,
@@ -208,8 +214,9 @@ def _cut_note(preset: Preset, seeds: tuple[int, ...], is_quick: bool, max_epochs
 
 
 class _Collector:
-    """Turns finished cells into reproduction rows (after a row's last seed) and curves (after a preset's last
-    row), as the harness finishes them.
+    """Turns finished cells into reproduction rows (after a row's last seed) and curves (after a preset's last row).
+
+    As the harness finishes them.
     """
 
     def __init__(self, command: str, presets: dict[str, Preset], cuts: dict[str, str],

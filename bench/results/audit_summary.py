@@ -1,5 +1,7 @@
-"""The run-level audit of results.json: the privacy bugs and refuted claims found, the comparisons made, the white-box
-canaries pooled across seeds, and the profile's measured detection power.
+"""The run-level audit of results.json.
+
+The privacy bugs and refuted claims found, the comparisons made, the white-box canaries pooled across seeds, and the
+profile's measured detection power.
 """
 
 from __future__ import annotations
@@ -99,9 +101,10 @@ class PooledAudit(Model):
 
 
 class DetectionRow(Model):
-    """One measured row of a profile's detection-power table (``scripts/detection_power.py``): whether one run of the
-    profile, with a bug injected into the mechanism while its accountant still certifies the target ε, ended with
-    exit status 3.
+    """One measured row of a profile's detection-power table (``scripts/detection_power.py``).
+
+    Whether one run of the profile, with a bug injected into the mechanism while its accountant still certifies the
+    target ε, ended with exit status 3.
     """
 
     profile: str

@@ -1,5 +1,7 @@
-"""A model's privacy in results.json: ``bench.core.privacy.PrivacySpent`` (the accountant's ε with its δ and
-neighbouring relation, and the same guarantee under other relations), plus the results-only ``weak_delta``.
+"""A model's privacy in results.json.
+
+``bench.core.privacy.PrivacySpent`` (the accountant's ε with its δ and neighbouring relation, and the same guarantee
+under other relations), plus the results-only ``weak_delta``.
 """
 
 from __future__ import annotations

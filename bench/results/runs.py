@@ -13,8 +13,9 @@ from bench.results.privacy import Privacy
 
 
 class Utility(Model):
-    """Test accuracy (fraction), mean test cross-entropy (nats), accuracy on the members (fraction) and, for a model
-    trained with privacy off, on the validation split (fraction).
+    """Test accuracy (fraction), mean test cross-entropy (nats), accuracy on the members (fraction) and.
+
+    For a model trained with privacy off, on the validation split (fraction).
     """
 
     test_accuracy: float
@@ -33,9 +34,11 @@ class Utility(Model):
 
 
 class Images(Model):
-    """Reconstructions or release examples as 8-bit grey images: ``images`` (one list of H·W values in 0..255
-    each), ``shape`` [H, W], and the class (or record label) of each; ``metrics`` the attack's scores
-    (docs/results-schema.md lists them per attack); ``kind`` the release's kind for release examples.
+    """Reconstructions or release examples as 8-bit grey images.
+
+    ``images`` (one list of H·W values in 0..255 each), ``shape`` [H, W], and the class (or record label) of each;
+    ``metrics`` the attack's scores (docs/results-schema.md lists them per attack); ``kind`` the release's kind for
+    release examples.
     """
 
     attack: str | None = None
@@ -53,9 +56,10 @@ class Images(Model):
 
 
 class EpochRecord(Model):
-    """One epoch of a model's training (``bench.core.epochs.EpochRecorder``): losses in nats, accuracies as
-    fractions; null where the loop could not measure it (e.g. training accuracy of the fast DP-SGD step, test values
-    of a model trained without a probe set).
+    """One epoch of a model's training (``bench.core.epochs.EpochRecorder``).
+
+    Losses in nats, accuracies as fractions; null where the loop could not measure it (e.g. training accuracy of the
+    fast DP-SGD step, test values of a model trained without a probe set).
     """
 
     epoch: int
@@ -73,10 +77,11 @@ class EpochRecord(Model):
 
 
 class FeatureMaps(Model):
-    """What a CNN's first two convolutions see (``bench.core.features.conv_feature_maps``): the outputs of its
-    first and second ``Conv2d`` (before activation), read by forward hooks on the model's own layers, on one fixed
-    test image, and the first convolution's learnt filters; at most ``max_channels`` channels per layer. Values
-    are floats (4 significant digits), each array row-major.
+    """What a CNN's first two convolutions see (``bench.core.features.conv_feature_maps``).
+
+    The outputs of its first and second ``Conv2d`` (before activation), read by forward hooks on the model's own layers,
+    on one fixed test image, and the first convolution's learnt filters; at most ``max_channels`` channels per layer.
+    Values are floats (4 significant digits), each array row-major.
     """
 
     image: list[float]
@@ -98,8 +103,9 @@ class FeatureMaps(Model):
 
 
 class Timings(Model):
-    """Seconds spent on the model (training as recorded when it was trained, also when loaded from the cache),
-    training throughput (samples/s), and whether the model came from the cache.
+    """Seconds spent on the model (training as recorded when it was trained, also when loaded from the cache).
+
+    Training throughput (samples/s), and whether the model came from the cache.
     """
 
     train_s: float
@@ -117,10 +123,11 @@ class Timings(Model):
 
 
 class Degenerate(Model):
-    """A model that learned nothing (``bench.runner.degenerate``): its test accuracy is no better than the best
-    constant prediction's, or it predicts one class for every test record. Its attack results are kept but are not
-    evidence of privacy: the reports grey its row, print ``text``, and leave it off the Pareto frontier and out of
-    the verdict's "no attack beats chance".
+    """A model that learned nothing (``bench.runner.degenerate``).
+
+    Its test accuracy is no better than the best constant prediction's, or it predicts one class for every test record.
+    Its attack results are kept but are not evidence of privacy: the reports grey its row, print ``text``, and leave it
+    off the Pareto frontier and out of the verdict's "no attack beats chance".
     """
 
     reason: str
@@ -148,10 +155,11 @@ class Degenerate(Model):
 
 
 class RunResult(Model):
-    """One model: a mechanism at a target ε (null: no target) for one seed, its privacy, utility, attacks and
-    reconstructions. ``status`` "failed" with a one-line ``error`` when training failed; ``attack_errors`` names
-    each attack that failed on an otherwise finished model (a failed part of the cell). ``preset`` / ``row``:
-    set by ``bench reproduce``.
+    """One model: a mechanism at a target ε (null: no target) for one seed, its privacy, utility.
+
+    Attacks and reconstructions. ``status`` "failed" with a one-line ``error`` when training failed; ``attack_errors``
+    names each attack that failed on an otherwise finished model (a failed part of the cell). ``preset`` / ``row``: set
+    by ``bench reproduce``.
     """
 
     dataset: str

@@ -1,6 +1,7 @@
-"""One cell of a run (``PlannedCell``: a recipe for one seed, its data and attacks) — its model trained (or loaded),
-evaluated and attacked. Metrics and ε lower bounds are applied here, in one place, to every membership attack's
-scores.
+"""One cell of a run (``PlannedCell``: a recipe for one seed, its data and attacks).
+
+Its model trained (or loaded), evaluated and attacked. Metrics and ε lower bounds are applied here, in one place, to
+every membership attack's scores.
 """
 
 from __future__ import annotations
@@ -146,8 +147,10 @@ def _round(t: torch.Tensor) -> list[float]:
 
 
 def epoch_records(trained: TrainedModel, recipe: Recipe) -> list[EpochRecord]:
-    """The per-epoch records of ``trained`` (``TrainedModel.epochs``) with, where the mechanism spends privacy epoch
-    by epoch (``Mechanism.epsilon_by_epoch``: DP-SGD), the ε spent after each epoch at the model's δ.
+    """The per-epoch records of ``trained`` (``TrainedModel.epochs``) with.
+
+    Where the mechanism spends privacy epoch by epoch (``Mechanism.epsilon_by_epoch``: DP-SGD), the ε spent after each
+    epoch at the model's δ.
     """
     from mechanisms import MECHANISMS
 
@@ -188,8 +191,9 @@ def _prefetch(ctx: AttackContext, attacks: list[Attack]) -> None:
 
 @dataclass(frozen=True)
 class CellRunner:
-    """Evaluates and attacks one cell's model (one runner per cell, holding it: its recipe, data and attacks never
-    change).
+    """Evaluates and attacks one cell's model.
+
+    One runner per cell, holding it: its recipe, data and attacks never change.
 
     Args:
         trainer: gives models. cell: the cell. attacks: the cell's attacks, by name, already built with their
@@ -204,8 +208,10 @@ class CellRunner:
     on_status: Callable[[str], None] = lambda line: None
 
     def run(self, target: Slot | None = None, on_epoch: EpochCallback | None = None) -> RunResult:
-        """The cell's RunResult; a training failure gives a ``failed`` result, an attack failure an entry in
-        ``attack_errors``. ``target``: its model's slot, if already submitted (None: submitted here).
+        """The cell's RunResult; a training failure gives a ``failed`` result.
+
+        An attack failure an entry in ``attack_errors``. ``target``: its model's slot, if already submitted (None:
+        submitted here).
         """
         recipe, seed, split = self.cell.recipe, self.cell.seed, self.cell.split
         spec = recipe.spec

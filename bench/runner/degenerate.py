@@ -1,6 +1,8 @@
-"""Models that learned nothing (issue 40, item 1): after training, every model is checked against what a model that
-learned nothing scores, and marked ``degenerate`` in results.json (``bench.results.Degenerate``), so that its attack
-results — an AUC of 0.50 on a collapsed model — are never read as privacy.
+"""Models that learned nothing (issue 40, item 1).
+
+After training, every model is checked against what a model that learned nothing scores, and marked ``degenerate`` in
+results.json (``bench.results.Degenerate``), so that its attack results — an AUC of 0.50 on a collapsed model — are
+never read as privacy.
 
 The rule, decided here:
 
@@ -69,9 +71,10 @@ def _cell(r: RunResult) -> tuple[str, str, int, str | None, str | None]:
 
 
 def assign_causes(results: list[RunResult]) -> None:
-    """Set ``cause`` (and complete ``text``) of every degenerate model in ``results``, in place: ``noise`` where the
-    same mechanism's ε = ∞ point (same data set, seed, preset row) learned, ``recipe`` for a model trained with
-    privacy off or one whose ε = ∞ point is degenerate too, None without an ε = ∞ point (module docstring).
+    """Set ``cause`` (and complete ``text``) of every degenerate model in ``results``, in place.
+
+    ``noise`` where the same mechanism's ε = ∞ point (same data set, seed, preset row) learned, ``recipe`` for a model
+    trained with privacy off or one whose ε = ∞ point is degenerate too, None without an ε = ∞ point (module docstring).
     """
     off = {_cell(r): r for r in results if r.off_point and r.ok}
     for r in results:

@@ -18,16 +18,16 @@ TABLE = Path(__file__).resolve().parents[1] / "zoo" / "data" / "detection_power.
 
 
 def bug_text(bug: str) -> str:
-    """The table's bug key (``"0.5"``, ``"labels"``, ``"1"``) in words: ``σ × 0.5``, ``labels in the clear``,
-    ``none``.
+    """The table's bug key (``"0.5"``, ``"labels"``, ``"1"``) in words: ``σ × 0.5``, ``labels in the clear``, ``none``.
     """
     return {"labels": "labels in the clear", "1": "none"}.get(bug, f"σ × {bug}")
 
 
 def detection_rows(profile: str, mechanisms: list[str] | tuple[str, ...], *, path: Path = TABLE
                    ) -> list[DetectionRow]:
-    """The measured rows of ``profile`` for ``mechanisms`` (in the table's order); none where the table or a row is
-    missing, or a row's run did not end with exit status 0 or 3.
+    """The measured rows of ``profile`` for ``mechanisms`` (in the table's order).
+
+    None where the table or a row is missing, or a row's run did not end with exit status 0 or 3.
 
     Raises:
         ValueError: the table is not valid JSON or a row lacks a field (a broken table in the checkout).

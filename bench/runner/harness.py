@@ -1,6 +1,7 @@
-"""The one loop of every run (``run``, ``all`` and ``reproduce``): a plan of cells, each a model trained (or
-reused from the cache), evaluated and attacked, with results.json written atomically after every cell and the
-run-level privacy-bug check at the end.
+"""The one loop of every run (``run``, ``all`` and ``reproduce``).
+
+A plan of cells, each a model trained (or reused from the cache), evaluated and attacked, with results.json written
+atomically after every cell and the run-level privacy-bug check at the end.
 """
 
 from __future__ import annotations
@@ -163,8 +164,10 @@ class Harness:
         return self.trainer.device
 
     def run(self) -> tuple[Results, Path]:
-        """Run every cell; return (results document, output folder). One run per Harness: the executor is closed
-        at the end (Ray: jobs finished by then go into the cache, the rest are cancelled).
+        """Run every cell; return (results document, output folder).
+
+        One run per Harness: the executor is closed at the end (Ray: jobs finished by then go into the cache, the rest
+        are cancelled).
 
         Raises:
             BenchError: unwritable output, another privbench run writing into it, or another run's results in it
@@ -186,8 +189,9 @@ class Harness:
                        reproduction_curves=[] if plan.reproduction else None)
 
     def _ceilings(self, doc: Results) -> dict[str, Ceiling]:
-        """The non-private ceiling of each dataset (``bench.runner.ceiling.choose_ceiling``), where the run trained a
-        model with privacy off.
+        """The non-private ceiling of each dataset (``bench.runner.ceiling.choose_ceiling``).
+
+        Where the run trained a model with privacy off.
         """
         out = {}
         for dataset, info in self.plan.datasets.items():

@@ -38,8 +38,10 @@ LINKED_PNG = re.compile(r"\]\(([^()/\\]+\.png)\)")
 
 
 def report_files(folder: Path) -> list[Path]:
-    """The report files in ``folder``, sorted by name: those ``is_report_file`` names, and every PNG that the
-    folder's report.md shows (the plots of a plug-in report section, whose stems this module cannot know).
+    """The report files in ``folder``, sorted by name.
+
+    Those ``is_report_file`` names, and every PNG that the folder's report.md shows (the plots of a plug-in report
+    section, whose stems this module cannot know).
     """
     linked: set[str] = set()
     try:
@@ -136,8 +138,10 @@ class CompleteResults(BenchError):
 
 
 def _comparable(config: dict[str, Any] | None) -> Any:
-    """``config`` as results.json records it (JSON types), without ``output`` (the same run may be named by
-    another path) and ``job_timeout`` (it changes no model: a rerun with a longer limit retries a timed-out cell).
+    """``config`` as results.json records it (JSON types).
+
+    Without ``output`` (the same run may be named by another path) and ``job_timeout`` (it changes no model: a rerun
+    with a longer limit retries a timed-out cell).
     """
     if not isinstance(config, dict):
         return None

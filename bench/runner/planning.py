@@ -1,6 +1,7 @@
-"""From a validated ``RunConfig`` to a ``Plan``: the data loaded and split, the grid of cells, the attacks built,
-and every check that needs the data (a model that does not fit it, an attack without the data it needs) done
-before any training starts.
+"""From a validated ``RunConfig`` to a ``Plan``.
+
+The data loaded and split, the grid of cells, the attacks built, and every check that needs the data (a model that does
+not fit it, an attack without the data it needs) done before any training starts.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ log = logging.getLogger("privbench.plan")
 
 
 def grid(cfg: RunConfig) -> list[tuple[Recipe, int]]:
-    """Every cell of the run, as (what to train, seed): seeds × mechanisms × (ε grid + the mechanism's reference ε +
-    its ε = ∞ point, unless ``cfg.privacy_off_points`` is false), each with ``cfg``'s training settings, δ and
-    dataset.
+    """Every cell of the run, as (what to train, seed).
+
+    Seeds × mechanisms × (ε grid + the mechanism's reference ε + its ε = ∞ point, unless ``cfg.privacy_off_points`` is
+    false), each with ``cfg``'s training settings, δ and dataset.
     """
     from mechanisms import MECHANISMS
 
@@ -81,8 +83,9 @@ def models_for_data(cfg: RunConfig, kind: str) -> RunConfig:
 
 
 def image_attacks_skipped(cfg: RunConfig, attacks: dict[str, Attack]) -> tuple[RunConfig, dict[str, Attack]]:
-    """Tabular data: the attacks that score images as images (``needs_images``: SSIM, total variation) are left
-    out, named in a warning; the returned config lists the attacks that run. Raises ConfigError if none is left.
+    """Tabular data: the attacks that score images as images (``needs_images``: SSIM, total variation) are left out.
+
+    Named in a warning; the returned config lists the attacks that run. Raises ConfigError if none is left.
     """
     skipped = [name for name, a in attacks.items() if a.needs_images]
     if not skipped:
@@ -111,8 +114,10 @@ def check_models(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> No
 
 
 def build_attacks(cfg: RunConfig) -> dict[str, Attack]:
-    """Each attack of the run with its settings. Raises ConfigError when one needs an attacker population and
-    ``n_population`` is 0, or asks for more records than the run has (``Attack.size_problem``).
+    """Each attack of the run with its settings.
+
+    Raises ConfigError when one needs an attacker population and ``n_population`` is 0, or asks for more records than
+    the run has (``Attack.size_problem``).
     """
     attacks = {name: cfg.attack(name) for name in cfg.attacks}
     needy = [name for name, a in attacks.items() if a.needs_population]

@@ -1,5 +1,7 @@
-"""Where a run's numbers came from: package versions, the git commit and whether the tree was dirty, and the
-output folder's preparation (checked and locked for the run: ``bench.runner.outfolder``).
+"""Where a run's numbers came from.
+
+Package versions, the git commit and whether the tree was dirty, and the output folder's preparation (checked and locked
+for the run: ``bench.runner.outfolder``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The bug zoo's two plug-in kinds: a **bug** (a mutant of a correct mechanism, the way a privacy bug found in real DP
-code breaks it) and an **auditor** (anything that looks at one run of a mechanism and says "privacy bug" or not).
+"""The bug zoo's two plug-in kinds.
+
+A **bug** (a mutant of a correct mechanism, the way a privacy bug found in real DP code breaks it) and an **auditor**
+(anything that looks at one run of a mechanism and says "privacy bug" or not).
 
 A bug is one module that registers a ``Bug``; its ``apply`` monkeypatches the mechanism's own code and runs in every
 process of a zoo run (the driver and each training worker import ``bench.zoo.apply``, a ``--plugins`` module, which
@@ -70,10 +72,11 @@ class Bug:
 
 @dataclass(frozen=True)
 class AuditorInput:
-    """What an auditor sees of one finished zoo run: the run's document (``bench.results.Results``), the target
-    cell's ``RunResult`` (its certified ``privacy``, its attack records with their audits and conformance), and
-    the raw scores of each audit (``scores[record name] = (scores (N,), labels (N,) in {0, 1})``, as the attack
-    returned them; larger means "member" / "canary included").
+    """What an auditor sees of one finished zoo run.
+
+    The run's document (``bench.results.Results``), the target cell's ``RunResult`` (its certified ``privacy``, its
+    attack records with their audits and conformance), and the raw scores of each audit (``scores[record name] = (scores
+    (N,), labels (N,) in {0, 1})``, as the attack returned them; larger means "member" / "canary included").
     """
 
     results: Any
@@ -84,8 +87,10 @@ class AuditorInput:
 
 @dataclass(frozen=True)
 class Verdict:
-    """An auditor's answer on one run: ``caught`` (it says "privacy bug"), ``value`` (the number it reads its
-    verdict from — an ε lower bound or estimate, unitless — where it has one), ``text`` (one line: why).
+    """An auditor's answer on one run.
+
+    ``caught`` (it says "privacy bug"), ``value`` (the number it reads its verdict from — an ε lower bound or estimate,
+    unitless — where it has one), ``text`` (one line: why).
     """
 
     caught: bool

@@ -141,8 +141,10 @@ def _dataset(profile: str) -> str | None:
 
 
 def _check_run(options) -> None:
-    """Refuse, before anything is written, what would stop the zoo later: a plan with nothing to run, MNIST not
-    there for a profile that trains on it, an executor that cannot start, an output folder that cannot be used.
+    """Refuse, before anything is written, what would stop the zoo later.
+
+    A plan with nothing to run, MNIST not there for a profile that trains on it, an executor that cannot start, an
+    output folder that cannot be used.
     """
     import importlib.util
 
@@ -186,8 +188,9 @@ def _run(options) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the zoo sub-command ``args.zoo_command``; the exit status (0; 1 when a run or verdict failed, or a worker
-    died).
+    """Run the zoo sub-command ``args.zoo_command``.
+
+    The exit status (0; 1 when a run or verdict failed, or a worker died).
 
     Raises:
         bench.core.errors.ConfigError: bad input (one line), before anything is written.

@@ -1,6 +1,7 @@
-"""The zoo's results document (``zoo.json``) and its summary: per bug (or correct mechanism) and auditor, the
-detection rate over seeds with its 95 % Clopper-Pearson interval (on a correct mechanism: the false-alarm rate), and
-the mean CPU-seconds per verdict. No torch import.
+"""The zoo's results document (``zoo.json``) and its summary.
+
+Per bug (or correct mechanism) and auditor, the detection rate over seeds with its 95 % Clopper-Pearson interval (on a
+correct mechanism: the false-alarm rate), and the mean CPU-seconds per verdict. No torch import.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One summary row per (case, auditor), in the order the cases were run: ``verdicts`` (seeds judged),
-    ``caught``, ``rate`` and its ``lower`` / ``upper`` 95 % limits, ``errors`` (runs or verdicts that failed:
-    shown, never counted as a pass), ``missing`` (why the auditor could not run), ``cpu_s_per_verdict`` (mean over
-    judged seeds of the run's CPU-seconds plus the auditor's own), the bug's ``true_epsilon`` / certified ε ratio
-    (the mean over seeds; ∞ for an unbounded bug; None where unknown).
+    """One summary row per (case, auditor), in the order the cases were run.
+
+    ``verdicts`` (seeds judged), ``caught``, ``rate`` and its ``lower`` / ``upper`` 95 % limits, ``errors`` (runs or
+    verdicts that failed: shown, never counted as a pass), ``missing`` (why the auditor could not run),
+    ``cpu_s_per_verdict`` (mean over judged seeds of the run's CPU-seconds plus the auditor's own), the bug's
+    ``true_epsilon`` / certified ε ratio (the mean over seeds; ∞ for an unbounded bug; None where unknown).
     """
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows:
@@ -65,9 +67,11 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_document(options: Any, rows: list[dict[str, Any]], *, cost: dict[str, Any] | None = None
                    ) -> dict[str, Any]:
-    """Write ``zoo.json`` atomically into ``options.output``: the settings, the configuration and code version its
-    runs are keyed by (``bench.zoo.resume``), the catalogue's entries that ran, every verdict row, the summary, and
-    ``cost`` (this invocation's wall time and the driver's and workers' CPU-seconds); returns the document.
+    """Write ``zoo.json`` atomically into ``options.output``.
+
+    The settings, the configuration and code version its runs are keyed by (``bench.zoo.resume``), the catalogue's
+    entries that ran, every verdict row, the summary, and ``cost`` (this invocation's wall time and the driver's and
+    workers' CPU-seconds); returns the document.
     """
     from bench.zoo.api import AUDITORS, BUGS
     from bench.zoo.resume import code_version, configuration

@@ -1,7 +1,9 @@
-"""Which zoo folders and documents the zoo's commands refuse up front, each in one line (``ConfigError``: the command
-line prints ``privbench: error: …`` and exits with status 2, having written nothing): an output path that is a file
-or lies under one, a folder that cannot be written, a ``zoo.json`` that cannot be read or is not a zoo document, and
-one of another configuration (``bench.zoo.resume.configuration``) unless ``--overwrite``. No torch import.
+"""Which zoo folders and documents the zoo's commands refuse up front.
+
+Each in one line (``ConfigError``: the command line prints ``privbench: error: …`` and exits with status 2, having
+written nothing): an output path that is a file or lies under one, a folder that cannot be written, a ``zoo.json`` that
+cannot be read or is not a zoo document, and one of another configuration (``bench.zoo.resume.configuration``) unless
+``--overwrite``. No torch import.
 """
 
 from __future__ import annotations
@@ -109,8 +111,10 @@ def read_document(path: Path) -> dict[str, Any]:
 
 
 def check_writable_folder(folder: Path, what: str) -> None:
-    """Refuse ``folder`` as a place to write: a path that is not a folder, or lies under a file, or a folder (or
-    its nearest existing parent) this process cannot write to.
+    """Refuse ``folder`` as a place to write.
+
+    A path that is not a folder, or lies under a file, or a folder (or its nearest existing parent) this process cannot
+    write to.
     """
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{what} {folder} is a file, not a folder; allowed: a folder (new, or written by "
@@ -127,6 +131,7 @@ def check_writable_folder(folder: Path, what: str) -> None:
 
 def check_output(output: Path, configuration: dict[str, Any], *, overwrite: bool) -> None:
     """Refuse ``output`` for a zoo of ``configuration`` (``bench.zoo.resume.configuration``): module docstring.
+
     A folder holding this configuration's zoo resumes it; ``overwrite`` lets a zoo of another configuration, or a
     zoo.json that cannot be read, be replaced.
     """

@@ -1,6 +1,7 @@
-"""The zoo's report page (``zoo.md``, with ``zoo_cost.png`` beside it), drawn from ``zoo.json`` alone: per bug and
-auditor the detection rate over seeds with its 95 % interval, the false-alarm rate on each correct mechanism, the
-CPU-seconds per verdict, and a plot of each auditor's detection rate against its cost.
+"""The zoo's report page (``zoo.md``, with ``zoo_cost.png`` beside it), drawn from ``zoo.json`` alone.
+
+Per bug and auditor the detection rate over seeds with its 95 % interval, the false-alarm rate on each correct
+mechanism, the CPU-seconds per verdict, and a plot of each auditor's detection rate against its cost.
 """
 
 from __future__ import annotations

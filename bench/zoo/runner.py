@@ -1,5 +1,7 @@
-"""``privbench zoo run``: every bug (and each mechanism's correct version) × seed, each as one ``bench run`` of its
-mechanism with the bug applied in every process of it (``bench.zoo.apply``), then every auditor's verdict on it.
+"""``privbench zoo run``: every bug (and each mechanism's correct version) × seed.
+
+Each as one ``bench run`` of its mechanism with the bug applied in every process of it (``bench.zoo.apply``), then every
+auditor's verdict on it.
 
 The driver (this module) plans the runs, reuses those already judged under the same key (``bench.zoo.resume``),
 and hands the rest to workers (``bench.zoo.dispatch``: local worker processes, or Ray tasks) that run **and judge**
@@ -35,8 +37,9 @@ __all__ = ["CORRECT", "MECHANISM_RUN", "PROFILE_EPSILON", "REPO", "ZooOptions", 
 
 
 def cases(bugs: tuple[str, ...]) -> list[tuple[str, str, Bug | None]]:
-    """``(case name, zoo mechanism, bug or None)`` for each bug and, first, the correct version of every mechanism
-    a bug mutates (its false alarms are always measured).
+    """``(case name, zoo mechanism, bug or None)`` for each bug and, first.
+
+    The correct version of every mechanism a bug mutates (its false alarms are always measured).
     """
     chosen = [BUGS.get(b) for b in bugs]
     mechanisms = [m for m in ZOO_MECHANISMS if any(b.mechanism == m for b in chosen)]
@@ -52,8 +55,9 @@ def _hash(bug: Bug | None) -> str:
 
 
 def plan(options: ZooOptions) -> list[RunSpec]:
-    """Every run of the zoo, in report order (each case's seeds in turn), with the attacks any of its auditors
-    reads; a case none of the chosen auditors can audit has none.
+    """Every run of the zoo, in report order (each case's seeds in turn), with the attacks any of its auditors reads.
+
+    A case none of the chosen auditors can audit has none.
     """
     load(options.plugins)
     auditors = [AUDITORS.get(a) for a in options.auditors]
@@ -93,8 +97,9 @@ def _failed_rows(spec: RunSpec, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Every case × seed: reuse the runs judged under the same key, run and judge the others in workers, and write
-    ``zoo.json`` after each (``bench.zoo.document``). The caller holds the output folder's lock.
+    """Every case × seed: reuse the runs judged under the same key, run and judge the others in workers.
+
+    And write ``zoo.json`` after each (``bench.zoo.document``). The caller holds the output folder's lock.
 
     Raises:
         ValueError: an unknown bug or auditor (one line listing the known ones).
@@ -137,11 +142,12 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
 
 
 def _cost(start: float, fresh: list[dict[str, Any]]) -> dict[str, Any]:
-    """What this invocation cost: its wall time; ``driver_cpu_s``, the driver's own CPU-seconds (this process, no
-    child); ``runs_cpu_s``, the workers' for the runs it computed (each run's processes and its judging, summed
-    over their records); ``children_cpu_s``, every child process this driver has reaped (local workers with their
-    start-up and their runs; a local Ray instance's processes), complete once the workers are done; and
-    ``driver_share``, the driver's part of the whole.
+    """What this invocation cost.
+
+    Its wall time; ``driver_cpu_s``, the driver's own CPU-seconds (this process, no child); ``runs_cpu_s``, the workers'
+    for the runs it computed (each run's processes and its judging, summed over their records); ``children_cpu_s``,
+    every child process this driver has reaped (local workers with their start-up and their runs; a local Ray instance's
+    processes), complete once the workers are done; and ``driver_share``, the driver's part of the whole.
     """
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     runs = sum(r.get("worker_cpu_s") or 0.0 for r in fresh)

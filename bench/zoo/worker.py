@@ -1,7 +1,9 @@
-"""One zoo run, where it runs: a worker process of this machine (``--executor local``) or a Ray task (``ray``) runs
-the ``bench run`` of its mechanism with the bug applied (``bench.zoo.apply``), reads the run's document once, and
-computes every row of it there — the bug's true ε, each auditor's verdict, the CPU-seconds each verdict costs — so
-the driver only collects rows (``bench.zoo.runner``).
+"""One zoo run, where it runs.
+
+A worker process of this machine (``--executor local``) or a Ray task (``ray``) runs the ``bench run`` of its mechanism
+with the bug applied (``bench.zoo.apply``), reads the run's document once, and computes every row of it there — the
+bug's true ε, each auditor's verdict, the CPU-seconds each verdict costs — so the driver only collects rows
+(``bench.zoo.runner``).
 
 A judged run is kept in its folder (``zoo-run.json``, written atomically, with its key: ``bench.zoo.resume``); a run
 that ended without results (killed, crashed) is not kept, so a rerun tries it again. An interrupted ``bench run``
@@ -59,8 +61,9 @@ def _environment(spec: RunSpec, cpus: int | None) -> dict[str, str]:
 
 
 def _prepare(spec: RunSpec) -> None:
-    """The run's folder, emptied where it holds a run of another key (or of none); an interrupted run of this key
-    stays (its bench run resumes), less its scores (written again).
+    """The run's folder, emptied where it holds a run of another key (or of none).
+
+    An interrupted run of this key stays (its bench run resumes), less its scores (written again).
     """
     key_file = spec.folder / KEY_FILE
     same = key_file.is_file() and key_file.read_text(encoding="utf-8").strip() == spec.key
@@ -94,10 +97,12 @@ def _complete(folder: Path) -> bool:
 
 
 def run_case(spec: RunSpec, cpus: int | None = None) -> dict[str, Any]:
-    """The ``bench run`` of ``spec``: its exit status, wall time, CPU-seconds (every process of it, training workers
-    included) and, where it failed, why (``error``), kept in ``RUN_FILE``. ``cpus``: the CPUs it may train on where
-    a scheduler granted them (a Ray task); a local worker's share is its affinity, which the run inherits. A run of
-    this key that already ended with results is not run again.
+    """The ``bench run`` of ``spec``.
+
+    Its exit status, wall time, CPU-seconds (every process of it, training workers included) and, where it failed, why
+    (``error``), kept in ``RUN_FILE``. ``cpus``: the CPUs it may train on where a scheduler granted them (a Ray task); a
+    local worker's share is its affinity, which the run inherits. A run of this key that already ended with results is
+    not run again.
     """
     _prepare(spec)
     done = _finished(spec)
@@ -171,8 +176,9 @@ def judge(auditor: Auditor, doc: Any, folder: Path, scores: dict[str, Any]) -> d
 
 
 def true_epsilon(bug: Bug | None, doc: Any) -> tuple[float | None, float | None]:
-    """(certified ε, the ε the bug really spends) of the run ``doc`` (None: no document); the correct mechanism's
-    true ε is its certified one. None where unknown.
+    """(certified ε, the ε the bug really spends) of the run ``doc`` (None: no document).
+
+    The correct mechanism's true ε is its certified one. None where unknown.
     """
     targets = [r for r in doc.results if r.ok and r.privacy is not None] if doc is not None else []
     if not targets:
@@ -196,9 +202,10 @@ def attack_seconds(doc: Any) -> dict[str, float]:
 
 
 def judge_rows(spec: RunSpec, run: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every auditor's row on the finished run of ``spec`` (``run``: ``run_case``'s record), in ``spec.auditors``'
-    order: the case, the certified and true ε, the verdict, and the CPU-seconds of the run the auditor needs (the
-    run's, less the attacks it does not read).
+    """Every auditor's row on the finished run of ``spec`` (``run``: ``run_case``'s record).
+
+    In ``spec.auditors``' order: the case, the certified and true ε, the verdict, and the CPU-seconds of the run the
+    auditor needs (the run's, less the attacks it does not read).
     """
     load(spec.options.plugins)
     bug = BUGS.get(spec.bug) if spec.bug else None
@@ -224,11 +231,12 @@ def judge_rows(spec: RunSpec, run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def work(spec: RunSpec, cpus: int | None = None) -> dict[str, Any]:
-    """Run and judge ``spec`` in this process: its record (``key``, ``case``, ``seed``, the run's ``exit``,
-    ``wall_s``, ``run_cpu_s``, ``error``, every auditor's ``rows``, and ``worker_cpu_s``: the run's CPU-seconds
-    plus this process's for reading and judging it), kept atomically in ``spec.record_path`` when the run ended
-    with results (exit status 0, 1 or 3). Exit status 2 (the run refused its configuration) is the driver's to
-    act on: no rows.
+    """Run and judge ``spec`` in this process.
+
+    Its record (``key``, ``case``, ``seed``, the run's ``exit``, ``wall_s``, ``run_cpu_s``, ``error``, every auditor's
+    ``rows``, and ``worker_cpu_s``: the run's CPU-seconds plus this process's for reading and judging it), kept
+    atomically in ``spec.record_path`` when the run ended with results (exit status 0, 1 or 3). Exit status 2 (the run
+    refused its configuration) is the driver's to act on: no rows.
     """
     run = run_case(spec, cpus)
     record: dict[str, Any] = {"key": spec.key, "case": spec.case, "seed": spec.seed, "attacks": list(spec.attacks),

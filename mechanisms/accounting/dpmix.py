@@ -1,6 +1,7 @@
-"""DPMix's accountants (Lee, Kim, Lee, Suh, ISIT 2019): the tight PLD accountant (default), Google
-``dp_accounting``'s RDP, and the paper's closed form (``mechanisms.accounting.dpmix_closed_form``), all under
-replace-one.
+"""DPMix's accountants (Lee, Kim, Lee, Suh, ISIT 2019).
+
+The tight PLD accountant (default), Google ``dp_accounting``'s RDP, and the paper's closed form
+(``mechanisms.accounting.dpmix_closed_form``), all under replace-one.
 
 Pure maths, no torch. ε is unitless, δ is a probability.
 
@@ -149,8 +150,9 @@ def dpmix_epsilon(
 
 @functools.lru_cache(maxsize=1024)
 def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
-    """ε at ``delta`` of :func:`dpmix_pld`, memoised: an audit's releases repeat one σ's privacy profile (eleven
-    δ's, most of a release's time) for every release.
+    """ε at ``delta`` of :func:`dpmix_pld`, memoised.
+
+    An audit's releases repeat one σ's privacy profile (eleven δ's, most of a release's time) for every release.
 
     Args:
         c, q, num_samples: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
@@ -165,9 +167,11 @@ def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> flo
 
 @functools.lru_cache(maxsize=256)
 def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution | None:
-    """``dp_accounting``'s PLD of T = ``num_samples`` DPMix releases: the T-fold composition of the dominating pair
-    (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse (module docstring), pessimistic connect-the-dots, grid
-    ``PLD_INTERVAL·max(1, c)``; memoised (a calibration and its privacy profile ask the same one many times).
+    """``dp_accounting``'s PLD of T = ``num_samples`` DPMix releases.
+
+    The T-fold composition of the dominating pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse (module
+    docstring), pessimistic connect-the-dots, grid ``PLD_INTERVAL·max(1, c)``; memoised (a calibration and its privacy
+    profile ask the same one many times).
 
     Args:
         c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (> 0). q: ℓ/n in (0, 1]. num_samples: T.
@@ -186,8 +190,9 @@ def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution |
 
 
 def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float) -> float:
-    """Google ``dp_accounting``'s RDP ε of T self-composed draws of ℓ of n records without replacement, each a
-    Gaussian mechanism with noise multiplier ℓ/Δ (WBK19 Thm. 27, REPLACE_ONE; its default orders plus 64..120).
+    """Google ``dp_accounting``'s RDP ε of T self-composed draws of ℓ of n records without replacement.
+
+    Each a Gaussian mechanism with noise multiplier ℓ/Δ (WBK19 Thm. 27, REPLACE_ONE; its default orders plus 64..120).
     """
     from dp_accounting import dp_event, rdp
     from dp_accounting.privacy_accountant import NeighboringRelation
@@ -236,8 +241,9 @@ def dpmix_sigma(
     sigma_y_scale: float = 1.0,
     label_form: LabelForm = "distribution",
 ) -> float:
-    """Smallest σ = σ_x (σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε is ≤ ``target_epsilon``, memoised. ε falls in σ:
-    a bracket (from the closed form's σ, an upper end for the tighter accountants, down by factors of 4), then Brent's
+    """Smallest σ = σ_x (σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε is ≤ ``target_epsilon``, memoised. ε falls in σ.
+
+    A bracket (from the closed form's σ, an upper end for the tighter accountants, down by factors of 4), then Brent's
     method on log ε to relative ``tol`` (``accounting.search.solve_log``); the σ returned always meets the target.
 
     Args:

@@ -1,5 +1,7 @@
-"""DPMix's closed-form accountant (Lee et al. 2019, Thm. 1), evaluated exactly; ``mechanisms.accounting.dpmix``
-is the public API that chooses between it, Google ``dp_accounting``'s RDP and the tight PLD accountant.
+"""DPMix's closed-form accountant (Lee et al. 2019, Thm. 1), evaluated exactly.
+
+``mechanisms.accounting.dpmix`` is the public API that chooses between it, Google ``dp_accounting``'s RDP and the tight
+PLD accountant.
 
 Pure maths, no torch. ε is unitless, δ is a probability. References:
 
@@ -77,9 +79,10 @@ def _log_b_table(c: float, kmax: int) -> tuple[float, ...]:
 
 
 def closed_form_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
-    """Lee et al.'s ε (ISIT 2019, Thm. 1) at δ for T = ``num_samples`` releases, each a Gaussian mechanism of
-    whitened sensitivity Δ/ℓ (``c`` = Δ²/ℓ² ≥ 0) on ℓ records drawn without replacement at rate ``q`` = ℓ/n:
-    min over integer α ∈ [2, MAX_ORDER] of T·ε'(α) + log(1/δ)/(α − 1), ε'(α) by ``_log_b_table``.
+    """Lee et al.'s ε (ISIT 2019, Thm. 1) at δ for T = ``num_samples`` releases.
+
+    Each a Gaussian mechanism of whitened sensitivity Δ/ℓ (``c`` = Δ²/ℓ² ≥ 0) on ℓ records drawn without replacement at
+    rate ``q`` = ℓ/n: min over integer α ∈ [2, MAX_ORDER] of T·ε'(α) + log(1/δ)/(α − 1), ε'(α) by ``_log_b_table``.
 
     Args:
         c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (≥ 0).

@@ -1,8 +1,9 @@
-"""Privacy accounting of the Gaussian mechanism: the analytic calibration (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1,
-evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed; DP-SGD's PLD calibration and ε
-and the local release's (image, label) record accountant, memoised. Pure maths. ε is unitless, δ a probability.
-DP-SGD's calibration and ε by Opacus' accountants (add/remove): ``mechanisms.accounting.opacus_accountants``; DPMix's
-accountant: ``mechanisms.accounting.dpmix``.
+"""Privacy accounting of the Gaussian mechanism.
+
+The analytic calibration (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1, evaluated by ``dp_accounting``) and the classic one
+kept to show what sources claimed; DP-SGD's PLD calibration and ε and the local release's (image, label) record
+accountant, memoised. Pure maths. ε is unitless, δ a probability. DP-SGD's calibration and ε by Opacus' accountants
+(add/remove): ``mechanisms.accounting.opacus_accountants``; DPMix's accountant: ``mechanisms.accounting.dpmix``.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def _check_gauss(**values: float) -> None:
 
 
 def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
-    """Exact δ(ε) of the Gaussian mechanism N(0, σ²) with L2 sensitivity Δ (Balle & Wang, ICML 2018, Thm. 8):
+    """Exact δ(ε) of the Gaussian mechanism N(0, σ²) with L2 sensitivity Δ (Balle & Wang, ICML 2018, Thm. 8).
+
     δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), by ``dp_accounting``'s ``GaussianPrivacyLoss``.
 
     Args:
@@ -60,9 +62,10 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) ->
 
 
 def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest σ making the Gaussian mechanism (ε, δ)-DP: the analytic Gaussian mechanism (Balle & Wang, ICML
-    2018, Thm. 8 / Alg. 1), valid for every ε > 0 (unlike the classic calibration, which needs ε < 1), by
-    ``dp_accounting.get_sigma_gaussian`` (root-finding to 1e-12).
+    """Smallest σ making the Gaussian mechanism (ε, δ)-DP.
+
+    The analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1), valid for every ε > 0 (unlike the
+    classic calibration, which needs ε < 1), by ``dp_accounting.get_sigma_gaussian`` (root-finding to 1e-12).
 
     Args:
         epsilon, delta, sensitivity: ε > 0 (unitless), δ in (0, 1), L2 sensitivity Δ (> 0; σ is linear in it).
@@ -80,8 +83,10 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) ->
 
 
 def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest ε with :func:`gaussian_delta` ≤ δ: what a given σ really buys (Balle & Wang, ICML 2018, Thm. 8), by
-    ``dp_accounting.get_epsilon_gaussian`` (root-finding to 1e-12).
+    """Smallest ε with :func:`gaussian_delta` ≤ δ.
+
+    What a given σ really buys (Balle & Wang, ICML 2018, Thm. 8), by ``dp_accounting.get_epsilon_gaussian``
+    (root-finding to 1e-12).
 
     Args:
         sigma, delta, sensitivity: noise std (> 0, units of Δ), δ in (0, 1), L2 sensitivity Δ (> 0).
@@ -228,8 +233,10 @@ def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, de
 
 
 def randomized_response_keep(epsilon: float, num_classes: int) -> float:
-    """k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016): the probability e^ε/(e^ε + k − 1) of
-    releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under replace-one.
+    """k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016).
+
+    The probability e^ε/(e^ε + k − 1) of releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under
+    replace-one.
 
     Args:
         epsilon, num_classes: ε > 0 (unitless) and the number of classes k ≥ 2.
@@ -265,9 +272,11 @@ def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_cl
 
 @functools.lru_cache(maxsize=512)
 def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
-    """ε (unitless) at δ of the local release of one (image, label) record: the analytic-Gaussian image channel at
-    replace-one sensitivity 2 (Balle & Wang, ICML 2018) composed with k-ary randomized response on the label (Kairouz,
-    Oh, Viswanath 2016) by dp_accounting's PLD accountant (``_record_pld_epsilon``), memoised.
+    """ε (unitless) at δ of the local release of one (image, label) record.
+
+    The analytic-Gaussian image channel at replace-one sensitivity 2 (Balle & Wang, ICML 2018) composed with k-ary
+    randomized response on the label (Kairouz, Oh, Viswanath 2016) by dp_accounting's PLD accountant
+    (``_record_pld_epsilon``), memoised.
 
     Args:
         sigma, delta: the image noise σ > 0 (units of the unit-norm image) and δ in (0, 1).
@@ -282,11 +291,12 @@ def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, nu
 @functools.lru_cache(maxsize=512)
 def local_record_sigma(*, target_epsilon: float, delta: float, label_share: float, num_classes: int
                        ) -> tuple[float, float]:
-    """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one: the
-    label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6
-    relative, by Brent's method on log ε, ``accounting.search.solve_log``: 8–10 PLD accountants where bisection took
-    18–19) for which the composition (``local_record_epsilon``) is at most the target. σ lies between the analytic
-    σ for the whole ε and for (1 − share)·ε (basic composition).
+    """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one.
+
+    The label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6 relative,
+    by Brent's method on log ε, ``accounting.search.solve_log``: 8–10 PLD accountants where bisection took 18–19) for
+    which the composition (``local_record_epsilon``) is at most the target. σ lies between the analytic σ for the whole
+    ε and for (1 − share)·ε (basic composition).
 
     Args:
         target_epsilon, delta, label_share, num_classes: ε (unitless), δ (a probability), the share, k.

@@ -77,8 +77,9 @@ def last_iterate_pair(phases: Phases) -> tuple[np.ndarray, np.ndarray, float]:
 
 
 def _shifts(phases: Phases, relation: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """(means of P, log weights of P, means of Q, log weights of Q, s): P = K + N(0, s²); Q = N(0, s²) (add/remove)
-    or −K' + N(0, s²) (replace-one).
+    """(means of P, log weights of P, means of Q, log weights of Q, s).
+
+    P = K + N(0, s²); Q = N(0, s²) (add/remove) or −K' + N(0, s²) (replace-one).
     """
     k, logw, s = last_iterate_pair(phases)
     if relation == "add-remove":
@@ -163,9 +164,11 @@ def last_iterate_delta(*, phases: Phases, epsilon: float, relation: str = "add-r
 
 @functools.lru_cache(maxsize=512)
 def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-remove") -> float:
-    """The last-iterate heuristic ε at δ (Steinke et al. 2025; module docstring): the smallest ε ≥ 0 with
-    ``last_iterate_delta`` ≤ δ, by Brent's method (to 1e-12), memoised. **Not a bound.** At q = 1 with one phase it
-    is the Gaussian mechanism's exact ε at sensitivity √T/σ (add/remove; 2√T/σ replace-one: Balle & Wang 2018).
+    """The last-iterate heuristic ε at δ (Steinke et al. 2025; module docstring).
+
+    The smallest ε ≥ 0 with ``last_iterate_delta`` ≤ δ, by Brent's method (to 1e-12), memoised. **Not a bound.** At q =
+    1 with one phase it is the Gaussian mechanism's exact ε at sensitivity √T/σ (add/remove; 2√T/σ replace-one: Balle &
+    Wang 2018).
 
     Args:
         phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
@@ -218,10 +221,11 @@ def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], ba
 
 
 def with_observed_phases(privacy: S, phases: Sequence[Sequence[float]] | None) -> S:
-    """``privacy`` with the last-iterate heuristic ε of a user's Opacus loop, computed from the phases the audit's
-    observer saw (``[[σ, q, T], ...]``: each DPOptimizer's noise multiplier, its accountant's rate, the steps), under
-    each relation of add/remove and replace-one the record states; unchanged where it has heuristics already, no
-    guarantee, or no phases.
+    """``privacy`` with the last-iterate heuristic ε of a user's Opacus loop.
+
+    Computed from the phases the audit's observer saw (``[[σ, q, T], ...]``: each DPOptimizer's noise multiplier, its
+    accountant's rate, the steps), under each relation of add/remove and replace-one the record states; unchanged where
+    it has heuristics already, no guarantee, or no phases.
 
     Args:
         privacy: the audited run's privacy (a ``PrivacySpent`` or results.json's ``Privacy``).

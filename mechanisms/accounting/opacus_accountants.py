@@ -1,6 +1,8 @@
-"""DP-SGD's calibration and ε by Opacus' accountants (``prv``, ``rdp``, ``gdp``; add/remove only), memoised: the
-figures papers and the source systems quote. Opacus is imported only inside the functions that wrap it (the accounting
-package imports no torch at module level). The replace-one PLD calibration: ``mechanisms.accounting.gaussian``.
+"""DP-SGD's calibration and ε by Opacus' accountants (``prv``, ``rdp``, ``gdp``; add/remove only), memoised.
+
+The figures papers and the source systems quote. Opacus is imported only inside the functions that wrap it (the
+accounting package imports no torch at module level). The replace-one PLD calibration:
+``mechanisms.accounting.gaussian``.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate:
 
 @functools.lru_cache(maxsize=512)
 def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: float, accountant: str) -> float:
-    """ε at δ of an Opacus accountant whose history is ``((σ, q, steps), ...)``, memoised: Poisson-subsampled Gaussian
-    steps composed under add/remove (Abadi et al. 2016, §3.1; ``prv``: Gopi, Lee, Wutschitz 2021; ``rdp``: Mironov
-    2017; ``gdp``: Dong, Roth, Su 2019).
+    """ε at δ of an Opacus accountant whose history is ``((σ, q, steps), ...)``, memoised.
+
+    Poisson-subsampled Gaussian steps composed under add/remove (Abadi et al. 2016, §3.1; ``prv``: Gopi, Lee, Wutschitz
+    2021; ``rdp``: Mironov 2017; ``gdp``: Dong, Roth, Su 2019).
 
     Args:
         history: ``((σ, q, T), ...)``: noise multiplier, sample rate in (0, 1] and steps of each phase.

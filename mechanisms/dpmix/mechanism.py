@@ -1,5 +1,6 @@
-"""DPMix random-mixing release (Lee, Kim, Lee, Suh, ISIT 2019): publish T noisy means of ℓ records,
-train a classifier on the release only.
+"""DPMix random-mixing release (Lee, Kim, Lee, Suh, ISIT 2019).
+
+Publish T noisy means of ℓ records, train a classifier on the release only.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class DPMixParams(ModelParams):
 @torch.no_grad()
 def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degree: int, num_records: int
                              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Class means of the private records estimated from a DPMix release, and the squared norm each estimate
-    owes to noise.
+    """Class means of the private records estimated from a DPMix release.
+
+    And the squared norm each estimate owes to noise.
 
     Random mixing keeps the first moments: for ℓ records drawn without replacement from n, with class
     frequencies p_k and class means μ_k, E[x̄] = μ and Cov(x̄, ȳ_k) = (n − ℓ)/(ℓ(n − 1)) · p_k (μ_k − μ); the
@@ -149,8 +151,9 @@ class DPMix(Baseline):
 
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
-        """The DPMix release of ``data`` (its noisy mixtures), as ``fit`` makes it with ``seed``; audits call it on
-        the members plus their canaries.
+        """The DPMix release of ``data`` (its noisy mixtures), as ``fit`` makes it with ``seed``.
+
+        Audits call it on the members plus their canaries.
 
         Args:
             data: the records, images ``(n, C, H, W)`` in [0, 1] and labels ``(n,)``.

@@ -1,6 +1,7 @@
-"""DPMix's mixing (Lee, Kim, Lee, Suh, ISIT 2019): uniform ℓ-subsets of the records, their means by one fused
-kernel, and the noisy release built from them. The mechanism (accounting, learners) is
-``mechanisms.dpmix.mechanism``.
+"""DPMix's mixing (Lee, Kim, Lee, Suh, ISIT 2019).
+
+Uniform ℓ-subsets of the records, their means by one fused kernel, and the noisy release built from them. The mechanism
+(accounting, learners) is ``mechanisms.dpmix.mechanism``.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ def _within_unit(t: torch.Tensor) -> bool:
 
 
 def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
-    """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ): features in
-    [0, 1], label rows distributions.
+    """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ).
+
+    Features in [0, 1], label rows distributions.
 
     One pass of min/max per tensor decides (NaN propagates into them and fails the test); only data that fails it
     is searched, element by element, for the first offending value (an audit's 64 releases of 10,000 records
@@ -130,8 +132,9 @@ def mix_release(
 
 
 def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
-    """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)``: one fused gather-and-sum kernel
-    (``embedding_bag``), no Python loop and no ``(T, ℓ, d)`` intermediate.
+    """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)``.
+
+    One fused gather-and-sum kernel (``embedding_bag``), no Python loop and no ``(T, ℓ, d)`` intermediate.
 
     ``data`` may also be given as column blocks ``[(n, d₁), (n, d₂), ...]`` (e.g. features and labels), read as
     their concatenation along columns, which is only made when the float path needs it.

@@ -14,8 +14,10 @@ __all__ = ["augment_views", "augmult_padding", "augmult_settings"]
 
 
 def augmult_padding(height: int, width: int) -> int:
-    """The crop padding for ``height`` × ``width`` images: 1/8 of the shorter side, at least 1 pixel (4 on CIFAR-10's
-    32 × 32, De et al. 2022's setting; 3 on MNIST's 28 × 28; 1 on 8 × 8 digits, where 4 would shift half the image).
+    """The crop padding for ``height`` × ``width`` images.
+
+    1/8 of the shorter side, at least 1 pixel (4 on CIFAR-10's 32 × 32, De et al. 2022's setting; 3 on MNIST's 28 × 28;
+    1 on 8 × 8 digits, where 4 would shift half the image).
 
     Args:
         height, width: the image's size in pixels.
@@ -28,12 +30,13 @@ def augmult_padding(height: int, width: int) -> int:
 
 def augment_views(x: torch.Tensor, augmult: int, *, generator: torch.Generator, flip: bool = True,
                   padding: int | None = None) -> torch.Tensor:
-    """``augmult`` = K random views of each image of ``x (B, C, H, W)``: ``(B·K, C, H, W)``, record i's views at rows
-    i·K … i·K + K − 1. A view is a random H × W crop of the image reflection-padded by ``padding`` pixels (default
-    ``augmult_padding(H, W)``; offsets uniform in 0 … 2·padding per axis), horizontally flipped with probability 1/2
-    when ``flip`` (De et al. 2022, §3.1: augmentation multiplicity with crops and flips; turn flips off for data a
-    mirror changes, e.g. digits). Offsets and flips are drawn on the CPU from ``generator``, so a seeded run is
-    reproducible on any device.
+    """``augmult`` = K random views of each image of ``x (B, C, H, W)``.
+
+    ``(B·K, C, H, W)``, record i's views at rows i·K … i·K + K − 1. A view is a random H × W crop of the image
+    reflection-padded by ``padding`` pixels (default ``augmult_padding(H, W)``; offsets uniform in 0 … 2·padding per
+    axis), horizontally flipped with probability 1/2 when ``flip`` (De et al. 2022, §3.1: augmentation multiplicity with
+    crops and flips; turn flips off for data a mirror changes, e.g. digits). Offsets and flips are drawn on the CPU from
+    ``generator``, so a seeded run is reproducible on any device.
 
     Args:
         x: images ``(B, C, H, W)``.

@@ -55,8 +55,9 @@ def _linear(m: nn.Linear, a: torch.Tensor, g: torch.Tensor, k: int = 1):
 
 
 def _views_first(t: torch.Tensor, k: int) -> torch.Tensor:
-    """``(B·K, C, H, W)`` with K consecutive views per record as ``(K, B·C, H, W)``: view k of every record in one
-    batch row, the records' channels side by side (a copy only when K > 1).
+    """``(B·K, C, H, W)`` with K consecutive views per record as ``(K, B·C, H, W)``.
+
+    View k of every record in one batch row, the records' channels side by side (a copy only when K > 1).
     """
     b, c = len(t) // k, t.shape[1]
     return t.reshape(b, k, c, *t.shape[2:]).transpose(0, 1).reshape(k, b * c, *t.shape[2:])

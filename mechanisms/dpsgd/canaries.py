@@ -1,5 +1,7 @@
-"""White-box gradient canaries for auditing DP-SGD (Nasr et al. 2023, "Tight Auditing of Differentially Private
-Machine Learning", Dirac canaries; Steinke, Nasr, Jagielski 2023, §6).
+"""White-box gradient canaries for auditing DP-SGD.
+
+Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", Dirac canaries; Steinke, Nasr, Jagielski
+2023, §6.
 
 Canary i is a crafted per-example gradient, zero except at one coordinate of the trainable parameters (distinct
 coordinates for distinct canaries), with raw norm ``norm``·C. Each canary is included with probability ½ (a seeded
@@ -73,8 +75,10 @@ class CanaryTracker:
         self.params, self.trail = params, None  # the parameter trail (``follow``)
 
     def follow(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, ema_decay: float | None) -> None:
-        """Keep the parameter trail of ``model`` (``mechanisms.dpsgd.continuity``): a private step starts at ``add``
-        and ends when ``optimizer.step`` returns (its post-step hook); the declared EMA is DP-SGD's ``ema_decay``.
+        """Keep the parameter trail of ``model`` (``mechanisms.dpsgd.continuity``).
+
+        A private step starts at ``add`` and ends when ``optimizer.step`` returns (its post-step hook); the declared EMA
+        is DP-SGD's ``ema_decay``.
 
         Args:
             model, optimizer, ema_decay: the trained module, its optimizer and the EMA's decay (None: none).
@@ -107,8 +111,9 @@ class CanaryTracker:
         self.record_norm, self.clip_norm = None if largest is None else float(largest), float(max_grad_norm)
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
-        """Record the other records' clipped sum at the observed coordinates, then add the sampled included
-        canaries' clipped gradients (each clipped by the mechanism's clip factor).
+        """Record the other records' clipped sum at the observed coordinates.
+
+        Then add the sampled included canaries' clipped gradients (each clipped by the mechanism's clip factor).
 
         Args:
             sums, max_grad_norm: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors), and C.
@@ -133,7 +138,8 @@ class CanaryTracker:
             self.other_steps.append((self.others / max_grad_norm).astype(np.float32))
 
     def observe(self, p: nn.Parameter, noisy: torch.Tensor, max_grad_norm: float) -> None:
-        """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates:
+        """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates.
+
         x_t = (noisy − the other records' part) / C.
 
         Args:
@@ -156,8 +162,9 @@ class CanaryTracker:
         return float(np.sqrt(np.mean(refs**2)))
 
     def tensor_noise(self) -> dict[int, float]:
-        """σ̂ per parameter tensor (its index in the optimizer's order): the root mean square of that tensor's
-        reference observations.
+        """σ̂ per parameter tensor (its index in the optimizer's order).
+
+        The root mean square of that tensor's reference observations.
 
         Returns:
             ``{tensor index: σ̂}`` (units of C); tensors without a reference are absent (``noise_estimate``).
@@ -170,9 +177,10 @@ class CanaryTracker:
 
     def final_setup(self, optimizer: torch.optim.Optimizer, *, expected_batch_size: int, max_grad_norm: float,
                     ema_decay: float | None) -> None:
-        """Fix the recipe's linear structure for ``final_scores``: θ_T − θ_0 is linear in the noisy updates only for
-        plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one learning rate and momentum, no weight decay, no
-        dampening, no Nesterov) and no moving average of the weights.
+        """Fix the recipe's linear structure for ``final_scores``.
+
+        θ_T − θ_0 is linear in the noisy updates only for plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one
+        learning rate and momentum, no weight decay, no dampening, no Nesterov) and no moving average of the weights.
 
         Args:
             optimizer, expected_batch_size, max_grad_norm, ema_decay: the run's optimizer, B, C and EMA decay.
@@ -193,7 +201,8 @@ class CanaryTracker:
                       float(max_grad_norm))
 
     def step_weights(self) -> np.ndarray:
-        """a_t / ā, ``(T,)``: the weight of step t's noisy update in θ_T − θ_0 for heavy-ball momentum μ,
+        """a_t / ā, ``(T,)``: the weight of step t's noisy update in θ_T − θ_0 for heavy-ball momentum μ.
+
         a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ) (1 for plain SGD), normalised to mean 1.
 
         Returns:
@@ -205,8 +214,9 @@ class CanaryTracker:
         return a / a.mean()
 
     def final_scores(self) -> np.ndarray:
-        """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate. SGD
-        with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
+        """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate.
+
+        SGD with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
         (``step_weights``), so the score is Σ_t (a_t/ā)·(x_t + o_t): an included canary's expected score is about
         T·q·(its clipped norm / C), plus N(0, Σ_t (a_t/ā)²·σ²) noise and the other records' part o_t. Read from the
         parameters' final values and θ_0 only (the hidden-state threat model): the per-step observations never enter it.
@@ -224,10 +234,12 @@ class CanaryTracker:
         return out[: self.count]
 
     def final_result(self) -> dict[str, list | float]:
-        """``result`` of a final-model run: the hidden-state scores and coins, the run's public parameters, and the
-        measured other records' variation at the canaries' coordinates (a diagnostic the scores never use):
-        ``members_sd``, the sd over canaries of the other records' part of the score, Σ_t (a_t/ā)·o_t, and ``noise_sd``,
-        the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the reference coordinates).
+        """``result`` of a final-model run.
+
+        The hidden-state scores and coins, the run's public parameters, and the measured other records' variation at the
+        canaries' coordinates (a diagnostic the scores never use): ``members_sd``, the sd over canaries of the other
+        records' part of the score, Σ_t (a_t/ā)·o_t, and ``noise_sd``, the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the
+        reference coordinates).
 
         Returns:
             That JSON-able dict (scores in units of C; ``threat_model`` ``"hidden-state"``).
@@ -248,11 +260,13 @@ class CanaryTracker:
                 "members_sd": float(drift.std()), "noise_sd": float(sigma * np.sqrt(np.sum(w**2)))}
 
     def result(self) -> dict[str, list | float]:
-        """A final-model run's ``final_result``; otherwise ``{"scores": (m,), "included": (m,), "sigma_hat",
-        "sigma_hat_by_tensor", "claimed_sigma", "sample_rate", "steps"}`` (JSON-able; score: larger means included). The
-        score of canary i is the log-likelihood ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q +
-        q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the noise estimated in the canary's own parameter tensor (``tensor_noise``;
-        all references' ``noise_estimate`` where the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t.
+        """A final-model run's ``final_result``.
+
+        Otherwise ``{"scores": (m,), "included": (m,), "sigma_hat", "sigma_hat_by_tensor", "claimed_sigma",
+        "sample_rate", "steps"}`` (JSON-able; score: larger means included). The score of canary i is the log-likelihood
+        ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the
+        noise estimated in the canary's own parameter tensor (``tensor_noise``; all references' ``noise_estimate`` where
+        the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t.
 
         Returns:
             That dict, with the run's ``conformance`` observations (``conformance_observations``) and, under them,

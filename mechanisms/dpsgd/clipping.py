@@ -1,5 +1,7 @@
-"""Per-sample clipping for DP-SGD: the clipped sum Σ_i c_i g_i, c_i = min(1, C / (‖g_i‖₂ + 1e-6)) (Opacus' flat
-clipping, Abadi et al. 2016), computed two ways:
+"""Per-sample clipping for DP-SGD.
+
+The clipped sum Σ_i c_i g_i, c_i = min(1, C / (‖g_i‖₂ + 1e-6)) (Opacus' flat clipping, Abadi et al. 2016), computed two
+ways:.
 
 - ``"vmap"``: ``torch.func`` ``vmap(grad(...))`` over ``functional_call`` (Subramani et al. 2021, "Enabling
   fast differentially private SGD via just-in-time compilation and vectorization"); any module
@@ -58,9 +60,11 @@ def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:
 
 
 def observe_clipped(clipper, sq_norms: torch.Tensor, factors: torch.Tensor) -> None:
-    """An audit run's observation of the clipper's output: the largest clipped per-sample norm c_i·‖g_i‖ so far
-    (``clipper.largest_clipped``, a 0-d tensor on the batch's device, no host sync), kept only where
-    ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs); otherwise nothing is computed.
+    """An audit run's observation of the clipper's output.
+
+    The largest clipped per-sample norm c_i·‖g_i‖ so far (``clipper.largest_clipped``, a 0-d tensor on the batch's
+    device, no host sync), kept only where ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs);
+    otherwise nothing is computed.
 
     Args:
         clipper: a ``VmapClipper`` or ``BookKeepingClipper``.
@@ -147,8 +151,10 @@ def _records(x: torch.Tensor, y: torch.Tensor, augmult: int) -> int:
 
 
 class BookKeepingClipper:
-    """Per-sample clipped gradient sum by book-keeping (Bu et al. 2023): forward hooks record each layer's
-    input and output; one ``autograd.grad`` w.r.t. the outputs; closed-form per-layer norms and sums.
+    """Per-sample clipped gradient sum by book-keeping (Bu et al. 2023).
+
+    Forward hooks record each layer's input and output; one ``autograd.grad`` w.r.t. the outputs; closed-form per-layer
+    norms and sums.
 
     Args:
         model: a module whose trainable parameters all live in ``nn.Linear``, ``nn.Conv2d`` (groups 1,

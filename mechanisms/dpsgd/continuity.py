@@ -36,8 +36,9 @@ MAX_EVENTS = 20  # recorded change events (each with its tensors); any more are 
 
 
 def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int]:
-    """The checksum of a tensor's values: its shape and the CRC-32 of its bytes in its own dtype (read on the CPU; no
-    copy of a contiguous CPU tensor).
+    """The checksum of a tensor's values.
+
+    Its shape and the CRC-32 of its bytes in its own dtype (read on the CPU; no copy of a contiguous CPU tensor).
 
     Args:
         t: any tensor.
@@ -124,8 +125,9 @@ class ParameterTrail:
         return [n for n in keys if n not in old or n not in new or old[n][0] != new[n][0]]
 
     def begin(self, trainable: list[torch.Tensor]) -> None:
-        """A private step starts: the parameters it finds must be those the last one left (or, before the first
-        step, those at the start).
+        """A private step starts: the parameters it finds must be those the last one left.
+
+        Or, before the first step, those at the start.
 
         Args:
             trainable: the tensors the private step updates (the optimizer's parameters).
@@ -173,8 +175,9 @@ class ParameterTrail:
                 self.ema[n].mul_(d).add_(x, alpha=1 - d)
 
     def _same(self, name: str, t: torch.Tensor) -> bool:
-        """Whether ``t`` holds exactly the values the last private step left under ``name`` (a device move noted; a
-        dtype move only where lossless).
+        """Whether ``t`` holds exactly the values the last private step left under ``name``.
+
+        A device move noted; a dtype move only where lossless.
         """
         want, dtype, device = self.last[name]
         x = t.detach()
@@ -200,8 +203,9 @@ class ParameterTrail:
         return x.shape == self.ema[name].shape and gap <= bound
 
     def finish(self, returned: nn.Module | None) -> dict[str, Any]:
-        """Compare the returned model with the last private step's output (or with the declared EMA of the iterates),
-        and give the record the conformance test reads.
+        """Compare the returned model with the last private step's output (or with the declared EMA of the iterates).
+
+        And give the record the conformance test reads.
 
         Args:
             returned: the innermost module the mechanism returned (None: compare the trained module as it is now).
@@ -249,9 +253,11 @@ class ParameterTrail:
 
 
 def released_changes(record: dict[str, Any], module: nn.Module) -> dict[str, Any]:
-    """``record`` with the tensors in which ``module`` — the model as it reached the audit, after the mechanism's own
-    code returned it — differs from what the trail saw returned, as a change "after the audit run's training returned"
-    (a mechanism's code that updates the model outside its training loop).
+    """``record`` with the tensors in which ``module``.
+
+    The model as it reached the audit, after the mechanism's own code returned it — differs from what the trail saw
+    returned, as a change "after the audit run's training returned" (a mechanism's code that updates the model outside
+    its training loop).
 
     Args:
         record: ``ParameterTrail.finish``'s record (without ``released``: returned as is).

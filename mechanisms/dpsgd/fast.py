@@ -151,8 +151,9 @@ def _update(ema, model: nn.Module) -> None:
 
 
 def _finish(model: nn.Module, ema, device: torch.device) -> None:
-    """End of training: ``model`` takes its moving average's weights (if any); a GPU's queued work completes (so
-    the measured time is the training's).
+    """End of training: ``model`` takes its moving average's weights (if any).
+
+    A GPU's queued work completes (so the measured time is the training's).
     """
     if ema is not None:
         model.load_state_dict(ema.module.state_dict())
@@ -278,9 +279,10 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
              max_grad_norm: float, generator: torch.Generator, device: torch.device,
              on_epoch: Callable[[int, int, float], None] | None = None,
              canaries: GradientCanaries | None = None, public_size: int | None = None):
-    """DP-SGD's training with a fast clipper and everything else as Opacus does it: the module validator and Poisson
-    sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the result
-    (``mechanisms.dpsgd.mechanism``).
+    """DP-SGD's training with a fast clipper and everything else as Opacus does it.
+
+    The module validator and Poisson sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the
+    result (``mechanisms.dpsgd.mechanism``).
 
     Args:
         model: freshly built module on ``device``; optimizer: over its parameters; train: an ArrayDataset;

@@ -127,8 +127,9 @@ class DPSGD(Baseline):
 
     def calibrate(self, spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float
                   ) -> tuple[float, float, int]:
-        """(σ, q, T) of a run on ``n`` public records (``mechanisms.dpsgd.privacy.calibrate``): the one calibration of
-        ``fit`` and of the side-by-side runs (``side_by_side``).
+        """(σ, q, T) of a run on ``n`` public records (``mechanisms.dpsgd.privacy.calibrate``).
+
+        The one calibration of ``fit`` and of the side-by-side runs (``side_by_side``).
 
         Args:
             spec, n, target_epsilon, delta: the spec, the public record count n, the target ε (None, or ∞) and δ.
@@ -144,11 +145,13 @@ class DPSGD(Baseline):
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
             audit: GradientCanaries | InitialModel | None = None) -> TrainedModel:
-        """As ``Mechanism.fit``; ``audit``: an audit run with white-box gradient canaries (their scores in
-        ``TrainedModel.audit``) or from the auditor's initial model (``InitialModel``: its weights replace the
-        initialisation, drawn all the same so that the noise is the same draws) and, where it names one, the public
-        record count that fixes q, the steps and the expected batch (``public_size``), trained by our step (``bk`` where
-        the settings name an Opacus mode: tests show the two give the same updates).
+        """As ``Mechanism.fit``; ``audit``.
+
+        An audit run with white-box gradient canaries (their scores in ``TrainedModel.audit``) or from the auditor's
+        initial model (``InitialModel``: its weights replace the initialisation, drawn all the same so that the noise is
+        the same draws) and, where it names one, the public record count that fixes q, the steps and the expected batch
+        (``public_size``), trained by our step (``bk`` where the settings name an Opacus mode: tests show the two give
+        the same updates).
 
         Args:
             train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit``; audit: as above.
@@ -196,8 +199,9 @@ class DPSGD(Baseline):
     def fit_runs(self, base: ArrayDataset, canary: ArrayDataset, spec: TrainSpec, *, included: tuple[bool, ...],
                  seeds: tuple[int, ...], target_epsilon: float | None, delta: float, initial: InitialModel,
                  device: torch.device) -> tuple[Any, PrivacySpent, dict[str, Any]]:
-        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``): run r
-        is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float tolerance.
+        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``).
+
+        Run r is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float tolerance.
         ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
 
         Args:
@@ -233,8 +237,10 @@ class DPSGD(Baseline):
     @staticmethod
     def run_params(spec: TrainSpec, *, sigma: float, sample_rate: float, steps: int, n: int, off: bool
                    ) -> dict[str, Any]:
-        """The training parameters a run records (``TrainedModel.params``): σ, C (∞ at the ε = ∞ point), q, T, the
-        accountant, the clipping mode, the relation, augmult, the public record count n and the expected batch.
+        """The training parameters a run records (``TrainedModel.params``).
+
+        σ, C (∞ at the ε = ∞ point), q, T, the accountant, the clipping mode, the relation, augmult, the public record
+        count n and the expected batch.
 
         Args:
             spec, sigma, sample_rate, steps, n: the run's ``TrainSpec``, σ, q, T and n. off: the ε = ∞ point.
@@ -250,8 +256,9 @@ class DPSGD(Baseline):
                 "public_size": n, "expected_batch_size": int(n * sample_rate)}
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-        """ε after each epoch under the final ε's relation and accountant
-        (``mechanisms.dpsgd.privacy.epsilon_by_epoch``; Abadi et al. 2016, §3.1).
+        """ε after each epoch under the final ε's relation and accountant.
+
+        ``mechanisms.dpsgd.privacy.epsilon_by_epoch``; Abadi et al. 2016, §3.1.
 
         Args:
             params, spec, delta: a run's recorded parameters (``TrainedModel.params``), its ``TrainSpec`` and δ.

@@ -1,5 +1,6 @@
-"""DP-SGD's privacy: the calibration of σ to a target (ε, δ) before training and what a run certifies after it (ε under
-the run's neighbouring relation with its profile, the other relation's ε beside, ε by epoch). Poisson-subsampled
+"""DP-SGD's privacy: the calibration of σ to a target (ε, δ) before training and what a run certifies after it.
+
+ε under the run's neighbouring relation with its profile, the other relation's ε beside, ε by epoch. Poisson-subsampled
 Gaussian steps (Abadi et al. 2016, Algorithm 1 and §3.1) composed by dp_accounting's PLD accountant under replace-one
 and by Opacus' accountants under add/remove (``mechanisms.accounting``).
 """
@@ -16,10 +17,11 @@ from mechanisms.accounting.opacus_accountants import opacus_epsilon, opacus_nois
 
 
 def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float) -> tuple[float, float, int]:
-    """(σ, q, T) of a run on ``n`` public records: Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T =
-    epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ) under ``params.relation`` (replace-one: dp_accounting's
-    PLD, ``pld_noise_multiplier``; add/remove: Opacus' ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0
-    at the ε = ∞ point.
+    """(σ, q, T) of a run on ``n`` public records.
+
+    Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T = epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ)
+    under ``params.relation`` (replace-one: dp_accounting's PLD, ``pld_noise_multiplier``; add/remove: Opacus'
+    ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at the ε = ∞ point.
 
     Args:
         spec: the run's ``TrainSpec`` (``DPSGDParams``). n: the public record count. target_epsilon: the target ε
@@ -51,9 +53,11 @@ def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: f
 
 
 def epsilon_by_epoch(params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-    """ε after each epoch e = 1 … E: the accountant of the final ε (``params.relation``: dp_accounting's PLD for
-    replace-one, Opacus' ``accountant`` for add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q (Abadi
-    et al. 2016, §3.1: the privacy loss composes step by step).
+    """ε after each epoch e = 1 … E.
+
+    The accountant of the final ε (``params.relation``: dp_accounting's PLD for replace-one, Opacus' ``accountant`` for
+    add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q (Abadi et al. 2016, §3.1: the privacy loss composes
+    step by step).
 
     Args:
         params: a run's recorded parameters (``TrainedModel.params``: ``noise_multiplier``, ``sample_rate``, ``steps``
@@ -75,13 +79,14 @@ def epsilon_by_epoch(params: dict[str, Any], spec: TrainSpec, *, delta: float) -
 
 
 def certify(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
-    """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ: ε under ``params.relation``
-    with its profile (``dpsgd_profile``: audits test the whole certified curve), the other relation's ε beside
-    (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one: dp_accounting's PLD), and, with a
-    fixed σ (a source's setting), a note on what shuffled fixed-size batches — each record in one batch per epoch,
-    as such sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism, without
-    amplification by sampling (analytic Gaussian, Balle & Wang 2018, sensitivity √epochs; replace-one doubles it, so
-    the note states add/remove).
+    """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ.
+
+    ε under ``params.relation`` with its profile (``dpsgd_profile``: audits test the whole certified curve), the other
+    relation's ε beside (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one: dp_accounting's PLD),
+    and, with a fixed σ (a source's setting), a note on what shuffled fixed-size batches — each record in one batch per
+    epoch, as such sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism,
+    without amplification by sampling (analytic Gaussian, Balle & Wang 2018, sensitivity √epochs; replace-one doubles
+    it, so the note states add/remove).
 
     Args:
         sigma, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1] and T ≥ 1.

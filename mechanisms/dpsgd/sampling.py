@@ -1,5 +1,6 @@
-"""DP-SGD's Poisson sampling, drawn exactly as iterating Opacus' ``DPDataLoader`` draws it (Abadi et al. 2016, §3.1:
-the accountant's "lots", each record in each lot independently with probability q).
+"""DP-SGD's Poisson sampling, drawn exactly as iterating Opacus' ``DPDataLoader`` draws it.
+
+Abadi et al. 2016, §3.1: the accountant's "lots", each record in each lot independently with probability q.
 
 ``poisson_indices`` is the sampler (the indices each step's batch holds); ``poisson_batches`` indexes the tensors with
 them and, in an audit run, shows each batch's indices to an observer (``CanaryTracker.batch``: every record's
@@ -40,9 +41,10 @@ def poisson_indices(n: int, *, sample_rate: float, generator: torch.Generator) -
 def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, generator: torch.Generator,
                     observe: Callable[[torch.Tensor], None] | None = None
                     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of Poisson-sampled batches ``(x[idx], y[idx])`` of ``x (N, ...)``, ``y (N,)`` (``poisson_indices``;
-    no per-sample collation). ``observe``: called with each batch's indices before it is yielded (an audit run's
-    observer; the draws are the same with or without it).
+    """One epoch of Poisson-sampled batches ``(x[idx], y[idx])`` of ``x (N, ...)``, ``y (N,)``.
+
+    ``poisson_indices``; no per-sample collation. ``observe``: called with each batch's indices before it is yielded (an
+    audit run's observer; the draws are the same with or without it).
 
     Args:
         x, y: the records ``(N, ...)`` and their labels ``(N,)``.

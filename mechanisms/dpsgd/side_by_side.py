@@ -1,7 +1,9 @@
-"""Many DP-SGD runs at the cost of one: R independent runs of a model whose only trainable layer is a final
-``nn.Linear`` (``linear``: logistic regression on pixels; ``scatternet-linear``: Tramèr & Boneh's fixed ScatterNet
-front), trained side by side — for a multi-run audit (Jagielski, Ullman, Oprea 2020; Annamalai & De Cristofaro
-2024), whose R runs differ only in one canary record and their seeds.
+"""Many DP-SGD runs at the cost of one.
+
+R independent runs of a model whose only trainable layer is a final ``nn.Linear`` (``linear``: logistic regression on
+pixels; ``scatternet-linear``: Tramèr & Boneh's fixed ScatterNet front), trained side by side — for a multi-run audit
+(Jagielski, Ullman, Oprea 2020; Annamalai & De Cristofaro 2024), whose R runs differ only in one canary record and their
+seeds.
 
 Run r is the run ``DPSGD.fit(data_r, spec, seed=seeds[r], audit=InitialModel(θ_0, public_size=n))`` would train, on
 ``data_r`` = the base records plus, where ``included[r]``, the canary (last), and it goes through the same functions
@@ -34,8 +36,9 @@ MEMORY_FLOATS = 1 << 26  # (runs, records, classes) floats per chunk of runs tra
 
 
 def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor], nn.Linear]:
-    """(front, head): ``model(x) == head(front(x))``, ``head`` the model's only trainable layer, an ``nn.Linear``,
-    and ``front`` parameter-free (an ``nn.Sequential``'s earlier layers, or a ``FrozenFront``'s fixed front).
+    """(front, head): ``model(x) == head(front(x))``, ``head`` the model's only trainable layer, an ``nn.Linear``.
+
+    And ``front`` parameter-free (an ``nn.Sequential``'s earlier layers, or a ``FrozenFront``'s fixed front).
 
     Args:
         model: a ``FrozenFront`` with a linear head, or an ``nn.Sequential`` whose only trainable layer is its last.
@@ -59,8 +62,10 @@ def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor
 
 @dataclass
 class RunsResult:
-    """What ``train_runs`` returns: the R final models' parameters, ``weight (R, K, d)`` and ``bias (R, K)``, of the
-    head (``linear_head``), stacked; each run's full model is ``θ_0``'s architecture with them loaded.
+    """What ``train_runs`` returns.
+
+    The R final models' parameters, ``weight (R, K, d)`` and ``bias (R, K)``, of the head (``linear_head``), stacked;
+    each run's full model is ``θ_0``'s architecture with them loaded.
     """
 
     weight: torch.Tensor
@@ -68,8 +73,10 @@ class RunsResult:
 
 
 def _noise_generator(build: Callable[[], nn.Module], seed: int) -> torch.Generator:
-    """The global-RNG state run ``seed``'s ``fit`` draws its noise from: after ``seed_everything(seed)`` and building
-    its model (whose initialisation it then replaces by θ_0), as a generator; the global RNG is left as it was.
+    """The global-RNG state run ``seed``'s ``fit`` draws its noise from.
+
+    After ``seed_everything(seed)`` and building its model (whose initialisation it then replaces by θ_0), as a
+    generator; the global RNG is left as it was.
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -81,9 +88,11 @@ def _noise_generator(build: Callable[[], nn.Module], seed: int) -> torch.Generat
 
 def _masks(n_base: int, included: Sequence[bool], gens: Sequence[torch.Generator], *, sample_rate: float,
            steps: int) -> torch.Tensor:
-    """``(R, steps, n_base + 1)`` bool: record i is in run r's batch at each step of one epoch (the canary is row
-    ``n_base``, only in runs that include it), from the mechanism's own ``fast.poisson_batches`` over run r's
-    ``n_base + included[r]`` records (its rows' indices stand in for the records) with run r's generator.
+    """``(R, steps, n_base + 1)`` bool.
+
+    Record i is in run r's batch at each step of one epoch (the canary is row ``n_base``, only in runs that include it),
+    from the mechanism's own ``fast.poisson_batches`` over run r's ``n_base + included[r]`` records (its rows' indices
+    stand in for the records) with run r's generator.
     """
     out = torch.zeros(len(gens), steps, n_base + 1, dtype=torch.bool)
     for r, (inc, gen) in enumerate(zip(included, gens, strict=True)):
@@ -101,10 +110,11 @@ def _masks(n_base: int, included: Sequence[bool], gens: Sequence[torch.Generator
 
 def _clipped_sums(a: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor, mask: torch.Tensor, *,
                   max_grad_norm: float, bias: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Σ_i c_i g_i of each run for the records in its batch, ``((R, K, d), (R, K))``: features ``a (n, d)``, labels
-    ``y (n,)``, the runs' weights ``(R, K, d)`` and biases ``(R, K)``, batches ``mask (R, n)``; the book-keeping rule
-    of one linear layer (the output gradient g = softmax − one-hot, ‖∇_W‖² = ‖g‖²‖a‖², ‖∇_b‖² = ‖g‖²) and Opacus'
-    clip factor.
+    """Σ_i c_i g_i of each run for the records in its batch, ``((R, K, d), (R, K))``.
+
+    Features ``a (n, d)``, labels ``y (n,)``, the runs' weights ``(R, K, d)`` and biases ``(R, K)``, batches ``mask (R,
+    n)``; the book-keeping rule of one linear layer (the output gradient g = softmax − one-hot, ‖∇_W‖² = ‖g‖²‖a‖²,
+    ‖∇_b‖² = ‖g‖²) and Opacus' clip factor.
     """
     logits = torch.einsum("rkd,nd->rkn", w, a) + b[:, :, None]  # (R, K, n): softmax over a contiguous K is fast
     g = torch.softmax(logits, dim=1) - F.one_hot(y, w.shape[1]).t().to(a.dtype)
@@ -157,9 +167,10 @@ def train_runs(model: nn.Module, initial: dict[str, torch.Tensor], x: torch.Tens
 def _train_chunk(head: nn.Linear, a: torch.Tensor, y: torch.Tensor, included: Sequence[bool], seeds: Sequence[int],
                  spec, *, noise_multiplier: float, max_grad_norm: float, sample_rate: float, steps: int,
                  expected_batch_size: int, build: Callable[[], nn.Module]) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk of ``train_runs``' runs; returns their final weights ``(R, K, d)`` and biases ``(R, K)``. Each run has
-    its own parameters and optimizer; the clipped sums of all runs come from one batched computation, and each run's
-    noise and update from the mechanism's ``fast.noisy_step``.
+    """One chunk of ``train_runs``' runs; returns their final weights ``(R, K, d)`` and biases ``(R, K)``.
+
+    Each run has its own parameters and optimizer; the clipped sums of all runs come from one batched computation, and
+    each run's noise and update from the mechanism's ``fast.noisy_step``.
     """
     bias = head.bias is not None and head.bias.requires_grad
     runs = [[nn.Parameter(p.detach().clone()) for p in ((head.weight, head.bias) if bias else (head.weight,))]

@@ -1,7 +1,8 @@
-"""The ``class-means`` learner of local Gaussian noise (``LocalGaussianParams.learner``): a nearest-class-mean
-classifier estimated in closed form from the local release alone (images and randomized-response labels), so
-post-processing of the release at no privacy cost. With isotropic noise far larger than the signal, the class means are
-what a learner can still estimate.
+"""The ``class-means`` learner of local Gaussian noise (``LocalGaussianParams.learner``).
+
+A nearest-class-mean classifier estimated in closed form from the local release alone (images and randomized-response
+labels), so post-processing of the release at no privacy cost. With isotropic noise far larger than the signal, the
+class means are what a learner can still estimate.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ def class_means_from_local_release(x: torch.Tensor, y: torch.Tensor, *, num_clas
 @torch.no_grad()
 def fit_class_means(head: nn.Linear, x: torch.Tensor, y: torch.Tensor, *, num_classes: int,
                     label_keep: float | None) -> None:
-    """Make ``head`` the nearest-class-mean rule of the release: its weight the estimated class means
-    (``class_means_from_local_release``), its bias 0, so that it scores x·μ̂_k.
+    """Make ``head`` the nearest-class-mean rule of the release.
+
+    Its weight the estimated class means (``class_means_from_local_release``), its bias 0, so that it scores x·μ̂_k.
 
     Unit-norm images' class means have near-equal norms, and the estimates' norms are mostly noise (validation split:
     better without the −‖μ̂_k‖²/2 term at every ε ≤ 8).

@@ -28,9 +28,10 @@ EPS = 1e-8  # floor of the joint distribution's entries (the paper's code clamps
 
 
 def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
-    """−I(z; z′) of two batches of cluster probabilities (Ji et al. 2019, §3.1, eq. 3): the joint P = (1/n)·Σ_i
-    z_i z′_iᵀ symmetrised, I = Σ_cc′ P_cc′ · ln(P_cc′ / (P_c · P_c′)). Minimising it maximises the mutual
-    information: confident, balanced clusters that agree between an image and its transformation.
+    """−I(z; z′) of two batches of cluster probabilities (Ji et al. 2019, §3.1, eq. 3).
+
+    The joint P = (1/n)·Σ_i z_i z′_iᵀ symmetrised, I = Σ_cc′ P_cc′ · ln(P_cc′ / (P_c · P_c′)). Minimising it maximises
+    the mutual information: confident, balanced clusters that agree between an image and its transformation.
 
     Args:
         z, zt: ``(B, K)`` softmax outputs of the images and of their transformations (rows sum to 1).
@@ -52,8 +53,10 @@ def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
 
 def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float = 15.0,
                   scale: tuple[float, float] = (0.9, 1.1), translate: float = 0.1) -> torch.Tensor:
-    """Each image of ``x (B, C, H, W)`` under its own random rotation (±``degrees``), scale and translation (a
-    fraction of the side), bilinear, zero outside (``F.affine_grid`` / ``F.grid_sample``); Ji et al. 2019, §4.
+    """Each image of ``x (B, C, H, W)`` under its own random rotation (±``degrees``).
+
+    Scale and translation (a fraction of the side), bilinear, zero outside (``F.affine_grid`` / ``F.grid_sample``); Ji
+    et al. 2019, §4.
 
     Args:
         x: images ``(B, C, H, W)``.
@@ -78,9 +81,9 @@ def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float
 def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: torch.Generator,
               device: torch.device, on_epoch: Callable[[int, int, float], None] | None = None
               ) -> tuple[list[float], int, float]:
-    """Train ``model`` (images to K logits) by IIC on unlabelled images ``x (N, C, H, W)`` for ``spec.epochs``
-    passes, shuffled batches of ``spec.batch_size``, ``spec``'s optimiser; the pair of each image is
-    ``random_affine`` of it.
+    """Train ``model`` (images to K logits) by IIC on unlabelled images ``x (N, C, H, W)`` for ``spec.epochs`` passes.
+
+    Shuffled batches of ``spec.batch_size``, ``spec``'s optimiser; the pair of each image is ``random_affine`` of it.
 
     Args:
         model: images ``(B, C, H, W)`` -> K cluster logits ``(B, K)``.
@@ -150,8 +153,10 @@ def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num
 
 
 class ClusterToClass(nn.Module):
-    """``(N, K)`` cluster logits -> ``(N, K)`` class logits: class ``perm[c]`` gets cluster c's logit (a fixed
-    permutation found by ``hungarian_mapping``, saved with the weights).
+    """``(N, K)`` cluster logits -> ``(N, K)`` class logits.
+
+    Class ``perm[c]`` gets cluster c's logit (a fixed permutation found by ``hungarian_mapping``, saved with the
+    weights).
 
     Args:
         num_classes: K; the map starts as the identity.

@@ -1,6 +1,8 @@
-"""Local DP by input perturbation: every image scaled to unit L2 norm and perturbed by the analytic Gaussian mechanism,
-and its label by k-ary randomized response, before any training (the `local-gaussian` reference system, corrected: the
-source left labels in the clear, which ``labels: public`` keeps as an explicit option).
+"""Local DP by input perturbation.
+
+Every image scaled to unit L2 norm and perturbed by the analytic Gaussian mechanism, and its label by k-ary randomized
+response, before any training (the `local-gaussian` reference system, corrected: the source left labels in the clear,
+which ``labels: public`` keeps as an explicit option).
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
 
 def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, generator: torch.Generator
                      ) -> torch.Tensor:
-    """k-ary randomized response on ``(N,)`` int64 labels: each kept with probability e^ε/(e^ε + k − 1), else
-    replaced by one of the k − 1 other labels uniformly (Warner 1965; Kairouz, Oh, Viswanath 2016); ε-DP per label.
+    """k-ary randomized response on ``(N,)`` int64 labels.
+
+    Each kept with probability e^ε/(e^ε + k − 1), else replaced by one of the k − 1 other labels uniformly (Warner 1965;
+    Kairouz, Oh, Viswanath 2016); ε-DP per label.
 
     Args:
         y, epsilon, num_classes, generator: the labels, ε > 0 (unitless), k ≥ 2 and the generator of the draws.
@@ -201,8 +205,9 @@ class LocalGaussian(Baseline):
 
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
-        """The local release of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``; audits
-        call it on their canaries.
+        """The local release of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``.
+
+        Audits call it on their canaries.
 
         Args:
             data, spec, target_epsilon, delta, seed: the records, the settings, ε > 0 (``math.inf``: no noise), δ, seed.

@@ -1,8 +1,10 @@
-"""The audits' tightness plot: per model and threat model, the tightest valid ε lower bound against the ε it is
-held to (the accountant's ε of the audited run, or the claimed ε of a mechanism without a guarantee), with the
-diagonal ε_LB = ε, and above a final-model audit's bound a bar at the run's last-iterate heuristic ε (Steinke et al.
-2025: not a bound). Heuristic bounds are never plotted; neither are bounds of a neighbouring relation other than
-the ε's. Same conventions as ``reports.figures`` (object API, explicit Agg canvas).
+"""The audits' tightness plot.
+
+Per model and threat model, the tightest valid ε lower bound against the ε it is held to (the accountant's ε of the
+audited run, or the claimed ε of a mechanism without a guarantee), with the diagonal ε_LB = ε, and above a final-model
+audit's bound a bar at the run's last-iterate heuristic ε (Steinke et al. 2025: not a bound). Heuristic bounds are never
+plotted; neither are bounds of a neighbouring relation other than the ε's. Same conventions as ``reports.figures``
+(object API, explicit Agg canvas).
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ LINTHRESH = 0.1  # the y-axis is linear below this (bounds of 0 are common), log
 
 
 def tightness_points(runs: list[RunResult]) -> list[AuditBound]:
-    """The bounds the plot shows: per model and threat model, the tightest valid bound when it is compared with an
-    ε (``AuditBound.reference``).
+    """The bounds the plot shows.
+
+    Per model and threat model, the tightest valid bound when it is compared with an ε (``AuditBound.reference``).
     """
     found = [tightest_valid(r, tm) for r in runs for tm in THREAT_MODELS]
     return [b for b in found if b is not None and b.reference is not None and b.reference > 0]
 
 
 def heuristic_of(b: AuditBound) -> float | None:
-    """The last-iterate heuristic ε (not a bound) of a final-model audit's bound, in the relation it is held to;
+    """The last-iterate heuristic ε (not a bound) of a final-model audit's bound, in the relation it is held to.
+
     None for other threat models or without one.
     """
     c = b.compared
@@ -72,8 +76,9 @@ def _panel(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged:
 
 
 def _legend(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged: bool) -> None:
-    """Mechanisms (colour), threat models (marker), the hollow and ringed markers, the diagonal and the designs,
-    outside the axes on the right.
+    """Mechanisms (colour), threat models (marker), the hollow and ringed markers, the diagonal and the designs.
+
+    Outside the axes on the right.
     """
     handles = [Line2D([], [], color=palette[m], marker="s", ls="", label=m)
                for m in sorted({b.result.mechanism for b in points})]

@@ -1,5 +1,7 @@
-"""What ``privbench compare`` found: one ``Change`` per metric of a matched cell, the cells of each NEW run against
-BASE (``CellComparison``), and the whole ``Comparison``.
+"""What ``privbench compare`` found.
+
+One ``Change`` per metric of a matched cell, the cells of each NEW run against BASE (``CellComparison``), and the whole
+``Comparison``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ ALPHA = 0.05  # family-wise level over every comparison made (Holm)
 
 @dataclass(frozen=True)
 class CellKey:
-    """What makes two models the same cell: dataset, mechanism, target ε (the ε = ∞ point apart), seed (None:
-    matched whatever the seed) and a reproduction's row.
+    """What makes two models the same cell.
+
+    Dataset, mechanism, target ε (the ε = ∞ point apart), seed (None: matched whatever the seed) and a reproduction's
+    row.
     """
 
     dataset: str
@@ -73,8 +77,9 @@ class Change:
 
     @property
     def p_text(self) -> str:
-        """``"p = 0.00023 Holm-adjusted (McNemar exact, ...; raw p = 1.9e-06)"``, ``"exact (no sampling)"`` or
-        ``"no test"`` (after what was measured, e.g. a throughput ratio).
+        """``"p = 0.00023 Holm-adjusted (McNemar exact, ...; raw p = 1.9e-06)"``.
+
+        ``"exact (no sampling)"`` or ``"no test"`` (after what was measured, e.g. a throughput ratio).
         """
         if self.exact:
             return "exact (no sampling)"
@@ -93,8 +98,9 @@ def _p(p: float) -> str:
 
 @dataclass
 class CellComparison:
-    """One cell matched in BASE and one NEW run: both models, the settings that changed, and every metric's
-    change (significant or not).
+    """One cell matched in BASE and one NEW run.
+
+    Both models, the settings that changed, and every metric's change (significant or not).
     """
 
     key: CellKey

@@ -1,5 +1,6 @@
-"""The Provenance section: the exact configuration, seeds, versions and git hash, and every model's settings as run
-(``reports.provenance``).
+"""The Provenance section: the exact configuration, seeds, versions and git hash, and every model's settings as run.
+
+``reports.provenance``.
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ class Reconstruction(ReportSection):
     order = 55
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``inversion_<dataset>_<attack>``: each reconstruction attack's grid, one row per model, one column per
-        class (``reports.plots``).
+        """``inversion_<dataset>_<attack>``.
+
+        Each reconstruction attack's grid, one row per model, one column per class (``reports.plots``).
         """
         return {name: inversion_grid(rs, attack) for name, (rs, attack) in _grids(results).items()}
 

@@ -1,5 +1,6 @@
-"""The Setup and guarantees section: the setup, what every ε means, and the failed cells and attacks
-(``reports.tables``).
+"""The Setup and guarantees section.
+
+The setup, what every ε means, and the failed cells and attacks (``reports.tables``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The Throughput section: the samples/s plot and its reading, the run's wall time, and folded: where the time went
-(``reports.phases``).
+"""The Throughput section: the samples/s plot and its reading, the run's wall time, and folded.
+
+Where the time went (``reports.phases``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The Privacy vs utility section: test accuracy, attack AUC and attack TPR against ε
-(``reports.figures.versus_epsilon``).
+"""The Privacy vs utility section.
+
+Test accuracy, attack AUC and attack TPR against ε (``reports.figures.versus_epsilon``).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class Tradeoff(ReportSection):
     order = 20
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``STEMS``: test accuracy, the strongest attack's AUC and its TPR at 0.1% FPR against ε, one panel per
-        dataset and one line per mechanism.
+        """``STEMS``: test accuracy, the strongest attack's AUC and its TPR at 0.1% FPR against ε.
+
+        One panel per dataset and one line per mechanism.
         """
         runs = finished(results)
         return dict(zip(STEMS, (
@@ -68,8 +70,9 @@ class Tradeoff(ReportSection):
 
 
 def tradeoff_reading(results: Results) -> str:
-    """One line: each guaranteed mechanism's test accuracy (mean over seeds) at its smallest and its largest target
-    ε, per dataset; empty where no mechanism ran at two target ε.
+    """One line: each guaranteed mechanism's test accuracy (mean over seeds) at its smallest and its largest target ε.
+
+    Per dataset; empty where no mechanism ran at two target ε.
     """
     acc: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in finished(results):

@@ -1,6 +1,8 @@
-"""The compact table of the first screen: one row per mechanism × target ε, numbers only — the accountant's ε, test
-accuracy with its 95 % Clopper-Pearson interval, the cost of privacy, the strongest membership attack's TPR at 0.1 %
-FPR with its interval, the tightest valid audit ε_LB against the ε it is held to, conformance, and throughput.
+"""The compact table of the first screen.
+
+One row per mechanism × target ε, numbers only — the accountant's ε, test accuracy with its 95 % Clopper-Pearson
+interval, the cost of privacy, the strongest membership attack's TPR at 0.1 % FPR with its interval, the tightest valid
+audit ε_LB against the ε it is held to, conformance, and throughput.
 
 No number loses its provenance: an ε column whose δ, accountant and relation are the same in every row says so once
 in its header; where rows differ, each ε carries a key (ᵃ, ᵇ, ...) that the legend under the table spells out. Every
@@ -43,9 +45,11 @@ EPSILON_COLUMN, AUDIT_COLUMN = 2, 6
 
 @dataclass
 class CompactTable:
-    """One dataset's compact table: ``headers`` and ``rows`` (text cells), a ``title`` per cell (its whole
-    provenance), a CSS class per row (``reports.verdict.table.row_css``), the ``keys`` legend (one line per key:
-    ``"ᵃ δ = 1e-05, dp_accounting-pld, replace-one"``) and the leakage axis of the TPR column.
+    """One dataset's compact table.
+
+    ``headers`` and ``rows`` (text cells), a ``title`` per cell (its whole provenance), a CSS class per row
+    (``reports.verdict.table.row_css``), the ``keys`` legend (one line per key: ``"ᵃ δ = 1e-05, dp_accounting-pld,
+    replace-one"``) and the leakage axis of the TPR column.
     """
 
     dataset: str
@@ -58,8 +62,7 @@ class CompactTable:
 
 
 def provenance(p: Privacy) -> str:
-    """What an ε is stated with: ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (``" (weak δ ≥ 1/n)"`` after a
-    weak δ).
+    """What an ε is stated with: ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (``" (weak δ ≥ 1/n)"`` after a weak δ).
     """
     weak = " (weak δ ≥ 1/n)" if p.weak_delta else ""
     relation = relation_text(p.relation)
@@ -98,8 +101,10 @@ def _epsilon(r: RunResult) -> tuple[str, str | None]:
 
 
 def _audit(results: Results, r: RunResult) -> tuple[str, str | None, str]:
-    """The tightest valid audit bound of any audit of ``r`` against the ε it is held to: cell, that ε's provenance
-    (None where it has none), title (the bound's audit, threat model, design, method and confidence, and the ratio).
+    """The tightest valid audit bound of any audit of ``r`` against the ε it is held to.
+
+    Cell, that ε's provenance (None where it has none), title (the bound's audit, threat model, design, method and
+    confidence, and the ratio).
     """
     b = tightest_valid(r)
     if b is None:
@@ -140,8 +145,7 @@ def _cost(results: Results, r: RunResult) -> str:
 
 def _row(results: Results, r: RunResult, verdict: list[str], axis: LeakageAxis
          ) -> tuple[list[str], list[str], list[str | None]]:
-    """One model's cells, their titles and the provenance of its two ε columns (``EPSILON_COLUMN``,
-    ``AUDIT_COLUMN``).
+    """One model's cells, their titles and the provenance of its two ε columns (``EPSILON_COLUMN``, ``AUDIT_COLUMN``).
     """
     mech = verdict[0].split(" — ")[0]  # "dpsgd (seed 1)", its degenerate mark apart
     if is_failed(r):

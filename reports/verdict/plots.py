@@ -1,7 +1,8 @@
-"""The verdict's Pareto frontier and the training throughput figure, drawn by the Verdict and Throughput sections
-(``reports.verdict.section``, ``reports.sections.throughput``; the audits' tightness plot is ``reports.audit.plots``).
-Same conventions as ``reports.plots`` (``reports.figures``: object API, explicit Agg canvas; hollow markers and
-dotted lines for mechanisms without a guarantee).
+"""The verdict's Pareto frontier and the training throughput figure, drawn by the Verdict and Throughput sections.
+
+``reports.verdict.section``, ``reports.sections.throughput``; the audits' tightness plot is ``reports.audit.plots``.
+Same conventions as ``reports.plots`` (``reports.figures``: object API, explicit Agg canvas; hollow markers and dotted
+lines for mechanisms without a guarantee).
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
 
 def _draw_points(ax: Axes, points: list[tuple[RunResult, float, tuple[float, float | None, float | None, str]]],
                  front: list[bool | None], palette: dict[str, str]) -> None:
-    """Each model's point with its interval, and its direct label: the mechanism's name at its point of the
-    smallest target ε (the points spread out there), the target ε on the frontier, a degenerate model in grey.
+    """Each model's point with its interval, and its direct label.
+
+    The mechanism's name at its point of the smallest target ε (the points spread out there), the target ε on the
+    frontier, a degenerate model in grey.
     """
     xs = [x for _, x, _ in points]
     middle = (min(xs) + max(xs)) / 2
@@ -98,8 +101,9 @@ def _draw_points(ax: Axes, points: list[tuple[RunResult, float, tuple[float, flo
 
 
 def throughput_figure(runs: list[RunResult]) -> Figure | None:
-    """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε,
-    one panel per dataset; hatched bars are cached models (their original training's timing).
+    """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε.
+
+    One panel per dataset; hatched bars are cached models (their original training's timing).
     """
     timed = [r for r in runs if r.timings.samples_per_s]
     if not timed:

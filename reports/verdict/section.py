@@ -1,7 +1,9 @@
-"""The Verdict section, the first screen: the run's answer in one sentence and its status badges
-(``reports.verdict.answer``), then per dataset the compact table beside the Pareto figure
-(``reports.verdict.compact``), the key to its ε columns and the headline; folded below them, the verdict table with
-every number's whole provenance (``reports.verdict.table``) and the notes per mechanism (``reports.verdict.notes``).
+"""The Verdict section, the first screen.
+
+The run's answer in one sentence and its status badges (``reports.verdict.answer``), then per dataset the compact table
+beside the Pareto figure (``reports.verdict.compact``), the key to its ε columns and the headline; folded below them,
+the verdict table with every number's whole provenance (``reports.verdict.table``) and the notes per mechanism
+(``reports.verdict.notes``).
 """
 
 from __future__ import annotations
@@ -72,9 +74,10 @@ class Verdict(ReportSection):
                 "target ε; the line joins the models no other model beats on both")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
-        """The answer and the badges, then per dataset the compact table beside the Pareto figure, the key to its
-        ε columns, the headline, and folded: the verdict table (every number's provenance) and the notes per
-        mechanism. HTML says "No results yet." when there is nothing.
+        """The answer and the badges, then per dataset the compact table beside the Pareto figure.
+
+        The key to its ε columns, the headline, and folded: the verdict table (every number's provenance) and the notes
+        per mechanism. HTML says "No results yet." when there is nothing.
         """
         notes, headline = verdict_notes(results), verdict_headline(results)
         blocks: list[Block] = [Text(answer(results), "answer"), Badges(badges(results))]
@@ -109,8 +112,10 @@ class Verdict(ReportSection):
 
 
 def _last_iterate_blocks(results: Results, dataset: str, key: str) -> list[Block]:
-    """Folded: the DP-SGD models' accountant ε, last-iterate heuristic ε and final-model audit bound side by side
-    (``reports.last_iterate``) with the sentence saying what the gap means; nothing without a heuristic ε.
+    """Folded: the DP-SGD models' accountant ε.
+
+    Last-iterate heuristic ε and final-model audit bound side by side (``reports.last_iterate``) with the sentence
+    saying what the gap means; nothing without a heuristic ε.
     """
     rows = last_iterate_rows(results, dataset)
     if not rows:
@@ -146,8 +151,9 @@ def _name_link(name: str, anchor: str) -> Markup:
 
 
 def compact_legend(table: CompactTable, *, with_keys: bool) -> str:
-    """How to read the compact table in one paragraph, led by the key to its ε columns (``with_keys``: the HTML
-    table has it in its caption).
+    """How to read the compact table in one paragraph, led by the key to its ε columns.
+
+    ``with_keys``: the HTML table has it in its caption.
     """
     keys = "; ".join(table.keys) if with_keys else ""
     axis = table.axis

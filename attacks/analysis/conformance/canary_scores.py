@@ -1,6 +1,7 @@
-"""White-box Dirac canaries' scores against their exact distribution under the certified DP-SGD: a test of the
-certificate that is exact, not a central limit (Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
-Learning", Dirac canaries).
+"""White-box Dirac canaries' scores against their exact distribution under the certified DP-SGD.
+
+A test of the certificate that is exact, not a central limit (Nasr et al. 2023, "Tight Auditing of Differentially
+Private Machine Learning", Dirac canaries).
 
 An included canary is sampled at rate q at each of T steps; the auditor reads x_t = b_t·c_t + N(0, σ²) at its
 coordinate and scores S = Σ_t ℓ(x_t), ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ²))), at the *certified* σ and q. Under
@@ -31,8 +32,10 @@ TAIL_SDS = 14.0  # the grid spans the sum's mean ± this many sds (its mass beyo
 
 
 def _step_law(sigma: float, q: float, steps: int, contribution: float) -> tuple[float, float, float, np.ndarray]:
-    """One step's ℓ(x) on its grid: (log(1 − q), the grid's width h, the span the sum needs, the CDF at the grid's
-    cells' upper ends with a leading 0 (ℓ > log(1 − q))).
+    """One step's ℓ(x) on its grid.
+
+    (log(1 − q), the grid's width h, the span the sum needs, the CDF at the grid's cells' upper ends with a leading 0 (ℓ
+    > log(1 − q))).
     """
     s2 = sigma**2
     lo = math.log1p(-q)  # ℓ > log(1 − q)

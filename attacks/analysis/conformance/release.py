@@ -1,8 +1,9 @@
-"""Conformance tests of data releases (local Gaussian noise, DPMix): the noise of an image release per pixel, per
-region and per channel, randomized response's label flips, the inclusion of records in DPMix's mixtures, and the ε
-of the measured parameters with its p-value of "spent ≤ certified" (``attacks.analysis.conformance`` holds the generic
-tests these build on). The number of tests each function returns is fixed by the image's shape alone, before any
-data. Pure NumPy / SciPy; no torch.
+"""Conformance tests of data releases (local Gaussian noise, DPMix).
+
+The noise of an image release per pixel, per region and per channel, randomized response's label flips, the inclusion of
+records in DPMix's mixtures, and the ε of the measured parameters with its p-value of "spent ≤ certified"
+(``attacks.analysis.conformance`` holds the generic tests these build on). The number of tests each function returns is
+fixed by the image's shape alone, before any data. Pure NumPy / SciPy; no torch.
 """
 
 from __future__ import annotations
@@ -124,9 +125,10 @@ def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd:
 
 def _pixel_test(name: str, ss: np.ndarray, n: int, certified_sd: float, alternative: str = "less"
                 ) -> dict[str, Any]:
-    """The per-pixel χ² tests read by ``sidak_test``. Every pixel has ``n`` observations, so the smallest p-value is
-    the smallest Σx² (the χ² cdf is increasing), or, two-sided, the smallest or the largest: only those pixels'
-    tests are computed (784 χ² limits were 0.5 s).
+    """The per-pixel χ² tests read by ``sidak_test``.
+
+    Every pixel has ``n`` observations, so the smallest p-value is the smallest Σx² (the χ² cdf is increasing), or,
+    two-sided, the smallest or the largest: only those pixels' tests are computed (784 χ² limits were 0.5 s).
     """
     ends = {int(np.argmin(ss))} | ({int(np.argmax(ss))} if alternative == "two-sided" else set())
     worst = min((noise_test(f"pixel {i}", float(ss[i]), n, certified_sd, alternative=alternative) for i in ends),

@@ -1,7 +1,8 @@
-"""Conformance tests of how records are sampled and how often (``attacks.analysis.conformance``): a rate (a sample
-rate q, a keep rate) against the certified one (exact binomial), the dispersion of records' participation counts
-against Poisson sampling's (two-sided) and the number of noisy steps against the accountant's. Pure NumPy / SciPy; no
-torch.
+"""Conformance tests of how records are sampled and how often (``attacks.analysis.conformance``).
+
+A rate (a sample rate q, a keep rate) against the certified one (exact binomial), the dispersion of records'
+participation counts against Poisson sampling's (two-sided) and the number of noisy steps against the accountant's. Pure
+NumPy / SciPy; no torch.
 """
 
 from __future__ import annotations
@@ -48,12 +49,13 @@ def rate_test(name: str, quantity: str, successes: int, trials: int, certified: 
 
 
 def dispersion_test(name: str, counts: ArrayLike, trials: int, rate: float) -> dict[str, Any]:
-    """Two-sided test that records' participation counts ``(n,)`` over ``trials`` steps are iid Binomial(trials,
-    rate), as Poisson sampling at ``rate`` makes them (Abadi et al. 2016; the accountant's assumption), by their
-    dispersion D = Σ(c − Tq)². Under H0, E[D] = n·Tq(1−q) and Var[D] = n·(μ₄ − (Tq(1−q))²) with μ₄ the binomial's
-    fourth central moment; D is read against the gamma law with those two moments (a sum of n iid terms: its skew
-    falls as 1/√n). Shuffled fixed batches give every record the same count (D ≈ 0); a weighted sampler, or records
-    sampled at different rates, spread them (D large).
+    """Two-sided test that records' participation counts ``(n,)`` over ``trials`` steps are iid Binomial(trials, rate).
+
+    As Poisson sampling at ``rate`` makes them (Abadi et al. 2016; the accountant's assumption), by their dispersion D =
+    Σ(c − Tq)². Under H0, E[D] = n·Tq(1−q) and Var[D] = n·(μ₄ − (Tq(1−q))²) with μ₄ the binomial's fourth central
+    moment; D is read against the gamma law with those two moments (a sum of n iid terms: its skew falls as 1/√n).
+    Shuffled fixed batches give every record the same count (D ≈ 0); a weighted sampler, or records sampled at different
+    rates, spread them (D large).
 
     Args:
         name: the test's name.

@@ -1,6 +1,7 @@
-"""White-box audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's code unchanged
-(Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac
-canaries; Steinke, Nasr, Jagielski 2023: one training run).
+"""White-box audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's code unchanged.
+
+Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac canaries;
+Steinke, Nasr, Jagielski 2023: one training run.
 
 During the audit run privbench patches Opacus for the length of ``fit`` (``OpacusObserver``,
 ``attacks.canaries.opacus.patches``): ``GradSampleModule.forward``, to see which records each training batch holds,
@@ -79,6 +80,7 @@ class OpacusCanaryParams(Params):
 
 class OpacusCanaryAudit(MembershipAttack):
     """One audit run of a plug-in mechanism that trains through Opacus, observed white-box (module docstring).
+
     Returns ``{"opacus-canary": the canary records (the run's conformance tests and measured ε in ``conformance``),
     "opacus-canary-dirac": the optimizer's Dirac canaries}``; scores: larger means "included". Applies to mechanisms
     with a central-DP guarantee and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``).
@@ -101,17 +103,20 @@ class OpacusCanaryAudit(MembershipAttack):
 
     @staticmethod
     def _own_audit(ctx: AttackContext) -> bool:
-        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries). An
-        audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one.
+        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries).
+
+        An audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one.
         """
         from mechanisms import MECHANISMS
 
         return ctx.mechanism in MECHANISMS.names() and "gradient-canaries" in MECHANISMS.get(ctx.mechanism).audits
 
     def _with_canaries(self, ctx: AttackContext, stream: int) -> tuple[ArrayDataset, tuple[bool, ...]]:
-        """The audit run's training data: the members and every canary record, at random positions (the order
-        drawn from the seed's ``stream`` before the coins, so n and the order do not depend on them), and the
-        ``(records,)`` coins: an included record's crafted gradient is given, an excluded one's is zero.
+        """The audit run's training data.
+
+        The members and every canary record, at random positions (the order drawn from the seed's ``stream`` before the
+        coins, so n and the order do not depend on them), and the ``(records,)`` coins: an included record's crafted
+        gradient is given, an excluded one's is zero.
 
         Raises:
             ValueError: every coin fell on one side (no included or no excluded canary to compare).

@@ -1,7 +1,8 @@
-"""Final-model (hidden-state) audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's
-code unchanged (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the hidden state threat model"; Steinke,
-Nasr, Jagielski 2023, §6: gradient canaries scored from the final model only; Nasr et al. 2023, §3: crafted-gradient
-and Dirac canaries).
+"""Final-model (hidden-state) audit of any plug-in whose training goes through Opacus' ``DPOptimizer``.
+
+The user's code unchanged (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the hidden state threat model";
+Steinke, Nasr, Jagielski 2023, §6: gradient canaries scored from the final model only; Nasr et al. 2023, §3:
+crafted-gradient and Dirac canaries).
 
 The auditor sees θ_0 and the released model θ_T, nothing in between. The audit run is ``opacus-canary``'s: the
 members plus a fair-coin half of m canary records that go through the loop's own ``DataLoader`` (so a loop that
@@ -65,9 +66,10 @@ NAME = "opacus-canary-final"
 
 
 def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torch.Tensor]:
-    """θ_0, the public initial weights: the trainable parameters of ``mechanism.build(data.input_shape,
-    data.num_classes, spec)`` after ``torch.manual_seed(seed)``, in ``build``'s order (the global generator's state is
-    restored after).
+    """θ_0, the public initial weights.
+
+    The trainable parameters of ``mechanism.build(data.input_shape, data.num_classes, spec)`` after
+    ``torch.manual_seed(seed)``, in ``build``'s order (the global generator's state is restored after).
 
     Args:
         mechanism, data, spec, seed: the mechanism, the run's records (their shape and K), its spec and its seed.
@@ -83,8 +85,10 @@ def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torc
 
 @dataclass(frozen=True)
 class FinalCanaries(OpacusCanaries):
-    """The final-model audit run's request: as ``OpacusCanaries`` (``dirac`` -1: one Dirac canary at every coordinate
-    not taken by a record or a reference), scored from θ_T − θ_0.
+    """The final-model audit run's request.
+
+    As ``OpacusCanaries`` (``dirac`` -1: one Dirac canary at every coordinate not taken by a record or a reference),
+    scored from θ_T − θ_0.
     """
 
     def observe(self, data: ArrayDataset, *, mechanism=None, spec=None, seed: int | None = None,
@@ -119,8 +123,10 @@ def _differences(got: list[torch.Tensor], want: list[torch.Tensor]) -> str | Non
 
 
 class FinalModelObserver(OpacusObserver):
-    """``OpacusObserver`` in the hidden-state threat model: the canaries are planted the same way, the scores come
-    from θ_T − θ_0 (module docstring). Raises ``AuditRefused`` (one line) where an assumption fails.
+    """``OpacusObserver`` in the hidden-state threat model.
+
+    The canaries are planted the same way, the scores come from θ_T − θ_0 (module docstring). Raises ``AuditRefused``
+    (one line) where an assumption fails.
 
     Args:
         request: the canaries. images: the canary records' images ``(m, *input_shape)``.
@@ -250,8 +256,9 @@ class OpacusFinalCanaryParams(Params):
 
 
 class OpacusFinalCanaryAudit(OpacusCanaryAudit):
-    """One audit run of a plug-in mechanism that trains through Opacus, scored from its final model alone (module
-    docstring). Returns ``{"opacus-canary-final": the canary records, "opacus-canary-final-dirac": the optimizer's
+    """One audit run of a plug-in mechanism that trains through Opacus, scored from its final model alone.
+
+    Module docstring. Returns ``{"opacus-canary-final": the canary records, "opacus-canary-final-dirac": the optimizer's
     Dirac canaries}``; scores: larger means "included". Applies to mechanisms with a central-DP guarantee and no audit
     of their own (privbench's DP-SGD has ``canary-final``).
     """

@@ -61,9 +61,10 @@ class OpacusCanaries:
     norm: float = 10.0
 
     def observe(self, data: ArrayDataset, **run) -> OpacusObserver:
-        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data`` (``run``: the
-        job's ``mechanism``, ``spec`` and ``seed``; the mechanism's declared post-processing is read from the first
-        two, ``mechanisms.post_processing``).
+        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data``.
+
+        ``run``: the job's ``mechanism``, ``spec`` and ``seed``; the mechanism's declared post-processing is read from
+        the first two, ``mechanisms.post_processing``.
 
         Args:
             data: the audit run's training records (members and every canary record).
@@ -81,7 +82,8 @@ class OpacusCanaries:
 
 
 class OpacusObserver(OpacusPatches):
-    """Patches Opacus while the audit run trains (``attacks.canaries.opacus.patches``; see the module docstring);
+    """Patches Opacus while the audit run trains (``attacks.canaries.opacus.patches``; see the module docstring).
+
     ``result()`` gives the scores and the parameter trail. Raises ``AuditRefused`` (one line) for a loop outside the
     design.
 
@@ -150,8 +152,10 @@ class OpacusObserver(OpacusPatches):
         self.q, self.sigma, self.C = phase.q, phase.sigma, phase.clip
 
     def _switch(self, opt) -> None:
-        """The step of another DPOptimizer than the last one's: a phase seen before, or a new one on the same
-        parameters. Raises ``AuditRefused`` where this observer observes one optimizer, or other parameters.
+        """The step of another DPOptimizer than the last one's.
+
+        A phase seen before, or a new one on the same parameters. Raises ``AuditRefused`` where this observer observes
+        one optimizer, or other parameters.
         """
         known = next((p for p in self.phases if p.opt is opt), None)
         if known is None:

@@ -24,9 +24,10 @@ from mechanisms.dpsgd.continuity import ParameterTrail
 
 
 class OpacusPatches(contextlib.AbstractContextManager):
-    """The patches of Opacus and the parameter trail (module docstring). A subclass gives ``_rows(x)`` (a training
-    batch reached the model; None: the rows seen so far are dropped) and ``_step(opt)`` (the observed ``pre_step``),
-    and calls ``_begin(opt, params)`` where a private step starts.
+    """The patches of Opacus and the parameter trail (module docstring).
+
+    A subclass gives ``_rows(x)`` (a training batch reached the model; None: the rows seen so far are dropped) and
+    ``_step(opt)`` (the observed ``pre_step``), and calls ``_begin(opt, params)`` where a private step starts.
 
     Args:
         post: the mechanism's declared post-processing (``mechanisms.post_processing.declared``): the EMA's decay or

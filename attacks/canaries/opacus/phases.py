@@ -1,9 +1,10 @@
-"""The pieces of the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) that do not patch Opacus: the
-canary records, the reference coordinates, the scores, and the **phases** of a user's loop — each ``DPOptimizer`` the
-loop steps on the model (a second training phase, a second ``PrivacyEngine``), read from its own accountant's step hook:
-its sample rate q, its noise multiplier σ, its clip bound C, its accountant. Every phase's noisy steps are observed;
-the ε from measured parameters composes them all (``attacks.conformance.opacus``), so a loop that reports the ε of one
-phase while it trained two is held to both.
+"""The pieces of the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) that do not patch Opacus.
+
+The canary records, the reference coordinates, the scores, and the **phases** of a user's loop — each ``DPOptimizer``
+the loop steps on the model (a second training phase, a second ``PrivacyEngine``), read from its own accountant's step
+hook: its sample rate q, its noise multiplier σ, its clip bound C, its accountant. Every phase's noisy steps are
+observed; the ε from measured parameters composes them all (``attacks.conformance.opacus``), so a loop that reports the
+ε of one phase while it trained two is held to both.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ class AuditRefused(ValueError):
 
 @dataclass
 class Phase:
-    """One ``DPOptimizer`` the loop steps: its accountant (read from its step hook), that accountant's q, the
-    optimizer's σ and C, the order of its parameters in the observer's layout (the first optimizer's order), and what
-    was observed of it: steps, the rows of its batches, the largest clipped canary contribution (units of C).
+    """One ``DPOptimizer`` the loop steps.
+
+    Its accountant (read from its step hook), that accountant's q, the optimizer's σ and C, the order of its parameters
+    in the observer's layout (the first optimizer's order), and what was observed of it: steps, the rows of its batches,
+    the largest clipped canary contribution (units of C).
     """
 
     opt: Any
@@ -144,8 +147,9 @@ def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed:
 
 
 def references(sizes: list[int]) -> list[int]:
-    """Reference coordinates per parameter tensor of ``sizes`` coordinates: min(``REFERENCES_PER_TENSOR``,
-    ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own).
+    """Reference coordinates per parameter tensor of ``sizes`` coordinates.
+
+    Min(``REFERENCES_PER_TENSOR``, ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own).
 
     Args:
         sizes: each parameter tensor's number of coordinates.
@@ -169,9 +173,10 @@ def row_keys(x: torch.Tensor) -> list[bytes]:
 
 
 def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray:
-    """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C: the
-    log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ = 0);
-    the Neyman-Pearson test of Nasr et al. 2023's Dirac canaries.
+    """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C.
+
+    The log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ =
+    0); the Neyman-Pearson test of Nasr et al. 2023's Dirac canaries.
 
     Args:
         x: observations ``(T, m)``, in units of C.
@@ -187,7 +192,8 @@ def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray
 
 
 def observed_phases(result: dict) -> list[list[float]]:
-    """The loop's phases as the observer saw them, for the last-iterate heuristic ε (computed by the runner):
+    """The loop's phases as the observer saw them, for the last-iterate heuristic ε (computed by the runner).
+
     ``[[σ (the optimizer's noise multiplier), q (its accountant's rate), T (steps observed)], ...]``, in order.
 
     Args:

@@ -1,6 +1,8 @@
-"""Our recipes ("beat the records"), chosen without looking at the test set: Tramèr & Boneh's tanh CNN with an EMA
-of the weights and their ScatterNet + linear for DP-SGD, the moment-based class-mean learner for DPMix, and the
-candidate presets they were chosen among on a validation split. Accuracies are in percent.
+"""Our recipes ("beat the records"), chosen without looking at the test set.
+
+Tramèr & Boneh's tanh CNN with an EMA of the weights and their ScatterNet + linear for DP-SGD, the moment-based
+class-mean learner for DPMix, and the candidate presets they were chosen among on a validation split. Accuracies are in
+percent.
 """
 
 from __future__ import annotations
@@ -105,9 +107,10 @@ def _candidate(key: str, model: str, epochs: int, batch: int, lr: float, ema: fl
 
 
 def _candidates(standardize: list[float]) -> tuple[Row, ...]:
-    """Tramèr & Boneh's end-to-end recipe (A) and a longer, larger-batch one (B); their ScatterNet + linear settings
-    for MNIST (S1) and Fashion-MNIST (S2), without EMA (≈ 300 steps: a 0.999 average would still weigh the initial
-    weights).
+    """Tramèr & Boneh's end-to-end recipe (A) and a longer, larger-batch one (B).
+
+    Their ScatterNet + linear settings for MNIST (S1) and Fashion-MNIST (S2), without EMA (≈ 300 steps: a 0.999 average
+    would still weigh the initial weights).
     """
     return (_candidate("A", "cnn-small", 40, 512, 0.5, 0.999, standardize),
             _candidate("B", "cnn-small", 60, 1024, 1.0, 0.999, standardize),

@@ -1,6 +1,7 @@
-"""ML Privacy Meter's LOSS attack as a zoo auditor, scored as the package on PyPI scores it (``privacy-meter==1.0.1``,
-import ``privacy_meter``; Murakonda, Shokri 2020, "ML Privacy Meter", and the population attack of Ye et al. 2022,
-"Enhanced membership inference attacks against machine learning models", CCS).
+"""ML Privacy Meter's LOSS attack as a zoo auditor, scored as the package on PyPI scores it.
+
+``privacy-meter==1.0.1``, import ``privacy_meter``; Murakonda, Shokri 2020, "ML Privacy Meter", and the population
+attack of Ye et al. 2022, "Enhanced membership inference attacks against machine learning models", CCS.
 
 What exists: privacy-meter 1.0.1 is the last release on PyPI and predates RMIA (Zarifzadeh et al. 2024) and the
 one-run audit: both are in ML Privacy Meter 2, which is on GitHub only. So there is no "RMIA as ML Privacy Meter scores
@@ -38,8 +39,9 @@ RECORDS = ("canary",)
 
 def operating_points(loss: np.ndarray, labels: np.ndarray, calibration: np.ndarray,
                      audit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ML Privacy Meter's ``(tp, fp)`` on the ``audit`` canaries at each of its FPR tolerances, its thresholds from
-    the losses of the excluded ``calibration`` canaries.
+    """ML Privacy Meter's ``(tp, fp)`` on the ``audit`` canaries at each of its FPR tolerances.
+
+    Its thresholds from the losses of the excluded ``calibration`` canaries.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # privacy_meter imports TensorFlow: no start-up chatter
     from privacy_meter.hypothesis_test import linear_itp_threshold_func

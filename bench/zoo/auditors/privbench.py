@@ -28,8 +28,9 @@ ALL = {m: tuple(dict.fromkeys(WHITE_BOX.get(m, ()) + BLACK_BOX.get(m, ()) + RELE
 
 def _keep(records: Callable[[str, object], bool], *, bounds: bool, conformance: bool
           ) -> Callable[[AuditorInput], Verdict]:
-    """A judge: the run-level check on the target with only the attack records ``records(name, record)`` keeps,
-    their ε lower bounds (and certified-curve tests) kept where ``bounds``, their conformance tests where
+    """A judge: the run-level check on the target with only the attack records ``records(name, record)`` keeps.
+
+    Their ε lower bounds (and certified-curve tests) kept where ``bounds``, their conformance tests where
     ``conformance``.
     """
 

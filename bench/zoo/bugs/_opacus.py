@@ -21,8 +21,9 @@ def force_loop_settings(**settings: Any) -> None:
 
 def opacus_epsilon(params: dict[str, Any], *, sigma: float | None = None, sample_rate: float | None = None
                    ) -> float | None:
-    """ε (add/remove, the relation the example certifies) of the loop's recorded σ, q and steps, each replaced
-    where given.
+    """ε (add/remove, the relation the example certifies) of the loop's recorded σ, q and steps.
+
+    Each replaced where given.
     """
     from bench.zoo.bugs._common import dpsgd_epsilon
 

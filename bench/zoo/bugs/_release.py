@@ -10,8 +10,10 @@ Fashion-MNIST, CIFAR-10, the synthetic ``ci`` data) has 10 classes. ``params['nu
 
 
 def local_epsilon(params: dict[str, Any], *, sigma: float) -> float:
-    """The local record's ε at the run's δ with image noise ``sigma``: the analytic Gaussian at sensitivity 2, composed
-    with randomized response at the recorded ε_label where labels are randomized (the mechanism's own accountant).
+    """The local record's ε at the run's δ with image noise ``sigma``.
+
+    The analytic Gaussian at sensitivity 2, composed with randomized response at the recorded ε_label where labels are
+    randomized (the mechanism's own accountant).
     """
     from mechanisms.accounting.gaussian import gaussian_epsilon, local_record_epsilon
     from mechanisms.local.mechanism import SENSITIVITY
@@ -24,8 +26,10 @@ def local_epsilon(params: dict[str, Any], *, sigma: float) -> float:
 
 
 def dpmix_epsilon(params: dict[str, Any], *, factor: float) -> float | None:
-    """DPMix's PLD ε at the run's δ with both noises scaled by ``factor``; None unless the run records ``d_x`` (its
-    feature count: DPMix's sensitivity depends on it and its params do not hold it today).
+    """DPMix's PLD ε at the run's δ with both noises scaled by ``factor``.
+
+    None unless the run records ``d_x`` (its feature count: DPMix's sensitivity depends on it and its params do not hold
+    it today).
     """
     from mechanisms.accounting.dpmix import dpmix_epsilon as epsilon
 

@@ -1,5 +1,6 @@
-"""DP-SGD sampling records unevenly (planted; issue 38's conformance violation "a fifth of records at twice the rate"):
-the first fifth of the records join each Poisson batch with probability 2q, the rest with q, while the accountant
+"""DP-SGD sampling records unevenly (planted; issue 38's conformance violation "a fifth of records at twice the rate").
+
+The first fifth of the records join each Poisson batch with probability 2q, the rest with q, while the accountant
 certifies q for everyone; the records sampled at 2q spend ε(σ, 2q, T).
 """
 

@@ -1,9 +1,10 @@
-"""σ × F: a mechanism's noise drawn at F times the σ its accountant certifies (planted), one parametrised bug for
-every mechanism of the zoo. ``scaled_noise(mechanism, factor)`` builds the bug; the fixed instances the suite's tests
-and the zoo's measured tables use are registered here (DP-SGD σ × 0.5, 0.25, 0.75 and 0, DPMix σ × 0.5 and 0.1,
-local noise σ × 0.5, the example Opacus loop σ × 0); any other F is found by its name ``MECHANISM-noise-xF``
-(``dpsgd-noise-x0.67``, ``local-gaussian-noise-x0.8``: ``bench.zoo.catalogue.find``), as the detection-power table
-(``scripts/detection_power.py``) and the null test (``scripts/null_test.py``) ask for it.
+"""σ × F: a mechanism's noise drawn at F times the σ its accountant certifies (planted).
+
+One parametrised bug for every mechanism of the zoo. ``scaled_noise(mechanism, factor)`` builds the bug; the fixed
+instances the suite's tests and the zoo's measured tables use are registered here (DP-SGD σ × 0.5, 0.25, 0.75 and 0,
+DPMix σ × 0.5 and 0.1, local noise σ × 0.5, the example Opacus loop σ × 0); any other F is found by its name
+``MECHANISM-noise-xF`` (``dpsgd-noise-x0.67``, ``local-gaussian-noise-x0.8``: ``bench.zoo.catalogue.find``), as the
+detection-power table (``scripts/detection_power.py``) and the null test (``scripts/null_test.py``) ask for it.
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ def scaled_noise(mechanism: str, factor: float, *, name: str | None = None, summ
 
 
 def parse(name: str) -> Bug | None:
-    """The instance ``MECHANISM-noise-xF`` named ``name`` (``dpsgd-noise-x0.67``), or None where ``name`` is not of
-    that form.
+    """The instance ``MECHANISM-noise-xF`` named ``name`` (``dpsgd-noise-x0.67``).
+
+    Or None where ``name`` is not of that form.
 
     Raises:
         ValueError: the form, but an unknown mechanism or F = 1.
