@@ -59,7 +59,9 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _run_plan(plan, console, *, reports: bool):
-    """``Harness(plan).run()``; when the folder already holds this configuration's complete results but a run
+    """Run the plan, or redraw the reports of complete results.
+
+    ``Harness(plan).run()``; when the folder already holds this configuration's complete results but a run
     stopped while drawing its reports, those results (the reports are drawn next). Raises BenchError as the
     harness does.
     """

@@ -225,12 +225,14 @@ class Weights:
 
 @dataclass(frozen=True)
 class InitialModel:
-    """An audit run's request (``Mechanism.fit``'s ``audit``) for a mechanism that declares ``"initial-model"`` in
-    its ``audits``: train from the auditor's θ_0 (``weights``: a state dict of the model ``build`` makes) instead of
-    the mechanism's own initialisation (the black-box audits with an auditor-chosen initial model, Annamalai & De
-    Cristofaro 2024; ``attacks.canaries.crafted``). ``public_size``: where the mechanism derives its sampling rate,
-    steps and expected batch from a record count (DP-SGD), the count fixed by the auditor before any inclusion coin (as
-    ``mechanisms.dpsgd.canary_placement.GradientCanaries.public_size``); None: the training set's size.
+    """An audit run's request for a mechanism that declares ``"initial-model"`` in its ``audits``.
+
+    (``Mechanism.fit``'s ``audit``.) Train from the auditor's θ_0 (``weights``: a state dict of the model ``build``
+    makes) instead of the mechanism's own initialisation (the black-box audits with an auditor-chosen initial model,
+    Annamalai & De Cristofaro 2024; ``attacks.canaries.crafted``). ``public_size``: where the mechanism derives its
+    sampling rate, steps and expected batch from a record count (DP-SGD), the count fixed by the auditor before any
+    inclusion coin (as ``mechanisms.dpsgd.canary_placement.GradientCanaries.public_size``); None: the training set's
+    size.
 
     The hook for a plug-in: declare ``audits = frozenset({"initial-model"})`` and, in ``fit(..., audit=None)``, after
     building the model, ``model.load_state_dict(audit.weights.state)`` when ``audit`` is an ``InitialModel``

@@ -80,7 +80,9 @@ class WeightNoiseParams(ModelParams):
 
 @dataclass(frozen=True)
 class CleanWeights:
-    """An audit request: train the autoencoder exactly as ``fit`` does but add no weight noise (and skip the
+    """An audit request: train exactly as ``fit`` does but add no weight noise.
+
+    An audit request: train the autoencoder exactly as ``fit`` does but add no weight noise (and skip the
     classifier), so the auditor holds the clean weights the noise is added to; ``TrainedModel.audit`` records
     ``{"weight_noise_std"}``, the std the mechanism would have added.
     """

@@ -127,7 +127,9 @@ class AuditBound:
 
     @property
     def headline_ratio(self) -> float | None:
-        """ε_LB / the model's headline ε (its own relation: DP-SGD's replace-one, the relation budgets are matched
+        """ε_LB / the model's headline ε where the bound is held to another relation's ε.
+
+        ε_LB / the model's headline ε (its own relation: DP-SGD's replace-one, the relation budgets are matched
         on) where the bound is held to another relation's ε (DP-SGD's canaries test add/remove); None otherwise.
         """
         p, c = self.privacy, self.compared
@@ -286,9 +288,10 @@ def bug_value(b: PrivacyBug) -> str:
 
 
 def ratio_text(b: AuditBound | None) -> str:
-    """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε); 0.38
-    (replace-one ε)"`` where the design's relation is not the one of the model's headline ε: against both), or why
-    there is no ratio.
+    """``"0.38"``, or why there is no ratio.
+
+    (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε); 0.38 (replace-one ε)"`` where
+    the design's relation is not the one of the model's headline ε: against both.)
     """
     if b is None:
         return DASH

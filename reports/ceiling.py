@@ -62,7 +62,9 @@ def cost_text(results: Results, r: RunResult) -> str:
 
 
 def ceiling_line(results: Results, dataset: str) -> str | None:
-    """The headline's sentence on the non-private ceiling of ``dataset`` (which model, its test accuracy with its
+    """The headline's sentence on the non-private ceiling of ``dataset``.
+
+    The headline's sentence on the non-private ceiling of ``dataset`` (which model, its test accuracy with its
     95 % interval, how it was chosen), followed by every private model above it by more than that interval (a sign
     that the ceiling is wrong). None when the run trained no model with privacy off.
     """

@@ -151,7 +151,9 @@ def measurable_tpr(entry: TprAtFpr | None) -> bool:
 
 
 def is_audit(record: AttackRecord) -> bool:
-    """Whether an attack is an audit (canaries in one run, or several runs) rather than a membership attack on the
+    """Whether an attack is an audit rather than a membership attack.
+
+    Whether an attack is an audit (canaries in one run, or several runs) rather than a membership attack on the
     model's natural members (a ``heuristic`` design).
     """
     return record.audit.design.kind in ("one-run", "multi-run")
@@ -172,7 +174,9 @@ def strongest_attack(result: RunResult) -> tuple[str, AttackRecord] | None:
 
 
 def strongest_at_level(result: RunResult, level: float = MAIN_LEVEL) -> tuple[str, TprAtFpr] | None:
-    """``(name, tpr_at_fpr entry)`` of the membership attack (audits excluded) with the highest measurable TPR at
+    """The membership attack with the highest measurable TPR at FPR ``level`` on one RunResult.
+
+    ``(name, tpr_at_fpr entry)`` of the membership attack (audits excluded) with the highest measurable TPR at
     FPR ``level`` on one RunResult (ties: the higher Clopper-Pearson lower bound), or ``None`` when none is
     measurable there.
 
@@ -229,7 +233,9 @@ def finished(results: Results) -> list[RunResult]:
 
 
 def model_label(r: RunResult) -> str:
-    """A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
+    """A RunResult's mechanism, with its preset row where needed.
+
+    A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
     (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one.
     """
     return r.mechanism if not r.row or r.row == r.mechanism else f"{r.mechanism} ({r.row})"
@@ -241,7 +247,9 @@ def target_text(target: float | None) -> str:
 
 
 def target_of(r: RunResult) -> float | None:
-    """A model's target ε: ``math.inf`` for a mechanism's ε = ∞ point (results.json stores it as ``off_point``,
+    """A model's target ε (``math.inf`` for an ε = ∞ point).
+
+    A model's target ε: ``math.inf`` for a mechanism's ε = ∞ point (results.json stores it as ``off_point``,
     strict JSON having no infinity), else ``target_epsilon`` (None without a target).
     """
     return math.inf if r.off_point else r.target_epsilon

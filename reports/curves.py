@@ -1,4 +1,6 @@
-"""Training curves: accuracy and loss against epoch of every trained model (train and test, per mechanism and ε;
+"""Training curves: accuracy and loss against epoch of every trained model.
+
+Training curves: accuracy and loss against epoch of every trained model (train and test, per mechanism and ε;
 DP-SGD's test accuracy also against the ε spent so far), one figure per dataset with one column of panels per
 mechanism, and the same numbers as CSV beside it (``curves_<dataset>.csv``). Read from ``RunResult.epochs`` (and
 ``RunResult.history`` where a model has no per-epoch records).

@@ -1,4 +1,6 @@
-"""The heuristic ε lower bounds of the membership attacks (one model's natural members: they assume independent
+"""The membership attacks' heuristic ε lower bounds and the run-level check's lines.
+
+The heuristic ε lower bounds of the membership attacks (one model's natural members: they assume independent
 outcomes, so they are shown, never a verdict), and the lines for the run-level check's privacy bugs and refuted
 claims (``attacks/analysis/verdict.py``: valid audit bounds only, Bonferroni over the run). Reads a
 ``bench.results.Results``; the Audit table itself is ``reports.audit.table``.
@@ -98,8 +100,10 @@ def bug_lines(results: Results) -> list[str]:
 
 
 def refuted_claim_lines(results: Results) -> list[str]:
-    """One line per refuted claim (a mechanism without a guarantee whose source claimed an ε that a valid audit
-    bound exceeds); not a privacy bug, since there was no guarantee to break.
+    """One line per refuted claim.
+
+    (a mechanism without a guarantee whose source claimed an ε that a valid audit bound exceeds.) Not a privacy bug,
+    since there was no guarantee to break.
     """
     return [f"{REFUTED_MARK}: {_model_text(b)}, no guarantee: {bug_audit(b)} "
             f"{'ε_LB ' + value_text(b.lower_bound) if b.lower_bound is not None else 'rejects the claim'} exceeds "

@@ -12,8 +12,9 @@ from reports.bounds import AuditBound, audit_bounds_of, tightest
 
 
 def normality_p(b: AuditBound) -> float | None:
-    """The p-value of a fitted estimate's test of its assumption (the Gaussian pair's normality test,
-    ``gaussian-llr``'s shape test); None without a fit.
+    """The p-value of a fitted estimate's test of its assumption.
+
+    (the Gaussian pair's normality test, ``gaussian-llr``'s shape test.) None without a fit.
     """
     fit = b.bound.fit or {}
     p = fit.get("normality_p", fit.get("shape_p", fit.get("shape_excluded_p")))
@@ -21,7 +22,9 @@ def normality_p(b: AuditBound) -> float | None:
 
 
 def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
-    """``(best, rejected_p)``: the largest estimate (a parametric analysis: never a bound) whose fit's test of its
+    """The largest estimate whose assumption stands its test, and the smallest rejected p-value.
+
+    ``(best, rejected_p)``: the largest estimate (a parametric analysis: never a bound) whose fit's test of its
     assumption does not reject (p >= ``attacks.analysis.NORMALITY_LEVEL``), and the smallest p-value of those the
     test rejects (None when none is rejected). Estimates without a fitted test (``f-dp-gaussian``, ``gdp-fit``) are
     listed only in the audit details.

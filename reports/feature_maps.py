@@ -37,7 +37,9 @@ def _unit_rows(a: np.ndarray) -> np.ndarray:
 
 
 def matched_cosine_distance(a: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray]:
-    """Mean cosine distance 1 − cos between the rows of ``a (n, d)`` and the rows of ``b (m, d)`` paired by a
+    """Mean cosine distance between two sets of rows paired by a minimum-cost assignment.
+
+    Mean cosine distance 1 − cos between the rows of ``a (n, d)`` and the rows of ``b (m, d)`` paired by a
     minimum-cost assignment (Hungarian matching, ``scipy.optimize.linear_sum_assignment``), and for each row of
     ``a`` the index of its partner in ``b`` (−1 when ``m < n``). 0: the same channels in another order; 1:
     orthogonal on average. Raises ValueError when ``d`` differs.

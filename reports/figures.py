@@ -69,7 +69,9 @@ OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "
 
 
 def save(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as a PNG to ``path`` atomically (``bench.core.io.atomic_write_bytes``: its temporary file, its
+    """Write ``fig`` as a palette PNG to ``path`` atomically.
+
+    Write ``fig`` as a PNG to ``path`` atomically (``bench.core.io.atomic_write_bytes``: its temporary file, its
     mode), reduced to a 256-colour palette (Pillow's median cut, no dithering). Raises OSError (unwritable folder,
     full disk; the previous file stays).
     """

@@ -1,4 +1,6 @@
-"""Where a run's time went: one row per model with its phases (train, evaluate, each attack) and the run's own
+"""Where a run's time went, from ``results.json``'s timings.
+
+Where a run's time went: one row per model with its phases (train, evaluate, each attack) and the run's own
 lines (wall time, processes and threads, the last drawing of the reports), from ``results.json``'s timings.
 """
 

@@ -60,7 +60,9 @@ def _score_cells(inv: Images) -> list[str]:
 
 
 def reconstruction_rows(results: Results) -> list[list[str]]:
-    """Text rows (``RECONSTRUCTION_HEADERS``) of every inversion / release attack on every successful
+    """Text rows of every inversion / release attack on every successful RunResult.
+
+    Text rows (``RECONSTRUCTION_HEADERS``) of every inversion / release attack on every successful
     RunResult (its ``inversion`` block): what an attacker sees of the data, not who is a member.
     """
     return [[r.dataset, r.mechanism, format_privacy(r.privacy), name] + _score_cells(inv)

@@ -87,9 +87,10 @@ class Table:
 
 @dataclass(frozen=True)
 class Figures:
-    """The plots named by ``names`` (stems of ``reports.plots.make_plots``' output, each drawn by a section's
-    ``figures``; ``drawn`` keeps those that were), each with its alt text as
-    caption. HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
+    """The plots named by ``names``, each with its alt text as caption.
+
+    (stems of ``reports.plots.make_plots``' output, each drawn by a section's ``figures``; ``drawn`` keeps those that
+    were.) HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
     line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote). ``alt``: each plot's
     alt text by stem; ``registered_sections`` fills in the missing ones from the section's ``ReportSection.alt``.
     ``css``: the HTML class of each ``<figure>`` ("narrow": at most 760 px wide).

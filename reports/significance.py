@@ -99,7 +99,9 @@ class ChanceFamily:
         return any(t.attack == attack and math.isclose(t.level, level) for t in self.significant(r))
 
     def correction_text(self) -> str:
-        """``"Bonferroni over 48 comparisons (every membership attack at every measurable FPR level of every
+        """The significance note of the membership attacks' table.
+
+        ``"Bonferroni over 48 comparisons (every membership attack at every measurable FPR level of every
         model; exact test against no membership signal, family-wise 95%)"``.
         """
         return (f"Bonferroni over {self.size} comparison{'s' if self.size != 1 else ''} (every membership attack at "

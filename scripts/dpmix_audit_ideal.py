@@ -159,7 +159,9 @@ def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float 
 
 
 def perfect(epsilon: float, slots: int, releases: int, *, family: int) -> bool:
-    """Whether a perfect ranking of the m = ``slots``·``releases`` slots (every guess of every rule right: the best
+    """Whether a perfect ranking rejects the certified curve at ε.
+
+    Whether a perfect ranking of the m = ``slots``·``releases`` slots (every guess of every rule right: the best
     any score can do) rejects the certified curve at ε when the run-level check divides 5 % among ``family``
     comparisons (Bonferroni): if not, no score of this design at this size can end the run with exit status 3.
     """

@@ -1,4 +1,6 @@
-"""The white-box DP-SGD canary audit (``canary-whitebox``) against a simulation of the ideal mechanism through the
+"""The white-box DP-SGD canary audit against a simulation of the ideal mechanism.
+
+The white-box DP-SGD canary audit (``canary-whitebox``) against a simulation of the ideal mechanism through the
 same analysis, at the same size, so the code-vs-ideal gap and the analysis' own gap to the accountant are known.
 Run from the repository root::
 
@@ -150,8 +152,9 @@ def _summary(r: np.ndarray) -> str:
 
 
 def gap_z(fit: dict, sigma: float, score_sigma: float) -> float:
-    """How many standard errors the fit's mean gap lies from the exact one of the ideal mechanism at σ scored at
-    σ̂ (``exact_llr_moments``): the run's luck in its canaries' coins, sampling and noise.
+    """How many standard errors the fit's mean gap lies from the exact one of the ideal mechanism at σ scored at σ̂.
+
+    (``exact_llr_moments``.) The run's luck in its canaries' coins, sampling and noise.
     """
     mom = exact_llr_moments(sigma=sigma, sample_rate=Q, steps=T, score_sigma=score_sigma)
     se = np.sqrt(mom["var_in"] / fit["n_in"] + mom["var_out"] / fit["n_out"])

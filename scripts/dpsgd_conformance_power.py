@@ -1,4 +1,6 @@
-"""Power and level of DP-SGD's conformance tests (``attacks.conformance.dpsgd``) at the ``ci`` and ``default``
+"""Power and level of DP-SGD's conformance tests.
+
+Power and level of DP-SGD's conformance tests (``attacks.conformance.dpsgd``) at the ``ci`` and ``default``
 profiles' audit-run sizes, under the ideal mechanism and the issue-38 targets (σ × 0.95 and q × 1.05 overall, one
 tensor at σ × 0.8, a fifth of the records at twice the rate of the rest, T + one epoch), each test at the
 per-comparison level 0.05/M of a run's Bonferroni family of M comparisons. Exact where the test's law is known

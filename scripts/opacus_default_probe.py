@@ -23,7 +23,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _train_with_opacus() -> Callable:
-    """``train_with_opacus`` of examples/opacus_plugin.py. examples/ is not a package (a plug-in is found on
+    """``train_with_opacus`` of examples/opacus_plugin.py.
+
+    The folder examples/ is not a package (a plug-in is found on
     PYTHONPATH, as ``bench run --plugins opacus_plugin`` finds it), so the folder is put on the import path for this
     one import only, never at import time of this module.
     """

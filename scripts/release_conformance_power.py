@@ -1,4 +1,6 @@
-"""Power and false-alarm rate of the release audits' conformance tests (``attacks.conformance.local``) at the ci
+"""Power and false-alarm rate of the release audits' conformance tests.
+
+Power and false-alarm rate of the release audits' conformance tests (``attacks.conformance.local``) at the ci
 and default profiles' sizes, by simulating their sufficient statistics under the certified mechanism and under each
 violation: per-pixel Σ noise² ~ s²·χ²_n (the exact law of iid Gaussian noise), the kept labels ~ Binomial(m, keep),
 the replaced labels' offsets uniform, DPMix's inclusion counts from ``sample_subsets`` itself under H0 and otherwise
@@ -199,9 +201,10 @@ def family(mechanism: str, reps: int, sizes: tuple[str, ...] = tuple(SIZES)) -> 
 
 
 def scale_reject(rng: np.random.Generator, size: dict, scale: float) -> bool:
-    """Local noise whose records enter at ``scale``·x (or ``another``: each released as another record's image, scale
-    ≈ 0): the two-sided regression z of the R·m releases on their records, N((s − 1)·√(R·m)/σ, 1), σ at the
-    profile's ε.
+    """Local noise whose records enter at ``scale``·x.
+
+    (or ``another``: each released as another record's image, scale ≈ 0.) The two-sided regression z of the R·m releases
+    on their records, N((s − 1)·√(R·m)/σ, 1), σ at the profile's ε.
     """
     from mechanisms.accounting.gaussian import local_record_sigma
 

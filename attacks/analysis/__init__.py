@@ -78,8 +78,9 @@ def _bound(method: str, value: float, kind: str, computable: bool = True, **extr
 
 def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: float, confidence: float
           ) -> dict[str, Any] | None:
-    """The Gaussian pair's fit where the design reads canary-aligned signals (white-box, multi-run, or Gaussian by
-    construction); None elsewhere or with fewer than 3 scores a side.
+    """The Gaussian pair's fit where the design reads canary-aligned signals.
+
+    (white-box, multi-run, or Gaussian by construction.) None elsewhere or with fewer than 3 scores a side.
     """
     if design.kind == "heuristic":
         return None

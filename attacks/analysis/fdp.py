@@ -1,6 +1,8 @@
-"""The f-DP analysis of a one-run audit (Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-Differential Privacy in One
-Run", ICML 2025, Algorithm 3 and Theorem 3.2): with m canaries, c′ guesses and c correct, a hypothesised trade-off
-curve f is rejected at level τ when no f-DP mechanism makes c or more correct guesses with probability τ or more.
+"""The f-DP analysis of a one-run audit.
+
+(Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-Differential Privacy in One Run", ICML 2025, Algorithm 3 and Theorem
+3.2.) With m canaries, c′ guesses and c correct, a hypothesised trade-off curve f is rejected at level τ when no f-DP
+mechanism makes c or more correct guesses with probability τ or more.
 
 The curve is given by the inverse of its blow-up f̄(x) = 1 − f(x) (an increasing function):
 

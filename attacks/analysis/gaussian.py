@@ -100,7 +100,9 @@ def pair_epsilon(p: tuple[float, float], q: tuple[float, float], delta: float) -
 
 
 def _box(n: int, mean: float, sd: float, alpha: float) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Confidence intervals (each at level 1 − α) of a normal sample's mean (Student t: the sd is estimated) and
+    """Confidence intervals of a normal sample's mean and standard deviation.
+
+    Confidence intervals (each at level 1 − α) of a normal sample's mean (Student t: the sd is estimated) and
     standard deviation (χ²).
     """
     half = float(student_t.isf(alpha / 2, n - 1)) * sd / math.sqrt(n)

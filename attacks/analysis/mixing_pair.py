@@ -70,7 +70,9 @@ def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, fea
 
 
 def mixing_epsilon(*, shift_sq: float, rate: float, releases: int, delta: float, grid: float = GRID) -> float:
-    """ε at δ of ``releases`` compositions of the pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse
+    """ε at δ of ``releases`` compositions of the mixing pair and its reverse, by dp_accounting's PLD.
+
+    ε at δ of ``releases`` compositions of the pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse
     (module docstring), by ``dp_accounting``'s PLD (pessimistic, grid ``grid``·max(1, c)); memoised.
 
     Args:

@@ -80,7 +80,9 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
 
 
 def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool]:
-    """The pooled μ-GDP ε estimate of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether its Gaussian
+    """The pooled μ-GDP ε estimate of ``group`` and whether its Gaussian assumption stands.
+
+    The pooled μ-GDP ε estimate of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether its Gaussian
     assumption stands the runs' combined shape test.
 
     Args:

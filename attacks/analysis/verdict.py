@@ -105,8 +105,9 @@ NOT_CONFORMANCE = ConformanceFacts()
 
 
 def _conformance_test(record: AttackRecord, method: str) -> ConformanceFacts | None:
-    """A refuted conformance comparison's facts for its ``PrivacyBug`` (``test``, ``measured``, ``certified``,
-    ``p_value``); None for every other method.
+    """A refuted conformance comparison's facts for its ``PrivacyBug``.
+
+    (``test``, ``measured``, ``certified``, ``p_value``.) None for every other method.
     """
     c = record.conformance
     if c is None:

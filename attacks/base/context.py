@@ -1,4 +1,6 @@
-"""The attack context: everything an attack may use on one target (the trained target, its membership split, the
+"""The attack context: what an attack may use on one target, and how it trains models like the target.
+
+The attack context: everything an attack may use on one target (the trained target, its membership split, the
 scored rows) and the function that trains shadow, reference and audit models exactly as the target was trained
 (``TrainLikeTarget``; the runner implements it, ``OneAtATime`` makes one from a plain function).
 """
@@ -19,21 +21,24 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class AuditRequest(Protocol):
-    """What an audit run asks of ``Mechanism.fit`` (its ``audit`` argument; e.g. ``GradientCanaries``,
-    ``CleanWeights``, ``OpacusCanaries``): any dataclass instance, frozen by convention, whose fields
-    (``dataclasses.asdict``) enter the audit run's cache key beside its class name. A request with an ``observe``
-    method watches the mechanism's own training from outside instead (``bench.execution.trainjob.run_job``).
+    """What an audit run asks of ``Mechanism.fit``.
+
+    (its ``audit`` argument; e.g. ``GradientCanaries``, ``CleanWeights``, ``OpacusCanaries``.) Any dataclass instance,
+    frozen by convention, whose fields (``dataclasses.asdict``) enter the audit run's cache key beside its class name. A
+    request with an ``observe`` method watches the mechanism's own training from outside instead
+    (``bench.execution.trainjob.run_job``).
     """
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what makes a dataclass instance (typeshed's)
 
 
 class TrainLikeTarget(Protocol):
-    """Trains shadow / reference / canary models exactly as the target was trained (same mechanism, settings,
-    target ε and δ) on the attacker's data; results go through the model cache (a cached model is loaded,
-    never retrained). The runner implements it; ``OneAtATime`` makes one from a plain function. ``batch_size``:
-    the target's batch size (None: unknown); ``spec``: the target's training settings (None: unknown), e.g. to build
-    the architecture an auditor's initial model must have.
+    """Trains shadow / reference / canary models exactly as the target was trained on the attacker's data.
+
+    (same mechanism, settings, target ε and δ.) Results go through the model cache (a cached model is loaded, never
+    retrained). The runner implements it; ``OneAtATime`` makes one from a plain function. ``batch_size``: the target's
+    batch size (None: unknown); ``spec``: the target's training settings (None: unknown), e.g. to build the architecture
+    an auditor's initial model must have.
     """
 
     batch_size: int | None
@@ -88,8 +93,9 @@ class TrainLikeTarget(Protocol):
         ...
 
     def release(self, data: ArrayDataset, *, seed: int) -> tuple[Release, PrivacySpent]:
-        """The mechanism's own release of ``data`` (``Mechanism.release``, for mechanisms that publish data) with
-        the target's settings, ε and δ.
+        """The mechanism's own release of ``data`` with the target's settings, ε and δ.
+
+        (``Mechanism.release``, for mechanisms that publish data.)
 
         Args:
             data: the records released.

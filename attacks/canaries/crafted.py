@@ -1,8 +1,9 @@
-"""The crafted black-box audit (threat model ``black-box-crafted``: the final model's outputs only, with an
-auditor-chosen initial model θ_0 and canary; Annamalai & De Cristofaro, NeurIPS 2024, "Nearly Tight Black-Box
-Auditing of Differentially Private Machine Learning"): R independent runs of the mechanism from the same θ_0 on the
-first N members, plus one crafted canary by each run's fair coin (add/remove), so the R (coin, score) pairs are
-independent trials (Jagielski, Ullman, Oprea 2020).
+"""The crafted black-box audit.
+
+(threat model ``black-box-crafted``: the final model's outputs only, with an auditor-chosen initial model θ_0 and
+canary; Annamalai & De Cristofaro, NeurIPS 2024, "Nearly Tight Black-Box Auditing of Differentially Private Machine
+Learning".) R independent runs of the mechanism from the same θ_0 on the first N members, plus one crafted canary by
+each run's fair coin (add/remove), so the R (coin, score) pairs are independent trials (Jagielski, Ullman, Oprea 2020).
 
 Before any coin the auditor fixes θ_0 (``attacks.canaries.crafted_init.pretrain``: pre-trained without privacy on the
 attacker's population, disjoint from the members; its SHA-256 is recorded) and the canary against it

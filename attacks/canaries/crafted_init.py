@@ -47,8 +47,10 @@ class Canary:
 
 
 def pretrain(model: nn.Module, data: ArrayDataset, *, epochs: int, seed: int, device: torch.device) -> nn.Module:
-    """θ_0: ``model`` trained without privacy on ``data`` (SGD, lr 0.1, momentum 0.9, batches of 128, ``epochs``
-    epochs; the batches drawn with ``seed``); ``epochs`` 0 leaves it as built.
+    """θ_0: ``model`` trained without privacy on ``data``.
+
+    (SGD, lr 0.1, momentum 0.9, batches of 128, ``epochs`` epochs; the batches drawn with ``seed``.) ``epochs`` 0 leaves
+    it as built.
 
     Args:
         model: the mechanism's untrained architecture.

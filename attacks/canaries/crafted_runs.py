@@ -18,8 +18,9 @@ from mechanisms.base import InitialModel, Weights
 
 @dataclass(frozen=True)
 class SideBySideJob:
-    """A chunk of the runs as one job of the training executor (an ``AuditRequest`` with ``run``: called instead of
-    ``fit``), trained side by side by the mechanism's ``fit_runs``; the job's data is the base records with the canary
+    """A chunk of the runs as one job of the training executor, trained side by side by the mechanism's ``fit_runs``.
+
+    (an ``AuditRequest`` with ``run``: called instead of ``fit``.) The job's data is the base records with the canary
     last. ``run`` returns the θ_0 architecture (nothing of it is the runs') with the runs' privacy, parameters and
     ``audit = {"outputs": (R, Q, K) logits of each final model on the ``queries``}``.
     """

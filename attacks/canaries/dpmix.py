@@ -232,7 +232,9 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
 
 @dataclass(frozen=True)
 class ReleaseAuditJob:
-    """The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
+    """The audit's releases and scores as one job of the training executor.
+
+    The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
     ``bench.execution.trainjob.run_job`` calls it instead of ``fit``), so that a training worker makes the R releases
     while the driver attacks other cells, and an interrupted run finds them in the model cache. ``run`` is a pure
     function of its arguments: the scores are the same bits wherever it runs.
@@ -285,7 +287,9 @@ class DPMixCanaryAudit(MembershipAttack):
         return ReleaseAuditJob(self.params.num_canaries, self.params.releases, ctx.seed)
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
+        """The releases as a job submitted before the cell's attacks run, for a DPMix cell.
+
+        The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
         when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job).
 
         Args:

@@ -1,4 +1,6 @@
-"""The multi-run audit (Jagielski, Ullman, Oprea 2020; Nasr et al. 2023, "Tight Auditing of Differentially Private
+"""The multi-run audit: R independent training runs, one canary each.
+
+The multi-run audit (Jagielski, Ullman, Oprea 2020; Nasr et al. 2023, "Tight Auditing of Differentially Private
 Machine Learning"): R independent training runs, each with one canary in or out by its own fair coin, so the R
 (coin, score) pairs are independent trials and every bound over them is a valid statement about the mechanism.
 

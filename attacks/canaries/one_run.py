@@ -256,9 +256,11 @@ class FinalModelCanaryParams(CanaryParams):
 
 
 class FinalModelCanaryAudit(CanaryAudit):
-    """DP-SGD's audit in the hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in
-    the hidden state threat model"; Steinke, Nasr, Jagielski 2023, §6, gradient canaries with the final model only):
-    the auditor sees θ_0 (public: the mechanism's own ``build`` with the run's seed) and θ_T, nothing in between.
+    """DP-SGD's audit in the hidden-state threat model.
+
+    (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the hidden state threat model"; Steinke, Nasr, Jagielski
+    2023, §6, gradient canaries with the final model only.) The auditor sees θ_0 (public: the mechanism's own ``build``
+    with the run's seed) and θ_T, nothing in between.
 
     The audit run is ``canary``'s (the members plus a random half of the input canaries, q, T and B from the public
     n), with Dirac gradient canaries (``mechanisms.dpsgd.canaries``, ``GradientCanaries.final_model``), each

@@ -107,7 +107,9 @@ def _scale_lower(along: float, weight: float, sigma_upper: float, alpha: float) 
 
 
 class _LocalReleases:
-    """The sums ``local_conformance`` reads from releases of the same canaries ``x (m, C, H, W)`` with labels
+    """The sums ``local_conformance`` reads from releases of the same canaries, one release at a time.
+
+    The sums ``local_conformance`` reads from releases of the same canaries ``x (m, C, H, W)`` with labels
     ``y (m,)``, one release at a time: Σ(z − x)² per pixel, Σ⟨z − x, x⟩ and Σ‖x‖², the first release's first
     ``SAMPLE_ROWS`` noise rows (in units of σ), the labels kept and the replaced labels' offsets.
     """

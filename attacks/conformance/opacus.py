@@ -68,9 +68,10 @@ SIGMA_FLOOR = 0.2  # PRV's domain; a smaller σ upper limit is read at the floor
 
 
 def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *, which: str) -> float:
-    """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant (eps_error 0.01, delta_error
-    δ/1000, Opacus' defaults): ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is what
-    ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
+    """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant.
+
+    (eps_error 0.01, delta_error δ/1000, Opacus' defaults.) ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is
+    what ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
 
     Args:
         noise_multiplier, sample_rate, steps: σ, q in (0, 1] and T.

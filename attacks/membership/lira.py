@@ -95,7 +95,9 @@ class LiRAOfflineParams(LiRAParams):
 
 
 class LiRA(MembershipAttack):
-    """LiRA: per-example Gaussian fits of the logit-scaled confidence φ = log(p_y/(1 − p_y)) across shadow
+    """LiRA: per-example Gaussian fits across shadow models and a likelihood-ratio test on the target.
+
+    LiRA: per-example Gaussian fits of the logit-scaled confidence φ = log(p_y/(1 − p_y)) across shadow
     models trained like the target, and a likelihood-ratio test on the target's φ.
 
     Online: shadows are trained on random halves of the (unlabeled) candidate set topped up with population

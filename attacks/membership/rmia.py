@@ -1,6 +1,7 @@
-"""RMIA, the relative membership inference attack (Zarifzadeh, Liu, Mittal, Shokri 2024, "Low-cost
-high-power membership inference attacks", ICML), offline: reference models that never saw a candidate,
-population z-samples, and the offline correction parameter a.
+"""RMIA, the relative membership inference attack, offline.
+
+(Zarifzadeh, Liu, Mittal, Shokri 2024, "Low-cost high-power membership inference attacks", ICML.) Reference models that
+never saw a candidate, population z-samples, and the offline correction parameter a.
 """
 
 from __future__ import annotations

@@ -251,7 +251,9 @@ def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.dev
 
 
 class OfflineShadows(MembershipAttack):
-    """A membership attack whose shadow models train on the attacker's population only (offline: ``shadow``,
+    """A membership attack whose shadow models train on the attacker's population only (offline).
+
+    A membership attack whose shadow models train on the attacker's population only (offline: ``shadow``,
     ``lira-offline``, ``rmia``), so ``shadow_size`` (a ``Params`` field) is bounded by the population.
     """
 

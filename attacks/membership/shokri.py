@@ -1,4 +1,6 @@
-"""The shadow-model attack (Shokri, Stronati, Song, Shmatikov 2017, "Membership inference attacks against
+"""The shadow-model attack of Shokri et al. (2017).
+
+The shadow-model attack (Shokri, Stronati, Song, Shmatikov 2017, "Membership inference attacks against
 machine learning models", IEEE S&P): shadow models trained like the target on the attacker's population,
 and attack classifiers (scikit-learn) that learn IN vs OUT from the shadows' outputs, one per class.
 """
@@ -57,11 +59,12 @@ class ShadowParams(Params):
 
 
 class ShadowModelAttack(OfflineShadows):
-    """Shokri et al.'s attack: k shadows trained like the target on population subsets (the offline design,
-    shared with ``lira-offline`` and ``rmia``); each shadow's outputs on its own training records are
-    labelled IN and on the rest of the population OUT; a gradient-boosted classifier per true class (where
-    that class has at least ``min_per_class`` IN and OUT rows; else one shared model) learns IN vs OUT.
-    Score = the classifier's log-odds of IN on the target's output. Settings: ``ShadowParams``.
+    """Shokri et al.'s attack: k shadows trained like the target on population subsets.
+
+    (the offline design, shared with ``lira-offline`` and ``rmia``.) Each shadow's outputs on its own training records
+    are labelled IN and on the rest of the population OUT; a gradient-boosted classifier per true class (where that
+    class has at least ``min_per_class`` IN and OUT rows; else one shared model) learns IN vs OUT. Score = the
+    classifier's log-odds of IN on the target's output. Settings: ``ShadowParams``.
     """
 
     name = "shadow"

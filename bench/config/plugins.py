@@ -1,4 +1,6 @@
-"""Loading plug-in modules: those a run names (``--plugins``) and those installed packages declare in the
+"""Loading plug-in modules: named by a run or declared by installed packages.
+
+Loading plug-in modules: those a run names (``--plugins``) and those installed packages declare in the
 ``privbench.plugins`` entry-point group.
 """
 

@@ -235,8 +235,9 @@ def tune_budget(value: Any) -> float:
 
 
 def job_time_limit(value: Any) -> float:
-    """The per-job time limit (``--job-timeout``) in seconds from a number of seconds or a text ``"90s"`` /
-    ``"10m"`` / ``"6h"``.
+    """The per-job time limit in seconds from a number of seconds or a text ``"90s"`` / ``"10m"`` / ``"6h"``.
+
+    (``--job-timeout``.)
 
     Raises:
         ConfigError: not a positive finite time (one line naming the value).

@@ -87,7 +87,9 @@ def _read_as_found(root: Path, folder: Path):
 
 
 def _to_dataset(d, folder: Path, stem: str) -> ArrayDataset:
-    """A torchvision ``CIFAR10`` reader's ``(N, 32, 32, 3)`` uint8 images and labels as an ``ArrayDataset``
+    """A torchvision ``CIFAR10`` reader's images and labels as an ``ArrayDataset``.
+
+    A torchvision ``CIFAR10`` reader's ``(N, 32, 32, 3)`` uint8 images and labels as an ``ArrayDataset``
     ``(N, 3, 32, 32)`` float32 in [0, 1].
 
     Raises:

@@ -1,5 +1,6 @@
-"""Datasets (torchvision MNIST / Fashion-MNIST, CIFAR-10 in ``bench.core.cifar``, scikit-learn digits, your own files
-by path) and the seeded membership split.
+"""Datasets and the seeded membership split.
+
+(torchvision MNIST / Fashion-MNIST, CIFAR-10 in ``bench.core.cifar``, scikit-learn digits, your own files by path.)
 """
 
 from __future__ import annotations
@@ -174,8 +175,10 @@ IDX_FILES = {"train-images-idx3-ubyte": (2051, 60_000), "train-labels-idx1-ubyte
 
 
 def _check_idx(path: Path, magic: int, count: int, name: str) -> None:
-    """A present IDX file (LeCun's MNIST format: big-endian magic 2051 for images, 2049 for labels, then the
-    dimensions) has its header and the bytes it announces; a missing one is left to torchvision (to download).
+    """A present IDX file has its header and the bytes it announces.
+
+    (LeCun's MNIST format: big-endian magic 2051 for images, 2049 for labels, then the dimensions.) A missing one is
+    left to torchvision (to download).
 
     Raises:
         DataError: naming the file: unreadable, wrong magic number or count, or truncated / too long.

@@ -1,4 +1,6 @@
-"""Your own data by path: the ``--dataset`` syntax ``FORMAT:PATH[,KEY=VALUE...]`` and what a run records about where
+"""Your own data by path: the ``--dataset`` syntax and the provenance a run records.
+
+Your own data by path: the ``--dataset`` syntax ``FORMAT:PATH[,KEY=VALUE...]`` and what a run records about where
 its records came from. Light (no torch, no numpy): the configuration checks a dataset name with it before any work.
 
 Forms (docs/guides/your-data.md):

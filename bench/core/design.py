@@ -68,7 +68,9 @@ class AuditDesign(BaseModel):
     of the accountant's (ε, δ) profile (conservative; ``attacks.analysis.curve``); null elsewhere."""
 
     def __init__(self, *args: object, **data: object) -> None:
-        """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
+        """Build a design from keywords or positional fields.
+
+        Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
         channels, guess_fraction, llr_model, one_release, certified_mu)``.
 
         Args:

@@ -118,7 +118,9 @@ def load_npz(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
 
 
 def hold_out(full: ArrayDataset, n_test: int) -> tuple[ArrayDataset, ArrayDataset]:
-    """``(pool, test)``: the first ``n_test`` records of a permutation fixed by ``TEST_SEED`` are the test set (the
+    """Split records into ``(pool, test)`` by a fixed permutation.
+
+    ``(pool, test)``: the first ``n_test`` records of a permutation fixed by ``TEST_SEED`` are the test set (the
     same for every run seed, so utility is comparable across seeds), the rest the pool of the membership split.
 
     Args:

@@ -25,8 +25,9 @@ def temp_prefix(name: str) -> str:
 
 
 def umask() -> int:
-    """This process's umask, read without changing it where Linux shows it in /proc (so other threads never see a
-    umask of 0); elsewhere set and restored at once.
+    """This process's umask, read without changing it where Linux shows it in /proc.
+
+    (so other threads never see a umask of 0.) Elsewhere set and restored at once.
 
     Returns:
         The umask's permission bits (e.g. ``0o022``).

@@ -13,7 +13,9 @@ from torch import nn
 
 
 def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "small") -> nn.Module:
-    """Torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
+    """Torchvision ResNet-18 with GroupNorm in place of BatchNorm and K outputs.
+
+    Torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
     per-sample-independent layers) and K outputs. ``stem="small"``: a C-channel 3×3 stride-1 first conv and
     no max-pool (for 28×28 input); ``stem="imagenet"``: torchvision's own 7×7 stride-2 conv (made C-channel)
     and max-pool, as the ``dpsgd-resnet18`` source did (28×28 becomes 7×7 after the stem; ~16× cheaper).

@@ -1,4 +1,6 @@
-"""Where training jobs run: ``local`` (this process and training worker processes beside it, processes × torch
+"""Where training jobs run: ``local`` or ``ray``.
+
+Where training jobs run: ``local`` (this process and training worker processes beside it, processes × torch
 threads = the CPUs; ``bench.execution.local_executor``) or ``ray`` (one Ray task per job, on a local Ray instance or on
 a cluster; Moritz et al. 2018, "Ray: a distributed framework for emerging AI applications";
 ``bench.execution.ray_executor``). Jobs themselves: ``bench.execution.trainjob``.

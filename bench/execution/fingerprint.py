@@ -64,8 +64,9 @@ def _top_origin(top: str) -> Path | None:
 
 
 def _origin(name: str) -> Path | None:
-    """The source file of module ``name`` (None: builtin, namespace, or not a module, e.g. a class in
-    ``from X import Class``), located from its top-level package's folder: nothing is imported.
+    """The source file of module ``name``, located from its top-level package's folder.
+
+    (None: builtin, namespace, or not a module, e.g. a class in ``from X import Class``.) Nothing is imported.
     """
     top, *rest = name.split(".")
     root = _top_origin(top)
@@ -134,7 +135,9 @@ def _distribution_version(top: str) -> str | None:
 
 @functools.cache
 def _closure(roots: tuple[str, ...], path: tuple[str, ...] = ()) -> tuple[dict[str, str], dict[str, str]]:
-    """(local module -> SHA-256 of its docstring-free syntax tree, library -> version) reached from ``roots`` on
+    """The modules and libraries reached from ``roots``, each with its fingerprint.
+
+    (local module -> SHA-256 of its docstring-free syntax tree, library -> version) reached from ``roots`` on
     the import path ``path`` (``sys.path`` when it was called: part of the cache key, as the modules found follow
     it).
     """
@@ -161,8 +164,9 @@ def _closure(roots: tuple[str, ...], path: tuple[str, ...] = ()) -> tuple[dict[s
 
 
 def fingerprint(*modules: str) -> dict[str, object]:
-    """The code and library fingerprint of the models trained by ``modules`` (e.g. a mechanism class's
-    ``__module__`` and its model's), for a cache key.
+    """The code and library fingerprint of the models trained by ``modules``, for a cache key.
+
+    (e.g. a mechanism class's ``__module__`` and its model's.)
 
     Returns:
         A dict with keys ``code`` (SHA-256 hex over the import closure's module digests), ``modules`` (the number

@@ -23,7 +23,9 @@ MAX_RETRIES = 3  # Ray re-runs of a job whose worker died (not of one whose trai
 
 
 def _ray_job(job: TrainJob, threads: int, plugins: tuple[str, ...] = ()) -> list[TrainedModel]:
-    """The body of a Ray task: the run's plug-in modules imported (what the driver registered and patched; once per
+    """The body of a Ray task: import the run's plug-ins, then run the job.
+
+    The body of a Ray task: the run's plug-in modules imported (what the driver registered and patched; once per
     worker process, as Python caches imports), then ``run_job`` with ``threads`` torch threads, models returned on
     the CPU.
     """

@@ -27,8 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class JobFailed(RuntimeError):
-    """A job that did not finish for a reason outside training itself (e.g. its worker died more often than
-    ``MAX_RETRIES``); the harness marks its cell or attack failed, like a diverged training run.
+    """A job that did not finish for a reason outside training itself.
+
+    (e.g. its worker died more often than ``MAX_RETRIES``.) The harness marks its cell or attack failed, like a diverged
+    training run.
     """
 
 

@@ -21,7 +21,9 @@ EPSILON, DELTA = 2.0, 1e-5  # the ci profile's target
 
 
 def _trainers(name: str, device: torch.device) -> tuple[Callable[[], Any], Callable[[], Any], str]:
-    """``(private fit, non-private fit, what the reference is)`` of mechanism ``name`` with its smoke recipe on
+    """The private fit of mechanism ``name`` and its non-private reference on the bundled digits.
+
+    ``(private fit, non-private fit, what the reference is)`` of mechanism ``name`` with its smoke recipe on
     the bundled digits; the reference is the mechanism's ε = ∞ point (same recipe, privacy off), else the
     baseline mechanism training the same model with the same epochs, batch size and learning rate.
     """

@@ -109,8 +109,9 @@ def measure_steps(cfg, device: torch.device, rounds: int, calls: int) -> list[Re
 
 
 def measure_dpmix(cfg, rounds: int) -> Record:
-    """``mix_release`` of T samples from n records with mixture degree ℓ (real MNIST when found under
-    ``$PRIVBENCH_DATA``, else synthetic 8-bit images), on CPU; samples/s = T / seconds.
+    """``mix_release`` of T samples from n records with mixture degree ℓ, on CPU.
+
+    (real MNIST when found under ``$PRIVBENCH_DATA``, else synthetic 8-bit images.) Samples/s = T / seconds.
     """
     from mechanisms.dpmix.mixing import mix_release
 

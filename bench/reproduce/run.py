@@ -53,7 +53,9 @@ def resolve(names: Sequence[str]) -> list[Preset]:
 
 
 def preset_split(preset: Preset, pool: ArrayDataset, test: ArrayDataset, seed: int) -> MembershipSplit:
-    """The data of one seed: with ``n_train`` None the whole training set (members) and test set (utility, and
+    """The data of one seed: members, non-members and test set.
+
+    The data of one seed: with ``n_train`` None the whole training set (members) and test set (utility, and
     the membership attacks' non-members); else a seeded ``make_split`` with as many non-members as members. A
     ``validation`` preset holds ``VALIDATION_SIZE`` training images out (fixed permutation) and scores on them.
     """

@@ -12,7 +12,9 @@ from bench.results.base import Model
 
 
 class PrivacyBug(Model):
-    """A valid audit that refutes an accountant's guarantee (or, in ``Results.refuted_claims``, a source's claimed ε
+    """A valid audit that refutes an accountant's guarantee (or a source's claim).
+
+    A valid audit that refutes an accountant's guarantee (or, in ``Results.refuted_claims``, a source's claimed ε
     of a mechanism without a guarantee) at ``confidence`` (Bonferroni over the run): a valid ε lower bound
     (``attacks.analysis``: non-parametric, or Gaussian on scores Gaussian by construction) above the ε, or a rejection
     of the accountant's whole certified trade-off curve (``method`` ``certified-curve``). Heuristic designs and
@@ -64,7 +66,9 @@ class PrivacyBug(Model):
 
 
 class PooledAudit(Model):
-    """White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
+    """White-box DP-SGD canaries of several runs of one configuration pooled into one μ-GDP analysis.
+
+    White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
     same public σ, q and T, so their canaries are draws from one pair of score distributions) pooled into one μ-GDP
     analysis of their summed log-likelihood ratios (``attacks.analysis.gaussian_llr.pool_llr_fits``): an estimate
     (it assumes those sums Gaussian), never an "ε ≥" and never a privacy bug.

@@ -56,7 +56,9 @@ ATTACK_ERRORS = (Exception,)
 
 @dataclass(frozen=True)
 class PlannedCell:
-    """One cell of a plan: what to train (``recipe``: mechanism, settings, target ε — ``math.inf``: its ε = ∞ point,
+    """One cell of a plan: one model to train for one seed and the attacks to run on it.
+
+    One cell of a plan: what to train (``recipe``: mechanism, settings, target ε — ``math.inf``: its ε = ∞ point,
     the recipe with privacy turned off — δ and dataset) for one ``seed``, on which data, which attacks to run, and the
     preset and row it belongs to (``bench reproduce``; recorded with its result).
     """
@@ -91,7 +93,9 @@ def save_scores(name: str, res: MembershipScores) -> None:
 
 def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent, delta: float,
                       weak_delta: bool = False) -> AttackRecord:
-    """Metrics (``attacks.analysis.metrics``) and the audit (``attacks.analysis``, every analysis the attack's design
+    """Metrics and the audit of one membership attack's scores.
+
+    Metrics (``attacks.analysis.metrics``) and the audit (``attacks.analysis``, every analysis the attack's design
     allows) of one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces
     it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated for.
     """
@@ -165,8 +169,9 @@ def epoch_records(trained: TrainedModel, recipe: Recipe) -> list[EpochRecord]:
 
 
 def feature_maps_record(trained: TrainedModel, split: MembershipSplit, device: torch.device) -> FeatureMaps | None:
-    """The first two convolutions' maps and the first one's filters (``bench.core.features``) on the first test
-    image of ``split``; None for a model without convolutions.
+    """The first two convolutions' maps and the first one's filters on the first test image of ``split``.
+
+    (``bench.core.features``.) None for a model without convolutions.
     """
     if not len(split.test):
         return None
@@ -267,7 +272,9 @@ class CellRunner:
                              self.trainer.like(recipe), recipe.mechanism)
 
     def prefetch(self) -> None:
-        """Submit the jobs of this cell's attacks (shadows, audit runs, a release audit's releases) before its
+        """Submit the jobs of this cell's attacks before its target exists.
+
+        Submit the jobs of this cell's attacks (shadows, audit runs, a release audit's releases) before its
         target exists, so that idle training workers run them while earlier cells are attacked. Their ``prefetch``
         sees no target (``ctx.trained`` is None; a release audit checks ``ctx.mechanism`` instead of the target's
         release); an error is left for ``score`` to record.

@@ -1,9 +1,10 @@
-"""The measured detection-power table (zoo data: ``bench/zoo/data/detection_power.json``, written by
-``scripts/detection_power.py`` from runs of the zoo's bugs): per profile, mechanism, target ε and injected bug,
-whether one run of that profile ended with exit status 3. A run records the rows of its own profile and mechanisms
-in results.json (``audit.detection_power``), so that its report states what the run could have caught. Reading it
-imports no torch, and no code of ``bench.zoo`` (the layers contract keeps the harness below the zoo): the file is
-read by its path.
+"""The measured detection-power table.
+
+(zoo data: ``bench/zoo/data/detection_power.json``, written by ``scripts/detection_power.py`` from runs of the zoo's
+bugs.) Per profile, mechanism, target ε and injected bug, whether one run of that profile ended with exit status 3. A
+run records the rows of its own profile and mechanisms in results.json (``audit.detection_power``), so that its report
+states what the run could have caught. Reading it imports no torch, and no code of ``bench.zoo`` (the layers contract
+keeps the harness below the zoo): the file is read by its path.
 """
 
 from __future__ import annotations

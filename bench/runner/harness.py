@@ -206,8 +206,9 @@ class Harness:
         return out
 
     def _tune(self, doc: Results, progress: Progress) -> list[PlannedCell]:
-        """``--tune-recipes``: each mechanism's recipe chosen on the validation split of the first seed's data
-        (``bench.runner.tuning.run_tuning``); returns the plan's cells, each mechanism's with its choice (the plan
+        """``--tune-recipes``: each mechanism's recipe chosen on the validation split of the first seed's data.
+
+        (``bench.runner.tuning.run_tuning``.) Returns the plan's cells, each mechanism's with its choice (the plan
         itself is left as it is), and the run's configuration records it.
         """
         plan, tuning = self.plan, self.plan.tuning

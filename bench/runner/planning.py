@@ -58,7 +58,9 @@ DENSE_KEPT = ("linear",)  # dense models kept as configured on tabular data; eve
 
 
 def models_for_data(cfg: RunConfig, kind: str) -> RunConfig:
-    """Models follow the data: on ``kind == "tabular"`` records (``(1, 1, D)`` features) every mechanism's model
+    """The cells' models adapted to the data's kind.
+
+    Models follow the data: on ``kind == "tabular"`` records (``(1, 1, D)`` features) every mechanism's model
     becomes ``mlp`` with ``cfg.tabular_hidden`` hidden widths (its other ``model_kwargs`` dropped), except a
     ``linear`` model, kept as it is; image data keep their configured models, built for the data's
     ``(C, H, W)``. Returns ``cfg`` itself or a copy with the changed training settings.

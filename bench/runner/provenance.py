@@ -67,7 +67,9 @@ def run_id(prefix: str) -> str:
 @contextmanager
 def prepare_output(output: str | None, rid: str, *, config: dict[str, Any] | None = None,
                    overwrite: bool = False) -> Iterator[Path]:
-    """Create (or reuse) the output folder ``output`` (default ``results/<rid>``) and hold its lock while the
+    """Create or reuse the output folder and hold its lock while the ``with`` block runs.
+
+    Create (or reuse) the output folder ``output`` (default ``results/<rid>``) and hold its lock while the
     ``with`` block runs: ``with prepare_output(...) as out: ...``.
 
     On entry, under the lock: the temporary files of writes killed midway are deleted, then

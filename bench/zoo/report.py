@@ -99,8 +99,10 @@ def plot(doc: dict[str, Any], path: Path) -> None:
 
 
 def write_report(folder: Path, doc: dict[str, Any] | None = None) -> Path:
-    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from ``doc`` (None: its ``zoo.json``, unchecked: the
-    command line checks it first, ``bench.zoo.folder.read_document``); returns the Markdown's path.
+    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from ``doc``.
+
+    (None: its ``zoo.json``, unchecked: the command line checks it first, ``bench.zoo.folder.read_document``.) Returns
+    the Markdown's path.
 
     Raises:
         FileNotFoundError: no zoo.json there.

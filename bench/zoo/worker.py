@@ -77,8 +77,9 @@ def _prepare(spec: RunSpec) -> None:
 
 
 def _finished(spec: RunSpec) -> dict[str, Any] | None:
-    """The record of this key's bench run where it ended with results but was not judged (its worker killed
-    while judging): it is judged again from its files, never rerun.
+    """The record of this key's bench run where it ended with results but was not judged.
+
+    (its worker killed while judging.) It is judged again from its files, never rerun.
     """
     try:
         run = json.loads((spec.folder / RUN_FILE).read_text(encoding="utf-8"))
@@ -160,8 +161,9 @@ def read_run(folder: Path) -> tuple[Any, str | None]:
 
 
 def judge(auditor: Auditor, doc: Any, folder: Path, scores: dict[str, Any]) -> dict[str, Any]:
-    """``auditor``'s verdict on the run ``doc`` in ``folder`` (``caught``, ``value``, ``text``, ``judge_cpu_s``:
-    this process's CPU time for it), or ``error`` where it raised or the run failed.
+    """``auditor``'s verdict on the run ``doc`` in ``folder``, or ``error`` where it raised or the run failed.
+
+    (``caught``, ``value``, ``text``, ``judge_cpu_s``: this process's CPU time for it.)
     """
     targets = [r for r in doc.results if not r.off_point]
     if not targets or not targets[0].ok:

@@ -207,7 +207,9 @@ def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float
 
 
 def dpmix_profile(*, sigma: float, delta: float, **kw: Any) -> tuple[tuple[float, float], ...]:
-    """DPMix's privacy profile ``((ε(δᵢ), δᵢ), ...)`` at ``accounting.PROFILE_DELTAS`` and ``delta`` by the same
+    """DPMix's privacy profile by the same accountant as :func:`dpmix_epsilon`.
+
+    DPMix's privacy profile ``((ε(δᵢ), δᵢ), ...)`` at ``accounting.PROFILE_DELTAS`` and ``delta`` by the same
     accountant as :func:`dpmix_epsilon`; audits test the whole curve.
 
     Args:

@@ -139,7 +139,9 @@ def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple
 
 
 def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation: str) -> PLDAccountant:
-    """dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
+    """dp_accounting's PLD accountant of ``steps`` Poisson-subsampled Gaussian steps.
+
+    dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
     steps (rate q, noise multiplier σ) under ``relation``.
     """
     from dp_accounting import dp_event, pld
@@ -180,7 +182,9 @@ that does not bound σ runs for minutes at ε = 1,000)."""
 @functools.lru_cache(maxsize=512)
 def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, steps: int,
                          relation: str) -> float:
-    """The smallest σ (to 1e-4 relative) whose PLD ε at δ after ``steps`` Poisson-subsampled Gaussian steps is at most
+    """The smallest σ whose PLD ε at δ after ``steps`` steps is at most ``target_epsilon``.
+
+    The smallest σ (to 1e-4 relative) whose PLD ε at δ after ``steps`` Poisson-subsampled Gaussian steps is at most
     ``target_epsilon`` under ``relation``: bisection on σ in ``SIGMA_SEARCH`` (ε falls as σ grows), memoised.
     This is how DP-SGD is calibrated under replace-one, the relation every mechanism's budget is matched on
     (dp_accounting's ``NeighboringRelation.REPLACE_ONE``; Opacus' accountants are add/remove only).
@@ -217,7 +221,9 @@ def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: fl
 @functools.lru_cache(maxsize=512)
 def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
                   relation: str = "add-remove") -> tuple[tuple[float, float], ...]:
-    """DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
+    """DP-SGD's privacy profile by dp_accounting's PLD accountant.
+
+    DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
     multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
     (``add-remove`` or ``replace-one``); see ``privacy_profile``. Abadi et al. 2016, §3.1 (the moments accountant's
     composition), accounted by PLD (Koskela, Jälkö, Honkela 2020; Doroshenko et al. 2022).
@@ -253,10 +259,12 @@ def randomized_response_keep(epsilon: float, num_classes: int) -> float:
 
 
 def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
-    """ε at δ of one record released as (unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``) under
-    replace-one: dp_accounting's PLD accountant composes ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian
-    event moves by 2, our image sensitivity) with ``RandomizedResponseDpEvent`` (pessimistic discretisation
-    max(1e-4, ε·1e-4)); never above the basic composition ε_image + ε_label, which it is capped by.
+    """ε at δ of one record released as (noisy image, randomized-response label) under replace-one.
+
+    The release: unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``. dp_accounting's PLD accountant composes
+    ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian event moves by 2, our image sensitivity) with
+    ``RandomizedResponseDpEvent`` (pessimistic discretisation max(1e-4, ε·1e-4)); never above the basic composition
+    ε_image + ε_label, which it is capped by.
     """
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation

@@ -1,10 +1,12 @@
-"""The last-iterate heuristic ε of DP-SGD (Steinke, Nasr, Ganesh, Balle, Choquette-Choo, Jagielski, Hayes, Thakurta,
-Smith, Terzis, "The Last Iterate Advantage: Empirical Auditing and Principled Heuristic Analysis of Differentially
-Private SGD", ICLR 2025): **not a bound**. If every loss were linear, one record's whole effect on the last iterate
-would be the number of steps that sampled it times its clipped gradient, so an attacker who sees only the final model
-faces, in units of C, the pair P = K + N(0, σ²T) against Q = N(0, σ²T), K ~ Binomial(T, q) (add/remove). The heuristic
-ε at δ is the smallest ε with max(H_{e^ε}(P‖Q), H_{e^ε}(Q‖P)) ≤ δ. Real losses are not linear and artificial
-counterexamples exceed it; it upper-bounds every black-box audit the paper ran on real models.
+"""The last-iterate heuristic ε of DP-SGD.
+
+(Steinke, Nasr, Ganesh, Balle, Choquette-Choo, Jagielski, Hayes, Thakurta, Smith, Terzis, "The Last Iterate Advantage:
+Empirical Auditing and Principled Heuristic Analysis of Differentially Private SGD", ICLR 2025.) **not a bound**. If
+every loss were linear, one record's whole effect on the last iterate would be the number of steps that sampled it times
+its clipped gradient, so an attacker who sees only the final model faces, in units of C, the pair P = K + N(0, σ²T)
+against Q = N(0, σ²T), K ~ Binomial(T, q) (add/remove). The heuristic ε at δ is the smallest ε with max(H_{e^ε}(P‖Q),
+H_{e^ε}(Q‖P)) ≤ δ. Real losses are not linear and artificial counterexamples exceed it; it upper-bounds every black-box
+audit the paper ran on real models.
 
 Replace-one (docs/guides/mechanisms.md, "The last-iterate heuristic"): the replaced record's gradient g and its
 replacement's g' (‖g‖, ‖g'‖ ≤ C) are each sampled K, K' ~ Binomial(T, q) times in their own world; DP compares the
@@ -197,7 +199,9 @@ def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-r
 
 def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], basis: str = ""
                  ) -> tuple[HeuristicEpsilon, ...]:
-    """The last-iterate heuristic ε at δ under each of ``relations`` (those of ``add-remove`` and ``replace-one``
+    """The last-iterate heuristic ε at δ under each of ``relations``, as results.json records them.
+
+    The last-iterate heuristic ε at δ under each of ``relations`` (those of ``add-remove`` and ``replace-one``
     the run states; others are skipped), as results.json records them, labelled ``LAST_ITERATE_LABEL``.
 
     Args:

@@ -16,7 +16,9 @@ from mechanisms.accounting.gaussian import SIGMA_SEARCH, pld_epsilon, require
 @functools.lru_cache(maxsize=512)
 def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, epochs: int,
                             accountant: str) -> float:
-    """σ for (ε, δ) under add/remove after ``epochs`` epochs of Poisson sampling at rate q by Opacus'
+    """σ for (ε, δ) under add/remove by Opacus' ``get_noise_multiplier``, memoised.
+
+    σ for (ε, δ) under add/remove after ``epochs`` epochs of Poisson sampling at rate q by Opacus'
     ``get_noise_multiplier`` with ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the
     same one many times).
 

@@ -104,7 +104,9 @@ def mix_release(
     x: torch.Tensor, y_onehot: torch.Tensor, *, mixture_degree: int, num_samples: int, sigma: float,
     generator: torch.Generator, sigma_y: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The DPMix release: each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and
+    """The DPMix release: means of ℓ distinct records plus Gaussian noise.
+
+    The DPMix release: each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and
     N(0, σ_y²) per label coordinate.
 
     Args:
@@ -164,7 +166,9 @@ def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor)
 
 def _bytes_with_scale(data: torch.Tensor | Sequence[torch.Tensor], scale: float, rows: int = 256
                       ) -> torch.Tensor | None:
-    """``data (n, d)`` (or its column blocks, as ``mean_of_rows`` takes them) as FBGEMM's row-wise 8-bit layout
+    """``data`` in FBGEMM's row-wise 8-bit layout, or None where it is not 8-bit.
+
+    ``data (n, d)`` (or its column blocks, as ``mean_of_rows`` takes them) as FBGEMM's row-wise 8-bit layout
     ``(n, d + 8)`` uint8 (255·data, then float32 scale and bias 0), or ``None`` unless every value is exactly k/255
     for an integer k in [0, 255]. Checked in cache-sized row blocks (scratch blocks reused: no allocation per
     block).

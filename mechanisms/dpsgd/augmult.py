@@ -1,8 +1,9 @@
-"""Augmentation multiplicity for DP-SGD (De et al. 2022, "Unlocking high-accuracy differentially private image
-classification through scale", §3.1): each record of a batch becomes K random crops (and flips) of itself, and the
-record's gradient is the mean over its K views, clipped as one (``mechanisms.dpsgd.clipping``). One record still
-moves the clipped sum by at most C, so the noise multiplier σ, the sample rate q and ε are those without augmentation;
-compute grows K-fold.
+"""Augmentation multiplicity for DP-SGD.
+
+(De et al. 2022, "Unlocking high-accuracy differentially private image classification through scale", §3.1.) Each record
+of a batch becomes K random crops (and flips) of itself, and the record's gradient is the mean over its K views, clipped
+as one (``mechanisms.dpsgd.clipping``). One record still moves the clipped sum by at most C, so the noise multiplier σ,
+the sample rate q and ε are those without augmentation; compute grows K-fold.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def augment_views(x: torch.Tensor, augmult: int, *, generator: torch.Generator, 
 
 def augmult_settings(model: nn.Module, x: torch.Tensor, augmult: int | None, *, flip: bool,
                      generator: torch.Generator) -> dict | None:
-    """``augment_views``' keyword settings for training ``model`` on ``x (N, C, H, W)`` with K = ``augmult`` views per
+    """``augment_views``' keyword settings for training ``model`` with ``augmult`` views per record.
+
+    ``augment_views``' keyword settings for training ``model`` on ``x (N, C, H, W)`` with K = ``augmult`` views per
     record (None: no augmentation, returns None).
 
     Args:

@@ -1,7 +1,9 @@
-"""Book-keeping's per-layer rules (Bu, Wang, Zha, Karypis 2023, "Differentially private optimization on large model
-at small cost"): from a layer's recorded input ``a`` and the gradient ``g`` of the loss w.r.t. its output, each
-record's squared gradient norm over the layer's parameters, ``(B,)``, and a function ``total(c)`` giving the layer's
-clipped sum Σ_i c_i g_i for clip factors ``c (B,)``.
+"""Book-keeping's per-layer rules.
+
+(Bu, Wang, Zha, Karypis 2023, "Differentially private optimization on large model at small cost".) From a layer's
+recorded input ``a`` and the gradient ``g`` of the loss w.r.t. its output, each record's squared gradient norm over the
+layer's parameters, ``(B,)``, and a function ``total(c)`` giving the layer's clipped sum Σ_i c_i g_i for clip factors
+``c (B,)``.
 
 With augmentation multiplicity K (De et al. 2022, §3.1) the batch holds K consecutive views of each record
 (``a``, ``g``: ``(B·K, ...)``) and a record's gradient is the sum of its views' (the clipper's loss is already the
@@ -64,7 +66,9 @@ def _views_first(t: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def _conv_weight_grads(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, k: int = 1) -> torch.Tensor:
-    """Per-record weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a (B·K, ...)`` and
+    """Per-record weight gradients of a groups-1 Conv2d as one batched convolution.
+
+    Per-record weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a (B·K, ...)`` and
     output gradient ``g (B·K, ...)`` (K consecutive views per record), as one batched convolution kernel: the records
     become the conv groups, the K views its batch, over which the weight gradient sums.
     """

@@ -108,7 +108,9 @@ class VmapClipper:
 
     def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
+        """The clipped, weighted gradient sum and per-record losses of a batch of K views per record.
+
+        ``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
         ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
         gradients (De et al. 2022), its loss their mean loss (nats).
 
@@ -207,7 +209,9 @@ class BookKeepingClipper:
 
     def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
+        """The clipped, weighted gradient sum and per-record losses of a batch of K views per record.
+
+        ``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
         ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
         gradients (De et al. 2022), its loss their mean loss (nats).
 

@@ -164,7 +164,9 @@ def _finish(model: nn.Module, ema, device: torch.device) -> None:
 def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, step: dict, epoch: int, *,
            sample_rate: float, generator: torch.Generator, device: torch.device, accountant, ema,
            model: nn.Module) -> tuple[float, int]:
-    """One epoch (0-based ``epoch``) of DP-SGD steps (``dp_step`` with ``step``'s settings) on Poisson batches of
+    """One epoch of DP-SGD steps on Poisson batches.
+
+    One epoch (0-based ``epoch``) of DP-SGD steps (``dp_step`` with ``step``'s settings) on Poisson batches of
     ``x (N, ...)``, ``y (N,)``, each followed by a step of ``accountant`` (if any) and of the weights' moving average
     ``ema`` of ``model`` (if any).
 
@@ -190,7 +192,9 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
 def _tracker(canaries: GradientCanaries, clipper, optimizer: torch.optim.Optimizer, *, model: nn.Module,
              sample_rate: float, noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
              ema_decay: float | None) -> CanaryTracker:
-    """The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
+    """The run's canary tracker over ``clipper``'s parameters and ``model``'s parameter trail.
+
+    The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
     ``clipping.observe_clipped``) and ``model``'s parameter trail (``CanaryTracker.follow``); a final-model request
     also fixes the recipe's linear structure (and refuses an optimizer whose final model is not linear in the updates:
     ``CanaryTracker.final_setup``).

@@ -65,7 +65,9 @@ _CLIP = {"max_grad_norm": 1.0, "accountant": "prv", "grad_sample_mode": "bk"}
 
 
 class DPSGD(Baseline):
-    """Per-sample clipping to ``max_grad_norm`` C and Gaussian noise σ·C on the summed gradient
+    """DP-SGD through Opacus (Abadi et al. 2016, Algorithm 1).
+
+    Per-sample clipping to ``max_grad_norm`` C and Gaussian noise σ·C on the summed gradient
     (Abadi et al. 2016, Algorithm 1), via Opacus' ``PrivacyEngine.make_private_with_epsilon``.
 
     Batches are drawn by Poisson sampling with rate q = 1/ceil(n / batch_size) (Opacus derives it from the loader
@@ -270,7 +272,9 @@ class DPSGD(Baseline):
 
     @staticmethod
     def privacy(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
-        """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ
+        """What ``steps`` DP-SGD steps certify at δ.
+
+        What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ
         (``mechanisms.dpsgd.privacy.certify``): ε under ``params.relation`` with its profile, the other relation's ε
         beside, and with a fixed σ a note on what shuffled batches would certify.
 

@@ -1,7 +1,9 @@
-"""Invariant Information Clustering (Ji, Henriques & Vedaldi, ICCV 2019, "Invariant Information Clustering for
-Unsupervised Image Classification and Segmentation"): a network Φ with a K-way softmax is trained, without labels, to
-maximise the mutual information between the cluster assignments of an image and of a random transformation of it;
-clusters are then mapped to classes by Hungarian matching on a small labelled split (their §4 evaluation protocol).
+"""Invariant Information Clustering.
+
+(Ji, Henriques & Vedaldi, ICCV 2019, "Invariant Information Clustering for Unsupervised Image Classification and
+Segmentation".) A network Φ with a K-way softmax is trained, without labels, to maximise the mutual information between
+the cluster assignments of an image and of a random transformation of it; clusters are then mapped to classes by
+Hungarian matching on a small labelled split (their §4 evaluation protocol).
 
 Here it is a learner of the local-Gaussian mechanism (``LocalGaussianParams.learner: iic``): it sees only the noisy
 release. Simplifications against the paper, stated: one clustering head with K = number of classes (no
@@ -129,7 +131,9 @@ def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: 
 @torch.no_grad()
 def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num_classes: int,
                       device: torch.device) -> tuple[torch.Tensor, float]:
-    """The cluster → class map that maximises agreement with labels ``y (M,)`` on images ``x (M, C, H, W)``
+    """The cluster → class map that maximises agreement with the labels, and its accuracy.
+
+    The cluster → class map that maximises agreement with labels ``y (M,)`` on images ``x (M, C, H, W)``
     (Hungarian matching of the K×K contingency table, ``scipy.optimize.linear_sum_assignment``; Kuhn 1955), and
     the accuracy of the mapped clusters on that split.
 

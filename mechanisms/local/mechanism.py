@@ -135,12 +135,13 @@ _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
 
 
 class LocalGaussian(Baseline):
-    """Each person releases ``x/||x||₂ + N(0, σ² I)`` (the analytic Gaussian mechanism at replace-one sensitivity 2;
-    Balle & Wang, ICML 2018) and a label by k-ary randomized response: (ε, δ) local DP per (image, label) record,
-    the two channels composed by dp_accounting's PLD accountant (``accounting.local_record_sigma``). The learner
-    trains ``spec.model`` on the noisy images and labels only, the images multiplied by the public constant
-    s = 1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get
-    the same normalisation and the same s.
+    """Each person releases ``x/||x||₂ + N(0, σ² I)`` and a label by k-ary randomized response.
+
+    (the analytic Gaussian mechanism at replace-one sensitivity 2; Balle & Wang, ICML 2018.) (ε, δ) local DP per (image,
+    label) record, the two channels composed by dp_accounting's PLD accountant (``accounting.local_record_sigma``). The
+    learner trains ``spec.model`` on the noisy images and labels only, the images multiplied by the public constant s =
+    1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get the same
+    normalisation and the same s.
 
     Learners (both see only the release): ``network`` (the source's) or ``class-means`` (closed form, ``spec.model``
     ``linear``; see ``LocalGaussianParams.learner``).

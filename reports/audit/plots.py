@@ -101,7 +101,9 @@ def _legend(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged
 
 
 def tightness_figure(runs: list[RunResult], flagged: list[PrivacyBug] | None = None) -> Figure | None:
-    """One panel per dataset: the tightest valid ε lower bound of every model per threat model (marker) and
+    """One panel per dataset: each model's tightest valid ε lower bound against its ε.
+
+    One panel per dataset: the tightest valid ε lower bound of every model per threat model (marker) and
     mechanism (colour) against the ε it is held to, with the diagonal; models with a privacy bug or a refuted claim
     (``flagged``) ringed in red. ``None`` when no valid bound is compared with an ε.
     """

@@ -133,7 +133,9 @@ def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]
 
 
 def audit_detail_rows(results: Results) -> list[list[str]]:
-    """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (the k analyses of an audit's
+    """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence.
+
+    ``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (the k analyses of an audit's
     design-fixed family at 1 − 0.05/k each, so that the largest valid one holds at 95 %), and the one-run test of the
     accountant's whole certified (ε, δ) curve where one was made.
     """

@@ -68,8 +68,9 @@ class Change:
 
     @property
     def significant(self) -> bool:
-        """A difference that is exact (a changed ε, a new privacy bug) or whose Holm-adjusted p-value is below
-        ``ALPHA``.
+        """A difference that is exact or whose Holm-adjusted p-value is below ``ALPHA``.
+
+        (a changed ε, a new privacy bug.)
         """
         if self.exact:
             return True

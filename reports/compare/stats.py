@@ -39,8 +39,9 @@ def mcnemar_exact(before: np.ndarray, after: np.ndarray) -> tuple[float, int, in
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Fisher's exact test of two independent proportions ``k1/n1`` and ``k2/n2`` (two-sided,
-    ``scipy.stats.fisher_exact``): the test for unpaired accuracies and for TPRs at one FPR.
+    """Fisher's exact test of two independent proportions ``k1/n1`` and ``k2/n2``.
+
+    (two-sided, ``scipy.stats.fisher_exact``.) The test for unpaired accuracies and for TPRs at one FPR.
 
     Args:
         k1: successes of the first (0 <= k1 <= n1).

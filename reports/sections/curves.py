@@ -21,8 +21,9 @@ def _curves(results: Results) -> dict[str, list[RunResult]]:
 
 
 def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
-    """HTML links to the numbers of every training-curve figure inside the page (``data:`` links, so the report stays
-    one self-contained file), named as the CSV written beside it; every part escaped.
+    """HTML links to the numbers of every training-curve figure inside the page, named as the CSV written beside it.
+
+    (``data:`` links, so the report stays one self-contained file.) Every part escaped.
     """
     links = []
     for dataset in dict.fromkeys(r.dataset for r in results.results):

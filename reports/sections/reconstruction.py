@@ -15,7 +15,9 @@ from reports.section import SECTIONS, Block, Details, Figures, ReportSection, Se
 
 
 def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
-    """``{"inversion_<dataset>_<attack>": (the dataset's finished runs, attack)}`` for every attack with an
+    """The inversion figures to draw, one per dataset and attack, in document order.
+
+    ``{"inversion_<dataset>_<attack>": (the dataset's finished runs, attack)}`` for every attack with an
     ``inversion`` block, in document order.
     """
     return {f"inversion_{slug(dataset)}_{slug(attack)}": (rs, attack)

@@ -75,7 +75,9 @@ def epsilon_text(x: float) -> str:
 
 
 def accuracy_text(results: Results, r: RunResult) -> str:
-    """``"97.1 [96.8, 97.4]"``: test accuracy in percent with its 95 % Clopper-Pearson interval over the dataset's
+    """Test accuracy in percent with its 95 % interval, as text.
+
+    ``"97.1 [96.8, 97.4]"``: test accuracy in percent with its 95 % Clopper-Pearson interval over the dataset's
     test images (the accuracy alone where their number is not recorded); ``"—"`` without one.
     """
     if r.utility is None:

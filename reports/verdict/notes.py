@@ -112,7 +112,9 @@ def _accuracy_words(ok: list[Pair]) -> str:
 
 
 def _cost_words(results: Results, ok: list[Pair]) -> str:
-    """"cost of privacy 9.1 / 2.0 / 0.4 points at target ε 1 / 3 / 8 against its ε = ∞ point (97.7%)" (mean over
+    """The cost-of-privacy note of a mechanism.
+
+    "cost of privacy 9.1 / 2.0 / 0.4 points at target ε 1 / 3 / 8 against its ε = ∞ point (97.7%)" (mean over
     seeds at each target ε); "" without an ε = ∞ point.
     """
     costs: dict[float, list[float]] = defaultdict(list)

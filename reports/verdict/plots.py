@@ -31,7 +31,9 @@ def _point_label(r: RunResult) -> str:
 
 
 def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
-    """Test accuracy (x, %) against the strongest attack's leakage (y: TPR at ``axis.level`` FPR in % with its
+    """Test accuracy against the strongest attack's leakage for every model of one dataset.
+
+    Test accuracy (x, %) against the strongest attack's leakage (y: TPR at ``axis.level`` FPR in % with its
     95 % Clopper-Pearson interval, or AUC) for every model of one dataset, one Okabe–Ito colour per mechanism
     (hollow: no guarantee), the Pareto frontier (no other model has higher accuracy and lower leakage) joined by a
     line; labelled directly, without a legend: each mechanism's name once, the target ε of the models on the

@@ -129,7 +129,9 @@ def _last_iterate_blocks(results: Results, dataset: str, key: str) -> list[Block
 
 
 def compact_blocks(table: CompactTable, key: str) -> list[Block]:
-    """The compact table twice: HTML (each mechanism a link to its row of the folded verdict table, each cell's
+    """The compact table twice: HTML and Markdown.
+
+    The compact table twice: HTML (each mechanism a link to its row of the folded verdict table, each cell's
     provenance its title, each row an anchor) and Markdown (plain cells).
     """
     keys = f" ε keys: {'; '.join(table.keys)}." if table.keys else ""

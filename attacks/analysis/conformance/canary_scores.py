@@ -107,7 +107,9 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
 
 
 def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, steps: int) -> dict[str, Any]:
-    """One-sided Kolmogorov-Smirnov test of the included canaries' scores against the certified mechanism's exact
+    """One-sided KS test of the included canaries' scores against their exact law under the certified mechanism.
+
+    One-sided Kolmogorov-Smirnov test of the included canaries' scores against the certified mechanism's exact
     score law (module docstring): H0 "the scores are stochastically at most P", rejected where they lie above it.
 
     Args:

@@ -1,7 +1,8 @@
-"""Conformance of a DPMix release tested for what it is (Lee, Kim, Lee, Suh, ISIT 2019: each released sample the mean
-of the ℓ records of its subset plus Gaussian noise), from the known records and the subsets the release recorded:
-the records' weight in their samples, the spread of that weight record by record, and the ε the measured parameters
-imply by the conformance code's own accountant (``attacks.analysis.mixing_pair``). Pure NumPy / SciPy.
+"""Conformance of a DPMix release tested for what it is, from the known records and the subsets the release recorded.
+
+(Lee, Kim, Lee, Suh, ISIT 2019: each released sample the mean of the ℓ records of its subset plus Gaussian noise.) The
+records' weight in their samples, the spread of that weight record by record, and the ε the measured parameters imply by
+the conformance code's own accountant (``attacks.analysis.mixing_pair``). Pure NumPy / SciPy.
 
 Every statistic is read on the residual r_t = o_t − (1/ℓ)·Σ_{j∈S_t} x_j of each released row o_t (features and label
 coordinates), whitened by the certified noise (r̃ = Σ^{-1/2} r, Σ = diag(σ_x², σ_y²)): under H0 "this is the certified

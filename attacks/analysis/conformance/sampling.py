@@ -18,9 +18,11 @@ from attacks.analysis.conformance import conformance_record
 
 def rate_test(name: str, quantity: str, successes: int, trials: int, certified: float, *,
               confidence: float = 0.95) -> dict[str, Any]:
-    """Exact one-sided binomial test that a rate (a sample rate q, randomized response's keep rate) is not above the
-    certified one: ``successes`` of ``trials`` independent Bernoulli(certified) trials under H0. ``detail`` holds
-    the Clopper-Pearson one-sided limits ``lower`` and ``upper`` at ``confidence`` (Clopper & Pearson 1934).
+    """Exact one-sided binomial test that a rate is not above the certified one.
+
+    (a sample rate q, randomized response's keep rate.) ``successes`` of ``trials`` independent Bernoulli(certified)
+    trials under H0. ``detail`` holds the Clopper-Pearson one-sided limits ``lower`` and ``upper`` at ``confidence``
+    (Clopper & Pearson 1934).
 
     Args:
         name: the test's name.

@@ -93,7 +93,9 @@ class FinalCanaries(OpacusCanaries):
 
     def observe(self, data: ArrayDataset, *, mechanism=None, spec=None, seed: int | None = None,
                 **run) -> FinalModelObserver:
-        """The observer of the run (``run_job`` gives the job's ``mechanism``, ``spec`` and ``seed``: θ_0 is
+        """The observer of the run.
+
+        The observer of the run (``run_job`` gives the job's ``mechanism``, ``spec`` and ``seed``: θ_0 is
         ``initial_weights`` of them).
 
         Args:
@@ -195,7 +197,9 @@ class FinalModelObserver(OpacusObserver):
         return c / c.mean(), float(c.mean())
 
     def result(self, model=None) -> dict:
-        """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits", "steps", "sample_rate",
+        """The audit's JSON-able record.
+
+        JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits", "steps", "sample_rate",
         "sigma_hat", "claimed_sigma", "lr" (the first step's), "momentum", "expected_batch_size", "members_sd",
         "noise_sd", "linearity_error", "phases" (``observed_phases``)}``; scores in units of C, larger means
         included. ``model``: what ``fit`` returned (θ_T; the optimizer's parameters when None).

@@ -1,10 +1,12 @@
-"""The observer of the ``opacus-canary`` audit (``attacks.canaries.opacus.audit``, where the design and its assumptions
-are stated): for the length of a plug-in's ``fit`` it patches Opacus' ``GradSampleModule.forward`` (which canary records
-each batch holds) and ``DPOptimizer.pre_step`` (the canaries' crafted gradients put in their per-sample rows before
-the user's optimizer clips them, Dirac canaries at the accountant's rate q, and every noisy update read at the
-canaries' coordinates; Nasr et al. 2023, §3), and ``DPOptimizer.step``: a digest of every parameter and buffer the
-private steps find and leave, so that an update outside them is caught (``attacks.canaries.opacus.patches``). One-line
-``AuditRefused`` for a loop outside the design.
+"""The observer of the ``opacus-canary`` audit.
+
+(``attacks.canaries.opacus.audit``, where the design and its assumptions are stated.) For the length of a plug-in's
+``fit`` it patches Opacus' ``GradSampleModule.forward`` (which canary records each batch holds) and
+``DPOptimizer.pre_step`` (the canaries' crafted gradients put in their per-sample rows before the user's optimizer clips
+them, Dirac canaries at the accountant's rate q, and every noisy update read at the canaries' coordinates; Nasr et al.
+2023, §3), and ``DPOptimizer.step``: a digest of every parameter and buffer the private steps find and leave, so that an
+update outside them is caught (``attacks.canaries.opacus.patches``). One-line ``AuditRefused`` for a loop outside the
+design.
 
 Besides the scores it records what the conformance tests read (``attacks.conformance.opacus``): the noise at reference
 coordinates of every parameter tensor (``references``), the rows of every batch, each canary record's participation,
@@ -48,7 +50,9 @@ __all__ = ["NOT_CERTIFIED", "REFERENCES_PER_TENSOR", "AuditRefused", "OpacusCana
 
 @dataclass(frozen=True)
 class OpacusCanaries:
-    """The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
+    """The ``opacus-canary`` audit run's request: canary records and Dirac gradient canaries.
+
+    The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
     before the run; their images ``keys`` identify them in a batch) and ``dirac`` Dirac gradient canaries at the
     optimizer (coins drawn with ``seed``; -1: one at every coordinate not taken by a record or kept as a reference,
     ``references``), raw norm ``norm``·C (>= 1). The run's data hold every canary record, included or not.
@@ -231,8 +235,9 @@ class OpacusObserver(OpacusPatches):
         return True
 
     def _clipped(self, count: np.ndarray, members: np.ndarray) -> None:
-        """The largest clipped canary contribution per row this step (``count``: rows per canary; ``members``: the
-        members' clipped sum, which the canaries' pass accumulated onto), units of C.
+        """The largest clipped canary contribution per row this step, units of C.
+
+        (``count``: rows per canary; ``members``: the members' clipped sum, which the canaries' pass accumulated onto.)
         """
         at = np.flatnonzero(count)
         if len(at):
@@ -241,7 +246,9 @@ class OpacusObserver(OpacusPatches):
             self.phase.largest_clip = max(self.phase.largest_clip or 0.0, float(np.max(np.abs(got))))
 
     def result(self, model=None) -> dict:
-        """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
+        """The audit's JSON-able record.
+
+        JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
         steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma", "noise_by_tensor": [{"shape", "sum_squares",
         "n"}] (reference noise, units of C), "batch_rows", "records_total", "largest_clip" (units of C),
         "clip_bound", "history" ([σ, q, steps] as accounted), "accountant", "phases", "continuity"}``: the first

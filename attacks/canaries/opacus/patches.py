@@ -1,4 +1,6 @@
-"""What the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) patches in Opacus for the length of a
+"""What the ``opacus-canary`` observer patches in Opacus during a plug-in's ``fit``.
+
+What the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) patches in Opacus for the length of a
 plug-in's ``fit``, and the parameter-continuity trail it keeps at every private step's boundaries (issue 54).
 
 Four methods: ``GradSampleModule.forward`` (each training batch's rows; the first one also names the trained module,

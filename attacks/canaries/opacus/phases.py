@@ -133,8 +133,9 @@ def same_parameters(first: list[Any], opt: Any) -> list[int]:
 
 def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """M canary records: images ``(m, *input_shape)`` uniform in [0, 1] (distinct from every natural record with
-    probability 1) and labels ``(m,)``, drawn with ``seed``.
+    """M canary records: images ``(m, *input_shape)`` uniform in [0, 1] and labels ``(m,)``, drawn with ``seed``.
+
+    (distinct from every natural record with probability 1.)
 
     Args:
         m, input_shape, num_classes, seed: the count, one record's shape, K and the audit's seed.

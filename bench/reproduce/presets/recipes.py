@@ -70,8 +70,9 @@ DPSGD_BEST_FASHION = Preset(
 
 
 def _dpmix_best_row(key: str, description: str, accountant: str, note: str) -> Row:
-    """dpmix-best's release and learner (ℓ = 128, T = 120,000, class means from the moments) at ε = 15 under
-    ``accountant``.
+    """dpmix-best's release and learner at ε = 15 under ``accountant``.
+
+    (ℓ = 128, T = 120,000, class means from the moments.)
     """
     return Row(key, description, "dpmix",
                spec_dict("linear", 1, 256, 1.0, mixture_degree=128, num_samples=120_000, accountant=accountant,

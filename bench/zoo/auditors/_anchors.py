@@ -37,8 +37,10 @@ _SPLIT_SEED = 39  # the calibration / audit split of the canaries: fixed, and pe
 
 @dataclass(frozen=True)
 class AnchorAuditor(Auditor):
-    """An ``Auditor`` whose package needs more than one import (``privacy-meter`` 1.0.1 imports TensorFlow and
-    Opacus at import without declaring them): ``also_requires`` are checked after ``requires``.
+    """An ``Auditor`` whose package needs more than one import.
+
+    (``privacy-meter`` 1.0.1 imports TensorFlow and Opacus at import without declaring them.) ``also_requires`` are
+    checked after ``requires``.
     """
 
     also_requires: tuple[str, ...] = ()

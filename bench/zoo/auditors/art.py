@@ -1,7 +1,9 @@
-"""ART 1.20's learned black-box membership-inference attack as a zoo auditor (PyPI
-``adversarial-robustness-toolbox==1.20.1``): ``art.attacks.inference.membership_inference.MembershipInferenceBlackBox``
-(Shokri et al. 2017, "Membership inference attacks against machine learning models", S&P, the learned attack model
-over the target's outputs) on the scores of privbench's black-box canary audits.
+"""ART 1.20's learned black-box membership-inference attack as a zoo auditor.
+
+(PyPI ``adversarial-robustness-toolbox==1.20.1``.)
+``art.attacks.inference.membership_inference.MembershipInferenceBlackBox`` (Shokri et al. 2017, "Membership inference
+attacks against machine learning models", S&P, the learned attack model over the target's outputs) on the scores of
+privbench's black-box canary audits.
 
 What ART is given: each canary's saved score as its one-feature "prediction" (``fit(pred=..., test_pred=...)`` and
 ``infer(None, pred=...)``: ART's way to attack precomputed outputs), so no model is queried (its estimator, an

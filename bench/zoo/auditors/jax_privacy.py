@@ -1,7 +1,8 @@
-"""jax-privacy 2.0.0's auditing estimators as zoo auditors (PyPI ``jax-privacy==2.0.0``, module
-``jax_privacy.auditing``): ``CanaryScoreAuditor(in_canary_scores, out_canary_scores)`` on the scores of privbench's
-canary audits, then its own ε lower bound at significance 0.05 with its default threshold choice (``Bonferroni()``
-over every threshold):
+"""jax-privacy 2.0.0's auditing estimators as zoo auditors.
+
+(PyPI ``jax-privacy==2.0.0``, module ``jax_privacy.auditing``.) ``CanaryScoreAuditor(in_canary_scores,
+out_canary_scores)`` on the scores of privbench's canary audits, then its own ε lower bound at significance 0.05 with
+its default threshold choice (``Bonferroni()`` over every threshold):.
 
 - ``epsilon_one_run(significance, delta)``: Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training
   run" (NeurIPS), one-sided guesses;
@@ -38,7 +39,9 @@ _PAPERS = {"one-run": "Steinke et al. 2023", "one-run-fdp": "Mahloujifar et al. 
 
 
 def estimate(method: str, scores: np.ndarray, labels: np.ndarray, *, delta: float) -> float:
-    """jax-privacy's ``CanaryScoreAuditor.<method>`` at significance 1 − ``CONFIDENCE`` on ``scores`` (larger:
+    """jax-privacy's ``CanaryScoreAuditor.<method>`` on the canary scores.
+
+    jax-privacy's ``CanaryScoreAuditor.<method>`` at significance 1 − ``CONFIDENCE`` on ``scores`` (larger:
     included) split by ``labels`` (1: included).
     """
     from jax_privacy.auditing import CanaryScoreAuditor

@@ -1,4 +1,6 @@
-"""privbench's own auditors, each the run-level check (``attacks.analysis.verdict.privacy_bugs``, the decision behind
+"""privbench's own auditors: the run-level check restricted to one kind of evidence each.
+
+privbench's own auditors, each the run-level check (``attacks.analysis.verdict.privacy_bugs``, the decision behind
 exit status 3) restricted to one kind of evidence, with its own Bonferroni family: the white-box canaries' valid ε lower
 bounds, the black-box canaries', the hidden-state (final model) canaries', the crafted black-box audit's (an
 auditor-chosen initial model, ``attacks.canaries.crafted``), the release audits', the conformance

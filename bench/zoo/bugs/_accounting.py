@@ -13,9 +13,10 @@ from bench.zoo.bugs._release import NUM_CLASSES
 
 
 def patch_dpsgd_pld(**change: Any) -> None:
-    """Make the mechanism's PLD accountant of DP-SGD (``_dpsgd_pld``: its calibration, certified ε and profile under
-    replace-one) compose ``change``'s values in place of its arguments: ``rate`` (a factor on q), ``steps`` (a factor
-    on T) or ``relation`` (the relation it accounts under).
+    """Make the mechanism's PLD accountant of DP-SGD compose ``change``'s values in place of its arguments.
+
+    (``_dpsgd_pld``: its calibration, certified ε and profile under replace-one.) ``rate`` (a factor on q), ``steps`` (a
+    factor on T) or ``relation`` (the relation it accounts under).
     """
     import mechanisms.accounting.gaussian as gaussian
 

@@ -6,8 +6,9 @@ from typing import Any
 
 
 def force_loop_settings(**settings: Any) -> None:
-    """Make every call of ``opacus_plugin.train_with_opacus`` (the adapter's ``fit`` calls it by that name) run with
-    ``settings`` in place of the adapter's own.
+    """Make every call of ``opacus_plugin.train_with_opacus`` run with ``settings`` in place of the adapter's own.
+
+    (the adapter's ``fit`` calls it by that name.)
     """
     import opacus_plugin  # type: ignore[import-not-found]
 

@@ -44,7 +44,9 @@ def dpmix_epsilon(params: dict[str, Any], *, factor: float) -> float | None:
 
 
 def scale_dpmix_noise(factor: float) -> None:
-    """Patch ``mix_release`` as DPMix's mechanism calls it to draw ``factor`` × σ and ``factor`` × σ_y while the
+    """Patch ``mix_release`` to draw ``factor`` times the noise the accountant certifies.
+
+    Patch ``mix_release`` as DPMix's mechanism calls it to draw ``factor`` × σ and ``factor`` × σ_y while the
     accountant still certifies σ and σ_y (the planted noise bugs of DPMix).
     """
     import mechanisms.dpmix.mechanism as dpmix
