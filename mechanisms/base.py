@@ -145,9 +145,12 @@ class Mechanism:
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon: ε to calibrate to (unitless, > 0), or None for no target; ``math.inf``: the same
-                recipe with privacy turned off (``off_point``; see ``fit_privacy_off``). delta: δ (a probability).
-            seed: seeds every random draw. device: where to train. on_epoch: progress callback.
+            target_epsilon: ε to calibrate to (unitless, > 0), or None for no target; ``math.inf``: the same recipe with
+                privacy turned off (``off_point``; see ``fit_privacy_off``).
+            delta: δ (a probability).
+            seed: seeds every random draw.
+            device: where to train.
+            on_epoch: progress callback.
 
         Returns:
             The ``TrainedModel``: the model, its ``PrivacySpent`` (ε with δ, accountant and relation), its training
@@ -168,7 +171,12 @@ class Mechanism:
         (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
 
         Args:
-            train, spec, delta, seed, device, on_epoch: as ``fit``.
+            train: as ``fit``.
+            spec: as ``fit``.
+            delta: as ``fit``.
+            seed: as ``fit``.
+            device: as ``fit``.
+            on_epoch: as ``fit``.
             **extra: further keyword arguments of ``fit``.
 
         Returns:

@@ -37,8 +37,11 @@ class Baseline(Mechanism):
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: ignored (no privacy) and δ (a probability).
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: ignored (no privacy).
+            delta: δ (a probability).
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
 
         Returns:
             The ``TrainedModel`` with samples/s and ε = ∞ (``trained_model``).
@@ -62,7 +65,8 @@ class Baseline(Mechanism):
         Args:
             model: the trained module.
             history: per-epoch mean training loss (nats).
-            seen, seconds: the examples processed and the wall seconds they took (throughput = seen/seconds, samples/s).
+            seen: the examples processed.
+            seconds: the wall seconds they took (throughput = seen/seconds, samples/s).
 
         Returns:
             The ``TrainedModel``, its privacy ε = ∞ (``PrivacySpent.privacy_off``).

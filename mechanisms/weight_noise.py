@@ -139,8 +139,11 @@ class WeightNoise(Baseline):
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: the source's claimed ε (noise std 1/ε unless ``params.weight_noise_std``) and δ.
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: the source's claimed ε (noise std 1/ε unless ``params.weight_noise_std``).
+            delta: δ.
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
             audit: a ``CleanWeights`` request, or None.
 
         Returns:

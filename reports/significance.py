@@ -28,7 +28,8 @@ def chance_p_value(entry: TprAtFpr, n_members: int, n_non_members: int) -> float
 
     Args:
         entry: a measurable ``tpr_at_fpr`` entry.
-        n_members, n_non_members: the scored members and non-members of the attack.
+        n_members: the attack's scored members.
+        n_non_members: the attack's scored non-members.
 
     Returns:
         P[Hyp(n_members + n_non_members, n_members, k + L) ≥ k] with k = round(TPR·n_members) and

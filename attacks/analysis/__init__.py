@@ -157,7 +157,8 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     """The audit of one attack's scores, as stored in results.json.
 
     Args:
-        scores, labels: ``(N,)`` scores (larger: "member") and membership labels (1: member / canary included).
+        scores: ``(N,)`` scores (larger: "member").
+        labels: ``(N,)`` membership labels (1: member / canary included).
         delta: δ of the guarantee tested (the mechanism's, or the run's without a guarantee).
         design: how the labels were decided (``bench.core.design.AuditDesign``); None: heuristic, black-box. A
             one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing rules by its

@@ -76,7 +76,11 @@ def mixing_epsilon(*, shift_sq: float, rate: float, releases: int, delta: float,
     (module docstring), by ``dp_accounting``'s PLD (pessimistic, grid ``grid``·max(1, c)); memoised.
 
     Args:
-        shift_sq: c >= 0. rate: q in [0, 1]. releases: T >= 1. delta: δ in (0, 1). grid: the relative grid (> 0).
+        shift_sq: c >= 0.
+        rate: q in [0, 1].
+        releases: T >= 1.
+        delta: δ in (0, 1).
+        grid: the relative grid (> 0).
 
     Returns:
         ε (unitless): 0 for c = 0 or q = 0, ∞ above ``MAX_SHIFT_SQ``.

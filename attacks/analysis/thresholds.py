@@ -46,8 +46,10 @@ def epsilon_lower_bound(true_positives: int, false_negatives: int, false_positiv
     Clopper-Pearson interval is symmetric), so both directions rest on the same two bounds.
 
     Args:
-        true_positives, false_negatives: members called member / non-member (at least one member).
-        false_positives, true_negatives: non-members called member / non-member (at least one).
+        true_positives: members called member.
+        false_negatives: members called non-member (at least one member in all).
+        false_positives: non-members called member.
+        true_negatives: non-members called non-member (at least one non-member in all).
         delta: the δ of the guarantee tested, in [0, 1).
         confidence: joint coverage of the two bounds, in (0, 1).
 

@@ -108,7 +108,8 @@ class CraftedAudit(MembershipAttack):
         """Every run trains on the first ``members`` of the target's members.
 
         Args:
-            n_members, n_population: the target's member and population counts (the population is not limited here).
+            n_members: the target's member count.
+            n_population: the attacker's population count (the population is not limited here).
 
         Returns:
             One line naming the shortfall when ``members`` > ``n_members``; None when the sizes suffice.

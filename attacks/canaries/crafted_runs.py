@@ -39,7 +39,11 @@ class SideBySideJob:
         Each run's own head on the fixed features: the model's forward.
 
         Args:
-            mechanism, data, spec, target_epsilon, delta: the mechanism, base records + canary (last), spec, ε and δ.
+            mechanism: the mechanism.
+            data: the base records + canary (last).
+            spec: the spec.
+            target_epsilon: ε.
+            delta: δ.
 
         Returns:
             The ``TrainedModel`` described above (``audit["outputs"]``: ``(R, Q, K)`` logits).
@@ -69,7 +73,8 @@ def audit_spec(spec, update: dict):
     """The runs' settings: ``spec`` with the auditor's ``model`` / ``batch_size`` (a new model takes no model_kwargs).
 
     Args:
-        spec, update: the target's ``TrainSpec`` and the auditor's ``{"model", "batch_size"}`` (those given).
+        spec: the target's ``TrainSpec``.
+        update: the auditor's ``{"model", "batch_size"}`` (those given).
 
     Returns:
         The updated ``TrainSpec`` (``spec`` itself when ``update`` is empty).

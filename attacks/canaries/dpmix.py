@@ -81,7 +81,10 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
     """The centre record c and ``count`` maximal records z_i of one release.
 
     Args:
-        count: m slots. shape: ``(C, H, W)`` of an image. num_classes: K >= 2. gen: the design's generator.
+        count: m slots.
+        shape: ``(C, H, W)`` of an image.
+        num_classes: K >= 2.
+        gen: the design's generator.
 
     Returns:
         ``(centre, canaries)``: ``centre`` one record (a 0-image labelled e_a, a random class);
@@ -109,7 +112,8 @@ def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
     labels other than c's minus c's.
 
     Args:
-        centre, d_x: the centre record c (its label of K classes) and the pixels per image.
+        centre: the centre record c (its label of K classes).
+        d_x: the pixels per image.
 
     Returns:
         ``(d_x + K,)`` float64 g.
@@ -147,9 +151,13 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     release and the public design is a valid score: this one only decides how tight the bound is.
 
     Args:
-        z: ``(T, d_x + K)`` the release's [image, label] rows. centre: ``(d_x + K,)`` c. shift: ``(m, d_x + K)``
-            z_i − c. common: ``(d_x + K,)`` g. d_x: image coordinates (the rest are the label's). ell: ℓ. n: the
-            release's records (q = ℓ/n).
+        z: ``(T, d_x + K)`` the release's [image, label] rows.
+        centre: ``(d_x + K,)`` c.
+        shift: ``(m, d_x + K)`` z_i − c.
+        common: ``(d_x + K,)`` g.
+        d_x: image coordinates (the rest are the label's).
+        ell: ℓ.
+        n: the release's records (q = ℓ/n).
 
     Returns:
         ``(m,)`` scores (larger: z_i). The noise of the image and of the label coordinates is estimated from the
@@ -187,8 +195,10 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
     """The design's ``releases`` data sets, each released by ``release(data, seed)`` (the mechanism's own) and scored.
 
     Args:
-        members: the target's members (only their count n, image shape and classes are used). num_canaries: m.
-        releases: R. seed: the cell's seed (every coin, pair and release seed is drawn from it).
+        members: the target's members (only their count n, image shape and classes are used).
+        num_canaries: m.
+        releases: R.
+        seed: the cell's seed (every coin, pair and release seed is drawn from it).
         release: the mechanism's release of a data set with a seed, and the privacy that release spent.
         observe: called with each release's data set and release (the conformance tests' observer), if given.
 
@@ -251,7 +261,11 @@ class ReleaseAuditJob:
         """``scored_releases`` through ``mechanism.release`` with the recipe's ``spec``, ε and δ (nothing is trained).
 
         Args:
-            mechanism, data, spec, target_epsilon, delta: a ``DPMix``, the members, the recipe, ε and δ.
+            mechanism: a ``DPMix``.
+            data: the members.
+            spec: the recipe.
+            target_epsilon: ε.
+            delta: δ.
 
         Returns:
             A ``TrainedModel``: the untrained architecture, the releases' privacy, ``audit = {"scores", "coins",

@@ -60,7 +60,8 @@ def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarra
     blocks of ``rows`` rows so that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
 
     Args:
-        z, a: ``(m, d)`` released images and canary directions.
+        z: ``(m, d)`` released images.
+        a: ``(m, d)`` canary directions.
         rows: rows per block.
 
     Returns:

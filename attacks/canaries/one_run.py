@@ -80,7 +80,8 @@ class CanaryAudit(MembershipAttack):
         """Population canaries are drawn from the attacker's population: at most ``n_population`` of them.
 
         Args:
-            n_members, n_population: the run's member and attacker-population counts.
+            n_members: the run's member count.
+            n_population: the attacker's population count.
 
         Returns:
             One line naming ``num_canaries`` and its limit, or None.
@@ -93,7 +94,8 @@ class CanaryAudit(MembershipAttack):
         """The m input canaries and their inclusion coins, drawn with ``seed``.
 
         Args:
-            population, seed: the attacker's records (images ``(P, C, H, W)``, labels ``(P,)``) and the run's seed.
+            population: the attacker's records (images ``(P, C, H, W)``, labels ``(P,)``).
+            seed: the run's seed.
 
         Returns:
             ``(canaries, included)``: m records ``(m, C, H, W)`` with labels, and ``(m,)`` bool coins (each ½).

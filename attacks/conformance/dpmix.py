@@ -202,7 +202,8 @@ class MixingObserver:
         """The tests against the certified ℓ, T (the recipe's), σ_x, σ_y (the releases') and ε.
 
         Args:
-            mixture_degree, num_samples: the certified ℓ and T.
+            mixture_degree: the certified ℓ.
+            num_samples: the certified T.
             privacy: the releases' certified ``PrivacySpent`` (ε, δ).
 
         Returns:

@@ -147,7 +147,9 @@ def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_ra
 
     Args:
         obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
-        noise_multiplier: the certified σ (> 0). sample_rate: the certified q. certified_steps: the accountant's T.
+        noise_multiplier: the certified σ (> 0).
+        sample_rate: the certified q.
+        certified_steps: the accountant's T.
         privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
         released: the model the audit run released (``TrainedModel.model``), compared with what its training loop
             returned (``mechanisms.dpsgd.continuity.released_changes``); None: not compared.

@@ -155,7 +155,11 @@ def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Relea
     the first.
 
     Args:
-        x, y, releases, privacy, num_classes: canaries ``(m, C, H, W)``, unit norm; labels ``(m,)``; R ≥ 1; ε, δ; k.
+        x: canaries ``(m, C, H, W)``, unit norm.
+        y: labels ``(m,)``.
+        releases: R ≥ 1.
+        privacy: ε, δ.
+        num_classes: k.
 
     Returns:
         ``MembershipScores.conformance``: ``{"tests", "measured_epsilon"}`` (releases read one at a time).

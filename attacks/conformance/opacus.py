@@ -74,7 +74,9 @@ def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: 
     what ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
 
     Args:
-        noise_multiplier, sample_rate, steps: σ, q in (0, 1] and T.
+        noise_multiplier: σ.
+        sample_rate: q in (0, 1].
+        steps: T.
         delta: δ, a probability.
         which: ``lower``, ``estimate`` or ``upper``.
 
@@ -123,7 +125,9 @@ def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta:
 
     Args:
         epsilon: the target ε (> 0, unitless).
-        sample_rate, steps, delta: q, T and δ.
+        sample_rate: q.
+        steps: T.
+        delta: δ.
         guess: the starting σ (> 0).
 
     Returns:
@@ -155,7 +159,9 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
 
     Args:
         wb: the observer's ``result()`` (one phase, or ``phases``).
-        certified, delta, relation: the reported ε (unitless), its δ and its neighbouring relation.
+        certified: the reported ε (unitless).
+        delta: its δ.
+        relation: its neighbouring relation.
         confidence: the confidence of the measured ε's limit.
 
     Returns:

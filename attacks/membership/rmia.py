@@ -37,9 +37,11 @@ def rmia_scores(target_x: np.ndarray, refs_x: np.ndarray, target_z: np.ndarray, 
     Args:
         target_x: ``(N,)`` log Pr(x|θ) of the target on the candidates (log-probability of the true class).
         refs_x: ``(k, N)`` the same for k reference models, all OUT for every candidate.
-        target_z, refs_z: ``(Z,)`` and ``(k, Z)`` on the population z-samples.
+        target_z: ``(Z,)``.
+        refs_z: ``(k, Z)`` on the population z-samples.
         out_z: ``(k, Z)`` bool, reference i did not train on z-sample j (z-samples with no OUT model are dropped).
-        a: offline correction in [0, 1]. gamma: threshold γ > 0 on the pairwise likelihood ratio.
+        a: offline correction in [0, 1].
+        gamma: threshold γ > 0 on the pairwise likelihood ratio.
 
     Returns:
         ``(N,)`` scores in [0, 1]: the fraction of z-samples x dominates, plus a tie-break below one step
@@ -92,7 +94,8 @@ class RMIA(OfflineShadows):
         Then the reference models' records (``OfflineShadows.size_problem``).
 
         Args:
-            n_members, n_population: as ``OfflineShadows.size_problem``.
+            n_members: as ``OfflineShadows.size_problem``.
+            n_population: as ``OfflineShadows.size_problem``.
 
         Returns:
             One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None.

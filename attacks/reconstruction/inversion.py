@@ -107,7 +107,8 @@ def mi_face(
 
     Args:
         model: the target, mapping ``(R, C, H, W)`` images in [0, 1] to logits ``(R, K)``.
-        classes: ``(R,)`` int64, the class each row reconstructs. x0: ``(R, C, H, W)`` starting images.
+        classes: ``(R,)`` int64, the class each row reconstructs.
+        x0: ``(R, C, H, W)`` starting images.
         optimizer: ``"adam"`` (per-pixel step normalisation) or ``"gd"`` (the paper's plain step λ = lr).
 
     Returns:

@@ -78,7 +78,8 @@ def nearest_scores(images: torch.Tensor, labels: torch.Tensor, split: Membership
     nearest of more images is nearer; distances are mean squared errors over pixels.
 
     Args:
-        images: ``(R, C, H, W)`` reconstructions in [0, 1]. labels: ``(R,)`` their classes.
+        images: ``(R, C, H, W)`` reconstructions in [0, 1].
+        labels: ``(R,)`` their classes.
 
     Returns:
         ``nearest_member_mse``, ``nearest_non_member_mse`` (means over reconstructions),

@@ -236,7 +236,8 @@ def load_digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]
     """scikit-learn's bundled 8×8 digits (1,797 images, values 0..16): 1,400 pool / 397 test, fixed.
 
     Args:
-        root, download: unused (the data ships with scikit-learn); the signature every loader has.
+        root: unused (the data ships with scikit-learn).
+        download: the signature every loader has.
 
     Returns:
         ``(pool, test)``: images ``(N, 1, 8, 8)`` float32 in [0, 1], 10 classes.
@@ -286,8 +287,12 @@ def make_split(pool: ArrayDataset, test: ArrayDataset, *, n_members: int, n_non_
     so utility is comparable across seeds.
 
     Args:
-        pool, test: the data set's training pool and test set (``load_dataset``).
-        n_members, n_non_members, n_population, n_test: the parts' sizes (records, ≥ 0).
+        pool: the data set's training pool (``load_dataset``).
+        test: the data set's test set.
+        n_members: members drawn from the pool (records, ≥ 0).
+        n_non_members: non-members drawn from the pool (records, ≥ 0).
+        n_population: the attacker's population drawn from the pool (records, ≥ 0).
+        n_test: test records kept (records, ≥ 0).
         seed: the permutation's seed.
 
     Returns:

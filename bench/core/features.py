@@ -49,8 +49,10 @@ def conv_feature_maps(model: nn.Module, image: torch.Tensor, *, layers: int = 2,
     computes, preprocessing (e.g. local noise's normalisation) included.
 
     Args:
-        model: a module mapping ``(N, C, H, W)`` images to logits. image: ``(C, H, W)`` in [0, 1].
-        layers: how many convolutions (the first ones). max_channels: at most this many channels kept per layer.
+        model: a module mapping ``(N, C, H, W)`` images to logits.
+        image: ``(C, H, W)`` in [0, 1].
+        layers: how many convolutions (the first ones).
+        max_channels: at most this many channels kept per layer.
         device: where to run the forward pass.
 
     Returns:

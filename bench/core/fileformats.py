@@ -241,8 +241,8 @@ def open_dataset(name: str, root: Path | None, sizes: dict[str, int], *, profile
     Args:
         name: a registered dataset's name or ``FORMAT:PATH[,KEY=VALUE...]``.
         root: the folder of the registered datasets' files; None for ``default_data_root()``.
-        sizes, profile: as ``load_source``'s (a registered dataset's test set is its own; the split checks the
-            sizes).
+        sizes: as ``load_source``'s (a registered dataset's test set is its own; the split checks the sizes).
+        profile: as ``load_source``'s (a registered dataset's test set is its own; the split checks the sizes).
 
     Returns:
         ``(pool, test, origin)``: images ``(N, C, H, W)`` float32 in [0, 1], labels ``(N,)`` int64.

@@ -60,7 +60,8 @@ def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = 
     parameters on 28×28 input.
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+        input_shape: ``(C, H, W)``.
+        num_classes: the number of classes K.
         activation: ``relu``, or ``tanh``: Tramèr & Boneh's (ICLR 2021) CNN (tempered sigmoid, Papernot et al. 2021).
         standardize: ``(mean, std)``: pixels first mapped to (x − mean)/std (public constants); None: as given.
 
@@ -81,7 +82,8 @@ def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     Conv(32, 5×5) MaxPool 2, Conv(48, 5×5) MaxPool 2, FC 100, FC 100, FC K, ReLU throughout, no padding.
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` (at least 16×16) and the number of classes K.
+        input_shape: ``(C, H, W)`` (at least 16×16).
+        num_classes: the number of classes K.
 
     Returns:
         The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits.
@@ -100,7 +102,8 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] 
     ``tabular_hidden``) and as the weight-noise system's classifier.
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` (``(1, 1, D)`` for tabular records) and the number of classes K.
+        input_shape: ``(C, H, W)`` (``(1, 1, D)`` for tabular records).
+        num_classes: the number of classes K.
         hidden: the hidden layers' widths.
 
     Returns:
@@ -126,7 +129,8 @@ def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     DPMix's ``class-means`` learner sets its weights in closed form (a nearest-class-mean classifier).
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+        input_shape: ``(C, H, W)``.
+        num_classes: the number of classes K.
 
     Returns:
         ``Flatten, Linear``: ``(N, C, H, W)`` images to ``(N, K)`` logits.

@@ -21,7 +21,8 @@ def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "sma
     and max-pool, as the ``dpsgd-resnet18`` source did (28×28 becomes 7×7 after the stem; ~16× cheaper).
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+        input_shape: ``(C, H, W)``.
+        num_classes: the number of classes K.
         stem: ``small`` or ``imagenet``.
 
     Returns:
@@ -89,8 +90,11 @@ def wide_resnet(input_shape: tuple[int, ...], num_classes: int, depth: int = 16,
     pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
-        depth, width, groups: the depth 6n + 4 (n >= 1), the width multiplier and the GroupNorm groups.
+        input_shape: ``(C, H, W)``.
+        num_classes: the number of classes K.
+        depth: the depth 6n + 4 (n >= 1).
+        width: the width multiplier.
+        groups: the GroupNorm groups.
 
     Returns:
         The untrained network, ``(N, C, H, W)`` images to ``(N, K)`` logits.

@@ -106,8 +106,10 @@ def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: in
     MNIST.
 
     Args:
-        input_shape, num_classes: ``(C, H, W)``, H and W multiples of 2^J, and the number of classes K.
-        groups, J: the GroupNorm groups (dividing the scattering channels) and the scattering scale.
+        input_shape: ``(C, H, W)``, H and W multiples of 2^J.
+        num_classes: the number of classes K.
+        groups: the GroupNorm groups (dividing the scattering channels).
+        J: the scattering scale.
 
     Returns:
         A ``FrozenFront``: ``(N, C, H, W)`` images to ``(N, K)`` logits, only the linear head trainable.

@@ -175,8 +175,9 @@ def fit_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: Tra
     Shared by every mechanism that trains an ordinary model (on real, released or perturbed data).
 
     Args:
-        x: ``(N, ...)`` inputs; y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass
-            ``loss_fn=soft_cross_entropy``). scheduler_step: halve the learning rate every that many epochs.
+        x: ``(N, ...)`` inputs.
+        y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass ``loss_fn=soft_cross_entropy``).
+        scheduler_step: halve the learning rate every that many epochs.
         released: the released model when it is not ``model`` (``train_loop``).
 
     Returns:

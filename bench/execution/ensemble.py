@@ -76,8 +76,10 @@ def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec
     Batches from ``torch.Generator().manual_seed(seed)``. Models are trained in place.
 
     Args:
-        models: K untrained modules. datasets: K datasets (``(N_k, C, H, W)`` images, ``(N_k,)`` labels).
-        seeds: K batch-order seeds. device: where to train.
+        models: K untrained modules.
+        datasets: K datasets (``(N_k, C, H, W)`` images, ``(N_k,)`` labels).
+        seeds: K batch-order seeds.
+        device: where to train.
 
     Returns:
         The K trained models (the same objects, on ``device``); with ``return_history``, ``(models, history)``,
@@ -197,8 +199,10 @@ def fit_ensemble(mechanism: Any, datasets: Sequence[Any], spec: TrainSpec, seeds
     initial weights (``init_model``), batches and optimizer as ``Baseline.fit``, so the same weights to float tolerance.
 
     Args:
-        mechanism: a mechanism for which ``ensemble_supported`` holds. datasets: K ``ArrayDataset``.
-        seeds: K training seeds. device: where to train.
+        mechanism: a mechanism for which ``ensemble_supported`` holds.
+        datasets: K ``ArrayDataset``.
+        seeds: K training seeds.
+        device: where to train.
 
     Returns:
         K TrainedModels as ``Baseline.fit`` makes them; ``train_seconds`` is the batch's wall time / K.

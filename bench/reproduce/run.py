@@ -257,7 +257,9 @@ def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is
 
     Args:
         options: where and how it trains (``bench.config.run.ReproduceOptions``).
-        is_quick: ``quick`` every preset. max_epochs: ``cap_epochs`` (None: no cap). command: recorded in every row.
+        is_quick: ``quick`` every preset.
+        max_epochs: ``cap_epochs`` (None: no cap).
+        command: recorded in every row.
 
     Raises:
         BenchError: missing data, invalid settings.

@@ -52,8 +52,10 @@ def choose_ceiling(results: list[RunResult], *, n_test: int, validation: str, n_
     report and never compared.
 
     Args:
-        results: one dataset's RunResults. n_test: test images per model. validation, n_validation: the
-            validation split in words and its size (``validation_split``).
+        results: one dataset's RunResults.
+        n_test: test images per model.
+        validation: the validation split in words.
+        n_validation: its size (``validation_split``).
 
     Returns:
         The ``Ceiling``, or None when no model was trained with privacy off.

@@ -36,7 +36,8 @@ def check_predictions(predicted: torch.Tensor, y: torch.Tensor) -> Degenerate | 
     """Whether a model's test predictions are those of a model that learned nothing (module docstring).
 
     Args:
-        predicted: ``(N,)`` int64 predicted class of every test record. y: ``(N,)`` int64 true classes.
+        predicted: ``(N,)`` int64 predicted class of every test record.
+        y: ``(N,)`` int64 true classes.
 
     Returns:
         The ``Degenerate`` record (its ``cause`` left unset: ``assign_causes``), or None for a model that learned.

@@ -148,10 +148,12 @@ def run_tuning(tuning: Tuning, trainer: Trainer, split: MembershipSplit, *, data
     finished; the rest are recorded as not tried.
 
     Args:
-        split: the tuning seed's split (candidates train on its members). validation: the validation split and its
-            description (``validation_split``). probe: the per-epoch curve images of the run's targets (so that the
-            chosen candidate's model is the target's own cache entry; the choice never reads them). window: models
-            in flight (the run's training processes). clock: seconds (``time.perf_counter``; tests pass their own).
+        split: the tuning seed's split (candidates train on its members).
+        validation: the validation split and its description (``validation_split``).
+        probe: the per-epoch curve images of the run's targets (so that the chosen candidate's model is the target's own
+            cache entry; the choice never reads them).
+        window: models in flight (the run's training processes).
+        clock: seconds (``time.perf_counter``; tests pass their own).
 
     Returns:
         One ``RecipeChoice`` per mechanism, in ``tuning.candidates`` order.

@@ -115,7 +115,8 @@ def dpmix_epsilon(
         mixture_degree: ℓ, records averaged per sample (1 ≤ ℓ ≤ n).
         num_samples: T, samples released (≥ 1).
         num_records: n, size of the private dataset.
-        d_x: feature dimension; d_y: label dimension (both ≥ 1).
+        d_x: feature dimension.
+        d_y: label dimension (both ≥ 1).
         delta: target δ, a probability in (0, 1).
         method: ``"pld"`` (default) — the exact ε of the dominating pair by ``dp_accounting``'s PLD (module
             docstring); ``"dp_accounting"`` — Google's RDP accountant (Wang, Balle, Kasiviswanathan 2019, Thm. 27,
@@ -155,7 +156,9 @@ def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> flo
     An audit's releases repeat one σ's privacy profile (eleven δ's, most of a release's time) for every release.
 
     Args:
-        c, q, num_samples: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
+        c: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
+        q: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
+        num_samples: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
         delta: δ, a probability in (0, 1).
 
     Returns:
@@ -174,7 +177,9 @@ def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution |
     profile ask the same one many times).
 
     Args:
-        c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (> 0). q: ℓ/n in (0, 1]. num_samples: T.
+        c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (> 0).
+        q: ℓ/n in (0, 1].
+        num_samples: T.
 
     Returns:
         A ``dp_accounting.pld.PrivacyLossDistribution``; ``.get_epsilon_for_delta(δ)`` is ε at δ. ``None`` when
@@ -250,12 +255,20 @@ def dpmix_sigma(
 
     Args:
         target_epsilon: ε to reach (unitless, > 0).
-        mixture_degree, num_samples, num_records, d_x, d_y, delta, method, sample_rate, label_form: as in
-            :func:`dpmix_epsilon`.
+        mixture_degree: as in :func:`dpmix_epsilon`.
+        num_samples: as in :func:`dpmix_epsilon`.
+        num_records: as in :func:`dpmix_epsilon`.
+        d_x: as in :func:`dpmix_epsilon`.
+        d_y: as in :func:`dpmix_epsilon`.
+        delta: as in :func:`dpmix_epsilon`.
+        method: as in :func:`dpmix_epsilon`.
+        sample_rate: as in :func:`dpmix_epsilon`.
+        label_form: as in :func:`dpmix_epsilon`.
         sigma_y_scale: σ_y / σ_x, the label noise relative to the feature noise (> 0; 1: the source's equal
             noise). The feature-label cross-moments a learner estimates are noisiest where σ_x·σ_y is largest; at
             a fixed Δ² = d_x/σ_x² + Δ_y²/σ_y² that product is smallest at σ_y/σ_x = Δ_y/√d_x.
-        sigma_max: largest σ considered. tol: relative tolerance on σ.
+        sigma_max: largest σ considered.
+        tol: relative tolerance on σ.
 
     Returns:
         σ, the noise standard deviation (in feature units, features in [0, 1]).

@@ -23,7 +23,8 @@ def require(ok: bool, message: str) -> None:
     """Refuse bad input with one line: the accounting functions' argument check.
 
     Args:
-        ok: whether the input is allowed. message: the line naming the bad value and what is allowed.
+        ok: whether the input is allowed.
+        message: the line naming the bad value and what is allowed.
 
     Raises:
         ValueError: ``message``, when ``ok`` is false.
@@ -46,7 +47,9 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) ->
     δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), by ``dp_accounting``'s ``GaussianPrivacyLoss``.
 
     Args:
-        sigma, epsilon, sensitivity: noise std (> 0, units of Δ), ε ≥ 0 (unitless), L2 sensitivity Δ (> 0).
+        sigma: noise std (> 0, units of Δ).
+        epsilon: ε ≥ 0 (unitless).
+        sensitivity: L2 sensitivity Δ (> 0).
 
     Returns:
         δ, a probability in [0, 1].
@@ -68,7 +71,9 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) ->
     classic calibration, which needs ε < 1), by ``dp_accounting.get_sigma_gaussian`` (root-finding to 1e-12).
 
     Args:
-        epsilon, delta, sensitivity: ε > 0 (unitless), δ in (0, 1), L2 sensitivity Δ (> 0; σ is linear in it).
+        epsilon: ε > 0 (unitless).
+        delta: δ in (0, 1).
+        sensitivity: L2 sensitivity Δ (> 0; σ is linear in it).
 
     Returns:
         σ in the units of ``sensitivity``.
@@ -89,7 +94,9 @@ def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) ->
     (root-finding to 1e-12).
 
     Args:
-        sigma, delta, sensitivity: noise std (> 0, units of Δ), δ in (0, 1), L2 sensitivity Δ (> 0).
+        sigma: noise std (> 0, units of Δ).
+        delta: δ in (0, 1).
+        sensitivity: L2 sensitivity Δ (> 0).
 
     Returns:
         ε ≥ 0 (unitless).
@@ -110,7 +117,9 @@ def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float =
     (for large ε this σ is too small to give the claimed ε; Balle & Wang, ICML 2018, Sec. 3).
 
     Args:
-        epsilon: ε > 0 (unitless); delta: δ in (0, 1); sensitivity: L2 sensitivity Δ (> 0).
+        epsilon: ε > 0 (unitless).
+        delta: δ in (0, 1).
+        sensitivity: L2 sensitivity Δ (> 0).
 
     Returns:
         σ in the units of ``sensitivity``.
@@ -130,7 +139,8 @@ def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple
     """The privacy profile of one accountant at ``PROFILE_DELTAS`` and ``delta``.
 
     Args:
-        epsilon_of, delta: the accountant's δ -> ε (ε unitless), and the run's δ, a probability in (0, 1).
+        epsilon_of: the accountant's δ -> ε (ε unitless).
+        delta: the run's δ, a probability in (0, 1).
 
     Returns:
         ``((ε(δᵢ), δᵢ), ...)``, sorted by δ.
@@ -159,7 +169,11 @@ def pld_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delt
     """DP-SGD's ε at δ by dp_accounting's PLD accountant (``_dpsgd_pld``), memoised.
 
     Args:
-        noise_multiplier, sample_rate, steps, delta, relation: σ > 0, q in (0, 1], T, δ in (0, 1), the relation.
+        noise_multiplier: σ > 0.
+        sample_rate: q in (0, 1].
+        steps: T.
+        delta: δ in (0, 1).
+        relation: the relation.
 
     Returns:
         ε (unitless) under ``relation``.
@@ -190,7 +204,11 @@ def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: fl
     (dp_accounting's ``NeighboringRelation.REPLACE_ONE``; Opacus' accountants are add/remove only).
 
     Args:
-        target_epsilon, delta, sample_rate, steps, relation: ε > 0, δ in (0, 1), q in (0, 1], T, the relation.
+        target_epsilon: ε > 0.
+        delta: δ in (0, 1).
+        sample_rate: q in (0, 1].
+        steps: T.
+        relation: the relation.
 
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C).
@@ -229,8 +247,11 @@ def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, de
     composition), accounted by PLD (Koskela, Jälkö, Honkela 2020; Doroshenko et al. 2022).
 
     Args:
-        noise_multiplier, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1], T ≥ 1 steps.
-        delta, relation: the run's δ in (0, 1); ``add-remove`` (default) or ``replace-one``.
+        noise_multiplier: σ > 0 (noise std over C).
+        sample_rate: q in (0, 1].
+        steps: T ≥ 1 steps.
+        delta: the run's δ in (0, 1).
+        relation: ``add-remove`` (default) or ``replace-one``.
 
     Returns:
         ``((ε(δᵢ), δᵢ), ...)`` sorted by δ (ε unitless), at ``PROFILE_DELTAS`` and ``delta``.
@@ -245,7 +266,8 @@ def randomized_response_keep(epsilon: float, num_classes: int) -> float:
     replace-one.
 
     Args:
-        epsilon, num_classes: ε > 0 (unitless) and the number of classes k ≥ 2.
+        epsilon: ε > 0 (unitless).
+        num_classes: the number of classes k ≥ 2.
 
     Returns:
         The probability of keeping the true label.
@@ -287,8 +309,10 @@ def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, nu
     (``_record_pld_epsilon``), memoised.
 
     Args:
-        sigma, delta: the image noise σ > 0 (units of the unit-norm image) and δ in (0, 1).
-        label_epsilon, num_classes: the label's ε > 0 (unitless) and k ≥ 2 classes.
+        sigma: the image noise σ > 0 (units of the unit-norm image).
+        delta: δ in (0, 1).
+        label_epsilon: the label's ε > 0 (unitless).
+        num_classes: k ≥ 2 classes.
 
     Returns:
         ε ≥ 0 (unitless) under replace-one, at most ε_image + ε_label (basic composition).
@@ -307,7 +331,10 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
     ε and for (1 − share)·ε (basic composition).
 
     Args:
-        target_epsilon, delta, label_share, num_classes: ε (unitless), δ (a probability), the share, k.
+        target_epsilon: ε (unitless).
+        delta: δ (a probability).
+        label_share: the share.
+        num_classes: k.
 
     Returns:
         (σ, in units of the unit-norm image, and ε_label).

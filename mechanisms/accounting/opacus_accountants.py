@@ -23,8 +23,11 @@ def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate:
     same one many times).
 
     Args:
-        target_epsilon, delta: the target ε (unitless) and δ, a probability in (0, 1).
-        sample_rate, epochs, accountant: q, the epochs (T = epochs·round(1/q) steps) and ``prv`` or ``rdp``.
+        target_epsilon: the target ε (unitless).
+        delta: δ, a probability in (0, 1).
+        sample_rate: q.
+        epochs: the epochs (T = epochs·round(1/q) steps).
+        accountant: ``prv`` or ``rdp``.
 
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C), add/remove.
@@ -56,7 +59,8 @@ def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: floa
 
     Args:
         history: ``((σ, q, T), ...)``: noise multiplier, sample rate in (0, 1] and steps of each phase.
-        delta, accountant: δ in (0, 1); Opacus' accountant name (``prv``, ``rdp`` or ``gdp``).
+        delta: δ in (0, 1).
+        accountant: Opacus' accountant name (``prv``, ``rdp`` or ``gdp``).
 
     Returns:
         ε (unitless) under add/remove.

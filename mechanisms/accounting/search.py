@@ -19,7 +19,8 @@ def solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float
     Args:
         eps: σ -> ε (unitless) of one accountant, falling in σ.
         target: the target ε (> 0).
-        lo, hi: the bracket (> 0), with ε(lo) > target ≥ ε(hi).
+        lo: the bracket's lower end (> 0), with ε(lo) > target.
+        hi: the bracket's upper end, with target ≥ ε(hi).
         tol: the relative tolerance on σ.
 
     Returns:

@@ -62,8 +62,10 @@ def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degr
     a moment estimator (post-processing of the release, no privacy cost).
 
     Args:
-        rx: ``(T, d)`` released features (unclipped: clipping would bias the moments). ry: ``(T, K)`` released
-            labels. mixture_degree: ℓ. num_records: n.
+        rx: ``(T, d)`` released features (unclipped: clipping would bias the moments).
+        ry: ``(T, K)`` released labels.
+        mixture_degree: ℓ.
+        num_records: n.
 
     Returns:
         ``(K, d)`` class means and ``(K,)`` the expected squared norm of each estimate's error.
@@ -137,7 +139,8 @@ class DPMix(Baseline):
         """Refuse settings DPMix cannot run with, before any training.
 
         Args:
-            spec, n_members: the run's ``TrainSpec`` and its number of members n.
+            spec: the run's ``TrainSpec``.
+            n_members: its number of members n.
 
         Raises:
             ValueError: ℓ > n, or the ``class-means`` learner with a model other than ``linear``.
@@ -158,7 +161,8 @@ class DPMix(Baseline):
         Args:
             data: the records, images ``(n, C, H, W)`` in [0, 1] and labels ``(n,)``.
             spec: the training settings (``DPMixParams``).
-            target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: noiseless mixtures) and δ.
+            target_epsilon: ε to calibrate σ to (unitless; ``math.inf``: noiseless mixtures).
+            delta: δ.
             seed: seeds every draw.
 
         Returns:
@@ -207,8 +211,11 @@ class DPMix(Baseline):
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: the ε = ∞ point) and δ (a probability).
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: ε to calibrate σ to (unitless; ``math.inf``: the ε = ∞ point).
+            delta: δ (a probability).
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
 
         Returns:
             The ``TrainedModel`` with its release, samples/s and the release's privacy.

@@ -110,9 +110,12 @@ def mix_release(
     N(0, σ_y²) per label coordinate.
 
     Args:
-        x: ``(n, d_x)`` records in [0, 1]. y_onehot: ``(n, d_y)`` one-hot (or any [0, 1]) labels.
-        mixture_degree: ℓ. num_samples: T. sigma: noise std σ_x on the features. sigma_y: noise std on the
-            labels (default ``sigma``, the source's equal noise).
+        x: ``(n, d_x)`` records in [0, 1].
+        y_onehot: ``(n, d_y)`` one-hot (or any [0, 1]) labels.
+        mixture_degree: ℓ.
+        num_samples: T.
+        sigma: noise std σ_x on the features.
+        sigma_y: noise std on the labels (default ``sigma``, the source's equal noise).
 
     Returns:
         ``(T, d_x)`` released features, ``(T, d_y)`` released labels, ``(T, ℓ)`` the subsets used

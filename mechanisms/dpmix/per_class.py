@@ -38,8 +38,12 @@ def reused_subset_epsilon(*, sigma: float, mixture_degree: int, samples_per_clas
     """ε that holds for ``samples_per_class`` noisy copies of the mean of ONE uniformly drawn ℓ-subset of a class.
 
     Args:
-        sigma: noise std σ per pixel (pixels in [0, 1]). mixture_degree: ℓ. samples_per_class: T_c copies.
-        class_size: n_c, records of the class. d_x: pixels per image. delta: δ in (0, 1).
+        sigma: noise std σ per pixel (pixels in [0, 1]).
+        mixture_degree: ℓ.
+        samples_per_class: T_c copies.
+        class_size: n_c, records of the class.
+        d_x: pixels per image.
+        delta: δ in (0, 1).
 
     Returns:
         ε (unitless) at δ; see the module docstring for the derivation.
@@ -119,7 +123,8 @@ class DPMixPerClass(Baseline):
         """Refuse settings per-class DPMix cannot run with, before any training.
 
         Args:
-            spec, n_members: the run's ``TrainSpec`` and its number of members.
+            spec: the run's ``TrainSpec``.
+            n_members: its number of members.
 
         Raises:
             ValueError: no ``params.sigma``, or ``params.mixture_degree`` above ``n_members``.
@@ -137,8 +142,11 @@ class DPMixPerClass(Baseline):
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: ignored (σ is fixed) and δ (a probability).
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: ignored (σ is fixed).
+            delta: δ (a probability).
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
 
         Returns:
             The ``TrainedModel`` with its release, samples/s, and the ε that holds beside the source's

@@ -21,7 +21,8 @@ def augmult_padding(height: int, width: int) -> int:
     1 on 8 × 8 digits, where 4 would shift half the image).
 
     Args:
-        height, width: the image's size in pixels.
+        height: the image's height in pixels.
+        width: the image's width in pixels.
 
     Returns:
         The padding in pixels (≥ 1).
@@ -86,7 +87,8 @@ def augmult_settings(model: nn.Module, x: torch.Tensor, augmult: int | None, *, 
         model: the model to train.
         x: the training records ``(N, C, H, W)``.
         augmult: K, the views per record, or None.
-        flip, generator: ``augment_views``' ``flip`` and its CPU generator.
+        flip: ``augment_views``' ``flip``.
+        generator: its CPU generator.
 
     Returns:
         ``{"augmult", "generator", "flip"}`` for ``augment_views``, or None when ``augmult`` is None.

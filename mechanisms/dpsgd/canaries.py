@@ -81,7 +81,9 @@ class CanaryTracker:
         is DP-SGD's ``ema_decay``.
 
         Args:
-            model, optimizer, ema_decay: the trained module, its optimizer and the EMA's decay (None: none).
+            model: the trained module.
+            optimizer: its optimizer.
+            ema_decay: the EMA's decay (None: none).
         """
         self.trail = ParameterTrail(model, ema=None if ema_decay is None else (float(ema_decay), "step"))
         trail = self.trail
@@ -96,7 +98,8 @@ class CanaryTracker:
         """Count the training records a Poisson batch holds (each record's participation, for conformance).
 
         Args:
-            idx: ``(B,)`` int64, the sampler's indices of the batch. records: n, the training records.
+            idx: ``(B,)`` int64, the sampler's indices of the batch.
+            records: n, the training records.
         """
         if self.participation is None:
             self.participation = np.zeros(records, np.int64)
@@ -106,7 +109,8 @@ class CanaryTracker:
         """Record the largest clipped per-sample norm of the real records the clipper output, and C (conformance).
 
         Args:
-            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen). max_grad_norm: C.
+            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen).
+            max_grad_norm: C.
         """
         self.record_norm, self.clip_norm = None if largest is None else float(largest), float(max_grad_norm)
 
@@ -116,7 +120,8 @@ class CanaryTracker:
         Then add the sampled included canaries' clipped gradients (each clipped by the mechanism's clip factor).
 
         Args:
-            sums, max_grad_norm: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors), and C.
+            sums: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors).
+            max_grad_norm: C.
         """
         if self.trail is not None:
             self.trail.begin(self.params)  # the parameters this private step finds
@@ -143,7 +148,9 @@ class CanaryTracker:
         x_t = (noisy − the other records' part) / C.
 
         Args:
-            p, noisy, max_grad_norm: the parameter, its noisy clipped sum (``p``'s shape) and C.
+            p: the parameter.
+            noisy: its noisy clipped sum (``p``'s shape).
+            max_grad_norm: C.
         """
         if p in self.where:
             ids, idx = self.where[p]
@@ -183,7 +190,10 @@ class CanaryTracker:
         learning rate and momentum, no weight decay, no dampening, no Nesterov) and no moving average of the weights.
 
         Args:
-            optimizer, expected_batch_size, max_grad_norm, ema_decay: the run's optimizer, B, C and EMA decay.
+            optimizer: the run's optimizer.
+            expected_batch_size: B.
+            max_grad_norm: C.
+            ema_decay: EMA decay.
 
         Raises:
             ValueError: any other optimizer or setting (one line naming it).

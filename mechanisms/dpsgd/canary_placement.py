@@ -69,7 +69,8 @@ def canary_positions(request: GradientCanaries, sizes: list[int], gen: torch.Gen
     of one coordinate is a reference only), every other coordinate a canary, the canaries in random order.
 
     Args:
-        request: the audit's request. sizes: each trainable tensor's number of coordinates, in the optimizer's order.
+        request: the audit's request.
+        sizes: each trainable tensor's number of coordinates, in the optimizer's order.
         gen: the generator of the random placement (seeded with ``request.seed``).
 
     Returns:

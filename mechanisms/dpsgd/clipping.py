@@ -38,7 +38,8 @@ def per_sample_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torc
     """Cross-entropy of each example (nats).
 
     Args:
-        logits, target: the model's output ``(B, classes)`` and the class indices ``(B,)``.
+        logits: the model's output ``(B, classes)``.
+        target: the class indices ``(B,)``.
 
     Returns:
         ``(B,)`` per-example losses.
@@ -68,7 +69,8 @@ def observe_clipped(clipper, sq_norms: torch.Tensor, factors: torch.Tensor) -> N
 
     Args:
         clipper: a ``VmapClipper`` or ``BookKeepingClipper``.
-        sq_norms, factors: the squared per-sample norms ``(B,)`` and their clip factors ``(B,)``.
+        sq_norms: the squared per-sample norms ``(B,)``.
+        factors: their clip factors ``(B,)``.
     """
     if getattr(clipper, "observe_norms", False) and sq_norms.numel():
         m = (factors * sq_norms.sqrt()).max().detach()
@@ -115,7 +117,8 @@ class VmapClipper:
         gradients (De et al. 2022), its loss their mean loss (nats).
 
         Args:
-            x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
+            x: the views ``(B·K, ...)``.
+            y: the records' labels ``(B,)``.
             max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
             augmult: K ≥ 1, the views per record.
 
@@ -216,7 +219,8 @@ class BookKeepingClipper:
         gradients (De et al. 2022), its loss their mean loss (nats).
 
         Args:
-            x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
+            x: the views ``(B·K, ...)``.
+            y: the records' labels ``(B,)``.
             max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
             augmult: K ≥ 1, the views per record.
 

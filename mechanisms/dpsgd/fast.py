@@ -48,7 +48,13 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
     and it reads every noisy sum (``mechanisms.dpsgd.canaries``).
 
     Args:
-        optimizer, sums: the optimizer and Σ_i c_i g_i per parameter; then σ, C, q·N, the generator, the canaries.
+        optimizer: the optimizer.
+        sums: Σ_i c_i g_i per parameter.
+        noise_multiplier: σ.
+        max_grad_norm: C.
+        expected_batch_size: q·N.
+        generator: draws the noise (None: torch's global RNG).
+        canaries: the audit run's canary tracker (None: no audit).
     """
     std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0  # σ = 0 and C = ∞: no noise (not NaN)
     if canaries is not None:
@@ -77,7 +83,10 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
     records become their K views just before the clipper sees them (so the views drawn depend on m).
 
     Args:
-        clipper, x, y, max_grad_norm: a clipper of ``make_clipper``, the records, their labels and C (> 0).
+        clipper: a clipper of ``make_clipper``.
+        x: the records.
+        y: their labels.
+        max_grad_norm: C (> 0).
 
     Returns:
         ``({param: Σ_i c_i g_i}, losses (B,))``.
@@ -107,7 +116,10 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
     """One full DP-SGD step on the records ``x (B, ...)``, ``y (B,)`` (Abadi et al. 2016, Alg. 1).
 
     Args:
-        clipper, optimizer, x, y: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+        clipper: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+        optimizer: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+        x: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+        y: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
 
     Returns:
         The per-record losses ``(B,)`` (nats).
@@ -225,9 +237,11 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
     Args:
-        x: ``(N, ...)`` inputs, y: ``(N,)`` labels (CPU). accountant: an Opacus accountant (or None), stepped at
-            every step (an empty Poisson batch too) as Opacus' optimizer does. generator: draws the Poisson
-            batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
+        x: ``(N, ...)`` inputs.
+        y: ``(N,)`` labels (CPU).
+        accountant: an Opacus accountant (or None), stepped at every step (an empty Poisson batch too) as Opacus'
+            optimizer does.
+        generator: draws the Poisson batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
         canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd.canaries``).
@@ -289,8 +303,13 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
     result (``mechanisms.dpsgd.mechanism``).
 
     Args:
-        model: freshly built module on ``device``; optimizer: over its parameters; train: an ArrayDataset;
-        spec: its TrainSpec; mode: ``"vmap"`` or ``"bk"``; noise_multiplier: σ (> 0); max_grad_norm: C;
+        model: freshly built module on ``device``.
+        optimizer: over its parameters.
+        train: an ArrayDataset.
+        spec: its TrainSpec.
+        mode: ``"vmap"`` or ``"bk"``.
+        noise_multiplier: σ (> 0).
+        max_grad_norm: C.
         generator: seeded, draws the batches.
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
         public_size: n for q = 1/ceil(n / batch_size) and the expected batch int(n·q), fixed in advance (an audit

@@ -112,7 +112,8 @@ class DPSGD(Baseline):
         """Refuse, before training, settings the chosen clipper or model cannot honour.
 
         Args:
-            spec, n_members: the run's ``TrainSpec`` and its member count (DP-SGD's checks do not use it).
+            spec: the run's ``TrainSpec``.
+            n_members: its member count (DP-SGD's checks do not use it).
 
         Raises:
             ValueError: ``ema_decay``, ``augmult`` or ``max_physical_batch_size`` with an Opacus mode; ``augmult`` on
@@ -134,7 +135,10 @@ class DPSGD(Baseline):
         The one calibration of ``fit`` and of the side-by-side runs (``side_by_side``).
 
         Args:
-            spec, n, target_epsilon, delta: the spec, the public record count n, the target ε (None, or ∞) and δ.
+            spec: the spec.
+            n: the public record count n.
+            target_epsilon: the target ε (None, or ∞).
+            delta: δ.
 
         Returns:
             (σ, the noise multiplier; q, the sample rate; T, the number of steps).
@@ -156,7 +160,14 @@ class DPSGD(Baseline):
         the same updates).
 
         Args:
-            train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit``; audit: as above.
+            train: as ``Mechanism.fit``.
+            spec: as ``Mechanism.fit``.
+            target_epsilon: as ``Mechanism.fit``.
+            delta: as ``Mechanism.fit``.
+            seed: as ``Mechanism.fit``.
+            device: as ``Mechanism.fit``.
+            on_epoch: as ``Mechanism.fit``.
+            audit: as above.
 
         Returns:
             The ``TrainedModel`` with samples/s; its privacy from ``privacy`` ("no guarantee" at ε = ∞).
@@ -207,9 +218,15 @@ class DPSGD(Baseline):
         ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
 
         Args:
-            base, canary: the records of every run and the canary record(s) of the runs that include them.
-            spec, target_epsilon, delta, device: as ``fit``. included, seeds: per run r, whether it includes the canary
-                and its seed (R each). initial: the auditor's initial model, with its public size.
+            base: the records of every run.
+            canary: the canary record(s) of the runs that include them.
+            spec: as ``fit``.
+            target_epsilon: as ``fit``.
+            delta: as ``fit``.
+            device: as ``fit``.
+            included: per run r, whether it includes the canary (R coins).
+            seeds: per run r, its training seed (R seeds).
+            initial: the auditor's initial model, with its public size.
 
         Returns:
             (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters).
@@ -245,7 +262,12 @@ class DPSGD(Baseline):
         count n and the expected batch.
 
         Args:
-            spec, sigma, sample_rate, steps, n: the run's ``TrainSpec``, σ, q, T and n. off: the ε = ∞ point.
+            spec: the run's ``TrainSpec``.
+            sigma: σ.
+            sample_rate: q.
+            steps: T.
+            n: the record count n.
+            off: the ε = ∞ point.
 
         Returns:
             ``{"noise_multiplier", "max_grad_norm", "sample_rate", "accountant", "steps", "grad_sample_mode",
@@ -263,7 +285,9 @@ class DPSGD(Baseline):
         ``mechanisms.dpsgd.privacy.epsilon_by_epoch``; Abadi et al. 2016, §3.1.
 
         Args:
-            params, spec, delta: a run's recorded parameters (``TrainedModel.params``), its ``TrainSpec`` and δ.
+            params: a run's recorded parameters (``TrainedModel.params``).
+            spec: its ``TrainSpec``.
+            delta: δ.
 
         Returns:
             ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
@@ -279,7 +303,11 @@ class DPSGD(Baseline):
         beside, and with a fixed σ a note on what shuffled batches would certify.
 
         Args:
-            sigma, sample_rate, steps, delta, spec: σ (noise std over C), q, T, δ and the run's ``TrainSpec``.
+            sigma: σ (noise std over C).
+            sample_rate: q.
+            steps: T.
+            delta: δ.
+            spec: the run's ``TrainSpec``.
 
         Returns:
             ``PrivacySpent`` (``central-dp``; ε unitless at δ, with its accountant and relation).

@@ -28,13 +28,15 @@ def conformance_observations(steps: list[np.ndarray], *, count: int, owner: np.n
 
     Args:
         steps: per step, the ``(count + refs,)`` observations x_t (units of C; the last ``refs`` at reference
-            coordinates, which hold the noise alone). count: how many observed coordinates are canaries.
+            coordinates, which hold the noise alone).
+        count: how many observed coordinates are canaries.
         owner: ``(count + refs,)`` each observed coordinate's parameter tensor (index in the optimizer's order).
         included: ``(count + refs,)`` whether a canary's gradient is ever added there (False at the references).
-        tensors: the number of trainable parameter tensors K. participation: ``(n,)`` each training record's count
-            of the batches that held it (None: no batch drawn). largest_contribution: the largest clipped norm a
-            canary added (gradient-norm units). largest_record_norm: the largest clipped per-sample norm of the real
-            records in the clipper's output, or None. max_grad_norm: C.
+        tensors: the number of trainable parameter tensors K.
+        participation: ``(n,)`` each training record's count of the batches that held it (None: no batch drawn).
+        largest_contribution: the largest clipped norm a canary added (gradient-norm units).
+        largest_record_norm: the largest clipped per-sample norm of the real records in the clipper's output, or None.
+        max_grad_norm: C.
         continuity: the parameter trail's record (``mechanisms.dpsgd.continuity.ParameterTrail.finish``), or None.
 
     Returns:

@@ -24,8 +24,10 @@ def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: f
     ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at the ε = ∞ point.
 
     Args:
-        spec: the run's ``TrainSpec`` (``DPSGDParams``). n: the public record count. target_epsilon: the target ε
-            (unitless; None, or ∞ for the off point). delta: δ, a probability in (0, 1).
+        spec: the run's ``TrainSpec`` (``DPSGDParams``).
+        n: the public record count.
+        target_epsilon: the target ε (unitless; None, or ∞ for the off point).
+        delta: δ, a probability in (0, 1).
 
     Returns:
         (σ, the noise multiplier (noise std over C); q, the sample rate; T, the number of steps).
@@ -61,7 +63,9 @@ def epsilon_by_epoch(params: dict[str, Any], spec: TrainSpec, *, delta: float) -
 
     Args:
         params: a run's recorded parameters (``TrainedModel.params``: ``noise_multiplier``, ``sample_rate``, ``steps``
-            and ``relation``). spec: its ``TrainSpec`` (E = ``spec.epochs``). delta: δ, a probability in (0, 1).
+            and ``relation``).
+        spec: its ``TrainSpec`` (E = ``spec.epochs``).
+        delta: δ, a probability in (0, 1).
 
     Returns:
         ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
@@ -89,8 +93,11 @@ def certify(*, sigma: float, sample_rate: float, steps: int, delta: float, spec:
     it, so the note states add/remove).
 
     Args:
-        sigma, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1] and T ≥ 1.
-        delta, spec: δ in (0, 1) and the run's ``TrainSpec`` (``DPSGDParams``: relation, accountant, fixed σ).
+        sigma: σ > 0 (noise std over C).
+        sample_rate: q in (0, 1].
+        steps: T ≥ 1.
+        delta: δ in (0, 1).
+        spec: the run's ``TrainSpec`` (``DPSGDParams``: relation, accountant, fixed σ).
 
     Returns:
         ``PrivacySpent`` (``central-dp``): ε (unitless) at δ, its accountant and relation, the profile and the other

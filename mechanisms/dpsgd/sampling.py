@@ -47,7 +47,8 @@ def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, gen
     audit run's observer; the draws are the same with or without it).
 
     Args:
-        x, y: the records ``(N, ...)`` and their labels ``(N,)``.
+        x: the records ``(N, ...)``.
+        y: their labels ``(N,)``.
         sample_rate: q in (0, 1].
         generator: the sampling generator (``poisson_indices``).
         observe: called with each batch's int64 indices ``(B_t,)``, or None.

@@ -130,9 +130,13 @@ def train_runs(model: nn.Module, initial: dict[str, torch.Tensor], x: torch.Tens
     """R DP-SGD runs side by side (module docstring), in chunks of runs that fit ``MEMORY_FLOATS``.
 
     Args:
-        model: θ_0's architecture (``linear_head`` must accept it); initial: θ_0's state dict.
-        x: ``(N, ...)`` base records, y: ``(N,)`` labels; canary: its ``(1, ...)`` input and ``(1,)`` label.
-        included: R coins (the canary in run r's data). seeds: R training seeds (as ``fit``'s ``seed``).
+        model: θ_0's architecture (``linear_head`` must accept it).
+        initial: θ_0's state dict.
+        x: ``(N, ...)`` base records.
+        y: ``(N,)`` labels.
+        canary: its ``(1, ...)`` input and ``(1,)`` label.
+        included: R coins (the canary in run r's data).
+        seeds: R training seeds (as ``fit``'s ``seed``).
         spec: the recipe (epochs, lr, optimizer, momentum). noise_multiplier σ, max_grad_norm C, sample_rate q and
             steps T (``DPSGD.calibrate`` from the public n), expected_batch_size int(n·q).
         build: builds the untrained model as ``fit`` does (its draws from the global RNG precede the noise).

@@ -22,8 +22,10 @@ def class_means_from_local_release(x: torch.Tensor, y: torch.Tensor, *, num_clas
     n_j gives unbiased class sums and counts (post-processing of the release: no privacy cost).
 
     Args:
-        x: ``(N, d)`` released images (unit-norm image + N(0, σ²) per pixel). y: ``(N,)`` released int64 labels.
-        num_classes: k. label_keep: randomized response's keep probability (None: labels released as they are).
+        x: ``(N, d)`` released images (unit-norm image + N(0, σ²) per pixel).
+        y: ``(N,)`` released int64 labels.
+        num_classes: k.
+        label_keep: randomized response's keep probability (None: labels released as they are).
 
     Returns:
         ``(k, d)`` class means.
@@ -56,8 +58,11 @@ def fit_class_means(head: nn.Linear, x: torch.Tensor, y: torch.Tensor, *, num_cl
     better without the −‖μ̂_k‖²/2 term at every ε ≤ 8).
 
     Args:
-        head: the linear layer ``(k, d)`` to set, in place. x: ``(N, d)`` released images. y: ``(N,)`` released int64
-            labels. num_classes: k. label_keep: randomized response's keep probability (None: public labels).
+        head: the linear layer ``(k, d)`` to set, in place.
+        x: ``(N, d)`` released images.
+        y: ``(N,)`` released int64 labels.
+        num_classes: k.
+        label_keep: randomized response's keep probability (None: public labels).
 
     Raises:
         ValueError: fewer than 2 released records (``class_means_from_local_release``).

@@ -36,7 +36,8 @@ def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
     the mutual information: confident, balanced clusters that agree between an image and its transformation.
 
     Args:
-        z, zt: ``(B, K)`` softmax outputs of the images and of their transformations (rows sum to 1).
+        z: ``(B, K)`` softmax outputs of the images (rows sum to 1).
+        zt: ``(B, K)`` softmax outputs of their transformations.
 
     Returns:
         A scalar tensor in [−ln K, 0] (nats).
@@ -139,7 +140,8 @@ def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num
 
     Args:
         model: images -> K cluster logits.
-        x, y: the labelled split, images ``(M, C, H, W)`` and int64 labels ``(M,)``.
+        x: the labelled split's images ``(M, C, H, W)``.
+        y: its int64 labels ``(M,)``.
         num_classes: K, clusters and classes alike.
         device: where the model runs.
 

@@ -67,7 +67,9 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
     for the noise, one for the unit images): an audit's 80,000 canary images are 250 MB per temporary.
 
     Args:
-        x, sigma, generator: the images, σ (per pixel, in units of the unit-norm image) and the noise's generator.
+        x: the images.
+        sigma: σ (per pixel, in units of the unit-norm image).
+        generator: the noise's generator.
 
     Returns:
         ``(N, C, H, W)`` noisy images.
@@ -87,7 +89,10 @@ def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, gener
     Kairouz, Oh, Viswanath 2016); ε-DP per label.
 
     Args:
-        y, epsilon, num_classes, generator: the labels, ε > 0 (unitless), k ≥ 2 and the generator of the draws.
+        y: the labels.
+        epsilon: ε > 0 (unitless).
+        num_classes: k ≥ 2.
+        generator: the generator of the draws.
 
     Returns:
         ``(N,)`` released labels (``y``'s dtype).
@@ -182,7 +187,9 @@ class LocalGaussian(Baseline):
         """The released model: ``L2Normalize`` then ``spec.model`` (then ``ClusterToClass`` with ``learner: iic``).
 
         Args:
-            input_shape, num_classes, spec: ``(C, H, W)``, k and the settings.
+            input_shape: ``(C, H, W)``.
+            num_classes: k.
+            spec: the settings.
 
         Returns:
             ``nn.Sequential``, ``(N, C, H, W)`` images -> ``(N, k)`` logits.
@@ -196,7 +203,8 @@ class LocalGaussian(Baseline):
         """Refuse, before training, a learner the model cannot honour.
 
         Args:
-            spec, n_members: the settings and the member count (unused here).
+            spec: the settings.
+            n_members: the member count (unused here).
 
         Raises:
             ValueError: ``learner: class-means`` with a model other than ``linear``.
@@ -211,7 +219,11 @@ class LocalGaussian(Baseline):
         Audits call it on their canaries.
 
         Args:
-            data, spec, target_epsilon, delta, seed: the records, the settings, ε > 0 (``math.inf``: no noise), δ, seed.
+            data: the records.
+            spec: the settings.
+            target_epsilon: ε > 0 (``math.inf``: no noise).
+            delta: δ.
+            seed: the seed.
 
         Returns:
             ``(release, privacy)``: noisy unit-norm images ``(N, C, H, W)`` with labels ``(N,)``, and ε at δ.
@@ -274,7 +286,13 @@ class LocalGaussian(Baseline):
         """Release ``train`` locally (``release``), then fit the learner on the release alone.
 
         Args:
-            train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit`` (ε > 0; ∞: no noise).
+            train: as ``Mechanism.fit``.
+            spec: as ``Mechanism.fit``.
+            target_epsilon: as ``Mechanism.fit`` (ε > 0; ∞: no noise).
+            delta: as ``Mechanism.fit``.
+            seed: as ``Mechanism.fit``.
+            device: as ``Mechanism.fit``.
+            on_epoch: as ``Mechanism.fit``.
 
         Returns:
             The ``TrainedModel``: the model, the release's privacy (replace-one), σ, samples/s.

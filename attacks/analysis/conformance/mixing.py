@@ -39,8 +39,11 @@ def mixing_weight_test(name: str, along: float, information: float, certified_we
     """Two-sided z test of the records' weight in their samples against the certified 1/ℓ (module docstring).
 
     Args:
-        name: the test's name. along: A = Σ_t ⟨r̃_t, X̃_t⟩. information: V = Σ_t ‖X̃_t‖² (> 0 for a test).
-        certified_weight: 1/ℓ. confidence: of the one-sided limits ``lower`` / ``upper`` stored beside.
+        name: the test's name.
+        along: A = Σ_t ⟨r̃_t, X̃_t⟩.
+        information: V = Σ_t ‖X̃_t‖² (> 0 for a test).
+        certified_weight: 1/ℓ.
+        confidence: of the one-sided limits ``lower`` / ``upper`` stored beside.
 
     Returns:
         The record: ``measured`` ŵ = 1/ℓ + A/V, ``statistic`` z; p = 1 with a reason where V = 0.

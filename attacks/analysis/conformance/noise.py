@@ -28,8 +28,9 @@ def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
     more than the noise, DPMix's release − the mean of its recorded subset; p = 2·min of the two tails).
 
     Args:
-        name: the test's name (e.g. ``noise σ, tensor 2``). sum_squares: Σx² of the ``n`` observations (units of the
-            sd). certified_sd: s > 0 (e.g. the noise multiplier σ when the observations are in units of C).
+        name: the test's name (e.g. ``noise σ, tensor 2``).
+        sum_squares: Σx² of the ``n`` observations (units of the sd).
+        certified_sd: s > 0 (e.g. the noise multiplier σ when the observations are in units of C).
         confidence: of the interval ``sd_lower`` / ``sd_upper`` stored beside (each one-sided).
 
     Returns:

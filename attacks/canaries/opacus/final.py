@@ -72,7 +72,10 @@ def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torc
     ``torch.manual_seed(seed)``, in ``build``'s order (the global generator's state is restored after).
 
     Args:
-        mechanism, data, spec, seed: the mechanism, the run's records (their shape and K), its spec and its seed.
+        mechanism: the mechanism.
+        data: the run's records (their shape and K).
+        spec: its spec.
+        seed: its seed.
 
     Returns:
         θ_0's trainable tensors, cloned.
@@ -100,7 +103,9 @@ class FinalCanaries(OpacusCanaries):
 
         Args:
             data: the audit run's training records.
-            mechanism, spec, seed: the job's mechanism, spec and seed.
+            mechanism: the job's mechanism.
+            spec: the job's spec.
+            seed: the job's seed.
             **run: anything else the job gives (unused).
 
         Returns:

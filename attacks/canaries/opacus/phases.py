@@ -138,7 +138,10 @@ def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed:
     (distinct from every natural record with probability 1.)
 
     Args:
-        m, input_shape, num_classes, seed: the count, one record's shape, K and the audit's seed.
+        m: the count.
+        input_shape: one record's shape.
+        num_classes: K.
+        seed: the audit's seed.
 
     Returns:
         ``(x, y)``: float32 images ``(m, *input_shape)`` and int64 labels ``(m,)``.
@@ -181,7 +184,8 @@ def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray
 
     Args:
         x: observations ``(T, m)``, in units of C.
-        q, sigma: the sample rate and the noise multiplier σ (units of C).
+        q: the sample rate.
+        sigma: the noise multiplier σ (units of C).
 
     Returns:
         ``(m,)`` scores, larger means "included".

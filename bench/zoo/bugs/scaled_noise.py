@@ -85,7 +85,10 @@ def scaled_noise(mechanism: str, factor: float, *, name: str | None = None, summ
     Args:
         mechanism: one of ``ZOO_MECHANISMS``.
         factor: F ≥ 0 (0: no noise at all; 1 is the correct mechanism, refused).
-        name, summary, changes, true_text: a fixed instance's own words (default: from F).
+        name: a fixed instance's key (default: from F).
+        summary: its one line of what goes wrong (default: from F).
+        changes: the code it changes (default: from F).
+        true_text: its true ε in words (default: from F).
 
     Returns:
         The ``Bug``, named ``MECHANISM-noise-xF`` unless ``name`` is given; its ``apply`` patches the mechanism's
