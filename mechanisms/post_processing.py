@@ -75,8 +75,7 @@ class Pruning:
 
 @dataclass(frozen=True)
 class Quantisation:
-    """The released parameters rounded to another dtype or grid after the last private step: declared, not verified.
-    """
+    """The released parameters rounded to another dtype or grid after the last private step: declared, not verified."""
 
 
 def declared(mechanism: Any, spec: Any) -> tuple[float | None, str, list[str]]:

@@ -94,22 +94,27 @@ def mi_face(
 ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
     """MI-Face (Fredrikson et al. 2015, Alg. 1): projected gradient descent on the input, one row per class.
 
-    Row r minimises c_r(x) = L(f(x), k_r) + tv_weight·TV(x) + l2_weight·mean(x²), where L is
-    −log softmax_k (``objective="nll"``; same minimiser as the paper's 1 − softmax_k without priors,
-    but its gradient does not vanish where softmax_k ≈ 0) or 1 − softmax_k (``"prob"``, the paper's).
-    After each step the image is projected onto the box [0, 1]. Rows are independent (the model is in
-    eval mode and per-row costs are summed), so a batch of classes gives what one class at a time gives.
-
-    Stopping rule, per row: (1) the target confidence softmax_k reaches ``threshold`` (the paper's γ),
-    the current image is returned; (2) the cost has not improved by more than ``min_delta`` for
-    ``patience`` iterations (the paper's window β), the best image so far is returned; (3) ``max_iter``
-    iterations (the paper's α), the best image so far is returned.
+    Row r minimises c_r(x) = L(f(x), k_r) + tv_weight·TV(x) + l2_weight·mean(x²). After each step the image is
+    projected onto the box [0, 1]. Rows are independent (the model is in eval mode and per-row costs are summed), so a
+    batch of classes gives what one class at a time gives. Each row stops at the first of ``threshold`` (the current
+    image is returned), ``patience`` or ``max_iter`` (the best image so far is returned).
 
     Args:
         model: the target, mapping ``(R, C, H, W)`` images in [0, 1] to logits ``(R, K)``.
         classes: ``(R,)`` int64, the class each row reconstructs.
         x0: ``(R, C, H, W)`` starting images.
+        device: where the model and the images live while optimising.
+        max_iter: the most iterations per row (the paper's α, ≥ 1).
+        lr: the step size (> 0).
         optimizer: ``"adam"`` (per-pixel step normalisation) or ``"gd"`` (the paper's plain step λ = lr).
+        objective: L = −log softmax_k (``"nll"``; same minimiser as the paper's 1 − softmax_k without priors, but its
+            gradient does not vanish where softmax_k ≈ 0) or 1 − softmax_k (``"prob"``, the paper's).
+        patience: stop a row whose cost has not improved by more than ``min_delta`` for this many iterations (the
+            paper's window β, ≥ 1).
+        min_delta: the least improvement of the cost that counts for ``patience`` (≥ 0).
+        threshold: stop a row once its target confidence softmax_k reaches this (the paper's γ, in (0, 1]).
+        tv_weight: the weight of the total-variation prior TV(x) (0: none).
+        l2_weight: the weight of the L2 prior mean(x²) (0: none).
 
     Returns:
         ``(R, C, H, W)`` reconstructions in [0, 1] (CPU) and per-row ``iterations``, ``cost``,

@@ -74,12 +74,16 @@ def nearest_scores(images: torch.Tensor, labels: torch.Tensor, split: Membership
                    max_per_side: int | None, seed: int, same_class: bool = True) -> dict[str, Any]:
     """Memorisation signal: is each reconstruction closer to a training member than to a non-member?
 
-    Members and non-members are subsampled to the same size (per class when ``same_class``), since the
-    nearest of more images is nearer; distances are mean squared errors over pixels.
+    Members and non-members are subsampled to the same size, since the nearest of more images is nearer; distances
+    are mean squared errors over pixels.
 
     Args:
         images: ``(R, C, H, W)`` reconstructions in [0, 1].
         labels: ``(R,)`` their classes.
+        split: the target's membership split (its members and non-members are compared).
+        max_per_side: the most members and non-members compared (None: as many as the smaller side has).
+        seed: seeds the subsampling.
+        same_class: compare each reconstruction only with records of its own class.
 
     Returns:
         ``nearest_member_mse``, ``nearest_non_member_mse`` (means over reconstructions),

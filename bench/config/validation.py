@@ -273,8 +273,9 @@ def validate(d: dict[str, Any], *, user_training: dict[str, Any] | None = None,
 
     Args:
         d: every RunConfig field (``training``: the config's own settings per mechanism, merged over each
-            mechanism's recipe for ``profile``). user_training / user_attack_params: what the user set (for the
-            "set but not used" warnings); default: ``d``'s.
+            mechanism's recipe for ``profile``).
+        user_training: the training settings the user set (for the "set but not used" warnings; default: ``d``'s).
+        user_attack_params: the attacks whose parameters the user set (for the same warnings; default: ``d``'s).
 
     Raises:
         ConfigError: the first invalid value, one line.

@@ -175,9 +175,15 @@ def fit_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: Tra
     Shared by every mechanism that trains an ordinary model (on real, released or perturbed data).
 
     Args:
+        model: the module to train, in place.
         x: ``(N, ...)`` inputs.
         y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass ``loss_fn=soft_cross_entropy``).
+        spec: the optimizer, batch size and epochs.
+        generator: draws the batch order.
+        device: where to train.
+        loss_fn: the loss (None: cross-entropy, ``train_loop``'s default).
         scheduler_step: halve the learning rate every that many epochs.
+        on_epoch: the progress callback.
         released: the released model when it is not ``model`` (``train_loop``).
 
     Returns:

@@ -78,15 +78,18 @@ def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec
     Args:
         models: K untrained modules.
         datasets: K datasets (``(N_k, C, H, W)`` images, ``(N_k,)`` labels).
+        spec: the optimizer, batch size and epochs, shared by every model.
         seeds: K batch-order seeds.
         device: where to train.
+        return_history: also return each model's training loss per epoch.
 
     Returns:
         The K trained models (the same objects, on ``device``); with ``return_history``, ``(models, history)``,
         ``history[k]`` model k's mean training loss per epoch (nats).
 
     Raises:
-        ValueError: mismatched lengths. TrainingDiverged: a NaN / infinite loss.
+        ValueError: mismatched lengths.
+        TrainingDiverged: a NaN / infinite loss.
     """
     from mechanisms.baseline import fit_supervised
 
@@ -201,6 +204,7 @@ def fit_ensemble(mechanism: Any, datasets: Sequence[Any], spec: TrainSpec, seeds
     Args:
         mechanism: a mechanism for which ``ensemble_supported`` holds.
         datasets: K ``ArrayDataset``.
+        spec: the recipe, shared by every model.
         seeds: K training seeds.
         device: where to train.
 

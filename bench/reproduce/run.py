@@ -256,10 +256,13 @@ def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is
     """The plan of every row of every preset for each seed (``None``: the preset's own), validated.
 
     Args:
+        presets: the presets to run, each with its rows.
+        seeds: the seeds every preset runs at (None: each preset's own).
         options: where and how it trains (``bench.config.run.ReproduceOptions``).
         is_quick: ``quick`` every preset.
         max_epochs: ``cap_epochs`` (None: no cap).
         command: recorded in every row.
+        on_row: called with each finished row (None: nothing is called).
 
     Raises:
         BenchError: missing data, invalid settings.

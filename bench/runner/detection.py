@@ -19,8 +19,7 @@ TABLE = Path(__file__).resolve().parents[1] / "zoo" / "data" / "detection_power.
 
 
 def bug_text(bug: str) -> str:
-    """The table's bug key (``"0.5"``, ``"labels"``, ``"1"``) in words: ``σ × 0.5``, ``labels in the clear``, ``none``.
-    """
+    """The table's bug key in words (``"0.5"``: ``σ × 0.5``; ``"labels"``: labels in the clear; ``"1"``: none)."""
     return {"labels": "labels in the clear", "1": "none"}.get(bug, f"σ × {bug}")
 
 

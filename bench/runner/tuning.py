@@ -148,7 +148,11 @@ def run_tuning(tuning: Tuning, trainer: Trainer, split: MembershipSplit, *, data
     finished; the rest are recorded as not tried.
 
     Args:
+        tuning: the candidates, their target ε values, the seed and the time budget.
+        trainer: trains the candidates' models (the run's executor).
         split: the tuning seed's split (candidates train on its members).
+        dataset: the data set's name, recorded in each choice.
+        delta: δ every candidate trains at.
         validation: the validation split and its description (``validation_split``).
         probe: the per-epoch curve images of the run's targets (so that the chosen candidate's model is the target's own
             cache entry; the choice never reads them).

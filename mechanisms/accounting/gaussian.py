@@ -283,8 +283,8 @@ def randomized_response_keep(epsilon: float, num_classes: int) -> float:
 def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
     """ε at δ of one record released as (noisy image, randomized-response label) under replace-one.
 
-    The release: unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``. dp_accounting's PLD accountant composes
-    ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian event moves by 2, our image sensitivity) with
+    The release: unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``. dp_accounting's PLD accountant
+    composes ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian event moves by 2, our image sensitivity) with
     ``RandomizedResponseDpEvent`` (pessimistic discretisation max(1e-4, ε·1e-4)); never above the basic composition
     ε_image + ε_label, which it is capped by.
     """

@@ -106,8 +106,7 @@ def mix_release(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The DPMix release: means of ℓ distinct records plus Gaussian noise.
 
-    The DPMix release: each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and
-    N(0, σ_y²) per label coordinate.
+    Each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and N(0, σ_y²) per label coordinate.
 
     Args:
         x: ``(n, d_x)`` records in [0, 1].
@@ -115,6 +114,7 @@ def mix_release(
         mixture_degree: ℓ.
         num_samples: T.
         sigma: noise std σ_x on the features.
+        generator: draws the subsets and the noise.
         sigma_y: noise std on the labels (default ``sigma``, the source's equal noise).
 
     Returns:

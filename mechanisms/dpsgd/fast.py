@@ -77,23 +77,25 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
                 max_physical_batch_size: int | None = None) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
     """Σ_i c_i g_i over the records ``x (B, ...)``, ``y (B,)`` of one logical batch, and their losses ``(B,)`` (nats).
 
-    ``max_physical_batch_size`` m (Opacus' ``BatchMemoryManager``): the clipper sees at most m records at a time and
-    the pieces' clipped sums add up — each record is clipped on its own, so the sum is the same (to float rounding);
-    memory follows m (× K views). ``augment`` (``mechanisms.dpsgd.augmult.augment_views``' settings): each piece's
-    records become their K views just before the clipper sees them (so the views drawn depend on m).
+    Each record is clipped on its own, so pieces of the batch give the same sum (to float rounding).
 
     Args:
         clipper: a clipper of ``make_clipper``.
         x: the records.
         y: their labels.
         max_grad_norm: C (> 0).
+        augment: ``mechanisms.dpsgd.augmult.augment_views``' settings: each piece's records become their K views just
+            before the clipper sees them (so the views drawn depend on m); None: no augmentation.
+        max_physical_batch_size: m (Opacus' ``BatchMemoryManager``): the clipper sees at most m records at a time and
+            the pieces' clipped sums add up; memory follows m (× K views). None: the whole batch at once.
 
     Returns:
         ``({param: Σ_i c_i g_i}, losses (B,))``.
 
     Raises:
         ValueError: what the clipper or ``augment_views`` raise (a module the clipper cannot handle, inputs that are
-            not images); AssertionError: no records (an empty batch is ``dp_step``'s noise-only case).
+            not images).
+        AssertionError: no records (an empty batch is ``dp_step``'s noise-only case).
     """
     step = max_physical_batch_size or len(y)
     total: dict[nn.Parameter, torch.Tensor] | None = None
@@ -116,10 +118,17 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
     """One full DP-SGD step on the records ``x (B, ...)``, ``y (B,)`` (Abadi et al. 2016, Alg. 1).
 
     Args:
-        clipper: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
-        optimizer: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
-        x: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
-        y: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+        clipper: as in ``clipped_sum``.
+        optimizer: as in ``noisy_step``.
+        x: the records (an empty batch: the noise alone).
+        y: their labels.
+        noise_multiplier: σ, as in ``noisy_step``.
+        max_grad_norm: C, as in ``clipped_sum`` and ``noisy_step``.
+        expected_batch_size: q·N, as in ``noisy_step``.
+        generator: draws the noise, as in ``noisy_step``.
+        canaries: the audit run's canary tracker, as in ``noisy_step``.
+        augment: as in ``clipped_sum``.
+        max_physical_batch_size: as in ``clipped_sum``.
 
     Returns:
         The per-record losses ``(B,)`` (nats).
@@ -236,19 +245,31 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                max_physical_batch_size: int | None = None) -> tuple[list[float], int, float, dict | None]:
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
+    A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
+    trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
+
     Args:
+        model: the module to train, in place.
+        optimizer: over its parameters.
         x: ``(N, ...)`` inputs.
         y: ``(N,)`` labels (CPU).
+        mode: the clipper, ``"vmap"`` or ``"bk"`` (``make_clipper``).
+        epochs: passes over the data, each of round(1/q) Poisson batches.
+        sample_rate: q, each record's chance to be in a batch.
+        noise_multiplier: σ.
+        max_grad_norm: C.
+        expected_batch_size: q·N, the divisor of the noisy sum.
         accountant: an Opacus accountant (or None), stepped at every step (an empty Poisson batch too) as Opacus'
             optimizer does.
         generator: draws the Poisson batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
+        device: where to train.
+        on_epoch: the progress callback ``(epoch, epochs, loss)``.
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
         canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd.canaries``).
-        augmult: K views per record (``mechanisms.dpsgd.augmult``, flips with ``augmult_flip``; None: no augmentation).
+        augmult: K views per record (``mechanisms.dpsgd.augmult``; None: no augmentation).
+        augmult_flip: whether the views are also flipped.
         max_physical_batch_size: records per clipper call (``clipped_sum``; None: the whole Poisson batch).
-        A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
-        trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
 
     Returns:
         (per-epoch mean loss, examples processed, wall seconds, the canaries' scores and coins or None).
@@ -311,6 +332,8 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
         noise_multiplier: σ (> 0).
         max_grad_norm: C.
         generator: seeded, draws the batches.
+        device: where to train.
+        on_epoch: the progress callback ``(epoch, epochs, loss)``.
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
         public_size: n for q = 1/ceil(n / batch_size) and the expected batch int(n·q), fixed in advance (an audit
             run's, ``GradientCanaries.public_size``); None: ``len(train)``.

@@ -137,15 +137,20 @@ def train_runs(model: nn.Module, initial: dict[str, torch.Tensor], x: torch.Tens
         canary: its ``(1, ...)`` input and ``(1,)`` label.
         included: R coins (the canary in run r's data).
         seeds: R training seeds (as ``fit``'s ``seed``).
-        spec: the recipe (epochs, lr, optimizer, momentum). noise_multiplier σ, max_grad_norm C, sample_rate q and
-            steps T (``DPSGD.calibrate`` from the public n), expected_batch_size int(n·q).
+        spec: the recipe (epochs, lr, optimizer, momentum).
+        noise_multiplier: σ (``DPSGD.calibrate`` from the public n).
+        max_grad_norm: C.
+        sample_rate: q (from the public n).
+        steps: T, a whole number of epochs.
+        expected_batch_size: int(n·q).
         build: builds the untrained model as ``fit`` does (its draws from the global RNG precede the noise).
+        device: where the runs train.
 
     Returns:
         The R final heads (``RunsResult``).
 
     Raises:
-        ValueError: a model ``linear_head`` refuses; mismatched lengths; T not a multiple of the epochs.
+        ValueError: a model ``linear_head`` refuses, mismatched lengths, or T not a multiple of the epochs.
     """
     if len(included) != len(seeds) or not len(seeds):
         raise ValueError(f"need one coin per seed and at least one run, got {len(included)} coins, {len(seeds)} seeds")

@@ -41,8 +41,7 @@ class Curves(ReportSection):
     order = 70
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset (``reports.curves``).
-        """
+        """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset (``reports.curves``)."""
         return {name: curves_figure(rs) for name, rs in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

@@ -62,8 +62,7 @@ class CompactTable:
 
 
 def provenance(p: Privacy) -> str:
-    """What an ε is stated with: ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (``" (weak δ ≥ 1/n)"`` after a weak δ).
-    """
+    """What an ε is stated with, e.g. ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (+ ``" (weak δ ≥ 1/n)"``)."""
     weak = " (weak δ ≥ 1/n)" if p.weak_delta else ""
     relation = relation_text(p.relation)
     return f"δ = {delta_text(p.delta or 0.0)}{weak}, {p.accountant}" + (f", {relation}" if relation else "")
@@ -147,8 +146,7 @@ def _cost(results: Results, r: RunResult) -> str:
 
 def _row(results: Results, r: RunResult, verdict: list[str], axis: LeakageAxis
          ) -> tuple[list[str], list[str], list[str | None]]:
-    """One model's cells, their titles and the provenance of its two ε columns (``EPSILON_COLUMN``, ``AUDIT_COLUMN``).
-    """
+    """One model's cells, their titles and the provenance of its ε columns (``EPSILON_COLUMN``, ``AUDIT_COLUMN``)."""
     mech = verdict[0].split(" — ")[0]  # "dpsgd (seed 1)", its degenerate mark apart
     if is_failed(r):
         cells = [mech, verdict[1], f"failed: {one_line(r.error)}"] + [DASH] * 6

@@ -23,15 +23,17 @@ def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
     """χ² test of a noise's standard deviation.
 
     n observations iid N(0, s²) under H0 with s the certified sd; Σx²/s² ~ χ²_n, small when the mechanism adds less
-    noise than it certifies. Exact. ``alternative``: ``less`` (one-sided: only less noise raises ε) or ``two-sided``
-    (where more than the certified variance also says the release is not the certified mechanism: a residual that holds
-    more than the noise, DPMix's release − the mean of its recorded subset; p = 2·min of the two tails).
+    noise than it certifies. Exact.
 
     Args:
         name: the test's name (e.g. ``noise σ, tensor 2``).
         sum_squares: Σx² of the ``n`` observations (units of the sd).
+        n: the number of observations (≥ 1).
         certified_sd: s > 0 (e.g. the noise multiplier σ when the observations are in units of C).
         confidence: of the interval ``sd_lower`` / ``sd_upper`` stored beside (each one-sided).
+        alternative: ``less`` (one-sided: only less noise raises ε) or ``two-sided`` (where more than the certified
+            variance also says the release is not the certified mechanism: a residual that holds more than the noise,
+            DPMix's release − the mean of its recorded subset; p = 2·min of the two tails).
 
     Returns:
         The record, ``measured`` = √(Σx²/n), ``detail`` with ``sd_lower`` and ``sd_upper``.
