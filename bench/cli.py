@@ -248,6 +248,7 @@ def _terminate(signum, frame) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser().parse_args(argv)

@@ -149,6 +149,7 @@ class OpacusDPSGD(Mechanism):
     }
 
     def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None, audit=None):
+        """Train with ``train_with_opacus`` at the target (ε, δ); see ``Mechanism.fit``."""
         torch.manual_seed(seed)  # Opacus draws its batches and noise from torch's global generator
         model = self.build(train.input_shape, train.num_classes, spec)
         if isinstance(audit, InitialModel):  # the hook: start from the auditor's θ_0 (the crafted black-box audit)

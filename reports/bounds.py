@@ -69,18 +69,22 @@ class AuditBound:
 
     @property
     def design(self) -> Design:
+        """The audit's design."""
         return self.record.audit.design
 
     @property
     def threat_model(self) -> str:
+        """The design's threat model."""
         return self.design.threat_model
 
     @property
     def value(self) -> float:
+        """The bound ε_LB."""
         return float(self.bound.epsilon_lb)
 
     @property
     def capped(self) -> bool:
+        """Whether the bound sits at the cap ``EPSILON_CAP``."""
         return self.value >= EPSILON_CAP * (1 - 1e-9)
 
     @property

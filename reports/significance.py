@@ -80,6 +80,7 @@ class ChanceFamily:
 
     @property
     def size(self) -> int:
+        """M, the number of comparisons."""
         return len(self.tests)
 
     @property

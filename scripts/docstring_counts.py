@@ -1,6 +1,6 @@
 """Docstring counts for issue 57's targets: how much of the code is prose, and whether Args sections render.
 
-Usage: ``python scripts/docstring_counts.py [root]`` (default: the repository). Prints, for the packages and then for
+Usage: ``python -m scripts.docstring_counts [root]`` (default: the repository). Prints, for the packages and then for
 all ``.py`` files outside ``tests/``: the lines in all; public functions and methods whose docstring is longer than
 their body (and the share of all public ones); Args entries that pack several parameters (``a, b: ...`` or a second
 ``x:`` inside one entry); Args sections that leave a parameter out; module docstrings' lines (the longest, how many

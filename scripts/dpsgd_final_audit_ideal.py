@@ -1,6 +1,7 @@
-"""The final-model (hidden-state) DP-SGD canary audit (``canary-final``) against a simulation of the ideal mechanism
+"""The final-model DP-SGD canary audit (``canary-final``) against a simulation of the ideal mechanism.
 
-through the same analysis, at the same size. Run from the repository root::
+The hidden-state audit and the ideal mechanism go through the same analysis, at the same size. Run from the
+repository root::
 
     python -m scripts.dpsgd_final_audit_ideal [--seeds 5] [--results RUN/results.json ...]
 

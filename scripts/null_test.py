@@ -1,6 +1,6 @@
-"""The null test at the `ci` profile's size: how often a *correct* mechanism fails a `privbench run --profile ci`
+"""The null test at the `ci` profile's size: how often a *correct* mechanism fails a `ci` job (exit status 3).
 
-job (exit status 3). Run from the repository root::
+The job is ``privbench run --profile ci``. Run from the repository root::
 
     PRIVBENCH_DATA=... python -m scripts.null_test [--seeds 20] [--mechanisms dpsgd,local-gaussian,dpmix]
                                                    [--output DIR] [--cache-dir DIR] [--plugins MODULES]

@@ -130,6 +130,7 @@ class OneAtATime:
     spec: TrainSpec | None = None
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
+        """One model trained like the target on ``data`` with ``seed`` (``fn``)."""
         return self.fn(data, seed=seed)
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:

@@ -57,6 +57,7 @@ class ArrayDataset:
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
+        """One record's shape ``(C, H, W)``."""
         return tuple(self.x.shape[1:])  # type: ignore[return-value]
 
     def subset(self, index: torch.Tensor) -> ArrayDataset:

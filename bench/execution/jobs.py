@@ -190,16 +190,20 @@ class LikeTarget:
 
     @property
     def batch_size(self) -> int:
+        """The recipe's batch size."""
         return self.recipe.spec.batch_size
 
     @property
     def spec(self) -> TrainSpec:
+        """The recipe's settings."""
         return self.recipe.spec
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
+        """One model trained with the recipe on ``data`` with ``seed``."""
         return next(self.many([(data, seed)]))
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
+        """Models trained with the recipe, all submitted at once and yielded in order."""
         slots = deque(self.trainer.submit(self.recipe, jobs))
         return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))  # yielded models are let go
 

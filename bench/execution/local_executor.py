@@ -179,9 +179,11 @@ class LocalExecutor:
 
     # -- executor interface ---------------------------------------------------------------------------------------
     def resolve_device(self, name: str) -> torch.device:
+        """The device ``name`` means here (``auto``: CUDA where available)."""
         return resolve_device(name)
 
     def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:
+        """Queue ``job`` for the next free worker; ``on_done`` is called with its models."""
         pending = Pending(job, on_done)
         self._start()
         with self._lock:

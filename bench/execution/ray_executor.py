@@ -82,6 +82,7 @@ class RayExecutor:
         return torch.device("cuda" if name == "cuda" or (name == "auto" and gpus) else "cpu")
 
     def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:
+        """Submit ``job`` as one Ray task; ``on_done`` is called with its models."""
         pending = Pending(job, on_done)
         task = self._task.options(num_cpus=CPUS_PER_JOB, num_gpus=1 if job.device == "cuda" else 0,
                                   max_retries=MAX_RETRIES, retry_exceptions=False)

@@ -169,14 +169,17 @@ class Pending:
 
     @property
     def done(self) -> bool:
+        """Whether the job has a result or an error."""
         return self.result is not None or self.error is not None
 
     def finish(self, result: list[TrainedModel] | None, error: BaseException | None = None) -> None:
+        """Record the job's result or error; call ``on_done`` with a result."""
         self.result, self.error = result, error
         if result is not None and self.on_done is not None:
             self.on_done(result)
 
     def outcome(self) -> list[TrainedModel]:
+        """The job's models; raises its error where it failed."""
         if self.error is not None:
             raise self.error
         assert self.result is not None

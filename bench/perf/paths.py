@@ -26,6 +26,7 @@ OPACUS_MODES = ("hooks", "functorch", "ew", "ghost")
 
 
 def nonprivate_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
+    """One non-private SGD step on ``(x, y)``, as a callable to time."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step() -> None:
@@ -36,6 +37,7 @@ def nonprivate_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Calla
 
 
 def opacus_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
+    """One Opacus DP-SGD step on ``(x, y)`` with grad-sample ``mode``, as a callable to time."""
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -57,6 +59,7 @@ def opacus_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -
 
 
 def fast_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
+    """One DP-SGD step of privbench's fast clipper ``mode`` on ``(x, y)``, as a callable to time."""
     from mechanisms.dpsgd.fast import dp_step, make_clipper
 
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

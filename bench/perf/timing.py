@@ -72,6 +72,7 @@ class PeakRss:
 
     @property
     def peak_mb(self) -> float:
+        """The peak resident memory in MiB."""
         return self.peak / 2**20
 
 

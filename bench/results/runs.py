@@ -224,4 +224,5 @@ class RunResult(Model):
 
     @property
     def ok(self) -> bool:
+        """Whether the run succeeded."""
         return self.status == "ok"

@@ -160,8 +160,8 @@ class Harness:
                                job_timeout=plan.job_timeout)
 
     @property
-    def device(self) -> torch.device:
-        return self.trainer.device
+    def device(self) -> torch.device:  # noqa: D102 (documented, Sphinx renders it and finds two targets for "device")
+        return self.trainer.device  # where evaluation and attacks run
 
     def run(self) -> tuple[Results, Path]:
         """Run every cell; return (results document, output folder).

@@ -47,6 +47,7 @@ class ZooOptions:
 
     @property
     def target_epsilon(self) -> float:
+        """The target ε: ``epsilon`` where given, else the profile's."""
         return self.epsilon if self.epsilon is not None else PROFILE_EPSILON[self.profile]
 
 

@@ -45,6 +45,8 @@ MARKS = {"bug": f"**{BUG_MARK}** ", "refuted": f"**{REFUTED_MARK}** "}
 
 @SECTIONS.register()
 class Audit(ReportSection):
+    """The Audits and conformance section."""
+
     name = "audit"
     order = 40
 

@@ -29,6 +29,8 @@ def _rocs(results: Results, prefix: str) -> dict[str, list[RunResult]]:
 
 @SECTIONS.register()
 class Attacks(ReportSection):
+    """The Membership attacks section."""
+
     name = "attacks"
     order = 30
 

@@ -37,6 +37,8 @@ def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
 
 @SECTIONS.register()
 class Curves(ReportSection):
+    """The Training curves section."""
+
     name = "curves"
     order = 70
 

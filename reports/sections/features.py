@@ -28,6 +28,8 @@ def _cnns(results: Results) -> dict[str, list[RunResult]]:
 
 @SECTIONS.register()
 class Features(ReportSection):
+    """The What the convolutions see section."""
+
     name = "features"
     order = 80
 

@@ -19,6 +19,8 @@ RESOLVED = Markup("Resolved configuration (<code>results.json</code> → <code>c
 
 @SECTIONS.register()
 class Provenance(ReportSection):
+    """The Provenance section."""
+
     name = "provenance"
     order = 130
 

@@ -27,6 +27,8 @@ def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
 
 @SECTIONS.register()
 class Reconstruction(ReportSection):
+    """The Reconstruction section."""
+
     name = "reconstruction"
     order = 55
 

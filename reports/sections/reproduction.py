@@ -24,6 +24,8 @@ def _curves(results: Results) -> dict[str, ReproductionCurve]:
 
 @SECTIONS.register()
 class Reproduction(ReportSection):
+    """The Reproduction section."""
+
     name = "reproduction"
     order = 110
 

@@ -38,6 +38,8 @@ def _failed_cells(results: Results) -> list[Block]:
 
 @SECTIONS.register()
 class Setup(ReportSection):
+    """The Setup and guarantees section."""
+
     name = "setup"
     order = 120
 

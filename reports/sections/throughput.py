@@ -19,6 +19,8 @@ from reports.verdict.plots import throughput_figure
 
 @SECTIONS.register()
 class Throughput(ReportSection):
+    """The Throughput section."""
+
     name = "throughput"
     order = 60
 

@@ -35,6 +35,8 @@ def _tpr_percent(r: RunResult) -> float | None:
 
 @SECTIONS.register()
 class Tradeoff(ReportSection):
+    """The Privacy vs utility section."""
+
     name = "tradeoff"
     order = 20
 

@@ -56,6 +56,8 @@ HTML_LEGEND = (
 
 @SECTIONS.register()
 class Verdict(ReportSection):
+    """The Verdict section, the first screen."""
+
     name = "verdict"
     order = 10
 

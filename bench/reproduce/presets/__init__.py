@@ -108,6 +108,7 @@ class Preset:
 
 def spec_dict(model: str, epochs: int, batch_size: int, lr: float, optimizer: str = "sgd", momentum: float = 0.0,
           **params: Any) -> dict[str, Any]:
+    """A recipe's settings as the dict a preset row holds (mechanism parameters under ``params``)."""
     return {"model": model, "epochs": epochs, "batch_size": batch_size, "lr": lr, "optimizer": optimizer,
             "momentum": momentum, "params": params}
 
