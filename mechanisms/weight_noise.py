@@ -64,7 +64,8 @@ class WeightNoiseParams(ModelParams):
     """Weight noise's settings (``model_kwargs`` go to the classifier ``spec.model``).
 
     Attributes:
-        ae_epochs: autoencoder epochs (None: ``spec.epochs``). ae_lr: its Adam learning rate (> 0).
+        ae_epochs: autoencoder epochs (None: ``spec.epochs``).
+        ae_lr: its Adam learning rate (> 0).
         code: the autoencoder's code width (>= 1).
         weight_noise_std: an explicit noise std (>= 0) instead of 1/ε; 0 gives the source's clean reference.
         classifier_before_noise: train the classifier on the clean autoencoder's reconstructions, then add the

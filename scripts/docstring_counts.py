@@ -2,9 +2,9 @@
 
 Usage: ``python -m scripts.docstring_counts [root]`` (default: the repository). Prints, for the packages and then for
 all ``.py`` files outside ``tests/``: the lines in all; public functions and methods whose docstring is longer than
-their body (and the share of all public ones); Args entries that pack several parameters (``a, b: ...`` or a second
-``x:`` inside one entry); Args sections that leave a parameter out; module docstrings' lines (the longest, how many
-exceed 12, and the total).
+their body (and the share of all public ones); Args (and classes' Attributes) entries that pack several names (``a, b:
+...`` or a second ``x:`` inside one entry); Args sections that leave a parameter out; module docstrings' lines (the
+longest, how many exceed 12, and the total).
 """
 
 from __future__ import annotations
@@ -36,19 +36,24 @@ def _doc_lines(node: ast.AST) -> int:
     return 0
 
 
-def _args_entries(doc: str) -> list[str] | None:
-    """The lines of the Args section, or None when the docstring has none."""
+def _args_entries(doc: str, titles: tuple[str, ...] = ("Args:", "Arguments:")) -> list[str] | None:
+    """The lines of the docstring's sections titled ``titles`` (one after another), or None when it has none.
+
+    Args:
+        doc: the docstring, cleaned (``ast.get_docstring``).
+        titles: the section titles to read.
+    """
     lines = doc.expandtabs().splitlines()
+    out: list[str] | None = None
     for i, line in enumerate(lines):
-        if line.strip() in ("Args:", "Arguments:"):
-            out = []
+        if line.strip() in titles:
+            out = out or []
             indent = len(line) - len(line.lstrip())
             for nxt in lines[i + 1:]:
                 if nxt.strip() and (len(nxt) - len(nxt.lstrip()) <= indent or _SECTION.match(nxt)):
                     break
                 out.append(nxt)
-            return out
-    return None
+    return out
 
 
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
@@ -58,13 +63,28 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [n for n in names if n not in ("self", "cls")]
 
 
-def _check_args(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, bool]:
-    """(packed Args lines, whether the Args section leaves a parameter out)."""
-    doc = ast.get_docstring(fn, clean=True)
-    entries = _args_entries(doc) if doc else None
+def _check_args(node: ast.AST) -> tuple[int, bool]:
+    """(packed entries, whether an Args section leaves a parameter out) of a function's or a class's docstring.
+
+    A class's Args and Attributes sections are read for packed entries (its fields and ``__init__``'s parameters are
+    its names); only a function's Args section is checked for completeness.
+
+    Args:
+        node: a function or class definition.
+    """
+    doc = ast.get_docstring(node, clean=True)
+    is_class = isinstance(node, ast.ClassDef)
+    entries = (_args_entries(doc, ("Args:", "Arguments:", "Attributes:") if is_class else ("Args:", "Arguments:"))
+               if doc else None)
     if entries is None:
         return 0, False
-    params = set(_params(fn))
+    if is_class:
+        init = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+        fields = [n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+        fields += [t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+        params = set(fields + (_params(init[0]) if init else []))
+    else:
+        params = set(_params(node))
     base = min((len(e) - len(e.lstrip()) for e in entries if e.strip()), default=0)
     items: list[str] = []  # one entry each: its first line and its continuation lines
     for e in entries:
@@ -81,7 +101,7 @@ def _check_args(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, bool]:
         later = [n for n in re.findall(r"(?:^|[.;)]\s)\**(\w+):\s", item[m.end():]) if n in params]
         documented.update(names + later)
         packed += len(names) > 1 or bool(later)
-    return packed, bool(params - documented)
+    return packed, not is_class and bool(params - documented)
 
 
 def counts(root: Path, packages_only: bool = False) -> dict[str, float]:
@@ -99,11 +119,13 @@ def counts(root: Path, packages_only: bool = False) -> dict[str, float]:
         tree = ast.parse(text)
         module_docs.append(_doc_lines(tree))
         for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             p, inc = _check_args(node)
             packed += p
             incomplete += inc
+            if isinstance(node, ast.ClassDef):
+                continue
             if node.name.startswith("_"):
                 continue
             public += 1

@@ -191,12 +191,14 @@ class AttackContext:
         trained: the trained target (and its release, if any); None in the context ``MembershipAttack.prefetch`` gets
             at the start of a run, before the target exists. Attacks read it as ``target``.
         split: the membership split; ``split.population`` is the attacker's own data.
-        member_index, non_member_index: ``(n,)`` int64 rows of ``split.members`` / ``split.non_members``
-            scored by every membership attack of the cell (balanced, drawn with ``seed``; the same people for
-            every attack, and an attack that scores fewer takes the first rows).
-        seed: the cell's seed. device: where to run the target. train_like_target: trains shadow models (and, with
-            ``audit_run``, audit runs). mechanism: the target's registered mechanism (what audit runs it supports:
-            ``Mechanism.audits``).
+        member_index: ``(n,)`` int64 rows of ``split.members`` scored by every membership attack of the cell
+            (balanced, drawn with ``seed``; the same people for every attack, and an attack that scores fewer takes
+            the first rows).
+        non_member_index: ``(n,)`` int64 rows of ``split.non_members``, drawn the same way.
+        seed: the cell's seed.
+        device: where to run the target.
+        train_like_target: trains shadow models (and, with ``audit_run``, audit runs).
+        mechanism: the target's registered mechanism (what audit runs it supports: ``Mechanism.audits``).
     """
 
     trained: TrainedModel | None

@@ -193,9 +193,15 @@ class MIFaceParams(Params):
         jitter: uniform noise U[0, jitter] added to the start (seeded; clipped to [0, 1]), in [0, 1].
         restarts: reconstructions per class (>= 1; distinct only with ``init: noise`` or ``jitter`` > 0); scores
             use all, the returned image per class is the lowest-cost restart.
-        max_iter, lr, optimizer, objective, patience, min_delta, threshold, tv_weight, l2_weight: as in
-            :func:`mi_face` (iterations, step size, ``adam`` | ``gd``, ``nll`` | ``prob``, stopping window,
-            minimum improvement, target confidence in (0, 1], prior weights >= 0).
+        max_iter: as in :func:`mi_face`: iterations.
+        lr: as in :func:`mi_face`: step size.
+        optimizer: as in :func:`mi_face`: ``adam`` | ``gd``.
+        objective: as in :func:`mi_face`: ``nll`` | ``prob``.
+        patience: as in :func:`mi_face`: the stopping window.
+        min_delta: as in :func:`mi_face`: the minimum improvement.
+        threshold: as in :func:`mi_face`: the target confidence, in (0, 1].
+        tv_weight: as in :func:`mi_face`: the total-variation prior's weight, >= 0.
+        l2_weight: as in :func:`mi_face`: the L2 prior's weight, >= 0.
         stretch: rescale each final image to span [0, 1] (the paper's post-processing step, reduced to a
             contrast stretch) before it is judged and scored; without it a scale-invariant target (the
             local-noise model normalises its input) yields images too dim to judge fairly.

@@ -39,8 +39,9 @@ class DataSource:
 
     Attributes:
         spec: the text as given (the dataset's name in results and reports).
-        format: ``imagefolder``, ``npz`` or ``csv``. path: the file or folder as given (relative to the working
-        directory). options: ``label``, ``bounds``, ``x``, ``y`` as given.
+        format: ``imagefolder``, ``npz`` or ``csv``.
+        path: the file or folder as given (relative to the working directory).
+        options: ``label``, ``bounds``, ``x``, ``y`` as given.
     """
 
     spec: str

@@ -53,7 +53,9 @@ class TensorBatches:
     """Shuffled mini-batches of in-memory tensors; re-iterable, one permutation per epoch.
 
     Args:
-        x: ``(N, ...)`` inputs. y: ``(N, ...)`` targets. batch_size: rows per batch.
+        x: ``(N, ...)`` inputs.
+        y: ``(N, ...)`` targets.
+        batch_size: rows per batch.
         generator: seeded CPU generator that draws the permutations.
     """
 

@@ -59,9 +59,12 @@ class Trainer:
     """Gives the models of training jobs, from the cache or from the executor.
 
     Args:
-        executor: where jobs run. cache: the model cache. train_device: where jobs train (on Ray: the workers).
-        device: where this process evaluates and attacks. on_jobs: called with (models asked, models already
-            done) on every submit and (0, models finished) when a job finishes (progress display).
+        executor: where jobs run.
+        cache: the model cache.
+        train_device: where jobs train (on Ray: the workers).
+        device: where this process evaluates and attacks.
+        on_jobs: called with (models asked, models already done) on every submit and (0, models finished) when a job
+            finishes (progress display).
         job_timeout: seconds each model's job may train (``TrainJob.timeout_s``, ``--job-timeout``); None: no limit.
     """
 

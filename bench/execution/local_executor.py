@@ -76,9 +76,9 @@ class LocalExecutor:
     their ``on_done`` (the cache) in the driver's thread, the next time it submits or waits.
 
     Args:
-        workers: training processes besides the driver (0: everything in this process). threads: torch threads of
-            each process, the driver's included (None: leave the driver's as they are). plugins: modules every
-            worker imports before its first job (the run's ``--plugins``).
+        workers: training processes besides the driver (0: everything in this process).
+        threads: torch threads of each process, the driver's included (None: leave the driver's as they are).
+        plugins: modules every worker imports before its first job (the run's ``--plugins``).
     """
 
     name = "local"

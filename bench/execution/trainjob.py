@@ -42,8 +42,11 @@ class Recipe:
     and dataset are written.
 
     Attributes:
-        mechanism: registered name. spec: its validated TrainSpec. target_epsilon: ε to calibrate to (None: no
-        target; ``math.inf``: the mechanism's ε = ∞ point, its recipe with privacy turned off). delta: δ.
+        mechanism: registered name.
+        spec: its validated TrainSpec.
+        target_epsilon: ε to calibrate to (None: no target; ``math.inf``: the mechanism's ε = ∞ point, its recipe with
+            privacy turned off).
+        delta: δ.
         dataset: the dataset's name (part of the cache key).
     """
 

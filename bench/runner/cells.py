@@ -201,8 +201,10 @@ class CellRunner:
     One runner per cell, holding it: its recipe, data and attacks never change.
 
     Args:
-        trainer: gives models. cell: the cell. attacks: the cell's attacks, by name, already built with their
-        settings. max_attack_examples: members (and as many non-members) scored per membership attack (None: all).
+        trainer: gives models.
+        cell: the cell.
+        attacks: the cell's attacks, by name, already built with their settings.
+        max_attack_examples: members (and as many non-members) scored per membership attack (None: all).
         on_status: called with a one-line status (progress display).
     """
 

@@ -50,12 +50,18 @@ class Plan:
     """Everything a run does, validated before any work starts.
 
     Attributes:
-        run_id: the run's name (default output folder). output: the output folder (None: ``results/<run_id>``).
-        config: the resolved configuration, recorded in results.json. cells: in order.
+        run_id: the run's name (default output folder).
+        output: the output folder (None: ``results/<run_id>``).
+        config: the resolved configuration, recorded in results.json.
+        cells: in order.
         attacks: every attack of the run, built with its settings, by name.
         datasets: sizes and shapes per dataset (results.json ``datasets``).
         max_attack_examples: members (and as many non-members) scored per membership attack.
-        executor, ray_address, device, cache_dir, no_cache: where and how models train.
+        cache_dir: the model cache's folder.
+        executor: where models train: ``local`` or ``ray``.
+        ray_address: the Ray cluster's address (None: a local Ray instance).
+        device: where models train: ``cpu``, ``cuda`` or ``auto``.
+        no_cache: train every model afresh, neither reading nor writing the model cache.
         after_cell: called with (finished result, its planned cell, the document) before each write.
         reproduction: the document carries ``reproduction`` rows (``bench reproduce``).
         overwrite: replace another run's results and reports in ``output`` (``--overwrite``; default: refuse).
@@ -140,7 +146,8 @@ class Harness:
     """Runs a ``Plan`` and owns its results document.
 
     Args:
-        plan: the validated plan. console: rich console for progress (default: stderr).
+        plan: the validated plan.
+        console: rich console for progress (default: stderr).
     """
 
     def __init__(self, plan: Plan, *, console: Console | None = None) -> None:

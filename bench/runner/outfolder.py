@@ -127,9 +127,10 @@ class CompleteResults(BenchError):
     """The output folder holds the complete results of this same configuration (``check_reuse``).
 
     Attributes:
-        folder: the output folder. reports_drawn: whether its reports were drawn to the end (results.json records
-            the drawing's seconds, ``report_s``, after the last report file is written, and every report is there);
-            False when a run stopped while drawing them, or ran as ``bench run``.
+        folder: the output folder.
+        reports_drawn: whether its reports were drawn to the end (results.json records the drawing's seconds,
+            ``report_s``, after the last report file is written, and every report is there); False when a run stopped
+            while drawing them, or ran as ``bench run``.
     """
 
     def __init__(self, message: str, folder: Path, *, reports_drawn: bool) -> None:

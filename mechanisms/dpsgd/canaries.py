@@ -39,8 +39,10 @@ class CanaryTracker:
     by the noise it really adds; the claimed σ is used only when the model has no spare coordinate).
 
     Args:
-        request: what to insert. params: the trainable parameters, in the optimizer's order.
-        sample_rate: q. noise_multiplier: the claimed σ.
+        request: what to insert.
+        params: the trainable parameters, in the optimizer's order.
+        sample_rate: q.
+        noise_multiplier: the claimed σ.
 
     Raises:
         ValueError: more canaries than trainable coordinates (``canary_positions``).

@@ -136,7 +136,8 @@ class FinalModelObserver(OpacusObserver):
     (one line) where an assumption fails.
 
     Args:
-        request: the canaries. images: the canary records' images ``(m, *input_shape)``.
+        request: the canaries.
+        images: the canary records' images ``(m, *input_shape)``.
         theta0: θ_0, the trainable parameters in ``build``'s order (``initial_weights``).
         records_total: n, the training records given to ``fit``.
     """
