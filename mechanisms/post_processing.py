@@ -8,9 +8,7 @@ A mechanism declares it in one class attribute, read by the audit run's paramete
 
     post_processing = (EMA(decay="ema_decay"),)  # the decay: spec.params.ema_decay (None: no average)
 
-Every change to the parameters that no private step made and no declaration explains is a conformance failure (exit
-3). An ``EMA`` is verified: the audit recomputes the average from the iterates the private steps left. ``Pruning``
-and ``Quantisation`` are taken on the mechanism's word: the report says they were not verified.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

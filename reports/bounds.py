@@ -4,12 +4,7 @@ Which ε lower bounds are evidence, what each one names (threat model, design wi
 confidence), which accountant's ε it is compared with, and the run-level Bonferroni family that alone decides a privacy
 bug.
 
-A bound is evidence only when it is *valid* (``Bound.valid``: assumption-free, it holds at its confidence for any
-mechanism) and its design is an audit (``one-run`` canaries or ``multi-run``); an *estimate* (a Gaussian analysis:
-``Bound.evidence``) is shown with its assumption, never as "ε ≥"; the bounds of the membership attacks on a model's
-natural members (``heuristic`` designs) assume independent outcomes that DP does not give and are never evidence.
-An audit run in a separate audit run (``AttackRecord.audited_privacy``) is compared with that run's ε, and only with
-an ε of the neighbouring relation it tests (``attacks.analysis.verdict`` makes the same choice for the run-level check).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

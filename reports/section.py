@@ -1,19 +1,8 @@
-"""A report section as data: what both renderers (``reports.markdown``, ``reports.html``) draw.
+"""A report section as data: what both renderers (``reports.markdown``, ``reports.html``) draw, and the registry.
 
-And the registry of sections in page order.
+The registry holds the sections in page order.
 
-A section is one module: a ``ReportSection`` subclass whose ``figures`` draws the plots it shows
-(``reports.plots.make_plots`` writes every registered section's as PNGs) and whose ``build`` turns the results
-document and the plots into a ``Section`` (a title and a tuple of blocks: paragraphs, lists, tables, figures,
-sub-headings, collapsed details), and one registration line, ``@SECTIONS.register()``. The renderers know the blocks,
-never a section: Markdown writes each block in GitHub Markdown, HTML through one generic template block
-(``templates/report.html.j2``, macro ``section``).
-A plug-in module (``--plugins`` or the ``privbench.plugins`` entry-point group, ``bench.config.plugins``) registers
-a section the same way; ``order`` places it on the page.
-
-Some blocks are drawn by one renderer only (``only="markdown"`` / ``only="html"``): where the two formats say the
-same thing differently (the HTML table captions, the HTML-only notes, the Markdown table marks), so each keeps what it
-showed before the sections were data.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -5,22 +5,7 @@ canary; Annamalai & De Cristofaro, NeurIPS 2024, "Nearly Tight Black-Box Auditin
 Learning".) R independent runs of the mechanism from the same θ_0 on the first N members, plus one crafted canary by
 each run's fair coin (add/remove), so the R (coin, score) pairs are independent trials (Jagielski, Ullman, Oprea 2020).
 
-Before any coin the auditor fixes θ_0 (``attacks.canaries.crafted_init.pretrain``: pre-trained without privacy on the
-attacker's population, disjoint from the members; its SHA-256 is recorded) and the canary against it
-(``craft_canary``). Each run's final model is queried on the canary and on a reference input (the blank image) and
-scored by the difference of its outputs along the class direction e_y − p_0 (θ_0's probabilities on the canary):
-for a model linear in its parameters given fixed features (``linear``, ``scatternet-linear``) the score is linear in
-θ_T, and with the ``pixels`` canary it reads weights no member's gradient touches, so with SGD the excluded runs'
-scores are θ_0's part plus the mechanism's Gaussian noise: Gaussian by construction (``AuditDesign.gaussian``, which
-lets the Gaussian analyses count as valid where a normality test does not reject; ``crafted_init.isolated`` checks
-it on the data). At q = 1 the certified mechanism's curve is exactly G_μ, μ = √T/σ (``AuditDesign.certified_mu``),
-which the runs' thresholds test exactly (``attacks.analysis.curve``).
-
-A mechanism that declares ``"side-by-side"`` in its ``audits`` (DP-SGD) trains the runs in chunks of
-``runs_per_job`` side by side (``mechanisms.dpsgd.side_by_side``; each chunk one job of the training executor, which
-Ray spreads), one that declares only ``"initial-model"`` (a plug-in with the hook, ``mechanisms.base.InitialModel``)
-one run per job; any other is refused in one line naming the hook. q, T and the expected batch of every run come from
-the public n = N + 1, fixed before the coins.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

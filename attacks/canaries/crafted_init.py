@@ -3,18 +3,7 @@
 The initial model θ_0, pre-trained without privacy on records disjoint from the members (Annamalai & De Cristofaro 2024:
 the worst-case initial model), and the canary crafted against it.
 
-Canaries (``craft_canary``), each labelled with θ_0's least likely class on it (their ``choose_worstcase_label``: the
-largest output gradient, so the clipped step is a full C throughout training):
-
-- ``pixels``: 1 at every input coordinate that is 0 in every base record (MNIST's border pixels: 172 in a random
-  1,000 of its images, 67 in all 60,000), 0 elsewhere. The members' gradients of a model linear in its inputs' features
-  never touch the weights of those coordinates, so the final model's output difference between the canary and the
-  blank image is θ_0's part plus the mechanism's noise alone when the canary is out: Gaussian by construction.
-- ``blank``: the all-zero image (the anchor's canary): on a linear model it reaches only the bias, which every member's
-  gradient moves too.
-- ``clipbkd``: Jagielski, Ullman, Oprea (2020)'s ClipBKD input as the anchor crafts it (``utils/clipbkd.py``): the
-  base records' principal direction of least variance, scaled to their mean norm (for MNIST a direction among the
-  unused pixels, with signs: outside [0, 1], which DP must cover all the same).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

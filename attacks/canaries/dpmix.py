@@ -1,37 +1,6 @@
 """The ``dpmix-canary`` audit: maximal canary records against a centre record, through DPMix's own release.
 
-**The pair the accountant is tight for.** ``mechanisms.accounting.dpmix``'s ε is the exact ε of T compositions of
-(q·N(Δ/ℓ) + (1 − q)·N(0), N(0)), q = ℓ/n, attained when every record but one equals a record c and the differing
-record is z at distance Δ from c on one side and c itself on the other: the samples that drew z are shifted by
-(z − c)/ℓ, every other sample (and every sample on the other side) is exactly N(c, σ²). The design builds that data
-set: n₀ *filler* records equal to c (a 0-image labelled e_a) and m *slots*, slot i holding z_i (1 on a random half
-of the pixels, labelled e_bᵢ with bᵢ ≠ a) or c, by an independent fair coin. A slot holding c is one more filler
-record, so the release is the pure N(c) side of the pair; a slot holding z_i shifts the ≈ T·ℓ/n samples that drew it
-by (z_i − c)/ℓ along half the pixels and along the label (e_bᵢ − e_a: the label channel is tested with the image).
-Half the pixels (not all) so that the slots' shifts are distinguishable (a random half each); the price is a
-quarter of the pair's squared distance (Δ² = d_x/σ_x² + 2/σ_y² has the image and the label half each at the default
-recipe's σ_y/σ_x = √(2/d_x)). Slots of one release can share a sample (about ℓ·m/(2n) other z's per sample), which
-blurs their scores; several releases with fewer slots each keep that small.
-
-**The score** of slot i is the pair's log-likelihood ratio over the release's T samples, Σ_t log(1 + q·(L_ti − 1)/A_ti)
-(``pair_scores``): L_ti the likelihood ratio of "sample t drew z_i" to "it drew no z" on the whitened shift, A_ti
-the same sample explained by the other slots (each holding its z with probability ½), so that another slot's z does
-not count for slot i. The centre of a sample that drew no z is c itself, known by design; the noise of the image and
-of the label coordinates is measured from the release (scaled median absolute deviation), never taken from the claimed
-σ, so a mechanism that adds less noise than it certifies shows larger shifts.
-
-**The target's mechanism.** A release holds the target's n records (n₀ = n − m fillers and the m slots) with the
-target's ℓ, T and target ε, so DPMix's calibration, a function of those public settings alone, gives the target's σ
-and every audit release is certified for exactly the target's ε; a release bug (σ scaled after calibration, a label
-left in the clear) reaches the audit through DPMix's own ``release``. The R releases run as one job of the training
-executor (``ReleaseAuditJob``, submitted by ``prefetch``): a training worker makes them while the driver attacks other
-cells, and the model cache keeps them for an interrupted run.
-
-**Validity.** The design fixes everything but the coins in advance: n = n₀ + m (both sides of a slot are records),
-ℓ, T, σ, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
-releases form one one-run experiment under replace-one (Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis,
-Chaudhuri 2024), whatever the mechanism does; the scores are not Gaussian, so only non-parametric analyses decide.
-``scripts/dpmix_audit_ideal.py`` runs the same analysis on a simulation of the ideal pair.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -2,18 +2,7 @@
 
 Who trains on what, and what each trained model outputs.
 
-Two designs, both drawn only from data the attacker holds and never from the target's membership labels:
-
-- ``offline``: each shadow trains on a random subset of the attacker's population (disjoint from every
-  candidate), so every shadow is OUT for every candidate. Shadow i's subset depends on (seed, i) only,
-  so a run with 8 shadows reuses the first 4 of a run with 4, and every attack that uses the offline
-  design with the same size and seed shares the same shadows (one training each, through the cache).
-- ``online`` (Carlini et al. 2022, §IV-B): the unlabeled candidate set (members and non-members to be
-  scored, in an order that does not depend on which are members) is split so that every candidate is IN
-  for exactly half of the shadows; each shadow's set is topped up with population records to ``size``.
-
-Sizes: shadows should train on as many records as the target (n_members); ``default_size`` says what
-fits the population (an offline shadow needs OUT population records too, so at most half of it).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

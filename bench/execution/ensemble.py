@@ -8,15 +8,7 @@ Model k sees the same batches as ``Baseline.fit`` / ``fit_supervised`` would giv
 mean, and the optimizer (SGD with momentum, or Adam) acts element-wise on the stacked parameters, so each
 model ends with the weights sequential training gives it, to float tolerance (tests/bench/execution/test_ensemble.py).
 
-Usage for non-private shadows (the same initialisation as ``Baseline.fit(seed=s)``)::
-
-    models = [init_model(lambda: build_model(name, shape, k), s) for s in seeds]
-    train = train_ensemble if choose_path(device) == "ensemble" else train_sequential
-    models = train(models, datasets, spec, seeds, device)
-
-The harness does this through ``fit_ensemble`` for a batch of shadow / reference models of a mechanism for which
-``ensemble_supported`` holds (``Baseline.fit`` itself: no noise, no per-run privacy accounting), and stores each
-model in the model cache under the key sequential training would have used.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

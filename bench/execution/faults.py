@@ -3,20 +3,7 @@
 What ``fit`` returned is checked before anything uses it, a ``fit`` that raises is named, and a job that runs past its
 time limit is stopped.
 
-Every check raises ``MechanismFault`` with one line naming the mechanism — for a plug-in, also its module — and the
-fault; ``bench.runner.cells`` records that line as the cell's ``error`` (or an attack's, when the job was one of its
-shadow, reference or audit models), so the cell fails alone and the run goes on (exit status 1). The messages:
-
-- ``plug-in mechanism NAME (MODULE): fit raised TYPE: MESSAGE`` (a built-in mechanism's own errors keep their text,
-  e.g. "training loss became nan in epoch 1");
-- ``… returned a model with non-finite weights (NaN in PARAM)`` (every parameter and floating buffer is checked);
-- ``… returned a model whose output has shape (2, 7) for 2 records; expected (2, 10) (one logit per class)``;
-- ``… did not return within the job time limit of 30 s (--job-timeout)``.
-
-The time limit is enforced with ``SIGALRM`` in the thread that runs the job, which is the main thread of the driver,
-of a local training worker and of a Ray worker; Python code (a loop, a ``sleep``, a torch call between kernels) is
-interrupted, a single C call that never returns is not. Where the job does not run on a main thread the limit is not
-enforced (nothing else can interrupt a thread).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -7,9 +7,7 @@ budget. Candidates train through the run's trainer (cache and executor) with the
 of the run's grid, or, for a mechanism that declares ``tune_over_grid`` (its models train in seconds), at every ε of the
 grid, scored by the mean; the chosen one's models are then those cells' own.
 
-Choosing a DP mechanism's hyper-parameters on the outputs of DP training runs on the members is itself a use of
-the private data that the accountant's ε does not include (Liu & Talwar 2019; Papernot & Steinke 2022, §1): every
-record of the choice says so.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

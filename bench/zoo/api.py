@@ -3,13 +3,7 @@
 A **bug** (a mutant of a correct mechanism, the way a privacy bug found in real DP code breaks it) and an **auditor**
 (anything that looks at one run of a mechanism and says "privacy bug" or not).
 
-A bug is one module that registers a ``Bug``; its ``apply`` monkeypatches the mechanism's own code and runs in every
-process of a zoo run (the driver and each training worker import ``bench.zoo.apply``, a ``--plugins`` module, which
-calls it), while the mechanism's accountant is left to certify what it certified before. An auditor is one module
-that registers an ``Auditor``; its ``judge`` reads one finished run (``AuditorInput``: its results.json document, the
-target's record and the raw scores of its audits) and returns a ``Verdict``. ``privbench zoo run`` runs every bug
-(and each mechanism's correct version) × auditor × seed and scores each auditor's detection rate and false alarms
-(``bench.zoo.runner``).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -3,16 +3,7 @@
 Each as one ``bench run`` of its mechanism with the bug applied in every process of it (``bench.zoo.apply``), then every
 auditor's verdict on it.
 
-The driver (this module) plans the runs, reuses those already judged under the same key (``bench.zoo.resume``),
-and hands the rest to workers (``bench.zoo.dispatch``: local worker processes, or Ray tasks) that run **and judge**
-each one where it ran (``bench.zoo.worker``): the bug's true ε, every auditor's verdict and the reading of the run's
-documents happen in the worker, so the zoo's wall time falls with workers; the driver only collects the rows and
-writes ``zoo.json`` (``bench.zoo.document``) atomically after every run. An auditor's CPU-seconds per verdict
-estimate what a run of its own would cost: the run's CPU time (every process of it, training workers included) less
-the seconds of the attacks it does not read, plus its own analysis. Each case trains into a model cache of its own
-(``cache/<case>-<hash of the bug's module>``): a bug's models are never served to the correct mechanism, nor a model
-of an edited bug. A zoo killed at any point resumes: the rerun of the same command computes only the runs not yet
-judged under the current key, and never mixes rows of another code version or configuration.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

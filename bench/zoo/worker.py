@@ -5,11 +5,7 @@ with the bug applied (``bench.zoo.apply``), reads the run's document once, and c
 bug's true ε, each auditor's verdict, the CPU-seconds each verdict costs — so the driver only collects rows
 (``bench.zoo.runner``).
 
-A judged run is kept in its folder (``zoo-run.json``, written atomically, with its key: ``bench.zoo.resume``); a run
-that ended without results (killed, crashed) is not kept, so a rerun tries it again. An interrupted ``bench run``
-of the same key resumes in its own folder (its results and the model cache); a folder of another key is emptied
-first. The ``bench run`` is started through a launcher that asks Linux to kill it when its worker dies
-(``PR_SET_PDEATHSIG``), so a zoo killed with SIGKILL leaves no run writing behind it.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -5,24 +5,7 @@ The tight PLD accountant (default), Google ``dp_accounting``'s RDP, and the pape
 
 Pure maths, no torch. ε is unitless, δ is a probability.
 
-**Sensitivity.** A released sample is the mean of ℓ records (features in [0, 1]^d_x, label rows in [0, 1]^d_y) plus
-N(0, σ_x²) per feature and N(0, σ_y²) per label coordinate. Whitened by the noise, replacing one record moves the mean
-by at most Δ/ℓ with Δ² = d_x/σ_x² + Δ_y²/σ_y², where Δ_y is the label rows' L2 diameter (``label_sensitivity``): √2 for
-one-hot or soft labels that sum to 1 (two distributions differ by at most √2 in L2), √d_y for arbitrary rows in
-[0, 1]^d_y (Lee et al.'s statement), 0 when the label is not released (per-class mixing).
-
-**The tight accountant.** One release draws a uniform ℓ-subset of the n records, so a given record is in it with
-probability q = ℓ/n. Under replace-one with sampling without replacement, the pair (q·N(Δ/ℓ, I) + (1 − q)·N(0, I),
-N(0, I)) and its reverse dominate one release (Balle, Barthe, Gaboardi, NeurIPS 2018, "Privacy Amplification by
-Subsampling", advanced joint convexity; as dominating pairs: Zhu, Dong, Wang, AISTATS 2022, "Optimal Accounting of
-Differential Privacy via Characteristic Function", subsampling without replacement). The pair is attained: take a
-data set whose other records all equal one record c, and let the differing record be z at distance Δ from c (c a
-0-image labelled e₁, z a 1-image labelled e₂) on one side and c itself on the other; the releases are then exactly
-q·N(c + (z − c)/ℓ) + (1 − q)·N(c) against N(c). T independent releases compose, so the T-fold composition of that
-pair is DPMix's exact ε. It is the same pair as a Poisson-subsampled Gaussian under add/remove, which
-``dp_accounting``'s PLD (Doroshenko et al. 2022, connect-the-dots, pessimistic) evaluates with an upper-bounding
-discretisation (``PLD_INTERVAL``); the tests bracket it with Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021), whose
-error is bounded, and with a direct numerical integration of the pair's hockey-stick divergence.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -8,13 +8,7 @@ Pure maths, no torch. ε is unitless, δ is a probability. References:
 - DPMix: Lee, Kim, Lee, Suh, ISIT 2019, Thm. 1 — Rényi-DP amplification by sampling without replacement
   (Wang, Balle, Kasiviswanathan, AISTATS 2019, Thm. 9/27) of a Gaussian mechanism on a mean of ℓ records.
 
-Precision strategy for the DPMix closed form: B(k) = Σ_i (-1)^i C(k,i) e^{i(i-1)c/2}, c = Δ²/ℓ², is
-summed exactly in integer fixed point. Every even k has B(k) ≥ k!/(k/2)! (c/2)^{k/2} (expanding
-e^{c m(m-1)/2} in falling factorials gives a series of non-negative terms) and, when the top term
-dominates, B(k) ≥ e^{k(k-1)c/2} − Σ_{i<k} C(k,i) e^{i(i-1)c/2}. The scale 2^s of the fixed point is
-chosen from the better of these bounds so that the total rounding error is below 2^-64·B(k); the
-result is then checked a posteriori (and recomputed finer if the check ever failed). When the
-top term beats the rest by e^45 or more, log B(k) equals its log to within e^-45 and is used directly.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

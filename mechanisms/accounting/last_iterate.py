@@ -8,16 +8,7 @@ against Q = N(0, σ²T), K ~ Binomial(T, q) (add/remove). The heuristic ε at δ
 H_{e^ε}(Q‖P)) ≤ δ. Real losses are not linear and artificial counterexamples exceed it; it upper-bounds every black-box
 audit the paper ran on real models.
 
-Replace-one (docs/guides/mechanisms.md, "The last-iterate heuristic"): the replaced record's gradient g and its
-replacement's g' (‖g‖, ‖g'‖ ≤ C) are each sampled K, K' ~ Binomial(T, q) times in their own world; DP compares the
-two worlds' output distributions, so no coupling of K and K' enters, and the worst pair in the ball is g' = −g:
-P = K + N(0, σ²T) against Q = −K' + N(0, σ²T).
-
-Both pairs have a likelihood ratio p/q increasing in x (its derivative is (E[K | x] + c·E[K' | x])/(σ²T) ≥ 0), so
-each hockey-stick divergence has one crossing point x*, found by Brent's method, and is exact in closed form:
-H_α(P‖Q) = P(X > x*) − α·Q(X > x*) (Φ-terms of the Binomial mixture, summed in log space); ε at δ by Brent's method.
-Several phases (σ_j, q_j, T_j) with one C compose as K = Σ_j K_j and noise variance Σ_j σ_j² T_j. ε unitless, δ a
-probability.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Per-class DPMix (the `dpmix-per-class` reference system): mix only records of one class, keep the hard label.
 
-The source draws ONE ℓ-subset per class and releases ``samples_per_class`` noisy copies of its mean, yet states
-its ε with Lee et al.'s sampling-amplified bound (ℓ/n per fresh subset). Reusing the subset voids that
-amplification: every copy of class c depends on the same ℓ records, so a record in the subset is exposed
-``samples_per_class`` times over. What holds instead (neighbours: one record replaced by another of the same
-class, the relation most favourable to the source):
-
-- the T_c copies are one Gaussian mechanism on the subset's mean with whitened sensitivity μ = √(d_x·T_c)/(ℓσ)
-  (pixels in [0, 1]; T_c independent noises average into one);
-- the single subset draw is sampling without replacement at q = ℓ/n_c, once. Its dominating pair is
-  (q·N(μ, 1) + (1 − q)·N(0, 1), N(0, 1)) (Balle, Barthe, Gaboardi, NeurIPS 2018; Zhu, Dong, Wang, AISTATS 2022),
-  attained by a class whose other records all equal one image: ε is that pair's, by ``dp_accounting``'s PLD
-  (``mechanisms.accounting.dpmix.dpmix_pld_epsilon`` with T = 1), exact to its discretisation.
-
-With ``reuse_subset=False`` every sample gets a fresh subset, which is what Lee et al.'s bound assumes; ε is then
-DPMix's tight accountant per class (n = n_c, T = T_c; the label is the class, so only the image carries a Δ term).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -5,11 +5,7 @@ recorded input ``a`` and the gradient ``g`` of the loss w.r.t. its output, each 
 layer's parameters, ``(B,)``, and a function ``total(c)`` giving the layer's clipped sum Σ_i c_i g_i for clip factors
 ``c (B,)``.
 
-With augmentation multiplicity K (De et al. 2022, §3.1) the batch holds K consecutive views of each record
-(``a``, ``g``: ``(B·K, ...)``) and a record's gradient is the sum of its views' (the clipper's loss is already the
-mean over the views): Linear sums over the views as over a sequence, Conv2d and the norm layers sum the views'
-per-sample gradients before the norm. ``LAYERS`` maps each supported module type to its rule
-(``mechanisms.dpsgd.clipping.BookKeepingClipper`` uses it).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -3,18 +3,7 @@
 Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", Dirac canaries; Steinke, Nasr, Jagielski
 2023, §6.
 
-Canary i is a crafted per-example gradient, zero except at one coordinate of the trainable parameters (distinct
-coordinates for distinct canaries), with raw norm ``norm``·C. Each canary is included with probability ½ (a seeded
-coin). An included canary is treated as one more training example: at every step it is Poisson-sampled at the
-mechanism's rate q, clipped by the mechanism's own clip factor (``clip_factors``: to C unless clipping is broken),
-and added to the clipped sum before the mechanism adds its noise. The auditor sees every noisy update (the
-white-box threat model the accountant covers); knowing every other record's clipped contribution (the worst case
-DP guarantees against), it reads x_t = (noisy sum at the canary's coordinate − the other records' part) / C, which
-is b_t + N(0, σ²) with b_t the canary's clipped contribution / C when sampled (Bernoulli q), 0 otherwise. Its score
-is the log-likelihood ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))):
-the Neyman-Pearson test of one canary, with q the mechanism's rate and σ̂ the noise the updates really carry,
-estimated from coordinates that hold no canary. The audit's request and the canaries' placement:
-``mechanisms.dpsgd.canary_placement``.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -3,20 +3,7 @@
 The clipped sum Σ_i c_i g_i, c_i = min(1, C / (‖g_i‖₂ + 1e-6)) (Opacus' flat clipping, Abadi et al. 2016), computed two
 ways:.
 
-- ``"vmap"``: ``torch.func`` ``vmap(grad(...))`` over ``functional_call`` (Subramani et al. 2021, "Enabling
-  fast differentially private SGD via just-in-time compilation and vectorization"); any module
-  ``torch.func`` can trace.
-- ``"bk"``: book-keeping (Bu, Wang, Zha, Karypis 2023): one forward pass recording each layer's input,
-  one backward pass for the gradients w.r.t. each layer's *output* only (no weight gradients), then
-  per-sample norms in closed form (Linear: ‖a_i‖·‖g_i‖) or from per-sample weight gradients computed as one
-  batched convolution per block (Conv2d: the batch becomes the conv groups), and the clipped sum as one
-  weighted contraction (the per-layer rules: ``mechanisms.dpsgd.bk_layers``). Supports ``nn.Linear``, ``nn.Conv2d``
-  (groups 1, zero padding), ``nn.GroupNorm`` and ``nn.LayerNorm``; any other module owning trainable parameters raises.
-
-Both take an augmentation multiplicity K (De et al. 2022, "Unlocking high-accuracy differentially private image
-classification through scale", §3.1): the batch holds K augmented views of each record, consecutive, and a
-record's gradient is the mean of its K views' gradients, g_i = (1/K) Σ_k ∇θ loss(x_ik, y_i), clipped as one. Each
-record still moves the clipped sum by at most C, so σ and ε are unchanged.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """Parameter continuity of an audit run: the model released is the model the private steps produced (issue 54).
 
-The accountant's ε covers the parameters the private (clipped, noised) steps write and nothing else. In an audit run
-``ParameterTrail`` records a checksum (the CRC-32 of each tensor's bytes, with its shape: no copy is kept) of every
-parameter and buffer of the trained module at the boundaries of each private step — the parameters the step finds
-and the ones it leaves — and compares the model the mechanism returns with the last step's output. Any difference
-the private steps do not explain is recorded with the tensors' names and when it happened: "before the first private
-step", "between private steps t and t+1", "during private step t" (a tensor the step does not update), "after the last
-private step", "in the returned module, not the trained one". Its conformance test
-(``attacks.analysis.conformance.continuity``) is exact: a checksum that differs is a change, so a correct mechanism is
-never flagged; a change is missed only where its checksum collides (CRC-32 never misses one confined to 32
-consecutive bits; otherwise about 2^-32 per tensor and boundary).
-
-Handled explicitly, never by a tolerance: frozen parameters (outside the optimizer: must never change), buffers (no
-privacy argument covers them: must never change), a device move (checksums are of the values, wherever they live:
-noted, explained) and a dtype move (explained only where it is lossless: the released values cast back to the
-trained dtype are the trained ones and the cast back and forth changes nothing; a lossy one is a change). Declared
-post-processing (``mechanisms.post_processing``): an EMA is recomputed here from the iterates in float64 and the
-released floats must match it within the rounding of the user's own EMA arithmetic, 8·u·M·min(T, 1/(1 − d)) (u: the
-dtype's unit roundoff, M: the largest absolute value of the tensor's iterates); pruning and quantisation are accepted
-after the last private step and reported as not verified.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

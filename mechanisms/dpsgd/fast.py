@@ -8,13 +8,7 @@ One DP-SGD step (Abadi et al. 2016, Algorithm 1) as Opacus 1.6 does it with flat
     grad  = (Σ_i c_i g_i + N(0, (σC)² I)) / expected_batch_size  noise drawn per parameter, in optimizer order
     optimizer.step()
 
-Σ_i c_i g_i comes from a clipper of ``mechanisms.dpsgd.clipping`` (``bk`` or ``vmap``); ``noisy_step`` draws the noise
-exactly as Opacus does (``torch.normal`` per parameter from the same generator), so with the same seed the updates
-equal Opacus' to float tolerance (tests/mechanisms/test_fast_dpsgd.py). Poisson batches, σ and ε are Opacus'.
-
-With augmentation multiplicity K (De et al. 2022, §3.1; ``mechanisms.dpsgd.augmult``) each record of a batch becomes K
-random crops (and flips) of itself, and g_i is the mean of its K views' gradients, clipped as one: a record still moves
-the clipped sum by at most C, so σ, q and ε are those without augmentation.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -5,19 +5,7 @@ pixels; ``scatternet-linear``: Tramèr & Boneh's fixed ScatterNet front), traine
 (Jagielski, Ullman, Oprea 2020; Annamalai & De Cristofaro 2024), whose R runs differ only in one canary record and their
 seeds.
 
-Run r is the run ``DPSGD.fit(data_r, spec, seed=seeds[r], audit=InitialModel(θ_0, public_size=n))`` would train, on
-``data_r`` = the base records plus, where ``included[r]``, the canary (last), and it goes through the same functions
-of the mechanism's code, looked up where ``fit``'s loop looks them up (so that a patched one, a planted bug, acts on
-both): its calibration (``DPSGD.calibrate``: σ, q and T from the public n), its Poisson sampling
-(``fast.poisson_batches`` with run r's generator, as ``fit`` seeds it; at q = 1 every record is in every batch
-whatever the draws, ``torch.rand`` < 1, and the draws feed nothing else, so they are skipped), its clip factor
-(``clipping.clip_factors``, with the book-keeping rule of one linear layer, ``bk_layers._linear``:
-‖g_i‖² (‖a_i‖² + 1)), its noise and update
-(``fast.noisy_step`` with run r's own optimizer, its noise drawn from the global-RNG state run r's ``fit`` would
-have after building its model). Only the clipped sums are computed for all runs at once (two matrix products over
-the shared records, each run's batch a mask). Not shared: ``fast.train_fast``'s epoch loop itself (a bug planted
-there, e.g. an extra epoch, acts on ``fit`` only; ``tests/mechanisms/test_side_by_side.py`` shows the R models equal
-R calls of ``fit`` to float tolerance, which pins the correct loop).
+Design notes: docs/design-notes.md.
 """
 from __future__ import annotations
 

@@ -4,12 +4,7 @@ One row per mechanism × target ε, numbers only — the accountant's ε, test a
 interval, the cost of privacy, the strongest membership attack's TPR at 0.1 % FPR with its interval, the tightest valid
 audit ε_LB against the ε it is held to, conformance, and throughput.
 
-No number loses its provenance: an ε column whose δ, accountant and relation are the same in every row says so once
-in its header; where rows differ, each ε carries a key (ᵃ, ᵇ, ...) that the legend under the table spells out. Every
-cell's whole provenance (the verdict table's forty words: ``reports.verdict.table``) is its title, and the verdict
-table itself sits folded under the compact one, each row one click from its compact row. The audit and conformance
-columns read whatever audits and conformance tests results.json holds (``reports.bounds.tightest_valid`` over every
-audit, ``reports.audit.conformance``), so a new audit or test appears with no change here.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

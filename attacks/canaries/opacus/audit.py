@@ -3,44 +3,7 @@
 Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac canaries;
 Steinke, Nasr, Jagielski 2023: one training run.
 
-During the audit run privbench patches Opacus for the length of ``fit`` (``OpacusObserver``,
-``attacks.canaries.opacus.patches``): ``GradSampleModule.forward``, to see which records each training batch holds,
-``DPOptimizer.pre_step``, to see every noisy update, and ``DPOptimizer.step``, to see the parameters each private
-step leaves. Two kinds of canaries, m each, each included with probability ½:
-
-- **canary records** (``records``): extra training records, at random positions among the members, that go through
-  the user's own ``DataLoader`` — so they are sampled exactly as the loop samples (Poisson, shuffled, weighted…).
-  Whenever one is in a batch its per-sample gradient is replaced, before the user's optimizer clips it, by a crafted
-  gradient known by construction: zero except ``norm``·C at one coordinate of its own (Nasr et al.'s Dirac gradient).
-- **Dirac gradient canaries at the optimizer** (``dirac``): the same crafted gradients, sampled by privbench at the
-  accountant's rate q, so they test the noise and clipping alone.
-
-Both are clipped by the user's optimizer (``clip_and_accumulate``, run once for the members and once for the
-canaries: the clipping is per sample, so the sum is the same) and noised by its ``add_noise``. The auditor, knowing
-every other record's clipped contribution (the worst case DP guards against), reads at each canary's coordinate
-x_t = (noisy sum − the members' clipped sum) / C = (the canary's clipped contribution)/C + N(0, σ²), and scores the
-canary by the Neyman-Pearson log-likelihood ratio of Poisson sampling at the accountant's q,
-Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), σ̂ measured on coordinates without a canary (as
-``mechanisms.dpsgd.canaries``). A loop that samples records more often than q gives its canary records more hits.
-
-The run is also tested for conformance to the mechanism its ε certifies (``attacks.conformance.opacus``: the noise
-σ·C of every parameter tensor, the sample rate q from the rows of every batch, the dispersion of the canary records'
-participation against Poisson(q), the steps T against the accountant's history, the clip bound C on the crafted
-gradients), and its ε is recomputed from the measured parameters by Opacus' PRV accountant; each test is one
-comparison of the run's Bonferroni family (``attacks.analysis.verdict``), so shuffled fixed-size batches, a weighted
-sampler, a wrong q told to the accountant or too little noise end the run with exit 3; so does a model ``fit``
-returns that is not the last private step's output (the parameter continuity, ``mechanisms.dpsgd.continuity``: an
-update no private step made, unless declared post-processing explains it, ``mechanisms.post_processing``).
-
-What the design assumes of the user's loop, refused in one line otherwise: the model is wrapped by Opacus'
-``GradSampleModule`` (``grad_sample_mode`` ``hooks`` or ``functorch``) and trained by a ``DPOptimizer`` made by a
-``PrivacyEngine`` (its accountant's q is read from the optimizer's step hook), with flat clipping (the base
-``clip_and_accumulate``); one forward/backward and one ``step`` per batch (no ``BatchMemoryManager``, no gradient
-accumulation); the batch reaches the model's forward as the training records were given (no transform inside the
-loop); the model has room for the canaries and the reference coordinates of every tensor; the accountant is not
-Opacus' ``gdp`` (a central-limit approximation, not an upper bound: no certified ε to audit against). Every canary
-record is in the loader whatever its coin (an excluded one's crafted gradient is zero), so the run's n, hence its q,
-T and σ, are fixed before the coins, as the one-run theorems need.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

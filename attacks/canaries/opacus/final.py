@@ -4,39 +4,7 @@ The user's code unchanged (Cebere et al. 2024, "Tighter privacy auditing of DP-S
 Steinke, Nasr, Jagielski 2023, §6: gradient canaries scored from the final model only; Nasr et al. 2023, §3:
 crafted-gradient and Dirac canaries).
 
-The auditor sees θ_0 and the released model θ_T, nothing in between. The audit run is ``opacus-canary``'s: the
-members plus a fair-coin half of m canary records that go through the loop's own ``DataLoader`` (so a loop that
-samples them more often than the accountant's q moves them more), each one's per-sample gradient replaced, whenever
-it is in a batch and before the user's optimizer clips it, by a crafted gradient (zero except ``norm``·C at one
-coordinate of its own), and Dirac gradient canaries added at the optimizer at the accountant's rate q, one at every
-coordinate not taken by a record or kept for the noise estimate (``attacks.canaries.opacus.observer``). The user's
-optimizer clips and noises them all. Canary i's score is read from the two models alone:
-−(θ_T − θ_0)/(C·c̄) at its coordinate, where for SGD with learning rate lr_t at step t, heavy-ball momentum μ and the
-optimizer's division of the noisy sum by B_t (Opacus' expected batch size, ``loss_reduction="mean"``; 1 for
-``"sum"``) the noisy sum s_t of step t moves θ by −c_t·s_t, c_t = (1/B_t)·Σ_{u≥t} lr_u·μ^{u−t}, and c̄ is the mean
-of c_t: the score is Σ_t (c_t/c̄)·(x_t + o_t), x_t the canary's clipped contribution/C plus N(0, σ²) noise and o_t
-the other records' part at its coordinate (unknown to this auditor; it enters the included and excluded scores
-alike, so it lowers the bound and never invalidates it). The scores are a function of θ_0, θ_T and public settings
-only; the per-step observations ``opacus-canary`` makes are used for diagnostics (``members_sd``, ``noise_sd``) and
-for the linearity check below, never for a score. Analyses: those of the hidden-state one-run design (one-run,
-f-DP, and ``gaussian-llr``'s μ-GDP analysis of the sums when the excluded canaries' scores pass a normality test),
-Bonferroni over the three.
-
-θ_0 is public: the auditor computes it before the run as the mechanism's own ``build(input_shape, num_classes,
-spec)`` after ``torch.manual_seed(seed)``, ``seed`` the audit run's (``FinalCanaries.observe``) — independent of the
-canaries' coins by construction, as the one-run theorems need. What the audit assumes of the plug-in, each checked
-and refused in one line (``opacus-canary-final: …``) when it fails:
-
-- ``opacus-canary``'s assumptions on the loop (a ``GradSampleModule`` and a ``DPOptimizer`` made by
-  ``PrivacyEngine``, flat clipping, one forward/backward and one ``step`` per batch, the records fed unchanged);
-- ``fit`` initialises the model as ``build`` does after ``torch.manual_seed(seed)``: the DPOptimizer's parameters at
-  its first step, before any update, must equal θ_0 exactly (same shapes in ``build``'s parameter order, same
-  values). This one check also shows that nothing moved the weights before the first DP step;
-- the user's optimizer is ``torch.optim.SGD`` (one learning rate and momentum across its groups, no weight decay,
-  dampening, Nesterov or ``maximize``; the learning rate may change between steps, e.g. a scheduler: it is read at
-  every step), so that θ_T − θ_0 is linear in the noisy sums;
-- nothing else moves the weights: θ_T − θ_0 of the released model must equal the sum of the observed noisy updates
-  with the weights c_t at every observed coordinate (``LINEARITY_TOLERANCE``, in units of C·c̄).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

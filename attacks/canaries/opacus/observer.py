@@ -8,15 +8,7 @@ them, Dirac canaries at the accountant's rate q, and every noisy update read at 
 update outside them is caught (``attacks.canaries.opacus.patches``). One-line ``AuditRefused`` for a loop outside the
 design.
 
-Besides the scores it records what the conformance tests read (``attacks.conformance.opacus``): the noise at reference
-coordinates of every parameter tensor (``references``), the rows of every batch, each canary record's participation,
-the largest clipped canary contribution and the accountant's history. Every canary record is in the loader whatever
-its coin (an excluded one carries a zero crafted gradient), so n, and with it q, T and σ, are fixed before the coins.
-A loop accounted by Opacus' ``gdp`` accountant (a central-limit approximation, not an upper bound on ε) is refused:
-its ε is not a certificate to audit against. A loop that steps several ``DPOptimizer``s on the same parameters (two
-training phases, a second ``PrivacyEngine``) is observed whole, phase by phase (``attacks.canaries.opacus.phases``):
-each step is read under its own optimizer's σ, C and accountant's q, the canaries' scores sum over every phase, and the
-conformance tests and the ε from measured parameters cover them all.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

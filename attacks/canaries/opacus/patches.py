@@ -3,14 +3,7 @@
 What the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) patches in Opacus for the length of a
 plug-in's ``fit``, and the parameter-continuity trail it keeps at every private step's boundaries (issue 54).
 
-Four methods: ``GradSampleModule.forward`` (each training batch's rows; the first one also names the trained module,
-whose parameters and buffers the trail follows), ``DPOptimizer.zero_grad`` (the per-sample gradients, and so the rows
-seen since, are dropped: a forward before it, e.g. of a non-private update, is not part of the next step),
-``DPOptimizer.pre_step`` (every noisy update, and the parameters the private step finds) and ``DPOptimizer.step`` (the
-parameters the private step leaves, once the user's optimizer has applied the noisy gradient). The trail
-(``mechanisms.dpsgd.continuity.ParameterTrail``) then compares the model ``fit`` returns with the last private step's
-output; a loop's declared post-processing (an EMA, pruning, quantisation: ``mechanisms.post_processing``) is read
-from its mechanism's ``post_processing``.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -4,17 +4,7 @@
 out_canary_scores)`` on the scores of privbench's canary audits, then its own ε lower bound at significance 0.05 with
 its default threshold choice (``Bonferroni()`` over every threshold):.
 
-- ``epsilon_one_run(significance, delta)``: Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training
-  run" (NeurIPS), one-sided guesses;
-- ``epsilon_one_run_fdp(significance, delta)``: Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential
-  privacy in one run" (the f-DP reading of the same guesses, tighter).
-
-Both are valid for privbench's canary designs: every canary's inclusion (one-run) or side (the local release's
-multi-run pairs) is an independent fair coin. jax-privacy trains nothing and chooses no threat model, so each
-estimator has two rows: on the white-box canaries (every noisy update: privbench's DP-SGD gradient canaries, the
-Opacus loop's canaries) and on the black-box ones (the final model's loss on input canaries; the release audits of
-DPMix and local noise). The verdict is the anchor's own number: caught when its ε lower bound exceeds the certified ε
-under the relation the canaries test (``_anchors``). δ: the certified δ.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
