@@ -151,10 +151,10 @@ class CanaryAudit(MembershipAttack):
 
     @staticmethod
     def _planned_fraction(wb: dict, privacy) -> float | None:
-        """The white-box design's single guessing rule, from the run's public claimed σ, q.
+        """The white-box design's single guessing rule, from the run's public claimed σ, q, T and m alone.
 
-        T and m alone (``attacks.analysis.guess_plan``), at the per-analysis level of its 3-analysis family; None
-        without noise.
+        Computed by ``attacks.analysis.guess_plan``, at the per-analysis level of its 3-analysis family; None without
+        noise.
         """
         from attacks.analysis import family
         from attacks.analysis.guess_plan import planned_guess_fraction

@@ -1,6 +1,7 @@
-"""What to train (``Recipe``), a training job (``TrainJob``: a recipe's models shipped to a worker).
+"""Training jobs: what to train, the job shipped to a worker, the function that runs it, the driver's handle.
 
-The pure function that runs one (``run_job``), and the handle the driver holds while it runs (``Pending``). Executors
+What to train is a ``Recipe``; a training job (``TrainJob``) is a recipe's models shipped to a worker; ``run_job`` is
+the pure function that runs one, and ``Pending`` the handle the driver holds while it runs. Executors
 (``bench.execution.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
 itself from ``job.seeds``), so where a job runs does not change its result.
 """

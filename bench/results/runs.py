@@ -13,9 +13,10 @@ from bench.results.privacy import Privacy
 
 
 class Utility(Model):
-    """Test accuracy (fraction), mean test cross-entropy (nats), accuracy on the members (fraction) and.
+    """A model's utility: test accuracy, mean test cross-entropy and accuracy on the members.
 
-    For a model trained with privacy off, on the validation split (fraction).
+    Test accuracy (fraction), mean test cross-entropy (nats), accuracy on the members (fraction) and, for a model
+    trained with privacy off, on the validation split (fraction).
     """
 
     test_accuracy: float

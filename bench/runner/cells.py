@@ -151,10 +151,10 @@ def _round(t: torch.Tensor) -> list[float]:
 
 
 def epoch_records(trained: TrainedModel, recipe: Recipe) -> list[EpochRecord]:
-    """The per-epoch records of ``trained`` (``TrainedModel.epochs``) with.
+    """The per-epoch records of ``trained`` (``TrainedModel.epochs``), with the ε spent by each epoch's end.
 
-    Where the mechanism spends privacy epoch by epoch (``Mechanism.epsilon_by_epoch``: DP-SGD), the ε spent after each
-    epoch at the model's δ.
+    The ε is given where the mechanism spends privacy epoch by epoch (``Mechanism.epsilon_by_epoch``: DP-SGD), at the
+    model's δ.
     """
     from mechanisms import MECHANISMS
 

@@ -33,9 +33,9 @@ class _AfterFirstEpoch:
 
 
 def apply() -> None:
-    """``PrivacyEngine.make_private`` (which ``make_private_with_epsilon`` calls).
+    """Patch ``PrivacyEngine.make_private`` (which ``make_private_with_epsilon`` calls).
 
-    Its loader steps the module non-privately after the first epoch.
+    Its loader then steps the module non-privately after the first epoch.
     """
     from opacus import PrivacyEngine
 
