@@ -97,11 +97,9 @@ class VmapClipper:
 
     def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """The clipped, weighted gradient sum and per-record losses of a batch of K views per record.
+        """Σ_i c_i g_i and the per-record losses of a batch holding K consecutive views of each record.
 
-        ``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
-        ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
-        gradients (De et al. 2022), its loss their mean loss (nats).
+        g_i is the mean of record i's views' gradients (De et al. 2022), its loss their mean loss (nats).
 
         Args:
             x: the views ``(B·K, ...)``.
@@ -199,25 +197,11 @@ class BookKeepingClipper:
 
     def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """The clipped, weighted gradient sum and per-record losses of a batch of K views per record.
-
-        ``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
-        ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
-        gradients (De et al. 2022), its loss their mean loss (nats).
-
-        Args:
-            x: the views ``(B·K, ...)``.
-            y: the records' labels ``(B,)``.
-            max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
-            augmult: K ≥ 1, the views per record.
-
-        Returns:
-            ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
-            per-record losses (nats), detached.
+        """As ``VmapClipper.clipped_sum``, from one backward pass (book-keeping).
 
         Raises:
-            ValueError: len(x) ≠ K·len(y) or K < 1; a layer called twice in one forward, or its input or output
-                modified in place after it ran.
+            ValueError: as ``VmapClipper.clipped_sum``; also a layer called twice in one forward, or its input or
+                output modified in place after it ran.
         """
         b = _records(x, y, augmult)
         self._records.clear()
