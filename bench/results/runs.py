@@ -156,11 +156,11 @@ class Degenerate(Model):
 
 
 class RunResult(Model):
-    """One model: a mechanism at a target ε (null: no target) for one seed, its privacy, utility.
+    """One model: a mechanism at a target ε (null: no target) for one seed, and what was measured of it.
 
-    Attacks and reconstructions. ``status`` "failed" with a one-line ``error`` when training failed; ``attack_errors``
-    names each attack that failed on an otherwise finished model (a failed part of the cell). ``preset`` / ``row``: set
-    by ``bench reproduce``.
+    Its privacy, utility, attacks and reconstructions. ``status`` "failed" with a one-line ``error`` when training
+    failed; ``attack_errors`` names each attack that failed on an otherwise finished model (a failed part of the cell).
+    ``preset`` / ``row``: set by ``bench reproduce``.
     """
 
     dataset: str
