@@ -111,7 +111,7 @@ def counts(root: Path, packages_only: bool = False) -> dict[str, float]:
         root: the repository's root.
         packages_only: count only the packages (bench, mechanisms, attacks, reports), not scripts/ or examples/.
     """
-    lines = public = longer = packed = incomplete = 0
+    lines = public = longer = longer_text = packed = incomplete = 0
     module_docs: list[int] = []
     for path in _files(root, packages_only):
         text = path.read_text(encoding="utf-8")
@@ -131,10 +131,15 @@ def counts(root: Path, packages_only: bool = False) -> dict[str, float]:
             public += 1
             doc = _doc_lines(node)
             rest = node.body[1:] if doc else node.body
-            longer += doc > (node.end_lineno - rest[0].lineno + 1 if rest else 0)
+            body = node.end_lineno - rest[0].lineno + 1 if rest else 0
+            longer += doc > body
+            text = ast.get_docstring(node, clean=True) or ""
+            longer_text += sum(1 for line in text.splitlines() if line.strip()) > body
     return {"lines outside tests": lines, "public functions": public,
             "docstring longer than body": longer,
             "docstring longer than body %": round(100 * longer / max(public, 1), 1),
+            "docstring text (blank and closing-quote lines left out) longer than body %":
+                round(100 * longer_text / max(public, 1), 1),
             "packed Args lines": packed, "Args sections leaving a parameter out": incomplete,
             "module docstring lines, max": max(module_docs, default=0),
             f"module docstrings over {MODULE_DOC_MAX} lines": sum(n > MODULE_DOC_MAX for n in module_docs),
