@@ -1,5 +1,7 @@
-"""Membership and reconstruction attacks, registered by their standard names (one line each, imported
-on first use, so ``attacks.analysis.metrics`` stays importable without torch)."""
+"""Membership and reconstruction attacks, registered by their standard names.
+
+One line each, imported on first use, so ``attacks.analysis.metrics`` stays importable without torch.
+"""
 
 from bench.core.registry import Registry
 

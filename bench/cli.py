@@ -1,4 +1,5 @@
 """Command line: ``python -m bench {all,run,audit,report,compare,list,perf,reproduce,zoo}`` (also ``privbench``).
+
 The top layer: it parses, builds a configuration or a plan, runs it through the harness and draws the reports.
 
 Bad input prints one line ``privbench: error: ...`` and exits with status 2, with no traceback and
@@ -58,9 +59,12 @@ def _cmd_reproduce(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _run_plan(plan, console, *, reports: bool):
-    """``Harness(plan).run()``; when the folder already holds this configuration's complete results but a run
+    """Run the plan, or redraw the reports of complete results.
+
+    ``Harness(plan).run()``; when the folder already holds this configuration's complete results but a run
     stopped while drawing its reports, those results (the reports are drawn next). Raises BenchError as the
-    harness does."""
+    harness does.
+    """
     from bench.results import read
     from bench.runner.harness import Harness
     from bench.runner.outfolder import CompleteResults
@@ -144,9 +148,12 @@ def _cmd_run(args: argparse.Namespace, *, reports: bool) -> int:
 
 
 def _draw_reports(doc, out: Path) -> dict[str, Path]:
-    """``reports.write_reports``, timed: the seconds go into results.json (``report_s``, written atomically) for the
-    next drawing's per-phase table. The reports are drawn from results.json as written (strict JSON, read back), so
-    a page drawn here is the page ``bench report`` redraws. The caller holds the folder's lock."""
+    """``reports.write_reports``, timed.
+
+    The seconds go into results.json (``report_s``, written atomically) for the next drawing's per-phase table. The
+    reports are drawn from results.json as written (strict JSON, read back), so a page drawn here is the page ``bench
+    report`` redraws. The caller holds the folder's lock.
+    """
     import time
 
     from bench.results import read, write
@@ -241,6 +248,7 @@ def _terminate(signum, frame) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser().parse_args(argv)

@@ -82,6 +82,7 @@ def _clear_generated(app):
 
 
 def setup(app):
+    """Sphinx hook: clear the generated pages first, and render Attributes sections our way."""
     app.connect("builder-inited", _clear_generated, priority=100)  # before autosummary writes the stubs (500)
     for listener in list(app.events.listeners.get("autodoc-process-docstring", [])):
         if listener.handler is _napoleon_process_docstring:

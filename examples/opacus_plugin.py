@@ -64,12 +64,20 @@ def train_with_opacus(
     """A plain Opacus DP-SGD loop: SGD on cross-entropy, σ calibrated to (ε, δ) by ``make_private_with_epsilon``.
 
     Args:
-        model: the classifier; x: inputs ``(N, ...)``; y: labels ``(N,)``.
-        epsilon, delta: the target (ε, δ) (add/remove, Opacus' PRV accountant). epochs, batch_size, lr: as usual.
-        max_grad_norm: C, the per-sample clipping norm. poisson_sampling: Opacus' Poisson loader (False: the
-            loader's own shuffled batches). oversample: a ``WeightedRandomSampler`` weighting every other record 2,
-            kept with ``poisson_sampling=False`` (the Poisson loader would replace it). ema_decay: release the
-            exponential moving average of the iterates at this decay (``AveragedModel``; None: the last iterate).
+        model: the classifier.
+        x: inputs ``(N, ...)``.
+        y: labels ``(N,)``.
+        epsilon: the target ε (add/remove, Opacus' PRV accountant).
+        delta: the target δ.
+        epochs: passes over the data.
+        batch_size: the expected batch size.
+        lr: SGD's learning rate.
+        max_grad_norm: C, the per-sample clipping norm.
+        poisson_sampling: Opacus' Poisson loader (False: the loader's own shuffled batches).
+        oversample: a ``WeightedRandomSampler`` weighting every other record 2, kept with ``poisson_sampling=False``
+            (the Poisson loader would replace it).
+        ema_decay: release the exponential moving average of the iterates at this decay (``AveragedModel``; None: the
+            last iterate).
 
     Returns:
         (the trained model, the ε Opacus' accountant certifies at δ, {noise_multiplier, sample_rate, steps}).
@@ -111,8 +119,11 @@ def train_with_opacus(
 
 
 class OpacusParams(ModelParams):
-    """Settings of the example: max_grad_norm C (> 0); poisson_sampling, oversample and ema_decay (in (0, 1)) as in
-    ``train_with_opacus`` (the defaults are the correct loop)."""
+    """Settings of the example: max_grad_norm C (> 0).
+
+    poisson_sampling, oversample and ema_decay (in (0, 1)) as in ``train_with_opacus`` (the defaults are the correct
+    loop).
+    """
 
     max_grad_norm: float = Field(1.0, gt=0)
     poisson_sampling: bool = True
@@ -138,6 +149,7 @@ class OpacusDPSGD(Mechanism):
     }
 
     def fit(self, train, spec, *, target_epsilon, delta, seed, device, on_epoch=None, audit=None):
+        """Train with ``train_with_opacus`` at the target (ε, δ); see ``Mechanism.fit``."""
         torch.manual_seed(seed)  # Opacus draws its batches and noise from torch's global generator
         model = self.build(train.input_shape, train.num_classes, spec)
         if isinstance(audit, InitialModel):  # the hook: start from the auditor's θ_0 (the crafted black-box audit)

@@ -75,14 +75,17 @@ class Mechanism:
 
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:
-        """A ``TrainSpec`` with this mechanism's settings: ``fields`` are TrainSpec's, ``params`` a mapping parsed
-        by ``Params``.
+        """A ``TrainSpec`` with this mechanism's settings.
+
+        ``fields`` are TrainSpec's, ``params`` a mapping parsed by ``Params``.
 
         Args:
             params: the ``params`` mapping (None: the defaults).
             **fields: ``TrainSpec``'s other fields (model, epochs, batch_size, lr, ...).
+
         Returns:
             The ``TrainSpec``.
+
         Raises:
             bench.core.errors.ConfigError: an unknown key or a bad value.
         """
@@ -97,18 +100,21 @@ class Mechanism:
         Args:
             spec: the training settings.
             n_members: the number of members the run trains on.
+
         Raises:
             ValueError: in a subclass, one line naming the setting as ``params.<key> = value``.
         """
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
-        """The untrained architecture of the model ``fit`` returns (used to reload cached weights):
+        """The untrained architecture of the model ``fit`` returns (used to reload cached weights).
+
         ``spec.model`` with ``params.model_kwargs``.
 
         Args:
             input_shape: one record's shape, e.g. ``(C, H, W)``.
             num_classes: K.
             spec: the training settings.
+
         Returns:
             The untrained module, records ``(N, *input_shape)`` to logits ``(N, K)``.
         """
@@ -117,14 +123,16 @@ class Mechanism:
         return build_model(spec.model, input_shape, num_classes, **getattr(spec.params, "model_kwargs", {}))
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-        """ε spent after each of ``spec.epochs`` epochs (at ``delta``, the accountant and relation of the final ε),
-        from the parameters ``fit`` recorded (``TrainedModel.params``); None for a mechanism whose privacy is not
-        spent epoch by epoch (the training curves then plot no ε axis).
+        """ε spent after each of ``spec.epochs`` epochs (at ``delta``, the accountant and relation of the final ε).
+
+        From the parameters ``fit`` recorded (``TrainedModel.params``); None for a mechanism whose privacy is not spent
+        epoch by epoch (the training curves then plot no ε axis).
 
         Args:
             params: the run's recorded parameters (``TrainedModel.params``).
             spec: its training settings.
             delta: δ, a probability.
+
         Returns:
             ε (unitless) per epoch, or None (the base class).
         """
@@ -137,9 +145,12 @@ class Mechanism:
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon: ε to calibrate to (unitless, > 0), or None for no target; ``math.inf``: the same
-                recipe with privacy turned off (``off_point``; see ``fit_privacy_off``). delta: δ (a probability).
-            seed: seeds every random draw. device: where to train. on_epoch: progress callback.
+            target_epsilon: ε to calibrate to (unitless, > 0), or None for no target; ``math.inf``: the same recipe with
+                privacy turned off (``off_point``; see ``fit_privacy_off``).
+            delta: δ (a probability).
+            seed: seeds every random draw.
+            device: where to train.
+            on_epoch: progress callback.
 
         Returns:
             The ``TrainedModel``: the model, its ``PrivacySpent`` (ε with δ, accountant and relation), its training
@@ -153,13 +164,21 @@ class Mechanism:
 
     def fit_privacy_off(self, train: ArrayDataset, spec: TrainSpec, *, delta: float, seed: int, device: torch.device,
                         on_epoch: EpochCallback | None = None, **extra: Any) -> TrainedModel:
-        """The mechanism's ε = ∞ point: ``fit`` at target ε = ``math.inf`` (the recipe with privacy turned off, as
-        ``off_point`` says), its privacy stated as ε = ∞ (``PrivacySpent.privacy_off``) whatever number the
-        mechanism's accountant gives for its (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
+        """The mechanism's ε = ∞ point.
+
+        ``fit`` at target ε = ``math.inf`` (the recipe with privacy turned off, as ``off_point`` says), its privacy
+        stated as ε = ∞ (``PrivacySpent.privacy_off``) whatever number the mechanism's accountant gives for its
+        (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
 
         Args:
-            train, spec, delta, seed, device, on_epoch: as ``fit``.
+            train: as ``fit``.
+            spec: as ``fit``.
+            delta: as ``fit``.
+            seed: as ``fit``.
+            device: as ``fit``.
+            on_epoch: as ``fit``.
             **extra: further keyword arguments of ``fit``.
+
         Returns:
             ``fit``'s ``TrainedModel`` with ``PrivacySpent.privacy_off`` as its privacy.
 
@@ -177,11 +196,14 @@ class Mechanism:
 
 
 class Weights:
-    """A model's weights, known by the SHA-256 digest of their names, shapes, dtypes and bytes: an audit request that
-    carries them (``InitialModel``) enters the model cache's key by that digest (``str``), never by their repr.
+    """A model's weights, known by the SHA-256 digest of their names, shapes, dtypes and bytes.
+
+    An audit request that carries them (``InitialModel``) enters the model cache's key by that digest (``str``), never
+    by their repr.
 
     Args:
-        state: a state dict (name -> tensor; copied to CPU)."""
+        state: a state dict (name -> tensor; copied to CPU).
+    """
 
     def __init__(self, state: dict[str, torch.Tensor]) -> None:
         import hashlib
@@ -211,16 +233,19 @@ class Weights:
 
 @dataclass(frozen=True)
 class InitialModel:
-    """An audit run's request (``Mechanism.fit``'s ``audit``) for a mechanism that declares ``"initial-model"`` in
-    its ``audits``: train from the auditor's θ_0 (``weights``: a state dict of the model ``build`` makes) instead of
-    the mechanism's own initialisation (the black-box audits with an auditor-chosen initial model, Annamalai & De
-    Cristofaro 2024; ``attacks.canaries.crafted``). ``public_size``: where the mechanism derives its sampling rate,
-    steps and expected batch from a record count (DP-SGD), the count fixed by the auditor before any inclusion coin (as
-    ``mechanisms.dpsgd.canary_placement.GradientCanaries.public_size``); None: the training set's size.
+    """An audit run's request for a mechanism that declares ``"initial-model"`` in its ``audits``.
+
+    (``Mechanism.fit``'s ``audit``.) Train from the auditor's θ_0 (``weights``: a state dict of the model ``build``
+    makes) instead of the mechanism's own initialisation (the black-box audits with an auditor-chosen initial model,
+    Annamalai & De Cristofaro 2024; ``attacks.canaries.crafted``). ``public_size``: where the mechanism derives its
+    sampling rate, steps and expected batch from a record count (DP-SGD), the count fixed by the auditor before any
+    inclusion coin (as ``mechanisms.dpsgd.canary_placement.GradientCanaries.public_size``); None: the training set's
+    size.
 
     The hook for a plug-in: declare ``audits = frozenset({"initial-model"})`` and, in ``fit(..., audit=None)``, after
     building the model, ``model.load_state_dict(audit.weights.state)`` when ``audit`` is an ``InitialModel``
-    (``examples/opacus_plugin.py`` does)."""
+    (``examples/opacus_plugin.py`` does).
+    """
 
     weights: Weights
     public_size: int | None = None

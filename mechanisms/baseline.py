@@ -37,10 +37,15 @@ class Baseline(Mechanism):
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: ignored (no privacy) and δ (a probability).
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: ignored (no privacy).
+            delta: δ (a probability).
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
+
         Returns:
             The ``TrainedModel`` with samples/s and ε = ∞ (``trained_model``).
+
         Raises:
             bench.core.training.TrainingDiverged: a NaN or infinite loss.
         """
@@ -52,13 +57,17 @@ class Baseline(Mechanism):
 
     @staticmethod
     def trained_model(model: nn.Module, *, history: list[float], seen: int, seconds: float) -> TrainedModel:
-        """What ``fit`` returns for ``model`` after training: no guarantee; ``seen`` examples in ``seconds`` (s)
-        (also used by ``bench.execution.ensemble.fit_ensemble`` for models trained as one ensemble).
+        """What ``fit`` returns for ``model`` after training.
+
+        No guarantee; ``seen`` examples in ``seconds`` (s) (also used by ``bench.execution.ensemble.fit_ensemble`` for
+        models trained as one ensemble).
 
         Args:
             model: the trained module.
             history: per-epoch mean training loss (nats).
-            seen, seconds: the examples processed and the wall seconds they took (throughput = seen/seconds, samples/s).
+            seen: the examples processed.
+            seconds: the wall seconds they took (throughput = seen/seconds, samples/s).
+
         Returns:
             The ``TrainedModel``, its privacy ε = ∞ (``PrivacySpent.privacy_off``).
         """

@@ -1,14 +1,14 @@
-"""Declared post-processing of a private model: what a mechanism (a plug-in, or DP-SGD's own ``ema_decay``) may do to
-the parameters outside its private steps without spending privacy, because it reads nothing but the private iterates.
+"""Declared post-processing of a private model.
+
+What a mechanism (a plug-in, or DP-SGD's own ``ema_decay``) may do to the parameters outside its private steps without
+spending privacy, because it reads nothing but the private iterates.
 
 A mechanism declares it in one class attribute, read by the audit run's parameter-continuity check
 (``mechanisms.dpsgd.continuity``)::
 
     post_processing = (EMA(decay="ema_decay"),)  # the decay: spec.params.ema_decay (None: no average)
 
-Every change to the parameters that no private step made and no declaration explains is a conformance failure (exit
-3). An ``EMA`` is verified: the audit recomputes the average from the iterates the private steps left. ``Pruning``
-and ``Quantisation`` are taken on the mechanism's word: the report says they were not verified.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ __all__ = ["EMA", "Pruning", "Quantisation", "declared"]
 
 @dataclass(frozen=True)
 class EMA:
-    """An exponential moving average of the private iterates, released in place of the last one:
+    """An exponential moving average of the private iterates, released in place of the last one.
+
     e_t = d·e_{t−1} + (1 − d)·θ_t after every private step t.
 
     Attributes:
@@ -42,8 +43,10 @@ class EMA:
 
         Args:
             spec: the run's ``TrainSpec`` (its ``params`` hold a named decay), or None.
+
         Returns:
             d, or None where the named field is None (no average this run).
+
         Raises:
             ValueError: d outside (0, 1), or a named field the spec's params lack.
         """
@@ -62,14 +65,15 @@ class EMA:
 
 @dataclass(frozen=True)
 class Pruning:
-    """Entries of the released parameters set to zero after the last private step (by magnitude or a fixed mask):
-    declared, not verified."""
+    """Entries of the released parameters set to zero after the last private step (by magnitude or a fixed mask).
+
+    Declared, not verified.
+    """
 
 
 @dataclass(frozen=True)
 class Quantisation:
-    """The released parameters rounded to another dtype or grid after the last private step: declared, not
-    verified."""
+    """The released parameters rounded to another dtype or grid after the last private step: declared, not verified."""
 
 
 def declared(mechanism: Any, spec: Any) -> tuple[float | None, str, list[str]]:
@@ -78,8 +82,10 @@ def declared(mechanism: Any, spec: Any) -> tuple[float | None, str, list[str]]:
     Args:
         mechanism: the mechanism (class or instance; its ``post_processing``, empty when absent).
         spec: the run's ``TrainSpec``, or None.
+
     Returns:
         ``(EMA decay or None, the EMA's first iterate convention, the names of the unverified declarations)``.
+
     Raises:
         ValueError: a declaration that is none of ``EMA``, ``Pruning``, ``Quantisation``, two EMAs, or a bad decay.
     """

@@ -1,5 +1,7 @@
-"""Naive output perturbation: Gaussian noise on a trained autoencoder's weights (the `weight-noise`
-reference system). There is no accountant for it: it reports "no guarantee" and the attacks judge it."""
+"""Naive output perturbation: Gaussian noise on a trained autoencoder's weights (the `weight-noise` reference system).
+
+There is no accountant for it: it reports "no guarantee" and the attacks judge it.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class ReconstructThenClassify(nn.Module):
 
         Args:
             x: images ``(N, C, H, W)``.
+
         Returns:
             ``(N, K)`` logits.
         """
@@ -61,7 +64,8 @@ class WeightNoiseParams(ModelParams):
     """Weight noise's settings (``model_kwargs`` go to the classifier ``spec.model``).
 
     Attributes:
-        ae_epochs: autoencoder epochs (None: ``spec.epochs``). ae_lr: its Adam learning rate (> 0).
+        ae_epochs: autoencoder epochs (None: ``spec.epochs``).
+        ae_lr: its Adam learning rate (> 0).
         code: the autoencoder's code width (>= 1).
         weight_noise_std: an explicit noise std (>= 0) instead of 1/ε; 0 gives the source's clean reference.
         classifier_before_noise: train the classifier on the clean autoencoder's reconstructions, then add the
@@ -77,19 +81,23 @@ class WeightNoiseParams(ModelParams):
 
 @dataclass(frozen=True)
 class CleanWeights:
-    """An audit request: train the autoencoder exactly as ``fit`` does but add no weight noise (and skip the
+    """An audit request: train exactly as ``fit`` does but add no weight noise.
+
+    An audit request: train the autoencoder exactly as ``fit`` does but add no weight noise (and skip the
     classifier), so the auditor holds the clean weights the noise is added to; ``TrainedModel.audit`` records
-    ``{"weight_noise_std"}``, the std the mechanism would have added."""
+    ``{"weight_noise_std"}``, the std the mechanism would have added.
+    """
 
 
 _MLP = {"model": "mlp", "batch_size": 64, "lr": 0.05, "optimizer": "sgd", "momentum": 0.9}
 
 
 class WeightNoise(Baseline):
-    """Train a dense autoencoder (784→64→784, MSE, Adam), add Gaussian noise of std = 1/ε to every
-    weight and bias ("std = sensitivity/ε" with sensitivity 1, as the source claimed), then train a
-    dense classifier (``spec.model``, default ``mlp``) on the noisy autoencoder's reconstructions of
-    the members. The target ε is only the source's *claimed* ε: the guarantee is "none".
+    """Train a dense autoencoder (784→64→784, MSE, Adam).
+
+    Add Gaussian noise of std = 1/ε to every weight and bias ("std = sensitivity/ε" with sensitivity 1, as the source
+    claimed), then train a dense classifier (``spec.model``, default ``mlp``) on the noisy autoencoder's reconstructions
+    of the members. The target ε is only the source's *claimed* ε: the guarantee is "none".
 
     Settings: ``WeightNoiseParams``.
     """
@@ -114,6 +122,7 @@ class WeightNoise(Baseline):
             input_shape: ``(C, H, W)``.
             num_classes: K.
             spec: the training settings (``WeightNoiseParams``).
+
         Returns:
             The module, images ``(N, C, H, W)`` to logits ``(N, K)``.
         """
@@ -124,17 +133,23 @@ class WeightNoise(Baseline):
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
             audit: CleanWeights | None = None) -> TrainedModel:
-        """Train the autoencoder, add its weight noise, train the classifier (``WeightNoise``). With ``audit``
-        (``CleanWeights``) no noise is added and only the autoencoder is trained (what the audit reads).
+        """Train the autoencoder, add its weight noise, train the classifier (``WeightNoise``).
+
+        With ``audit`` (``CleanWeights``) no noise is added and only the autoencoder is trained (what the audit reads).
 
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: the source's claimed ε (noise std 1/ε unless ``params.weight_noise_std``) and δ.
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: the source's claimed ε (noise std 1/ε unless ``params.weight_noise_std``).
+            delta: δ.
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
             audit: a ``CleanWeights`` request, or None.
+
         Returns:
             The ``TrainedModel`` (samples/s over both trainings) with "no guarantee" and the claimed ε.
+
         Raises:
             ValueError: neither a claimed target ε > 0 nor ``params.weight_noise_std``.
         """

@@ -1,13 +1,10 @@
-"""Audit bounds as every report shows them: which ε lower bounds are evidence, what each one names (threat model,
-design with m canaries or R runs, method, confidence), which accountant's ε it is compared with, and the run-level
-Bonferroni family that alone decides a privacy bug.
+"""Audit bounds as every report shows them.
 
-A bound is evidence only when it is *valid* (``Bound.valid``: assumption-free, it holds at its confidence for any
-mechanism) and its design is an audit (``one-run`` canaries or ``multi-run``); an *estimate* (a Gaussian analysis:
-``Bound.evidence``) is shown with its assumption, never as "ε ≥"; the bounds of the membership attacks on a model's
-natural members (``heuristic`` designs) assume independent outcomes that DP does not give and are never evidence.
-An audit run in a separate audit run (``AttackRecord.audited_privacy``) is compared with that run's ε, and only with
-an ε of the neighbouring relation it tests (``attacks.analysis.verdict`` makes the same choice for the run-level check).
+Which ε lower bounds are evidence, what each one names (threat model, design with m canaries or R runs, method,
+confidence), which accountant's ε it is compared with, and the run-level Bonferroni family that alone decides a privacy
+bug.
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -41,8 +38,11 @@ def design_text(design: Design) -> str:
 
 
 def value_text(value: float) -> str:
-    """An ε lower bound as printed: three significant digits; ``"≥ 100 (cap)"`` at the audits' cap, where the bound
-    stops growing (capping keeps it a lower bound)."""
+    """An ε lower bound as printed.
+
+    Three significant digits; ``"≥ 100 (cap)"`` at the audits' cap, where the bound stops growing (capping keeps it a
+    lower bound).
+    """
     return f"≥ {num(EPSILON_CAP)} (cap)" if value >= EPSILON_CAP * (1 - 1e-9) else num(value)
 
 
@@ -64,18 +64,22 @@ class AuditBound:
 
     @property
     def design(self) -> Design:
+        """The audit's design."""
         return self.record.audit.design
 
     @property
     def threat_model(self) -> str:
+        """The design's threat model."""
         return self.design.threat_model
 
     @property
     def value(self) -> float:
+        """The bound ε_LB."""
         return float(self.bound.epsilon_lb)
 
     @property
     def capped(self) -> bool:
+        """Whether the bound sits at the cap ``EPSILON_CAP``."""
         return self.value >= EPSILON_CAP * (1 - 1e-9)
 
     @property
@@ -90,8 +94,10 @@ class AuditBound:
 
     @property
     def comparable(self) -> bool:
-        """Whether the run-level check compares this bound: an accountant's ε of the relation the design tests, or
-        a claimed ε of a mechanism without a guarantee."""
+        """Whether the run-level check compares this bound.
+
+        An accountant's ε of the relation the design tests, or a claimed ε of a mechanism without a guarantee.
+        """
         return self.compared is not None
 
     @property
@@ -100,8 +106,11 @@ class AuditBound:
         return reference_epsilon(self.compared)
 
     def reference_text(self) -> str:
-        """What the ratio divides by, in words: ``"the accountant's add/remove ε 2.1 (opacus-prv)"``, ``"the claimed
-        ε 10"``; empty when the bound is not comparable."""
+        """What the ratio divides by, in words.
+
+        ``"the accountant's add/remove ε 2.1 (opacus-prv)"``, ``"the claimed ε 10"``; empty when the bound is not
+        comparable.
+        """
         c = self.compared
         if c is None or self.reference is None:
             return ""
@@ -117,8 +126,11 @@ class AuditBound:
 
     @property
     def headline_ratio(self) -> float | None:
-        """ε_LB / the model's headline ε (its own relation: DP-SGD's replace-one, the relation budgets are matched
-        on) where the bound is held to another relation's ε (DP-SGD's canaries test add/remove); None otherwise."""
+        """ε_LB / the model's headline ε where the bound is held to another relation's ε.
+
+        ε_LB / the model's headline ε (its own relation: DP-SGD's replace-one, the relation budgets are matched
+        on) where the bound is held to another relation's ε (DP-SGD's canaries test add/remove); None otherwise.
+        """
         p, c = self.privacy, self.compared
         if c is None or p is None or not has_guarantee(p) or p.epsilon is None or p.epsilon <= 0:
             return None
@@ -126,9 +138,12 @@ class AuditBound:
 
     @property
     def confidence(self) -> float:
-        """The coverage of this bound: the audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``,
-        the largest valid one of the k analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made
-        at the audit's confidence), else its own ``method_confidence``."""
+        """The coverage of this bound.
+
+        The audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``, the largest valid one of the k
+        analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made at the audit's confidence), else
+        its own ``method_confidence``.
+        """
         audit = self.record.audit
         tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
         return audit.confidence if tightest or self.bound.evidence == "estimate" else audit.method_confidence
@@ -180,8 +195,10 @@ def tightest_valid(r: RunResult, threat_model: str | None = None) -> AuditBound 
 
 
 def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
-    """``tightest_valid``'s text, saying so when it is the largest of several audits' bounds (each audit's bound
-    holds at its own confidence; their maximum is not corrected here: the run-level check is)."""
+    """``tightest_valid``'s text, saying so when it is the largest of several audits' bounds.
+
+    Each audit's bound holds at its own confidence; their maximum is not corrected here: the run-level check is.
+    """
     valid = valid_bounds(r, threat_model)
     best = tightest(valid)
     if best is None:
@@ -192,9 +209,11 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
 
 
 def limit_text(bound: AuditBound) -> str:
-    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.limits``): ``"; 0.94 of
-    the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"``; empty where the audit
-    recorded none."""
+    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.limits``).
+
+    ``"; 0.94 of the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"``; empty where
+    the audit recorded none.
+    """
     limit = bound.record.extra.get("ideal_limit")
     if not isinstance(limit, (int, float)) or limit <= 0:
         return ""
@@ -203,9 +222,11 @@ def limit_text(bound: AuditBound) -> str:
 
 
 def curve_text(bounds: list[AuditBound]) -> str:
-    """The curve-level tightness of audits whose certificate is a μ-GDP curve (the crafted audit at q = 1): ``";
-    μ_LB / μ = 0.87 (not μ-GDP for any μ < 2.1, 95%)"``, valid for any mechanism (exact Clopper-Pearson points);
-    empty where no audit recorded a μ_LB against a certified μ."""
+    """The curve-level tightness of audits whose certificate is a μ-GDP curve (the crafted audit at q = 1).
+
+    ``"; μ_LB / μ = 0.87 (not μ-GDP for any μ < 2.1, 95%)"``, valid for any mechanism (exact Clopper-Pearson points);
+    empty where no audit recorded a μ_LB against a certified μ.
+    """
     out = []
     for name in sorted({b.attack for b in bounds}):
         extra = next(b.record.extra for b in bounds if b.attack == name)
@@ -217,8 +238,10 @@ def curve_text(bounds: list[AuditBound]) -> str:
 
 
 def family(results: Results) -> tuple[int, float]:
-    """``(M, confidence)`` of the run-level check: M comparisons, each at 1 − (1 − confidence) / M (Bonferroni);
-    ``(0, 0.95)`` before the run completed."""
+    """``(M, confidence)`` of the run-level check.
+
+    M comparisons, each at 1 − (1 − confidence) / M (Bonferroni); ``(0, 0.95)`` before the run completed.
+    """
     if results.audit is None or results.audit.comparisons <= 0:
         return 0, 0.95
     m = results.audit.comparisons
@@ -248,8 +271,10 @@ def refuted_for(results: Results, r: RunResult) -> list[PrivacyBug]:
 
 
 def conformance_text(b: PrivacyBug) -> str:
-    """A refuted conformance test in words: ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified
-    (p = 1e-30)"``."""
+    """A refuted conformance test in words.
+
+    ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified (p = 1e-30)"``.
+    """
     measured = DASH if b.measured is None else f"{b.measured:.4g}"
     certified = DASH if b.certified is None else f"{b.certified:.4g}"
     return f"{b.test} measured {measured} against {certified} certified (p = {b.p_value:.2g})"
@@ -262,8 +287,10 @@ def bug_audit(b: PrivacyBug) -> str:
 
 
 def bug_value(b: PrivacyBug) -> str:
-    """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim), or the rejection of the
-    accountant's whole certified (ε, δ) curve."""
+    """What refutes the ε: ``"ε_LB 3.41 > ε"`` (``"> claimed ε 1"`` for a refuted claim).
+
+    Or the rejection of the accountant's whole certified (ε, δ) curve.
+    """
     if b.method == "conformance":
         return f"inconsistent with the certified mechanism: {conformance_text(b)}"
     if b.method == "sampling_test":
@@ -274,9 +301,11 @@ def bug_value(b: PrivacyBug) -> str:
 
 
 def ratio_text(b: AuditBound | None) -> str:
-    """``"0.38"`` (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε); 0.38
-    (replace-one ε)"`` where the design's relation is not the one of the model's headline ε: against both), or why
-    there is no ratio."""
+    """``"0.38"``, or why there is no ratio.
+
+    (``"≥ 25"`` at the cap; ``"45.7 (claimed ε)"`` for a claim; ``"0.81 (add/remove ε); 0.38 (replace-one ε)"`` where
+    the design's relation is not the one of the model's headline ε: against both.)
+    """
     if b is None:
         return DASH
     ratio = b.ratio

@@ -1,7 +1,10 @@
-"""The non-private ceiling and the cost of privacy in words and numbers: each mechanism's accuracy lost against its
-own ε = ∞ point (its recipe with privacy turned off), the run's ceiling (``Results.ceilings``: the best model trained
-with privacy off, chosen on a validation split, never the test set) with its interval, any private model above it,
-and whether the profile's recipes were chosen on another data set. Reads a ``bench.results.Results``."""
+"""The non-private ceiling and the cost of privacy in words and numbers.
+
+Each mechanism's accuracy lost against its own ε = ∞ point (its recipe with privacy turned off), the run's ceiling
+(``Results.ceilings``: the best model trained with privacy off, chosen on a validation split, never the test set) with
+its interval, any private model above it, and whether the profile's recipes were chosen on another data set. Reads a
+``bench.results.Results``.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +17,19 @@ Z95 = 1.959964  # two-sided 95 % normal quantile
 
 
 def accuracy_interval(accuracy: float, n: int) -> float:
-    """Half-width (fraction) of the 95 % normal-approximation interval of an accuracy measured on ``n`` images:
-    1.96·√(p(1 − p)/n); 0 for ``n`` < 1."""
+    """Half-width (fraction) of the 95 % normal-approximation interval of an accuracy measured on ``n`` images.
+
+    1.96·√(p(1 − p)/n); 0 for ``n`` < 1.
+    """
     return Z95 * math.sqrt(max(accuracy * (1.0 - accuracy), 0.0) / n) if n >= 1 else 0.0
 
 
 def off_point_accuracy(results: Results, r: RunResult) -> float | None:
-    """Test accuracy (fraction) of ``r``'s mechanism at its ε = ∞ point on ``r``'s dataset: the same seed's where it
-    ran, else the mean over seeds; None without one (or for the baseline and the ε = ∞ point itself)."""
+    """Test accuracy (fraction) of ``r``'s mechanism at its ε = ∞ point on ``r``'s dataset.
+
+    The same seed's where it ran, else the mean over seeds; None without one (or for the baseline and the ε = ∞ point
+    itself).
+    """
     if r.off_point or r.mechanism == "baseline" or r.row:
         return None
     found = {x.seed: x.utility.test_accuracy for x in results.results
@@ -33,8 +41,10 @@ def off_point_accuracy(results: Results, r: RunResult) -> float | None:
 
 
 def cost_of_privacy(results: Results, r: RunResult) -> float | None:
-    """Points of test accuracy (%) ``r`` loses against its mechanism's ε = ∞ point (positive: privacy costs); None
-    where there is no such pair."""
+    """Points of test accuracy (%) ``r`` loses against its mechanism's ε = ∞ point (positive: privacy costs).
+
+    None where there is no such pair.
+    """
     off = off_point_accuracy(results, r)
     if off is None or is_failed(r) or r.utility is None:
         return None
@@ -52,9 +62,12 @@ def cost_text(results: Results, r: RunResult) -> str:
 
 
 def ceiling_line(results: Results, dataset: str) -> str | None:
-    """The headline's sentence on the non-private ceiling of ``dataset`` (which model, its test accuracy with its
+    """The headline's sentence on the non-private ceiling of ``dataset``.
+
+    The headline's sentence on the non-private ceiling of ``dataset`` (which model, its test accuracy with its
     95 % interval, how it was chosen), followed by every private model above it by more than that interval (a sign
-    that the ceiling is wrong). None when the run trained no model with privacy off."""
+    that the ceiling is wrong). None when the run trained no model with privacy off.
+    """
     c = results.ceilings.get(dataset)
     if c is None:
         return None
@@ -76,9 +89,11 @@ def ceiling_line(results: Results, dataset: str) -> str | None:
 
 
 def recipes_line(results: Results, dataset: str) -> str | None:
-    """Which recipe each mechanism used on ``dataset`` and whether it was re-chosen there (``tuning_line``), else a
-    warning when the profile's recipes were chosen on another data set (``recipes_chosen_on`` of the run's
-    configuration); None otherwise."""
+    """Which recipe each mechanism used on ``dataset`` and whether it was re-chosen there (``tuning_line``).
+
+    Else a warning when the profile's recipes were chosen on another data set (``recipes_chosen_on`` of the run's
+    configuration); None otherwise.
+    """
     if any(c.dataset == dataset for c in results.recipe_choices):
         return tuning_line(results, dataset)
     chosen = results.config.get("recipes_chosen_on")
@@ -91,9 +106,11 @@ def recipes_line(results: Results, dataset: str) -> str | None:
 
 
 def tuning_line(results: Results, dataset: str) -> str:
-    """The recipe of every mechanism of the run on ``dataset``: for each one re-chosen (``Results.recipe_choices``),
-    the chosen candidate, how many were tried on validation at which target ε, how many the time budget left out;
-    for the others, the profile's recipe, not tuned."""
+    """The recipe of every mechanism of the run on ``dataset``.
+
+    For each one re-chosen (``Results.recipe_choices``), the chosen candidate, how many were tried on validation at
+    which target ε, how many the time budget left out; for the others, the profile's recipe, not tuned.
+    """
     choices = {c.mechanism: c for c in results.recipe_choices if c.dataset == dataset}
     profile = results.config.get("profile", "")
     parts = []

@@ -1,6 +1,7 @@
-"""Cell texts and lookups shared by every report module: how an ε, a TPR or a failure is written, and which
-attack is the strongest on one model. Reads the typed ``bench.results`` objects only; imports no other module of
-``reports`` (every other module builds on this one).
+"""Cell texts and lookups shared by every report module.
+
+How an ε, a TPR or a failure is written, and which attack is the strongest on one model. Reads the typed
+``bench.results`` objects only; imports no other module of ``reports`` (every other module builds on this one).
 
 Every ε is printed with its δ, its accountant and, where the model has one, its neighbouring relation; a
 mechanism without a formal guarantee prints "no guarantee"; a model trained with privacy off (the baseline, a
@@ -56,8 +57,10 @@ def has_guarantee(privacy: Privacy | None) -> bool:
 
 
 def measured_epsilon(r: RunResult) -> MeasuredEpsilon | None:
-    """The ε a model's audit run implies from its measured parameters (``AttackRecord.conformance``), under the
-    model's own relation where one was recomputed for it, else the first (by attack name); None without any."""
+    """The ε a model's audit run implies from its measured parameters (``AttackRecord.conformance``).
+
+    Under the model's own relation where one was recomputed for it, else the first (by attack name); None without any.
+    """
     found = [a.conformance.measured_epsilon for _, a in sorted(r.attacks.items())
              if a.conformance is not None and a.conformance.measured_epsilon is not None]
     p = r.privacy
@@ -67,7 +70,9 @@ def measured_epsilon(r: RunResult) -> MeasuredEpsilon | None:
 
 def measured_text(m: MeasuredEpsilon | None) -> str:
     """``"ε certified 1 · from measured parameters ≥ 0.98 (replace-one, dp_accounting-pld, 95%)"``; empty for None.
-    The "≥" is a lower confidence limit: noise at its upper limit, rates at their lower limits."""
+
+    The "≥" is a lower confidence limit: noise at its upper limit, rates at their lower limits.
+    """
     if m is None:
         return ""
     return (f"ε certified {num(m.certified)} · from measured parameters ≥ {num(m.epsilon)} "
@@ -146,8 +151,11 @@ def measurable_tpr(entry: TprAtFpr | None) -> bool:
 
 
 def is_audit(record: AttackRecord) -> bool:
-    """Whether an attack is an audit (canaries in one run, or several runs) rather than a membership attack on the
-    model's natural members (a ``heuristic`` design)."""
+    """Whether an attack is an audit rather than a membership attack.
+
+    Whether an attack is an audit (canaries in one run, or several runs) rather than a membership attack on the
+    model's natural members (a ``heuristic`` design).
+    """
     return record.audit.design.kind in ("one-run", "multi-run")
 
 
@@ -157,14 +165,18 @@ def membership_attacks(result: RunResult) -> dict[str, AttackRecord]:
 
 
 def strongest_attack(result: RunResult) -> tuple[str, AttackRecord] | None:
-    """``(name, attack)`` of the membership attack (audits excluded) with the highest AUC on one RunResult, or
-    ``None`` without one."""
+    """``(name, attack)`` of the membership attack (audits excluded) with the highest AUC on one RunResult.
+
+    Or ``None`` without one.
+    """
     scored = list(membership_attacks(result).items())
     return max(scored, key=lambda na: na[1].metrics.auc) if scored else None
 
 
 def strongest_at_level(result: RunResult, level: float = MAIN_LEVEL) -> tuple[str, TprAtFpr] | None:
-    """``(name, tpr_at_fpr entry)`` of the membership attack (audits excluded) with the highest measurable TPR at
+    """The membership attack with the highest measurable TPR at FPR ``level`` on one RunResult.
+
+    ``(name, tpr_at_fpr entry)`` of the membership attack (audits excluded) with the highest measurable TPR at
     FPR ``level`` on one RunResult (ties: the higher Clopper-Pearson lower bound), or ``None`` when none is
     measurable there.
 
@@ -182,8 +194,11 @@ def is_failed(result: RunResult) -> bool:
 
 
 def degenerate_reason(r: RunResult) -> str:
-    """Why a model is degenerate, in a few words: "at chance; the noise", "collapsed to one class; the recipe";
-    "" for a model that learned (``bench.results.Degenerate``)."""
+    """Why a model is degenerate, in a few words.
+
+    "at chance; the noise", "collapsed to one class; the recipe"; "" for a model that learned
+    (``bench.results.Degenerate``).
+    """
     d = r.degenerate
     if d is None:
         return ""
@@ -192,14 +207,19 @@ def degenerate_reason(r: RunResult) -> str:
 
 
 def degenerate_mark(r: RunResult) -> str:
-    """A degenerate model's short mark for a table cell, e.g. "degenerate (at chance; the noise)"; "" otherwise
-    (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy)."""
+    """A degenerate model's short mark for a table cell, e.g. "degenerate (at chance; the noise)".
+
+    "" otherwise (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy).
+    """
     return f"degenerate ({degenerate_reason(r)})" if r.degenerate is not None else ""
 
 
 def degenerate_line(r: RunResult) -> str:
-    """The one line a run prints for a degenerate model: "degenerate model: baseline seed 0: at chance: …; its
-    attack results are not evidence of privacy"; "" for a model that learned."""
+    """The one line a run prints for a degenerate model.
+
+    "degenerate model: baseline seed 0: at chance: …; its attack results are not evidence of privacy"; "" for a model
+    that learned.
+    """
     if r.degenerate is None:
         return ""
     target = "" if target_of(r) is None else f" target ε {target_text(target_of(r))}"
@@ -213,8 +233,11 @@ def finished(results: Results) -> list[RunResult]:
 
 
 def model_label(r: RunResult) -> str:
-    """A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
-    (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one."""
+    """A RunResult's mechanism, with its preset row where needed.
+
+    A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
+    (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one.
+    """
     return r.mechanism if not r.row or r.row == r.mechanism else f"{r.mechanism} ({r.row})"
 
 
@@ -224,8 +247,11 @@ def target_text(target: float | None) -> str:
 
 
 def target_of(r: RunResult) -> float | None:
-    """A model's target ε: ``math.inf`` for a mechanism's ε = ∞ point (results.json stores it as ``off_point``,
-    strict JSON having no infinity), else ``target_epsilon`` (None without a target)."""
+    """A model's target ε (``math.inf`` for an ε = ∞ point).
+
+    A model's target ε: ``math.inf`` for a mechanism's ε = ∞ point (results.json stores it as ``off_point``,
+    strict JSON having no infinity), else ``target_epsilon`` (None without a target).
+    """
     return math.inf if r.off_point else r.target_epsilon
 
 

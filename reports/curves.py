@@ -1,7 +1,10 @@
-"""Training curves: accuracy and loss against epoch of every trained model (train and test, per mechanism and ε;
+"""Training curves: accuracy and loss against epoch of every trained model.
+
+Training curves: accuracy and loss against epoch of every trained model (train and test, per mechanism and ε;
 DP-SGD's test accuracy also against the ε spent so far), one figure per dataset with one column of panels per
 mechanism, and the same numbers as CSV beside it (``curves_<dataset>.csv``). Read from ``RunResult.epochs`` (and
-``RunResult.history`` where a model has no per-epoch records)."""
+``RunResult.history`` where a model has no per-epoch records).
+"""
 
 from __future__ import annotations
 
@@ -29,9 +32,11 @@ CURVES_NOTE = (
 
 
 def curve_rows(results: Results) -> list[dict[str, object]]:
-    """One row (``CURVE_COLUMNS``) per epoch of every successful model, in document order: its ``epochs`` records,
-    or its ``history`` (training loss only) where it has none. ``epsilon_so_far`` comes with the model's δ,
-    accountant and relation; it is empty for mechanisms that do not spend privacy epoch by epoch."""
+    """One row (``CURVE_COLUMNS``) per epoch of every successful model, in document order.
+
+    Its ``epochs`` records, or its ``history`` (training loss only) where it has none. ``epsilon_so_far`` comes with the
+    model's δ, accountant and relation; it is empty for mechanisms that do not spend privacy epoch by epoch.
+    """
     rows: list[dict[str, object]] = []
     for r in results.results:
         if is_failed(r):
@@ -78,9 +83,12 @@ def _values(r: RunResult, key: str) -> tuple[list[int], list[float]]:
 
 
 def curves_figure(rs: list[RunResult]) -> Figure | None:
-    """One dataset's training curves: one column per mechanism, accuracy (%) against epoch on top (test solid, train
-    dashed) and loss (nats) below, one colour per target ε; a third row for a mechanism with ε spent so far (DP-SGD):
-    test accuracy against that ε. None when no model has a curve."""
+    """One dataset's training curves.
+
+    One column per mechanism, accuracy (%) against epoch on top (test solid, train dashed) and loss (nats) below, one
+    colour per target ε; a third row for a mechanism with ε spent so far (DP-SGD): test accuracy against that ε. None
+    when no model has a curve.
+    """
     rs = [r for r in rs if not is_failed(r) and (r.epochs or r.history)]
     if not rs:
         return None

@@ -1,7 +1,10 @@
-"""The heuristic ε lower bounds of the membership attacks (one model's natural members: they assume independent
+"""The membership attacks' heuristic ε lower bounds and the run-level check's lines.
+
+The heuristic ε lower bounds of the membership attacks (one model's natural members: they assume independent
 outcomes, so they are shown, never a verdict), and the lines for the run-level check's privacy bugs and refuted
 claims (``attacks/analysis/verdict.py``: valid audit bounds only, Bonferroni over the run). Reads a
-``bench.results.Results``; the Audit table itself is ``reports.audit.table``."""
+``bench.results.Results``; the Audit table itself is ``reports.audit.table``.
+"""
 
 from __future__ import annotations
 
@@ -43,9 +46,12 @@ def heuristic_attack_names(results: Results) -> list[str]:
 
 
 def heuristic_rows(results: Results) -> tuple[list[str], list[list[str]]]:
-    """Headers and text rows of the heuristic table: per model, the accountant's ε (with δ, accountant and
-    relation, or "no guarantee") and one ``<attack> (heuristic)`` column per membership attack: its Clopper-Pearson
-    bound over thresholds at 95% (Jagielski et al. 2020), which assumes independent outcomes. Never a verdict."""
+    """Headers and text rows of the heuristic table.
+
+    Per model, the accountant's ε (with δ, accountant and relation, or "no guarantee") and one ``<attack> (heuristic)``
+    column per membership attack: its Clopper-Pearson bound over thresholds at 95% (Jagielski et al. 2020), which
+    assumes independent outcomes. Never a verdict.
+    """
     names = heuristic_attack_names(results)
     headers = ["dataset", "mechanism", "target ε", "accountant ε (δ, accountant, relation)"]
     headers += [f"ε_LB {n} (heuristic)" for n in names]
@@ -70,9 +76,11 @@ def _model_text(b: PrivacyBug) -> str:
 
 
 def bug_lines(results: Results) -> list[str]:
-    """One line per privacy bug of the run-level check (empty when there is none): the audit with its threat
-    model, design and method, its bound (or the rejection of the accountant's whole certified (ε, δ) curve), the
-    accountant's ε with δ, accountant and relation, and the Bonferroni-corrected confidence."""
+    """One line per privacy bug of the run-level check (empty when there is none).
+
+    The audit with its threat model, design and method, its bound (or the rejection of the accountant's whole certified
+    (ε, δ) curve), the accountant's ε with δ, accountant and relation, and the Bonferroni-corrected confidence.
+    """
     lines = []
     for b in results.privacy_bugs:
         relation = relation_text(b.relation)
@@ -92,8 +100,11 @@ def bug_lines(results: Results) -> list[str]:
 
 
 def refuted_claim_lines(results: Results) -> list[str]:
-    """One line per refuted claim (a mechanism without a guarantee whose source claimed an ε that a valid audit
-    bound exceeds); not a privacy bug, since there was no guarantee to break."""
+    """One line per refuted claim.
+
+    (a mechanism without a guarantee whose source claimed an ε that a valid audit bound exceeds.) Not a privacy bug,
+    since there was no guarantee to break.
+    """
     return [f"{REFUTED_MARK}: {_model_text(b)}, no guarantee: {bug_audit(b)} "
             f"{'ε_LB ' + value_text(b.lower_bound) if b.lower_bound is not None else 'rejects the claim'} exceeds "
             f"the claimed ε {b.epsilon:g} (the bound at δ = {delta_text(b.delta) if b.delta is not None else DASH}) "
@@ -102,7 +113,10 @@ def refuted_claim_lines(results: Results) -> list[str]:
 
 
 def privacy_bug_lines(results: Results) -> list[str]:
-    """Every line ``bench`` prints in red after a run or a redraw: one per privacy bug (``bug_lines``; the run then
-    exits with status 3, decided by ``Results.privacy_bugs``), then one per refuted claim (``refuted_claim_lines``:
-    a mechanism without a guarantee, so not a bug and not an exit status). Empty when there is neither."""
+    """Every line ``bench`` prints in red after a run or a redraw.
+
+    One per privacy bug (``bug_lines``; the run then exits with status 3, decided by ``Results.privacy_bugs``), then one
+    per refuted claim (``refuted_claim_lines``: a mechanism without a guarantee, so not a bug and not an exit status).
+    Empty when there is neither.
+    """
     return bug_lines(results) + refuted_claim_lines(results)

@@ -1,6 +1,8 @@
-"""Estimates as the reports show them (``attacks.analysis``: analyses that rest on a distributional assumption):
-the largest one whose assumption stands its test, and each one's assumption with that test's standing — "estimate
-(assumes …)", never a bound, never a verdict."""
+"""Estimates as the reports show them (``attacks.analysis``: analyses that rest on a distributional assumption).
+
+The largest one whose assumption stands its test, and each one's assumption with that test's standing — "estimate
+(assumes …)", never a bound, never a verdict.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +12,23 @@ from reports.bounds import AuditBound, audit_bounds_of, tightest
 
 
 def normality_p(b: AuditBound) -> float | None:
-    """The p-value of a fitted estimate's test of its assumption (the Gaussian pair's normality test,
-    ``gaussian-llr``'s shape test); None without a fit."""
+    """The p-value of a fitted estimate's test of its assumption.
+
+    (the Gaussian pair's normality test, ``gaussian-llr``'s shape test.) None without a fit.
+    """
     fit = b.bound.fit or {}
     p = fit.get("normality_p", fit.get("shape_p", fit.get("shape_excluded_p")))
     return None if p is None else float(p)
 
 
 def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
-    """``(best, rejected_p)``: the largest estimate (a parametric analysis: never a bound) whose fit's test of its
+    """The largest estimate whose assumption stands its test, and the smallest rejected p-value.
+
+    ``(best, rejected_p)``: the largest estimate (a parametric analysis: never a bound) whose fit's test of its
     assumption does not reject (p >= ``attacks.analysis.NORMALITY_LEVEL``), and the smallest p-value of those the
     test rejects (None when none is rejected). Estimates without a fitted test (``f-dp-gaussian``, ``gdp-fit``) are
-    listed only in the audit details."""
+    listed only in the audit details.
+    """
     tested = [(b, p) for b in audit_bounds_of(r) if b.bound.parametric and not b.bound.valid
               and (p := normality_p(b)) is not None]
     kept = [b for b, p in tested if p >= NORMALITY_LEVEL]
@@ -30,9 +37,11 @@ def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
 
 
 def assumption_text(b: AuditBound) -> str:
-    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``, or an estimate's assumption
-    with its test: ``"scores Gaussian … (plausible: normality p = 0.067, level 0.01)"``, ``"… (rejected: …)"`` or
-    ``"… (untested)"`` — an estimate either way, never a bound."""
+    """The assumption of a bound and how it stands, e.g. ``"none (non-parametric)"``.
+
+    Or an estimate's assumption with its test: ``"scores Gaussian … (plausible: normality p = 0.067, level 0.01)"``,
+    ``"… (rejected: …)"`` or ``"… (untested)"`` — an estimate either way, never a bound.
+    """
     assumption = b.bound.assumption or METHODS.get(b.bound.method, ("", None))[1]
     if not b.bound.parametric or not assumption:
         return "none (non-parametric)"

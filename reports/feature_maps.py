@@ -1,8 +1,11 @@
-"""What the convolutions see: per dataset, the baseline CNN and each private CNN at one ε side by side (first-layer
-filters, first and second convolution's feature maps on one fixed test image, from ``RunResult.feature_maps``), and
-a sentence computed from them: how far each private model's filters and maps are from the baseline's, as the mean
-cosine distance of channels paired by Hungarian matching (Kuhn 1955; ``scipy.optimize.linear_sum_assignment``), since
-a network's channels are only defined up to permutation."""
+"""What the convolutions see.
+
+Per dataset, the baseline CNN and each private CNN at one ε side by side (first-layer filters, first and second
+convolution's feature maps on one fixed test image, from ``RunResult.feature_maps``), and a sentence computed from them:
+how far each private model's filters and maps are from the baseline's, as the mean cosine distance of channels paired by
+Hungarian matching (Kuhn 1955; ``scipy.optimize.linear_sum_assignment``), since a network's channels are only defined up
+to permutation.
+"""
 
 from __future__ import annotations
 
@@ -34,10 +37,13 @@ def _unit_rows(a: np.ndarray) -> np.ndarray:
 
 
 def matched_cosine_distance(a: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray]:
-    """Mean cosine distance 1 − cos between the rows of ``a (n, d)`` and the rows of ``b (m, d)`` paired by a
+    """Mean cosine distance between two sets of rows paired by a minimum-cost assignment.
+
+    Mean cosine distance 1 − cos between the rows of ``a (n, d)`` and the rows of ``b (m, d)`` paired by a
     minimum-cost assignment (Hungarian matching, ``scipy.optimize.linear_sum_assignment``), and for each row of
     ``a`` the index of its partner in ``b`` (−1 when ``m < n``). 0: the same channels in another order; 1:
-    orthogonal on average. Raises ValueError when ``d`` differs."""
+    orthogonal on average. Raises ValueError when ``d`` differs.
+    """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"matched_cosine_distance: rows of length {a.shape[1]} and {b.shape[1]}")
@@ -56,9 +62,11 @@ def _arrays(fm: FeatureMaps) -> tuple[np.ndarray, list[np.ndarray]]:
 
 
 def compare(base: FeatureMaps, other: FeatureMaps) -> dict[str, object] | None:
-    """Matched cosine distances of ``other`` from ``base``: ``filters`` (first layer's weights), ``maps`` (one per
-    layer, channels matched on the maps themselves) and the partners of every matching; None when the shapes differ
-    (another architecture)."""
+    """Matched cosine distances of ``other`` from ``base``.
+
+    ``filters`` (first layer's weights), ``maps`` (one per layer, channels matched on the maps themselves) and the
+    partners of every matching; None when the shapes differ (another architecture).
+    """
     if base.filter_shape != other.filter_shape or base.map_shapes != other.map_shapes:
         return None
     bf, bm = _arrays(base)
@@ -86,8 +94,11 @@ def _pick_epsilon(private: list[RunResult]) -> float | None:
 
 
 def feature_selection(rs: list[RunResult]) -> tuple[RunResult, list[RunResult]] | None:
-    """The baseline CNN (lowest seed) and, at one ε (``_pick_epsilon``), one model per private mechanism with the
-    baseline's architecture (lowest seed); None without a baseline with feature maps."""
+    """The baseline CNN (lowest seed) and, at one ε (``_pick_epsilon``).
+
+    One model per private mechanism with the baseline's architecture (lowest seed); None without a baseline with feature
+    maps.
+    """
     cnn = [r for r in rs if not is_failed(r) and r.feature_maps is not None]
     bases = sorted((r for r in cnn if r.target_epsilon is None and r.mechanism == "baseline"), key=lambda r: r.seed)
     if not bases:
@@ -103,8 +114,10 @@ def feature_selection(rs: list[RunResult]) -> tuple[RunResult, list[RunResult]] 
 
 
 def feature_sentences(results: Results) -> dict[str, list[str]]:
-    """Per dataset, one sentence per private model of ``feature_selection``: matched cosine distances of its
-    filters and maps from the baseline's, its privacy printed in full."""
+    """Per dataset, one sentence per private model of ``feature_selection``.
+
+    Matched cosine distances of its filters and maps from the baseline's, its privacy printed in full.
+    """
     out: dict[str, list[str]] = {}
     for dataset, rs in by_dataset(results.results).items():
         picked = feature_selection(rs)
@@ -137,9 +150,12 @@ def _gray(ax, img: np.ndarray, title: str | None = None) -> None:
 
 
 def features_figure(rs: list[RunResult]) -> Figure | None:
-    """One dataset's grid: one row per model (baseline first), columns: the test image, ``SHOWN`` first-layer
-    filters, ``SHOWN`` first-convolution maps and ``SHOWN`` second-convolution maps (private models' channels in
-    the order of their Hungarian partners of the baseline's). None without a baseline CNN."""
+    """One dataset's grid: one row per model (baseline first), columns.
+
+    The test image, ``SHOWN`` first-layer filters, ``SHOWN`` first-convolution maps and ``SHOWN`` second-convolution
+    maps (private models' channels in the order of their Hungarian partners of the baseline's). None without a baseline
+    CNN.
+    """
     picked = feature_selection(rs)
     if picked is None:
         return None

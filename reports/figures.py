@@ -1,9 +1,11 @@
-"""Figure helpers shared by ``reports.plots`` and ``reports.verdict.plots``: matplotlib's object API with an
-explicit Agg canvas on every figure (no pyplot, no global backend switch, nothing left open), so plots run
-headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a guarantee; the
-Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), which readers with any common colour-vision
-deficiency tell apart; labels written beside the lines instead of a legend (``direct_labels``); PNGs saved with a
-256-colour palette (a plot has few colours: a third of the bytes, no visible change)."""
+"""Figure helpers shared by ``reports.plots`` and ``reports.verdict.plots``.
+
+Matplotlib's object API with an explicit Agg canvas on every figure (no pyplot, no global backend switch, nothing left
+open), so plots run headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a
+guarantee; the Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), which readers with any common
+colour-vision deficiency tell apart; labels written beside the lines instead of a legend (``direct_labels``); PNGs saved
+with a 256-colour palette (a plot has few colours: a third of the bytes, no visible change).
+"""
 
 from __future__ import annotations
 
@@ -45,10 +47,12 @@ def figure(n_panels: int, *, ncols: int = 3, size: tuple[float, float] = (5.2, 3
 
 def image_grid(nrows: int, ncols: int, *, cell: tuple[float, float], left: float, top: float = 0.6,
                bottom: float = 0.1) -> tuple[Figure, list[list[Axes]]]:
-    """A figure of ``nrows`` × ``ncols`` image cells, each ``cell`` inches (width, height), with ``left`` inches for
-    the row labels and ``top`` / ``bottom`` inches of margin; ticks off. Fixed margins instead of matplotlib's
-    constrained layout, which measured every cell's tick labels twice per save: the report's image grids (hundreds
-    of cells in a smoke run) took most of the time ``make_plots`` spent."""
+    """A figure of ``nrows`` × ``ncols`` image cells, each ``cell`` inches (width, height).
+
+    With ``left`` inches for the row labels and ``top`` / ``bottom`` inches of margin; ticks off. Fixed margins instead
+    of matplotlib's constrained layout, which measured every cell's tick labels twice per save: the report's image grids
+    (hundreds of cells in a smoke run) took most of the time ``make_plots`` spent.
+    """
     width, height = cell[0] * ncols + left + 0.15, cell[1] * nrows + top + bottom
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
@@ -65,9 +69,12 @@ OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "
 
 
 def save(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as a PNG to ``path`` atomically (``bench.core.io.atomic_write_bytes``: its temporary file, its
+    """Write ``fig`` as a palette PNG to ``path`` atomically.
+
+    Write ``fig`` as a PNG to ``path`` atomically (``bench.core.io.atomic_write_bytes``: its temporary file, its
     mode), reduced to a 256-colour palette (Pillow's median cut, no dithering). Raises OSError (unwritable folder,
-    full disk; the previous file stays)."""
+    full disk; the previous file stays).
+    """
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     buf.seek(0)
@@ -85,9 +92,11 @@ def colors(runs: list[RunResult]) -> dict[str, str]:
 
 
 def direct_labels(ax: Axes, labels: list[tuple[float, str, str]], *, fontsize: float = 7) -> None:
-    """Write each ``(y, text, colour)`` in the right margin of ``ax`` at height ``y`` (data units), nudged apart so
-    that no two overlap: the labels a legend would hold, beside the lines they name (the figure's constrained layout
-    makes room for them)."""
+    """Write each ``(y, text, colour)`` in the right margin of ``ax`` at height ``y`` (data units).
+
+    Nudged apart so that no two overlap: the labels a legend would hold, beside the lines they name (the figure's
+    constrained layout makes room for them).
+    """
     if not labels:
         return
     lo, hi = ax.get_ylim()
@@ -130,9 +139,11 @@ def epsilon_x(r: RunResult) -> tuple[float | None, bool]:
 
 def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | None], palette: dict[str, str]
            ) -> list[tuple[float, str, str]]:
-    """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε,
-    and a dashed flat line at each model trained with privacy off (the baseline, each mechanism's ε = ∞ point, in
-    the mechanism's colour). Returns the direct labels of the lines (``direct_labels``)."""
+    """One dataset's lines: one per mechanism (mean over seeds at each ε), a flat line for a mechanism without ε.
+
+    And a dashed flat line at each model trained with privacy off (the baseline, each mechanism's ε = ∞ point, in the
+    mechanism's colour). Returns the direct labels of the lines (``direct_labels``).
+    """
     points: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     flat: dict[str, list[float]] = defaultdict(list)
     off: dict[str, list[float]] = defaultdict(list)
@@ -166,8 +177,10 @@ def _panel(ax: Axes, rs: list[RunResult], y_of: Callable[[RunResult], float | No
 
 def versus_epsilon(runs: list[RunResult], y_of: Callable[[RunResult], float | None], ylabel: str,
                    chance: float | None) -> Figure | None:
-    """One panel per dataset, one line per mechanism (mean over seeds) of ``y_of`` against ε, each labelled at its
-    right end (``direct_labels``); ``None`` when there are no points."""
+    """One panel per dataset, one line per mechanism (mean over seeds) of ``y_of`` against ε.
+
+    Each labelled at its right end (``direct_labels``); ``None`` when there are no points.
+    """
 
     def has_point(r: RunResult) -> bool:
         return epsilon_x(r)[0] is not None and y_of(r) is not None

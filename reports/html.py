@@ -48,9 +48,12 @@ def _image(name: str, path: Path) -> dict[str, str]:
 
 
 def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
-    """Everything the template shows: the header's facts and notices, every registered section (``sections``, each
-    drawn by the template's one generic ``section`` macro) and every plot as ``{stem: {src, name}}`` (its alt text is
-    in the ``Figures`` block that shows it)."""
+    """Everything the template shows.
+
+    The header's facts and notices, every registered section (``sections``, each drawn by the template's one generic
+    ``section`` macro) and every plot as ``{stem: {src, name}}`` (its alt text is in the ``Figures`` block that shows
+    it).
+    """
     rows = summary_rows(results)
     cfg = results.config
     datasets = ", ".join(dict.fromkeys(str(r["dataset"]) for r in rows)) or str(cfg.get("dataset", "no dataset"))

@@ -1,7 +1,10 @@
-"""What the final model alone can leak: per DP-SGD model (built-in, presets, a user's Opacus loop whose phases an audit
-observed) the accountant's ε under both relations, the last-iterate heuristic ε (Steinke et al., ICLR 2025: not a
-bound; ``bench.core.privacy.HeuristicEpsilon``) and the tightest valid bound of the audits that see only the final
-model (threat models black-box, black-box-crafted and hidden-state), side by side, all of the same run."""
+"""What the final model alone can leak.
+
+Per DP-SGD model (built-in, presets, a user's Opacus loop whose phases an audit observed) the accountant's ε under both
+relations, the last-iterate heuristic ε (Steinke et al., ICLR 2025: not a bound;
+``bench.core.privacy.HeuristicEpsilon``) and the tightest valid bound of the audits that see only the final model
+(threat models black-box, black-box-crafted and hidden-state), side by side, all of the same run.
+"""
 
 from __future__ import annotations
 
@@ -26,13 +29,17 @@ GAP_SENTENCE = (
 
 
 def final_model_bound(r: RunResult) -> AuditBound | None:
-    """The tightest valid bound, compared with an ε, among ``r``'s audits that see only the final model — among those
-    whose run records a heuristic ε where any does (a plug-in's: only the audits whose observer saw its phases).
+    """The tightest valid bound, compared with an ε, among ``r``'s audits that see only the final model.
+
+    Among those whose run records a heuristic ε where any does (a plug-in's: only the audits whose observer saw its
+    phases).
 
     Args:
         r: one model's result.
+
     Returns:
-        That bound, or None where no such audit gave one."""
+        That bound, or None where no such audit gave one.
+    """
     found = [b for tm in FINAL_MODEL_THREATS for b in valid_bounds(r, tm) if b.comparable]
     return tightest([b for b in found if b.privacy is not None and b.privacy.heuristics] or found)
 
@@ -45,14 +52,17 @@ def _accountant(p: Privacy, relation: str) -> str:
 
 
 def last_iterate_row(r: RunResult) -> list[str] | None:
-    """One model's row of ``LAST_ITERATE_HEADERS``: the three ε of one run (the audit run's when the final-model
-    audit trained its own, else the model's), the heuristic in the relation the audit tests (add/remove without
-    one). None where the run records no heuristic ε.
+    """One model's row of ``LAST_ITERATE_HEADERS``.
+
+    The three ε of one run (the audit run's when the final-model audit trained its own, else the model's), the heuristic
+    in the relation the audit tests (add/remove without one). None where the run records no heuristic ε.
 
     Args:
         r: one model's result.
+
     Returns:
-        The row's cells, or None."""
+        The row's cells, or None.
+    """
     b = final_model_bound(r)
     p = b.privacy if b is not None and b.privacy is not None and b.privacy.heuristics else r.privacy
     if p is None or not has_guarantee(p) or not p.heuristics:
@@ -71,12 +81,15 @@ def last_iterate_row(r: RunResult) -> list[str] | None:
 
 
 def last_iterate_rows(results: Results, dataset: str | None = None) -> list[list[str]]:
-    """``last_iterate_row`` of every finished model (of ``dataset`` when given) that records a heuristic ε, in
-    results order.
+    """``last_iterate_row`` of every finished model (of ``dataset`` when given) that records a heuristic ε.
+
+    In results order.
 
     Args:
         results: the whole results document.
         dataset: one dataset's models only; None: every model.
+
     Returns:
-        The rows (empty when no model records one)."""
+        The rows (empty when no model records one).
+    """
     return [row for r in finished(results) if dataset in (None, r.dataset) and (row := last_iterate_row(r))]

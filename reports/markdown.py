@@ -1,6 +1,8 @@
-"""The Markdown report (GitHub flavour): the title and notices, then every registered section
-(``reports.section.SECTIONS``: the verdict per dataset, the evidence, the failures and the provenance) drawn block by
-block, from a ``bench.results.Results``."""
+"""The Markdown report (GitHub flavour).
+
+The title and notices, then every registered section (``reports.section.SECTIONS``: the verdict per dataset, the
+evidence, the failures and the provenance) drawn block by block, from a ``bench.results.Results``.
+"""
 
 from __future__ import annotations
 
@@ -98,8 +100,9 @@ def render_section(section: Section, plots: dict[str, Path]) -> list[str]:
 
 
 def render_markdown(results: Results, plots: dict[str, Path]) -> str:
-    """Render the whole report as GitHub Markdown, in the order of the HTML page: verdict first, then the
-    evidence, then the failures and the provenance.
+    """Render the whole report as GitHub Markdown, in the order of the HTML page.
+
+    Verdict first, then the evidence, then the failures and the provenance.
 
     Args:
         results: the whole results document.

@@ -1,8 +1,10 @@
-"""PNG plots of a ``bench.results.Results``: ``make_plots`` writes the figures of every registered report section
-(``reports.section.ReportSection.figures``: each section draws the plots it shows); here the drawing functions of
-the ROC curves, releases, reconstructions and reproduction curves (the verdict's figures are in
-``reports.verdict.plots``, the audit's in ``reports.audit.plots``; the shared figure helpers in ``reports.figures``;
-each plot's alt text in the ``alt`` of the section that shows it)."""
+"""PNG plots of a ``bench.results.Results``.
+
+``make_plots`` writes the figures of every registered report section (``reports.section.ReportSection.figures``: each
+section draws the plots it shows); here the drawing functions of the ROC curves, releases, reconstructions and
+reproduction curves (the verdict's figures are in ``reports.verdict.plots``, the audit's in ``reports.audit.plots``; the
+shared figure helpers in ``reports.figures``; each plot's alt text in the ``alt`` of the section that shows it).
+"""
 
 from __future__ import annotations
 
@@ -49,10 +51,12 @@ def _roc_label(name: str, a: AttackRecord) -> str:
 
 
 def _log_grid(ax: Axes, lo: float) -> None:
-    """The grid of a log-log panel on [lo, 1]: major lines at the decades, minor ones at 2–9 × each decade, drawn
-    as two line collections. Matplotlib's own minor ticks build a tick object (line, label, gridline) per
-    position and measure each at every save: they took two thirds of a smoke run's ROC figure (18 panels, 6.5 of
-    10 s)."""
+    """The grid of a log-log panel on [lo, 1].
+
+    Major lines at the decades, minor ones at 2–9 × each decade, drawn as two line collections. Matplotlib's own minor
+    ticks build a tick object (line, label, gridline) per position and measure each at every save: they took two thirds
+    of a smoke run's ROC figure (18 panels, 6.5 of 10 s).
+    """
     ax.minorticks_off()
     ax.grid(True, which="major", alpha=0.3)
     first = math.floor(math.log10(lo))
@@ -63,9 +67,11 @@ def _log_grid(ax: Axes, lo: float) -> None:
 
 
 def roc_figure(rs: list[RunResult]) -> Figure | None:
-    """One log-log panel per model (mechanism and ε): every membership attack on it (solid) and every canary audit
-    (dashed, labelled with its threat model and design), with the bound TPR <= e^ε·FPR + δ of a guaranteed ε
-    (dashed black) or of a merely claimed ε (dotted black)."""
+    """One log-log panel per model (mechanism and ε).
+
+    Every membership attack on it (solid) and every canary audit (dashed, labelled with its threat model and design),
+    with the bound TPR <= e^ε·FPR + δ of a guaranteed ε (dashed black) or of a merely claimed ε (dotted black).
+    """
     panels = [r for r in rs if any(a.roc.fpr for a in r.attacks.values())]
     if not panels:
         return None
@@ -102,9 +108,12 @@ def _strongest(r: RunResult) -> tuple[str, AttackRecord] | None:
 
 
 def roc_summary_figure(rs: list[RunResult]) -> Figure | None:
-    """One log-log panel per mechanism: the ROC of the strongest membership attack (the highest TPR at 0.1 % FPR,
-    else the highest AUC) on each of its models, one Okabe–Ito colour per target ε, with the chance diagonal; the
-    section's opening figure (``roc_figure`` has every attack and audit)."""
+    """One log-log panel per mechanism.
+
+    The ROC of the strongest membership attack (the highest TPR at 0.1 % FPR, else the highest AUC) on each of its
+    models, one Okabe–Ito colour per target ε, with the chance diagonal; the section's opening figure (``roc_figure``
+    has every attack and audit).
+    """
     groups: dict[str, list[tuple[RunResult, str, AttackRecord]]] = {}
     for r in sorted(rs, key=lambda r: (r.mechanism, epsilon_x(r)[0] or math.inf, r.seed)):
         best = _strongest(r)
@@ -197,8 +206,10 @@ def inversion_grid(rs: list[RunResult], attack: str) -> Figure | None:
 
 
 def reproduction_figure(entry: ReproductionCurve) -> Figure:
-    """One ``reproduction_curves`` entry: accuracy (mean ± std over seeds) against the varied setting, the
-    source's published figures as crosses."""
+    """One ``reproduction_curves`` entry.
+
+    Accuracy (mean ± std over seeds) against the varied setting, the source's published figures as crosses.
+    """
     fig, (ax,) = figure(1, size=(5.6, 3.8))
     x = np.array(entry.x, dtype=float)
     mean = np.array([np.nan if m is None else m for m in entry.mean], dtype=float)
@@ -216,8 +227,10 @@ def reproduction_figure(entry: ReproductionCurve) -> Figure:
 
 
 def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
-    """Write every plot that has data as a PNG in ``out_dir``: the ``figures`` of every registered report section
-    (``reports.section.section_classes``, page order), ``<stem>.png`` each.
+    """Write every plot that has data as a PNG in ``out_dir``.
+
+    The ``figures`` of every registered report section (``reports.section.section_classes``, page order), ``<stem>.png``
+    each.
 
     Args:
         results: the whole results document (failed cells are ignored).

@@ -1,6 +1,8 @@
-"""Where every number came from: the run's facts (created, device, platform, git hash, versions, seeds) and one
-row per model with its exact training settings, mechanism parameters and model-cache key. Reads a
-``bench.results.Results``."""
+"""Where every number came from.
+
+The run's facts (created, device, platform, git hash, versions, seeds) and one row per model with its exact training
+settings, mechanism parameters and model-cache key. Reads a ``bench.results.Results``.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ def _git(results: Results) -> str:
 
 
 def run_facts(results: Results) -> list[tuple[str, str]]:
-    """``(label, text)`` pairs: run id, status, created, device, platform, git hash (and whether the tree was
-    dirty), seeds, δ, profile, and every recorded package version."""
+    """``(label, text)`` pairs: run id, status, created, device, platform, git hash (and whether the tree was dirty).
+
+    Seeds, δ, profile, and every recorded package version.
+    """
     cfg = results.config
     facts = [
         ("Run id", results.run_id),

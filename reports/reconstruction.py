@@ -1,6 +1,8 @@
-"""The Reconstruction table: what an attacker sees of the data (model inversion and attacks on released data),
-one row per ``inversion`` record of every successful model of a ``bench.results.Results``. The metric keys of each
-attack are listed in ``docs/results-schema.md``."""
+"""The Reconstruction table: what an attacker sees of the data (model inversion and attacks on released data).
+
+One row per ``inversion`` record of every successful model of a ``bench.results.Results``. The metric keys of each
+attack are listed in ``docs/results-schema.md``.
+"""
 
 from __future__ import annotations
 
@@ -58,8 +60,11 @@ def _score_cells(inv: Images) -> list[str]:
 
 
 def reconstruction_rows(results: Results) -> list[list[str]]:
-    """Text rows (``RECONSTRUCTION_HEADERS``) of every inversion / release attack on every successful
-    RunResult (its ``inversion`` block): what an attacker sees of the data, not who is a member."""
+    """Text rows of every inversion / release attack on every successful RunResult.
+
+    Text rows (``RECONSTRUCTION_HEADERS``) of every inversion / release attack on every successful
+    RunResult (its ``inversion`` block): what an attacker sees of the data, not who is a member.
+    """
     return [[r.dataset, r.mechanism, format_privacy(r.privacy), name] + _score_cells(inv)
             for r in results.results if not is_failed(r)
             for name, inv in sorted(r.inversion.items())]  # fmt: skip

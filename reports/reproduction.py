@@ -1,7 +1,9 @@
-"""The reproduction table: each reference system's published figure next to our reproduction and, where the
-source's privacy claim was wrong, the ε that holds under correct accounting. Reads the optional ``reproduction``
-rows of a ``bench.results.Results`` (``ReproductionRow``: accuracies in percent, ``corrected_privacy`` an ε with
-its δ, accountant and, where known, relation); no rows, no section."""
+"""The reproduction table: each reference system's published figure next to our reproduction.
+
+Where the source's privacy claim was wrong, the table also gives the ε that holds under correct accounting. Reads the
+optional ``reproduction`` rows of a ``bench.results.Results`` (``ReproductionRow``: accuracies in percent,
+``corrected_privacy`` an ε with its δ, accountant and, where known, relation); no rows, no section.
+"""
 
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
-"""A report section as data: what both renderers (``reports.markdown``, ``reports.html``) draw, and the registry of
-sections in page order.
+"""A report section as data: what both renderers (``reports.markdown``, ``reports.html``) draw, and the registry.
 
-A section is one module: a ``ReportSection`` subclass whose ``figures`` draws the plots it shows
-(``reports.plots.make_plots`` writes every registered section's as PNGs) and whose ``build`` turns the results
-document and the plots into a ``Section`` (a title and a tuple of blocks: paragraphs, lists, tables, figures,
-sub-headings, collapsed details), and one registration line, ``@SECTIONS.register()``. The renderers know the blocks,
-never a section: Markdown writes each block in GitHub Markdown, HTML through one generic template block
-(``templates/report.html.j2``, macro ``section``).
-A plug-in module (``--plugins`` or the ``privbench.plugins`` entry-point group, ``bench.config.plugins``) registers
-a section the same way; ``order`` places it on the page.
+The registry holds the sections in page order.
 
-Some blocks are drawn by one renderer only (``only="markdown"`` / ``only="html"``): where the two formats say the
-same thing differently (the HTML table captions, the HTML-only notes, the Markdown table marks), so each keeps what it
-showed before the sections were data.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -33,8 +23,11 @@ Only = Literal["", "markdown", "html"]
 
 @dataclass(frozen=True)
 class Text:
-    """One paragraph. ``text`` may be ``markupsafe.Markup`` (inline links or code; its parts escaped by the builder)
-    in an ``only="html"`` block; ``css`` is the HTML class of the ``<p>`` ("note": small, muted)."""
+    """One paragraph.
+
+    ``text`` may be ``markupsafe.Markup`` (inline links or code; its parts escaped by the builder) in an ``only="html"``
+    block; ``css`` is the HTML class of the ``<p>`` ("note": small, muted).
+    """
 
     kind: ClassVar[str] = "text"
     text: str
@@ -44,9 +37,12 @@ class Text:
 
 @dataclass(frozen=True)
 class Items:
-    """A list of lines. Markdown: ``- line`` each (``style="bold"``: each line a bold paragraph; ``code``: each line
-    in backticks), then a blank line even when empty. HTML: a ``<ul class=css>`` (always, even empty), or one ``<p>``
-    per line with ``style="paragraphs"``; ``code`` wraps each line in ``<code>``."""
+    """A list of lines.
+
+    Markdown: ``- line`` each (``style="bold"``: each line a bold paragraph; ``code``: each line in backticks), then a
+    blank line even when empty. HTML: a ``<ul class=css>`` (always, even empty), or one ``<p>`` per line with
+    ``style="paragraphs"``; ``code`` wraps each line in ``<code>``.
+    """
 
     kind: ClassVar[str] = "items"
     lines: Sequence[str]
@@ -58,11 +54,13 @@ class Items:
 
 @dataclass(frozen=True)
 class Table:
-    """A table: ``headers`` (k strings) and ``rows`` (lists of k strings). HTML only: ``caption``, the table's
-    ``css`` class, one class per row (``row_css``, "" for none), one anchor per row (``row_ids``, "" for none) and
-    one title per cell (``titles``: rows of k strings, "" for none; the cell's whole provenance, shown on hover).
-    Markdown only: one prefix per row for its first cell (``marks``, e.g. ``"**BUG** "``; "" for none). A wide
-    table scrolls inside its own box in HTML, its first column sticky."""
+    """A table: ``headers`` (k strings) and ``rows`` (lists of k strings).
+
+    HTML only: ``caption``, the table's ``css`` class, one class per row (``row_css``, "" for none), one anchor per row
+    (``row_ids``, "" for none) and one title per cell (``titles``: rows of k strings, "" for none; the cell's whole
+    provenance, shown on hover). Markdown only: one prefix per row for its first cell (``marks``, e.g. ``"**BUG** "``;
+    "" for none). A wide table scrolls inside its own box in HTML, its first column sticky.
+    """
 
     kind: ClassVar[str] = "table"
     headers: Sequence[str]
@@ -78,12 +76,14 @@ class Table:
 
 @dataclass(frozen=True)
 class Figures:
-    """The plots named by ``names`` (stems of ``reports.plots.make_plots``' output, each drawn by a section's
-    ``figures``; ``drawn`` keeps those that were), each with its alt text as
-    caption. HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
+    """The plots named by ``names``, each with its alt text as caption.
+
+    (stems of ``reports.plots.make_plots``' output, each drawn by a section's ``figures``; ``drawn`` keeps those that
+    were.) HTML: ``grid`` lays them out side by side (``<div class="plots">``). Markdown: one image line and a blank
     line each; ``blank_if_empty``: a blank line when there is none (as the verdict always wrote). ``alt``: each plot's
     alt text by stem; ``registered_sections`` fills in the missing ones from the section's ``ReportSection.alt``.
-    ``css``: the HTML class of each ``<figure>`` ("narrow": at most 760 px wide)."""
+    ``css``: the HTML class of each ``<figure>`` ("narrow": at most 760 px wide).
+    """
 
     kind: ClassVar[str] = "figures"
     names: Sequence[str]
@@ -139,8 +139,11 @@ class Group:
 
 @dataclass(frozen=True)
 class Details:
-    """Blocks collapsed under ``summary`` (``<details id=anchor>`` in both formats; a link to ``anchor``, or to an
-    anchor inside, opens it in Chromium, and find-in-page searches it folded or not)."""
+    """Blocks collapsed under ``summary``.
+
+    ``<details id=anchor>`` in both formats; a link to ``anchor``, or to an anchor inside, opens it in Chromium, and
+    find-in-page searches it folded or not.
+    """
 
     kind: ClassVar[str] = "details"
     summary: str
@@ -151,8 +154,10 @@ class Details:
 
 @dataclass(frozen=True)
 class Badge:
-    """One status count: ``count`` ``label`` (e.g. 0 "privacy bugs"; ``count`` None: not counted, "—"), linking to
-    ``anchor``; ``tone`` "bad" (red), "warn" (amber) or "good" (green)."""
+    """One status count: ``count`` ``label`` (e.g. 0 "privacy bugs"; ``count`` None: not counted, "—").
+
+    Linking to ``anchor``; ``tone`` "bad" (red), "warn" (amber) or "good" (green).
+    """
 
     label: str
     count: int | None
@@ -167,8 +172,10 @@ class Badge:
 
 @dataclass(frozen=True)
 class Badges:
-    """A row of status counts, each a link to its section: HTML ``<ul class="badges">``, Markdown one line of links
-    separated by " · "."""
+    """A row of status counts, each a link to its section.
+
+    HTML ``<ul class="badges">``, Markdown one line of links separated by " · ".
+    """
 
     kind: ClassVar[str] = "badges"
     items: Sequence[Badge]
@@ -180,9 +187,12 @@ Block: TypeAlias = Text | Items | Table | Figures | Heading | Facts | Code | Gro
 
 @dataclass(frozen=True)
 class Section:
-    """One section of the page: ``<section id=id>`` in HTML, ``## title`` in Markdown (no heading when ``title`` is
-    empty), then its ``blocks`` in order. ``nav``: the HTML table of contents' entries it adds, as (anchor, label).
-    ``only``: drawn by one renderer only (e.g. an empty section HTML keeps as a placeholder)."""
+    """One section of the page: ``<section id=id>`` in HTML.
+
+    ``## title`` in Markdown (no heading when ``title`` is empty), then its ``blocks`` in order. ``nav``: the HTML table
+    of contents' entries it adds, as (anchor, label). ``only``: drawn by one renderer only (e.g. an empty section HTML
+    keeps as a placeholder).
+    """
 
     id: str
     title: str
@@ -192,16 +202,21 @@ class Section:
 
 
 class ReportSection:
-    """Base class of a report section. Subclasses set ``name`` (the registry key), ``order`` (place on the page:
-    the built-in sections use 10 to 130; 115, the default, puts a new one after the evidence and before Setup and
-    guarantees), implement ``build`` and, when they show plots, ``figures`` and ``alt``."""
+    """Base class of a report section.
+
+    Subclasses set ``name`` (the registry key), ``order`` (place on the page: the built-in sections use 10 to 130; 115,
+    the default, puts a new one after the evidence and before Setup and guarantees), implement ``build`` and, when they
+    show plots, ``figures`` and ``alt``.
+    """
 
     name: ClassVar[str] = ""
     order: ClassVar[float] = 115
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """The plots this section shows, keyed by PNG stem (unique across sections; ``reports.plots.make_plots``
-        writes ``<stem>.png``), ``None`` where there is no data to draw; the default draws none.
+        """The plots this section shows.
+
+        Keyed by PNG stem (unique across sections; ``reports.plots.make_plots`` writes ``<stem>.png``), ``None`` where
+        there is no data to draw; the default draws none.
 
         Args:
             results: the whole results document.
@@ -209,8 +224,10 @@ class ReportSection:
         return {}
 
     def alt(self, stem: str) -> str:
-        """The alt text (and HTML caption) of the plot ``stem`` that ``figures`` draws: what the plot shows, for a
-        reader who cannot see it; the default spells the stem out (``my_plot`` -> "my plot")."""
+        """The alt text (and HTML caption) of the plot ``stem`` that ``figures`` draws.
+
+        What the plot shows, for a reader who cannot see it; the default spells the stem out (``my_plot`` -> "my plot").
+        """
         return stem.replace("_", " ")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
@@ -233,15 +250,20 @@ def drawn(plots: dict[str, Path], names: Iterable[str]) -> tuple[str, ...]:
 
 
 def section_classes() -> list[type[ReportSection]]:
-    """Every registered section class in page order (``order``, then registration). The built-in sections register
-    when ``reports.sections`` is imported (``reports``, the package, imports it through the renderers)."""
+    """Every registered section class in page order (``order``, then registration).
+
+    The built-in sections register when ``reports.sections`` is imported (``reports``, the package, imports it through
+    the renderers).
+    """
     return sorted((SECTIONS.get(name) for name in SECTIONS.names()), key=lambda cls: cls.order)
 
 
 def registered_sections(results: Results, plots: dict[str, Path], renderer: Only) -> list[Section]:
-    """Every registered section's ``build`` in page order (``section_classes``), keeping those with something to
-    show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``), each ``Figures`` block with
-    the alt text of every plot it names (the section's ``alt`` where the block gives none)."""
+    """Every registered section's ``build`` in page order (``section_classes``).
+
+    Keeping those with something to show and, inside them, the blocks ``renderer`` draws (``only`` "" or ``renderer``),
+    each ``Figures`` block with the alt text of every plot it names (the section's ``alt`` where the block gives none).
+    """
     sections = []
     for cls in section_classes():
         section = cls()

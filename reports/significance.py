@@ -28,7 +28,8 @@ def chance_p_value(entry: TprAtFpr, n_members: int, n_non_members: int) -> float
 
     Args:
         entry: a measurable ``tpr_at_fpr`` entry.
-        n_members, n_non_members: the scored members and non-members of the attack.
+        n_members: the attack's scored members.
+        n_non_members: the attack's scored non-members.
 
     Returns:
         P[Hyp(n_members + n_non_members, n_members, k + L) ≥ k] with k = round(TPR·n_members) and
@@ -79,6 +80,7 @@ class ChanceFamily:
 
     @property
     def size(self) -> int:
+        """M, the number of comparisons."""
         return len(self.tests)
 
     @property
@@ -87,8 +89,10 @@ class ChanceFamily:
         return ALPHA / max(1, self.size)
 
     def significant(self, r: RunResult | None = None) -> list[ChanceTest]:
-        """The comparisons above chance after the correction (of model ``r`` only, when given), strongest first
-        (lowest FPR level, then highest TPR)."""
+        """The comparisons above chance after the correction (of model ``r`` only, when given), strongest first.
+
+        Lowest FPR level, then highest TPR.
+        """
         found = [t for t in self.tests if t.p_value <= self.threshold and (r is None or t.result is r)]
         return sorted(found, key=lambda t: (t.level, -float(t.entry.tpr or 0.0)))
 
@@ -97,8 +101,11 @@ class ChanceFamily:
         return any(t.attack == attack and math.isclose(t.level, level) for t in self.significant(r))
 
     def correction_text(self) -> str:
-        """``"Bonferroni over 48 comparisons (every membership attack at every measurable FPR level of every
-        model; exact test against no membership signal, family-wise 95%)"``."""
+        """The significance note of the membership attacks' table.
+
+        ``"Bonferroni over 48 comparisons (every membership attack at every measurable FPR level of every
+        model; exact test against no membership signal, family-wise 95%)"``.
+        """
         return (f"Bonferroni over {self.size} comparison{'s' if self.size != 1 else ''} (every membership attack at "
                 f"every measurable FPR level of every model; exact test against no membership signal, family-wise "
                 f"{100 * (1 - ALPHA):.0f}%)")

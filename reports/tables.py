@@ -1,5 +1,6 @@
-"""Table rows shared by every report format (terminal, Markdown, HTML, CSV); the terminal report itself is
-``reports.terminal``.
+"""Table rows shared by every report format (terminal, Markdown, HTML, CSV).
+
+The terminal report itself is ``reports.terminal``.
 
 Everything here reads a ``bench.results.Results`` (schema in ``docs/results-schema.md``). Every ε is printed
 with its δ, accountant and neighbouring relation (``reports.common.format_privacy``); a mechanism without a
@@ -115,9 +116,12 @@ def summary_rows(results: Results) -> list[dict[str, Any]]:
 
 
 def attack_rows(results: Results) -> tuple[list[str], list[list[str]]]:
-    """Headers and text rows of the per-attack table: one row per attack per successful RunResult (its design:
-    natural members, or an audit with its threat model and design), and one per attack that failed on it
-    (``failed: <reason>`` in the AUC column). The TPR intervals are 95% each, not corrected for multiplicity."""
+    """Headers and text rows of the per-attack table.
+
+    One row per attack per successful RunResult (its design: natural members, or an audit with its threat model and
+    design), and one per attack that failed on it (``failed: <reason>`` in the AUC column). The TPR intervals are 95%
+    each, not corrected for multiplicity.
+    """
     levels = fpr_levels(results.results)
     headers = ["dataset", "mechanism", "privacy", "attack", "design", "AUC", "bal. acc.", "advantage"]
     headers += [f"TPR@{level_label(lv)} FPR" for lv in levels]

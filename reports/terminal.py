@@ -1,8 +1,11 @@
-"""The terminal report (rich): the run's answer in one sentence, the compact table per dataset
-(``reports.verdict.compact``) with the key to its ε columns, DP-SGD's accountant ε beside its last-iterate heuristic
-(not a bound) and final-model audit (``reports.last_iterate``), and the attacks that failed. The privacy-bug and
-refuted-claim lines are ``reports.empirical.privacy_bug_lines``, which ``bench`` prints in red after the reports; the
-audit table, the heuristic bounds and every other number are in report.md / report.html."""
+"""The terminal report (rich).
+
+The run's answer in one sentence, the compact table per dataset (``reports.verdict.compact``) with the key to its ε
+columns, DP-SGD's accountant ε beside its last-iterate heuristic (not a bound) and final-model audit
+(``reports.last_iterate``), and the attacks that failed. The privacy-bug and refuted-claim lines are
+``reports.empirical.privacy_bug_lines``, which ``bench`` prints in red after the reports; the audit table, the heuristic
+bounds and every other number are in report.md / report.html.
+"""
 
 from __future__ import annotations
 

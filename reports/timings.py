@@ -1,5 +1,8 @@
-"""Where a run's time went: one row per model with its timings (train, evaluate, each attack) and the run's own
-lines (wall time, processes and threads, the last drawing of the reports), from ``results.json``'s timings."""
+"""Where a run's time went, from ``results.json``'s timings.
+
+Where a run's time went: one row per model with its timings (train, evaluate, each attack) and the run's own
+lines (wall time, processes and threads, the last drawing of the reports), from ``results.json``'s timings.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,10 @@ def _s(x: float | None) -> str:
 
 
 def timing_rows(results: Results) -> list[list[str]]:
-    """One row per model: its label, target ε and seed, train / evaluate / attack seconds, and every attack's seconds
-    (slowest first); a cached model's training time is marked "(cached)"."""
+    """One row per model: its label, target ε and seed, train / evaluate / attack seconds.
+
+    And every attack's seconds (slowest first); a cached model's training time is marked "(cached)".
+    """
     rows = []
     for r in results.results:
         t = r.timings

@@ -1,5 +1,6 @@
-"""Measurement scripts: the programs behind the measured numbers of the manual's pages (docs/), kept out of the
-installed packages (a repository tool, not part of the wheel).
+"""Measurement scripts: the programs behind the measured numbers of the manual's pages (docs/).
+
+Kept out of the installed packages (a repository tool, not part of the wheel).
 
 Run each from the repository root as a module, ``python -m scripts.NAME [ARGS]`` (``-m`` puts the root on the import
 path, so a script imports ``bench``, ``mechanisms`` and ``attacks`` as installed or checked out, never by patching
@@ -15,6 +16,8 @@ recorded on. None runs anything when imported, except ``without_conformance``, a
 - ``false_alarms``: correct mechanisms whose scores break the Gaussian assumptions through the audit and the
   run-level check: exit-3 and valid-bound false alarms, and how often each estimate reads above ε (docs/audits.md).
 - ``false_regressions``: ``privbench compare``'s false-regression rate over seeds of one configuration.
+- ``docstring_counts``: how much of the code is prose: docstrings longer than their body, packed or incomplete Args
+  sections, module docstrings' lengths (issue 57's targets).
 - ``detection_power``: which injected privacy bugs one ``bench run`` of a profile catches (detection_power.json).
 - ``dpmix_audit_ideal``: ``dpmix-canary`` on the mechanism's code against a simulation of the ideal mechanism.
 - ``dpmix_recipe_probe``: DPMix's default recipe, chosen on a validation split (docs/recipes.md, "DPMix").

@@ -1,5 +1,6 @@
-"""The conformance code's own accountants against the mechanisms' (issue 45), on every built-in mechanism's grid at
-the ``ci`` and ``default`` profiles' sizes: what the declared-ε test's tolerance
+"""The conformance code's own accountants against the mechanisms' (issue 45).
+
+On every built-in mechanism's grid at the ``ci`` and ``default`` profiles' sizes: what the declared-ε test's tolerance
 (``attacks.analysis.conformance.epsilon.DECLARED_TOLERANCE``, 1e-3) rests on.
 
 1. **How far the pessimistic PLD overstates ε** on those grids: the conformance code's PLD (DPMix's dominating pair,

@@ -1,8 +1,11 @@
-"""DP-SGD with and without augmentation multiplicity (De et al. 2022, §3.1) on the default profile's MNIST split
+"""DP-SGD with and without augmentation multiplicity on the default profile's MNIST split.
+
+DP-SGD with and without augmentation multiplicity (De et al. 2022, §3.1) on the default profile's MNIST split
 (10,000 members, seed 0) at ε = 3 (replace-one, δ = 1e-5): docs/recipes.md's tanh CNN + EMA 0.999 row (batch 512,
 20 epochs, SGD lr 0.5 momentum 0.9, C = 0.1), one torch thread. Validation: the first 5,000 images of the split's
 population; test: its 5,000 test images. Arguments: the K values to train, ``none`` for no augmentation (crops
-only, no flips: digits are not mirror-symmetric). Needs PRIVBENCH_DATA pointing at MNIST (docs/recipes.md)."""
+only, no flips: digits are not mirror-symmetric). Needs PRIVBENCH_DATA pointing at MNIST (docs/recipes.md).
+"""
 
 import sys
 import time

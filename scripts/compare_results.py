@@ -1,5 +1,7 @@
-"""Compare two results.json files field by field: every key except times, ids, dates, git and versions (two runs of
-the same code at the same seeds must agree on all of them; the output paths differ by design).
+"""Compare two results.json files field by field.
+
+Every key except times, ids, dates, git and versions (two runs of the same code at the same seeds must agree on all of
+them; the output paths differ by design).
 
 Usage: ``python -m scripts.compare_results A/results.json B/results.json`` prints how many numeric fields were compared
 and every differing path (at most 60); exit status 1 if any differ.

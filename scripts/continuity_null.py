@@ -1,8 +1,9 @@
-"""False alarms and cost of the parameter-continuity check (issue 54; ``mechanisms.dpsgd.continuity``), measured on
-audit runs of the ``ci`` profile's size: the correct example Opacus loop (``examples/opacus_plugin.py``: 500 digits
-members + 500 canary records, the smoke recipe — the digits MLP, 15 epochs of batch 100 —, ε = 2, ``opacus-canary``'s
-default 500 records and 2,000 Dirac canaries) and, with ``dpsgd``, privbench's DP-SGD audit run (the ``ci``
-profile's 1,024-wide MLP, a gradient canary at every free coordinate). For each seed: the audit run alone (the
+"""False alarms and cost of the parameter-continuity check (issue 54; ``mechanisms.dpsgd.continuity``).
+
+Measured on audit runs of the ``ci`` profile's size: the correct example Opacus loop (``examples/opacus_plugin.py``: 500
+digits members + 500 canary records, the smoke recipe — the digits MLP, 15 epochs of batch 100 —, ε = 2,
+``opacus-canary``'s default 500 records and 2,000 Dirac canaries) and, with ``dpsgd``, privbench's DP-SGD audit run (the
+``ci`` profile's 1,024-wide MLP, a gradient canary at every free coordinate). For each seed: the audit run alone (the
 training with its observer, as ``run_job`` runs it), the seconds spent in the trail (digests at every private step's
 boundaries, the returned model's comparison), and whether its continuity test rejected (a false alarm: the loop is
 correct). Prints one line per seed and the totals.

@@ -1,4 +1,5 @@
-"""The detection-power table: which injected privacy bugs one `bench run` of a profile catches (exit status 3).
+r"""The detection-power table: which injected privacy bugs one `bench run` of a profile catches (exit status 3).
+
 Run from the repository root (real MNIST for the default profile)::
 
     PRIVBENCH_DATA=... python -m scripts.detection_power [--profile default] [--mechanisms dpsgd,local-gaussian,dpmix]
@@ -9,7 +10,7 @@ For each mechanism, target ε and bug it runs, with the zoo's bug planted by ``b
 σ, ``bench/zoo/bugs/scaled_noise.py``), ``labels`` the zoo's ``local-labels-in-clear`` / ``dpmix-labels-in-clear``
 (``bench.zoo.catalogue.table_bug``)::
 
-    PRIVBENCH_ZOO_BUG=M-noise-xF python -m bench run --profile PROFILE --mechanisms M --epsilons E --attacks AUDIT \\
+    PRIVBENCH_ZOO_BUG=M-noise-xF python -m bench run --profile PROFILE --mechanisms M --epsilons E --attacks AUDIT \
         --no-reference-epsilons --no-privacy-off-points --no-cache --plugins bench.zoo.apply --output TMP
 
 AUDIT is the mechanism's own audit (``canary``: DP-SGD's white-box and black-box canaries; ``local-canary``;

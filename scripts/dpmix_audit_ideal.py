@@ -1,6 +1,7 @@
-"""The dpmix-canary audit on the mechanism's own code against a simulation of the ideal mechanism, through the same
-analysis, so that the gap between the two (the design's: half the pixels, slots sharing samples, noise estimated
-from the release) and between the ideal and the accountant (the one-run analysis') is known. Run from the
+"""The dpmix-canary audit on the mechanism's own code against a simulation of the ideal mechanism.
+
+Through the same analysis, so that the gap between the two (the design's: half the pixels, slots sharing samples, noise
+estimated from the release) and between the ideal and the accountant (the one-run analysis') is known. Run from the
 repository root::
 
     python -m scripts.dpmix_audit_ideal [--slots 32] [--releases 64] [--seeds 3] [--epsilons 1,3,8] [--noise 1]
@@ -75,8 +76,10 @@ RECIPE = DPMix.recipes["default"]
 
 
 def use_profile(name: str) -> None:
-    """Set the sizes of profile ``name`` (``default``: as above; ``ci``: ci.yaml's members, data set and ℓ over the
-    smoke recipe)."""
+    """Set the sizes of profile ``name``.
+
+    ``default``: as above; ``ci``: ci.yaml's members, data set and ℓ over the smoke recipe.
+    """
     global SHAPE, FILL, RECIPE
     if name == "default":
         return
@@ -95,8 +98,10 @@ def design_share() -> float:
 
 
 def code(epsilon: float, slots: int, releases: int, seed: int, *, noise: float = 1.0) -> dict:
-    """The audit block of ``DPMixCanaryAudit`` on ``DPMix.release`` (``bench``'s code path), its mixtures drawn with
-    σ·``noise`` (1: the correct mechanism)."""
+    """The audit block of ``DPMixCanaryAudit`` on ``DPMix.release`` (``bench``'s code path).
+
+    Its mixtures drawn with σ·``noise`` (1: the correct mechanism).
+    """
     original = dpmix_module.mix_release
 
     def mix_release(x, y_onehot, *, sigma, sigma_y=None, **kwargs):
@@ -123,8 +128,11 @@ def _code(epsilon: float, slots: int, releases: int, seed: int) -> dict:
 
 
 def ideal_scores(h: float, q: float, t: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``(scores, coins)`` of m independent slots of the ideal pair: T samples N(0, 1), each shifted by h with
-    probability q where the coin is 1; the score is the pair's log-likelihood ratio."""
+    """``(scores, coins)`` of m independent slots of the ideal pair.
+
+    T samples N(0, 1), each shifted by h with probability q where the coin is 1; the score is the pair's log-likelihood
+    ratio.
+    """
     coins = (rng.random(m) < 0.5).astype(np.int64)
     scores = np.empty(m)
     for i in range(m):
@@ -136,8 +144,10 @@ def ideal_scores(h: float, q: float, t: int, m: int, rng: np.random.Generator) -
 
 
 def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float = 1.0, noise: float = 1.0) -> dict:
-    """The same analysis on the ideal pair at the accountant's σ, its squared shift ``share`` of Δ²/ℓ², drawn with
-    σ·``noise`` (the shift in noise units divided by ``noise``); the certified curve is σ's."""
+    """The same analysis on the ideal pair at the accountant's σ, its squared shift ``share`` of Δ²/ℓ².
+
+    Drawn with σ·``noise`` (the shift in noise units divided by ``noise``); the certified curve is σ's.
+    """
     p = RECIPE["params"]
     ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL, p.get("sigma_y_scale", 1.0)
     acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)
@@ -149,9 +159,12 @@ def ideal(epsilon: float, slots: int, releases: int, seed: int, *, share: float 
 
 
 def perfect(epsilon: float, slots: int, releases: int, *, family: int) -> bool:
-    """Whether a perfect ranking of the m = ``slots``·``releases`` slots (every guess of every rule right: the best
+    """Whether a perfect ranking rejects the certified curve at ε.
+
+    Whether a perfect ranking of the m = ``slots``·``releases`` slots (every guess of every rule right: the best
     any score can do) rejects the certified curve at ε when the run-level check divides 5 % among ``family``
-    comparisons (Bonferroni): if not, no score of this design at this size can end the run with exit status 3."""
+    comparisons (Bonferroni): if not, no score of this design at this size can end the run with exit status 3.
+    """
     p = RECIPE["params"]
     ell, t, n, scale = p["mixture_degree"], p["num_samples"], FILL, p.get("sigma_y_scale", 1.0)
     acc = dict(mixture_degree=ell, num_samples=t, num_records=n, d_x=math.prod(SHAPE), d_y=K, delta=DELTA)

@@ -1,8 +1,10 @@
-"""DPMix's default recipe, chosen on a validation split (docs/recipes.md, "DPMix"): the class-mean learner on the
-default profile's MNIST split (10,000 members, seed 0) at ε = 1 / 3 / 8 (replace-one, δ = 1e-5, the mechanism's
-default accountant), over ℓ, T and σ_y/σ_x. Validation: the first 5,000 images of the split's population; test: its
-5,000 test images (recorded, chooses nothing). Each setting is released with seeds 0 and 1 (DPMix's accuracy varies
-from release to release at small ε) and scored by the mean. Arguments: none. Needs PRIVBENCH_DATA pointing at MNIST.
+"""DPMix's default recipe, chosen on a validation split (docs/recipes.md, "DPMix").
+
+The class-mean learner on the default profile's MNIST split (10,000 members, seed 0) at ε = 1 / 3 / 8 (replace-one, δ =
+1e-5, the mechanism's default accountant), over ℓ, T and σ_y/σ_x. Validation: the first 5,000 images of the split's
+population; test: its 5,000 test images (recorded, chooses nothing). Each setting is released with seeds 0 and 1
+(DPMix's accuracy varies from release to release at small ε) and scored by the mean. Arguments: none. Needs
+PRIVBENCH_DATA pointing at MNIST.
 """
 
 import itertools

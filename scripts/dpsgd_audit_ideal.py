@@ -1,4 +1,6 @@
-"""The white-box DP-SGD canary audit (``canary-whitebox``) against a simulation of the ideal mechanism through the
+"""The white-box DP-SGD canary audit against a simulation of the ideal mechanism.
+
+The white-box DP-SGD canary audit (``canary-whitebox``) against a simulation of the ideal mechanism through the
 same analysis, at the same size, so the code-vs-ideal gap and the analysis' own gap to the accountant are known.
 Run from the repository root::
 
@@ -99,8 +101,11 @@ def sigma_at(epsilon: float) -> float:
 
 
 def add_remove(sigma: float) -> float:
-    """The add/remove ε at δ the run holds the audit to: DP-SGD's stated add/remove ε, Opacus' PRV accountant (its
-    default ``eps_error`` 0.01 included; ``mechanisms.dpsgd.mechanism``)."""
+    """The add/remove ε at δ the run holds the audit to.
+
+    DP-SGD's stated add/remove ε, Opacus' PRV accountant (its default ``eps_error`` 0.01 included;
+    ``mechanisms.dpsgd.mechanism``).
+    """
     return opacus_epsilon(((sigma, Q, T),), delta=DELTA, accountant="prv")
 
 
@@ -110,15 +115,20 @@ def add_remove_pld(sigma: float) -> float:
 
 
 def sigma_hat(sigma: float, rng: np.random.Generator) -> float:
-    """σ̂ as the code measures it: the root mean square of ``REFERENCES`` canary-free coordinates over T steps of
-    N(0, σ²) noise (σ·√(χ²_k/k), k = REFERENCES·T)."""
+    """σ̂ as the code measures it.
+
+    The root mean square of ``REFERENCES`` canary-free coordinates over T steps of N(0, σ²) noise (σ·√(χ²_k/k), k =
+    REFERENCES·T).
+    """
     k = REFERENCES * T
     return sigma * float(np.sqrt(rng.chisquare(k) / k))
 
 
 def ideal(sigma: float, m: int, seed: int, level: float, audit: bool = True) -> tuple[dict | None, dict]:
-    """The audit block (None unless ``audit``) and ``llr_fit`` of the ideal mechanism's m canaries (seeded), scored
-    at a σ̂ measured as the code measures it."""
+    """The audit block (None unless ``audit``) and ``llr_fit`` of the ideal mechanism's m canaries (seeded).
+
+    Scored at a σ̂ measured as the code measures it.
+    """
     rng = np.random.default_rng(seed)
     s_hat = sigma_hat(sigma, rng)
     scores, coins = simulate_llr_scores(sigma=sigma, sample_rate=Q, steps=T, m=m, rng=rng, score_sigma=s_hat)
@@ -142,16 +152,20 @@ def _summary(r: np.ndarray) -> str:
 
 
 def gap_z(fit: dict, sigma: float, score_sigma: float) -> float:
-    """How many standard errors the fit's mean gap lies from the exact one of the ideal mechanism at σ scored at
-    σ̂ (``exact_llr_moments``): the run's luck in its canaries' coins, sampling and noise."""
+    """How many standard errors the fit's mean gap lies from the exact one of the ideal mechanism at σ scored at σ̂.
+
+    (``exact_llr_moments``.) The run's luck in its canaries' coins, sampling and noise.
+    """
     mom = exact_llr_moments(sigma=sigma, sample_rate=Q, steps=T, score_sigma=score_sigma)
     se = np.sqrt(mom["var_in"] / fit["n_in"] + mom["var_out"] / fit["n_out"])
     return float((fit["mean_in"] - fit["mean_out"] - mom["mean_in"] + mom["mean_out"]) / se)
 
 
 def code_rows(paths: list[str]) -> None:
-    """The code's white-box bounds from results files, per run and pooled per ε, each run's mean gap against the
-    exact one (in standard errors) and its included canaries' sd against the exact one."""
+    """The code's white-box bounds from results files, per run and pooled per ε.
+
+    Each run's mean gap against the exact one (in standard errors) and its included canaries' sd against the exact one.
+    """
     by_eps: dict[float, list] = {}
     for path in paths:
         doc = json.loads(Path(path).read_text())
@@ -184,9 +198,11 @@ def code_rows(paths: list[str]) -> None:
 
 
 def below_target(sigma: float, eps: float, m: int, runs: int) -> float:
-    """P(R runs pooled fall below ``TARGET``·ε) by the normal approximation: the pooled bound at the exact moments
-    with the mean gap z standard errors off, z ~ N(0, 1) (the sds' own error is a tenth of the gap's and left out);
-    the z where the bound crosses the target by bisection."""
+    """P(R runs pooled fall below ``TARGET``·ε) by the normal approximation.
+
+    The pooled bound at the exact moments with the mean gap z standard errors off, z ~ N(0, 1) (the sds' own error is a
+    tenth of the gap's and left out); the z where the bound crosses the target by bisection.
+    """
     from scipy.stats import norm
 
     mom = exact_llr_moments(sigma=sigma, sample_rate=Q, steps=T)
@@ -206,9 +222,11 @@ def below_target(sigma: float, eps: float, m: int, runs: int) -> float:
 
 
 def pool_draws(draws: int, m: int, epsilons: tuple[float, ...]) -> dict[float, np.ndarray]:
-    """The pooled bound's spread over draws of three runs: ``draws`` independent ideal runs per ε (σ̂ measured as
-    the code does), pooled in every disjoint triple and in 3,000 random triples (each of three distinct runs).
-    Returns ``{ε: the random triples' pooled ε_LB / ε}``."""
+    """The pooled bound's spread over draws of three runs.
+
+    ``draws`` independent ideal runs per ε (σ̂ measured as the code does), pooled in every disjoint triple and in 3,000
+    random triples (each of three distinct runs). Returns ``{ε: the random triples' pooled ε_LB / ε}``.
+    """
     print(f"5. three ideal runs pooled (95 %, as audit.pooled): {draws} runs per ε, m = {m}")
     out = {}
     for epsilon in epsilons:
@@ -280,11 +298,14 @@ def main() -> None:
 
 
 def final_model(m: int, seeds: int, level: float, epsilon: float = 10.0) -> None:
-    """4. The final-model (hidden-state) ceiling at target ε (``canary-final``): with θ₀ public, plain SGD and the other
+    """4.
+
+    The final-model (hidden-state) ceiling at target ε (``canary-final``): with θ₀ public, plain SGD and the other
     records' gradients exactly 0 at the canaries' coordinates (the best case), canary i's coordinate of θ_T − θ₀ is
     −lr·C·Σ_t x_t, so its score is the sum Σ_t x_t, N(0, Tσ²) plus Binomial(T, q) when included; ``extra`` adds the
-    other records' run-to-run variation there, as a multiple of the noise's sd √T·σ. Through the same μ-GDP
-    analysis (its shape test as plain normality: the sum is not a log-likelihood ratio)."""
+    other records' run-to-run variation there, as a multiple of the noise's sd √T·σ. Through the same μ-GDP analysis
+    (its shape test as plain normality: the sum is not a log-likelihood ratio).
+    """
     sigma = sigma_at(epsilon)
     eps = add_remove_pld(sigma)
     print(f"4. final model (hidden state), ε = {epsilon:g} (σ = {sigma:.3f}, add/remove {eps:.3f}), m = {m}: "

@@ -1,4 +1,6 @@
-"""Power and level of DP-SGD's conformance tests (``attacks.conformance.dpsgd``) at the ``ci`` and ``default``
+"""Power and level of DP-SGD's conformance tests.
+
+Power and level of DP-SGD's conformance tests (``attacks.conformance.dpsgd``) at the ``ci`` and ``default``
 profiles' audit-run sizes, under the ideal mechanism and the issue-38 targets (σ × 0.95 and q × 1.05 overall, one
 tensor at σ × 0.8, a fifth of the records at twice the rate of the rest, T + one epoch), each test at the
 per-comparison level 0.05/M of a run's Bonferroni family of M comparisons. Exact where the test's law is known
@@ -34,8 +36,10 @@ SIZES = {"ci": ((65_536, 1_024, 10_240, 10), (1638, 26, 256, 1)), "default": ((3
 
 
 def _noise_coordinates(profile: str) -> tuple[int, ...]:
-    """Per tensor, the coordinates holding noise alone: its references and (the floor of the expected number of)
-    its excluded canaries, half of the rest."""
+    """Per tensor, the coordinates holding noise alone.
+
+    Its references and (the floor of the expected number of) its excluded canaries, half of the rest.
+    """
     sizes, refs = SIZES[profile]
     return tuple(r + (s - r) // 2 for s, r in zip(sizes, refs, strict=True))
 
@@ -70,8 +74,10 @@ def uneven_power(p: dict, alpha: float, runs: int, rng: np.random.Generator) -> 
 
 
 def family_false_alarms(p: dict, alpha: float, runs: int, rng: np.random.Generator) -> float:
-    """The share of null runs in which any of the K + 7 tests rejects at α (noise and rate tests exact: drawn from
-    their laws; the clip and step tests never reject a correct run)."""
+    """The share of null runs in which any of the K + 7 tests rejects at α.
+
+    Noise and rate tests exact: drawn from their laws; the clip and step tests never reject a correct run.
+    """
     n, q, steps, k = p["n"], p["q"], p["T"], p["k"]
     bad = 0
     for _ in range(runs):
@@ -86,8 +92,10 @@ def family_false_alarms(p: dict, alpha: float, runs: int, rng: np.random.Generat
 
 
 def measured_ratio(p: dict) -> tuple[float, float]:
-    """(ε from measured parameters / certified ε, σ) at the null's median observations (Σx² = median of σ²·χ²_N over
-    every noise observation, participations = n·T·q)."""
+    """(ε from measured parameters / certified ε, σ) at the null's median observations.
+
+    Σx² = median of σ²·χ²_N over every noise observation, participations = n·T·q.
+    """
     sigma = sigma_for_epsilon(p["eps"], sample_rate=p["q"], steps=p["T"], delta=DELTA, relation="replace-one",
                               guess=3.0)
     obs = sum(p["refs"]) * p["T"]

@@ -1,5 +1,7 @@
-"""The final-model (hidden-state) DP-SGD canary audit (``canary-final``) against a simulation of the ideal mechanism
-through the same analysis, at the same size. Run from the repository root::
+"""The final-model DP-SGD canary audit (``canary-final``) against a simulation of the ideal mechanism.
+
+The hidden-state audit and the ideal mechanism go through the same analysis, at the same size. Run from the
+repository root::
 
     python -m scripts.dpsgd_final_audit_ideal [--seeds 5] [--results RUN/results.json ...]
 
@@ -36,8 +38,10 @@ DESIGN = AuditDesign(kind="one-run", threat_model="hidden-state", relation="add-
 
 def simulate(*, sigma: float, q: float, steps: int, momentum: float, m: int, other: float,
              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal mechanism's final-model scores ``(m,)`` and coins ``(m,)``; ``other``: the other records' part, as
-    a multiple of the noise's sd."""
+    """The ideal mechanism's final-model scores ``(m,)`` and coins ``(m,)``; ``other``.
+
+    The other records' part, as a multiple of the noise's sd.
+    """
     a = np.ones(steps) if momentum == 0 else (1 - momentum ** (steps - np.arange(steps))) / (1 - momentum)
     w = a / a.mean()
     noise_sd = sigma * np.sqrt(np.sum(w**2))

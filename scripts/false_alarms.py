@@ -1,5 +1,6 @@
-"""False alarms of correct mechanisms whose scores break the Gaussian assumptions (issue 53; docs/audits.md, "Valid
-bounds and estimates").
+"""False alarms of correct mechanisms whose scores break the Gaussian assumptions.
+
+Issue 53; docs/audits.md, "Valid bounds and estimates".
 
 Each case is a mechanism that is exactly DP at its certified ε (δ = 1e-5, add/remove), simulated in NumPy; each draw
 goes through the code a ``bench`` run uses: the scores as an attack returns them (``MembershipScores``, the design the
@@ -135,8 +136,11 @@ def randomized_response(epsilon: float, runs: int) -> Case:
 
 def white_box(canaries: int, sigma: float = 4.35976, sample_rate: float = 1 / 3, steps: int = 120,
               kappa: float = 1.0, width: float = 0.2) -> Case:
-    """``white-box`` (module docstring): the default profile's DP-SGD (q = 1/3, T = 120, σ at replace-one ε = 8);
-    κ in units of the excluded score's sd above its mean, w in score units."""
+    """``white-box`` (module docstring).
+
+    The default profile's DP-SGD (q = 1/3, T = 120, σ at replace-one ε = 8); κ in units of the excluded score's sd above
+    its mean, w in score units.
+    """
     q, s2 = sample_rate, sigma**2
     moments = exact_llr_moments(sigma=sigma, sample_rate=q, steps=steps)
     target = moments["mean_out"] + kappa * math.sqrt(moments["var_out"])
@@ -172,7 +176,8 @@ def draw(case: Case, rng: np.random.Generator) -> dict[str, Any]:
         rng: the random generator.
 
     Returns:
-        ``{"bug": bool, "epsilon_lb": float, "estimates": {method: ε estimate}}``."""
+        ``{"bug": bool, "epsilon_lb": float, "estimates": {method: ε estimate}}``.
+    """
     scores, coins, conformance = case.simulate(rng)
     res = MembershipScores(scores=scores, labels=coins, design=case.design, conformance=conformance)
     record = membership_record("canary", res, privacy=case.privacy, delta=DELTA)
@@ -194,7 +199,8 @@ def measure(case: Case, draws: int, seed: int = 0) -> dict[str, Any]:
 
     Returns:
         ``{"case", "what", "epsilon", "draws", "bugs", "bug_methods", "valid_above", "valid_median",
-        "estimates": {method: (above, median ε / ε)}}``."""
+        "estimates": {method: (above, median ε / ε)}}``.
+    """
     rng = np.random.default_rng(seed)
     eps = float(case.privacy.epsilon or 0.0)
     out = [draw(case, rng) for _ in range(draws)]

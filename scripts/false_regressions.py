@@ -1,5 +1,6 @@
-"""The false-regression rate of ``privbench compare`` over seeds of one configuration (docs/guides/compare.md, "One
-model or the configuration?").
+"""The false-regression rate of ``privbench compare`` over seeds of one configuration.
+
+Docs/guides/compare.md, "One model or the configuration?".
 
 Splits one multi-seed results.json by seed into results folders and compares groups of seeds with ``privbench
 compare --fail-on accuracy,tpr,auc,epsilon,privacy-bug,degenerate,failed``; every exit 4 is a false regression (the

@@ -1,5 +1,7 @@
-"""The local-canary audit on the mechanism's own code against a simulation of the ideal mechanism, through the same
-analysis, so that the gap between the two (the code's) and between the ideal and the accountant (the audit's) is
+"""The local-canary audit on the mechanism's own code against a simulation of the ideal mechanism.
+
+Through the same analysis, so that the gap between the two (the code's) and between the ideal and the accountant (the
+audit's) is.
 known. Run from the repository root::
 
     python -m scripts.local_audit_ideal [--canaries 20000] [--seeds 5]

@@ -1,5 +1,6 @@
-"""The null test at the `ci` profile's size: how often a *correct* mechanism fails a `privbench run --profile ci`
-job (exit status 3). Run from the repository root::
+"""The null test at the `ci` profile's size: how often a *correct* mechanism fails a `ci` job (exit status 3).
+
+The job is ``privbench run --profile ci``. Run from the repository root::
 
     PRIVBENCH_DATA=... python -m scripts.null_test [--seeds 20] [--mechanisms dpsgd,local-gaussian,dpmix]
                                                    [--output DIR] [--cache-dir DIR] [--plugins MODULES]
@@ -41,8 +42,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def false_alarms(results_json: Path) -> dict[str, list[int]]:
-    """``{mechanism: [seeds whose own check flags a bug]}`` of a run's results.json, each (mechanism, seed) judged
-    alone (its own Bonferroni family), as a one-mechanism, one-seed CI job would be."""
+    """``{mechanism: [seeds whose own check flags a bug]}`` of a run's results.json.
+
+    Each (mechanism, seed) judged alone (its own Bonferroni family), as a one-mechanism, one-seed CI job would be.
+    """
     cells = defaultdict(list)
     for r in read(results_json).results:
         cells[(r.mechanism, r.seed)].append(r)
@@ -63,8 +66,10 @@ def upper_95(k: int, n: int) -> float:
 
 
 def _zoo_bug(text: str) -> str | None:
-    """The zoo bug ``--bug`` names (``MECHANISM:F`` as the detection-power table's keys); exits with one line where
-    the catalogue has no such bug."""
+    """The zoo bug ``--bug`` names (``MECHANISM:F`` as the detection-power table's keys).
+
+    Exits with one line where the catalogue has no such bug.
+    """
     mechanism, colon, key = text.partition(":")
     try:
         name = table_bug(mechanism, key) if colon else text

@@ -1,4 +1,6 @@
-"""The white-box ε_LB / ε of the Opacus plug-in audit (``opacus-canary``, examples/opacus_plugin.py) against
+"""The white-box ε_LB / ε of the Opacus plug-in audit against privbench's own DP-SGD audit.
+
+The white-box ε_LB / ε of the Opacus plug-in audit (``opacus-canary``, examples/opacus_plugin.py) against
 privbench's own DP-SGD audit (``canary-whitebox``) at the same σ, q and T, on digits (smoke sizes), seeds 0-2.
 
 The plug-in's audit run trains on 500 members + the included half of 500 canary records (q = 1/8, T = 120 at batch
@@ -53,8 +55,11 @@ def best_epsilon_lb(record: dict) -> float:
 
 
 def add_remove_epsilon(record: dict) -> float:
-    """The add/remove ε of the record's audit run (its ``audited_privacy``, or the add/remove entry of its
-    ``other_relations`` when the run was accounted under replace-one); the denominator of every ratio here."""
+    """The add/remove ε of the record's audit run.
+
+    (its ``audited_privacy``, or the add/remove entry of its ``other_relations`` when the run was accounted under
+    replace-one.) The denominator of every ratio here.
+    """
     p = record["audited_privacy"]
     if p["relation"] == "add-remove":
         return p["epsilon"]

@@ -1,5 +1,6 @@
-"""Power and level of the ``opacus-canary`` conformance family (``attacks.conformance.opacus``), simulated: the
-observer's statistics drawn under the ideal mechanism (Poisson sampling at q, Gaussian noise σ·C in every tensor, T
+"""Power and level of the ``opacus-canary`` conformance family (``attacks.conformance.opacus``), simulated.
+
+The observer's statistics drawn under the ideal mechanism (Poisson sampling at q, Gaussian noise σ·C in every tensor, T
 steps, every step accounted) with one parameter off, each run's k + 4 tests and the measured-ε p-value read at the
 Bonferroni level 0.05/M. The observer's statistics are exactly these laws under those mechanisms (χ² sums of the
 reference noise, binomial rows and participation counts), so this is the tests' power on a real run of that size.

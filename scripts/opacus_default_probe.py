@@ -1,7 +1,8 @@
-"""The example Opacus loop's `default` recipe, chosen by this probe (docs/zoo.md): ``train_with_opacus`` alone at
-ε = 1, δ = 1e-5 (add/remove, Opacus' PRV accountant) on 10,000 MNIST training images (a seeded permutation's first
-10,000) with 5,000 others (the next 5,000) as validation, never the test set; one torch thread; CPU-seconds of
-training and validation accuracy per setting.
+"""The example Opacus loop's `default` recipe, chosen by this probe (docs/zoo.md).
+
+``train_with_opacus`` alone at ε = 1, δ = 1e-5 (add/remove, Opacus' PRV accountant) on 10,000 MNIST training images (a
+seeded permutation's first 10,000) with 5,000 others (the next 5,000) as validation, never the test set; one torch
+thread; CPU-seconds of training and validation accuracy per setting.
 
     PRIVBENCH_DATA=... python -m scripts.opacus_default_probe EPOCHS,BATCH,LR,HIDDEN [...]
     # e.g. 15,100,0.5,128 (the smoke recipe) 5,500,2,32 (the default recipe)
@@ -22,9 +23,12 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _train_with_opacus() -> Callable:
-    """``train_with_opacus`` of examples/opacus_plugin.py. examples/ is not a package (a plug-in is found on
+    """``train_with_opacus`` of examples/opacus_plugin.py.
+
+    The folder examples/ is not a package (a plug-in is found on
     PYTHONPATH, as ``bench run --plugins opacus_plugin`` finds it), so the folder is put on the import path for this
-    one import only, never at import time of this module."""
+    one import only, never at import time of this module.
+    """
     sys.path.insert(0, str(EXAMPLES))
     try:
         return importlib.import_module("opacus_plugin").train_with_opacus

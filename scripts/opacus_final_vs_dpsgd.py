@@ -1,4 +1,6 @@
-"""The final-model (hidden-state) ε_LB / ε of the Opacus plug-in audit (``opacus-canary-final``,
+"""The final-model ε_LB / ε of the Opacus plug-in audit against privbench's own.
+
+The final-model (hidden-state) ε_LB / ε of the Opacus plug-in audit (``opacus-canary-final``,
 examples/opacus_plugin.py) against privbench's own DP-SGD final-model audit (``canary-final``) at the same σ, q and T,
 on digits (``ci`` sizes: 500 members), seeds 0-2 by default.
 

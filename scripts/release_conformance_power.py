@@ -1,4 +1,6 @@
-"""Power and false-alarm rate of the release audits' conformance tests (``attacks.conformance.local``) at the ci
+"""Power and false-alarm rate of the release audits' conformance tests.
+
+Power and false-alarm rate of the release audits' conformance tests (``attacks.conformance.local``) at the ci
 and default profiles' sizes, by simulating their sufficient statistics under the certified mechanism and under each
 violation: per-pixel Σ noise² ~ s²·χ²_n (the exact law of iid Gaussian noise), the kept labels ~ Binomial(m, keep),
 the replaced labels' offsets uniform, DPMix's inclusion counts from ``sample_subsets`` itself under H0 and otherwise
@@ -102,9 +104,11 @@ def _gaussian_rows(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray
 
 
 def local_family(rng: np.random.Generator, size: dict) -> float:
-    """Under the certified local mechanism, the smallest p-value of every deciding test of ``local_conformance``
-    (noise pooled / regions / pixels, shape, independence, input scale (two-sided), keep rate, replacements; releases
-    per record and the declared ε are exact and p = 1 under H0). R releases pool R·m draws."""
+    """Under the certified local mechanism, the smallest p-value of every deciding test of ``local_conformance``.
+
+    Noise pooled / regions / pixels, shape, independence, input scale (two-sided), keep rate, replacements; releases per
+    record and the declared ε are exact and p = 1 under H0. R releases pool R·m draws.
+    """
     shape, m = size["shape"], size["m"] * size.get("releases", 1)
     d = int(np.prod(shape))
     keep = randomized_response_keep(0.5, K)
@@ -118,12 +122,14 @@ def local_family(rng: np.random.Generator, size: dict) -> float:
 
 
 def dpmix_family(rng: np.random.Generator, size: dict, gen: torch.Generator) -> float:
-    """Under the certified DPMix (its own ``sample_subsets``), the smallest p-value of every deciding test of
-    ``MixingObserver.result`` (``attacks.conformance.dpmix``): image noise (pooled / regions / pixels) and label
-    noise, both two-sided, independence, inclusion dispersion, largest inclusion count, the mixing weight (its z is
-    N(0, 1) under H0) and the weights' spread (χ² with as many degrees of freedom as the held canaries' inclusions,
-    ``spread_dimensions``) (T, ℓ and the declared ε are exact: p = 1 under H0; the noise shape is shown, not
-    deciding)."""
+    """Under the certified DPMix (its own ``sample_subsets``).
+
+    The smallest p-value of every deciding test of ``MixingObserver.result`` (``attacks.conformance.dpmix``): image
+    noise (pooled / regions / pixels) and label noise, both two-sided, independence, inclusion dispersion, largest
+    inclusion count, the mixing weight (its z is N(0, 1) under H0) and the weights' spread (χ² with as many degrees of
+    freedom as the held canaries' inclusions, ``spread_dimensions``) (T, ℓ and the declared ε are exact: p = 1 under H0;
+    the noise shape is shown, not deciding).
+    """
     n, ell, t, r, shape = size["n"], size["ell"], size["t"], size["r"], size["shape"]
     d = int(np.prod(shape))
     disp, largest = 0.0, 0
@@ -145,14 +151,20 @@ def dpmix_family(rng: np.random.Generator, size: dict, gen: torch.Generator) -> 
 
 
 def spread_dimensions(size: dict) -> int:
-    """The weights' spread test's degrees of freedom: the held canaries' inclusions over the R releases, R·T·ℓ·(m/2)/n
-    in expectation (``m`` canary slots per release, half holding their canary)."""
+    """The weights' spread test's degrees of freedom.
+
+    The held canaries' inclusions over the R releases, R·T·ℓ·(m/2)/n in expectation (``m`` canary slots per release,
+    half holding their canary).
+    """
     return round(size["r"] * size["t"] * size["ell"] * size["m_dpmix"] / 2 / size["n"])
 
 
 def slot_shift(size: dict) -> float:
-    """‖z − c‖² whitened by the calibrated σ_x, σ_y at the profile's ε, over ℓ²: the squared shift of a held canary
-    at weight 1/ℓ (``dpmix_canary``: z is 1 on half the pixels and labelled e_b, c the 0-image labelled e_a)."""
+    """‖z − c‖² whitened by the calibrated σ_x, σ_y at the profile's ε, over ℓ².
+
+    The squared shift of a held canary at weight 1/ℓ (``dpmix_canary``: z is 1 on half the pixels and labelled e_b, c
+    the 0-image labelled e_a).
+    """
     from mechanisms.accounting.dpmix import dpmix_sigma
 
     d, scale = int(np.prod(size["shape"])), math.sqrt(2 / int(np.prod(size["shape"])))
@@ -162,10 +174,12 @@ def slot_shift(size: dict) -> float:
 
 
 def weights_reject(rng: np.random.Generator, size: dict, plant: str, shift: float) -> bool:
-    """The weights' plants at the profile's size (the audit design's held canaries): ``half at 2/ℓ`` (half of each
-    recorded subset at weight 2/ℓ, the other half at 0: every held canary's inclusion off by ±1/ℓ, its squared shift
-    ``shift`` added to the spread's χ², noncentral) and ``one in four at 2/ℓ`` (a quarter of them at 2/ℓ, the rest
-    at 2/(3ℓ): the mean weight still 1/ℓ)."""
+    """The weights' plants at the profile's size (the audit design's held canaries).
+
+    ``half at 2/ℓ`` (half of each recorded subset at weight 2/ℓ, the other half at 0: every held canary's inclusion off
+    by ±1/ℓ, its squared shift ``shift`` added to the spread's χ², noncentral) and ``one in four at 2/ℓ`` (a quarter of
+    them at 2/ℓ, the rest at 2/(3ℓ): the mean weight still 1/ℓ).
+    """
     dims = spread_dimensions(size)
     off = 1.0 if plant == "half at 2/ℓ" else (0.25 * 1.0 + 0.75 * (1 / 3) ** 2)  # mean of (Δw·ℓ)²
     spread = weight_spread_test("s", float(rng.noncentral_chisquare(dims, dims * off * shift)), dims)
@@ -188,9 +202,11 @@ def family(mechanism: str, reps: int, sizes: tuple[str, ...] = tuple(SIZES)) -> 
 
 
 def scale_reject(rng: np.random.Generator, size: dict, scale: float) -> bool:
-    """Local noise whose records enter at ``scale``·x (or ``another``: each released as another record's image, scale
-    ≈ 0): the two-sided regression z of the R·m releases on their records, N((s − 1)·√(R·m)/σ, 1), σ at the
-    profile's ε."""
+    """Local noise whose records enter at ``scale``·x.
+
+    (or ``another``: each released as another record's image, scale ≈ 0.) The two-sided regression z of the R·m releases
+    on their records, N((s − 1)·√(R·m)/σ, 1), σ at the profile's ε.
+    """
     from mechanisms.accounting.gaussian import local_record_sigma
 
     sigma, _ = local_record_sigma(target_epsilon=size["epsilon"], delta=1e-5, label_share=size["share"],

@@ -1,6 +1,8 @@
-"""Time one DP-SGD training run (cnn-small, bk, batch 256, 2 epochs over 10,000 MNIST members, ε = 3) with the torch
-thread count given on the command line: run it alone and two at once to see oversubscription (docs/performance.md,
-"Threads"). Needs PRIVBENCH_DATA pointing at MNIST."""
+"""Time one DP-SGD training run with the torch thread count given on the command line.
+
+(cnn-small, bk, batch 256, 2 epochs over 10,000 MNIST members, ε = 3.) Run it alone and two at once to see
+oversubscription (docs/performance.md, "Threads"). Needs PRIVBENCH_DATA pointing at MNIST.
+"""
 
 import sys
 import time

@@ -1,5 +1,7 @@
-"""A plug-in that turns the conformance tests off, to measure what they cost (issue 38: "the conformance checks add
-≤ 10 % to the main job's time"). Never for a real run: without them a run's exit 3 rests on the lower bounds alone.
+"""A plug-in that turns the conformance tests off, to measure what they cost.
+
+Issue 38: "the conformance checks add ≤ 10 % to the main job's time". Never for a real run: without them a run's exit 3
+rests on the lower bounds alone.
 From the repository root::
 
     PRIVBENCH_DATA=... python -m bench all --no-cache --output /tmp/with

@@ -78,8 +78,10 @@ def _bound(method: str, value: float, kind: str, computable: bool = True, **extr
 
 def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: float, confidence: float
           ) -> dict[str, Any] | None:
-    """The Gaussian pair's fit where the design reads canary-aligned signals (white-box, multi-run, or Gaussian by
-    construction); None elsewhere or with fewer than 3 scores a side."""
+    """The Gaussian pair's fit where the design reads canary-aligned signals.
+
+    (white-box, multi-run, or Gaussian by construction.) None elsewhere or with fewer than 3 scores a side.
+    """
     if design.kind == "heuristic":
         return None
     if not (design.threat_model in ("white-box", "hidden-state") or design.kind == "multi-run" or design.gaussian):
@@ -92,8 +94,10 @@ def _pair(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, *, delta: f
 
 def _compute(method: str, counts: list[list[int]], one_run: tuple[int, list[list[int]]] | None,
              fit: dict[str, Any] | None, *, delta: float, confidence: float) -> float:
-    """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit. Raises ValueError when
-    the analysis' input (its fit, or the one-run guesses) is missing."""
+    """One analysis' ε lower bound from the stored counts, one-run guesses or Gaussian fit.
+
+    Raises ValueError when the analysis' input (its fit, or the one-run guesses) is missing.
+    """
     if method == "clopper-pearson":
         return best_epsilon(counts, delta=delta, confidence=confidence)
     if method == "gdp-fit":
@@ -113,10 +117,13 @@ def _compute(method: str, counts: list[list[int]], one_run: tuple[int, list[list
 def _analyses(design: AuditDesign, scores: ArrayLike, labels: ArrayLike, counts: list[list[int]],
               one_run: tuple[int, list[list[int]]] | None, *, delta: float, confidence: float,
               label_outcomes: ArrayLike | None = None) -> tuple[list[dict[str, Any]], float]:
-    """Every analysis the design allows, as bound records: the valid ones (``family``), each at 1 − (1 − confidence)/k
-    for the k of them (Bonferroni, fixed before the scores are seen: the tightest holds at ``confidence``), then the
-    estimates (``estimates``), each at ``confidence`` under its assumption; and the valid ones' per-analysis
-    confidence. An estimate that cannot be computed (a Gaussian fit on too few scores) is recorded as 0."""
+    """Every analysis the design allows, as bound records.
+
+    The valid ones (``family``), each at 1 − (1 − confidence)/k for the k of them (Bonferroni, fixed before the scores
+    are seen: the tightest holds at ``confidence``), then the estimates (``estimates``), each at ``confidence`` under
+    its assumption; and the valid ones' per-analysis confidence. An estimate that cannot be computed (a Gaussian fit on
+    too few scores) is recorded as 0.
+    """
     if design.kind == "heuristic":
         value = best_epsilon(counts, delta=delta, confidence=confidence)
         return [_bound("clopper-pearson", value, design.kind)], confidence
@@ -152,7 +159,8 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
     """The audit of one attack's scores, as stored in results.json.
 
     Args:
-        scores, labels: ``(N,)`` scores (larger: "member") and membership labels (1: member / canary included).
+        scores: ``(N,)`` scores (larger: "member").
+        labels: ``(N,)`` membership labels (1: member / canary included).
         delta: δ of the guarantee tested (the mechanism's, or the run's without a guarantee).
         design: how the labels were decided (``bench.core.design.AuditDesign``); None: heuristic, black-box. A
             one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing rules by its
@@ -214,7 +222,8 @@ def audit_bounds(audit: Audit, *, confidence: float) -> dict[str, float]:
         method -> ε lower bound (unitless); empty for a heuristic design, whose bound is not valid.
 
     Raises:
-        ValueError: a valid bound whose input (its fit, or the one-run guesses) is missing from ``audit``."""
+        ValueError: a valid bound whose input (its fit, or the one-run guesses) is missing from ``audit``.
+    """
     one_run = None if audit.one_run is None else (audit.one_run.m, audit.one_run.guesses)
     return {b.method: _compute(b.method, audit.counts, one_run, b.fit, delta=audit.delta, confidence=confidence)
             for b in audit.bounds if b.valid}

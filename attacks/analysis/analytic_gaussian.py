@@ -1,8 +1,9 @@
-"""The conformance tests' own accountants for local noise: the analytic Gaussian mechanism (Balle & Wang, ICML 2018,
-"Improving the Gaussian Mechanism for Differential Privacy", Thm. 8), k-ary randomized response (Warner 1965; Kairouz,
-Oh, Viswanath, JMLR 2016, "Extremal Mechanisms for Local Differential Privacy") and their composition, written from
-the papers and sharing no code with the mechanisms' accountants (``mechanisms.accounting``): a bug there cannot move
-the reference the conformance tests hold it to.
+"""The conformance tests' own accountants for local noise.
+
+The analytic Gaussian mechanism (Balle & Wang, ICML 2018, "Improving the Gaussian Mechanism for Differential Privacy",
+Thm. 8), k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath, JMLR 2016, "Extremal Mechanisms for Local
+Differential Privacy") and their composition, written from the papers and sharing no code with the mechanisms'
+accountants (``mechanisms.accounting``): a bug there cannot move the reference the conformance tests hold it to.
 
 **The Gaussian mechanism.** Two neighbouring inputs at L2 distance Δ give the outputs N(0, σ²I) and N(Δ, σ²I); with
 μ = Δ/σ the mechanism is (ε, δ)-DP for exactly δ ≥ δ_μ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Thm. 8; the formula
@@ -50,7 +51,8 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
         δ, a probability in [0, 1].
 
     Raises:
-        ValueError: μ < 0 or not finite."""
+        ValueError: μ < 0 or not finite.
+    """
     if not (math.isfinite(mu) and mu >= 0):
         raise ValueError(f"gaussian_delta: need a finite μ = Δ/σ >= 0, got {mu!r}")
     if mu == 0:
@@ -75,7 +77,8 @@ def rr_keep(epsilon: float, num_classes: int) -> float:
         The probability, in [1/k, 1), that the true label is released.
 
     Raises:
-        ValueError: ε < 0 or k < 2."""
+        ValueError: ε < 0 or k < 2.
+    """
     if not epsilon >= 0 or num_classes < 2:
         raise ValueError(f"rr_keep: need ε >= 0 and k >= 2, got {epsilon!r}, {num_classes!r}")
     return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
@@ -92,7 +95,8 @@ def rr_epsilon(keep: float, num_classes: int) -> float:
         ε = ln(keep·(k − 1)/(1 − keep)) (unitless); 0 at or below the uniform 1/k, ∞ at 1.
 
     Raises:
-        ValueError: keep outside [0, 1] or k < 2."""
+        ValueError: keep outside [0, 1] or k < 2.
+    """
     if not 0.0 <= keep <= 1.0 or num_classes < 2:
         raise ValueError(f"rr_epsilon: need a keep rate in [0, 1] and k >= 2, got {keep!r}, {num_classes!r}")
     if keep >= 1.0:
@@ -116,7 +120,8 @@ def local_delta(epsilon: float, *, mu: float, label_epsilon: float | None = None
         δ, a probability in [0, 1] (1 for an unbounded label).
 
     Raises:
-        ValueError: from ``gaussian_delta`` (μ < 0 or not finite) or ``rr_keep`` (ε_y < 0 or k < 2)."""
+        ValueError: from ``gaussian_delta`` (μ < 0 or not finite) or ``rr_keep`` (ε_y < 0 or k < 2).
+    """
     if label_epsilon is None or label_epsilon == 0:
         return gaussian_delta(epsilon, mu)
     if math.isinf(label_epsilon):
@@ -147,7 +152,8 @@ def local_epsilon(*, sigma: float, sensitivity: float, delta: float, label_epsil
         ε (unitless): ∞ for σ = 0 or an unbounded label; 0 where even ε = 0 meets δ.
 
     Raises:
-        ValueError: σ < 0, Δ <= 0, δ outside (0, 1) or k < 2 with a label."""
+        ValueError: σ < 0, Δ <= 0, δ outside (0, 1) or k < 2 with a label.
+    """
     if not (sigma >= 0 and sensitivity > 0 and 0 < delta < 1) or (label_epsilon is not None and num_classes < 2):
         raise ValueError(f"local_epsilon: need σ >= 0, Δ > 0, δ in (0, 1) and k >= 2, got {sigma!r}, {sensitivity!r},"
                          f" {delta!r}, {num_classes!r}")
@@ -185,5 +191,6 @@ def gaussian_epsilon(*, sigma: float, sensitivity: float, delta: float) -> float
         ε (unitless); ∞ for σ = 0.
 
     Raises:
-        ValueError: σ < 0, Δ <= 0 or δ outside (0, 1) (from ``local_epsilon``)."""
+        ValueError: σ < 0, Δ <= 0 or δ outside (0, 1) (from ``local_epsilon``).
+    """
     return local_epsilon(sigma=sigma, sensitivity=sensitivity, delta=delta)

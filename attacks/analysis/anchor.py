@@ -45,7 +45,8 @@ def anchor_mu(scores: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05) -> f
         μ (unitless, >= 0); 0 when no threshold gives a positive one.
 
     Raises:
-        ValueError: invalid scores or labels (``validate_scores``), or no score on one side."""
+        ValueError: invalid scores or labels (``validate_scores``), or no score on one side.
+    """
     s, y = validate_scores(scores, labels)
     pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
     if not pos.size or not neg.size:
@@ -77,7 +78,8 @@ def anchor_epsilon(scores: ArrayLike, labels: ArrayLike, *, delta: float, alpha:
         ``{"mu", "epsilon"}``: μ and ε (both unitless).
 
     Raises:
-        ValueError: as ``anchor_mu``."""
+        ValueError: as ``anchor_mu``.
+    """
     mu = anchor_mu(scores, labels, alpha=alpha)
     return {"mu": mu, "epsilon": gdp_epsilon(mu, delta)}
 
@@ -91,7 +93,8 @@ def ideal_scores(mu: float, runs: int, rng: np.random.Generator) -> tuple[np.nda
         rng: the random generator drawn from.
 
     Returns:
-        ``(scores, coins)``: ``(R,)`` float scores and ``(R,)`` int64 coins in {0, 1}."""
+        ``(scores, coins)``: ``(R,)`` float scores and ``(R,)`` int64 coins in {0, 1}.
+    """
     while True:
         coins = (rng.random(runs) < 0.5).astype(np.int64)
         if 0 < coins.sum() < runs:
@@ -110,7 +113,8 @@ def simulate(analysis: Callable[[np.ndarray, np.ndarray], float], *, mu: float, 
         seed: the generator's seed.
 
     Returns:
-        ``{"mu", "runs", "draws", "median", "p10", "p90", "max", "values"}`` (values: every draw's result, in order)."""
+        ``{"mu", "runs", "draws", "median", "p10", "p90", "max", "values"}`` (values: every draw's result, in order).
+    """
     rng = np.random.default_rng(seed)
     values = np.array([analysis(*ideal_scores(mu, runs, rng)) for _ in range(draws)], dtype=float)
     return {"mu": float(mu), "runs": int(runs), "draws": int(draws), "median": float(np.median(values)),

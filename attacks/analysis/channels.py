@@ -1,5 +1,7 @@
-"""A record with two channels, audited as one: the image read through a Gaussian score and the label through whether
-the release kept it, each bounded from below and the two composed by their privacy-loss distributions.
+"""A record with two channels, audited as one.
+
+The image read through a Gaussian score and the label through whether the release kept it, each bounded from below and
+the two composed by their privacy-loss distributions.
 
 The local randomiser releases (image + Gaussian noise, label by randomized response) with independent randomness per
 channel. A canary pair (a, y₁) vs (−a, y₂) with y₁ ≠ y₂ differs in both. The audit bounds each channel by a pair of
@@ -63,7 +65,8 @@ def label_counts(label_outcomes: ArrayLike, labels: ArrayLike) -> dict[str, int]
         ``{"kept", "swapped", "n"}`` (counts).
 
     Raises:
-        ValueError: shapes that differ or are not ``(N,)``, or values outside those sets."""
+        ValueError: shapes that differ or are not ``(N,)``, or values outside those sets.
+    """
     o, y = np.asarray(label_outcomes), np.asarray(labels)
     if o.shape != y.shape or o.ndim != 1 or not np.isin(o, (-1, 0, 1)).all() or not np.isin(y, (0, 1)).all():
         raise ValueError(f"label outcomes in {{-1, 0, 1}} and labels in {{0, 1}} must be (N,) arrays, got {o.shape} "
@@ -83,7 +86,8 @@ def image_summary(scores: ArrayLike, labels: ArrayLike) -> dict[str, float]:
         ``{"n", "mean", "sd"}``: the count, u's mean and its sample standard deviation (ddof 1), in score units.
 
     Raises:
-        ValueError: fewer than 3 scores."""
+        ValueError: fewer than 3 scores.
+    """
     u = np.where(np.asarray(labels) == 1, 1.0, -1.0) * np.asarray(scores, dtype=np.float64)
     if u.size < 3:
         raise ValueError(f"the image channel needs at least 3 scores, got {u.size}")
@@ -100,7 +104,8 @@ def image_mu(summary: dict[str, float], alpha: float) -> float:
         alpha: each bound's error probability.
 
     Returns:
-        μ_LB (unitless); 0 when the mean's bound is not positive."""
+        μ_LB (unitless); 0 when the mean's bound is not positive.
+    """
     (mean_lo, _), (_, sd_hi) = _box(int(summary["n"]), summary["mean"], summary["sd"], 2 * alpha)  # one end each
     return 2 * mean_lo / sd_hi if mean_lo > 0 and sd_hi > 0 else 0.0
 
@@ -114,7 +119,8 @@ def label_pair(counts: dict[str, int], alpha: float) -> tuple[float, float]:
 
     Returns:
         ``(t_LB, f_UB)``: probabilities, the lower bound of the rate of releasing the label held and the upper bound
-        of releasing the pair's other label."""
+        of releasing the pair's other label.
+    """
     t = clopper_pearson(counts["kept"], counts["n"], confidence=1 - alpha, sided="lower")[0]
     f = clopper_pearson(counts["swapped"], counts["n"], confidence=1 - alpha, sided="upper")[1]
     return float(t), float(f)
@@ -132,7 +138,8 @@ def composed_epsilon(mu: float, t: float, f: float, delta: float) -> float:
         delta: δ, a probability.
 
     Returns:
-        ε (unitless), in [0, ``EPSILON_CAP``]; 0 when neither channel counts."""
+        ε (unitless), in [0, ``EPSILON_CAP``]; 0 when neither channel counts.
+    """
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     plds, grid = [], DISCRETISATION * max(1.0, mu * mu / 10)
@@ -161,6 +168,7 @@ def composed_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> f
             1 − (1 − confidence)/``INTERVALS``.
 
     Returns:
-        ε_LB (unitless, in [0, ``EPSILON_CAP``])."""
+        ε_LB (unitless, in [0, ``EPSILON_CAP``]).
+    """
     alpha = (1.0 - confidence) / INTERVALS
     return composed_epsilon(image_mu(fit["image"], alpha), *label_pair(fit["label"], alpha), delta)

@@ -1,5 +1,6 @@
-"""The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``): the
-anchor's estimator on the same scores, the largest refuted Gaussian curve, and the ideal mechanism through the same
+"""The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``).
+
+The anchor's estimator on the same scores, the largest refuted Gaussian curve, the ideal mechanism through the same
 analysis, and the ideal mechanism's limit at this R (``attacks.analysis.limits``).
 
 Which number means what (docs/audits.md, "The final model alone"):
@@ -47,7 +48,8 @@ def scores_from_outputs(outputs: ArrayLike, direction: ArrayLike) -> np.ndarray:
         ``(R,)`` float64 scores, higher meaning "canary included".
 
     Raises:
-        ValueError: outputs not ``(R, 1 or 2, K)`` or a direction of another length."""
+        ValueError: outputs not ``(R, 1 or 2, K)`` or a direction of another length.
+    """
     out, v = np.asarray(outputs, dtype=np.float64), np.asarray(direction, dtype=np.float64)
     if out.ndim != 3 or out.shape[1] not in (1, 2) or out.shape[2] != v.size:
         raise ValueError(f"outputs must be (R, 1 or 2, K) with K = {v.size}, got {out.shape}")
@@ -75,7 +77,8 @@ def crafted_summary(scores: ArrayLike, coins: ArrayLike, *, design: AuditDesign,
         max, draws}``.
 
     Raises:
-        ValueError: from ``anchor_epsilon``: invalid scores or coins, or no run on one side."""
+        ValueError: from ``anchor_epsilon``: invalid scores or coins, or no run on one side.
+    """
     s, y = np.asarray(scores, dtype=np.float64), np.asarray(coins, dtype=np.int64)
     each = 1.0 - (1.0 - confidence) / max(1, len(family(design)))
     mu_lb = gdp_fit_mu(threshold_counts(s, y), confidence=each)

@@ -1,6 +1,7 @@
-"""The certified trade-off curve tested on independent runs: a multi-run design's (FPR, FNR) points against the curve
-the accountant certifies, so that a run inconsistent with its certified mechanism is caught where an ε lower bound
-is too weak to exceed the certified ε.
+"""The certified trade-off curve tested on independent runs.
+
+A multi-run design's (FPR, FNR) points against the curve the accountant certifies, so that a run inconsistent with its
+certified mechanism is caught where an ε lower bound is too weak to exceed the certified ε.
 
 A mechanism whose trade-off curve is at least f (Dong, Roth, Su 2022, "Gaussian differential privacy": every test of
 "canary excluded" against "included" has FNR >= f(FPR)) cannot produce a threshold whose one-sided Clopper-Pearson
@@ -40,7 +41,8 @@ def gaussian_tradeoff(mu: float) -> TradeOff:
         mu: μ >= 0 (unitless); at μ = 0 the curve is 1 − α.
 
     Returns:
-        f: FPR α (clipped to [0, 1]) ↦ the smallest FNR, a probability."""
+        f: FPR α (clipped to [0, 1]) ↦ the smallest FNR, a probability.
+    """
     def f(alpha: float) -> float:
         a = min(max(alpha, 0.0), 1.0)
         return float(ndtr(ndtri(1.0 - a) - mu))
@@ -54,7 +56,8 @@ def profile_tradeoff(profile: Sequence[Sequence[float]]) -> TradeOff:
         profile: ``[ε, δ]`` pairs, ε unitless and δ a probability.
 
     Returns:
-        f: FPR α ↦ max_i max(0, 1 − δᵢ − e^{εᵢ}α, e^{−εᵢ}(1 − δᵢ − α)) (0 for an empty profile)."""
+        f: FPR α ↦ max_i max(0, 1 − δᵢ − e^{εᵢ}α, e^{−εᵢ}(1 − δᵢ − α)) (0 for an empty profile).
+    """
     points = [(float(e), float(d)) for e, d in profile]
 
     def f(alpha: float) -> float:
@@ -75,7 +78,8 @@ def curve_rejected(counts: Sequence[Sequence[int]], tradeoff: TradeOff, *, confi
         confidence: the test's confidence level.
 
     Returns:
-        True where some row refutes the curve; False for an empty family."""
+        True where some row refutes the curve; False for an empty family.
+    """
     if not counts:
         return False
     level = 1.0 - (1.0 - confidence) / (2 * len(counts))
@@ -97,7 +101,8 @@ def certified_tradeoff(mu: float | None, profile: Sequence[Sequence[float]] | No
         profile: the accountant's privacy profile, ``[ε, δ]`` pairs, or None.
 
     Returns:
-        G_μ where μ is given (exact), else the profile's curve (conservative), else None."""
+        G_μ where μ is given (exact), else the profile's curve (conservative), else None.
+    """
     if mu is not None:
         return gaussian_tradeoff(mu)
     if profile:

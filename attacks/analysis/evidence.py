@@ -1,6 +1,9 @@
-"""The one rule of the audits (docs/audits.md, "Valid bounds and estimates"): which analyses are *valid*
-(assumption-free: "ε ≥" for any mechanism, the audit's Bonferroni family and the run-level check) and which are
-*estimates* (they rest on a distributional assumption: shown with it, never deciding), per design. No torch."""
+"""The one rule of the audits (docs/audits.md, "Valid bounds and estimates").
+
+Which analyses are *valid* (assumption-free: "ε ≥" for any mechanism, the audit's Bonferroni family and the run-level
+check) and which are *estimates* (they rest on a distributional assumption: shown with it, never deciding), per design.
+No torch.
+"""
 
 from __future__ import annotations
 
@@ -37,15 +40,17 @@ def evidence(method: str, design_kind: str) -> str:
 
     Returns:
         ``"valid"`` (assumption-free, one-run or multi-run design), ``"estimate"`` (a distributional assumption) or
-        ``"heuristic"`` (a heuristic design: outcomes not independent)."""
+        ``"heuristic"`` (a heuristic design: outcomes not independent).
+    """
     if METHODS[method][1] is not None:
         return "estimate"
     return "valid" if design_kind in ("one-run", "multi-run") else "heuristic"
 
 
 def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
-    """Whether a Gaussian estimate's assumption stands its test under ``design`` (shown beside the estimate; it
-    never makes the estimate a bound).
+    """Whether a Gaussian estimate's assumption stands its test under ``design``.
+
+    Shown beside the estimate; it never makes the estimate a bound.
 
     Args:
         design: the audit's design.
@@ -53,15 +58,17 @@ def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
 
     Returns:
         True for scores Gaussian by construction (``design.gaussian``), a one-run or multi-run design, and a
-        normality test that does not reject at ``NORMALITY_LEVEL``."""
+        normality test that does not reject at ``NORMALITY_LEVEL``.
+    """
     return design.gaussian and design.kind in ("one-run", "multi-run") \
         and normality_p is not None and normality_p >= NORMALITY_LEVEL
 
 
 def family(design: AuditDesign) -> tuple[str, ...]:
-    """The valid analyses of ``design``, fixed by the design alone before any score is seen: the Bonferroni family of
-    the audit (its divisor k) and of the run-level check (``attacks.analysis.verdict``). Estimates (``estimates``)
-    never belong: they decide nothing, so they cost the valid bounds no confidence.
+    """The valid analyses of ``design``, fixed by the design alone before any score is seen.
+
+    The Bonferroni family of the audit (its divisor k) and of the run-level check (``attacks.analysis.verdict``).
+    Estimates (``estimates``) never belong: they decide nothing, so they cost the valid bounds no confidence.
 
     One-run designs: ``one-run`` and ``f-dp``; multi-run designs: ``clopper-pearson``, and where the slots went
     through one release call (``design.one_release``: their independence is the mechanism's promise, not the
@@ -71,7 +78,8 @@ def family(design: AuditDesign) -> tuple[str, ...]:
         design: the audit's design.
 
     Returns:
-        The analyses' method names (empty for a heuristic design)."""
+        The analyses' method names (empty for a heuristic design).
+    """
     kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()
@@ -93,7 +101,8 @@ def estimates(design: AuditDesign) -> tuple[str, ...]:
         design: the audit's design.
 
     Returns:
-        The estimates' method names (empty for a heuristic design)."""
+        The estimates' method names (empty for a heuristic design).
+    """
     kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()

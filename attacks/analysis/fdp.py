@@ -1,6 +1,8 @@
-"""The f-DP analysis of a one-run audit (Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-Differential Privacy in One
-Run", ICML 2025, Algorithm 3 and Theorem 3.2): with m canaries, c′ guesses and c correct, a hypothesised trade-off
-curve f is rejected at level τ when no f-DP mechanism makes c or more correct guesses with probability τ or more.
+"""The f-DP analysis of a one-run audit.
+
+(Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-Differential Privacy in One Run", ICML 2025, Algorithm 3 and Theorem
+3.2.) With m canaries, c′ guesses and c correct, a hypothesised trade-off curve f is rejected at level τ when no f-DP
+mechanism makes c or more correct guesses with probability τ or more.
 
 The curve is given by the inverse of its blow-up f̄(x) = 1 − f(x) (an increasing function):
 
@@ -40,7 +42,8 @@ def rejects(fbar_inverse: Inverse, m: int, guesses: int, correct: int, *, tau: f
         True where the curve is rejected at level ``tau``.
 
     Raises:
-        ValueError: counts out of range."""
+        ValueError: counts out of range.
+    """
     if not 0 <= correct <= guesses <= m or guesses < 1:
         raise ValueError(f"need 0 <= correct <= guesses <= m and guesses >= 1, got {correct}, {guesses}, {m}")
     r, h = tau * correct / m, tau * (guesses - correct) / m
@@ -63,7 +66,8 @@ def eps_delta_inverse(epsilon: float, delta: float) -> Inverse:
         delta: δ, a probability.
 
     Returns:
-        y ↦ max(0, (y − δ)/e^ε, 1 − δ − e^ε(1 − y))."""
+        y ↦ max(0, (y − δ)/e^ε, 1 − δ − e^ε(1 − y)).
+    """
     e = math.exp(min(epsilon, 700.0))
 
     def inverse(y: float) -> float:
@@ -80,7 +84,8 @@ def profile_inverse(profile: Sequence[Sequence[float]]) -> Inverse:
         profile: ``[ε, δ]`` pairs, ε unitless and δ a probability (not empty).
 
     Returns:
-        y ↦ the maximum of the points' ``eps_delta_inverse``."""
+        y ↦ the maximum of the points' ``eps_delta_inverse``.
+    """
     parts = [eps_delta_inverse(float(e), float(d)) for e, d in profile]
     return lambda y: max(p(y) for p in parts)
 
@@ -92,7 +97,8 @@ def gdp_inverse(mu: float) -> Inverse:
         mu: μ (unitless).
 
     Returns:
-        y ↦ f̄⁻¹(y), y clipped to [0, 1]."""
+        y ↦ f̄⁻¹(y), y clipped to [0, 1].
+    """
     return lambda y: float(ndtr(ndtri(min(max(y, 0.0), 1.0)) - mu))
 
 
@@ -104,7 +110,8 @@ def gdp_delta(mu: float, epsilon: float) -> float:
         epsilon: ε (unitless).
 
     Returns:
-        δ, a probability."""
+        δ, a probability.
+    """
     return float(ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon) * ndtr(-epsilon / mu - mu / 2))
 
 
@@ -116,7 +123,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         delta: δ, a probability.
 
     Returns:
-        ε (unitless): 0 when μ-GDP is (0, δ)-DP; at most ``EPSILON_CAP``."""
+        ε (unitless): 0 when μ-GDP is (0, δ)-DP; at most ``EPSILON_CAP``.
+    """
     if mu <= 0 or gdp_delta(mu, 0.0) <= delta:
         return 0.0
     if gdp_delta(mu, EPSILON_CAP) > delta:
@@ -125,8 +133,10 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
 
 def _largest_rejected(test: Callable[[float], bool], upper: float) -> float:
-    """The largest x in [0, upper] with ``test(x)`` true, for a test true below a point and false above (0 when
-    ``test(0)`` is false), by bisection."""
+    """The largest x in [0, upper] with ``test(x)`` true.
+
+    For a test true below a point and false above (0 when ``test(0)`` is false), by bisection.
+    """
     if not test(0.0):
         return 0.0
     lo, hi = 0.0, min(1.0, upper)
@@ -142,8 +152,10 @@ def _largest_rejected(test: Callable[[float], bool], upper: float) -> float:
 
 def _rule_test(curve: Callable[[float], Inverse], m: int, guesses: int, correct: int, tau: float
                ) -> Callable[[float], bool]:
-    """Whether the guessing rule (``guesses``, ``correct``) rejects the curve ``curve(x)`` at level ``tau``, as a
-    function of the curve's parameter x (ε or μ) for ``_largest_rejected``."""
+    """Whether the guessing rule (``guesses``, ``correct``) rejects the curve ``curve(x)`` at level ``tau``.
+
+    As a function of the curve's parameter x (ε or μ) for ``_largest_rejected``.
+    """
     return lambda x: rejects(curve(x), m, guesses, correct, tau=tau)
 
 
@@ -157,7 +169,8 @@ def fdp_epsilon(m: int, rules: Sequence[Sequence[int]], *, delta: float, confide
         confidence: the bound's confidence; Bonferroni over the rules.
 
     Returns:
-        ε_LB (unitless, in [0, 100]); 0 without a rule."""
+        ε_LB (unitless, in [0, 100]); 0 without a rule.
+    """
     tau = (1.0 - confidence) / max(len(rules), 1)
     return max((_largest_rejected(_rule_test(lambda e: eps_delta_inverse(e, delta), m, r, v, tau), 100.0)
                 for _, _, r, v in rules if r), default=0.0)
@@ -175,7 +188,8 @@ def fdp_gdp_epsilon(m: int, rules: Sequence[Sequence[int]], *, delta: float, con
         confidence: the bound's confidence; Bonferroni over the rules.
 
     Returns:
-        ε (unitless, ``gdp_epsilon`` of μ_LB in [0, 50])."""
+        ε (unitless, ``gdp_epsilon`` of μ_LB in [0, 50]).
+    """
     tau = (1.0 - confidence) / max(len(rules), 1)
     mu = max((_largest_rejected(_rule_test(gdp_inverse, m, r, v, tau), 50.0)
               for _, _, r, v in rules if r), default=0.0)
@@ -193,7 +207,8 @@ def profile_rejected(m: int, rules: Sequence[Sequence[int]], profile: Sequence[S
         confidence: the test's confidence level.
 
     Returns:
-        True where some rule rejects the profile's curve."""
+        True where some rule rejects the profile's curve.
+    """
     tau = (1.0 - confidence) / max(len(rules), 1)
     inverse = profile_inverse(profile)
     return any(rejects(inverse, m, r, v, tau=tau) for _, _, r, v in rules if r)

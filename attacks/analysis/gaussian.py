@@ -1,5 +1,6 @@
-"""Parametric audits that read the shape of the scores, not only how many guesses were right. Both are lower bounds
-only under their assumption, which every report names beside the number.
+"""Parametric audits that read the shape of the scores, not only how many guesses were right.
+
+Both are lower bounds only under their assumption, which every report names beside the number.
 
 - ``gaussian_pair_epsilon`` (Agrawal, Wei, Singh, Magdon-Ismail, Zikas 2026, "Let's Ask Gauss", arXiv
   2606.12733): the scores of included and excluded canaries as two Gaussians (white-box DP-SGD's canary-aligned
@@ -33,9 +34,11 @@ GRID = 9  # points per edge of the variance box searched for the smallest ε (be
 
 
 def _region_mass(mean: float, sd: float, lo: float | None, hi: float | None, outside: bool) -> float:
-    """P[X in (lo, hi)] (or outside it) for X ~ N(mean, sd²); ``lo``/``hi`` None for ±∞. Each tail is taken as Φ of
-    a negative argument (never 1 − Φ), so masses far in a tail keep their relative precision: at large ε the
-    hockey-stick weighs them by e^ε."""
+    """P[X in (lo, hi)] (or outside it) for X ~ N(mean, sd²); ``lo``/``hi`` None for ±∞.
+
+    Each tail is taken as Φ of a negative argument (never 1 − Φ), so masses far in a tail keep their relative precision:
+    at large ε the hockey-stick weighs them by e^ε.
+    """
     a = -math.inf if lo is None else (lo - mean) / sd
     b = math.inf if hi is None else (hi - mean) / sd
     if outside:
@@ -54,7 +57,8 @@ def hockey_stick(p: tuple[float, float], q: tuple[float, float], epsilon: float)
         epsilon: ε (unitless).
 
     Returns:
-        δ, a probability (>= 0)."""
+        δ, a probability (>= 0).
+    """
     (m1, s1), (m0, s0) = p, q
     a = 1 / (2 * s0**2) - 1 / (2 * s1**2)
     b = m1 / s1**2 - m0 / s0**2
@@ -84,7 +88,8 @@ def pair_epsilon(p: tuple[float, float], q: tuple[float, float], delta: float) -
         delta: δ, a probability.
 
     Returns:
-        ε (unitless), in [0, ``EPSILON_CAP``]."""
+        ε (unitless), in [0, ``EPSILON_CAP``].
+    """
     def excess(e: float) -> float:
         return max(hockey_stick(p, q, e), hockey_stick(q, p, e)) - delta
 
@@ -96,8 +101,11 @@ def pair_epsilon(p: tuple[float, float], q: tuple[float, float], delta: float) -
 
 
 def _box(n: int, mean: float, sd: float, alpha: float) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Confidence intervals (each at level 1 − α) of a normal sample's mean (Student t: the sd is estimated) and
-    standard deviation (χ²)."""
+    """Confidence intervals of a normal sample's mean and standard deviation.
+
+    Confidence intervals (each at level 1 − α) of a normal sample's mean (Student t: the sd is estimated) and
+    standard deviation (χ²).
+    """
     half = float(student_t.isf(alpha / 2, n - 1)) * sd / math.sqrt(n)
     lo_sd = sd * math.sqrt((n - 1) / float(chi2.isf(alpha / 2, n - 1)))
     hi_sd = sd * math.sqrt((n - 1) / float(chi2.ppf(alpha / 2, n - 1)))
@@ -119,7 +127,8 @@ def pair_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float
         confidence: the bound's joint confidence level.
 
     Returns:
-        ε_LB (unitless, in [0, ``EPSILON_CAP``]); 0 when a group's scores do not vary."""
+        ε_LB (unitless, in [0, ``EPSILON_CAP``]); 0 when a group's scores do not vary.
+    """
     alpha = (1.0 - confidence) / 4
     (m_in, sd_in), (m_out, sd_out) = (_box(fit[f"n_{g}"], fit[f"mean_{g}"], fit[f"sd_{g}"], alpha)
                                       for g in ("in", "out"))
@@ -146,7 +155,8 @@ def gaussian_pair_epsilon(scores: ArrayLike, labels: ArrayLike, *, delta: float,
         the smaller D'Agostino-Pearson / Shapiro-Wilk p-value of the two groups, a check of the assumption).
 
     Raises:
-        ValueError: fewer than 3 scores in a group, or invalid scores / labels."""
+        ValueError: fewer than 3 scores in a group, or invalid scores / labels.
+    """
     s, y = validate_scores(scores, labels)
     groups = [s[y == 1], s[y == 0]]
     if min(g.size for g in groups) < 3:
@@ -179,7 +189,8 @@ def gdp_fit_mu(counts: Sequence[Sequence[int]], *, confidence: float = 0.95) -> 
         confidence: the bound's confidence level.
 
     Returns:
-        μ_LB (unitless, >= 0); 0 for an empty family."""
+        μ_LB (unitless, >= 0); 0 for an empty family.
+    """
     if not counts:
         return 0.0
     level = 1.0 - (1.0 - confidence) / (2 * len(counts))
@@ -203,5 +214,6 @@ def gdp_fit_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence
         confidence: the bound's confidence level.
 
     Returns:
-        ε (unitless, in [0, ``EPSILON_CAP``])."""
+        ε (unitless, in [0, ``EPSILON_CAP``]).
+    """
     return gdp_epsilon(gdp_fit_mu(counts, confidence=confidence), delta)

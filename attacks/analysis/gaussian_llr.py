@@ -59,7 +59,8 @@ def llr_fit(scores: ArrayLike, labels: ArrayLike, model: Sequence[float] | None 
         noise), ``shape_included_p``, ``shape_p`` (``shape_p`` of the two) and ``shape_test`` (which test ran).
 
     Raises:
-        ValueError: fewer than 3 scores in a group, or invalid scores / labels."""
+        ValueError: fewer than 3 scores in a group, or invalid scores / labels.
+    """
     from scipy.stats import normaltest, shapiro
 
     s, y = validate_scores(scores, labels)
@@ -94,7 +95,8 @@ def shape_p(excluded: float, included: float) -> float:
         included: the included group's.
 
     Returns:
-        The combined p-value, in [0, 1]."""
+        The combined p-value, in [0, 1].
+    """
     return min(1.0, 2.0 * min(excluded, included))
 
 
@@ -112,7 +114,8 @@ def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
         μ_LB (unitless); 0 when the gap's bound is not positive.
 
     Raises:
-        ValueError: confidence outside (0, 1) or a group of fewer than 2 scores."""
+        ValueError: confidence outside (0, 1) or a group of fewer than 2 scores.
+    """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     n_in, n_out = int(fit["n_in"]), int(fit["n_out"])
@@ -137,7 +140,8 @@ def llr_gdp_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> fl
         confidence: in (0, 1).
 
     Returns:
-        ε_LB (unitless)."""
+        ε_LB (unitless).
+    """
     return gdp_epsilon(gdp_mu_lower(fit, confidence=confidence), delta)
 
 
@@ -149,7 +153,8 @@ def llr_valid(fit: dict[str, Any] | None, level: float) -> bool:
         level: the normality level, a probability.
 
     Returns:
-        True where ``shape_p`` is at least ``level``; False without a fit."""
+        True where ``shape_p`` is at least ``level``; False without a fit.
+    """
     return fit is not None and float(fit.get("shape_p", fit.get("shape_excluded_p", 0.0))) >= level
 
 
@@ -165,7 +170,8 @@ def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:
         The pooled summary (``shape_included_p`` and ``shape_p`` only where every fit has an included test).
 
     Raises:
-        ValueError: no fits."""
+        ValueError: no fits.
+    """
     if not fits:
         raise ValueError("pool_llr_fits needs at least one fit")
     out: dict[str, Any] = {"shape_excluded_p": combined_shape_p([float(f["shape_excluded_p"]) for f in fits]),
@@ -197,7 +203,8 @@ def combined_shape_p(p_values: Sequence[float]) -> float:
         The combined p-value (0 where any p_i is 0).
 
     Raises:
-        ValueError: no p-values, or one outside [0, 1]."""
+        ValueError: no p-values, or one outside [0, 1].
+    """
     p = np.asarray(p_values, dtype=np.float64)
     if p.size == 0 or not np.all((p >= 0) & (p <= 1)):
         raise ValueError(f"combined_shape_p needs p-values in [0, 1], got {list(p_values)!r}")

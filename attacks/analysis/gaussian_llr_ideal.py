@@ -1,9 +1,12 @@
-"""The ideal mechanism behind the Gaussian (μ-GDP) analysis of white-box DP-SGD canaries' summed log-likelihood ratios
+"""The ideal mechanism behind the μ-GDP analysis of white-box DP-SGD canaries' summed log-likelihood ratios.
+
+The ideal mechanism behind the Gaussian (μ-GDP) analysis of white-box DP-SGD canaries' summed log-likelihood ratios
 (``attacks.analysis.gaussian_llr``): the exact moments and cumulants of a Dirac canary's score S = Σ_t ℓ(x_t) under
 exact DP-SGD (Poisson sampling at rate q, N(0, σ²) noise per step; Nasr et al. 2023, "Tight Auditing of
 Differentially Private Machine Learning"), by Gauss-Hermite quadrature, and a simulation of its canaries' scores. The
 analysis tests a run's scores against them; ``scripts/dpsgd_audit_ideal.py`` and ``attacks.analysis.guess_plan``
-judge the analysis on them. Pure NumPy (no torch)."""
+judge the analysis on them. Pure NumPy (no torch).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ def exact_llr_cumulants(*, sigma: float, sample_rate: float, steps: int, nodes: 
         contribution: None: excluded (x ~ N(0, σ²)); c: included (x ~ N(c·b, σ²), b ~ Bernoulli(q)), units of C.
 
     Returns:
-        ``{"skew", "excess_kurtosis"}``: T·κ₃/(T·κ₂)^1.5 and T·κ₄/(T·κ₂)² (cumulants add over steps)."""
+        ``{"skew", "excess_kurtosis"}``: T·κ₃/(T·κ₂)^1.5 and T·κ₄/(T·κ₂)² (cumulants add over steps).
+    """
     z, w = np.polynomial.hermite_e.hermegauss(nodes)
     w = w / w.sum()
 
@@ -45,10 +49,11 @@ def exact_llr_cumulants(*, sigma: float, sample_rate: float, steps: int, nodes: 
 
 def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int, rng: np.random.Generator,
                         contribution: float = 1.0, score_sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal mechanism's canary scores: m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each
-    included by a fair coin and then sampled at rate q, adding ``contribution`` when sampled), scored as
-    ``mechanisms.dpsgd.canaries`` scores them (Nasr et al. 2023). Memory grows as steps·m (a block of canaries at a
-    time).
+    """The ideal mechanism's canary scores.
+
+    m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each included by a fair coin and then sampled at
+    rate q, adding ``contribution`` when sampled), scored as ``mechanisms.dpsgd.canaries`` scores them (Nasr et al.
+    2023). Memory grows as steps·m (a block of canaries at a time).
 
     Args:
         sigma: σ, the noise's standard deviation (units of C, > 0).
@@ -62,7 +67,8 @@ def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int,
 
     Returns:
         ``(scores, coins)``: ``(m,)`` float summed log-likelihood ratios and ``(m,)`` int64 inclusion coins (1:
-        included)."""
+        included).
+    """
     coins = (rng.random(m) < 0.5).astype(np.int64)
     out = np.empty(m)
     block = max(1, 2_000_000 // max(steps, 1))
@@ -97,7 +103,8 @@ def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribut
         ``{"mean_in", "var_in", "mean_out", "var_out", "mu"}``.
 
     Raises:
-        ValueError: σ <= 0, σ̂ <= 0, q outside (0, 1] or T < 1."""
+        ValueError: σ <= 0, σ̂ <= 0, q outside (0, 1] or T < 1.
+    """
     scale = sigma if score_sigma is None else score_sigma
     if not (sigma > 0 and scale > 0 and 0 < sample_rate <= 1 and steps >= 1):
         raise ValueError(f"exact_llr_moments needs σ > 0, σ̂ > 0, 0 < q <= 1, T >= 1, got {sigma}, {scale}, "

@@ -1,6 +1,7 @@
-"""The one-run audit's guessing rule fixed in advance from the mechanism's public parameters, for white-box DP-SGD
-canaries (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run", §6: they choose the number of
-guesses before the run).
+"""The one-run audit's guessing rule fixed in advance from the mechanism's public parameters.
+
+For white-box DP-SGD canaries (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run", §6: they
+choose the number of guesses before the run).
 
 Searching 12 guessing rules costs a Bonferroni factor of 12 on the one-run and f-DP analyses. For DP-SGD's Dirac
 canaries the best rule is a function of (σ, q, T, m) alone, all public before any coin is drawn: the ideal mechanism
@@ -45,7 +46,8 @@ def planned_guess_fraction(*, sigma: float, sample_rate: float, steps: int, m: i
         f, one of ``PLANNED_FRACTIONS``.
 
     Raises:
-        ValueError: a parameter out of range."""
+        ValueError: a parameter out of range.
+    """
     if not (sigma > 0 and 0 < sample_rate <= 1 and steps >= 1 and m >= 2):
         raise ValueError(f"planned_guess_fraction needs σ > 0, 0 < q <= 1, T >= 1, m >= 2, got {sigma}, "
                          f"{sample_rate}, {steps}, {m}")
@@ -72,5 +74,6 @@ def two_sided_rule(scores: ArrayLike, included: ArrayLike, fraction: float) -> l
         ``[k, k, 2k, v]``: guesses each way, guesses in all, correct guesses.
 
     Raises:
-        ValueError: invalid scores or labels (``validate_scores``)."""
+        ValueError: invalid scores or labels (``validate_scores``).
+    """
     return one_run_guesses(scores, included, fractions=(fraction,))[1]

@@ -1,5 +1,7 @@
-"""The ideal mechanism's limit of a threshold audit: the largest ε lower bound any single threshold fixed in advance
-reaches with Clopper-Pearson at the audit's size, on the ideal (certified) mechanism's expected counts.
+"""The ideal mechanism's limit of an audit at its size.
+
+The largest ε lower bound any single threshold fixed in advance reaches with Clopper-Pearson at the audit's size, on
+the ideal (certified) mechanism's expected counts.
 
 No analysis of the audit's scores can be expected to beat it by more than sampling luck; an audit far below it loses
 signal in its design or its analysis, an audit near it is as tight as its sample allows (docs/audits.md). Pure NumPy /
@@ -34,7 +36,8 @@ def gaussian_mixture_sf(means: Sequence[float], weights: Sequence[float], sd: fl
         A function of a ``(G,)`` array of thresholds returning ``(G,)`` probabilities.
 
     Raises:
-        ValueError: sd ≤ 0, negative weights or weights that do not sum to 1."""
+        ValueError: sd ≤ 0, negative weights or weights that do not sum to 1.
+    """
     m, w = np.asarray(means, np.float64), np.asarray(weights, np.float64)
     if not sd > 0 or (w < 0).any() or abs(w.sum() - 1) > 1e-9 or m.shape != w.shape:
         raise ValueError(f"need sd > 0 and one probability per mean summing to 1, got sd={sd!r}, weights={weights!r}")
@@ -44,7 +47,7 @@ def gaussian_mixture_sf(means: Sequence[float], weights: Sequence[float], sd: fl
 def threshold_limit(excluded_sf: Callable[[np.ndarray], np.ndarray], included_sf: Callable[[np.ndarray], np.ndarray],
                     span: tuple[float, float], n_excluded: int, n_included: int, *, delta: float,
                     confidence: float = 0.95) -> float:
-    """max over thresholds t of Jagielski et al.'s (2020) ε_LB at the expected counts n·P(S > t) of each side.
+    """Max over thresholds t of Jagielski et al.'s (2020) ε_LB at the expected counts n·P(S > t) of each side.
 
     Args:
         excluded_sf: P(S > t) when the canary is excluded (the slot holds the other record).
@@ -59,7 +62,8 @@ def threshold_limit(excluded_sf: Callable[[np.ndarray], np.ndarray], included_sf
         ε (unitless, >= 0): the limit.
 
     Raises:
-        ValueError: fewer than one trial a side, δ or confidence out of range."""
+        ValueError: fewer than one trial a side, δ or confidence out of range.
+    """
     if n_excluded < 1 or n_included < 1:
         raise ValueError(f"need at least one trial a side, got {n_excluded} and {n_included}")
     t = np.linspace(span[0], span[1], GRID)
@@ -83,7 +87,8 @@ def gaussian_limit(mu: float, n_excluded: int, n_included: int, *, delta: float,
         ε (unitless, >= 0).
 
     Raises:
-        ValueError: as ``threshold_limit``, or μ ≤ 0."""
+        ValueError: as ``threshold_limit``, or μ ≤ 0.
+    """
     if not mu > 0:
         raise ValueError(f"μ must be > 0, got {mu!r}")
     return threshold_limit(gaussian_mixture_sf((0.0,), (1.0,), 1.0), gaussian_mixture_sf((mu,), (1.0,), 1.0),
@@ -92,10 +97,12 @@ def gaussian_limit(mu: float, n_excluded: int, n_included: int, *, delta: float,
 
 def whitebox_limit(design: AuditDesign, *, sigma: float, sample_rate: float, steps: int, delta: float,
                    draws: int = 3, seed: int = 0) -> float:
-    """The ideal DP-SGD's limit for a white-box one-run audit of Dirac canaries: the median ε_LB of ``draws``
-    simulations of the exact mechanism (``attacks.analysis.gaussian_llr_ideal.simulate_llr_scores``) through the
-    same design and analysis (``membership_audit``). A one-run bound has no closed-form limit: its analysis looks at
-    m canaries at once (Steinke, Nasr, Jagielski 2023).
+    """The ideal DP-SGD's limit for a white-box one-run audit of Dirac canaries.
+
+    The median ε_LB of ``draws`` simulations of the exact mechanism
+    (``attacks.analysis.gaussian_llr_ideal.simulate_llr_scores``) through the same design and analysis
+    (``membership_audit``). A one-run bound has no closed-form limit: its analysis looks at m canaries at once (Steinke,
+    Nasr, Jagielski 2023).
 
     Args:
         design: the audit's one-run design (its ``size`` m, its planned rule).
@@ -110,7 +117,8 @@ def whitebox_limit(design: AuditDesign, *, sigma: float, sample_rate: float, ste
         ε (unitless, >= 0).
 
     Raises:
-        ValueError: σ ≤ 0, a design of fewer than 2 canaries or no draw."""
+        ValueError: σ ≤ 0, a design of fewer than 2 canaries or no draw.
+    """
     from attacks.analysis import membership_audit
     from attacks.analysis.gaussian_llr_ideal import simulate_llr_scores
 

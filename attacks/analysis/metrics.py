@@ -42,7 +42,8 @@ def validate_scores(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
 
     Raises:
         ValueError: shapes that are not both ``(N,)``, non-numeric scores, NaN, labels outside {0, 1} or a single
-            class."""
+            class.
+    """
     s = np.asarray(scores)
     y = np.asarray(labels)
     if s.ndim != 1 or y.ndim != 1 or s.shape != y.shape:

@@ -1,6 +1,7 @@
-"""The conformance tests' own accountant for DPMix (Lee, Kim, Lee, Suh, ISIT 2019), built from first principles and
-sharing no code with the mechanism's (``mechanisms.accounting.dpmix``): a bug in that accountant's rate, sensitivity or
-composition count cannot move the reference the conformance tests hold it to.
+"""The conformance tests' own accountant for DPMix (Lee, Kim, Lee, Suh, ISIT 2019).
+
+Built from first principles and sharing no code with the mechanism's (``mechanisms.accounting.dpmix``): a bug in that
+accountant's rate, sensitivity or composition count cannot move the reference the conformance tests hold it to.
 
 **One release.** A released sample is Σ_j w·x_j + N(0, diag(σ_x² on the d_x features, σ_y² on the d_y label
 coordinates)) over a uniform ℓ-subset of the n records, w = 1/ℓ for the certified mixing. Replacing one record
@@ -43,7 +44,7 @@ MAX_SHIFT_SQ = 5e6
 
 def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, feature_range: float = 1.0,
                  label_diameter_sq: float = LABEL_DIAMETER_SQ) -> float:
-    """c = (w·Δ)², the squared whitened shift that replacing one record makes in one released sample (module docstring).
+    """C = (w·Δ)², the squared whitened shift that replacing one record makes in one released sample (module docstring).
 
     Δ² = d_x·r²/σ_x² + Δ_y²/σ_y², w the record's weight in the sample (1/ℓ when mixed as certified).
 
@@ -59,7 +60,8 @@ def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, fea
         c (unitless, >= 0).
 
     Raises:
-        ValueError: σ <= 0, d_x < 1, a negative weight, range or diameter."""
+        ValueError: σ <= 0, d_x < 1, a negative weight, range or diameter.
+    """
     if not (sigma_x > 0 and sigma_y > 0 and d_x >= 1 and weight >= 0 and feature_range >= 0
             and label_diameter_sq >= 0):
         raise ValueError(f"mixing_shift: need σ_x, σ_y > 0, d_x >= 1 and w, r, Δ_y² >= 0, got {sigma_x!r}, "
@@ -68,17 +70,24 @@ def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, fea
 
 
 def mixing_epsilon(*, shift_sq: float, rate: float, releases: int, delta: float, grid: float = GRID) -> float:
-    """ε at δ of ``releases`` compositions of the pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse
+    """ε at δ of ``releases`` compositions of the mixing pair and its reverse, by dp_accounting's PLD.
+
+    ε at δ of ``releases`` compositions of the pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse
     (module docstring), by ``dp_accounting``'s PLD (pessimistic, grid ``grid``·max(1, c)); memoised.
 
     Args:
-        shift_sq: c >= 0. rate: q in [0, 1]. releases: T >= 1. delta: δ in (0, 1). grid: the relative grid (> 0).
+        shift_sq: c >= 0.
+        rate: q in [0, 1].
+        releases: T >= 1.
+        delta: δ in (0, 1).
+        grid: the relative grid (> 0).
 
     Returns:
         ε (unitless): 0 for c = 0 or q = 0, ∞ above ``MAX_SHIFT_SQ``.
 
     Raises:
-        ValueError: c < 0, q outside [0, 1], T < 1 or δ outside (0, 1)."""
+        ValueError: c < 0, q outside [0, 1], T < 1 or δ outside (0, 1).
+    """
     if not (shift_sq >= 0 and 0 <= rate <= 1 and releases >= 1 and 0 < delta < 1 and grid > 0):
         raise ValueError(f"mixing_epsilon: need c >= 0, q in [0, 1], T >= 1 and δ in (0, 1), got {shift_sq!r}, "
                          f"{rate!r}, {releases!r}, {delta!r}")

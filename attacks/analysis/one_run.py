@@ -1,8 +1,9 @@
-"""The one-run audit of Steinke, Nasr, Jagielski (2023, "Privacy auditing with one (1) training run", NeurIPS):
-m canaries, each included independently with probability ½; the auditor guesses "included" for the k₊ highest
-scores and "excluded" for the k₋ lowest; for an (ε, δ)-DP mechanism the number v of correct guesses among r is
-dominated by Binomial(r, e^ε/(1+e^ε)) up to a δ term (their approximate-DP theorem, Appendix D). Pure NumPy /
-SciPy (no torch)."""
+"""The one-run audit of Steinke, Nasr, Jagielski (2023, "Privacy auditing with one (1) training run", NeurIPS).
+
+m canaries, each included independently with probability ½; the auditor guesses "included" for the k₊ highest scores and
+"excluded" for the k₋ lowest; for an (ε, δ)-DP mechanism the number v of correct guesses among r is dominated by
+Binomial(r, e^ε/(1+e^ε)) up to a δ term (their approximate-DP theorem, Appendix D). Pure NumPy / SciPy (no torch).
+"""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def one_run_p_value(m: int, r: int, v: int, *, epsilon: float, delta: float = 0.
         The p-value, in [0, 1].
 
     Raises:
-        ValueError: not 0 <= v <= r <= m."""
+        ValueError: not 0 <= v <= r <= m.
+    """
     if not 0 <= v <= r <= m:
         raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
     q = 1.0 / (1.0 + math.exp(-epsilon))
@@ -68,7 +70,8 @@ def one_run_epsilon(m: int, r: int, v: int, *, delta: float = 0.0, confidence: f
         ε_LB (unitless); 0 if none, or without a guess.
 
     Raises:
-        ValueError: confidence outside (0, 1), or counts out of range (``one_run_p_value``)."""
+        ValueError: confidence outside (0, 1), or counts out of range (``one_run_p_value``).
+    """
     alpha = 1.0 - _check_probability("confidence", confidence)
     if r == 0 or one_run_p_value(m, r, v, epsilon=0.0, delta=delta) >= alpha:
         return 0.0
@@ -101,7 +104,8 @@ def one_run_guesses(scores: ArrayLike, included: ArrayLike, *,
         Two rows a fraction, in order.
 
     Raises:
-        ValueError: invalid scores or labels (``validate_scores``)."""
+        ValueError: invalid scores or labels (``validate_scores``).
+    """
     s, y = validate_scores(scores, included)
     m = s.size
     order = np.argsort(-s, kind="stable")
@@ -129,7 +133,8 @@ def best_one_run_epsilon(m: int, guesses: Sequence[Sequence[int]], *, delta: flo
         ε_LB (unitless); 0 without a rule.
 
     Raises:
-        ValueError: as ``one_run_epsilon``."""
+        ValueError: as ``one_run_epsilon``.
+    """
     if not guesses:
         return 0.0
     each = 1.0 - (1.0 - confidence) / len(guesses)

@@ -42,7 +42,8 @@ def group_epsilon(group: list[Member]) -> float:
         ε (unitless).
 
     Raises:
-        ValueError: a member's guarantee without an ε."""
+        ValueError: a member's guarantee without an ε.
+    """
     return max(_known(m[2].epsilon, "ε") for m in group)
 
 
@@ -56,7 +57,8 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
         results: the runs' results.
 
     Returns:
-        The groups, each member (run, its audit record, the guarantee under the audit's relation)."""
+        The groups, each member (run, its audit record, the guarantee under the audit's relation).
+    """
     groups: dict[tuple[object, ...], list[Member]] = {}
     for r in results:
         if not r.ok:
@@ -78,7 +80,9 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
 
 
 def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool]:
-    """The pooled μ-GDP ε estimate of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether its Gaussian
+    """The pooled μ-GDP ε estimate of ``group`` and whether its Gaussian assumption stands.
+
+    The pooled μ-GDP ε estimate of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether its Gaussian
     assumption stands the runs' combined shape test.
 
     Args:
@@ -87,7 +91,8 @@ def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool
 
     Returns:
         ``(ε estimate, tested)``: tested when every run's fit is present (else ``(0.0, False)``) and the runs' shape
-        tests, combined by Fisher's method, pass at ``NORMALITY_LEVEL``."""
+        tests, combined by Fisher's method, pass at ``NORMALITY_LEVEL``.
+    """
     fits = [next((b.fit for b in rec.audit.bounds if b.method == METHOD), None) for _, rec, _ in group]
     present = [f for f in fits if f is not None]
     if len(present) < len(fits):
@@ -108,7 +113,8 @@ def pooled_audits(results: list[RunResult], *, confidence: float = 0.95) -> list
         The pooled audits, with the group's largest ε and its δ and relation.
 
     Raises:
-        ValueError: a group's guarantee without an ε, a δ or a relation."""
+        ValueError: a group's guarantee without an ε, a δ or a relation.
+    """
     out = []
     for group in pool_groups(results):
         value, valid = pooled_bound(group, confidence=confidence)

@@ -1,5 +1,6 @@
-"""Exact confidence limits the audits and the conformance tests share: Clopper-Pearson limits of a binomial rate and
-the χ² upper limit of a Gaussian noise's sd. Pure SciPy (no torch).
+"""Exact confidence limits the audits and the conformance tests share.
+
+Clopper-Pearson limits of a binomial rate and the χ² upper limit of a Gaussian noise's sd. Pure SciPy (no torch).
 
 References:
     Clopper & Pearson (1934), "The use of confidence or fiducial limits illustrated in the case of the binomial"
@@ -37,8 +38,10 @@ def clopper_pearson_upper(k: int, n: int, alpha: float) -> float: ...
 @overload
 def clopper_pearson_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray: ...
 def clopper_pearson_upper(k: int | np.ndarray, n: int, alpha: float) -> float | np.ndarray:
-    """The exact one-sided upper limit of a binomial rate k / n at level 1 − α: ``beta.isf(α, k + 1, n − k)`` (the
-    survival function's inverse, so a limit near 0 keeps its relative precision).
+    """The exact one-sided upper limit of a binomial rate k / n at level 1 − α.
+
+    ``beta.isf(α, k + 1, n − k)`` (the survival function's inverse, so a limit near 0 keeps its relative
+    precision).
 
     Args:
         k: number of successes, 0 <= k <= n (not checked): an int, or an integer array ``(M,)`` (element-wise).
@@ -57,10 +60,11 @@ def clopper_pearson_upper(k: int | np.ndarray, n: int, alpha: float) -> float | 
 
 
 def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "two") -> tuple[float, float]:
-    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n: ``clopper_pearson_lower`` and
-    ``clopper_pearson_upper`` at α/2 each (the same interval as ``binomtest(k, n).proportion_ci(method="exact")``,
-    without its root finding); a one-sided bound at level c is the matching end of the two-sided interval at level
-    2c − 1.
+    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n.
+
+    ``clopper_pearson_lower`` and ``clopper_pearson_upper`` at α/2 each (the same interval as ``binomtest(k,
+    n).proportion_ci(method="exact")``, without its root finding); a one-sided bound at level c is the matching end of
+    the two-sided interval at level 2c − 1.
 
     Args:
         k: number of successes, 0 <= k <= n.
@@ -101,8 +105,9 @@ def _exact_interval(k: int, n: int, level: float) -> tuple[float, float]:
 
 
 def sd_upper(sum_squares: float, n: int, alpha: float) -> float:
-    """The exact one-sided upper limit at level 1 − α of a zero-mean Gaussian noise's sd from the sum of squares of n
-    observations (Σx²/σ² ~ χ²_n): √(Σx² / χ²_n(α)).
+    """The exact one-sided upper limit at level 1 − α of a zero-mean Gaussian noise's sd.
+
+    From the sum of squares of n observations (Σx²/σ² ~ χ²_n): √(Σx² / χ²_n(α)).
 
     Args:
         sum_squares: Σx², >= 0.

@@ -1,6 +1,8 @@
-"""ε of the Poisson-subsampled Gaussian mechanism by ``dp_accounting``'s PLD accountant: the accountant the
-conformance tests recompute DP-SGD's ε with from its measured parameters (``attacks.analysis.conformance``), independent
-of the mechanisms' own accounting code. Pure SciPy and ``dp_accounting``; no torch.
+"""ε of the Poisson-subsampled Gaussian mechanism by ``dp_accounting``'s PLD accountant.
+
+The accountant the conformance tests recompute DP-SGD's ε with from its measured parameters
+(``attacks.analysis.conformance``), independent of the mechanisms' own accounting code. Pure SciPy and
+``dp_accounting``; no torch.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def poisson_gaussian_epsilon(*, noise_multiplier: float, sample_rate: float, ste
         ε (unitless); ∞ for σ = 0.
 
     Raises:
-        ValueError: q outside (0, 1], steps < 1, δ outside (0, 1), σ < 0 or an unknown relation."""
+        ValueError: q outside (0, 1], steps < 1, δ outside (0, 1), σ < 0 or an unknown relation.
+    """
     if relation not in RELATIONS or not 0 < sample_rate <= 1 or steps < 1 or not 0 < delta < 1 or noise_multiplier < 0:
         raise ValueError(f"poisson_gaussian_epsilon: need q in (0, 1], steps >= 1, δ in (0, 1), σ >= 0 and a relation "
                          f"in {list(RELATIONS)}, got {sample_rate}, {steps}, {delta}, {noise_multiplier}, {relation!r}")
@@ -78,7 +81,8 @@ def sigma_for_epsilon(epsilon: float, *, sample_rate: float, steps: int, delta: 
         σ* (units of C).
 
     Raises:
-        ValueError: no σ in [guess/64, 64·guess] reaches ``epsilon``, or what ``poisson_gaussian_epsilon`` raises."""
+        ValueError: no σ in [guess/64, 64·guess] reaches ``epsilon``, or what ``poisson_gaussian_epsilon`` raises.
+    """
     from scipy.optimize import brentq
 
     def gap(log_sigma: float) -> float:

@@ -1,6 +1,7 @@
-"""ε lower bounds from a membership test at a family of thresholds (Jagielski, Ullman, Oprea 2020). Valid for
-independent trials (repeated training runs, or canaries released independently); on one model's natural members
-the outcomes are not independent and the bound is only a heuristic. Pure NumPy / SciPy (no torch).
+"""ε lower bounds from a membership test at a family of thresholds (Jagielski, Ullman, Oprea 2020).
+
+Valid for independent trials (repeated training runs, or canaries released independently); on one model's natural
+members the outcomes are not independent and the bound is only a heuristic. Pure NumPy / SciPy (no torch).
 
 Conventions: scores ``(N,)`` with larger meaning "member", labels ``(N,)`` in {0, 1} (1: member / canary
 included). ``confidence`` is the probability that the reported bound holds (family-wise where a family
@@ -46,8 +47,10 @@ def epsilon_lower_bound(true_positives: int, false_negatives: int, false_positiv
     Clopper-Pearson interval is symmetric), so both directions rest on the same two bounds.
 
     Args:
-        true_positives, false_negatives: members called member / non-member (at least one member).
-        false_positives, true_negatives: non-members called member / non-member (at least one).
+        true_positives: members called member.
+        false_negatives: members called non-member (at least one member in all).
+        false_positives: non-members called member.
+        true_negatives: non-members called non-member (at least one non-member in all).
         delta: the δ of the guarantee tested, in [0, 1).
         confidence: joint coverage of the two bounds, in (0, 1).
 
@@ -85,7 +88,8 @@ def order_statistic_indices(n: int, points: int = THRESHOLD_POINTS) -> list[int]
         points: how many indices at most (0 and ``points`` − 1 log-spaced counts up to n // 2).
 
     Returns:
-        The sorted distinct indices."""
+        The sorted distinct indices.
+    """
     top = max(1, n // 2)
     return sorted({0, *np.unique(np.round(np.geomspace(1, top, max(1, points - 1)))).astype(int).tolist()})
 
@@ -112,7 +116,8 @@ def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRE
         must not depend on the data).
 
     Raises:
-        ValueError: invalid scores or labels (``validate_scores``)."""
+        ValueError: invalid scores or labels (``validate_scores``).
+    """
     s, y = validate_scores(scores, labels)
     pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
     n1, n0 = pos.size, neg.size
@@ -142,7 +147,8 @@ def best_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: f
         ε_LB (unitless, >= 0); 0.0 for an empty family.
 
     Raises:
-        ValueError: as ``epsilon_lower_bound`` (bad counts, δ or confidence)."""
+        ValueError: as ``epsilon_lower_bound`` (bad counts, δ or confidence).
+    """
     if not counts:
         return 0.0
     each = 1.0 - (1.0 - confidence) / len(counts)

@@ -62,8 +62,10 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
 
 def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
              bounds: dict[int, dict[str, float]]) -> tuple[bool, float | None]:
-    """Whether ``method`` of ``record``'s audit refutes ``p`` at ``confidence``, and its bound; ``bounds`` caches each
-    record's ``audit_bounds`` (every analysis at once) across that record's compared methods."""
+    """Whether ``method`` of ``record``'s audit refutes ``p`` at ``confidence``, and its bound.
+
+    ``bounds`` caches each record's ``audit_bounds`` (every analysis at once) across that record's compared methods.
+    """
     audit = record.audit
     if method.startswith(CONFORMANCE + ":") and record.conformance is not None:
         test = record.conformance.tests[int(method.split(":")[1])]
@@ -88,8 +90,10 @@ def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
 
 
 class ConformanceFacts(TypedDict, total=False):
-    """A refuted conformance comparison's facts, the ``PrivacyBug`` fields of the same names (none: not a
-    conformance comparison)."""
+    """A refuted conformance comparison's facts, the ``PrivacyBug`` fields of the same names.
+
+    None: not a conformance comparison.
+    """
 
     test: str
     measured: float | None
@@ -101,8 +105,10 @@ NOT_CONFORMANCE = ConformanceFacts()
 
 
 def _conformance_test(record: AttackRecord, method: str) -> ConformanceFacts | None:
-    """A refuted conformance comparison's facts for its ``PrivacyBug`` (``test``, ``measured``, ``certified``,
-    ``p_value``); None for every other method."""
+    """A refuted conformance comparison's facts for its ``PrivacyBug``.
+
+    (``test``, ``measured``, ``certified``, ``p_value``.) None for every other method.
+    """
     c = record.conformance
     if c is None:
         return None
@@ -117,10 +123,13 @@ def _conformance_test(record: AttackRecord, method: str) -> ConformanceFacts | N
 
 
 def _unmade(results: list[RunResult], items: list[Comparison]) -> int:
-    """The comparisons a failed cell or a failed audit would have made, so that M follows the run's configuration and
-    not which jobs succeeded (a failure never lowers M): a failed cell counts as many as the most any complete cell
-    of the same dataset, mechanism and kind (private or ε = ∞) made; a failed attack of a finished cell as many as
-    that attack's records (its name, or its name and a suffix: ``canary``, ``canary-whitebox``) made there."""
+    """The comparisons a failed cell or a failed audit would have made.
+
+    So that M follows the run's configuration and not which jobs succeeded (a failure never lowers M): a failed cell
+    counts as many as the most any complete cell of the same dataset, mechanism and kind (private or ε = ∞) made; a
+    failed attack of a finished cell as many as that attack's records (its name, or its name and a suffix: ``canary``,
+    ``canary-whitebox``) made there.
+    """
     made: dict[tuple[int, str], int] = {}
     for r, name, *_ in items:
         made[(id(r), name)] = made.get((id(r), name), 0) + 1
@@ -145,8 +154,9 @@ def _unmade(results: list[RunResult], items: list[Comparison]) -> int:
 
 def privacy_bugs(results: list[RunResult], *, confidence: float = 0.95, at_least: int = 0
                  ) -> tuple[list[PrivacyBug], list[PrivacyBug], int]:
-    """Every valid bound or conformance test that refutes its model's accountant (or a source's claim), and the
-    comparisons made.
+    """Every valid bound or conformance test that refutes its model's accountant (or a source's claim).
+
+    And the comparisons made.
 
     Args:
         results: the run's RunResults.

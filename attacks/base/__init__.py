@@ -1,7 +1,8 @@
-"""The attack plug-in surface, in three modules: ``attacks.base.attack`` (the base classes a new attack subclasses),
-``attacks.base.context`` (what an attack may use on one target) and ``attacks.base.outputs`` (what attacks produce).
-Plug-ins may import every name from here (``from attacks.base import MembershipAttack``); the repository's own code
-imports each from the module that defines it.
+"""The attack plug-in surface, in three modules.
+
+``attacks.base.attack`` (the base classes a new attack subclasses), ``attacks.base.context`` (what an attack may use on
+one target) and ``attacks.base.outputs`` (what attacks produce). Plug-ins may import every name from here (``from
+attacks.base import MembershipAttack``); the repository's own code imports each from the module that defines it.
 """
 
 from attacks.base.attack import Attack, MembershipAttack, ReconstructionAttack, at_most

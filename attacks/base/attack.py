@@ -1,5 +1,7 @@
-"""The attack base classes: ``Attack``, and the two kinds a new attack subclasses, ``MembershipAttack`` (scores
-records for membership) and ``ReconstructionAttack`` (reconstructs data from a model or its release).
+"""The attack base classes: ``Attack``, and the two kinds a new attack subclasses.
+
+``MembershipAttack`` (scores records for membership) and ``ReconstructionAttack`` (reconstructs data from a model or its
+release).
 
 A new attack is one module: a subclass of ``MembershipAttack`` or ``ReconstructionAttack`` with its ``Params``,
 registered in one line (``ATTACKS.add_lazy`` in ``attacks/__init__.py``, or ``ATTACKS.add(Class)`` in a
@@ -30,7 +32,8 @@ def at_most(attack: str, setting: str, value: int | None, limit: int, what: str)
 
     Returns:
         ``"attack_params.<attack>.<setting> = v exceeds <what> (limit); ..."`` when ``value`` > ``limit``, else
-        None."""
+        None.
+    """
     if value is None or value <= limit:
         return None
     return f"attack_params.{attack}.{setting} = {value} exceeds {what} ({limit}); lower it or enlarge the data"
@@ -52,7 +55,8 @@ class Attack:
             canaries are scaled to a clipping norm that is then off).
 
     Args:
-        params: the attack's settings (None: ``Params``' defaults)."""
+        params: the attack's settings (None: ``Params``' defaults).
+    """
 
     name: ClassVar[str] = ""
     kind: ClassVar[str] = "membership"
@@ -66,8 +70,9 @@ class Attack:
         self.params = params if params is not None else self.Params()
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Why this attack's settings do not fit the run's data. Checked before any training: a count is never
-        silently clipped to the data.
+        """Why this attack's settings do not fit the run's data.
+
+        Checked before any training: a count is never silently clipped to the data.
 
         Args:
             n_members: the records the target trains on (members).
@@ -75,7 +80,8 @@ class Attack:
 
         Returns:
             One line naming the setting, its value and what is allowed (``at_most``), or None where it fits (the
-            default)."""
+            default).
+        """
         return None
 
     def applies_to(self, target: TrainedModel) -> bool:
@@ -85,7 +91,8 @@ class Attack:
             target: the trained target and its release, if any.
 
         Returns:
-            True unless the attack needs a release (``release_kind``) that ``target`` did not publish."""
+            True unless the attack needs a release (``release_kind``) that ``target`` did not publish.
+        """
         return self.release_kind is None or (target.release is not None and target.release.kind == self.release_kind)
 
 
@@ -95,14 +102,16 @@ class MembershipAttack(Attack):
     kind = "membership"
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """Submit the models ``score`` will train (``ctx.train_like_target.prefetch``) before the cell's attacks run,
-        so that an idle training worker trains them meanwhile; the default submits nothing. Called by the runner
-        before the cell's attacks, and for attacks that apply to every model (``release_kind`` None) also when the
-        run starts, before the target exists (``ctx.trained`` None; ``ctx.target`` raises ``TargetNotTrained``): it
-        must not use the target. An error here is ignored (``score`` meets it again).
+        """Submit the models ``score`` will train (``ctx.train_like_target.prefetch``) before the cell's attacks run.
+
+        So that an idle training worker trains them meanwhile; the default submits nothing. Called by the runner before
+        the cell's attacks, and for attacks that apply to every model (``release_kind`` None) also when the run starts,
+        before the target exists (``ctx.trained`` None; ``ctx.target`` raises ``TargetNotTrained``): it must not use the
+        target. An error here is ignored (``score`` meets it again).
 
         Args:
-            ctx: the cell's context (``ctx.trained`` None at the start of a run)."""
+            ctx: the cell's context (``ctx.trained`` None at the start of a run).
+        """
 
     def score(self, ctx: AttackContext) -> MembershipScores | dict[str, MembershipScores]:
         """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``.
@@ -115,7 +124,8 @@ class MembershipAttack(Attack):
             returns them by name (the first under the attack's own name).
 
         Raises:
-            NotImplementedError: here; subclasses raise ValueError when they cannot run on this data."""
+            NotImplementedError: here; subclasses raise ValueError when they cannot run on this data.
+        """
         raise NotImplementedError
 
 
@@ -134,5 +144,6 @@ class ReconstructionAttack(Attack):
             The ``Reconstruction``: images, their labels and the metrics.
 
         Raises:
-            NotImplementedError: here; subclasses raise ValueError where they cannot run on this data."""
+            NotImplementedError: here; subclasses raise ValueError where they cannot run on this data.
+        """
         raise NotImplementedError

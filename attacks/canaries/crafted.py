@@ -1,25 +1,11 @@
-"""The crafted black-box audit (threat model ``black-box-crafted``: the final model's outputs only, with an
-auditor-chosen initial model θ_0 and canary; Annamalai & De Cristofaro, NeurIPS 2024, "Nearly Tight Black-Box
-Auditing of Differentially Private Machine Learning"): R independent runs of the mechanism from the same θ_0 on the
-first N members, plus one crafted canary by each run's fair coin (add/remove), so the R (coin, score) pairs are
-independent trials (Jagielski, Ullman, Oprea 2020).
+"""The crafted black-box audit.
 
-Before any coin the auditor fixes θ_0 (``attacks.canaries.crafted_init.pretrain``: pre-trained without privacy on the
-attacker's population, disjoint from the members; its SHA-256 is recorded) and the canary against it
-(``craft_canary``). Each run's final model is queried on the canary and on a reference input (the blank image) and
-scored by the difference of its outputs along the class direction e_y − p_0 (θ_0's probabilities on the canary):
-for a model linear in its parameters given fixed features (``linear``, ``scatternet-linear``) the score is linear in
-θ_T, and with the ``pixels`` canary it reads weights no member's gradient touches, so with SGD the excluded runs'
-scores are θ_0's part plus the mechanism's Gaussian noise: Gaussian by construction (``AuditDesign.gaussian``, which
-lets the Gaussian analyses count as valid where a normality test does not reject; ``crafted_init.isolated`` checks
-it on the data). At q = 1 the certified mechanism's curve is exactly G_μ, μ = √T/σ (``AuditDesign.certified_mu``),
-which the runs' thresholds test exactly (``attacks.analysis.curve``).
+(threat model ``black-box-crafted``: the final model's outputs only, with an auditor-chosen initial model θ_0 and
+canary; Annamalai & De Cristofaro, NeurIPS 2024, "Nearly Tight Black-Box Auditing of Differentially Private Machine
+Learning".) R independent runs of the mechanism from the same θ_0 on the first N members, plus one crafted canary by
+each run's fair coin (add/remove), so the R (coin, score) pairs are independent trials (Jagielski, Ullman, Oprea 2020).
 
-A mechanism that declares ``"side-by-side"`` in its ``audits`` (DP-SGD) trains the runs in chunks of
-``runs_per_job`` side by side (``mechanisms.dpsgd.side_by_side``; each chunk one job of the training executor, which
-Ray spreads), one that declares only ``"initial-model"`` (a plug-in with the hook, ``mechanisms.base.InitialModel``)
-one run per job; any other is refused in one line naming the hook. q, T and the expected batch of every run come from
-the public n = N + 1, fixed before the coins.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -58,7 +44,8 @@ class CraftedParams(Params):
             side by side); None: the target's. Everything else (the mechanism's code, its other settings, ε and δ) is
             the target's; a mechanism that trains one run per job (``"initial-model"`` only) takes the target's.
         batch_size: the runs' (expected) batch size, the auditor's choice (e.g. above the members: q = 1); None: the
-            target's."""
+            target's.
+    """
 
     runs: int = Field(1000, ge=10, le=90_000)
     members: int = Field(1000, ge=2)
@@ -81,11 +68,13 @@ class CraftedParams(Params):
 
 
 class CraftedAudit(MembershipAttack):
-    """R runs from an auditor-chosen θ_0 with one crafted canary each (module docstring). Returns
-    ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``.
+    """R runs from an auditor-chosen θ_0 with one crafted canary each (module docstring).
+
+    Returns ``{"multi-run-crafted": scores}`` (larger: "included"). Settings: ``CraftedParams``.
 
     Args:
-        params: the audit's ``CraftedParams`` (None: the defaults)."""
+        params: the audit's ``CraftedParams`` (None: the defaults).
+    """
 
     audit = True
     name = "multi-run-crafted"
@@ -104,17 +93,23 @@ class CraftedAudit(MembershipAttack):
         """Every run trains on the first ``members`` of the target's members.
 
         Args:
-            n_members, n_population: the target's member and population counts (the population is not limited here).
+            n_members: the target's member count.
+            n_population: the attacker's population count (the population is not limited here).
+
         Returns:
-            One line naming the shortfall when ``members`` > ``n_members``; None when the sizes suffice."""
+            One line naming the shortfall when ``members`` > ``n_members``; None when the sizes suffice.
+        """
         return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def _side_by_side(self, ctx: AttackContext) -> bool:
-        """Whether the runs train side by side: the mechanism declares ``"side-by-side"`` and its model is one linear
-        layer on a fixed front; else one run per job through ``fit`` (``"initial-model"``).
+        """Whether the runs train side by side.
+
+        The mechanism declares ``"side-by-side"`` and its model is one linear layer on a fixed front; else one run per
+        job through ``fit`` (``"initial-model"``).
 
         Raises:
-            ValueError: the mechanism accepts no initial model (the hook it lacks, in one line)."""
+            ValueError: the mechanism accepts no initial model (the hook it lacks, in one line).
+        """
         from mechanisms import MECHANISMS
         from mechanisms.dpsgd.side_by_side import linear_head
 
@@ -136,17 +131,22 @@ class CraftedAudit(MembershipAttack):
                          "mechanisms.base.InitialModel, examples/opacus_plugin.py)")
 
     def choices(self, ctx: AttackContext) -> tuple[Weights, object, dict]:
-        """(θ_0's weights, the canary, facts), fixed by the auditor before any coin (computed once per seed and
-        mechanism; Annamalai & De Cristofaro 2024: a pre-trained θ_0 and a canary crafted against it).
+        """(θ_0's weights, the canary, facts), fixed by the auditor before any coin.
+
+        Computed once per seed and mechanism; Annamalai & De Cristofaro 2024: a pre-trained θ_0 and a canary crafted
+        against it.
 
         Args:
             ctx: the cell's attack context (its seed, mechanism, members, population or test split and device).
+
         Returns:
             ``(weights, canary, facts)``: θ_0's state, the ``crafted_init`` canary (input ``(1, C, H, W)``, label
             ``(1,)``, unit class direction ``(K,)``), and the JSON-able facts recorded with the audit (θ_0's SHA-256,
             its data, the canary's).
+
         Raises:
-            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``)."""
+            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``).
+        """
         from attacks.canaries.crafted_init import craft_canary, isolated, pretrain
         from mechanisms import MECHANISMS
 
@@ -178,7 +178,8 @@ class CraftedAudit(MembershipAttack):
         """The runs' training settings (``audit_spec``).
 
         Raises:
-            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``)."""
+            ValueError: the target's settings are unknown (``TrainLikeTarget.spec``).
+        """
         if ctx.train_like_target.spec is None:
             raise ValueError(f"{self.name} needs the target's training settings (TrainLikeTarget.spec) to build θ_0")
         return audit_spec(ctx.train_like_target.spec, self._update())
@@ -210,7 +211,8 @@ class CraftedAudit(MembershipAttack):
         """The runs, submitted before the cell's attacks run (training workers train them meanwhile).
 
         Args:
-            ctx: the cell's attack context."""
+            ctx: the cell's attack context.
+        """
         _, jobs, _, _ = self._jobs(ctx)
         ctx.train_like_target.prefetch(jobs)
 
@@ -219,10 +221,13 @@ class CraftedAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``(R,)`` scores with their coins (larger: "included"), the design and the ideal mechanism's draws.
+
         Raises:
-            ValueError: the mechanism accepts no initial model, or the target's settings are unknown."""
+            ValueError: the mechanism accepts no initial model, or the target's settings are unknown.
+        """
         from attacks.analysis.crafted import crafted_summary, scores_from_outputs
 
         coins, jobs, together, canary = self._jobs(ctx)

@@ -1,19 +1,9 @@
-"""The auditor's choices of the crafted black-box audit (``attacks.canaries.crafted``), fixed before any coin: the
-initial model θ_0, pre-trained without privacy on records disjoint from the members (Annamalai & De Cristofaro 2024: the
-worst-case initial model), and the canary crafted against it.
+"""The auditor's choices of the crafted black-box audit (``attacks.canaries.crafted``), fixed before any coin.
 
-Canaries (``craft_canary``), each labelled with θ_0's least likely class on it (their ``choose_worstcase_label``: the
-largest output gradient, so the clipped step is a full C throughout training):
+The initial model θ_0, pre-trained without privacy on records disjoint from the members (Annamalai & De Cristofaro 2024:
+the worst-case initial model), and the canary crafted against it.
 
-- ``pixels``: 1 at every input coordinate that is 0 in every base record (MNIST's border pixels: 172 in a random
-  1,000 of its images, 67 in all 60,000), 0 elsewhere. The members' gradients of a model linear in its inputs' features
-  never touch the weights of those coordinates, so the final model's output difference between the canary and the
-  blank image is θ_0's part plus the mechanism's noise alone when the canary is out: Gaussian by construction.
-- ``blank``: the all-zero image (the anchor's canary): on a linear model it reaches only the bias, which every member's
-  gradient moves too.
-- ``clipbkd``: Jagielski, Ullman, Oprea (2020)'s ClipBKD input as the anchor crafts it (``utils/clipbkd.py``): the
-  base records' principal direction of least variance, scaled to their mean norm (for MNIST a direction among the
-  unused pixels, with signs: outside [0, 1], which DP must cover all the same).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -32,9 +22,11 @@ ORTHOGONAL = 1e-6  # |⟨φ(x_j), Δφ⟩| ≤ this · max‖φ(x_j)‖·‖Δφ
 
 @dataclass(frozen=True)
 class Canary:
-    """A crafted canary: its input ``x (1, ...)`` and label ``y (1,)``, the reference input its score subtracts
-    (``reference (1, ...)`` or None), the unit class direction ``direction (K,)`` its score reads, and ``facts``
-    (JSON-able: kind, label, coordinates used, θ_0's probabilities on it)."""
+    """A crafted canary: its input ``x (1, ...)`` and label ``y (1,)``.
+
+    The reference input its score subtracts (``reference (1, ...)`` or None), the unit class direction ``direction
+    (K,)`` its score reads, and ``facts`` (JSON-able: kind, label, coordinates used, θ_0's probabilities on it).
+    """
 
     x: torch.Tensor
     y: torch.Tensor
@@ -44,8 +36,10 @@ class Canary:
 
 
 def pretrain(model: nn.Module, data: ArrayDataset, *, epochs: int, seed: int, device: torch.device) -> nn.Module:
-    """θ_0: ``model`` trained without privacy on ``data`` (SGD, lr 0.1, momentum 0.9, batches of 128, ``epochs``
-    epochs; the batches drawn with ``seed``); ``epochs`` 0 leaves it as built.
+    """θ_0: ``model`` trained without privacy on ``data``.
+
+    (SGD, lr 0.1, momentum 0.9, batches of 128, ``epochs`` epochs; the batches drawn with ``seed``.) ``epochs`` 0 leaves
+    it as built.
 
     Args:
         model: the mechanism's untrained architecture.
@@ -53,8 +47,10 @@ def pretrain(model: nn.Module, data: ArrayDataset, *, epochs: int, seed: int, de
         epochs: the pre-training epochs (0: none).
         seed: draws the batches.
         device: where to train.
+
     Returns:
         ``model`` itself, trained, in eval mode.
+
     Raises:
         bench.core.training.TrainingDiverged: a NaN or infinite loss (``fit_supervised``).
     """
@@ -81,11 +77,14 @@ def craft_canary(kind: str, model: nn.Module, base: ArrayDataset, *, device: tor
         model: θ_0, records ``(N, C, H, W)`` to logits ``(N, K)``.
         base: the base records every run trains on.
         device: where ``model`` runs.
+
     Returns:
         The ``Canary``: input ``(1, C, H, W)``, label ``(1,)`` (θ_0's least likely class), reference, unit direction
         ``(K,)`` and facts.
+
     Raises:
-        ValueError: an unknown kind; ``pixels`` when every input coordinate is used by some base record."""
+        ValueError: an unknown kind; ``pixels`` when every input coordinate is used by some base record.
+    """
     x = base.x.reshape(len(base), -1)
     if kind == "pixels":
         unused = x.abs().amax(0) == 0
@@ -115,8 +114,9 @@ def _clipbkd(x: torch.Tensor) -> torch.Tensor:
 
 
 def isolated(model: nn.Module, canary: Canary, base: ArrayDataset, *, device: torch.device) -> bool:
-    """Whether the canary's score reads weights no base record's gradient touches: ``model`` linear in its
-    parameters given its inputs' fixed features (one ``nn.Linear`` on a parameter-free front,
+    """Whether the canary's score reads weights no base record's gradient touches.
+
+    ``model`` linear in its parameters given its inputs' fixed features (one ``nn.Linear`` on a parameter-free front,
     ``mechanisms.dpsgd.side_by_side.linear_head``), a reference input that cancels the bias, and the canary's feature
     difference Δφ = φ(x) − φ(reference) orthogonal to every base record's features (to ``ORTHOGONAL``).
 
@@ -125,6 +125,7 @@ def isolated(model: nn.Module, canary: Canary, base: ArrayDataset, *, device: to
         canary: the crafted canary.
         base: the base records, images ``(N, C, H, W)``.
         device: where ``model`` runs.
+
     Returns:
         Whether all of that holds (False for a model that is not one linear layer on a fixed front).
     """

@@ -1,7 +1,9 @@
-"""The crafted black-box audit's runs as training jobs (``attacks.canaries.crafted``): the runs' settings (the
-auditor's model and batch size over the target's recipe, ``audit_spec``) and a chunk of runs trained side by side from
-the auditor's θ_0 as one job of the training executor (``SideBySideJob``, the mechanism's ``fit_runs``;
-Annamalai & De Cristofaro, NeurIPS 2024)."""
+"""The crafted black-box audit's runs as training jobs (``attacks.canaries.crafted``).
+
+The runs' settings (the auditor's model and batch size over the target's recipe, ``audit_spec``) and a chunk of runs
+trained side by side from the auditor's θ_0 as one job of the training executor (``SideBySideJob``, the mechanism's
+``fit_runs``; Annamalai & De Cristofaro, NeurIPS 2024).
+"""
 
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ from mechanisms.base import InitialModel, Weights
 
 @dataclass(frozen=True)
 class SideBySideJob:
-    """A chunk of the runs as one job of the training executor (an ``AuditRequest`` with ``run``: called instead of
-    ``fit``), trained side by side by the mechanism's ``fit_runs``; the job's data is the base records with the canary
+    """A chunk of the runs as one job of the training executor, trained side by side by the mechanism's ``fit_runs``.
+
+    (an ``AuditRequest`` with ``run``: called instead of ``fit``.) The job's data is the base records with the canary
     last. ``run`` returns the θ_0 architecture (nothing of it is the runs') with the runs' privacy, parameters and
-    ``audit = {"outputs": (R, Q, K) logits of each final model on the ``queries``}``."""
+    ``audit = {"outputs": (R, Q, K) logits of each final model on the ``queries``}``.
+    """
 
     seeds: tuple[int, ...]
     included: tuple[bool, ...]
@@ -30,13 +34,20 @@ class SideBySideJob:
 
     def run(self, mechanism, data: ArrayDataset, spec, *, target_epsilon: float | None, delta: float
             ) -> TrainedModel:
-        """The runs (``DPSGD.fit_runs``) and their outputs on the queries (each run's own head on the fixed
-        features: the model's forward).
+        """The runs (``DPSGD.fit_runs``) and their outputs on the queries.
+
+        Each run's own head on the fixed features: the model's forward.
 
         Args:
-            mechanism, data, spec, target_epsilon, delta: the mechanism, base records + canary (last), spec, ε and δ.
+            mechanism: the mechanism.
+            data: the base records + canary (last).
+            spec: the spec.
+            target_epsilon: ε.
+            delta: δ.
+
         Returns:
-            The ``TrainedModel`` described above (``audit["outputs"]``: ``(R, Q, K)`` logits)."""
+            The ``TrainedModel`` described above (``audit["outputs"]``: ``(R, Q, K)`` logits).
+        """
         import time
 
         from torch.func import functional_call, vmap
@@ -62,9 +73,12 @@ def audit_spec(spec, update: dict):
     """The runs' settings: ``spec`` with the auditor's ``model`` / ``batch_size`` (a new model takes no model_kwargs).
 
     Args:
-        spec, update: the target's ``TrainSpec`` and the auditor's ``{"model", "batch_size"}`` (those given).
+        spec: the target's ``TrainSpec``.
+        update: the auditor's ``{"model", "batch_size"}`` (those given).
+
     Returns:
-        The updated ``TrainSpec`` (``spec`` itself when ``update`` is empty)."""
+        The updated ``TrainSpec`` (``spec`` itself when ``update`` is empty).
+    """
     if not update:
         return spec
     if "model" in update:

@@ -1,37 +1,6 @@
 """The ``dpmix-canary`` audit: maximal canary records against a centre record, through DPMix's own release.
 
-**The pair the accountant is tight for.** ``mechanisms.accounting.dpmix``'s ε is the exact ε of T compositions of
-(q·N(Δ/ℓ) + (1 − q)·N(0), N(0)), q = ℓ/n, attained when every record but one equals a record c and the differing
-record is z at distance Δ from c on one side and c itself on the other: the samples that drew z are shifted by
-(z − c)/ℓ, every other sample (and every sample on the other side) is exactly N(c, σ²). The design builds that data
-set: n₀ *filler* records equal to c (a 0-image labelled e_a) and m *slots*, slot i holding z_i (1 on a random half
-of the pixels, labelled e_bᵢ with bᵢ ≠ a) or c, by an independent fair coin. A slot holding c is one more filler
-record, so the release is the pure N(c) side of the pair; a slot holding z_i shifts the ≈ T·ℓ/n samples that drew it
-by (z_i − c)/ℓ along half the pixels and along the label (e_bᵢ − e_a: the label channel is tested with the image).
-Half the pixels (not all) so that the slots' shifts are distinguishable (a random half each); the price is a
-quarter of the pair's squared distance (Δ² = d_x/σ_x² + 2/σ_y² has the image and the label half each at the default
-recipe's σ_y/σ_x = √(2/d_x)). Slots of one release can share a sample (about ℓ·m/(2n) other z's per sample), which
-blurs their scores; several releases with fewer slots each keep that small.
-
-**The score** of slot i is the pair's log-likelihood ratio over the release's T samples, Σ_t log(1 + q·(L_ti − 1)/A_ti)
-(``pair_scores``): L_ti the likelihood ratio of "sample t drew z_i" to "it drew no z" on the whitened shift, A_ti
-the same sample explained by the other slots (each holding its z with probability ½), so that another slot's z does
-not count for slot i. The centre of a sample that drew no z is c itself, known by design; the noise of the image and
-of the label coordinates is measured from the release (scaled median absolute deviation), never taken from the claimed
-σ, so a mechanism that adds less noise than it certifies shows larger shifts.
-
-**The target's mechanism.** A release holds the target's n records (n₀ = n − m fillers and the m slots) with the
-target's ℓ, T and target ε, so DPMix's calibration, a function of those public settings alone, gives the target's σ
-and every audit release is certified for exactly the target's ε; a release bug (σ scaled after calibration, a label
-left in the clear) reaches the audit through DPMix's own ``release``. The R releases run as one job of the training
-executor (``ReleaseAuditJob``, submitted by ``prefetch``): a training worker makes them while the driver attacks other
-cells, and the model cache keeps them for an interrupted run.
-
-**Validity.** The design fixes everything but the coins in advance: n = n₀ + m (both sides of a slot are records),
-ℓ, T, σ, the pairs; the coins are independent and fair and each slot is in one release only, so the scores of all
-releases form one one-run experiment under replace-one (Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis,
-Chaudhuri 2024), whatever the mechanism does; the scores are not Gaussian, so only non-parametric analyses decide.
-``scripts/dpmix_audit_ideal.py`` runs the same analysis on a simulation of the ideal pair.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -69,7 +38,8 @@ class DPMixCanaryParams(Params):
         num_canaries: m, canary slots per release (>= 2, at most the filler records n₀ = n − m so the slots stay
             rare in a sample: m ≤ n/2 for the target's n members); the release holds n₀ + m = n records.
         releases: independent releases, each of the n₀ fillers and its own m slots (1 to 1,000; time grows
-            linearly, one DPMix release each); the slots of all of them form one one-run experiment."""
+            linearly, one DPMix release each); the slots of all of them form one one-run experiment.
+    """
 
     num_canaries: int = Field(32, ge=2)
     releases: int = Field(64, ge=1, le=1_000)
@@ -80,7 +50,10 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
     """The centre record c and ``count`` maximal records z_i of one release.
 
     Args:
-        count: m slots. shape: ``(C, H, W)`` of an image. num_classes: K >= 2. gen: the design's generator.
+        count: m slots.
+        shape: ``(C, H, W)`` of an image.
+        num_classes: K >= 2.
+        gen: the design's generator.
 
     Returns:
         ``(centre, canaries)``: ``centre`` one record (a 0-image labelled e_a, a random class);
@@ -88,7 +61,8 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
         other than a.
 
     Raises:
-        ValueError: fewer than 2 classes (the label could not differ)."""
+        ValueError: fewer than 2 classes (the label could not differ).
+    """
     if num_classes < 2:
         raise ValueError(f"dpmix-canary needs at least 2 classes, got {num_classes}")
     d = math.prod(shape)
@@ -101,13 +75,18 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
 
 
 def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
-    """g, the part every slot's shift z_i − c shares by design: (d_x // 2)/d_x on every pixel (each z_i is 1 on
-    d_x // 2 random pixels) and, on the label, the mean of the K − 1 labels other than c's minus c's.
+    """g, the part every slot's shift z_i − c shares by design.
+
+    (d_x // 2)/d_x on every pixel (each z_i is 1 on d_x // 2 random pixels) and, on the label, the mean of the K − 1
+    labels other than c's minus c's.
 
     Args:
-        centre, d_x: the centre record c (its label of K classes) and the pixels per image.
+        centre: the centre record c (its label of K classes).
+        d_x: the pixels per image.
+
     Returns:
-        ``(d_x + K,)`` float64 g."""
+        ``(d_x + K,)`` float64 g.
+    """
     k, a = centre.num_classes, int(centre.y[0])
     label = torch.full((k,), 1.0 / (k - 1), dtype=torch.float64)
     label[a] = -1.0
@@ -116,8 +95,11 @@ def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
 
 def _standardised(z: torch.Tensor, v: torch.Tensor, weight: torch.Tensor, ell: int
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(T, m)`` projections of the release less c, ``z (T, d)``, on the whitened directions ``v (m, d)`` (weights
-    ``(d,)``: 1/noise² per coordinate), in units of their noise, and ``(m,)`` the shift by v/ℓ in those units."""
+    """``(T, m)`` projections of the release less c, ``z (T, d)``.
+
+    On the whitened directions ``v (m, d)`` (weights ``(d,)``: 1/noise² per coordinate), in units of their noise, and
+    ``(m,)`` the shift by v/ℓ in those units.
+    """
     w = v.double() * weight
     norm = (v.double() * w).sum(1).sqrt().clamp_min(1e-12)  # ‖v/σ‖: the projection's noise
     return (z @ w.float().T) / norm.float(), (norm / ell).float()
@@ -138,15 +120,20 @@ def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, comm
     release and the public design is a valid score: this one only decides how tight the bound is.
 
     Args:
-        z: ``(T, d_x + K)`` the release's [image, label] rows. centre: ``(d_x + K,)`` c. shift: ``(m, d_x + K)``
-            z_i − c. common: ``(d_x + K,)`` g. d_x: image coordinates (the rest are the label's). ell: ℓ. n: the
-            release's records (q = ℓ/n).
+        z: ``(T, d_x + K)`` the release's [image, label] rows.
+        centre: ``(d_x + K,)`` c.
+        shift: ``(m, d_x + K)`` z_i − c.
+        common: ``(d_x + K,)`` g.
+        d_x: image coordinates (the rest are the label's).
+        ell: ℓ.
+        n: the release's records (q = ℓ/n).
 
     Returns:
         ``(m,)`` scores (larger: z_i). The noise of the image and of the label coordinates is estimated from the
         release (the scaled median absolute deviation of z − c over the first ``NOISE_ROWS`` samples, pooled per
         block), never taken from the mechanism's claimed σ; the centre is c itself, known by design (every record
-        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias)."""
+        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias).
+    """
     z = z.float() - centre.float()  # a sample that drew no z is c plus the noise alone
     dev = z[:NOISE_ROWS].abs()
     noise_x, noise_y = (MAD_SCALE * float(dev[:, sl].median()) for sl in (slice(None, d_x), slice(d_x, None)))
@@ -177,8 +164,10 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
     """The design's ``releases`` data sets, each released by ``release(data, seed)`` (the mechanism's own) and scored.
 
     Args:
-        members: the target's members (only their count n, image shape and classes are used). num_canaries: m.
-        releases: R. seed: the cell's seed (every coin, pair and release seed is drawn from it).
+        members: the target's members (only their count n, image shape and classes are used).
+        num_canaries: m.
+        releases: R.
+        seed: the cell's seed (every coin, pair and release seed is drawn from it).
         release: the mechanism's release of a data set with a seed, and the privacy that release spent.
         observe: called with each release's data set and release (the conformance tests' observer), if given.
 
@@ -187,7 +176,8 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
         last release's privacy (every release has the same n, ℓ, T and σ).
 
     Raises:
-        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n."""
+        ValueError: m above n/2, or ℓ·(m − 1) ≥ 2n.
+    """
     shape, k, m = members.input_shape, members.num_classes, num_canaries
     n, fill = len(members), len(members) - m  # the target's n records: n₀ fillers and m slots
     if m > fill:
@@ -221,10 +211,13 @@ def scored_releases(members: ArrayDataset, *, num_canaries: int, releases: int, 
 
 @dataclass(frozen=True)
 class ReleaseAuditJob:
-    """The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
+    """The audit's releases and scores as one job of the training executor.
+
+    The audit's releases and scores as one job of the training executor (an ``AuditRequest`` with ``run``:
     ``bench.execution.trainjob.run_job`` calls it instead of ``fit``), so that a training worker makes the R releases
     while the driver attacks other cells, and an interrupted run finds them in the model cache. ``run`` is a pure
-    function of its arguments: the scores are the same bits wherever it runs."""
+    function of its arguments: the scores are the same bits wherever it runs.
+    """
 
     num_canaries: int
     releases: int
@@ -237,10 +230,16 @@ class ReleaseAuditJob:
         """``scored_releases`` through ``mechanism.release`` with the recipe's ``spec``, ε and δ (nothing is trained).
 
         Args:
-            mechanism, data, spec, target_epsilon, delta: a ``DPMix``, the members, the recipe, ε and δ.
+            mechanism: a ``DPMix``.
+            data: the members.
+            spec: the recipe.
+            target_epsilon: ε.
+            delta: δ.
+
         Returns:
             A ``TrainedModel``: the untrained architecture, the releases' privacy, ``audit = {"scores", "coins",
-            "conformance"}`` (``attacks.conformance.dpmix``, subsets observed in these releases; None: no guarantee)."""
+            "conformance"}`` (``attacks.conformance.dpmix``, subsets observed in these releases; None: no guarantee).
+        """
         from attacks.conformance.dpmix import MixingObserver
 
         observer = MixingObserver(data.input_shape, data.num_classes)
@@ -257,8 +256,10 @@ class ReleaseAuditJob:
 
 
 class DPMixCanaryAudit(MembershipAttack):
-    """Maximal canary slots among records equal to a centre record, over ``releases`` DPMix releases (module
-    docstring). Settings: ``DPMixCanaryParams``."""
+    """Maximal canary slots among records equal to a centre record, over ``releases`` DPMix releases (module docstring).
+
+    Settings: ``DPMixCanaryParams``.
+    """
 
     name = "dpmix-canary"
     release_kind = "dpmix"
@@ -269,11 +270,14 @@ class DPMixCanaryAudit(MembershipAttack):
         return ReleaseAuditJob(self.params.num_canaries, self.params.releases, ctx.seed)
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
+        """The releases as a job submitted before the cell's attacks run, for a DPMix cell.
+
+        The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
         when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job).
 
         Args:
-            ctx: the cell's attack context."""
+            ctx: the cell's attack context.
+        """
         from mechanisms import MECHANISMS
         from mechanisms.dpmix.mechanism import DPMix
 
@@ -285,8 +289,10 @@ class DPMixCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context (a DPMix target).
+
         Returns:
-            ``(m·R,)`` scores and coins (larger: "slot holds z_i"), with the releases' conformance."""
+            ``(m·R,)`` scores and coins (larger: "slot holds z_i"), with the releases' conformance.
+        """
         members = ctx.split.members
         run = ctx.train_like_target.audit_run(members, seed=ctx.seed, request=self._job(ctx))
         assert run.audit is not None

@@ -1,6 +1,8 @@
-"""Canary audits of a data release, where it is published: the attacker sees the whole release and knows the
-mechanism's settings. Both test the relation the releases are certified for, replace-one: canary slot i holds one of
-two records, a_i or b_i, chosen by an independent fair coin, and the attacker guesses which.
+"""Canary audits of a data release, where it is published.
+
+The attacker sees the whole release and knows the mechanism's settings. Both test the relation the releases are
+certified for, replace-one: canary slot i holds one of two records, a_i or b_i, chosen by an independent fair coin, and
+the attacker guesses which.
 
 - ``local-canary`` (local Gaussian noise): each canary slot is one person's local release, independent of every
   other (a multi-run design: m independent runs of the local randomiser). The m slots go through one call of the
@@ -55,13 +57,16 @@ def _coins(m: int, generator: torch.Generator) -> np.ndarray:
 
 
 def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarray:
-    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``: each row's products and sum in
-    float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in blocks of ``rows`` rows so
-    that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
+    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``.
+
+    Each row's products and sum in float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in
+    blocks of ``rows`` rows so that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
 
     Args:
-        z, a: ``(m, d)`` released images and canary directions.
+        z: ``(m, d)`` released images.
+        a: ``(m, d)`` canary directions.
         rows: rows per block.
+
     Returns:
         ``(m,)`` float64 projections.
     """
@@ -72,7 +77,9 @@ def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarra
 
 
 def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | None:
-    """w = σ²·ε_label/2, the label outcome's weight in the score s = ⟨z, a⟩ + w·o: with ⟨z, a⟩ ~ N(±1, σ²) and k-ary
+    """The label outcome's weight w = σ²·ε_label/2 in the score s = ⟨z, a⟩ + w·o.
+
+    With ⟨z, a⟩ ~ N(±1, σ²) and k-ary
     randomized response at ε_label, s is the certified pair's log-likelihood ratio (times σ²/2), the most powerful
     score for both channels at once (Neyman–Pearson). Read from a release of two fixed records, so w cannot depend
     on the canaries' coins.
@@ -83,7 +90,8 @@ def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | 
         k: the number of classes.
 
     Returns:
-        w (score units), or None where the release states no private label channel or no finite σ, ε_label."""
+        w (score units), or None where the release states no private label channel or no finite σ, ε_label.
+    """
     probe = ArrayDataset(torch.full((2, *shape), 0.5), torch.arange(2) % k, k, "probe")
     params = ctx.train_like_target.release(probe, seed=shadow_seed(ctx.seed, "canary", 5))[0].params
     sigma, label_epsilon = params.get("sigma"), params.get("label_epsilon")
@@ -94,8 +102,9 @@ def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | 
 
 
 def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, delta: float) -> float | None:
-    """The ideal release's limit for this audit (``attacks.analysis.limits.threshold_limit``): its score
-    u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label, at the audit's counts.
+    """The ideal release's limit for this audit (``attacks.analysis.limits.threshold_limit``).
+
+    Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label, at the audit's counts.
 
     Args:
         params: the release's stated ``sigma`` and ``label_epsilon``.
@@ -105,7 +114,8 @@ def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, d
         delta: δ of the guarantee tested.
 
     Returns:
-        ε (unitless), or None where the release states no positive finite σ."""
+        ε (unitless), or None where the release states no positive finite σ.
+    """
     sigma = params.get("sigma")
     if not isinstance(sigma, (int, float)) or not 0 < sigma < math.inf:
         return None
@@ -123,14 +133,17 @@ CONFORMANCE_SEEDS = 1000  # the further conformance releases' seeds: shadow_seed
 
 
 class LocalCanaryAudit(MembershipAttack):
-    """Antipodal canary pairs through the local randomiser; m independent releases. Settings:
-    ``ReleaseCanaryParams`` (default m = 1,000; the profiles set their own: each slot costs one image of noise).
+    """Antipodal canary pairs through the local randomiser; m independent releases.
+
+    Settings: ``ReleaseCanaryParams`` (default m = 1,000; the profiles set their own: each slot costs one image of
+    noise).
 
     Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
     the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
     released label is y₁ᵢ (1), y₂ᵢ (−1) or another (0); the ``gaussian-composed`` analysis
     (``attacks.analysis.channels``) composes the two channels. Where the mechanism declares its labels public
-    (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone."""
+    (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone.
+    """
 
     audit = True
     name = "local-canary"
@@ -138,11 +151,14 @@ class LocalCanaryAudit(MembershipAttack):
     Params = ReleaseCanaryParams
 
     def score(self, ctx: AttackContext) -> MembershipScores:
-        """Release the m antipodal canaries through the target's randomiser and score them (m slots of one release, a
-        multi-run design in the sense of Jagielski, Ullman, Oprea 2020: each slot an independent trial).
+        """Release the m antipodal canaries through the target's randomiser and score them.
+
+        m slots of one release, a multi-run design in the sense of Jagielski, Ullman, Oprea 2020: each slot an
+        independent trial.
 
         Args:
             ctx: the cell's attack context (a local-gaussian target).
+
         Returns:
             ``(m,)`` image projections with their coins and label outcomes (larger: "a, not −a"), and, for a release
             with a guarantee and noise, the conformance of ``conformance_releases`` releases.

@@ -1,18 +1,10 @@
-"""The multi-run audit (Jagielski, Ullman, Oprea 2020; Nasr et al. 2023, "Tight Auditing of Differentially Private
+"""The multi-run audit: R independent training runs, one canary each.
+
+The multi-run audit (Jagielski, Ullman, Oprea 2020; Nasr et al. 2023, "Tight Auditing of Differentially Private
 Machine Learning"): R independent training runs, each with one canary in or out by its own fair coin, so the R
 (coin, score) pairs are independent trials and every bound over them is a valid statement about the mechanism.
 
-Each run trains a model exactly like the target (same mechanism, settings, ε and δ; through the executor, so Ray
-spreads the runs, and the cache, so an interrupted audit resumes) on the first N of the target's members, plus:
-
-- black-box: one input canary (a record of the attacker's population; ``canary``: ``mislabelled`` gives it a wrong
-  label, ``blank`` is an all-zero image with label 0), scored by the final model's loss on it (add/remove);
-- white-box, where the mechanism supports gradient canaries (DP-SGD): one Dirac gradient canary of raw norm
-  ``gradient_norm``·C with its own coin, scored from every noisy update (``mechanisms.dpsgd.canaries``).
-
-Every run of a mechanism that takes a public record count (DP-SGD: ``GradientCanaries.public_size``) derives its
-sample rate q = 1/⌈n/B⌉, steps and expected batch from n = N + 1, fixed before the coins: the runs with and without the
-input canary are the same mechanism, calibrated to the same ε.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -51,8 +43,11 @@ class MultiRunParams(Params):
 
 
 class MultiRunAudit(MembershipAttack):
-    """R training runs with one canary each. Returns ``{"multi-run": black-box, "multi-run-whitebox": white-box}``
-    (the second where the mechanism takes gradient canaries). Settings: ``MultiRunParams``."""
+    """R training runs with one canary each.
+
+    Returns ``{"multi-run": black-box, "multi-run-whitebox": white-box}`` (the second where the mechanism takes gradient
+    canaries). Settings: ``MultiRunParams``.
+    """
 
     audit = True
     name = "multi-run"
@@ -69,6 +64,7 @@ class MultiRunAudit(MembershipAttack):
         Args:
             n_members: the target's member count.
             n_population: the attacker's population count (not limiting here).
+
         Returns:
             One line naming ``members`` and its limit, or None.
         """
@@ -79,6 +75,7 @@ class MultiRunAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context (its population and seed).
+
         Returns:
             One record: an image ``(1, C, H, W)`` and its label ``(1,)`` (a population record with a wrong label, or
             the blank image with label 0).
@@ -102,9 +99,11 @@ class MultiRunAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"multi-run": (R,) black-box scores}`` and, where the mechanism takes gradient canaries,
             ``"multi-run-whitebox"``: (R,) scores with their coins; larger means "included".
+
         Raises:
             ValueError: a mislabelled canary without any population record.
         """

@@ -1,5 +1,6 @@
-"""One-run canary audits (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run"): one extra
-training run, like the target's, on the members plus a random half of m canaries.
+"""One-run canary audits (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run").
+
+One extra training run, like the target's, on the members plus a random half of m canaries.
 
 Black-box: input canaries (records of the attacker's population, optionally mislabelled), scored by the final
 model's loss. White-box, where the mechanism supports it (DP-SGD): in the same run, Dirac gradient canaries scored
@@ -58,11 +59,14 @@ class CanaryParams(Params):
 
 
 class CanaryAudit(MembershipAttack):
-    """The input canaries are drawn from the attacker's population; each is included independently with probability
-    ½ in a training set made of the target's members plus the included canaries, and one model is trained on it
-    exactly like the target (same mechanism, settings, ε and δ; through the cache), with the white-box gradient
-    canaries where the mechanism supports them. Returns ``{"canary": input canaries (black-box), "canary-whitebox":
-    gradient canaries (white-box)}``; scores: larger means "included". Settings: ``CanaryParams``."""
+    """The input canaries are drawn from the attacker's population.
+
+    Each is included independently with probability ½ in a training set made of the target's members plus the included
+    canaries, and one model is trained on it exactly like the target (same mechanism, settings, ε and δ; through the
+    cache), with the white-box gradient canaries where the mechanism supports them. Returns ``{"canary": input canaries
+    (black-box), "canary-whitebox": gradient canaries (white-box)}``; scores: larger means "included". Settings:
+    ``CanaryParams``.
+    """
 
     audit = True
     name = "canary"
@@ -77,9 +81,12 @@ class CanaryAudit(MembershipAttack):
         """Population canaries are drawn from the attacker's population: at most ``n_population`` of them.
 
         Args:
-            n_members, n_population: the run's member and attacker-population counts.
+            n_members: the run's member count.
+            n_population: the attacker's population count.
+
         Returns:
-            One line naming ``num_canaries`` and its limit, or None."""
+            One line naming ``num_canaries`` and its limit, or None.
+        """
         if self.params.inputs != "population":
             return None
         return at_most(self.name, "num_canaries", self.params.num_canaries, n_population, "n_population")
@@ -88,11 +95,15 @@ class CanaryAudit(MembershipAttack):
         """The m input canaries and their inclusion coins, drawn with ``seed``.
 
         Args:
-            population, seed: the attacker's records (images ``(P, C, H, W)``, labels ``(P,)``) and the run's seed.
+            population: the attacker's records (images ``(P, C, H, W)``, labels ``(P,)``).
+            seed: the run's seed.
+
         Returns:
             ``(canaries, included)``: m records ``(m, C, H, W)`` with labels, and ``(m,)`` bool coins (each ½).
+
         Raises:
-            ValueError: population canaries with m above the population's size."""
+            ValueError: population canaries with m above the population's size.
+        """
         gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 0))
         m = self.params.num_canaries
         if self.params.inputs == "noise":
@@ -111,18 +122,23 @@ class CanaryAudit(MembershipAttack):
         return canaries, included.numpy()
 
     def public_size(self, members: int) -> int:
-        """The audit run's public record count: the members plus the expected number of included canaries, m·½,
-        fixed before any coin is drawn.
+        """The audit run's public record count.
+
+        The members plus the expected number of included canaries, m·½, fixed before any coin is drawn.
 
         Args:
             members: the target's member count n.
+
         Returns:
-            n + ⌊m/2⌋."""
+            n + ⌊m/2⌋.
+        """
         return members + self.params.num_canaries // 2
 
     def _request(self, ctx: AttackContext):
-        """The audit run's request where the mechanism takes one (DP-SGD): the white-box gradient canaries (possibly
-        none) and the public record count; None elsewhere."""
+        """The audit run's request where the mechanism takes one (DP-SGD).
+
+        The white-box gradient canaries (possibly none) and the public record count; None elsewhere.
+        """
         from mechanisms import MECHANISMS
 
         if ctx.mechanism not in MECHANISMS.names() or "gradient-canaries" not in MECHANISMS.get(ctx.mechanism).audits:
@@ -136,8 +152,11 @@ class CanaryAudit(MembershipAttack):
 
     @staticmethod
     def _planned_fraction(wb: dict, privacy) -> float | None:
-        """The white-box design's single guessing rule, from the run's public claimed σ, q, T and m alone
-        (``attacks.analysis.guess_plan``), at the per-analysis level of its 3-analysis family; None without noise."""
+        """The white-box design's single guessing rule, from the run's public claimed σ, q, T and m alone.
+
+        Computed by ``attacks.analysis.guess_plan``, at the per-analysis level of its 3-analysis family; None without
+        noise.
+        """
         from attacks.analysis import family
         from attacks.analysis.guess_plan import planned_guess_fraction
 
@@ -150,9 +169,11 @@ class CanaryAudit(MembershipAttack):
 
     @staticmethod
     def _conformance(run) -> dict | None:
-        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``): K + 10 tests for a
-        model of K parameter tensors and the ε from the measured parameters; None for a run without a guarantee or
-        noise (nothing certified to test) or observations from before the tests existed."""
+        """The audit run's conformance to its certified DP-SGD (``attacks.conformance.dpsgd``).
+
+        K + 10 tests for a model of K parameter tensors and the ε from the measured parameters; None for a run without a
+        guarantee or noise (nothing certified to test) or observations from before the tests existed.
+        """
         from attacks.conformance.dpsgd import dpsgd_conformance
 
         wb, privacy, params = run.audit, run.privacy, run.params or {}
@@ -188,7 +209,8 @@ class CanaryAudit(MembershipAttack):
         """The audit run, submitted before the cell's attacks run (a training worker trains it meanwhile).
 
         Args:
-            ctx: the cell's attack context (its split, seed and mechanism)."""
+            ctx: the cell's attack context (its split, seed and mechanism).
+        """
         _, _, data, seed, request = self._audit_job(ctx)
         ctx.train_like_target.prefetch([(data, seed, request)])
 
@@ -197,10 +219,13 @@ class CanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"canary": (m,) black-box scores, "canary-whitebox": where taken}``, larger means "included".
+
         Raises:
-            ValueError: fewer than 2 population records, or every coin on one side."""
+            ValueError: fewer than 2 population records, or every coin on one side.
+        """
         canaries, included, data, seed, request = self._audit_job(ctx)
         run = ctx.train_like_target(data, seed=seed) if request is None else \
             ctx.train_like_target.audit_run(data, seed=seed, request=request)
@@ -228,16 +253,20 @@ class CanaryAudit(MembershipAttack):
 
 
 class FinalModelCanaryParams(CanaryParams):
-    """Settings of the final-model (hidden-state) canary audit: as ``CanaryParams``, the gradient canaries at every
-    free coordinate by default (``all``)."""
+    """Settings of the final-model (hidden-state) canary audit.
+
+    As ``CanaryParams``, the gradient canaries at every free coordinate by default (``all``).
+    """
 
     gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = "all"
 
 
 class FinalModelCanaryAudit(CanaryAudit):
-    """DP-SGD's audit in the hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in
-    the hidden state threat model"; Steinke, Nasr, Jagielski 2023, §6, gradient canaries with the final model only):
-    the auditor sees θ_0 (public: the mechanism's own ``build`` with the run's seed) and θ_T, nothing in between.
+    """DP-SGD's audit in the hidden-state threat model.
+
+    (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the hidden state threat model"; Steinke, Nasr, Jagielski
+    2023, §6, gradient canaries with the final model only.) The auditor sees θ_0 (public: the mechanism's own ``build``
+    with the run's seed) and θ_T, nothing in between.
 
     The audit run is ``canary``'s (the members plus a random half of the input canaries, q, T and B from the public
     n), with Dirac gradient canaries (``mechanisms.dpsgd.canaries``, ``GradientCanaries.final_model``), each
@@ -254,7 +283,8 @@ class FinalModelCanaryAudit(CanaryAudit):
     included canaries through θ (a second-order effect this design does not test; the one-run and f-DP bounds need
     no such assumption). Returns ``{"canary-final": scores}`` (larger means "included"); the members' part of the
     scores is measured and stored (``members_sd`` against ``noise_sd``). DP-SGD targets only (``applies_to``;
-    skipped elsewhere)."""
+    skipped elsewhere).
+    """
 
     name = "canary-final"
     Params = FinalModelCanaryParams
@@ -264,15 +294,18 @@ class FinalModelCanaryAudit(CanaryAudit):
 
         Args:
             target: the trained target.
+
         Returns:
-            Whether its ``params`` record ``grad_sample_mode`` and ``noise_multiplier``."""
+            Whether its ``params`` record ``grad_sample_mode`` and ``noise_multiplier``.
+        """
         return "grad_sample_mode" in target.params and "noise_multiplier" in target.params
 
     def _request(self, ctx: AttackContext):
         """The audit run's request: the gradient canaries with ``final_model`` set.
 
         Raises:
-            ValueError: the mechanism takes no gradient canaries, or none are asked for."""
+            ValueError: the mechanism takes no gradient canaries, or none are asked for.
+        """
         from dataclasses import replace
 
         request = super()._request(ctx)
@@ -287,10 +320,13 @@ class FinalModelCanaryAudit(CanaryAudit):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"canary-final": scores}``, larger means "included".
+
         Raises:
-            ValueError: as ``CanaryAudit.score``; no gradient canaries; not SGD (``CanaryTracker.final_setup``)."""
+            ValueError: as ``CanaryAudit.score``; no gradient canaries; not SGD (``CanaryTracker.final_setup``).
+        """
         _, _, data, seed, request = self._audit_job(ctx)
         run = ctx.train_like_target.audit_run(data, seed=seed, request=request)
         wb = run.audit

@@ -1,17 +1,6 @@
 """Auditing weight noise where it is published: the noisy autoencoder weights of the final model.
 
-The source's claim is a Gaussian mechanism on the trained weights: noise of std 1/ε for a training function of
-sensitivity 1. The audit tests that argument directly. With the training seed fixed and known (every DP audit's
-attacker knows everything but the secret bit), training is a deterministic function f of the data, and the
-mechanism is θ = f(D) + N(0, std²·I). One canary record c decides D = members or D' = members + {c} (add/remove).
-The auditor trains f(D) and f(D') (``mechanisms.weight_noise.CleanWeights``: the mechanism without its noise),
-then draws R releases, each from D or D' by a fair coin, with the mechanism's own noise code
-(``add_weight_noise``), and scores each by its projection on d = f(D') − f(D):
-⟨θ − f(D), d⟩/‖d‖, which is N(0, std²) under D and N(‖d‖, std²) under D'. The R releases are independent runs of
-the mechanism on a fixed pair of neighbours (a multi-run design), and the scores are Gaussian by construction, so
-the Gaussian analyses are valid bounds besides Clopper-Pearson. What the audit refutes is the claim's own argument
-(for a fixed seed, ‖f(D') − f(D)‖ <= 1): d holds everything one record changes with the seed fixed, its gradients
-and the batches it reshuffles.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -47,9 +36,11 @@ def _flat(module: torch.nn.Module) -> torch.Tensor:
 
 
 class WeightCanaryAudit(MembershipAttack):
-    """One canary (a record of the attacker's population) in or out of the members; the clean autoencoder trained
-    on both with one seed; R noisy releases scored by their projection on the clean difference. Settings:
-    ``WeightCanaryParams``."""
+    """One canary (a record of the attacker's population) in or out of the members.
+
+    The clean autoencoder trained on both with one seed; R noisy releases scored by their projection on the clean
+    difference. Settings: ``WeightCanaryParams``.
+    """
 
     audit = True
     name = "weight-canary"
@@ -61,6 +52,7 @@ class WeightCanaryAudit(MembershipAttack):
 
         Args:
             target: the trained target.
+
         Returns:
             Whether its ``params`` record ``weight_noise_std``.
         """
@@ -89,13 +81,17 @@ class WeightCanaryAudit(MembershipAttack):
             ctx.train_like_target.prefetch(self._jobs(ctx))
 
     def score(self, ctx: AttackContext) -> MembershipScores:
-        """Draw R noisy releases of the clean weights with and without the canary, by fair coins, and score each by
-        its projection on the clean difference (multi-run design, Jagielski, Ullman, Oprea 2020; Gaussian scores).
+        """Draw R noisy releases of the clean weights with and without the canary, by fair coins.
+
+        And score each by its projection on the clean difference (multi-run design, Jagielski, Ullman, Oprea 2020;
+        Gaussian scores).
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``(R,)`` scores in units of the weights (larger: "canary in") with their coins.
+
         Raises:
             ValueError: no population record for the canary, or the canary left the clean weights unchanged.
         """

@@ -1,5 +1,6 @@
-"""Conformance of the ``dpmix-canary`` audit's releases to the certified DPMix (issues 38 and 45), read by
-``MixingObserver`` on the releases the audit makes through the mechanism's own ``release``: the subsets DPMix's
+"""Conformance of the ``dpmix-canary`` audit's releases to the certified DPMix (issues 38 and 45).
+
+Read by ``MixingObserver`` on the releases the audit makes through the mechanism's own ``release``: the subsets DPMix's
 ``mix_release`` drew are read as it returns them (instrumentation of the audit run only: the mechanism's code is not
 re-implemented), so released − the noiseless mean of the known records is the noise under H0.
 
@@ -42,8 +43,10 @@ MAX_DISTINCT = 512  # distinct records besides the most common one up to which t
 
 
 def _groups(whole: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """``(n,)`` each record's column among the distinct records other than the most common one (−1 for that one), and
-    how many such records there are; by a random projection of each row (distinct rows never collide in float64)."""
+    """``(n,)`` each record's column among the distinct records other than the most common one (−1 for that one).
+
+    And how many such records there are; by a random projection of each row (distinct rows never collide in float64).
+    """
     key = whole.double() @ torch.randn(whole.shape[1], generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     values, inverse, counts = torch.unique(key, return_inverse=True, return_counts=True)
     mode = int(counts.argmax())
@@ -54,8 +57,10 @@ def _groups(whole: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 def _spread(white: torch.Tensor, whole: torch.Tensor, idx: torch.Tensor, scale: torch.Tensor
             ) -> tuple[float, int] | None:
-    """Σ_t ‖P_t r̃_t‖² and Σ_t dim P_t (``weight_spread_test``) for the whitened residual ``white (T, D)``, the
-    records ``whole (n, D)`` and subsets ``idx (T, ℓ)``; None where more than ``MAX_DISTINCT`` distinct records."""
+    """Σ_t ‖P_t r̃_t‖² and Σ_t dim P_t (``weight_spread_test``) for the whitened residual ``white (T, D)``.
+
+    The records ``whole (n, D)`` and subsets ``idx (T, ℓ)``; None where more than ``MAX_DISTINCT`` distinct records.
+    """
     col, h = _groups(whole)
     if h > MAX_DISTINCT:
         return None
@@ -84,9 +89,11 @@ def _spread(white: torch.Tensor, whole: torch.Tensor, idx: torch.Tensor, scale: 
 
 
 class MixingObserver:
-    """Reads DPMix's releases in an audit run: ``subsets()`` instruments ``mechanisms.dpmix.mechanism.mix_release``
-    (whatever it is: a plug-in's patch included) to keep the ``(T, ℓ)`` subsets it returns; ``add`` reads one
-    release of known records; ``result`` the tests (module docstring).
+    """Reads DPMix's releases in an audit run.
+
+    ``subsets()`` instruments ``mechanisms.dpmix.mechanism.mix_release`` (whatever it is: a plug-in's patch included) to
+    keep the ``(T, ℓ)`` subsets it returns; ``add`` reads one release of known records; ``result`` the tests (module
+    docstring).
 
     Args:
         shape: one record's image shape ``(C, H, W)`` (d = C·H·W features).
@@ -129,8 +136,9 @@ class MixingObserver:
             mech.mix_release = original
 
     def add(self, data: ArrayDataset, out: Release) -> None:
-        """Read one release ``out`` of ``data``, its subsets the last ``mix_release`` drew (a release whose subsets
-        were not observed is counted as missing and read no further).
+        """Read one release ``out`` of ``data``, its subsets the last ``mix_release`` drew.
+
+        A release whose subsets were not observed is counted as missing and read no further.
 
         Args:
             data: the n released records, images ``(n, C, H, W)`` and labels ``(n,)``.
@@ -172,8 +180,10 @@ class MixingObserver:
         return torch.cat([torch.full((self.d,), self.sigma), torch.full((self.k,), self.sigma_y)]).double()
 
     def _weights(self, noise: torch.Tensor, total: torch.Tensor, whole: torch.Tensor, idx: torch.Tensor) -> None:
-        """The mixing weight's regression score and information, and the weights' spread, of one release (nothing
-        where a noise is 0: no guarantee to test)."""
+        """The mixing weight's regression score and information, and the weights' spread, of one release.
+
+        Nothing where a noise is 0: no guarantee to test.
+        """
         if not (self.sigma > 0 and self.sigma_y > 0):
             return
         scale = self._scale()
@@ -192,8 +202,10 @@ class MixingObserver:
         """The tests against the certified ℓ, T (the recipe's), σ_x, σ_y (the releases') and ε.
 
         Args:
-            mixture_degree, num_samples: the certified ℓ and T.
+            mixture_degree: the certified ℓ.
+            num_samples: the certified T.
             privacy: the releases' certified ``PrivacySpent`` (ε, δ).
+
         Returns:
             ``{"tests": [conformance records], "measured_epsilon"}``, the latter None where no subset was observed
             (then every test but T and the declared ε stays at p = 1).

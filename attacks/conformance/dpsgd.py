@@ -1,6 +1,8 @@
-"""Conformance of a DP-SGD audit run to the mechanism its ε certifies (issue 38): every parameter the accountant
-assumes, measured in the white-box canary run on the mechanism's own code path (``mechanisms.dpsgd.observations``,
-gathered by ``CanaryTracker``) and tested against the certified value (``attacks.analysis.conformance``).
+"""Conformance of a DP-SGD audit run to the mechanism its ε certifies (issue 38).
+
+Every parameter the accountant assumes, measured in the white-box canary run on the mechanism's own code path
+(``mechanisms.dpsgd.observations``, gathered by ``CanaryTracker``) and tested against the certified value
+(``attacks.analysis.conformance``).
 
 The family, fixed by the model's architecture (K trainable parameter tensors) before any data, K + 10 tests in this
 order: the noise sd in each tensor (exact one-sided χ² on every observed coordinate of it that holds no canary's
@@ -105,8 +107,11 @@ def _measured(obs: dict[str, Any], *, sigma: float, q: float, privacy: Any) -> d
 
 
 def _declared(*, sigma: float, sample_rate: float, steps: int, privacy: Any) -> dict[str, Any]:
-    """The certified ε against the declared σ, q, T's by the conformance code's own PLD accountant, under the
-    certified relation; a σ below ``PLD_SMALLEST_SIGMA`` is read at that floor (a smaller ε: the test errs low)."""
+    """The certified ε against the declared σ, q, T's by the conformance code's own PLD accountant.
+
+    Under the certified relation; a σ below ``PLD_SMALLEST_SIGMA`` is read at that floor (a smaller ε: the test errs
+    low).
+    """
     relation = str(privacy.relation)
     declared = poisson_gaussian_epsilon(noise_multiplier=max(sigma, PLD_SMALLEST_SIGMA),
                                         sample_rate=min(sample_rate, 1.0), steps=max(steps, 1),
@@ -117,8 +122,10 @@ def _declared(*, sigma: float, sample_rate: float, steps: int, privacy: Any) -> 
 
 
 def _score_test(obs: dict[str, Any], *, sigma: float, q: float, steps: int) -> dict[str, Any]:
-    """The included canaries' scores at the certified σ against their exact law under the certified mechanism
-    (``canary_score_test``: one-sided, conservative under any clipped contribution ≤ C)."""
+    """The included canaries' scores at the certified σ against their exact law under the certified mechanism.
+
+    ``canary_score_test``: one-sided, conservative under any clipped contribution ≤ C.
+    """
     scores = obs.get("certified_llr")
     if scores is None or len(scores) < 2:
         return _skipped(SCORE_TEST, "canary scores", "fewer than 2 included canaries were observed")
@@ -140,14 +147,19 @@ def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_ra
 
     Args:
         obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
-        noise_multiplier: the certified σ (> 0). sample_rate: the certified q. certified_steps: the accountant's T.
+        noise_multiplier: the certified σ (> 0).
+        sample_rate: the certified q.
+        certified_steps: the accountant's T.
         privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
         released: the model the audit run released (``TrainedModel.model``), compared with what its training loop
             returned (``mechanisms.dpsgd.continuity.released_changes``); None: not compared.
+
     Returns:
         ``{"tests": [K + 10 conformance records], "measured_epsilon": ε from the measured parameters}``.
+
     Raises:
-        ValueError: σ ≤ 0 (a run without noise certifies nothing to test)."""
+        ValueError: σ ≤ 0 (a run without noise certifies nothing to test).
+    """
     if not noise_multiplier > 0:
         raise ValueError(f"DP-SGD conformance needs a certified σ > 0, got {noise_multiplier}")
     c = float(obs["max_grad_norm"])

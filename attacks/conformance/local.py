@@ -1,5 +1,6 @@
-"""Conformance of the ``local-canary`` audit's releases to the certified local mechanism (issues 38 and 45), measured
-on the releases the audit makes through the mechanism's own ``release``, and the pieces DPMix's observer
+"""Conformance of the ``local-canary`` audit's releases to the certified local mechanism (issues 38 and 45).
+
+Measured on the releases the audit makes through the mechanism's own ``release``, and the pieces DPMix's observer
 (``attacks.conformance.dpmix``) shares.
 
 ``local_conformance``: the canaries' true unit images are known, so released − true is the noise itself: σ pooled, per
@@ -39,12 +40,15 @@ SENSITIVITY = 2.0  # replace-one: two unit-norm images are at most 2 apart (from
 
 
 def shown_only(test: dict[str, Any]) -> dict[str, Any]:
-    """DPMix's noise-shape test, shown but not deciding (``ConformanceTest.deciding``): on a 3-channel synthetic
-    CIFAR-10 the correct mechanism's residual noise has an excess kurtosis of about 0.04 (p = 5e-4 at M = 55), not
-    yet explained, so its level under the certified mechanism is not established; its p-value is kept as measured.
+    """DPMix's noise-shape test, shown but not deciding (``ConformanceTest.deciding``).
+
+    On a 3-channel synthetic CIFAR-10 the correct mechanism's residual noise has an excess kurtosis of about 0.04 (p =
+    5e-4 at M = 55), not yet explained, so its level under the certified mechanism is not established; its p-value is
+    kept as measured.
 
     Args:
         test: a conformance record (``attacks.analysis`` builds them).
+
     Returns:
         A copy with ``deciding`` False and the reason in its ``detail``.
     """
@@ -59,8 +63,10 @@ CONFIDENCE = 0.95
 
 def _measured(epsilon_at: Any, *, certified: float, delta: float, accountant: str, parameters: dict[str, float]
               ) -> dict[str, Any]:
-    """``bench.results.MeasuredEpsilon``'s fields: ε at the limits of confidence ``CONFIDENCE`` and the p-value of
-    "spent ≤ certified" (``limit_p_value``)."""
+    """``bench.results.MeasuredEpsilon``'s fields.
+
+    ε at the limits of confidence ``CONFIDENCE`` and the p-value of "spent ≤ certified" (``limit_p_value``).
+    """
     eps = float(epsilon_at(1 - CONFIDENCE))
     return {"epsilon": eps if math.isfinite(eps) else 1e300, "certified": certified, "delta": delta,
             "relation": "replace-one", "accountant": accountant, "confidence": CONFIDENCE,
@@ -68,10 +74,12 @@ def _measured(epsilon_at: Any, *, certified: float, delta: float, accountant: st
 
 
 def _scale_test(along: float, weight: float, rows: int, sigma: float) -> dict[str, Any]:
-    """Each record's release is its own image plus fresh noise, z = s·x + e with s = 1: Σ⟨z − x, x⟩ over the released
-    rows is N(0, σ²·Σ‖x‖²) under H0, and a release that scales its records by s ≠ 1 (the sources' ``2·x/‖x‖``: twice
-    the sensitivity), or holds another record's image (s ≈ 0), shifts it by (s − 1)·Σ‖x‖². Two-sided, exact.
-    ``measured``: the estimated scale ŝ = 1 + Σ⟨z − x, x⟩/Σ‖x‖²."""
+    """Each record's release is its own image plus fresh noise, z = s·x + e with s = 1.
+
+    Σ⟨z − x, x⟩ over the released rows is N(0, σ²·Σ‖x‖²) under H0, and a release that scales its records by s ≠ 1 (the
+    sources' ``2·x/‖x‖``: twice the sensitivity), or holds another record's image (s ≈ 0), shifts it by (s − 1)·Σ‖x‖².
+    Two-sided, exact. ``measured``: the estimated scale ŝ = 1 + Σ⟨z − x, x⟩/Σ‖x‖².
+    """
     z = along / (sigma * math.sqrt(weight)) if weight > 0 and sigma > 0 else 0.0
     return conformance_record("input scale (the sensitivity's unit norm)", "clip bound", certified=1.0,
                               measured=1.0 + along / weight if weight > 0 else None, n=rows, statistic=z,
@@ -80,21 +88,27 @@ def _scale_test(along: float, weight: float, rows: int, sigma: float) -> dict[st
 
 
 def _scale_lower(along: float, weight: float, sigma_upper: float, alpha: float) -> float:
-    """The input scale the measured ε is read at: its lower one-sided limit at 1 − α (standard error read at σ's
-    upper limit) where that is above the certified unit norm, else 1. A scale above 1 raises ε and is a lower limit
-    of it; one below 1 would lower ε, but a release whose records enter at less than their norm is not the declared
-    mechanism, and the two-sided scale test in the same family is what refutes it, exactly (``_scale_test``). At
-    the default profile's 400,000 draws the limit alone is 4 % below the estimate at ε = 1 (σ = 12.2), 3 % of the
-    ε: the ε from measured parameters would no longer be within 2 % of the certified one."""
+    """The input scale the measured ε is read at.
+
+    Its lower one-sided limit at 1 − α (standard error read at σ's upper limit) where that is above the certified unit
+    norm, else 1. A scale above 1 raises ε and is a lower limit of it; one below 1 would lower ε, but a release whose
+    records enter at less than their norm is not the declared mechanism, and the two-sided scale test in the same family
+    is what refutes it, exactly (``_scale_test``). At the default profile's 400,000 draws the limit alone is 4 % below
+    the estimate at ε = 1 (σ = 12.2), 3 % of the ε: the ε from measured parameters would no longer be within 2 % of the
+    certified one.
+    """
     if weight <= 0:
         return 1.0
     return max(1.0 + (along - float(stats.norm.isf(alpha)) * sigma_upper * math.sqrt(weight)) / weight, 1.0)
 
 
 class _LocalReleases:
-    """The sums ``local_conformance`` reads from releases of the same canaries ``x (m, C, H, W)`` with labels
+    """The sums ``local_conformance`` reads from releases of the same canaries, one release at a time.
+
+    The sums ``local_conformance`` reads from releases of the same canaries ``x (m, C, H, W)`` with labels
     ``y (m,)``, one release at a time: Σ(z − x)² per pixel, Σ⟨z − x, x⟩ and Σ‖x‖², the first release's first
-    ``SAMPLE_ROWS`` noise rows (in units of σ), the labels kept and the replaced labels' offsets."""
+    ``SAMPLE_ROWS`` noise rows (in units of σ), the labels kept and the replaced labels' offsets.
+    """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> None:
         self.flat, self.y, self.k, self.m = x.flatten(1), y, num_classes, len(x)
@@ -131,15 +145,24 @@ class _LocalReleases:
 
 def local_conformance(x: torch.Tensor, y: torch.Tensor, releases: Iterable[Release], privacy: PrivacySpent, *,
                       num_classes: int) -> dict[str, Any]:
-    """The canaries' local releases tested against the declared σ and label ε (module docstring): noise, scale and
-    keep rate pooled over all R·m draws (their limits tighten as 1/√(R·m)); shape and independence read the first.
+    """The canaries' local releases tested against the declared σ and label ε (module docstring).
+
+    Noise, scale and keep rate pooled over all R·m draws (their limits tighten as 1/√(R·m)); shape and independence read
+    the first.
 
     Args:
-        x, y, releases, privacy, num_classes: canaries ``(m, C, H, W)``, unit norm; labels ``(m,)``; R ≥ 1; ε, δ; k.
+        x: canaries ``(m, C, H, W)``, unit norm.
+        y: labels ``(m,)``.
+        releases: R ≥ 1.
+        privacy: ε, δ.
+        num_classes: k.
+
     Returns:
         ``MembershipScores.conformance``: ``{"tests", "measured_epsilon"}`` (releases read one at a time).
+
     Raises:
-        ValueError: ``releases`` is empty."""
+        ValueError: ``releases`` is empty.
+    """
     m, shape, k = len(x), tuple(x.shape[1:]), num_classes
     read = _LocalReleases(x, y, k)
     for release in releases:

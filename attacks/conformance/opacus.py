@@ -1,6 +1,7 @@
-"""Conformance of a user's Opacus loop to the mechanism its ε certifies, from what ``opacus-canary``'s observer sees
-(``attacks.canaries.opacus.observer``), and the ε its measured parameters imply by Opacus' PRV accountant (Gopi, Lee,
-Wutschitz 2021, "Numerical Composition of Differential Privacy").
+"""Conformance of a user's Opacus loop to the mechanism its ε certifies.
+
+From what ``opacus-canary``'s observer sees (``attacks.canaries.opacus.observer``), and the ε its measured parameters
+imply by Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021, "Numerical Composition of Differential Privacy").
 
 The tests, in this fixed order (k + 6 of them for a model of k trainable parameter tensors, fixed by the design and
 the architecture before any data; ``attacks.analysis.conformance`` gives each one's law):
@@ -68,16 +69,21 @@ SIGMA_FLOOR = 0.2  # PRV's domain; a smaller σ upper limit is read at the floor
 
 
 def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *, which: str) -> float:
-    """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant (eps_error 0.01, delta_error
-    δ/1000, Opacus' defaults): ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is what
-    ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
+    """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant.
+
+    (eps_error 0.01, delta_error δ/1000, Opacus' defaults.) ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is
+    what ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
 
     Args:
-        noise_multiplier, sample_rate, steps: σ, q in (0, 1] and T.
+        noise_multiplier: σ.
+        sample_rate: q in (0, 1].
+        steps: T.
         delta: δ, a probability.
         which: ``lower``, ``estimate`` or ``upper``.
+
     Returns:
         ε (unitless, add/remove; ∞ at σ = 0).
+
     Raises:
         ValueError: an unknown ``which`` (``prv_composed_epsilon``).
     """
@@ -91,8 +97,10 @@ def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, 
         history: the ``(σ, q, T)`` phases (phases of 0 steps left out).
         delta: δ, a probability.
         which: ``lower``, ``estimate`` or ``upper``.
+
     Returns:
         ε (unitless, add/remove): ∞ where a phase with steps has σ ≤ 0, 0 without any step.
+
     Raises:
         ValueError: an unknown ``which``.
     """
@@ -112,15 +120,20 @@ def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, 
 
 
 def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta: float, *, guess: float) -> float:
-    """σ* at which PRV's certified (upper) ε equals ``epsilon``: secant steps on log ε against log σ from ``guess``
-    (ε ≈ ∝ 1/σ), to 1e-5 relative in ε.
+    """σ* at which PRV's certified (upper) ε equals ``epsilon``.
+
+    Secant steps on log ε against log σ from ``guess`` (ε ≈ ∝ 1/σ), to 1e-5 relative in ε.
 
     Args:
         epsilon: the target ε (> 0, unitless).
-        sample_rate, steps, delta: q, T and δ.
+        sample_rate: q.
+        steps: T.
+        delta: δ.
         guess: the starting σ (> 0).
+
     Returns:
         σ*, the noise multiplier.
+
     Raises:
         ValueError: 12 secant steps do not get there.
     """
@@ -140,13 +153,18 @@ def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta:
 
 def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, relation: str,
                        confidence: float = 0.95) -> dict[str, Any]:
-    """The conformance record of one observed run (``bench.results.Conformance``'s fields): ``wb`` is the observer's
-    ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the module docstring.
+    """The conformance record of one observed run (``bench.results.Conformance``'s fields).
+
+    ``wb`` is the observer's ``result()``; ``certified``, ``delta``, ``relation``: the ε the plug-in reported. See the
+    module docstring.
 
     Args:
         wb: the observer's ``result()`` (one phase, or ``phases``).
-        certified, delta, relation: the reported ε (unitless), its δ and its neighbouring relation.
+        certified: the reported ε (unitless).
+        delta: its δ.
+        relation: its neighbouring relation.
         confidence: the confidence of the measured ε's limit.
+
     Returns:
         ``{"tests": [conformance records, the declared ε last], "measured_epsilon"}``.
     """
@@ -170,12 +188,14 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
 
 
 def accountant_rate(wb: dict[str, Any]) -> float:
-    """The accountant's q, steps-weighted over its history (the hook's q without one): under Poisson sampling at
-    varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so the rate test at the
-    mean stays exact or conservative.
+    """The accountant's q, steps-weighted over its history (the hook's q without one).
+
+    Under Poisson sampling at varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so
+    the rate test at the mean stays exact or conservative.
 
     Args:
         wb: the observer's ``result()``.
+
     Returns:
         q, the sample rate.
     """
@@ -212,12 +232,14 @@ def _clip(ph: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
-    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order: k + 5
-    for one phase, (k + 3)·P + 2 for P phases (the parameter continuity last; none where ``wb`` has no
+    """The conformance tests of one observed run but the declared ε (module docstring), in their fixed order.
+
+    k + 5 for one phase, (k + 3)·P + 2 for P phases (the parameter continuity last; none where ``wb`` has no
     ``continuity`` key, a record from before the test existed).
 
     Args:
         wb: the observer's ``result()``.
+
     Returns:
         The conformance records (k: the parameter tensors).
     """
@@ -241,8 +263,10 @@ def opacus_tests(wb: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _phased_epsilon(phases: list[dict[str, Any]], n: int, *, certified: float, delta: float, relation: str,
                     confidence: float) -> dict[str, Any]:
-    """``MeasuredEpsilon``'s fields of a loop of several phases (module docstring): PRV's lower estimate of every
-    phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each."""
+    """``MeasuredEpsilon``'s fields of a loop of several phases (module docstring).
+
+    PRV's lower estimate of every phase's (σ upper limit, q lower limit, observed T) composed, K limits at α/K each.
+    """
     observed = [[t for t in p["noise_by_tensor"] if t["n"]] for p in phases]
     k = sum(len(o) + 1 for o in observed)
 

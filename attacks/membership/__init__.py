@@ -1,4 +1,7 @@
-"""Membership inference on a trained model: threshold attacks on one statistic of the target's output
-(``threshold``: LOSS, confidence, modified entropy), and the attacks that calibrate against shadow / reference models
-(``shadows``, ``shokri``, ``lira``, ``rmia``). Heuristic attacks: their scores give membership advantage and TPR at
-FPR; an ε lower bound from them is only as valid as the design that chose the members (``attacks.analysis``)."""
+"""Membership inference on a trained model.
+
+Threshold attacks on one statistic of the target's output (``threshold``: LOSS, confidence, modified entropy), and the
+attacks that calibrate against shadow / reference models (``shadows``, ``shokri``, ``lira``, ``rmia``). Heuristic
+attacks: their scores give membership advantage and TPR at FPR; an ε lower bound from them is only as valid as the
+design that chose the members (``attacks.analysis``).
+"""

@@ -1,5 +1,8 @@
-"""The likelihood-ratio attack, LiRA (Carlini, Chien, Nasr, Song, Terzis, Tramèr 2022, "Membership
-inference attacks from first principles", IEEE S&P), online and offline."""
+"""The likelihood-ratio attack.
+
+LiRA (Carlini, Chien, Nasr, Song, Terzis, Tramèr 2022, "Membership inference attacks from first principles", IEEE S&P),
+online and offline.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ def gaussian_fit(values: np.ndarray, mask: np.ndarray, *, global_variance: bool)
         ``(mean, std)``, each ``(N, A)``; std at least ``MIN_STD``.
 
     Raises:
-        ValueError: an example with no shadow in its group."""
+        ValueError: an example with no shadow in its group.
+    """
     w = mask[..., None].astype(np.float64)
     count = w.sum(0)  # (N, 1)
     if (count < 1).any():
@@ -91,7 +95,9 @@ class LiRAOfflineParams(LiRAParams):
 
 
 class LiRA(MembershipAttack):
-    """LiRA: per-example Gaussian fits of the logit-scaled confidence φ = log(p_y/(1 − p_y)) across shadow
+    """LiRA: per-example Gaussian fits across shadow models and a likelihood-ratio test on the target.
+
+    LiRA: per-example Gaussian fits of the logit-scaled confidence φ = log(p_y/(1 − p_y)) across shadow
     models trained like the target, and a likelihood-ratio test on the target's φ.
 
     Online: shadows are trained on random halves of the (unlabeled) candidate set topped up with population
@@ -112,7 +118,8 @@ class LiRA(MembershipAttack):
             n_population: the attacker's population records.
 
         Returns:
-            One line naming ``shadow_size`` when it exceeds n_members + n_population, else None."""
+            One line naming ``shadow_size`` when it exceeds n_members + n_population, else None.
+        """
         return at_most(self.name, "shadow_size", self.params.shadow_size, n_members + n_population,
                        "n_members + n_population")
 
@@ -130,7 +137,8 @@ class LiRA(MembershipAttack):
             ``MembershipScores`` of ``lira_scores`` (larger: member), ``extra`` the number of shadows trained.
 
         Raises:
-            ValueError: offline with no attacker population to train OUT shadows on."""
+            ValueError: offline with no attacker population to train OUT shadows on.
+        """
         p, split, pop = self.params, ctx.split, ctx.split.population
         num_shadow = p.num_shadow + (p.num_shadow % 2 if self.online else 0)
         global_variance = p.num_shadow < GLOBAL_VARIANCE_BELOW if p.global_variance is None else p.global_variance

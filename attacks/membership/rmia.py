@@ -1,6 +1,8 @@
-"""RMIA, the relative membership inference attack (Zarifzadeh, Liu, Mittal, Shokri 2024, "Low-cost
-high-power membership inference attacks", ICML), offline: reference models that never saw a candidate,
-population z-samples, and the offline correction parameter a."""
+"""RMIA, the relative membership inference attack, offline.
+
+(Zarifzadeh, Liu, Mittal, Shokri 2024, "Low-cost high-power membership inference attacks", ICML.) Reference models that
+never saw a candidate, population z-samples, and the offline correction parameter a.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ from bench.core.params import Params
 
 
 def _log_marginal(log_p_refs: np.ndarray, out_mask: np.ndarray, a: float) -> np.ndarray:
-    """log Pr(x) from OUT reference models with the offline correction (RMIA §4.2, eq. 6):
-    Pr(x) ≈ ½((1 + a)·mean_OUT Pr(x|θ') + (1 − a)). ``log_p_refs``, ``out_mask``: ``(k, N)``."""
+    """Log Pr(x) from OUT reference models with the offline correction (RMIA §4.2, eq. 6).
+
+    Pr(x) ≈ ½((1 + a)·mean_OUT Pr(x|θ') + (1 − a)). ``log_p_refs``, ``out_mask``: ``(k, N)``.
+    """
     count = out_mask.sum(0)
     masked = np.where(out_mask, log_p_refs, -np.inf)
     log_mean = logsumexp(masked, axis=0) - np.log(np.maximum(count, 1))
@@ -33,9 +37,11 @@ def rmia_scores(target_x: np.ndarray, refs_x: np.ndarray, target_z: np.ndarray, 
     Args:
         target_x: ``(N,)`` log Pr(x|θ) of the target on the candidates (log-probability of the true class).
         refs_x: ``(k, N)`` the same for k reference models, all OUT for every candidate.
-        target_z, refs_z: ``(Z,)`` and ``(k, Z)`` on the population z-samples.
+        target_z: ``(Z,)``.
+        refs_z: ``(k, Z)`` on the population z-samples.
         out_z: ``(k, Z)`` bool, reference i did not train on z-sample j (z-samples with no OUT model are dropped).
-        a: offline correction in [0, 1]. gamma: threshold γ > 0 on the pairwise likelihood ratio.
+        a: offline correction in [0, 1].
+        gamma: threshold γ > 0 on the pairwise likelihood ratio.
 
     Returns:
         ``(N,)`` scores in [0, 1]: the fraction of z-samples x dominates, plus a tie-break below one step
@@ -72,23 +78,28 @@ class RMIAParams(Params):
 
 
 class RMIA(OfflineShadows):
-    """RMIA offline. Reference models are trained like the target on population records (the offline
-    shadow design, shared with ``lira-offline`` and ``shadow``); z-samples are population records, with
-    Pr(z) taken over the references that did not train on them. Settings: ``RMIAParams``.
+    """RMIA offline.
+
+    Reference models are trained like the target on population records (the offline shadow design, shared with
+    ``lira-offline`` and ``shadow``); z-samples are population records, with Pr(z) taken over the references that did
+    not train on them. Settings: ``RMIAParams``.
     """
 
     name = "rmia"
     Params = RMIAParams
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """z-samples come from the attacker's population too (``num_z`` checked first), then the reference models'
-        records (``OfflineShadows.size_problem``).
+        """z-samples come from the attacker's population too (``num_z`` checked first).
+
+        Then the reference models' records (``OfflineShadows.size_problem``).
 
         Args:
-            n_members, n_population: as ``OfflineShadows.size_problem``.
+            n_members: as ``OfflineShadows.size_problem``.
+            n_population: as ``OfflineShadows.size_problem``.
 
         Returns:
-            One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None."""
+            One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None.
+        """
         return at_most(self.name, "num_z", self.params.num_z, n_population, "n_population") or \
             super().size_problem(n_members=n_members, n_population=n_population)
 
@@ -105,7 +116,8 @@ class RMIA(OfflineShadows):
             ``MembershipScores`` with ``(N,)`` scores in [0, 1] (larger: member), ``extra`` the number of references.
 
         Raises:
-            ValueError: fewer than 2 attacker population records."""
+            ValueError: fewer than 2 attacker population records.
+        """
         p, pop = self.params, ctx.split.population
         if len(pop) < 2:
             raise ValueError(f"rmia needs at least 2 attacker population records (n_population), got {len(pop)}")

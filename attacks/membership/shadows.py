@@ -1,18 +1,8 @@
-"""Shadow / reference models shared by the shadow-model attacks (Shokri, LiRA, RMIA): who trains on what,
-and what each trained model outputs.
+"""Shadow / reference models shared by the shadow-model attacks (Shokri, LiRA, RMIA).
 
-Two designs, both drawn only from data the attacker holds and never from the target's membership labels:
+Who trains on what, and what each trained model outputs.
 
-- ``offline``: each shadow trains on a random subset of the attacker's population (disjoint from every
-  candidate), so every shadow is OUT for every candidate. Shadow i's subset depends on (seed, i) only,
-  so a run with 8 shadows reuses the first 4 of a run with 4, and every attack that uses the offline
-  design with the same size and seed shares the same shadows (one training each, through the cache).
-- ``online`` (Carlini et al. 2022, §IV-B): the unlabeled candidate set (members and non-members to be
-  scored, in an order that does not depend on which are members) is split so that every candidate is IN
-  for exactly half of the shadows; each shadow's set is topped up with population records to ``size``.
-
-Sizes: shadows should train on as many records as the target (n_members); ``default_size`` says what
-fits the population (an offline shadow needs OUT population records too, so at most half of it).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -45,7 +35,8 @@ def shadow_seed(seed: int, kind: str, index: int) -> int:
         (seed + 1)·1,000,003 + the kind's offset + index.
 
     Raises:
-        KeyError: an unknown kind."""
+        KeyError: an unknown kind.
+    """
     return (seed + 1) * 1_000_003 + _KIND_OFFSET[kind] + index
 
 
@@ -58,7 +49,8 @@ def canonical_order(data: ArrayDataset) -> np.ndarray:
         data: the records, ``x (N, ...)`` and ``y (N,)``.
 
     Returns:
-        ``(N,)`` int64 row indices, sorted by digest."""
+        ``(N,)`` int64 row indices, sorted by digest.
+    """
     x = data.x.contiguous().numpy().reshape(len(data), -1)
     y = data.y.numpy()
     digests = [hashlib.sha256(x[i].tobytes() + int(y[i]).to_bytes(8, "little")).hexdigest() for i in range(len(data))]
@@ -86,7 +78,8 @@ class ShadowDesign:
         """One ``(training set, seed)`` per shadow.
 
         Returns:
-            k pairs, in the design's order."""
+            k pairs, in the design's order.
+        """
         return [(self.universe.subset(torch.from_numpy(np.flatnonzero(keep))), seed)
                 for keep, seed in zip(self.inclusion, self.seeds, strict=True)]
 
@@ -102,7 +95,8 @@ class ShadowDesign:
             outputs: model ↦ an array of one shape for every shadow.
 
         Returns:
-            ``(k, ...)`` the outputs stacked in the design's order."""
+            ``(k, ...)`` the outputs stacked in the design's order.
+        """
         return np.stack([outputs(trained.model) for trained in train_like_target.many(self.jobs())])
 
 
@@ -119,7 +113,8 @@ def default_size(n_members: int, n_population: int, *, online: bool, n_candidate
         n_candidates: the candidates scored (online only).
 
     Returns:
-        Records per shadow (0 offline with fewer than 2 population records)."""
+        Records per shadow (0 offline with fewer than 2 population records).
+    """
     if online:
         half = (n_candidates + 1) // 2
         return int(min(max(n_members, half), half + n_population))
@@ -139,7 +134,8 @@ def offline_design(population: ArrayDataset, *, num: int, size: int, seed: int) 
         The ``ShadowDesign`` over ``population``.
 
     Raises:
-        ValueError: ``num`` < 1, or ``size`` outside [1, len(population)]."""
+        ValueError: ``num`` < 1, or ``size`` outside [1, len(population)].
+    """
     if num < 1 or not 1 <= size <= len(population):
         raise ValueError(f"offline design needs num >= 1 and 1 <= size <= {len(population)}, got {num}, {size}")
     seeds = tuple(shadow_seed(seed, "offline", i) for i in range(num))
@@ -168,7 +164,8 @@ def online_design(candidates: ArrayDataset, population: ArrayDataset, *, num: in
         A pair ``(design, keep)``: ``keep`` is ``(num, len(candidates))`` bool in the order ``candidates`` were given.
 
     Raises:
-        ValueError: odd or < 2 ``num``; ``size`` below half the candidates or above half plus the population."""
+        ValueError: odd or < 2 ``num``; ``size`` below half the candidates or above half plus the population.
+    """
     n_c, n_p = len(candidates), len(population)
     half = (n_c + 1) // 2
     if num < 2 or num % 2:
@@ -203,7 +200,8 @@ def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
         x: ``(N, C, H, W)`` images (any leading dimensions; the last two are H, W).
 
     Returns:
-        Six tensors of ``x``'s shape (shifts zero padded)."""
+        Six tensors of ``x``'s shape (shifts zero padded).
+    """
     padded = F.pad(x, (1, 1, 1, 1))
     h, w = x.shape[-2:]
     shifts = [padded[..., 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w] for dy, dx in ((0, 1), (0, -1), (1, 0), (-1, 0))]
@@ -220,7 +218,8 @@ def query(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device, a
         augment: also query the ``augmentations``.
 
     Returns:
-        ``(N, A)``, A = 1 (or 6 with ``augment``)."""
+        ``(N, A)``, A = 1 (or 6 with ``augment``).
+    """
     views = augmentations(data.x) if augment else [data.x]
     return np.stack([logit_confidence(predict_logits(model, v, device=device), data.y).numpy() for v in views],
                     axis=1)
@@ -235,13 +234,17 @@ def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.dev
         device: where the model runs.
 
     Returns:
-        ``(N, K)`` float64 log-probabilities (nats)."""
+        ``(N, K)`` float64 log-probabilities (nats).
+    """
     return torch.log_softmax(predict_logits(model, data.x, device=device).double(), dim=1).numpy()
 
 
 class OfflineShadows(MembershipAttack):
-    """A membership attack whose shadow models train on the attacker's population only (offline: ``shadow``,
-    ``lira-offline``, ``rmia``), so ``shadow_size`` (a ``Params`` field) is bounded by the population."""
+    """A membership attack whose shadow models train on the attacker's population only (offline).
+
+    A membership attack whose shadow models train on the attacker's population only (offline: ``shadow``,
+    ``lira-offline``, ``rmia``), so ``shadow_size`` (a ``Params`` field) is bounded by the population.
+    """
 
     needs_population = True
 
@@ -253,5 +256,6 @@ class OfflineShadows(MembershipAttack):
             n_population: the attacker's population records.
 
         Returns:
-            One line naming ``shadow_size`` when it exceeds n_population, else None."""
+            One line naming ``shadow_size`` when it exceeds n_population, else None.
+        """
         return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")

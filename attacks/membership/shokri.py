@@ -1,6 +1,9 @@
-"""The shadow-model attack (Shokri, Stronati, Song, Shmatikov 2017, "Membership inference attacks against
+"""The shadow-model attack of Shokri et al. (2017).
+
+The shadow-model attack (Shokri, Stronati, Song, Shmatikov 2017, "Membership inference attacks against
 machine learning models", IEEE S&P): shadow models trained like the target on the attacker's population,
-and attack classifiers (scikit-learn) that learn IN vs OUT from the shadows' outputs, one per class."""
+and attack classifiers (scikit-learn) that learn IN vs OUT from the shadows' outputs, one per class.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ def attack_features(logp: np.ndarray, y: np.ndarray, *, per_class: bool) -> np.n
         per_class: the per-class features (else the label-free sorted ones).
 
     Returns:
-        ``(N, K + 1)`` float64: the confidence, then the vector."""
+        ``(N, K + 1)`` float64: the confidence, then the vector.
+    """
     logp = np.maximum(logp, -100.0)  # a finite floor for log(0)
     conf = logit_confidence(torch.from_numpy(logp), torch.from_numpy(np.asarray(y, np.int64))).numpy()[:, None]
     vec = logp if per_class else -np.sort(-logp, axis=1)
@@ -55,11 +59,12 @@ class ShadowParams(Params):
 
 
 class ShadowModelAttack(OfflineShadows):
-    """Shokri et al.'s attack: k shadows trained like the target on population subsets (the offline design,
-    shared with ``lira-offline`` and ``rmia``); each shadow's outputs on its own training records are
-    labelled IN and on the rest of the population OUT; a gradient-boosted classifier per true class (where
-    that class has at least ``min_per_class`` IN and OUT rows; else one shared model) learns IN vs OUT.
-    Score = the classifier's log-odds of IN on the target's output. Settings: ``ShadowParams``.
+    """Shokri et al.'s attack: k shadows trained like the target on population subsets.
+
+    (the offline design, shared with ``lira-offline`` and ``rmia``.) Each shadow's outputs on its own training records
+    are labelled IN and on the rest of the population OUT; a gradient-boosted classifier per true class (where that
+    class has at least ``min_per_class`` IN and OUT rows; else one shared model) learns IN vs OUT. Score = the
+    classifier's log-odds of IN on the target's output. Settings: ``ShadowParams``.
     """
 
     name = "shadow"
@@ -96,7 +101,8 @@ class ShadowModelAttack(OfflineShadows):
             ctx: the cell's context (the target is not used).
 
         Raises:
-            ValueError: a shadow size that leaves no population record IN or OUT of each shadow."""
+            ValueError: a shadow size that leaves no population record IN or OUT of each shadow.
+        """
         ctx.train_like_target.prefetch([(data, seed, None) for data, seed in self._design(ctx).jobs()])
 
     def score(self, ctx: AttackContext) -> MembershipScores:
@@ -112,7 +118,8 @@ class ShadowModelAttack(OfflineShadows):
             ``MembershipScores`` (``(N,)`` log-odds, larger: member), ``extra`` the number of shadows.
 
         Raises:
-            ValueError: a shadow size that leaves no population record IN or OUT of each shadow."""
+            ValueError: a shadow size that leaves no population record IN or OUT of each shadow.
+        """
         logp, inside, y = self._training_rows(ctx)
         cands = ctx.candidates()
         t_logp, t_y = log_softmax(ctx.target.model, cands, device=ctx.device), cands.y.numpy()

@@ -1,5 +1,7 @@
-"""Membership-inference attacks that score examples by one statistic of the target's output: LOSS (Yeom et al.
-2018), confidence and modified entropy (Song & Mittal 2021)."""
+"""Membership-inference attacks that score examples by one statistic of the target's output.
+
+LOSS (Yeom et al. 2018), confidence and modified entropy (Song & Mittal 2021).
+"""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ def modified_entropy(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
         y: ``(N,)`` int64 labels.
 
     Returns:
-        ``(N,)`` float64 Mentr (nats); low for a confident correct prediction."""
+        ``(N,)`` float64 Mentr (nats); low for a confident correct prediction.
+    """
     z = logits.double()
     logp = torch.log_softmax(z, dim=1)
     eye = torch.eye(z.shape[1], dtype=torch.bool)
@@ -49,12 +52,14 @@ class ThresholdParams(Params):
 
 
 class _ThresholdAttack(MembershipAttack):
-    """A single-statistic threshold attack (Song & Mittal 2021, §3): score = ±statistic of the target's
-    output. With ``per_class`` the statistic is standardised with the mean and standard deviation of the
-    target's statistic on the attacker's population records of the same class (non-members), which is
-    one threshold per class at a common false-positive rate under a Gaussian fit: Song & Mittal's
-    class-dependent thresholds, in a form whose ROC a single sweep traces. Classes with fewer than
-    ``MIN_PER_CLASS`` population records, or no population at all, use the raw statistic."""
+    """A single-statistic threshold attack (Song & Mittal 2021, §3): score = ±statistic of the target's output.
+
+    With ``per_class`` the statistic is standardised with the mean and standard deviation of the target's statistic on
+    the attacker's population records of the same class (non-members), which is one threshold per class at a common
+    false-positive rate under a Gaussian fit: Song & Mittal's class-dependent thresholds, in a form whose ROC a single
+    sweep traces. Classes with fewer than ``MIN_PER_CLASS`` population records, or no population at all, use the raw
+    statistic.
+    """
 
     Params = ThresholdParams
     sign = 1.0
@@ -83,9 +88,11 @@ class _ThresholdAttack(MembershipAttack):
 
 
 class ConfidenceAttack(_ThresholdAttack):
-    """Confidence threshold attack (Song & Mittal 2021, Conf): a member when the target's confidence in the
-    true class is high. Score = log(p_y / (1 − p_y)), a monotone map of p_y that does not saturate at 1.
-    Without ``per_class`` its ROC is the LOSS attack's (both are monotone in p_y)."""
+    """Confidence threshold attack (Song & Mittal 2021, Conf).
+
+    A member when the target's confidence in the true class is high. Score = log(p_y / (1 − p_y)), a monotone map of p_y
+    that does not saturate at 1. Without ``per_class`` its ROC is the LOSS attack's (both are monotone in p_y).
+    """
 
     name = "confidence"
 
@@ -97,14 +104,17 @@ class ConfidenceAttack(_ThresholdAttack):
             y: ``(N,)`` labels.
 
         Returns:
-            ``(N,)`` log(p_y / (1 − p_y)) (nats)."""
+            ``(N,)`` log(p_y / (1 − p_y)) (nats).
+        """
         return logit_confidence(logits, y).numpy()
 
 
 class EntropyAttack(_ThresholdAttack):
-    """Modified-entropy threshold attack (Song & Mittal 2021, Mentr): a member when the modified entropy,
-    which rewards a confident correct prediction and penalises a confident wrong one, is low.
-    Score = −Mentr."""
+    """Modified-entropy threshold attack (Song & Mittal 2021, Mentr).
+
+    A member when the modified entropy, which rewards a confident correct prediction and penalises a confident wrong
+    one, is low. Score = −Mentr.
+    """
 
     name = "entropy"
     sign = -1.0
@@ -117,13 +127,16 @@ class EntropyAttack(_ThresholdAttack):
             y: ``(N,)`` labels.
 
         Returns:
-            ``(N,)`` Mentr (nats)."""
+            ``(N,)`` Mentr (nats).
+        """
         return modified_entropy(logits, y)
 
 
 class LossAttack(MembershipAttack):
-    """LOSS threshold attack (Yeom, Giacomelli, Fredrikson, Jha 2018, §3.2): an example is called a
-    member when the target's cross-entropy loss on it is low. Score = −loss (nats)."""
+    """LOSS threshold attack (Yeom, Giacomelli, Fredrikson, Jha 2018, §3.2).
+
+    An example is called a member when the target's cross-entropy loss on it is low. Score = −loss (nats).
+    """
 
     name = "loss"
 
@@ -134,6 +147,7 @@ class LossAttack(MembershipAttack):
             ctx: the target and its split.
 
         Returns:
-            ``MembershipScores``: ``(N,)`` −loss (nats, larger: member), members first."""
+            ``MembershipScores``: ``(N,)`` −loss (nats, larger: member), members first.
+        """
         scores = [-per_example_loss(ctx.target.model, d.x, d.y, device=ctx.device) for d in ctx.sides()]
         return MembershipScores(np.concatenate(scores), ctx.labels())

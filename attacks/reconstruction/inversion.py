@@ -1,5 +1,7 @@
-"""Model inversion: MI-Face class reconstruction (Fredrikson, Jha, Ristenpart, CCS 2015, Algorithm 1), scored by
-``attacks.reconstruction.scoring``."""
+"""Model inversion: MI-Face class reconstruction (Fredrikson, Jha, Ristenpart, CCS 2015, Algorithm 1).
+
+Scored by ``attacks.reconstruction.scoring``.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ def contrast_stretch(x: torch.Tensor) -> torch.Tensor:
         x: ``(R, C, H, W)`` images.
 
     Returns:
-        ``(R, C, H, W)`` stretched images."""
+        ``(R, C, H, W)`` stretched images.
+    """
     flat = x.flatten(1)
     lo, hi = flat.min(1, keepdim=True).values, flat.max(1, keepdim=True).values
     span = hi - lo
@@ -47,7 +50,8 @@ def total_variation(x: torch.Tensor) -> torch.Tensor:
         x: ``(R, C, H, W)`` images.
 
     Returns:
-        ``(R,)`` TV (pixel units)."""
+        ``(R,)`` TV (pixel units).
+    """
     dh = (x[..., 1:, :] - x[..., :-1, :]).abs().flatten(1).mean(1)
     dw = (x[..., :, 1:] - x[..., :, :-1]).abs().flatten(1).mean(1)
     return dh + dw
@@ -68,7 +72,8 @@ def initial_images(init: str, rows: int, shape: tuple[int, ...], *, mean_image: 
         ``(rows, C, H, W)`` images in [0, 1].
 
     Raises:
-        ValueError: an unknown ``init``, or ``mean`` without a mean image."""
+        ValueError: an unknown ``init``, or ``mean`` without a mean image.
+    """
     if init == "zeros":
         return torch.zeros(rows, *shape)
     if init == "grey":
@@ -89,21 +94,27 @@ def mi_face(
 ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
     """MI-Face (Fredrikson et al. 2015, Alg. 1): projected gradient descent on the input, one row per class.
 
-    Row r minimises c_r(x) = L(f(x), k_r) + tv_weight·TV(x) + l2_weight·mean(x²), where L is
-    −log softmax_k (``objective="nll"``; same minimiser as the paper's 1 − softmax_k without priors,
-    but its gradient does not vanish where softmax_k ≈ 0) or 1 − softmax_k (``"prob"``, the paper's).
-    After each step the image is projected onto the box [0, 1]. Rows are independent (the model is in
-    eval mode and per-row costs are summed), so a batch of classes gives what one class at a time gives.
-
-    Stopping rule, per row: (1) the target confidence softmax_k reaches ``threshold`` (the paper's γ),
-    the current image is returned; (2) the cost has not improved by more than ``min_delta`` for
-    ``patience`` iterations (the paper's window β), the best image so far is returned; (3) ``max_iter``
-    iterations (the paper's α), the best image so far is returned.
+    Row r minimises c_r(x) = L(f(x), k_r) + tv_weight·TV(x) + l2_weight·mean(x²). After each step the image is
+    projected onto the box [0, 1]. Rows are independent (the model is in eval mode and per-row costs are summed), so a
+    batch of classes gives what one class at a time gives. Each row stops at the first of ``threshold`` (the current
+    image is returned), ``patience`` or ``max_iter`` (the best image so far is returned).
 
     Args:
         model: the target, mapping ``(R, C, H, W)`` images in [0, 1] to logits ``(R, K)``.
-        classes: ``(R,)`` int64, the class each row reconstructs. x0: ``(R, C, H, W)`` starting images.
+        classes: ``(R,)`` int64, the class each row reconstructs.
+        x0: ``(R, C, H, W)`` starting images.
+        device: where the model and the images live while optimising.
+        max_iter: the most iterations per row (the paper's α, ≥ 1).
+        lr: the step size (> 0).
         optimizer: ``"adam"`` (per-pixel step normalisation) or ``"gd"`` (the paper's plain step λ = lr).
+        objective: L = −log softmax_k (``"nll"``; same minimiser as the paper's 1 − softmax_k without priors, but its
+            gradient does not vanish where softmax_k ≈ 0) or 1 − softmax_k (``"prob"``, the paper's).
+        patience: stop a row whose cost has not improved by more than ``min_delta`` for this many iterations (the
+            paper's window β, ≥ 1).
+        min_delta: the least improvement of the cost that counts for ``patience`` (≥ 0).
+        threshold: stop a row once its target confidence softmax_k reaches this (the paper's γ, in (0, 1]).
+        tv_weight: the weight of the total-variation prior TV(x) (0: none).
+        l2_weight: the weight of the L2 prior mean(x²) (0: none).
 
     Returns:
         ``(R, C, H, W)`` reconstructions in [0, 1] (CPU) and per-row ``iterations``, ``cost``,
@@ -155,8 +166,10 @@ class _StoppingRule:
 
     @torch.no_grad()
     def update(self, it: int, cost: torch.Tensor, logp: torch.Tensor, now: torch.Tensor) -> bool:
-        """Record iteration ``it``'s costs, log target probabilities and images ``(R, ...)``; False when every row
-        has stopped or ``max_iter`` is reached."""
+        """Record iteration ``it``'s costs, log target probabilities and images ``(R, ...)``.
+
+        False when every row has stopped or ``max_iter`` is reached.
+        """
         active = self.active
         better = active & (cost < self.best - self.min_delta)
         self.best = torch.where(better, cost, self.best)
@@ -180,9 +193,15 @@ class MIFaceParams(Params):
         jitter: uniform noise U[0, jitter] added to the start (seeded; clipped to [0, 1]), in [0, 1].
         restarts: reconstructions per class (>= 1; distinct only with ``init: noise`` or ``jitter`` > 0); scores
             use all, the returned image per class is the lowest-cost restart.
-        max_iter, lr, optimizer, objective, patience, min_delta, threshold, tv_weight, l2_weight: as in
-            :func:`mi_face` (iterations, step size, ``adam`` | ``gd``, ``nll`` | ``prob``, stopping window,
-            minimum improvement, target confidence in (0, 1], prior weights >= 0).
+        max_iter: as in :func:`mi_face`: iterations.
+        lr: as in :func:`mi_face`: step size.
+        optimizer: as in :func:`mi_face`: ``adam`` | ``gd``.
+        objective: as in :func:`mi_face`: ``nll`` | ``prob``.
+        patience: as in :func:`mi_face`: the stopping window.
+        min_delta: as in :func:`mi_face`: the minimum improvement.
+        threshold: as in :func:`mi_face`: the target confidence, in (0, 1].
+        tv_weight: as in :func:`mi_face`: the total-variation prior's weight, >= 0.
+        l2_weight: as in :func:`mi_face`: the L2 prior's weight, >= 0.
         stretch: rescale each final image to span [0, 1] (the paper's post-processing step, reduced to a
             contrast stretch) before it is judged and scored; without it a scale-invariant target (the
             local-noise model normalises its input) yields images too dim to judge fairly.
@@ -241,7 +260,8 @@ class MIFace(ReconstructionAttack):
             stop reasons, settings).
 
         Raises:
-            ValueError: from ``initial_images`` (``init: mean`` without an attacker population) or ``mi_face``."""
+            ValueError: from ``initial_images`` (``init: mean`` without an attacker population) or ``mi_face``.
+        """
         p, split = self.params, ctx.split
         members = split.members
         shape, num_classes = members.input_shape, members.num_classes

@@ -1,5 +1,8 @@
-"""What release attacks know before they look at a release: the Gaussian moments of the attacker's population
-(computed once per process), the linear MMSE (Wiener) estimate, and the attacks' shared settings."""
+"""What release attacks know before they look at a release.
+
+The Gaussian moments of the attacker's population (computed once per process), the linear MMSE (Wiener) estimate, and
+the attacks' shared settings.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ def gaussian_moments(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
         z: ``(N, d)`` vectors.
 
     Returns:
-        ``(mean (d,), covariance eigenvalues (d,) clipped at 0, eigenvectors (d, d))``, the covariance unbiased."""
+        ``(mean (d,), covariance eigenvalues (d,) clipped at 0, eigenvectors (d, d))``, the covariance unbiased.
+    """
     z = z.double()
     mu = z.mean(0)
     cov = (z - mu).T @ (z - mu) / max(len(z) - 1, 1)
@@ -36,7 +40,8 @@ def with_labels(data: ArrayDataset) -> torch.Tensor:
         data: ``N`` records, images ``(N, C, H, W)``.
 
     Returns:
-        ``(N, C·H·W + K)`` float64."""
+        ``(N, C·H·W + K)`` float64.
+    """
     return torch.cat([data.x.flatten(1), F.one_hot(data.y, data.num_classes).float()], dim=1).double()
 
 
@@ -47,7 +52,8 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
         x: ``(N, ...)`` images.
 
     Returns:
-        ``(N, d)`` float64 unit vectors."""
+        ``(N, d)`` float64 unit vectors.
+    """
     flat = x.flatten(1).double()
     return flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
@@ -62,7 +68,8 @@ def population_moments(data: ArrayDataset, kind: str, label: int | None = None):
 
     Returns:
         ``"mix"``: ``(mean, eigenvalues, eigenvectors)``; otherwise the same of the unit-norm images and their mean
-        pixel L2 norm (a float)."""
+        pixel L2 norm (a float).
+    """
     key = (data.fingerprint(), kind, label)
     if key not in _MOMENTS:
         if kind == "mix":
@@ -89,7 +96,8 @@ def wiener(z: torch.Tensor, mu: torch.Tensor, lam: torch.Tensor, vecs: torch.Ten
         noise_var: σ² (0: the gain is 1, z returned).
 
     Returns:
-        ``(N, d)`` estimates."""
+        ``(N, d)`` estimates.
+    """
     gain = torch.ones_like(lam) if noise_var == 0 else signal_scale * lam / (signal_scale * lam + noise_var)
     return mu + ((z - mu) @ vecs) * gain @ vecs.T
 

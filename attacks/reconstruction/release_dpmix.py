@@ -1,5 +1,8 @@
-"""Attacks on a DPMix release, which need no model: release membership (best correlation, and a likelihood-ratio test
-that knows ℓ, σ and n) and de-mixing (Wiener reconstruction). Every prior comes from the attacker's population."""
+"""Attacks on a DPMix release, which need no model.
+
+Release membership (best correlation, and a likelihood-ratio test that knows ℓ, σ and n) and de-mixing (Wiener
+reconstruction). Every prior comes from the attacker's population.
+"""
 
 from __future__ import annotations
 
@@ -29,18 +32,23 @@ from bench.core.types import TrainedModel
 
 
 def _dpmix_release(target: TrainedModel) -> tuple[torch.Tensor, float, int]:
-    """``(z, σ_x, ℓ)``: the release as ``(T, d_x + K)`` [image, label] rows. A release with its own label noise
-    σ_y < σ_x (``params["sigma_y"]``) is still scored with σ_x on every coordinate: weighting the labels by
-    σ_x/σ_y measured weaker (likelihood-ratio AUC 0.57 vs 0.62 on digits, ℓ = 2, σ_x = 0.6, σ_y = 0.01), as
-    one-hot labels are far from the attacks' Gaussian model."""
+    """``(z, σ_x, ℓ)``: the release as ``(T, d_x + K)`` [image, label] rows.
+
+    A release with its own label noise σ_y < σ_x (``params["sigma_y"]``) is still scored with σ_x on every coordinate:
+    weighting the labels by σ_x/σ_y measured weaker (likelihood-ratio AUC 0.57 vs 0.62 on digits, ℓ = 2, σ_x = 0.6, σ_y
+    = 0.01), as one-hot labels are far from the attacks' Gaussian model.
+    """
     rel = target.release
     z = torch.cat([rel.x.flatten(1), rel.y.float().flatten(1)], dim=1).double()
     return z, float(rel.params["sigma"]), int(rel.params["mixture_degree"])
 
 
 def _dpmix_prior(split: MembershipSplit, z: torch.Tensor, sigma: float, ell: int):
-    """The record distribution's moments: from the population, else from the release itself
-    (Cov(release) = Σ/ℓ + σ²I, so Σ = ℓ·(Cov − σ²I), eigenvalues clipped at 0)."""
+    """The record distribution's moments.
+
+    From the population, else from the release itself (Cov(release) = Σ/ℓ + σ²I, so Σ = ℓ·(Cov − σ²I), eigenvalues
+    clipped at 0).
+    """
     if len(split.population) > 1:
         return population_moments(split.population, "mix")
     mu, evals, evecs = gaussian_moments(z)
@@ -68,9 +76,10 @@ class _DPMixMembership(MembershipAttack):
 
 
 class DPMixCorrelation(_DPMixMembership):
-    """DPMix release membership by the best normalised correlation: score(c) = max over released
-    samples t of cos(z_t − μ, c − μ), with z = [image, label] and μ the population mean. Knows
-    nothing of ℓ or σ. (A member is in about T·ℓ/n samples, each holding 1/ℓ of it.)
+    """DPMix release membership by the best normalised correlation.
+
+    Score(c) = max over released samples t of cos(z_t − μ, c − μ), with z = [image, label] and μ the population mean.
+    Knows nothing of ℓ or σ. (A member is in about T·ℓ/n samples, each holding 1/ℓ of it.)
 
     Settings: ``CandidateParams``.
     """
@@ -89,7 +98,8 @@ class DPMixCorrelation(_DPMixMembership):
             n: records (unused).
 
         Returns:
-            ``(N,)`` float64 scores in [−1, 1], larger meaning "member"."""
+            ``(N,)`` float64 scores in [−1, 1], larger meaning "member".
+        """
         mu = prior[0]
         r = F.normalize((z - mu).float(), dim=1)
         a = F.normalize((cand - mu).float(), dim=1)
@@ -134,7 +144,8 @@ class DPMixLikelihoodRatio(_DPMixMembership):
             n: records the release was drawn from (q = ℓ/n).
 
         Returns:
-            ``(N,)`` float64 log-likelihood ratios (nats, without the constant T·log(1 − q)); larger: "member"."""
+            ``(N,)`` float64 log-likelihood ratios (nats, without the constant T·log(1 − q)); larger: "member".
+        """
         mu, lam, vecs = prior
         eps = self.params.ridge * float(lam.mean()) + 1e-12
         s0 = lam / ell + sigma**2 + eps
@@ -155,11 +166,12 @@ class DPMixLikelihoodRatio(_DPMixMembership):
 
 
 class DPMixReconstruction(ReconstructionAttack):
-    """De-mixing a DPMix release: for each released sample, the MMSE (Wiener) estimate of one of its ℓ
-    records, E[x_i | z_t] = μ + (Σ/ℓ)(Σ/ℓ + σ²I)⁻¹(z_t − μ) with the population's μ, Σ (exact records
-    when ℓ = 1 and σ = 0; the population mean when σ is huge). Scored by the nearest member vs the
-    nearest non-member (equal pools): ``closer_to_member`` 0.5 means no better than unrelated people.
-    The image per class is the reconstruction from the sample with the largest released label for it.
+    """De-mixing a DPMix release.
+
+    For each released sample, the MMSE (Wiener) estimate of one of its ℓ records, E[x_i | z_t] = μ + (Σ/ℓ)(Σ/ℓ +
+    σ²I)⁻¹(z_t − μ) with the population's μ, Σ (exact records when ℓ = 1 and σ = 0; the population mean when σ is huge).
+    Scored by the nearest member vs the nearest non-member (equal pools): ``closer_to_member`` 0.5 means no better than
+    unrelated people. The image per class is the reconstruction from the sample with the largest released label for it.
 
     Nearest neighbours are searched among as many members and non-members as the cell scores. Settings:
     ``ImagesParams`` (the first ``max_images`` released samples; the release is in random order).
@@ -178,7 +190,8 @@ class DPMixReconstruction(ReconstructionAttack):
 
         Returns:
             A ``Reconstruction``: one ``(H, W)`` grey image in [0, 1] per class (from the sample with the largest
-            released label for it), labels 0..K − 1, and the ``nearest_scores`` metrics with σ and ℓ."""
+            released label for it), labels 0..K − 1, and the ``nearest_scores`` metrics with σ and ℓ.
+        """
         z, sigma, ell = _dpmix_release(ctx.target)
         split = ctx.split
         shape, k = split.members.input_shape, split.members.num_classes

@@ -1,5 +1,8 @@
-"""Attacks on a local-noise release, which need no model: linkage (re-identification of each noisy image among
-sources and decoys) and class-conditional Wiener denoising. Every prior comes from the attacker's population."""
+"""Attacks on a local-noise release, which need no model.
+
+Linkage (re-identification of each noisy image among sources and decoys) and class-conditional Wiener denoising. Every
+prior comes from the attacker's population.
+"""
 
 from __future__ import annotations
 
@@ -41,8 +44,10 @@ class LinkageParams(CandidateParams):
 
 
 class LocalLinkage(ReconstructionAttack):
-    """Re-identification in a local-noise release: match each released noisy image z to its source
-    among candidates — the queried members themselves plus as many non-members as decoys.
+    """Re-identification in a local-noise release.
+
+    Match each released noisy image z to its source among candidates — the queried members themselves plus as many
+    non-members as decoys.
 
     Under z = u + N(0, σ²I) with u the unit-norm source, the maximum-likelihood match is
     argmax_c ⟨z, c/‖c‖⟩ (all candidates have norm 1), i.e. the nearest neighbour; no denoiser can do
@@ -68,7 +73,8 @@ class LocalLinkage(ReconstructionAttack):
             ``linkage_accuracy`` with its 95 % Clopper-Pearson ``lower`` / ``upper``, ``chance``, the counts and σ.
 
         Raises:
-            ValueError: the release does not hold one noisy image per member."""
+            ValueError: the release does not hold one noisy image per member.
+        """
         split = ctx.split
         z, sigma = _local_release(ctx.target, split)
         q = ctx.member_index[: self.params.max_candidates]
@@ -97,11 +103,12 @@ class LocalLinkage(ReconstructionAttack):
 
 
 class LocalReconstruction(ReconstructionAttack):
-    """Denoising a local-noise release: for each released image with label y, the class-conditional
-    Wiener (linear MMSE) estimate of its unit-norm source, with mean and covariance of the unit-norm
-    population images of class y, rescaled by their mean pixel norm and clipped to [0, 1]. Scored by
-    SSIM / MSE to the true source, next to ``prior_ssim`` — the class mean alone, what the label
-    gives without the noisy image.
+    """Denoising a local-noise release.
+
+    For each released image with label y, the class-conditional Wiener (linear MMSE) estimate of its unit-norm source,
+    with mean and covariance of the unit-norm population images of class y, rescaled by their mean pixel norm and
+    clipped to [0, 1]. Scored by SSIM / MSE to the true source, next to ``prior_ssim`` — the class mean alone, what the
+    label gives without the noisy image.
 
     Settings: ``ImagesParams`` (a seeded random subset of ``max_images`` members).
     """
@@ -124,7 +131,8 @@ class LocalReconstruction(ReconstructionAttack):
             ``prior_mse_to_source``.
 
         Raises:
-            ValueError: no attacker population, or a release without one noisy image per member."""
+            ValueError: no attacker population, or a release without one noisy image per member.
+        """
         split = ctx.split
         z, sigma = _local_release(ctx.target, split)
         members, pop = split.members, split.population

@@ -1,6 +1,8 @@
-"""How reconstructions are scored, shared by every reconstruction attack: SSIM / MSE to class means, nearest member vs
-nearest non-member (a memorisation signal), and recognition by an independent evaluation classifier trained on the
-attacker's own data."""
+"""How reconstructions are scored, shared by every reconstruction attack.
+
+SSIM / MSE to class means, nearest member vs nearest non-member (a memorisation signal), and recognition by an
+independent evaluation classifier trained on the attacker's own data.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def ssim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         b: ``(N, H, W)`` images in [0, 1].
 
     Returns:
-        ``(N,)`` SSIM, in [−1, 1]."""
+        ``(N,)`` SSIM, in [−1, 1].
+    """
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     win = min(7, *a.shape[-2:])
     win -= 1 - win % 2  # odd window, at most 7 (8×8 digits use 7)
@@ -45,7 +48,8 @@ def gray(x: torch.Tensor) -> np.ndarray:
         x: ``(N, C, H, W)`` tensor.
 
     Returns:
-        ``(N, H, W)`` float64 array."""
+        ``(N, H, W)`` float64 array.
+    """
     return x.detach().float().cpu().mean(1).clamp(0, 1).double().numpy()
 
 
@@ -56,7 +60,8 @@ def class_means(data: ArrayDataset) -> torch.Tensor:
         data: labelled images.
 
     Returns:
-        ``(K, C, H, W)`` (zeros for an absent class)."""
+        ``(K, C, H, W)`` (zeros for an absent class).
+    """
     out = torch.zeros(data.num_classes, *data.input_shape)
     for k in range(data.num_classes):
         rows = data.x[data.y == k]
@@ -69,11 +74,16 @@ def nearest_scores(images: torch.Tensor, labels: torch.Tensor, split: Membership
                    max_per_side: int | None, seed: int, same_class: bool = True) -> dict[str, Any]:
     """Memorisation signal: is each reconstruction closer to a training member than to a non-member?
 
-    Members and non-members are subsampled to the same size (per class when ``same_class``), since the
-    nearest of more images is nearer; distances are mean squared errors over pixels.
+    Members and non-members are subsampled to the same size, since the nearest of more images is nearer; distances
+    are mean squared errors over pixels.
 
     Args:
-        images: ``(R, C, H, W)`` reconstructions in [0, 1]. labels: ``(R,)`` their classes.
+        images: ``(R, C, H, W)`` reconstructions in [0, 1].
+        labels: ``(R,)`` their classes.
+        split: the target's membership split (its members and non-members are compared).
+        max_per_side: the most members and non-members compared (None: as many as the smaller side has).
+        seed: seeds the subsampling.
+        same_class: compare each reconstruction only with records of its own class.
 
     Returns:
         ``nearest_member_mse``, ``nearest_non_member_mse`` (means over reconstructions),
@@ -128,7 +138,8 @@ def class_mean_scores(images: torch.Tensor, labels: torch.Tensor, members: Array
         members: the target's training members.
 
     Returns:
-        ``{"ssim_class_mean", "mse_class_mean"}`` (MSE in squared pixel units)."""
+        ``{"ssim_class_mean", "mse_class_mean"}`` (MSE in squared pixel units).
+    """
     means = class_means(members)[labels.cpu()]
     mse = (images.detach().float().cpu() - means).pow(2).flatten(1).mean(1)
     return {"ssim_class_mean": float(ssim(gray(images), gray(means)).mean()), "mse_class_mean": float(mse.mean())}
@@ -149,7 +160,8 @@ def evaluation_classifier(population: ArrayDataset, test: ArrayDataset, *, seed:
         device: where it trains.
 
     Returns:
-        (model in eval mode, its accuracy on ``test``, a fraction)."""
+        (model in eval mode, its accuracy on ``test``, a fraction).
+    """
     key = (population.fingerprint(), population.input_shape, seed, device.type)
     if key not in _EVALUATORS:
         big = min(population.input_shape[1:]) >= 16

@@ -1,5 +1,8 @@
-"""Loading plug-in modules: those a run names (``--plugins``) and those installed packages declare in the
-``privbench.plugins`` entry-point group."""
+"""Loading plug-in modules: named by a run or declared by installed packages.
+
+Loading plug-in modules: those a run names (``--plugins``) and those installed packages declare in the
+``privbench.plugins`` entry-point group.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ from bench.core.registry import PLUGIN_GROUP, entry_point_plugins
 
 
 def load_plugins(modules: Any) -> tuple[str, ...]:
-    """Import each plug-in module (it registers its mechanisms, attacks, models or datasets on import): those named
-    (``--plugins`` / ``plugins:``), then those installed packages declare in the ``privbench.plugins`` entry-point
-    group (``bench.core.registry.entry_point_plugins``), so a pip-installed plug-in needs no flag.
+    """Import each plug-in module (it registers its mechanisms, attacks, models or datasets on import).
+
+    Those named (``--plugins`` / ``plugins:``), then those installed packages declare in the ``privbench.plugins``
+    entry-point group (``bench.core.registry.entry_point_plugins``), so a pip-installed plug-in needs no flag.
 
     Returns:
         Every module imported, named ones first, each once (training workers import the same).

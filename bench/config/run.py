@@ -157,9 +157,12 @@ _FLOAT_12 = r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"
 
 @functools.cache
 def _loader_class():
-    """PyYAML's safe loader with unique mapping keys, YAML 1.2 exponent floats (``delta: 1e-5`` is the number
-    1e-5, not the text "1e-5") and no aliases: ``*name`` is refused before anything is built, so a few hundred bytes
-    of nested aliases (a "billion laughs" document) cannot expand into 10⁹ values."""
+    """PyYAML's safe loader with unique mapping keys.
+
+    YAML 1.2 exponent floats (``delta: 1e-5`` is the number 1e-5, not the text "1e-5") and no aliases: ``*name`` is
+    refused before anything is built, so a few hundred bytes of nested aliases (a "billion laughs" document) cannot
+    expand into 10⁹ values.
+    """
     import re
 
     import yaml
@@ -261,9 +264,11 @@ def build_config(yaml_values: dict[str, Any] | None = None, cli_values: dict[str
 
 
 class ReproduceOptions(TypedDict):
-    """Where and how ``bench reproduce`` trains (its command-line options; recorded in results.json's config).
-    device: ``auto`` / ``cpu`` / ``cuda``. data_root: the data folder (None: the default). cache_dir: the model cache, a
-    resolved path. no_cache: train without the cache. output: the output folder (None: ``results/<run_id>``)."""
+    """Where and how ``bench reproduce`` trains (its command-line options; recorded in results.json's config). device.
+
+    ``auto`` / ``cpu`` / ``cuda``. data_root: the data folder (None: the default). cache_dir: the model cache, a
+    resolved path. no_cache: train without the cache. output: the output folder (None: ``results/<run_id>``).
+    """
 
     device: str
     data_root: str | None

@@ -112,8 +112,10 @@ def training_spec(mechanism: str, raw: Any, *, n_members: int, where: str | None
 
 
 def _recipes(d: dict[str, Any], user_training: dict[str, Any]) -> dict[str, Any]:
-    """Each selected mechanism's training settings: its recipe for the profile (else for the profile's
-    ``recipes_from``), overridden by the config's."""
+    """Each selected mechanism's training settings.
+
+    Its recipe for the profile (else for the profile's ``recipes_from``), overridden by the config's.
+    """
     from mechanisms import MECHANISMS
 
     out = {}
@@ -205,8 +207,10 @@ def _environment(d: dict[str, Any]) -> None:
 
 
 def _duration(value: Any, name: str, units: str, allowed: str) -> float:
-    """A time in seconds from a number of seconds or a text such as ``"90s"``, with unit letters ``units``
-    (``s`` seconds, ``m`` minutes, ``h`` hours). Raises ConfigError naming ``name``, the value and ``allowed``."""
+    """A time in seconds from a number of seconds or a text such as ``"90s"``, with unit letters ``units``.
+
+    ``s`` seconds, ``m`` minutes, ``h`` hours. Raises ConfigError naming ``name``, the value and ``allowed``.
+    """
     import re
 
     seconds = None
@@ -225,22 +229,27 @@ def tune_budget(value: Any) -> float:
     """The recipe-tuning time budget in seconds from a number of seconds or a text ``"90s"`` / ``"10m"``.
 
     Raises:
-        ConfigError: not a positive finite number of seconds or minutes (one line)."""
+        ConfigError: not a positive finite number of seconds or minutes (one line).
+    """
     return _duration(value, "tune_budget", "sm", "seconds (e.g. 600 or 600s) or minutes (e.g. 10m)")
 
 
 def job_time_limit(value: Any) -> float:
-    """The per-job time limit (``--job-timeout``) in seconds from a number of seconds or a text ``"90s"`` /
-    ``"10m"`` / ``"6h"``.
+    """The per-job time limit in seconds from a number of seconds or a text ``"90s"`` / ``"10m"`` / ``"6h"``.
+
+    (``--job-timeout``.)
 
     Raises:
-        ConfigError: not a positive finite time (one line naming the value)."""
+        ConfigError: not a positive finite time (one line naming the value).
+    """
     return _duration(value, "job_timeout", "smh", "seconds (e.g. 600 or 600s), minutes (10m) or hours (6h)")
 
 
 def _attack_params(params: Any, attacks: tuple[str, ...], user: set[str]) -> dict[str, Any]:
-    """Each attack's settings parsed by its ``Params``; settings given by the user for an attack that does not run
-    are named in a warning (the profile's own are not)."""
+    """Each attack's settings parsed by its ``Params``.
+
+    Settings given by the user for an attack that does not run are named in a warning (the profile's own are not).
+    """
     from attacks import ATTACKS
 
     if not isinstance(params, dict):
@@ -264,8 +273,9 @@ def validate(d: dict[str, Any], *, user_training: dict[str, Any] | None = None,
 
     Args:
         d: every RunConfig field (``training``: the config's own settings per mechanism, merged over each
-            mechanism's recipe for ``profile``). user_training / user_attack_params: what the user set (for the
-            "set but not used" warnings); default: ``d``'s.
+            mechanism's recipe for ``profile``).
+        user_training: the training settings the user set (for the "set but not used" warnings; default: ``d``'s).
+        user_attack_params: the attacks whose parameters the user set (for the same warnings; default: ``d``'s).
 
     Raises:
         ConfigError: the first invalid value, one line.

@@ -1,5 +1,8 @@
-"""The registries of models and datasets, by name: light (no torch), so that listing and validating names is
-instant; each entry is imported on first use. One line registers a model or a dataset loader."""
+"""The registries of models and datasets, by name.
+
+Light (no torch), so that listing and validating names is instant; each entry is imported on first use. One line
+registers a model or a dataset loader.
+"""
 
 from __future__ import annotations
 

@@ -16,11 +16,12 @@ CIFAR_FOLDER = "cifar-10-batches-py"
 
 
 def load_cifar10(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
-    """CIFAR-10 (Krizhevsky 2009) through torchvision: 50,000 training and 10,000 test images ``(3, 32, 32)``,
-    pixels / 255, from ``root/cifar-10-batches-py`` (torchvision's on-disk format: the pickled ``data_batch_1..5``,
-    ``test_batch`` and ``batches.meta``). With ``download`` torchvision fetches and verifies the archive. Files that
-    are present but differ from the published ones (torchvision's MD5) are read as they are, with a warning: a
-    subset or a test fixture in the same format loads too.
+    """CIFAR-10 (Krizhevsky 2009) through torchvision.
+
+    50,000 training and 10,000 test images ``(3, 32, 32)``, pixels / 255, from ``root/cifar-10-batches-py``
+    (torchvision's on-disk format: the pickled ``data_batch_1..5``, ``test_batch`` and ``batches.meta``). With
+    ``download`` torchvision fetches and verifies the archive. Files that are present but differ from the published ones
+    (torchvision's MD5) are read as they are, with a warning: a subset or a test fixture in the same format loads too.
 
     Args:
         root: the folder holding ``cifar-10-batches-py/``.
@@ -51,8 +52,9 @@ def load_cifar10(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset
 
 
 def _read_as_found(root: Path, folder: Path):
-    """torchvision's training and test ``CIFAR10`` readers of ``root`` (``folder`` = ``root/cifar-10-batches-py``),
-    without its MD5 checks; logs a warning when the files differ from the published ones.
+    """Torchvision's training and test ``CIFAR10`` readers of ``root`` (``folder`` = ``root/cifar-10-batches-py``).
+
+    Without its MD5 checks; logs a warning when the files differ from the published ones.
 
     Raises:
         DataError: a truncated or foreign pickle.
@@ -85,7 +87,9 @@ def _read_as_found(root: Path, folder: Path):
 
 
 def _to_dataset(d, folder: Path, stem: str) -> ArrayDataset:
-    """A torchvision ``CIFAR10`` reader's ``(N, 32, 32, 3)`` uint8 images and labels as an ``ArrayDataset``
+    """A torchvision ``CIFAR10`` reader's images and labels as an ``ArrayDataset``.
+
+    A torchvision ``CIFAR10`` reader's ``(N, 32, 32, 3)`` uint8 images and labels as an ``ArrayDataset``
     ``(N, 3, 32, 32)`` float32 in [0, 1].
 
     Raises:

@@ -1,5 +1,7 @@
-"""Datasets (torchvision MNIST / Fashion-MNIST, CIFAR-10 in ``bench.core.cifar``, scikit-learn digits, your own files
-by path) and the seeded membership split."""
+"""Datasets and the seeded membership split.
+
+(torchvision MNIST / Fashion-MNIST, CIFAR-10 in ``bench.core.cifar``, scikit-learn digits, your own files by path.)
+"""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ class ArrayDataset:
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
+        """One record's shape ``(C, H, W)``."""
         return tuple(self.x.shape[1:])  # type: ignore[return-value]
 
     def subset(self, index: torch.Tensor) -> ArrayDataset:
@@ -62,6 +65,7 @@ class ArrayDataset:
 
         Args:
             index: row positions ``(M,)``, int64.
+
         Returns:
             The M rows, same classes and name.
         """
@@ -69,9 +73,11 @@ class ArrayDataset:
                             None if self.origin is None else self.origin[index])
 
     def split_hash(self) -> str:
-        """SHA-256 of which records these are: the pool positions (``origin``, sorted: row order does not matter, a
-        repeat does), the exact images and labels of crafted ones (origin −1 or unknown) and the data set's name.
-        Equal split hashes: the same records. results.json records it, the model cache re-checks it.
+        """SHA-256 of which records these are.
+
+        The pool positions (``origin``, sorted: row order does not matter, a repeat does), the exact images and labels
+        of crafted ones (origin −1 or unknown) and the data set's name. Equal split hashes: the same records.
+        results.json records it, the model cache re-checks it.
 
         Returns:
             The hash as 64 hex digits.
@@ -103,6 +109,7 @@ def concat(*parts: ArrayDataset) -> ArrayDataset:
 
     Args:
         parts: one or more datasets of the same image shape.
+
     Returns:
         The rows of all parts, in order; ``origin`` −1 for rows of a part without one.
     """
@@ -132,12 +139,15 @@ class MembershipSplit:
     seed: int
 
     def scored(self, max_per_side: int | None, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rows of ``members`` and of ``non_members`` scored by membership attacks: equally many of each, the first n
-        of a permutation drawn with ``seed`` (so a smaller cap takes a prefix of the same people).
+        """Rows of ``members`` and of ``non_members`` scored by membership attacks.
+
+        Equally many of each, the first n of a permutation drawn with ``seed`` (so a smaller cap takes a prefix of the
+        same people).
 
         Args:
             max_per_side: the most rows of each side (None: as many as the smaller side has).
             seed: the permutation's seed.
+
         Returns:
             ``(member_rows, non_member_rows)``, each ``(n,)`` int64.
         """
@@ -166,8 +176,10 @@ IDX_FILES = {"train-images-idx3-ubyte": (2051, 60_000), "train-labels-idx1-ubyte
 
 
 def _check_idx(path: Path, magic: int, count: int, name: str) -> None:
-    """A present IDX file (LeCun's MNIST format: big-endian magic 2051 for images, 2049 for labels, then the
-    dimensions) has its header and the bytes it announces; a missing one is left to torchvision (to download).
+    """A present IDX file has its header and the bytes it announces.
+
+    (LeCun's MNIST format: big-endian magic 2051 for images, 2049 for labels, then the dimensions.) A missing one is
+    left to torchvision (to download).
 
     Raises:
         DataError: naming the file: unreadable, wrong magic number or count, or truncated / too long.
@@ -225,7 +237,9 @@ def load_digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]
     """scikit-learn's bundled 8×8 digits (1,797 images, values 0..16): 1,400 pool / 397 test, fixed.
 
     Args:
-        root, download: unused (the data ships with scikit-learn); the signature every loader has.
+        root: unused (the data ships with scikit-learn).
+        download: the signature every loader has.
+
     Returns:
         ``(pool, test)``: images ``(N, 1, 8, 8)`` float32 in [0, 1], 10 classes.
     """
@@ -247,8 +261,10 @@ def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, Arr
         name: a registered data set (``DATASETS``: mnist, fashion-mnist, cifar10, digits).
         root: the folder holding its files, which must be there (``--data-root`` or ``$PRIVBENCH_DATA``); None: the
             user cache folder (``default_data_root()``), where torchvision may download.
+
     Returns:
         ``(pool, test)``: images ``(N, C, H, W)`` float32 in [0, 1] and labels ``(N,)`` int64.
+
     Raises:
         ConfigError: unknown dataset name.
         DataError: files missing / unreadable (one-line message saying where they are expected).
@@ -272,11 +288,17 @@ def make_split(pool: ArrayDataset, test: ArrayDataset, *, n_members: int, n_non_
     so utility is comparable across seeds.
 
     Args:
-        pool, test: the data set's training pool and test set (``load_dataset``).
-        n_members, n_non_members, n_population, n_test: the parts' sizes (records, ≥ 0).
+        pool: the data set's training pool (``load_dataset``).
+        test: the data set's test set.
+        n_members: members drawn from the pool (records, ≥ 0).
+        n_non_members: non-members drawn from the pool (records, ≥ 0).
+        n_population: the attacker's population drawn from the pool (records, ≥ 0).
+        n_test: test records kept (records, ≥ 0).
         seed: the permutation's seed.
+
     Returns:
         The split; its parts carry their pool positions as ``origin``.
+
     Raises:
         ConfigError: a negative size, or sizes that exceed the pool or the test set.
     """

@@ -1,19 +1,9 @@
-"""Your own data by path: the ``--dataset`` syntax ``FORMAT:PATH[,KEY=VALUE...]`` and what a run records about where
+"""Your own data by path: the ``--dataset`` syntax and the provenance a run records.
+
+Your own data by path: the ``--dataset`` syntax ``FORMAT:PATH[,KEY=VALUE...]`` and what a run records about where
 its records came from. Light (no torch, no numpy): the configuration checks a dataset name with it before any work.
 
-Forms (docs/guides/your-data.md):
-
-- ``imagefolder:DIR`` — torchvision's ImageFolder layout, one sub-folder of images per class (PNG, JPEG, ...), all
-  of one size and mode (grey images stay one channel, colour ones are RGB); pixels / 255 (data-independent).
-- ``npz:FILE.npz[,x=NAME][,y=NAME][,bounds=LOW:HIGH]`` — a NumPy archive with an array of records (``(N, D)``
-  features, ``(N, H, W)``, ``(N, C, H, W)`` or ``(N, H, W, C)`` images) and one of labels; uint8 records are pixels
-  (/ 255), others need public ``bounds`` unless they already lie in [0, 1].
-- ``csv:FILE.csv,label=COLUMN[,bounds=LOW:HIGH|BOUNDS.csv]`` — tabular data (pandas); every other column is a
-  numeric feature. Features are clipped to public bounds (one range for all, or a CSV ``feature,low,high``) and
-  scaled to [0, 1]; without bounds they must already lie in [0, 1]. Bounds never come from the private data.
-
-Options follow the path after commas, so nothing needs quoting in a shell (``?`` globs in zsh and bash, ``&`` starts
-a background job); the URL-like ``csv:FILE.csv?label=COLUMN&bounds=...`` is read the same way.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -37,8 +27,9 @@ class DataSource:
 
     Attributes:
         spec: the text as given (the dataset's name in results and reports).
-        format: ``imagefolder``, ``npz`` or ``csv``. path: the file or folder as given (relative to the working
-        directory). options: ``label``, ``bounds``, ``x``, ``y`` as given.
+        format: ``imagefolder``, ``npz`` or ``csv``.
+        path: the file or folder as given (relative to the working directory).
+        options: ``label``, ``bounds``, ``x``, ``y`` as given.
     """
 
     spec: str

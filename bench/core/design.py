@@ -1,6 +1,8 @@
-"""How an audit decided who was a member, defined once: attacks construct an ``AuditDesign``, the audit maths
-(``attacks.analysis``) reads it, and results.json stores it as is (``bench.results.Audit.design``). Frozen, validated
-on construction. No torch import (the results contract and the pure audit maths import this module).
+"""How an audit decided who was a member, defined once.
+
+Attacks construct an ``AuditDesign``, the audit maths (``attacks.analysis``) reads it, and results.json stores it as is
+(``bench.results.Audit.design``). Frozen, validated on construction. No torch import (the results contract and the pure
+audit maths import this module).
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ _POSITIONAL = ("kind", "threat_model", "size", "relation", "inclusion", "gaussia
 
 
 class AuditDesign(BaseModel):
-    """How the scored records' membership was decided, which fixes what an ε lower bound from the scores may claim
-    (Jagielski et al. 2020; Steinke, Nasr, Jagielski 2023): ``kind`` heuristic | one-run | multi-run,
-    ``threat_model`` black-box | white-box | hidden-state, ``size`` (m canaries or runs; the scored records of a
-    heuristic), the neighbouring ``relation`` it tests, and each canary's ``inclusion`` probability."""
+    """How the scored records' membership was decided.
+
+    Which fixes what an ε lower bound from the scores may claim (Jagielski et al. 2020; Steinke, Nasr, Jagielski 2023):
+    ``kind`` heuristic | one-run | multi-run, ``threat_model`` black-box | white-box | hidden-state, ``size`` (m
+    canaries or runs; the scored records of a heuristic), the neighbouring ``relation`` it tests, and each canary's
+    ``inclusion`` probability.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null", use_attribute_docstrings=True)
 
@@ -69,7 +74,9 @@ class AuditDesign(BaseModel):
     channel."""
 
     def __init__(self, *args: object, **data: object) -> None:
-        """Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
+        """Build a design from keywords or positional fields.
+
+        Keywords, or positionally in the order ``(kind, threat_model, size, relation, inclusion, gaussian,
         channels, guess_fraction, llr_model, one_release, certified_mu, label_weight)``.
 
         Args:
@@ -80,7 +87,8 @@ class AuditDesign(BaseModel):
         Raises:
             pydantic.ValidationError (a ValueError): ``kind`` not in ``DESIGNS`` or ``threat_model`` not in
                 ``THREAT_MODELS``, or a value of the wrong type.
-            TypeError: more positional arguments than fields, or a field given twice."""
+            TypeError: more positional arguments than fields, or a field given twice.
+        """
         super().__init__(**by_position(type(self).__name__, _POSITIONAL, args, data))
 
     @model_validator(mode="after")

@@ -36,10 +36,12 @@ def resolve_device(name: str) -> torch.device:
 
 
 def available_cpus() -> int:
-    """The CPUs this process may use: its affinity mask (``os.sched_getaffinity``; ``os.cpu_count`` where that is
-    missing), capped by a cgroup CPU quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``),
-    rounded up, and by ``$PRIVBENCH_CPUS`` where set (the CPUs a scheduler granted this process, e.g. a zoo run's
-    Ray task). A container limited to 2 CPUs on a 64-core host gives 2, not 64.
+    """The CPUs this process may use.
+
+    Its affinity mask (``os.sched_getaffinity``; ``os.cpu_count`` where that is missing), capped by a cgroup CPU quota
+    (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``), rounded up, and by ``$PRIVBENCH_CPUS`` where set
+    (the CPUs a scheduler granted this process, e.g. a zoo run's Ray task). A container limited to 2 CPUs on a 64-core
+    host gives 2, not 64.
 
     Returns:
         The number of CPUs, at least 1.
@@ -73,8 +75,10 @@ def available_cpus() -> int:
 
 
 def parallelism(device: str, threads: int | None, cpus: int | None = None) -> tuple[int, int]:
-    """``(processes, threads per process)`` for a run: processes × threads = the CPUs available (``cpus``; default
-    ``available_cpus()``), so that no process starts as many OpenMP threads as there are cores while others run.
+    """``(processes, threads per process)`` for a run.
+
+    Processes × threads = the CPUs available (``cpus``; default ``available_cpus()``), so that no process starts as many
+    OpenMP threads as there are cores while others run.
 
     On a CPU device every process gets ``threads`` torch threads (default 1: small models train fastest on one
     thread each, several at a time); on CUDA one process drives the GPU with all CPUs as threads. Processes beyond

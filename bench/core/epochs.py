@@ -1,6 +1,9 @@
-"""Per-epoch records of training runs: the training loss and accuracy of every epoch and, with a probe set, the
-released model's test loss and accuracy at the end of each (``EpochRecorder``), collected from every training loop
-run inside ``recording_epochs`` (``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast``)."""
+"""Per-epoch records of training runs.
+
+The training loss and accuracy of every epoch and, with a probe set, the released model's test loss and accuracy at the
+end of each (``EpochRecorder``), collected from every training loop run inside ``recording_epochs``
+(``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast``).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +24,11 @@ epoch of training (one forward pass in eval mode, no gradient)."""
 
 
 class EpochRecorder:
-    """Per-epoch records of training runs: for every loop (``bench.core.training.train_loop``,
-    ``mechanisms.dpsgd.fast.train_fast``) the mean training loss and training accuracy of each epoch, and, with a
-    probe set, the test loss and accuracy of the released model at the end of each epoch.
+    """Per-epoch records of training runs.
+
+    For every loop (``bench.core.training.train_loop``, ``mechanisms.dpsgd.fast.train_fast``) the mean training loss and
+    training accuracy of each epoch, and, with a probe set, the test loss and accuracy of the released model at the end
+    of each epoch.
 
     Training accuracy is the running accuracy over the epoch's batches (the weights change during the epoch, the
     usual "train accuracy" of a training log); for soft labels ``(N, K)`` the label is their argmax. The probe is
@@ -44,7 +49,8 @@ class EpochRecorder:
         """Open a new training loop's records.
 
         Returns:
-            The loop's list of epoch records, empty, appended to ``loops`` (``record_epoch`` fills it)."""
+            The loop's list of epoch records, empty, appended to ``loops`` (``record_epoch`` fills it).
+        """
         self.loops.append([])
         return self.loops[-1]
 
@@ -54,6 +60,7 @@ class EpochRecorder:
         Args:
             model: the released model, raw images ``(M, C, H, W)`` to logits ``(M, K)``.
             device: where the model runs.
+
         Returns:
             ``{"test_loss": nats, "test_accuracy": fraction in [0, 1]}``; None values without a probe set or when
             the model's outputs are not one logit per class.
@@ -72,15 +79,15 @@ class EpochRecorder:
                 "test_accuracy": float((logits.argmax(1) == self.probe_y).float().mean())}
 
     def matching(self, history: list[float]) -> list[dict[str, Any]]:
-        """The records of the loop that trained the released classifier (a weight-noise autoencoder's loop is
-        another).
+        """The records of the loop that trained the released classifier (a weight-noise autoencoder's loop is another).
 
         Args:
             history: the released model's per-epoch mean training losses (nats), as its loop returned them.
 
         Returns:
             Copies of the epoch records of the last loop whose ``train_loss`` values equal ``history`` (NaN equal to
-            NaN); [] when none matches."""
+            NaN); [] when none matches.
+        """
         for loop in reversed(self.loops):
             losses = [r["train_loss"] for r in loop]
             if len(losses) == len(history) and all(
@@ -98,6 +105,7 @@ def recording_epochs(recorder: EpochRecorder) -> Iterator[EpochRecorder]:
 
     Args:
         recorder: the recorder to fill.
+
     Yields:
         ``recorder``.
     """
@@ -112,7 +120,8 @@ def current_recorder() -> EpochRecorder | None:
     """The recorder of the enclosing ``recording_epochs`` block in this thread of control.
 
     Returns:
-        The active ``EpochRecorder``, or None outside such a block."""
+        The active ``EpochRecorder``, or None outside such a block.
+    """
     return _RECORDER.get()
 
 
@@ -122,6 +131,7 @@ def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
     Args:
         out: the model's outputs, logits ``(B, K)``.
         y: labels ``(B,)``, or soft labels ``(B, K)`` (their argmax is the label).
+
     Returns:
         The number of rows whose argmax is the label; None when ``out`` is not one score per class (e.g. an
         autoencoder's reconstructions).
@@ -136,8 +146,10 @@ def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
 
 def record_epoch(records: list[dict[str, Any]] | None, recorder: EpochRecorder | None, *, epoch: int, loss: float,
                  correct: int | None, count: int, model: nn.Module, device: torch.device) -> None:
-    """Append one epoch of one loop to ``records``: ``train_loss`` (nats, the epoch's mean), ``train_accuracy``
-    (fraction, None when unknown) and the probe's ``test_loss`` / ``test_accuracy``. No-op without a recorder.
+    """Append one epoch of one loop to ``records``.
+
+    ``train_loss`` (nats, the epoch's mean), ``train_accuracy`` (fraction, None when unknown) and the probe's
+    ``test_loss`` / ``test_accuracy``. No-op without a recorder.
 
     Args:
         records: the loop's records (``EpochRecorder.start``), or None.
@@ -147,7 +159,8 @@ def record_epoch(records: list[dict[str, Any]] | None, recorder: EpochRecorder |
         correct: the right predictions over the epoch's batches (``batch_correct``; None: unknown).
         count: the examples the epoch processed.
         model: the model as it stands after the epoch (probed in eval mode).
-        device: where the model runs."""
+        device: where the model runs.
+    """
     if records is None or recorder is None:
         return
     records.append({"epoch": epoch, "train_loss": loss,

@@ -1,5 +1,7 @@
-"""Evaluation and per-example losses of a trained classifier: logits, accuracy, the logit confidence φ and a
-cross-entropy that stays distinct for confidently right examples."""
+"""Evaluation and per-example losses of a trained classifier.
+
+Logits, accuracy, the logit confidence φ and a cross-entropy that stays distinct for confidently right examples.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +30,9 @@ def predict_logits(model: nn.Module, x: torch.Tensor, *, device: torch.device, b
 
 
 def logit_confidence(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The logit confidence φ = log(p_y / (1 − p_y)) = z_y − logsumexp_{j≠y} z_j, computed without forming p_y, so
-    confident outputs stay finite and distinct (Carlini et al. 2022, §IV-B: close to Gaussian across shadow models).
+    """The logit confidence φ = log(p_y / (1 − p_y)) = z_y − logsumexp_{j≠y} z_j, computed without forming p_y.
+
+    So confident outputs stay finite and distinct (Carlini et al. 2022, §IV-B: close to Gaussian across shadow models).
 
     Args:
         logits: logits or log-probabilities ``(N, K)``.
@@ -45,9 +48,10 @@ def logit_confidence(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def stable_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Per-example cross-entropy, accurate for tiny losses: softplus(−φ) with φ the ``logit_confidence``. A
-    confidently right example keeps a distinct loss around e^-margin instead of rounding to exactly 0 (which would
-    tie members with non-members and make low-FPR membership metrics meaningless).
+    """Per-example cross-entropy, accurate for tiny losses: softplus(−φ) with φ the ``logit_confidence``.
+
+    A confidently right example keeps a distinct loss around e^-margin instead of rounding to exactly 0 (which would tie
+    members with non-members and make low-FPR membership metrics meaningless).
 
     Args:
         logits: logits ``(N, K)``.

@@ -1,6 +1,9 @@
-"""What a CNN's convolutions see: the feature maps of its first convolutions on one image, read by forward hooks on
-the model's own layers (never a copy of them), and its first layer's learnt filters (the visualisation of Zeiler &
-Fergus, ECCV 2014, §2, at its simplest: activations and first-layer weights)."""
+"""What a CNN's convolutions see.
+
+The feature maps of its first convolutions on one image, read by forward hooks on the model's own layers (never a copy
+of them), and its first layer's learnt filters (the visualisation of Zeiler & Fergus, ECCV 2014, §2, at its simplest:
+activations and first-layer weights).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from torch import nn
 
 
 class ConvFeatures(TypedDict):
-    """What ``conv_feature_maps`` reads. layers: the convolutions' names (``named_modules``). maps: one
-    ``(channels, h, w)`` float32 CPU tensor per layer. filters: the first convolution's ``(out, in, kh, kw)`` float32
-    CPU weights."""
+    """What ``conv_feature_maps`` reads. layers.
+
+    The convolutions' names (``named_modules``). maps: one ``(channels, h, w)`` float32 CPU tensor per layer. filters:
+    the first convolution's ``(out, in, kh, kw)`` float32 CPU weights.
+    """
 
     layers: list[str]
     maps: list[torch.Tensor]
@@ -21,8 +26,9 @@ class ConvFeatures(TypedDict):
 
 
 def conv_layers(model: nn.Module) -> list[tuple[str, nn.Conv2d]]:
-    """Every ``nn.Conv2d`` of ``model`` as ``(name, module)`` in registration order (``named_modules``), which is
-    forward order for the sequential CNNs of ``bench.core.models`` and the stem-first ResNet.
+    """Every ``nn.Conv2d`` of ``model`` as ``(name, module)`` in registration order (``named_modules``).
+
+    Which is forward order for the sequential CNNs of ``bench.core.models`` and the stem-first ResNet.
 
     Args:
         model: any module.
@@ -43,8 +49,10 @@ def conv_feature_maps(model: nn.Module, image: torch.Tensor, *, layers: int = 2,
     computes, preprocessing (e.g. local noise's normalisation) included.
 
     Args:
-        model: a module mapping ``(N, C, H, W)`` images to logits. image: ``(C, H, W)`` in [0, 1].
-        layers: how many convolutions (the first ones). max_channels: at most this many channels kept per layer.
+        model: a module mapping ``(N, C, H, W)`` images to logits.
+        image: ``(C, H, W)`` in [0, 1].
+        layers: how many convolutions (the first ones).
+        max_channels: at most this many channels kept per layer.
         device: where to run the forward pass.
 
     Returns:

@@ -1,5 +1,6 @@
-"""Loaders for your own data (``bench.core.datasource``): an ImageFolder tree (torchvision), a NumPy ``.npz``, a CSV
-(pandas).
+"""Loaders for your own data (``bench.core.datasource``).
+
+An ImageFolder tree (torchvision), a NumPy ``.npz``, a CSV (pandas).
 
 Every loader returns the whole dataset as one ``ArrayDataset`` (records ``(N, C, H, W)`` in [0, 1]; tabular records
 ``(N, 1, 1, D)``) and its ``DataOrigin``; ``load_source`` then checks that there are enough records for the run and
@@ -117,7 +118,9 @@ def load_npz(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
 
 
 def hold_out(full: ArrayDataset, n_test: int) -> tuple[ArrayDataset, ArrayDataset]:
-    """``(pool, test)``: the first ``n_test`` records of a permutation fixed by ``TEST_SEED`` are the test set (the
+    """Split records into ``(pool, test)`` by a fixed permutation.
+
+    ``(pool, test)``: the first ``n_test`` records of a permutation fixed by ``TEST_SEED`` are the test set (the
     same for every run seed, so utility is comparable across seeds), the rest the pool of the membership split.
 
     Args:
@@ -135,9 +138,10 @@ _MODES = {"1": "L", "L": "L", "I;16": "L", "LA": "L", "P": "RGB", "RGB": "RGB", 
 
 
 def load_imagefolder(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
-    """Images in torchvision's ``ImageFolder`` layout (``DIR/<class>/<image>``; the sorted folder names are the
-    classes). Grey images (PIL modes 1, L) give one channel, colour ones (RGB, RGBA, P) three; every image must
-    have the same size and channel count. Pixels / 255.
+    """Images in torchvision's ``ImageFolder`` layout.
+
+    ``DIR/<class>/<image>``; the sorted folder names are the classes. Grey images (PIL modes 1, L) give one channel,
+    colour ones (RGB, RGBA, P) three; every image must have the same size and channel count. Pixels / 255.
 
     Args:
         src: the parsed source.
@@ -230,14 +234,15 @@ _BUILT_IN = {"mnist": ("torchvision", "MNIST"), "fashion-mnist": ("torchvision",
 
 def open_dataset(name: str, root: Path | None, sizes: dict[str, int], *, profile: str | None = None
                  ) -> tuple[ArrayDataset, ArrayDataset, DataOrigin]:
-    """A registered dataset (``bench.core.data.load_dataset``) or your data by path (``load_source``), as
-    (training pool, test set, origin).
+    """A registered dataset (``bench.core.data.load_dataset``) or your data by path (``load_source``), as.
+
+    Training pool, test set, origin.
 
     Args:
         name: a registered dataset's name or ``FORMAT:PATH[,KEY=VALUE...]``.
         root: the folder of the registered datasets' files; None for ``default_data_root()``.
-        sizes, profile: as ``load_source``'s (a registered dataset's test set is its own; the split checks the
-            sizes).
+        sizes: as ``load_source``'s (a registered dataset's test set is its own; the split checks the sizes).
+        profile: as ``load_source``'s (a registered dataset's test set is its own; the split checks the sizes).
 
     Returns:
         ``(pool, test, origin)``: images ``(N, C, H, W)`` float32 in [0, 1], labels ``(N,)`` int64.

@@ -25,8 +25,9 @@ def temp_prefix(name: str) -> str:
 
 
 def umask() -> int:
-    """This process's umask, read without changing it where Linux shows it in /proc (so other threads never see a
-    umask of 0); elsewhere set and restored at once.
+    """This process's umask, read without changing it where Linux shows it in /proc.
+
+    (so other threads never see a umask of 0.) Elsewhere set and restored at once.
 
     Returns:
         The umask's permission bits (e.g. ``0o022``).
@@ -44,8 +45,9 @@ def umask() -> int:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to a temporary file in the same folder, fsync, then ``os.replace`` it into place. The file gets
-    mode ``0o666 & ~umask``, as with a plain ``open`` (not ``mkstemp``'s 0600).
+    """Write ``data`` to a temporary file in the same folder, fsync, then ``os.replace`` it into place.
+
+    The file gets mode ``0o666 & ~umask``, as with a plain ``open`` (not ``mkstemp``'s 0600).
 
     Args:
         path: the file to write; its folder must exist.
@@ -73,8 +75,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def remove_temp_files(folder: str | Path) -> list[Path]:
-    """Delete every temporary file of ``atomic_write_bytes`` in ``folder`` (``.tmp-*``): leftovers of a process
-    killed mid-write. Call it only while no other process writes there (the output folder's lock).
+    """Delete every temporary file of ``atomic_write_bytes`` in ``folder`` (``.tmp-*``).
+
+    Leftovers of a process killed mid-write. Call it only while no other process writes there (the output folder's
+    lock).
 
     Args:
         folder: the folder to clean (not recursive).

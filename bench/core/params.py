@@ -104,8 +104,10 @@ def parse(cls: type[Params], values: Any, where: str) -> Params:
 
 
 def signature_params(fn: Callable[..., Any], *, skip: int) -> type[Params]:
-    """A ``Params`` class from the keyword parameters of ``fn`` (a model factory), skipping its first ``skip``
-    positional ones; each field keeps the annotation and default of its parameter (unannotated: any type).
+    """A ``Params`` class from the keyword parameters of ``fn`` (a model factory).
+
+    Skipping its first ``skip`` positional ones; each field keeps the annotation and default of its parameter
+    (unannotated: any type).
 
     Args:
         fn: the factory, e.g. ``bench.core.models.mlp``.
@@ -145,8 +147,10 @@ def _attribute_docs(cls: type) -> dict[str, str]:
 
 
 def _first_sentence(text: str, width: int = 110) -> str:
-    """``text`` up to its first full stop outside parentheses and abbreviations (``e.g.``, ``i.e.``), without
-    reST literals' double backquotes, at most ``width`` characters."""
+    """``text`` up to its first full stop outside parentheses and abbreviations (``e.g.``, ``i.e.``).
+
+    Without reST literals' double backquotes, at most ``width`` characters.
+    """
     text, depth = text.replace("``", ""), 0
     for i, ch in enumerate(text):
         depth += (ch == "(") - (ch == ")")
@@ -191,9 +195,11 @@ def _range(metadata: list) -> str:
 
 
 def field_rows(cls: type[Params]) -> list[tuple[str, str, str, str, str]]:
-    """What ``bench list NAME`` prints of a plug-in's settings: one row per field of ``cls``, as (name, type,
-    default as JSON, allowed range such as ``[10, 250000]`` ("" when unbounded), the first sentence of its
-    description: the field's ``description`` or its line in the class docstring's ``Attributes:``).
+    """What ``bench list NAME`` prints of a plug-in's settings.
+
+    One row per field of ``cls``, as (name, type, default as JSON, allowed range such as ``[10, 250000]`` ("" when
+    unbounded), the first sentence of its description: the field's ``description`` or its line in the class docstring's
+    ``Attributes:``).
 
     Args:
         cls: the plug-in's ``Params`` class.

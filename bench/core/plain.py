@@ -35,8 +35,10 @@ _MODULE_STATE = ("autograd_grad_sample_hooks", "activations", "max_batch_len", "
 
 
 def unwrap(model: nn.Module) -> nn.Module:
-    """The innermost model of ``model``: through DataParallel (``.module``), ``torch.compile`` (``._orig_mod``) and
-    Opacus' GradSampleModule (``._module``), in any nesting. No copy is made.
+    """The innermost model of ``model``.
+
+    Through DataParallel (``.module``), ``torch.compile`` (``._orig_mod``) and Opacus' GradSampleModule (``._module``),
+    in any nesting. No copy is made.
 
     Args:
         model: a model, wrapped or not.
@@ -53,10 +55,12 @@ def unwrap(model: nn.Module) -> nn.Module:
 
 
 def plain_module(model: nn.Module) -> nn.Module:
-    """A hook-free copy of ``unwrap(model)``: the same weights and buffers, no forward or backward hooks on any
-    submodule, none of Opacus' state on a module (hook handles, stored activations) or a parameter (per-sample
-    gradients), ``.grad`` cleared; it pickles (the executors send models between processes). The model given is not
-    changed (its hooks are set aside during the copy and put back).
+    """A hook-free copy of ``unwrap(model)``.
+
+    The same weights and buffers, no forward or backward hooks on any submodule, none of Opacus' state on a module (hook
+    handles, stored activations) or a parameter (per-sample gradients), ``.grad`` cleared; it pickles (the executors
+    send models between processes). The model given is not changed (its hooks are set aside during the copy and put
+    back).
 
     Args:
         model: what a mechanism's ``fit`` returned as its model.

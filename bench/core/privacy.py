@@ -1,8 +1,9 @@
-"""What privacy a mechanism spent, defined once: the accountant's ε with its δ, accountant and neighbouring relation,
-and the same guarantee under other relations. Mechanisms construct ``PrivacySpent``; results.json stores it as
-``bench.results.Privacy``, the same type plus the results-only ``weak_delta`` (a subclass, converted with
-``Privacy(**spent.model_dump(), weak_delta=...)``). Frozen, validated on construction. No torch import (the results
-contract imports this module).
+"""What privacy a mechanism spent, defined once.
+
+The accountant's ε with its δ, accountant and neighbouring relation, and the same guarantee under other relations.
+Mechanisms construct ``PrivacySpent``; results.json stores it as ``bench.results.Privacy``, the same type plus the
+results-only ``weak_delta`` (a subclass, converted with ``Privacy(**spent.model_dump(), weak_delta=...)``). Frozen,
+validated on construction. No torch import (the results contract imports this module).
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ LAST_ITERATE_LABEL = "last-iterate heuristic (Steinke et al. 2025): not a bound"
 
 
 class HeuristicEpsilon(BaseModel):
-    """An ε that is **not a bound**: DP-SGD's last-iterate heuristic (Steinke et al., ICLR 2025) — what an attacker
-    who sees only the final model could learn if every loss were linear (``mechanisms.accounting.last_iterate``)."""
+    """An ε that is **not a bound**.
+
+    DP-SGD's last-iterate heuristic (Steinke et al., ICLR 2025) — what an attacker who sees only the final model could
+    learn if every loss were linear (``mechanisms.accounting.last_iterate``).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null", use_attribute_docstrings=True)
 
@@ -51,7 +55,8 @@ class HeuristicEpsilon(BaseModel):
         """The heuristic in words, for reports and logs.
 
         Returns:
-            ``ε ≈ … (δ = …, relation; last-iterate heuristic (Steinke et al. 2025): not a bound)``."""
+            ``ε ≈ … (δ = …, relation; last-iterate heuristic (Steinke et al. 2025): not a bound)``.
+        """
         return f"ε ≈ {self.epsilon:.3g} (δ = {self.delta:.0e}, {self.relation}; {self.label})"
 
 
@@ -78,7 +83,8 @@ class RelationEpsilon(BaseModel):
 
         Raises:
             pydantic.ValidationError (a ValueError): a relation not in ``RELATIONS``, or a value of the wrong type.
-            TypeError: more positional arguments than fields, or a field given twice."""
+            TypeError: more positional arguments than fields, or a field given twice.
+        """
         super().__init__(**by_position(type(self).__name__, ("relation", "epsilon", "accountant", "profile"),
                                         args, data))
 
@@ -143,7 +149,8 @@ class PrivacySpent(BaseModel):
 
         Raises:
             pydantic.ValidationError (a ValueError): see the class.
-            TypeError: more than four positional arguments, or a field given twice."""
+            TypeError: more than four positional arguments, or a field given twice.
+        """
         super().__init__(**by_position(type(self).__name__, _POSITIONAL, args, data))
 
     @model_validator(mode="after")
@@ -195,7 +202,8 @@ class PrivacySpent(BaseModel):
             relation: ``add-remove`` or ``replace-one``; None gives None.
 
         Returns:
-            The ``HeuristicEpsilon`` under that relation, or None where none was computed."""
+            The ``HeuristicEpsilon`` under that relation, or None where none was computed.
+        """
         for h in self.heuristics:
             if h.relation == relation:
                 return h
@@ -255,7 +263,8 @@ def by_position(owner: str, names: tuple[str, ...], args: tuple[object, ...], da
         ``data``, with the positional arguments added.
 
     Raises:
-        TypeError: more positional arguments than ``names``, or a field given both by position and by keyword."""
+        TypeError: more positional arguments than ``names``, or a field given both by position and by keyword.
+    """
     if len(args) > len(names):
         raise TypeError(f"{owner} takes at most {len(names)} positional arguments ({', '.join(names)}), "
                         f"got {len(args)}")

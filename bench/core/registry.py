@@ -1,5 +1,7 @@
-"""A tiny name -> factory registry used for mechanisms, attacks, models, datasets and presets, and the discovery of
-plug-in modules that pip-installed packages declare in the ``privbench.plugins`` entry-point group."""
+"""A tiny name -> factory registry used for mechanisms, attacks, models, datasets and presets.
+
+And the discovery of plug-in modules that pip-installed packages declare in the ``privbench.plugins`` entry-point group.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ PLUGIN_GROUP = "privbench.plugins"
 
 
 def entry_point_plugins() -> tuple[str, ...]:
-    """The modules installed packages declare as privbench plug-ins, sorted by entry-point name: in a package's
-    ``pyproject.toml``, ``[project.entry-points."privbench.plugins"] my_mechanism = "my_package.my_mechanism"``.
-    Importing such a module registers what it defines, as ``--plugins my_package.my_mechanism`` would.
+    """The modules installed packages declare as privbench plug-ins, sorted by entry-point name.
+
+    In a package's ``pyproject.toml``, ``[project.entry-points."privbench.plugins"] my_mechanism =
+    "my_package.my_mechanism"``. Importing such a module registers what it defines, as ``--plugins
+    my_package.my_mechanism`` would.
 
     Returns:
         The module names, each once, in the order of their entry points' names.
@@ -45,8 +49,9 @@ class Registry(Generic[T]):
         self._lazy: dict[str, str] = {}
 
     def register(self, name: str | None = None) -> Callable[[T], T]:
-        """Decorator: ``@MECHANISMS.register()`` registers the decorated class under its own ``name``
-        (``@MECHANISMS.register("dpsgd")`` states it again, and must agree).
+        """Decorator: ``@MECHANISMS.register()`` registers the decorated class under its own ``name``.
+
+        ``@MECHANISMS.register("dpsgd")`` states it again, and must agree.
 
         Args:
             name: the registered name; None for the class's ``name`` attribute.
@@ -99,8 +104,9 @@ class Registry(Generic[T]):
         return str(name or own)
 
     def add_lazy(self, name: str, target: str) -> None:
-        """Register ``"package.module:attribute"``, imported on first ``get`` (keeps imports light:
-        listing or validating names never imports torch).
+        """Register ``"package.module:attribute"``, imported on first ``get``.
+
+        Keeps imports light: listing or validating names never imports torch.
 
         Args:
             name: the registered name.

@@ -1,7 +1,10 @@
-"""The residual reference architectures, with GroupNorm in place of BatchNorm (DP-SGD's per-sample gradients need
-layers that treat each sample alone): torchvision's ResNet-18 and the wide ResNets (Zagoruyko & Komodakis 2016) of
-De et al. 2022. Registered by name in ``bench.core.catalog``; each factory takes ``(input_shape, num_classes)`` with
-``input_shape = (C, H, W)`` and returns an untrained module mapping ``(N, C, H, W)`` images to ``(N, K)`` logits."""
+"""The residual reference architectures.
+
+With GroupNorm in place of BatchNorm (DP-SGD's per-sample gradients need layers that treat each sample alone):
+torchvision's ResNet-18 and the wide ResNets (Zagoruyko & Komodakis 2016) of De et al. 2022. Registered by name in
+``bench.core.catalog``; each factory takes ``(input_shape, num_classes)`` with ``input_shape = (C, H, W)`` and returns
+an untrained module mapping ``(N, C, H, W)`` images to ``(N, K)`` logits.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +13,24 @@ from torch import nn
 
 
 def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "small") -> nn.Module:
-    """torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
+    """Torchvision ResNet-18 with GroupNorm in place of BatchNorm and K outputs.
+
+    Torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
     per-sample-independent layers) and K outputs. ``stem="small"``: a C-channel 3×3 stride-1 first conv and
     no max-pool (for 28×28 input); ``stem="imagenet"``: torchvision's own 7×7 stride-2 conv (made C-channel)
     and max-pool, as the ``dpsgd-resnet18`` source did (28×28 becomes 7×7 after the stem; ~16× cheaper).
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
+        input_shape: ``(C, H, W)``.
+        num_classes: the number of classes K.
         stem: ``small`` or ``imagenet``.
+
     Returns:
         The untrained ResNet-18, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+
     Raises:
-        ValueError: another ``stem``."""
+        ValueError: another ``stem``.
+    """
     from torchvision.models import resnet18
 
     if stem not in ("small", "imagenet"):
@@ -36,14 +45,17 @@ def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "sma
 
 
 class WideBlock(nn.Module):
-    """Pre-activation wide residual block (Zagoruyko & Komodakis 2016) with GroupNorm: GN-ReLU-Conv3×3(stride)-
-    GN-ReLU-Conv3×3, plus the input (or a 1×1 strided conv of the activated input when the shape changes).
+    """Pre-activation wide residual block (Zagoruyko & Komodakis 2016) with GroupNorm.
+
+    GN-ReLU-Conv3×3(stride)- GN-ReLU-Conv3×3, plus the input (or a 1×1 strided conv of the activated input when the
+    shape changes).
 
     Args:
         c_in: the input channels.
         c_out: the output channels.
         stride: the first convolution's stride (2 halves H and W).
-        groups: the GroupNorm groups (at most the channels)."""
+        groups: the GroupNorm groups (at most the channels).
+    """
 
     def __init__(self, c_in: int, c_out: int, stride: int, groups: int) -> None:
         super().__init__()
@@ -61,7 +73,8 @@ class WideBlock(nn.Module):
             x: ``(N, c_in, H, W)`` activations.
 
         Returns:
-            ``(N, c_out, H / stride, W / stride)`` activations."""
+            ``(N, c_out, H / stride, W / stride)`` activations.
+        """
         a = torch.relu(self.norm1(x))
         out = self.conv2(torch.relu(self.norm2(self.conv1(a))))
         return out + (self.shortcut(a) if self.shortcut is not None else x)
@@ -69,19 +82,26 @@ class WideBlock(nn.Module):
 
 def wide_resnet(input_shape: tuple[int, ...], num_classes: int, depth: int = 16, width: int = 4,
                 groups: int = 16) -> nn.Module:
-    """WRN-``depth``-``width`` (Zagoruyko & Komodakis 2016) with GroupNorm(``groups``) in place of BatchNorm, the
-    DP-SGD CIFAR-10 model of De et al. 2022 (without their weight standardisation, which per-sample clipping here
-    does not support): Conv3×3(16), three stages of (depth − 4)/6 wide blocks of 16·width, 32·width, 64·width
-    channels (strides 1, 2, 2), GN-ReLU, global average pooling, Linear(→K). Any ``(C, H, W)`` input (at least 4×4:
-    the average pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
+    """WRN-``depth``-``width`` (Zagoruyko & Komodakis 2016) with GroupNorm(``groups``) in place of BatchNorm.
+
+    The DP-SGD CIFAR-10 model of De et al. 2022 (without their weight standardisation, which per-sample clipping here
+    does not support): Conv3×3(16), three stages of (depth − 4)/6 wide blocks of 16·width, 32·width, 64·width channels
+    (strides 1, 2, 2), GN-ReLU, global average pooling, Linear(→K). Any ``(C, H, W)`` input (at least 4×4: the average
+    pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
 
     Args:
-        input_shape, num_classes: ``(C, H, W)`` and the number of classes K.
-        depth, width, groups: the depth 6n + 4 (n >= 1), the width multiplier and the GroupNorm groups.
+        input_shape: ``(C, H, W)``.
+        num_classes: the number of classes K.
+        depth: the depth 6n + 4 (n >= 1).
+        width: the width multiplier.
+        groups: the GroupNorm groups.
+
     Returns:
         The untrained network, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+
     Raises:
-        ValueError: depth not 6n + 4."""
+        ValueError: depth not 6n + 4.
+    """
     if depth < 10 or (depth - 4) % 6:
         raise ValueError(f"wide_resnet depth = {depth} must be 6n + 4 with n >= 1 (10, 16, 22, 28, ...)")
     n = (depth - 4) // 6
@@ -105,6 +125,7 @@ def wrn_16_4(input_shape: tuple[int, ...], num_classes: int, groups: int = 16) -
         groups: the GroupNorm groups.
 
     Returns:
-        The untrained network, ``(N, C, H, W)`` images to ``(N, K)`` logits (2.75 M parameters on CIFAR-10)."""
+        The untrained network, ``(N, C, H, W)`` images to ``(N, K)`` logits (2.75 M parameters on CIFAR-10).
+    """
     return wide_resnet(input_shape, num_classes, depth=16, width=4, groups=groups)
 

@@ -1,7 +1,8 @@
-"""The values of your data, for the loaders of ``bench.core.fileformats``, without statistics of it: labels as class
-indices, checks for missing values, and the data-independent map of records to [0, 1] (pixels / 255, or clipping to
-public bounds the user gives and scaling). Every problem is a ``DataError`` of one line naming the source, what is
-wrong and what is allowed.
+"""The values of your data, for the loaders of ``bench.core.fileformats``, without statistics of it.
+
+Labels as class indices, checks for missing values, and the data-independent map of records to [0, 1] (pixels / 255, or
+clipping to public bounds the user gives and scaling). Every problem is a ``DataError`` of one line naming the source,
+what is wrong and what is allowed.
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ def check_finite(x: np.ndarray, where: str, names: list[str] | None = None) -> N
 
 
 def scaled(x: np.ndarray, bounds, where: str, names: list[str] | None) -> tuple[np.ndarray, str]:
-    """``x`` mapped to [0, 1] float32 without statistics of ``x``: pixels / 255 (uint8 without bounds); values
-    clipped to public ``bounds`` (``(low, high)`` or per-feature ``(D,)`` arrays) and scaled; else unchanged if
-    already in [0, 1].
+    """``x`` mapped to [0, 1] float32 without statistics of ``x``.
+
+    Pixels / 255 (uint8 without bounds); values clipped to public ``bounds`` (``(low, high)`` or per-feature ``(D,)``
+    arrays) and scaled; else unchanged if already in [0, 1].
 
     Args:
         x: the records ``(N, ...)``; tabular ``(N, D)`` when ``names`` is given.

@@ -1,6 +1,9 @@
-"""The scattering network of Tramèr & Boneh (ICLR 2021, §3): a fixed wavelet scattering transform (Oyallon &
-Mallat) in front of a trainable linear head, as a ``FrozenFront`` whose front fast DP-SGD computes once. Registered
-by name in ``bench.core.catalog`` (``scatternet-linear``): ``(N, C, H, W)`` images to ``(N, K)`` logits."""
+"""The scattering network of Tramèr & Boneh (ICLR 2021, §3).
+
+A fixed wavelet scattering transform (Oyallon & Mallat) in front of a trainable linear head, as a ``FrozenFront`` whose
+front fast DP-SGD computes once. Registered by name in ``bench.core.catalog`` (``scatternet-linear``): ``(N, C, H, W)``
+images to ``(N, K)`` logits.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +16,11 @@ from bench.core.models import FrozenFront
 
 
 class Scattering(nn.Module):
-    """Fixed (data-independent) 2-D wavelet scattering transform of Oyallon & Mallat, as used by Tramèr & Boneh
-    (ICLR 2021, §3): ``(N, C, H, W)`` images -> ``(N, C·K, H/2^J, W/2^J)`` features, K = 1 + J·L + L²·J(J−1)/2
-    (81 for J = 2, L = 8). Kymatio's filters are buffers, not parameters: nothing here is trained, so the
-    transform costs no privacy.
+    """Fixed (data-independent) 2-D wavelet scattering transform of Oyallon & Mallat.
+
+    As used by Tramèr & Boneh (ICLR 2021, §3): ``(N, C, H, W)`` images -> ``(N, C·K, H/2^J, W/2^J)`` features, K = 1 +
+    J·L + L²·J(J−1)/2 (81 for J = 2, L = 8). Kymatio's filters are buffers, not parameters: nothing here is trained, so
+    the transform costs no privacy.
 
     Args:
         input_shape: ``(C, H, W)``, H and W multiples of 2^J.
@@ -24,7 +28,8 @@ class Scattering(nn.Module):
         L: the number of wavelet orientations.
 
     Raises:
-        ValueError: H or W is not a multiple of 2^J."""
+        ValueError: H or W is not a multiple of 2^J.
+    """
 
     def __init__(self, input_shape: tuple[int, ...], J: int = 2, L: int = 8) -> None:
         super().__init__()
@@ -45,17 +50,21 @@ class Scattering(nn.Module):
             x: ``(N, C, H, W)`` images.
 
         Returns:
-            ``(N, C·K, H/2^J, W/2^J)`` features (``out_shape`` per image)."""
+            ``(N, C·K, H/2^J, W/2^J)`` features (``out_shape`` per image).
+        """
         if x.device.type != "cpu" or (torch.is_grad_enabled() and x.requires_grad):  # a gradient needs the graph
             return self.transform(x.contiguous()).reshape(len(x), *self.out_shape)
         return _SCATTER_CACHE.features(self, x)
 
 
 class _FeatureCache:
-    """Scattering features of images already seen in this process, by image content (a BLAKE2b digest of each
-    image's bytes) and transform (J, L, shape): the transform is fixed, so an image's features never change, and
-    an attack that scores the same 20,000 images with every shadow and reference model computes them once. On CPU
-    only (a GPU computes them faster than they hash); least recently used images go beyond ``max_images``."""
+    """Scattering features of images already seen in this process.
+
+    By image content (a BLAKE2b digest of each image's bytes) and transform (J, L, shape): the transform is fixed, so an
+    image's features never change, and an attack that scores the same 20,000 images with every shadow and reference
+    model computes them once. On CPU only (a GPU computes them faster than they hash); least recently used images go
+    beyond ``max_images``.
+    """
 
     def __init__(self, max_images: int = 50_000) -> None:
         from collections import OrderedDict
@@ -90,17 +99,24 @@ _SCATTER_CACHE = _FeatureCache()
 
 
 def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: int = 27, J: int = 2) -> nn.Module:
-    """Tramèr & Boneh's (ICLR 2021, §3) ScatterNet + linear classifier: the scattering transform (J = 2, L = 8;
-    81 × 7 × 7 features on 28×28 input), GroupNorm(``groups``, channels) — a per-sample normalisation, so it
-    needs no private statistics — and Linear(features→K). 39,700 trainable parameters on MNIST.
+    """Tramèr & Boneh's (ICLR 2021, §3) ScatterNet + linear classifier.
+
+    The scattering transform (J = 2, L = 8; 81 × 7 × 7 features on 28×28 input), GroupNorm(``groups``, channels) — a
+    per-sample normalisation, so it needs no private statistics — and Linear(features→K). 39,700 trainable parameters on
+    MNIST.
 
     Args:
-        input_shape, num_classes: ``(C, H, W)``, H and W multiples of 2^J, and the number of classes K.
-        groups, J: the GroupNorm groups (dividing the scattering channels) and the scattering scale.
+        input_shape: ``(C, H, W)``, H and W multiples of 2^J.
+        num_classes: the number of classes K.
+        groups: the GroupNorm groups (dividing the scattering channels).
+        J: the scattering scale.
+
     Returns:
         A ``FrozenFront``: ``(N, C, H, W)`` images to ``(N, K)`` logits, only the linear head trainable.
+
     Raises:
-        ValueError: ``groups`` does not divide the channels, or H or W is not a multiple of 2^J."""
+        ValueError: ``groups`` does not divide the channels, or H or W is not a multiple of 2^J.
+    """
     front = Scattering(input_shape, J=J)
     channels = front.out_shape[0]
     if channels % groups:

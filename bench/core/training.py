@@ -1,6 +1,8 @@
-"""Seeding and the shared training loop; its per-epoch records live in ``bench.core.epochs`` (the two a loop calls,
-``current_recorder`` and ``record_epoch``, imported here), evaluation and per-example losses in
-``bench.core.evaluation`` (re-exported here)."""
+"""Seeding and the shared training loop.
+
+Its per-epoch records live in ``bench.core.epochs`` (the two a loop calls, ``current_recorder`` and ``record_epoch``,
+imported here), evaluation and per-example losses in ``bench.core.evaluation`` (re-exported here).
+"""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ def seed_everything(seed: int) -> torch.Generator:
 
     Args:
         seed: the run's seed.
+
     Returns:
         A fresh CPU generator seeded with ``seed``.
     """
@@ -50,7 +53,9 @@ class TensorBatches:
     """Shuffled mini-batches of in-memory tensors; re-iterable, one permutation per epoch.
 
     Args:
-        x: ``(N, ...)`` inputs. y: ``(N, ...)`` targets. batch_size: rows per batch.
+        x: ``(N, ...)`` inputs.
+        y: ``(N, ...)`` targets.
+        batch_size: rows per batch.
         generator: seeded CPU generator that draws the permutations.
     """
 
@@ -73,8 +78,10 @@ def make_optimizer(params: Iterable[nn.Parameter], spec: TrainSpec) -> torch.opt
     Args:
         params: the parameters to optimise.
         spec: its ``optimizer`` (``sgd`` or ``adam``), ``lr`` and ``momentum`` (SGD only).
+
     Returns:
         SGD with ``spec.momentum``, or Adam, at ``spec.lr``.
+
     Raises:
         ValueError: another optimizer name.
     """
@@ -91,6 +98,7 @@ def soft_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tens
     Args:
         logits: ``(B, K)``.
         target: soft labels ``(B, K)``, each row a distribution.
+
     Returns:
         The batch mean (nats), a scalar tensor.
     """
@@ -116,8 +124,10 @@ def train_loop(model: nn.Module, optimizer: torch.optim.Optimizer, batches: Iter
         released: the model that is released, mapping raw images to logits, when it is not ``model`` itself (e.g.
             local noise: the input normalisation followed by ``model``); an active ``EpochRecorder`` evaluates it
             on its probe set after every epoch.
+
     Returns:
         (per-epoch mean loss, number of examples processed, wall seconds).
+
     Raises:
         TrainingDiverged: when a batch loss is NaN or infinite.
     """
@@ -162,13 +172,22 @@ def fit_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: Tra
                    device: torch.device, loss_fn=None, scheduler_step: int | None = None,
                    on_epoch: EpochCallback | None = None, released: nn.Module | None = None
                    ) -> tuple[list[float], int, float]:
-    """Non-private mini-batch training of ``model`` on ``(x, y)``; shared by every mechanism that
-    trains an ordinary model (on real, released or perturbed data).
+    """Non-private mini-batch training of ``model`` on ``(x, y)``.
+
+    Shared by every mechanism that trains an ordinary model (on real, released or perturbed data).
 
     Args:
-        x: ``(N, ...)`` inputs; y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass
-            ``loss_fn=soft_cross_entropy``). scheduler_step: halve the learning rate every that many epochs.
+        model: the module to train, in place.
+        x: ``(N, ...)`` inputs.
+        y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass ``loss_fn=soft_cross_entropy``).
+        spec: the optimizer, batch size and epochs.
+        generator: draws the batch order.
+        device: where to train.
+        loss_fn: the loss (None: cross-entropy, ``train_loop``'s default).
+        scheduler_step: halve the learning rate every that many epochs.
+        on_epoch: the progress callback.
         released: the released model when it is not ``model`` (``train_loop``).
+
     Returns:
         (per-epoch loss, examples processed, seconds) from ``bench.core.training.train_loop``.
     """

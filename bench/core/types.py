@@ -1,5 +1,8 @@
-"""Core types shared by mechanisms, attacks and the runner: what was trained, on what settings, and what privacy
-it spent. Frozen where they are values; ``TrainedModel`` holds a live module."""
+"""Core types shared by mechanisms, attacks and the runner.
+
+What was trained, on what settings, and what privacy it spent. Frozen where they are values; ``TrainedModel`` holds a
+live module.
+"""
 
 from __future__ import annotations
 

@@ -37,14 +37,18 @@ _TMP = re.compile(r"^\.tmp-([A-Za-z0-9._]+)-([0-9]+)-[a-z0-9_]+$")  # .tmp-<host
 
 
 def _tmp_prefix() -> str:
-    """The prefix of this process's temporary entry folders: ``.tmp-<host>-<pid>-`` (``mkdtemp`` adds the rest),
-    so a later run knows whether the process that made one is gone."""
+    """The prefix of this process's temporary entry folders.
+
+    ``.tmp-<host>-<pid>-`` (``mkdtemp`` adds the rest), so a later run knows whether the process that made one is gone.
+    """
     return f".tmp-{_HOST}-{os.getpid()}-"
 
 
 def _is_stale(tmp: Path, now: float) -> bool:
-    """Whether temporary entry ``tmp`` was left by a process killed while saving: its process (on this host) is
-    gone, or (made elsewhere, or by an older privbench) it is older than ``STALE_TMP_S``."""
+    """Whether temporary entry ``tmp`` was left by a process killed while saving.
+
+    Its process (on this host) is gone, or (made elsewhere, or by an older privbench) it is older than ``STALE_TMP_S``.
+    """
     m = _TMP.match(tmp.name)
     if m and m.group(1) == _HOST:
         try:
@@ -87,12 +91,14 @@ class ModelCache:
         self.root, self.enabled = Path(root), enabled
 
     def prepare(self) -> int:
-        """Check that the cache folder can be created and written, and remove temporary entry folders left by a
-        process killed while saving (``_is_stale``: its process is gone, or it is older than ``STALE_TMP_S`` seconds;
-        a save in progress elsewhere is kept).
+        """Check that the cache folder can be created and written.
+
+        And remove temporary entry folders left by a process killed while saving (``_is_stale``: its process is gone, or
+        it is older than ``STALE_TMP_S`` seconds; a save in progress elsewhere is kept).
 
         Returns:
             the number of leftovers removed.
+
         Raises:
             BenchError: the folder (or a parent) is a file, or is not writable (one line, before any training).
         """
@@ -125,11 +131,13 @@ class ModelCache:
         return self.root / key[:2] / key
 
     def load(self, key: str, model: nn.Module, *, split_hash: str | None = None, what: str = "") -> TrainedModel | None:
-        """Load the entry into ``model`` (the untrained architecture); ``None`` if absent or corrupt, or when the
-        entry records a ``split_hash`` other than the one given (the index set of the records this run would train
-        it on, ``ArrayDataset.split_hash``): then one warning line, naming ``what`` (e.g. "baseline seed 0"), says
-        so and the model is retrained, never mixed in. An entry saved without a split hash (an older privbench) is
-        taken on its key alone, which holds the exact training records' content."""
+        """Load the entry into ``model`` (the untrained architecture).
+
+        ``None`` if absent or corrupt, or when the entry records a ``split_hash`` other than the one given (the index
+        set of the records this run would train it on, ``ArrayDataset.split_hash``): then one warning line, naming
+        ``what`` (e.g. "baseline seed 0"), says so and the model is retrained, never mixed in. An entry saved without a
+        split hash (an older privbench) is taken on its key alone, which holds the exact training records' content.
+        """
         if not self.enabled:
             return None
         d = self._dir(key)
@@ -163,8 +171,10 @@ class ModelCache:
             return None
 
     def save(self, key: str, trained: TrainedModel, *, split_hash: str | None = None) -> None:
-        """Write the entry atomically (temporary folder, then rename), with the ``split_hash`` of its training
-        records where known (``load`` re-checks it)."""
+        """Write the entry atomically (temporary folder, then rename).
+
+        With the ``split_hash`` of its training records where known (``load`` re-checks it).
+        """
         if not self.enabled:
             return
         final = self._dir(key)

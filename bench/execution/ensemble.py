@@ -1,20 +1,14 @@
-"""Train many small models at once: a vectorised ensemble (``torch.func.stack_module_state`` + ``vmap``)
-with exactly the per-model batching of sequential training, for shadow / reference models.
+"""Train many small models at once.
+
+A vectorised ensemble (``torch.func.stack_module_state`` + ``vmap``) with exactly the per-model batching of sequential
+training, for shadow / reference models.
 
 Model k sees the same batches as ``Baseline.fit`` / ``fit_supervised`` would give it with seed ``seeds[k]``
 (one ``torch.randperm`` per epoch from ``torch.Generator().manual_seed(seeds[k])``), its loss is its own batch
 mean, and the optimizer (SGD with momentum, or Adam) acts element-wise on the stacked parameters, so each
 model ends with the weights sequential training gives it, to float tolerance (tests/bench/execution/test_ensemble.py).
 
-Usage for non-private shadows (the same initialisation as ``Baseline.fit(seed=s)``)::
-
-    models = [init_model(lambda: build_model(name, shape, k), s) for s in seeds]
-    train = train_ensemble if choose_path(device) == "ensemble" else train_sequential
-    models = train(models, datasets, spec, seeds, device)
-
-The harness does this through ``fit_ensemble`` for a batch of shadow / reference models of a mechanism for which
-``ensemble_supported`` holds (``Baseline.fit`` itself: no noise, no per-run privacy accounting), and stores each
-model in the model cache under the key sequential training would have used.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -52,8 +46,11 @@ def init_model(build: Callable[[], nn.Module], seed: int) -> nn.Module:
 
 
 def choose_path(device: torch.device | str) -> str:
-    """``"ensemble"`` or ``"sequential"``: the faster way to train many small models on ``device``'s type,
-    by the rule ``PREFERRED_PATH`` (from ``bench perf`` measurements; unknown device types: sequential)."""
+    """``"ensemble"`` or ``"sequential"``.
+
+    The faster way to train many small models on ``device``'s type, by the rule ``PREFERRED_PATH`` (from ``bench perf``
+    measurements; unknown device types: sequential).
+    """
     return PREFERRED_PATH.get(torch.device(device).type, "sequential")
 
 
@@ -66,19 +63,25 @@ def _check(models: Sequence[nn.Module], datasets: Sequence[Data], seeds: Sequenc
 def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
                      seeds: Sequence[int], device: torch.device | str, *, return_history: bool = False
                      ) -> list[nn.Module] | tuple[list[nn.Module], list[list[float]]]:
-    """Train each model on its dataset with ``fit_supervised`` (cross-entropy, ``spec``'s optimizer), one
-    after another; batches from ``torch.Generator().manual_seed(seed)``. Models are trained in place.
+    """Train each model on its dataset with ``fit_supervised`` (cross-entropy, ``spec``'s optimizer), one after another.
+
+    Batches from ``torch.Generator().manual_seed(seed)``. Models are trained in place.
 
     Args:
-        models: K untrained modules. datasets: K datasets (``(N_k, C, H, W)`` images, ``(N_k,)`` labels).
-        seeds: K batch-order seeds. device: where to train.
+        models: K untrained modules.
+        datasets: K datasets (``(N_k, C, H, W)`` images, ``(N_k,)`` labels).
+        spec: the optimizer, batch size and epochs, shared by every model.
+        seeds: K batch-order seeds.
+        device: where to train.
+        return_history: also return each model's training loss per epoch.
 
     Returns:
         The K trained models (the same objects, on ``device``); with ``return_history``, ``(models, history)``,
         ``history[k]`` model k's mean training loss per epoch (nats).
 
     Raises:
-        ValueError: mismatched lengths. TrainingDiverged: a NaN / infinite loss.
+        ValueError: mismatched lengths.
+        TrainingDiverged: a NaN / infinite loss.
     """
     from mechanisms.baseline import fit_supervised
 
@@ -95,10 +98,11 @@ def train_sequential(models: Sequence[nn.Module], datasets: Sequence[Data], spec
 def train_ensemble(models: Sequence[nn.Module], datasets: Sequence[Data], spec: TrainSpec,
                    seeds: Sequence[int], device: torch.device | str, *, return_history: bool = False
                    ) -> list[nn.Module] | tuple[list[nn.Module], list[list[float]]]:
-    """Train K models of one architecture as one vectorised model: parameters stacked to ``(K, ...)``
-    (``torch.func.stack_module_state``), forward ``vmap``-ed over models, one backward for all, the
-    optimizer stepping the stacked tensors. Models whose datasets differ in size are trained in groups of
-    equal size (a step needs one batch size for all). Results equal ``train_sequential``'s per model.
+    """Train K models of one architecture as one vectorised model.
+
+    Parameters stacked to ``(K, ...)`` (``torch.func.stack_module_state``), forward ``vmap``-ed over models, one
+    backward for all, the optimizer stepping the stacked tensors. Models whose datasets differ in size are trained in
+    groups of equal size (a step needs one batch size for all). Results equal ``train_sequential``'s per model.
 
     Args / Returns / Raises: as ``train_sequential``; also ValueError if the models' parameter shapes
     differ or a model has buffers (e.g. BatchNorm statistics, not supported under ``vmap``).
@@ -171,10 +175,12 @@ def _train_group(models: list[nn.Module], datasets: list[Data], seeds: list[int]
 
 
 def ensemble_supported(mechanism: Any, model: nn.Module) -> bool:
-    """Whether ``fit_ensemble`` reproduces ``mechanism.fit``: the mechanism trains by ``Baseline.fit`` itself
-    (plain supervised training: a subclass that overrides ``fit`` adds noise, a release or per-run privacy
-    accounting) and ``model``, its architecture, has no buffers (``vmap`` over stacked parameters cannot update
-    e.g. BatchNorm statistics)."""
+    """Whether ``fit_ensemble`` reproduces ``mechanism.fit``.
+
+    The mechanism trains by ``Baseline.fit`` itself (plain supervised training: a subclass that overrides ``fit`` adds
+    noise, a release or per-run privacy accounting) and ``model``, its architecture, has no buffers (``vmap`` over
+    stacked parameters cannot update e.g. BatchNorm statistics).
+    """
     from mechanisms.baseline import Baseline
 
     return type(mechanism).fit is Baseline.fit and not any(True for _ in model.buffers())
@@ -182,13 +188,17 @@ def ensemble_supported(mechanism: Any, model: nn.Module) -> bool:
 
 def fit_ensemble(mechanism: Any, datasets: Sequence[Any], spec: TrainSpec, seeds: Sequence[int],
                  device: torch.device | str) -> list[TrainedModel]:
-    """``mechanism.fit(datasets[k], spec, seed=seeds[k])`` for every k, trained together: as one vectorised
-    ensemble (``train_ensemble``) where ``choose_path(device)`` says so, else one after another. Same initial
-    weights (``init_model``), batches and optimizer as ``Baseline.fit``, so the same weights to float tolerance.
+    """``mechanism.fit(datasets[k], spec, seed=seeds[k])`` for every k, trained together.
+
+    As one vectorised ensemble (``train_ensemble``) where ``choose_path(device)`` says so, else one after another. Same
+    initial weights (``init_model``), batches and optimizer as ``Baseline.fit``, so the same weights to float tolerance.
 
     Args:
-        mechanism: a mechanism for which ``ensemble_supported`` holds. datasets: K ``ArrayDataset``.
-        seeds: K training seeds. device: where to train.
+        mechanism: a mechanism for which ``ensemble_supported`` holds.
+        datasets: K ``ArrayDataset``.
+        spec: the recipe, shared by every model.
+        seeds: K training seeds.
+        device: where to train.
 
     Returns:
         K TrainedModels as ``Baseline.fit`` makes them; ``train_seconds`` is the batch's wall time / K.

@@ -1,20 +1,9 @@
-"""A mechanism's faults contained to its own job (issue 40, item 2): what ``fit`` returned is checked before anything
-uses it, a ``fit`` that raises is named, and a job that runs past its time limit is stopped.
+"""A mechanism's faults contained to its own job (issue 40, item 2).
 
-Every check raises ``MechanismFault`` with one line naming the mechanism — for a plug-in, also its module — and the
-fault; ``bench.runner.cells`` records that line as the cell's ``error`` (or an attack's, when the job was one of its
-shadow, reference or audit models), so the cell fails alone and the run goes on (exit status 1). The messages:
+What ``fit`` returned is checked before anything uses it, a ``fit`` that raises is named, and a job that runs past its
+time limit is stopped.
 
-- ``plug-in mechanism NAME (MODULE): fit raised TYPE: MESSAGE`` (a built-in mechanism's own errors keep their text,
-  e.g. "training loss became nan in epoch 1");
-- ``… returned a model with non-finite weights (NaN in PARAM)`` (every parameter and floating buffer is checked);
-- ``… returned a model whose output has shape (2, 7) for 2 records; expected (2, 10) (one logit per class)``;
-- ``… did not return within the job time limit of 30 s (--job-timeout)``.
-
-The time limit is enforced with ``SIGALRM`` in the thread that runs the job, which is the main thread of the driver,
-of a local training worker and of a Ray worker; Python code (a loop, a ``sleep``, a torch call between kernels) is
-interrupted, a single C call that never returns is not. Where the job does not run on a main thread the limit is not
-enforced (nothing else can interrupt a thread).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -40,9 +29,11 @@ PROBE_RECORDS = 2  # records fed to a returned model to check its output shape
 
 
 class MechanismFault(RuntimeError):
-    """A mechanism's ``fit`` failed in a way the harness contains: it raised (a plug-in), returned non-finite weights
-    or a model of the wrong output shape, or ran past the job's time limit. The message is the one line the
-    reports show."""
+    """A mechanism's ``fit`` failed in a way the harness contains.
+
+    It raised (a plug-in), returned non-finite weights or a model of the wrong output shape, or ran past the job's time
+    limit. The message is the one line the reports show.
+    """
 
 
 class JobTimeout(MechanismFault):
@@ -50,8 +41,11 @@ class JobTimeout(MechanismFault):
 
 
 def mechanism_words(name: str) -> str:
-    """How a fault names mechanism ``name``: ``mechanism dpsgd`` for a built-in one, ``plug-in mechanism NAME
-    (MODULE)`` for one registered by another module (``--plugins`` or an entry point)."""
+    """How a fault names mechanism ``name``.
+
+    ``mechanism dpsgd`` for a built-in one, ``plug-in mechanism NAME (MODULE)`` for one registered by another module
+    (``--plugins`` or an entry point).
+    """
     from mechanisms import MECHANISMS
 
     try:
@@ -116,8 +110,11 @@ def limit_text(seconds: float) -> str:
 
 @contextmanager
 def time_limit(seconds: float | None, name: str) -> Iterator[None]:
-    """Raise ``JobTimeout`` in the ``with`` block once ``seconds`` (wall clock) have passed; ``None`` or an infinite
-    limit, or a block not on the main thread: no limit. The previous ``SIGALRM`` handler and timer are restored."""
+    """Raise ``JobTimeout`` in the ``with`` block once ``seconds`` (wall clock) have passed.
+
+    ``None`` or an infinite limit, or a block not on the main thread: no limit. The previous ``SIGALRM`` handler and
+    timer are restored.
+    """
     if seconds is None or not math.isfinite(seconds) or threading.current_thread() is not threading.main_thread():
         yield
         return

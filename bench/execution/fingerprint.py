@@ -1,5 +1,6 @@
-"""What code and which libraries shape a trained model: the part of a cache key that makes a cached model stale when
-the code that trained it changes.
+"""What code and which libraries shape a trained model.
+
+The part of a cache key that makes a cached model stale when the code that trained it changes.
 
 A mechanism's fingerprint covers the import closure of its module inside this checkout (and of any plug-in's own
 files): each module's syntax tree, docstrings dropped, so that an edit to a comment or a docstring keeps the cache
@@ -27,9 +28,12 @@ _LIBRARY_DIRS = tuple({Path(p).resolve() for p in (sysconfig.get_paths()["pureli
 
 
 def _find_spec(top: str) -> importlib.machinery.ModuleSpec | None:
-    """Where the import system would find top-level module ``top`` now, from ``sys.path`` and the installed finders
-    (an editable install's included), ignoring ``sys.modules``: a module imported earlier from a folder no longer
-    on the path (a test's, a plug-in's) does not enter, so the fingerprint depends on the code and the path alone."""
+    """Where the import system would find top-level module ``top`` now.
+
+    From ``sys.path`` and the installed finders (an editable install's included), ignoring ``sys.modules``: a module
+    imported earlier from a folder no longer on the path (a test's, a plug-in's) does not enter, so the fingerprint
+    depends on the code and the path alone.
+    """
     for finder in sys.meta_path:
         find = getattr(finder, "find_spec", None)
         if find is None:
@@ -52,14 +56,18 @@ def _top_origin_on(top: str, path: tuple[str, ...]) -> Path | None:
 
 
 def _top_origin(top: str) -> Path | None:
-    """The file (module) or ``__init__.py`` (package) of top-level module ``top``, found without importing it,
-    on the current ``sys.path`` (cached per path)."""
+    """The file (module) or ``__init__.py`` (package) of top-level module ``top``, found without importing it.
+
+    On the current ``sys.path`` (cached per path).
+    """
     return _top_origin_on(top, tuple(sys.path))
 
 
 def _origin(name: str) -> Path | None:
-    """The source file of module ``name`` (None: builtin, namespace, or not a module, e.g. a class in
-    ``from X import Class``), located from its top-level package's folder: nothing is imported."""
+    """The source file of module ``name``, located from its top-level package's folder.
+
+    (None: builtin, namespace, or not a module, e.g. a class in ``from X import Class``.) Nothing is imported.
+    """
     top, *rest = name.split(".")
     root = _top_origin(top)
     if root is None or not rest:
@@ -80,8 +88,10 @@ def _is_local(path: Path) -> bool:
 
 
 def _imports(tree: ast.Module, name: str, is_package: bool) -> set[str]:
-    """Absolute names of every module ``tree`` imports anywhere (top level or inside functions), candidate
-    submodules of ``from X import Y`` included (``X.Y``; kept only if it is a module)."""
+    """Absolute names of every module ``tree`` imports anywhere (top level or inside functions).
+
+    Candidate submodules of ``from X import Y`` included (``X.Y``; kept only if it is a module).
+    """
     out: set[str] = set()
     package = name if is_package else name.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -125,9 +135,12 @@ def _distribution_version(top: str) -> str | None:
 
 @functools.cache
 def _closure(roots: tuple[str, ...], path: tuple[str, ...] = ()) -> tuple[dict[str, str], dict[str, str]]:
-    """(local module -> SHA-256 of its docstring-free syntax tree, library -> version) reached from ``roots`` on
+    """The modules and libraries reached from ``roots``, each with its fingerprint.
+
+    (local module -> SHA-256 of its docstring-free syntax tree, library -> version) reached from ``roots`` on
     the import path ``path`` (``sys.path`` when it was called: part of the cache key, as the modules found follow
-    it)."""
+    it).
+    """
     code: dict[str, str] = {}
     libraries: dict[str, str] = {}
     todo = list(roots)
@@ -151,8 +164,9 @@ def _closure(roots: tuple[str, ...], path: tuple[str, ...] = ()) -> tuple[dict[s
 
 
 def fingerprint(*modules: str) -> dict[str, object]:
-    """The code and library fingerprint of the models trained by ``modules`` (e.g. a mechanism class's
-    ``__module__`` and its model's), for a cache key.
+    """The code and library fingerprint of the models trained by ``modules``, for a cache key.
+
+    (e.g. a mechanism class's ``__module__`` and its model's.)
 
     Returns:
         A dict with keys ``code`` (SHA-256 hex over the import closure's module digests), ``modules`` (the number

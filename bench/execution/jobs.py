@@ -1,5 +1,8 @@
-"""Training jobs of a run: each model is looked up in the content-addressed cache, or submitted to the executor
-(alone, or with other non-private shadows as one vectorised ensemble) and cached as soon as it finishes."""
+"""Training jobs of a run: each model is looked up in the content-addressed cache.
+
+Or submitted to the executor (alone, or with other non-private shadows as one vectorised ensemble) and cached as soon as
+it finishes.
+"""
 
 from __future__ import annotations
 
@@ -56,9 +59,12 @@ class Trainer:
     """Gives the models of training jobs, from the cache or from the executor.
 
     Args:
-        executor: where jobs run. cache: the model cache. train_device: where jobs train (on Ray: the workers).
-        device: where this process evaluates and attacks. on_jobs: called with (models asked, models already
-            done) on every submit and (0, models finished) when a job finishes (progress display).
+        executor: where jobs run.
+        cache: the model cache.
+        train_device: where jobs train (on Ray: the workers).
+        device: where this process evaluates and attacks.
+        on_jobs: called with (models asked, models already done) on every submit and (0, models finished) when a job
+            finishes (progress display).
         job_timeout: seconds each model's job may train (``TrainJob.timeout_s``, ``--job-timeout``); None: no limit.
     """
 
@@ -77,9 +83,12 @@ class Trainer:
 
     def key(self, recipe: Recipe, data: ArrayDataset, seed: int, audit: AuditRequest | None = None,
             probe: ArrayDataset | None = None) -> str:
-        """The cache key of one model: a content hash of everything that determines it, the code and library
-        versions that train it included (``bench.execution.fingerprint``); with a ``probe``, its images too (they
-        do not change the weights, but the per-epoch test curve stored with the model is measured on them)."""
+        """The cache key of one model.
+
+        A content hash of everything that determines it, the code and library versions that train it included
+        (``bench.execution.fingerprint``); with a ``probe``, its images too (they do not change the weights, but the
+        per-epoch test curve stored with the model is measured on them).
+        """
         parts = {"mechanism": recipe.mechanism, "spec": recipe.spec.to_dict(), "target_epsilon": recipe.target_epsilon,
                  "delta": recipe.delta, "seed": seed, "dataset": recipe.dataset, "members": data.fingerprint(),
                  "device": self.train_device.type, "code": code_fingerprint(recipe.mechanism, recipe.spec.model)}
@@ -91,12 +100,14 @@ class Trainer:
 
     def submit(self, recipe: Recipe, jobs: Sequence[tuple[ArrayDataset, int]], *, audit: AuditRequest | None = None,
                probe: ArrayDataset | None = None) -> list[Slot]:
-        """Load every ``(data, seed)`` job that is in the cache and submit the others: as one vectorised-ensemble
-        job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else one job per model (DP
-        mechanisms: privacy is accounted per training run). ``collect`` gives the models. ``audit``: an audit
-        request for every job (``Mechanism.fit``'s ``audit``; one model per job). ``probe``: held-out images
-        every model of a one-model job is evaluated on after each epoch (its training curves, ``TrainJob.probe``);
-        only for a single job (targets)."""
+        """Load every ``(data, seed)`` job that is in the cache and submit the others.
+
+        As one vectorised-ensemble job where ``ensemble_supported`` holds and ``choose_path`` prefers it, else one job
+        per model (DP mechanisms: privacy is accounted per training run). ``collect`` gives the models. ``audit``: an
+        audit request for every job (``Mechanism.fit``'s ``audit``; one model per job). ``probe``: held-out images every
+        model of a one-model job is evaluated on after each epoch (its training curves, ``TrainJob.probe``); only for a
+        single job (targets).
+        """
         if probe is not None and len(jobs) != 1:
             raise ValueError("a probe set is for one model's training curves: submit its job alone")
         from mechanisms import MECHANISMS
@@ -146,8 +157,10 @@ class Trainer:
         self.on_jobs(0, len(fresh))
 
     def _remember(self, key: str, trained: TrainedModel) -> None:
-        """Keep the last ``RECENT`` models in memory: attacks that share models (offline shadows, an audit run) reuse
-        them even with the cache off."""
+        """Keep the last ``RECENT`` models in memory.
+
+        Attacks that share models (offline shadows, an audit run) reuse them even with the cache off.
+        """
         self._recent[key] = trained
         self._recent.move_to_end(key)
         while len(self._recent) > RECENT:
@@ -180,16 +193,20 @@ class LikeTarget:
 
     @property
     def batch_size(self) -> int:
+        """The recipe's batch size."""
         return self.recipe.spec.batch_size
 
     @property
     def spec(self) -> TrainSpec:
+        """The recipe's settings."""
         return self.recipe.spec
 
     def __call__(self, data: ArrayDataset, *, seed: int) -> TrainedModel:
+        """One model trained with the recipe on ``data`` with ``seed``."""
         return next(self.many([(data, seed)]))
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
+        """Models trained with the recipe, all submitted at once and yielded in order."""
         slots = deque(self.trainer.submit(self.recipe, jobs))
         return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))  # yielded models are let go
 
@@ -199,15 +216,20 @@ class LikeTarget:
         return self.trainer.collect(slot)
 
     def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
-        """Models trained like the target with per-model audit requests: all submitted first (Ray spreads them), then
-        yielded in order, each let go once yielded."""
+        """Models trained like the target with per-model audit requests.
+
+        All submitted first (Ray spreads them), then yielded in order, each let go once yielded.
+        """
         slots = deque(slot for data, seed, request in jobs
                       for slot in self.trainer.submit(self.recipe, [(data, seed)], audit=request))
         return (self.trainer.collect(slots.popleft()) for _ in range(len(slots)))
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
-        """Submit models a later call will ask for (``(data, seed, audit request or None)``); a later ``many``,
-        ``audit_run`` or ``audit_runs`` of the same model waits for that job instead of submitting another."""
+        """Submit models a later call will ask for (``(data, seed, audit request or None)``).
+
+        A later ``many``, ``audit_run`` or ``audit_runs`` of the same model waits for that job instead of submitting
+        another.
+        """
         plain = [(data, seed) for data, seed, request in jobs if request is None]
         if plain:
             self.trainer.submit(self.recipe, plain)

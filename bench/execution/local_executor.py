@@ -1,5 +1,7 @@
-"""The ``local`` executor: training jobs in this process (the driver) and in worker processes beside it, with
-processes × torch threads = the CPUs (``bench.core.device.parallelism``)."""
+"""The ``local`` executor: training jobs in this process (the driver) and in worker processes beside it.
+
+With processes × torch threads = the CPUs (``bench.core.device.parallelism``).
+"""
 
 from __future__ import annotations
 
@@ -31,9 +33,12 @@ def _next_task(tasks: Any, parent: int) -> Any:
 
 def _worker_main(index: int, threads: int, tasks: Any, results: Any, parent: int, plugins: tuple[str, ...] = ()
                  ) -> None:
-    """A training worker process: ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads;
-    puts ``(kind, index, job id, pickled models or exception)`` on ``results`` (kind ``ready`` once started, then
-    ``ok`` or ``error`` per job); ``None`` stops it. Ctrl-C is the driver's to handle."""
+    """A training worker process.
+
+    ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads; puts ``(kind, index, job id, pickled
+    models or exception)`` on ``results`` (kind ``ready`` once started, then ``ok`` or ``error`` per job); ``None``
+    stops it. Ctrl-C is the driver's to handle.
+    """
     import pickle
     import signal
 
@@ -71,9 +76,9 @@ class LocalExecutor:
     their ``on_done`` (the cache) in the driver's thread, the next time it submits or waits.
 
     Args:
-        workers: training processes besides the driver (0: everything in this process). threads: torch threads of
-            each process, the driver's included (None: leave the driver's as they are). plugins: modules every
-            worker imports before its first job (the run's ``--plugins``).
+        workers: training processes besides the driver (0: everything in this process).
+        threads: torch threads of each process, the driver's included (None: leave the driver's as they are).
+        plugins: modules every worker imports before its first job (the run's ``--plugins``).
     """
 
     name = "local"
@@ -174,9 +179,11 @@ class LocalExecutor:
 
     # -- executor interface ---------------------------------------------------------------------------------------
     def resolve_device(self, name: str) -> torch.device:
+        """The device ``name`` means here (``auto``: CUDA where available)."""
         return resolve_device(name)
 
     def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:
+        """Queue ``job`` for the next free worker; ``on_done`` is called with its models."""
         pending = Pending(job, on_done)
         self._start()
         with self._lock:
@@ -195,8 +202,11 @@ class LocalExecutor:
             pending.finish(models)
 
     def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
-        """The job's models: trained here now if no worker has taken it; else, while a worker trains it, this process
-        trains the oldest waiting job. Raises what training raised, or ``JobFailed`` if its worker died."""
+        """The job's models: trained here now if no worker has taken it.
+
+        Else, while a worker trains it, this process trains the oldest waiting job. Raises what training raised, or
+        ``JobFailed`` if its worker died.
+        """
         while True:
             self._hand_over()
             if pending.done:
@@ -222,8 +232,10 @@ class LocalExecutor:
                 "resources": {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}}
 
     def close(self) -> None:
-        """Keep the jobs the workers have finished (``on_done``: into the cache), then stop the workers; jobs still
-        training or waiting are dropped (a rerun resumes from the cache)."""
+        """Keep the jobs the workers have finished (``on_done``: into the cache), then stop the workers.
+
+        Jobs still training or waiting are dropped (a rerun resumes from the cache).
+        """
         if not self._procs:
             return
         self._stop = True

@@ -1,6 +1,8 @@
-"""The ``ray`` executor: one Ray task per training job, on a local Ray instance or a cluster (Moritz et al. 2018,
-"Ray: a distributed framework for emerging AI applications"). See ``bench.execution.executor`` for how jobs, the model
-cache and worker failures behave."""
+"""The ``ray`` executor: one Ray task per training job, on a local Ray instance or a cluster.
+
+Moritz et al. 2018, "Ray: a distributed framework for emerging AI applications". See ``bench.execution.executor`` for
+how jobs, the model cache and worker failures behave.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +23,12 @@ MAX_RETRIES = 3  # Ray re-runs of a job whose worker died (not of one whose trai
 
 
 def _ray_job(job: TrainJob, threads: int, plugins: tuple[str, ...] = ()) -> list[TrainedModel]:
-    """The body of a Ray task: the run's plug-in modules imported (what the driver registered and patched; once per
+    """The body of a Ray task: import the run's plug-ins, then run the job.
+
+    The body of a Ray task: the run's plug-in modules imported (what the driver registered and patched; once per
     worker process, as Python caches imports), then ``run_job`` with ``threads`` torch threads, models returned on
-    the CPU."""
+    the CPU.
+    """
     for module in plugins:
         importlib.import_module(module)
     torch.set_num_threads(threads)
@@ -77,6 +82,7 @@ class RayExecutor:
         return torch.device("cuda" if name == "cuda" or (name == "auto" and gpus) else "cpu")
 
     def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:
+        """Submit ``job`` as one Ray task; ``on_done`` is called with its models."""
         pending = Pending(job, on_done)
         task = self._task.options(num_cpus=CPUS_PER_JOB, num_gpus=1 if job.device == "cuda" else 0,
                                   max_retries=MAX_RETRIES, retry_exceptions=False)
@@ -100,8 +106,10 @@ class RayExecutor:
                 pending.finish(models)
 
     def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
-        """Wait for ``pending``; every other job that finishes meanwhile is handed to its ``on_done`` too (the
-        cache and the progress bar follow the whole cluster). Per-epoch progress is not reported from workers."""
+        """Wait for ``pending``; every other job that finishes meanwhile is handed to its ``on_done`` too.
+
+        The cache and the progress bar follow the whole cluster. Per-epoch progress is not reported from workers.
+        """
         while not pending.done:
             ready, _ = self._ray.wait(list(self._outstanding), num_returns=1)
             self._finish(ready)

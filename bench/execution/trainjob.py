@@ -1,7 +1,10 @@
-"""What to train (``Recipe``), a training job (``TrainJob``: a recipe's models shipped to a worker), the pure function
-that runs one (``run_job``), and the handle the driver holds while it runs (``Pending``). Executors
+"""Training jobs: what to train, the job shipped to a worker, the function that runs it, the driver's handle.
+
+What to train is a ``Recipe``; a training job (``TrainJob``) is a recipe's models shipped to a worker; ``run_job`` is
+the pure function that runs one, and ``Pending`` the handle the driver holds while it runs. Executors
 (``bench.execution.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
-itself from ``job.seeds``), so where a job runs does not change its result."""
+itself from ``job.seeds``), so where a job runs does not change its result.
+"""
 
 from __future__ import annotations
 
@@ -25,18 +28,26 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class JobFailed(RuntimeError):
-    """A job that did not finish for a reason outside training itself (e.g. its worker died more often than
-    ``MAX_RETRIES``); the harness marks its cell or attack failed, like a diverged training run."""
+    """A job that did not finish for a reason outside training itself.
+
+    (e.g. its worker died more often than ``MAX_RETRIES``.) The harness marks its cell or attack failed, like a diverged
+    training run.
+    """
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """What to train: how every model of one cell is trained, the target and its shadow / reference / canary models
-    alike. The one place a cell's mechanism, settings, target ε, δ and dataset are written.
+    """What to train: how every model of one cell is trained.
+
+    The target and its shadow / reference / canary models alike. The one place a cell's mechanism, settings, target ε, δ
+    and dataset are written.
 
     Attributes:
-        mechanism: registered name. spec: its validated TrainSpec. target_epsilon: ε to calibrate to (None: no
-        target; ``math.inf``: the mechanism's ε = ∞ point, its recipe with privacy turned off). delta: δ.
+        mechanism: registered name.
+        spec: its validated TrainSpec.
+        target_epsilon: ε to calibrate to (None: no target; ``math.inf``: the mechanism's ε = ∞ point, its recipe with
+            privacy turned off).
+        delta: δ.
         dataset: the dataset's name (part of the cache key).
     """
 
@@ -148,8 +159,11 @@ def _run_job(job: TrainJob, on_epoch: EpochCallback | None) -> list[TrainedModel
 
 
 class Pending:
-    """A submitted job. ``on_done(models)`` (e.g. writing them to the cache) runs once, when the driver first sees
-    the job finish; ``result`` / ``error`` hold its outcome from then on."""
+    """A submitted job.
+
+    ``on_done(models)`` (e.g. writing them to the cache) runs once, when the driver first sees the job finish;
+    ``result`` / ``error`` hold its outcome from then on.
+    """
 
     def __init__(self, job: TrainJob, on_done: Callable[[list[TrainedModel]], None] | None) -> None:
         self.job, self.on_done = job, on_done
@@ -159,14 +173,17 @@ class Pending:
 
     @property
     def done(self) -> bool:
+        """Whether the job has a result or an error."""
         return self.result is not None or self.error is not None
 
     def finish(self, result: list[TrainedModel] | None, error: BaseException | None = None) -> None:
+        """Record the job's result or error; call ``on_done`` with a result."""
         self.result, self.error = result, error
         if result is not None and self.on_done is not None:
             self.on_done(result)
 
     def outcome(self) -> list[TrainedModel]:
+        """The job's models; raises its error where it failed."""
         if self.error is not None:
             raise self.error
         assert self.result is not None

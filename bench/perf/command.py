@@ -1,6 +1,9 @@
-"""``privbench perf``'s work below the parser (``bench.cli``): the built-in paths (``bench.perf.suite``) or, with
-``--mechanism``, any registered mechanism against its non-private reference (``bench.perf.mechanism``); ``--check``
-against the floors, ``--baseline`` against an earlier perf.json. Exit 0, 1 (a floor missed), 4 (below the baseline)."""
+"""``privbench perf``'s work below the parser (``bench.cli``).
+
+The built-in paths (``bench.perf.suite``) or, with ``--mechanism``, any registered mechanism against its non-private
+reference (``bench.perf.mechanism``); ``--check`` against the floors, ``--baseline`` against an earlier perf.json. Exit
+0, 1 (a floor missed), 4 (below the baseline).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""What ``bench perf`` measures (``PerfConfig``) and its checks (``validate``), without importing torch: the command
-line refuses a bad setting or an unwritable ``--json`` path before torch (and its import-time warnings) loads.
+"""What ``bench perf`` measures (``PerfConfig``) and its checks (``validate``), without importing torch.
+
+The command line refuses a bad setting or an unwritable ``--json`` path before torch (and its import-time warnings)
+loads.
 """
 
 from __future__ import annotations
@@ -15,12 +17,19 @@ class PerfConfig:
     """What ``bench perf`` measures.
 
     Attributes:
-        model: registered model name. batch_size: examples per step (B). device: ``cpu`` | ``cuda`` | ``auto``.
-        quick: fewer rounds and smaller ensembles (CI; < 2 min on 2 cores). repeats: rounds (``None``: 7 quick,
-        15 full). json_path: where ``perf.json`` goes. input_shape: the records' (C, H, W) (MNIST's by default).
-        dpmix_*: the synthesis problem (n records, ℓ, T).
-        shadow_*: K shadow models (at most 16 with ``quick``), each trained on ``shadow_examples`` images for
-        one epoch at batch ``shadow_batch``.
+        model: registered model name.
+        batch_size: examples per step (B).
+        device: ``cpu`` | ``cuda`` | ``auto``.
+        quick: fewer rounds and smaller ensembles (CI; < 2 min on 2 cores).
+        repeats: rounds (``None``: 7 quick, 15 full).
+        json_path: where ``perf.json`` goes.
+        input_shape: the records' (C, H, W) (MNIST's by default).
+        dpmix_records: the synthesis problem's n records.
+        dpmix_degree: the synthesis problem's ℓ.
+        dpmix_samples: the synthesis problem's T.
+        shadow_models: K shadow models (at most 16 with ``quick``), each trained for one epoch.
+        shadow_examples: the images each shadow model trains on.
+        shadow_batch: the shadow models' batch size.
     """
 
     model: str = "cnn-small"

@@ -1,7 +1,9 @@
-"""Throughput of any registered mechanism, a plug-in included (``bench perf --mechanism NAME``), as the ratio that
-survives a change of machine: its training (``Mechanism.fit``) against the non-private training of the same model in
-the same process, timed interleaved round by round; and the comparison of a perf.json with a baseline one
-(``--baseline``)."""
+"""Throughput of any registered mechanism, a plug-in included (``bench perf --mechanism NAME``).
+
+As the ratio that survives a change of machine: its training (``Mechanism.fit``) against the non-private training of the
+same model in the same process, timed interleaved round by round; and the comparison of a perf.json with a baseline one
+(``--baseline``).
+"""
 
 from __future__ import annotations
 
@@ -19,9 +21,12 @@ EPSILON, DELTA = 2.0, 1e-5  # the ci profile's target
 
 
 def _trainers(name: str, device: torch.device) -> tuple[Callable[[], Any], Callable[[], Any], str]:
-    """``(private fit, non-private fit, what the reference is)`` of mechanism ``name`` with its smoke recipe on
+    """The private fit of mechanism ``name`` and its non-private reference on the bundled digits.
+
+    ``(private fit, non-private fit, what the reference is)`` of mechanism ``name`` with its smoke recipe on
     the bundled digits; the reference is the mechanism's ε = ∞ point (same recipe, privacy off), else the
-    baseline mechanism training the same model with the same epochs, batch size and learning rate."""
+    baseline mechanism training the same model with the same epochs, batch size and learning rate.
+    """
     from bench.core.data import load_dataset, make_split
     from mechanisms import MECHANISMS
 
@@ -88,8 +93,10 @@ def measure_mechanism(name: str, *, rounds: int, device: torch.device,
 
 
 def baseline_regressions(doc: dict[str, Any], baseline: dict[str, Any], factor: float) -> list[str]:
-    """The same-run ratios of ``doc`` that fell below ``factor`` × the baseline's: each mechanism's ``ratio`` and
-    the built-in paths' ``ratios`` where higher is better (all but ``dpmix_60k_seconds``, an absolute time).
+    """The same-run ratios of ``doc`` that fell below ``factor`` × the baseline's.
+
+    Each mechanism's ``ratio`` and the built-in paths' ``ratios`` where higher is better (all but ``dpmix_60k_seconds``,
+    an absolute time).
 
     Args:
         doc: this run's perf.json.

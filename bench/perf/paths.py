@@ -1,5 +1,8 @@
-"""The paths ``bench perf`` measures: a non-private step, DP-SGD steps by our clippers and by Opacus' modes,
-DPMix synthesis, and shadow models trained one by one or as one vectorised ensemble."""
+"""The paths ``bench perf`` measures.
+
+A non-private step, DP-SGD steps by our clippers and by Opacus' modes, DPMix synthesis, and shadow models trained one by
+one or as one vectorised ensemble.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ OPACUS_MODES = ("hooks", "functorch", "ew", "ghost")
 
 
 def nonprivate_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
+    """One non-private SGD step on ``(x, y)``, as a callable to time."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step() -> None:
@@ -33,6 +37,7 @@ def nonprivate_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Calla
 
 
 def opacus_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
+    """One Opacus DP-SGD step on ``(x, y)`` with grad-sample ``mode``, as a callable to time."""
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -54,6 +59,7 @@ def opacus_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -
 
 
 def fast_step(mode: str, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
+    """One DP-SGD step of privbench's fast clipper ``mode`` on ``(x, y)``, as a callable to time."""
     from mechanisms.dpsgd.fast import dp_step, make_clipper
 
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -106,8 +112,10 @@ def measure_steps(cfg, device: torch.device, rounds: int, calls: int) -> list[Re
 
 
 def measure_dpmix(cfg, rounds: int) -> Record:
-    """``mix_release`` of T samples from n records with mixture degree ℓ (real MNIST when found under
-    ``$PRIVBENCH_DATA``, else synthetic 8-bit images), on CPU; samples/s = T / seconds."""
+    """``mix_release`` of T samples from n records with mixture degree ℓ, on CPU.
+
+    (real MNIST when found under ``$PRIVBENCH_DATA``, else synthetic 8-bit images.) Samples/s = T / seconds.
+    """
     from mechanisms.dpmix.mixing import mix_release
 
     n, ell, t = cfg.dpmix_records, cfg.dpmix_degree, cfg.dpmix_samples
@@ -138,8 +146,10 @@ def measure_dpmix(cfg, rounds: int) -> Record:
 
 
 def measure_shadows(cfg, device: torch.device, rounds: int) -> list[Record]:
-    """K shadow models of ``cfg.model`` (SGD, momentum 0.9, one epoch of ``shadow_examples`` images each):
-    ``train_sequential`` vs ``train_ensemble``; samples/s = K · examples / seconds."""
+    """K shadow models of ``cfg.model`` (SGD, momentum 0.9, one epoch of ``shadow_examples`` images each).
+
+    ``train_sequential`` vs ``train_ensemble``; samples/s = K · examples / seconds.
+    """
     from bench.core.models import build_model
     from bench.core.types import TrainSpec
     from bench.execution.ensemble import choose_path, init_model, train_ensemble, train_sequential

@@ -95,8 +95,11 @@ def run_perf(cfg: PerfConfig, log: Callable[[str], None] = lambda s: None) -> di
 
 
 def same_run_ratios(records: list) -> dict[str, Any]:
-    """The ratios of a run's records (all from the same run): fastest DP-SGD / non-private, best Opacus mode /
-    non-private, vectorised / sequential shadows (and for the path the harness chooses), DPMix seconds."""
+    """The ratios of a run's records (all from the same run).
+
+    Fastest DP-SGD / non-private, best Opacus mode / non-private, vectorised / sequential shadows (and for the path the
+    harness chooses), DPMix seconds.
+    """
     by = {r.name: r for r in records}
     dp = [r for r in records if r.name.startswith("dpsgd-") and r.ratio_to_nonprivate is not None]
     best = max(dp, key=lambda r: r.ratio_to_nonprivate) if dp else None

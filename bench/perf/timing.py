@@ -1,5 +1,8 @@
-"""Timing and memory of ``bench perf``: candidates timed call by call, interleaved (torch.utils.benchmark's
-``Timer``, which synchronises CUDA around each measurement), and their peak memory."""
+"""Timing and memory of ``bench perf``.
+
+Candidates timed call by call, interleaved (torch.utils.benchmark's ``Timer``, which synchronises CUDA around each
+measurement), and their peak memory.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +19,11 @@ from torch.utils.benchmark import Timer
 
 @dataclass
 class Record:
-    """One measured path. ``samples_per_s`` is the median over rounds; ``spread`` its (min, max);
-    ``peak_memory_mb`` the process RSS peak while it ran (CPU) or ``torch.cuda.max_memory_allocated`` (CUDA)."""
+    """One measured path.
+
+    ``samples_per_s`` is the median over rounds; ``spread`` its (min, max); ``peak_memory_mb`` the process RSS peak
+    while it ran (CPU) or ``torch.cuda.max_memory_allocated`` (CUDA).
+    """
 
     name: str
     device: str
@@ -66,6 +72,7 @@ class PeakRss:
 
     @property
     def peak_mb(self) -> float:
+        """The peak resident memory in MiB."""
         return self.peak / 2**20
 
 
@@ -75,8 +82,10 @@ def _sync(device: torch.device) -> None:
 
 
 def warm(fn: Callable[[], None], steps: int, device: torch.device) -> float:
-    """Run ``steps`` warm-up calls; return the peak memory (MiB) while they ran (process RSS on CPU,
-    ``torch.cuda.max_memory_allocated`` on CUDA)."""
+    """Run ``steps`` warm-up calls.
+
+    Return the peak memory (MiB) while they ran (process RSS on CPU, ``torch.cuda.max_memory_allocated`` on CUDA).
+    """
     if device.type == "cuda":
         _sync(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -92,8 +101,9 @@ def warm(fn: Callable[[], None], steps: int, device: torch.device) -> float:
 
 def interleaved(cands: dict[str, Callable[[], None]], *, samples_per_call: dict[str, int], calls: int,
                 rounds: int, warmup: int, device: torch.device) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """Time candidates in rounds, A B C … A B C … (order rotated every round), ``calls`` calls each per round
-    (one ``Timer.timeit``), so that background load falls on all of them alike.
+    """Time candidates in rounds, A B C … A B C … (order rotated every round).
+
+    ``calls`` calls each per round (one ``Timer.timeit``), so that background load falls on all of them alike.
 
     Returns:
         ({name: samples/s of each round}, {name: peak memory MiB during its warm-up}).

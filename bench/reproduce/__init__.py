@@ -1,2 +1,5 @@
-"""``python -m bench reproduce``: the reference systems' presets (``presets``: their settings and published figures)
-rerun through the harness, and their rows beside the published figures (``run``)."""
+"""``python -m bench reproduce``.
+
+The reference systems' presets (``presets``: their settings and published figures) rerun through the harness, and their
+rows beside the published figures (``run``).
+"""

@@ -1,7 +1,9 @@
-"""``python -m bench reproduce PRESET`` / ``--all``: rerun reference systems (``bench.reproduce.presets``) through the
-harness, and turn their finished models into ``reproduction`` rows (published vs reproduced vs corrected) and
-``reproduction_curves``. This module only chooses each row's data, settings and seeds and reads the results;
-training, evaluation, attacks, audits and writing are the harness's. Accuracies are in percent.
+"""``python -m bench reproduce PRESET`` / ``--all``.
+
+Rerun reference systems (``bench.reproduce.presets``) through the harness, and turn their finished models into
+``reproduction`` rows (published vs reproduced vs corrected) and ``reproduction_curves``. This module only chooses each
+row's data, settings and seeds and reads the results; training, evaluation, attacks, audits and writing are the
+harness's. Accuracies are in percent.
 """
 
 from __future__ import annotations
@@ -51,9 +53,12 @@ def resolve(names: Sequence[str]) -> list[Preset]:
 
 
 def preset_split(preset: Preset, pool: ArrayDataset, test: ArrayDataset, seed: int) -> MembershipSplit:
-    """The data of one seed: with ``n_train`` None the whole training set (members) and test set (utility, and
+    """The data of one seed: members, non-members and test set.
+
+    The data of one seed: with ``n_train`` None the whole training set (members) and test set (utility, and
     the membership attacks' non-members); else a seeded ``make_split`` with as many non-members as members. A
-    ``validation`` preset holds ``VALIDATION_SIZE`` training images out (fixed permutation) and scores on them."""
+    ``validation`` preset holds ``VALIDATION_SIZE`` training images out (fixed permutation) and scores on them.
+    """
     if preset.validation:
         perm = torch.randperm(len(pool), generator=torch.Generator().manual_seed(VALIDATION_SEED))
         held = pool.subset(perm[-VALIDATION_SIZE:])
@@ -67,8 +72,11 @@ def preset_split(preset: Preset, pool: ArrayDataset, test: ArrayDataset, seed: i
 
 
 def row_training(row: Row, split: MembershipSplit, delta: float) -> dict[str, Any]:
-    """The row's TrainSpec settings, with a DPMix source σ resolved (the source's formula: Lee et al.'s closed form as
-    stated, labels anywhere in [0, 1]^d_y, with 1/n where they have ℓ/n) when ``row.source_sigma``."""
+    """The row's TrainSpec settings.
+
+    With a DPMix source σ resolved (the source's formula: Lee et al.'s closed form as stated, labels anywhere in [0,
+    1]^d_y, with 1/n where they have ℓ/n) when ``row.source_sigma``.
+    """
     training = copy.deepcopy(row.training)
     if row.source_sigma:
         p, n = training["params"], len(split.members)
@@ -154,9 +162,11 @@ def _wall(cells: list[RunResult]) -> float:
 
 
 def curve_entry(preset: Preset, curve: Curve, by_key: dict[str, list[RunResult]]) -> ReproductionCurve:
-    """Accuracy (mean, std over seeds) at each x of ``curve``; ``holds`` checks the source's claim: ``increasing``,
-    the last point at least 1.5 points above the first and no step down by more than 1.5 points; ``peak``, the
-    best point strictly inside the range (a sweet spot)."""
+    """Accuracy (mean, std over seeds) at each x of ``curve``; ``holds`` checks the source's claim.
+
+    ``increasing``, the last point at least 1.5 points above the first and no step down by more than 1.5 points;
+    ``peak``, the best point strictly inside the range (a sweet spot).
+    """
     rows = {r.key: r for r in preset.rows}
     points = [_accuracies(by_key.get(key, [])) for key in curve.keys]
     means = [p.mean for p in points]
@@ -174,8 +184,10 @@ def curve_entry(preset: Preset, curve: Curve, by_key: dict[str, list[RunResult]]
 
 def claim_row(preset: Preset, curve: Curve, entry: ReproductionCurve, by_key: dict[str, list[RunResult]], *,
               command: str, cut: str) -> ReproductionRow:
-    """A row for a trend the source claimed without a figure (``published`` null): reproduced when the trend holds;
-    ``reproduced`` gives the accuracies at the largest x, the notes every point."""
+    """A row for a trend the source claimed without a figure (``published`` null).
+
+    Reproduced when the trend holds; ``reproduced`` gives the accuracies at the largest x, the notes every point.
+    """
     last = by_key.get(curve.keys[-1], [])
     points = ", ".join(f"{x:g}: {'—' if m is None else f'{m:.2f} %'}" for x, m in zip(entry.x, entry.mean,
                                                                                        strict=True))
@@ -204,8 +216,10 @@ def _cut_note(preset: Preset, seeds: tuple[int, ...], is_quick: bool, max_epochs
 
 
 class _Collector:
-    """Turns finished cells into reproduction rows (after a row's last seed) and curves (after a preset's last
-    row), as the harness finishes them."""
+    """Turns finished cells into reproduction rows (after a row's last seed) and curves (after a preset's last row).
+
+    As the harness finishes them.
+    """
 
     def __init__(self, command: str, presets: dict[str, Preset], cuts: dict[str, str],
                  seeds: dict[str, tuple[int, ...]], on_row: Callable[[ReproductionRow], None] | None) -> None:
@@ -242,8 +256,13 @@ def plan_presets(presets: Sequence[Preset], *, seeds: tuple[int, ...] | None, is
     """The plan of every row of every preset for each seed (``None``: the preset's own), validated.
 
     Args:
+        presets: the presets to run, each with its rows.
+        seeds: the seeds every preset runs at (None: each preset's own).
         options: where and how it trains (``bench.config.run.ReproduceOptions``).
-        is_quick: ``quick`` every preset. max_epochs: ``cap_epochs`` (None: no cap). command: recorded in every row.
+        is_quick: ``quick`` every preset.
+        max_epochs: ``cap_epochs`` (None: no cap).
+        command: recorded in every row.
+        on_row: called with each finished row (None: nothing is called).
 
     Raises:
         BenchError: missing data, invalid settings.

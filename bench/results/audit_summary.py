@@ -1,5 +1,8 @@
-"""The run-level audit of results.json: the privacy bugs and refuted claims found, the comparisons made, the white-box
-canaries pooled across seeds, and the profile's measured detection power."""
+"""The run-level audit of results.json.
+
+The privacy bugs and refuted claims found, the comparisons made, the white-box canaries pooled across seeds, and the
+profile's measured detection power.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +12,14 @@ from bench.results.base import Model
 
 
 class PrivacyBug(Model):
-    """A valid audit that refutes an accountant's guarantee (or, in ``Results.refuted_claims``, a source's claimed ε
+    """A valid audit that refutes an accountant's guarantee (or a source's claim).
+
+    A valid audit that refutes an accountant's guarantee (or, in ``Results.refuted_claims``, a source's claimed ε
     of a mechanism without a guarantee) at ``confidence`` (Bonferroni over the run): a valid ε lower bound
     (``attacks.analysis``: non-parametric, or Gaussian on scores Gaussian by construction) above the ε, or a rejection
     of the accountant's whole certified trade-off curve (``method`` ``certified-curve``). Heuristic designs and
-    bounds that are only plausibly valid never make one."""
+    bounds that are only plausibly valid never make one.
+    """
 
     dataset: str
     """Dataset of the model."""
@@ -60,10 +66,13 @@ class PrivacyBug(Model):
 
 
 class PooledAudit(Model):
-    """White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
+    """White-box DP-SGD canaries of several runs of one configuration pooled into one μ-GDP analysis.
+
+    White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
     same public σ, q and T, so their canaries are draws from one pair of score distributions) pooled into one μ-GDP
     analysis of their summed log-likelihood ratios (``attacks.analysis.gaussian_llr.pool_llr_fits``): an estimate
-    (it assumes those sums Gaussian), never an "ε ≥" and never a privacy bug."""
+    (it assumes those sums Gaussian), never an "ε ≥" and never a privacy bug.
+    """
 
     dataset: str
     """Dataset of the runs."""
@@ -96,9 +105,11 @@ class PooledAudit(Model):
 
 
 class DetectionRow(Model):
-    """One measured row of a profile's detection-power table (``scripts/detection_power.py``): whether one run of the
-    profile, with a bug injected into the mechanism while its accountant still certifies the target ε, ended with
-    exit status 3."""
+    """One measured row of a profile's detection-power table (``scripts/detection_power.py``).
+
+    Whether one run of the profile, with a bug injected into the mechanism while its accountant still certifies the
+    target ε, ended with exit status 3.
+    """
 
     profile: str
     """The profile it was measured with."""

@@ -1,6 +1,8 @@
-"""The non-private ceiling of one dataset in results.json: the best model the run trained with privacy off (the
-baseline's recipe or a mechanism's ε = ∞ point), chosen on a validation split of training images, never the test
-set (``bench.runner.ceiling`` chooses it)."""
+"""The non-private ceiling of one dataset in results.json.
+
+The best model the run trained with privacy off (the baseline's recipe or a mechanism's ε = ∞ point), chosen on a
+validation split of training images, never the test set (``bench.runner.ceiling`` chooses it).
+"""
 
 from __future__ import annotations
 
@@ -29,8 +31,11 @@ class Candidate(Model):
 
 
 class Ceiling(Model):
-    """The non-private ceiling of one dataset: the candidate with the highest validation accuracy (ties: the first
-    in run order). A private model above it by more than its confidence interval says the ceiling is wrong."""
+    """The non-private ceiling of one dataset.
+
+    The candidate with the highest validation accuracy (ties: the first in run order). A private model above it by more
+    than its confidence interval says the ceiling is wrong.
+    """
 
     mechanism: str
     """The chosen candidate's ``mechanism`` (``baseline`` or a mechanism's ε = ∞ point)."""

@@ -1,6 +1,8 @@
-"""Conformance of an audit run to its certified mechanism (``attacks.analysis.conformance``): each parameter the
-accountant assumes, measured on the mechanism's own code path and tested against the certified value, and the ε the
-measured parameters imply."""
+"""Conformance of an audit run to its certified mechanism (``attacks.analysis.conformance``).
+
+Each parameter the accountant assumes, measured on the mechanism's own code path and tested against the certified value,
+and the ε the measured parameters imply.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ from bench.results.base import Model
 
 
 class ConformanceTest(Model):
-    """One test of H0 "this run is the certified mechanism" on one measured quantity. Each is one comparison of the
-    run's Bonferroni family; rejected below (1 − confidence)/M, it is a privacy bug ("inconsistent with the certified
-    mechanism"), never an "ε ≥" statement."""
+    """One test of H0 "this run is the certified mechanism" on one measured quantity.
+
+    Each is one comparison of the run's Bonferroni family; rejected below (1 − confidence)/M, it is a privacy bug
+    ("inconsistent with the certified mechanism"), never an "ε ≥" statement.
+    """
 
     name: str
     """What was tested, e.g. ``noise σ, tensor 1 of 2`` or ``sample rate q``."""
@@ -49,9 +53,11 @@ class ConformanceTest(Model):
 
 
 class MeasuredEpsilon(Model):
-    """ε recomputed from the measured parameters by an accountant independent of the mechanism's own code, at their
-    confidence limits in the direction that lowers ε (noise at its upper limit, rates at their lower limits): a
-    lower confidence limit of the ε the run really spent. A certified ε below it is a privacy bug."""
+    """ε recomputed from the measured parameters by an accountant independent of the mechanism's own code.
+
+    At their confidence limits in the direction that lowers ε (noise at its upper limit, rates at their lower limits): a
+    lower confidence limit of the ε the run really spent. A certified ε below it is a privacy bug.
+    """
 
     epsilon: float
     """The lower confidence limit (unitless; ∞ stored as null is never written: a run without noise has no finite

@@ -1,5 +1,7 @@
-"""The whole results.json: the run's identity, its datasets, every model's record, the run-level audit, and the
-reproduction rows and curves of ``bench reproduce``; reading and writing it."""
+"""The whole results.json: the run's identity, its datasets, every model's record, the run-level audit.
+
+And the reproduction rows and curves of ``bench reproduce``; reading and writing it.
+"""
 
 from __future__ import annotations
 
@@ -123,8 +125,11 @@ class ReproductionCurve(Model):
 
 
 class Results(Model):
-    """The whole ``results.json``: written atomically after every finished model (``status`` "partial" until the
-    run completes), so an interrupted run leaves a valid document."""
+    """The whole ``results.json``.
+
+    Written atomically after every finished model (``status`` "partial" until the run completes), so an interrupted run
+    leaves a valid document.
+    """
 
     schema_version: int = SCHEMA_VERSION
     """The contract's version (``SCHEMA_VERSION``); ``read`` rejects any other."""

@@ -13,8 +13,10 @@ from bench.results.privacy import Privacy
 
 
 class TprAtFpr(Model):
-    """TPR at one FPR level with its 95 % Clopper-Pearson interval; all null and ``measurable`` false when the
-    level is below 10 / n_non_members."""
+    """TPR at one FPR level with its 95 % Clopper-Pearson interval.
+
+    All null and ``measurable`` false when the level is below 10 / n_non_members.
+    """
 
     fpr: float
     """The FPR level (fraction)."""
@@ -29,8 +31,11 @@ class TprAtFpr(Model):
 
 
 class Metrics(Model):
-    """Membership metrics from one ROC (``attacks.analysis.metrics.membership_metrics``): AUC, balanced accuracy,
-    membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as strings)."""
+    """Membership metrics from one ROC (``attacks.analysis.metrics.membership_metrics``).
+
+    AUC, balanced accuracy, membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as
+    strings).
+    """
 
     auc: float
     """Area under the ROC curve."""
@@ -56,8 +61,11 @@ Design = AuditDesign
 
 
 class OneRun(Model):
-    """The one-run audit's counts (Steinke, Nasr, Jagielski 2023): m canaries and, per guessing rule fixed in advance
-    (the top ``k_plus`` guessed included, the bottom ``k_minus`` excluded), the guesses r and correct guesses v."""
+    """The one-run audit's counts (Steinke, Nasr, Jagielski 2023).
+
+    m canaries and, per guessing rule fixed in advance (the top ``k_plus`` guessed included, the bottom ``k_minus``
+    excluded), the guesses r and correct guesses v.
+    """
 
     m: int
     """Number of canaries."""
@@ -67,8 +75,11 @@ class OneRun(Model):
 
 
 class Bound(Model):
-    """One analysis of an attack's scores: its ε lower bound at ``Audit.confidence`` and whether it holds for any
-    mechanism (non-parametric) or only under ``assumption``."""
+    """One analysis of an attack's scores.
+
+    Its ε lower bound at ``Audit.confidence`` and whether it holds for any mechanism (non-parametric) or only under
+    ``assumption``.
+    """
 
     method: str
     """``clopper-pearson`` (Jagielski et al. 2020), ``one-run`` (Steinke et al. 2023), ``f-dp`` (Mahloujifar et al.
@@ -106,10 +117,13 @@ class Bound(Model):
 
 
 class Audit(Model):
-    """The empirical privacy of one attack (``attacks.analysis``): every analysis its design allows (``bounds``), the
-    tightest valid one (``epsilon_lb``, ``method``), and, for a one-run design, the guessing counts and whether
-    the accountant's whole certified trade-off curve is rejected. A heuristic design's bound assumes independent
-    outcomes that DP does not give: it is shown, never a privacy-bug verdict."""
+    """The empirical privacy of one attack (``attacks.analysis``).
+
+    Every analysis its design allows (``bounds``), the tightest valid one (``epsilon_lb``, ``method``), and, for a
+    one-run design, the guessing counts and whether the accountant's whole certified trade-off curve is rejected. A
+    heuristic design's bound assumes independent outcomes that DP does not give: it is shown, never a privacy-bug
+    verdict.
+    """
 
     delta: float
     """δ of the guarantee tested: the mechanism's, or the run's δ for a mechanism without a guarantee."""
@@ -138,8 +152,11 @@ class Audit(Model):
 
 
 class AttackRecord(Model):
-    """One membership attack on one model: how many members / non-members (or canaries in / out) it scored,
-    its metrics, ROC and audit, and ``extra`` facts the attack recorded (e.g. shadow models trained)."""
+    """One membership attack on one model.
+
+    How many members / non-members (or canaries in / out) it scored, its metrics, ROC and audit, and ``extra`` facts the
+    attack recorded (e.g. shadow models trained).
+    """
 
     attack: str
     """The attack's registered name."""
@@ -163,8 +180,10 @@ class AttackRecord(Model):
     members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""
 
     def held_to(self, model_privacy: Privacy | None) -> Privacy | None:
-        """The privacy this audit's bounds are held to — the one rule the run-level bug check
-        (``attacks/analysis/verdict.py``) and the reports (``reports/bounds.py``) share.
+        """The privacy this audit's bounds are held to.
+
+        The one rule the run-level bug check (``attacks/analysis/verdict.py``) and the reports (``reports/bounds.py``)
+        share.
 
         Args:
             model_privacy: the privacy of the model the attack ran on; used when the audit had no run of its own.

@@ -1,5 +1,7 @@
-"""A model's per-example test outcomes in results.json, kept compactly for paired comparisons of two runs
-(``privbench compare``: McNemar's exact test on the test records both models were scored on)."""
+"""A model's per-example test outcomes in results.json, kept compactly for paired comparisons of two runs.
+
+``privbench compare``: McNemar's exact test on the test records both models were scored on.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +16,11 @@ from bench.results.base import Model
 
 
 class TestOutcomes(Model):
-    """Which test records the model classified correctly, in test-set order: one bit per record, packed
-    (``numpy.packbits``, little bit order) and base64-encoded; 10,000 records take 1,668 characters."""
+    """Which test records the model classified correctly, in test-set order.
+
+    One bit per record, packed (``numpy.packbits``, little bit order) and base64-encoded; 10,000 records take 1,668
+    characters.
+    """
 
     __test__ = False  # not a pytest test class
 

@@ -13,8 +13,11 @@ from bench.results.privacy import Privacy
 
 
 class Utility(Model):
-    """Test accuracy (fraction), mean test cross-entropy (nats), accuracy on the members (fraction) and, for a model
-    trained with privacy off, on the validation split (fraction)."""
+    """A model's utility: test accuracy, mean test cross-entropy and accuracy on the members.
+
+    Test accuracy (fraction), mean test cross-entropy (nats), accuracy on the members (fraction) and, for a model
+    trained with privacy off, on the validation split (fraction).
+    """
 
     test_accuracy: float
     """Accuracy on the test split (fraction)."""
@@ -32,9 +35,12 @@ class Utility(Model):
 
 
 class Images(Model):
-    """Reconstructions or release examples as 8-bit grey images: ``images`` (one list of H·W values in 0..255
-    each), ``shape`` [H, W], and the class (or record label) of each; ``metrics`` the attack's scores
-    (docs/results-schema.md lists them per attack); ``kind`` the release's kind for release examples."""
+    """Reconstructions or release examples as 8-bit grey images.
+
+    ``images`` (one list of H·W values in 0..255 each), ``shape`` [H, W], and the class (or record label) of each;
+    ``metrics`` the attack's scores (docs/results-schema.md lists them per attack); ``kind`` the release's kind for
+    release examples.
+    """
 
     attack: str | None = None
     """The inversion or release attack that produced the images; null for release examples."""
@@ -51,9 +57,11 @@ class Images(Model):
 
 
 class EpochRecord(Model):
-    """One epoch of a model's training (``bench.core.epochs.EpochRecorder``): losses in nats, accuracies as
-    fractions; null where the loop could not measure it (e.g. training accuracy of the fast DP-SGD step, test values
-    of a model trained without a probe set)."""
+    """One epoch of a model's training (``bench.core.epochs.EpochRecorder``).
+
+    Losses in nats, accuracies as fractions; null where the loop could not measure it (e.g. training accuracy of the
+    fast DP-SGD step, test values of a model trained without a probe set).
+    """
 
     epoch: int
     """The epoch (1-based)."""
@@ -70,10 +78,12 @@ class EpochRecord(Model):
 
 
 class FeatureMaps(Model):
-    """What a CNN's first two convolutions see (``bench.core.features.conv_feature_maps``): the outputs of its
-    first and second ``Conv2d`` (before activation), read by forward hooks on the model's own layers, on one fixed
-    test image, and the first convolution's learnt filters; at most ``max_channels`` channels per layer. Values
-    are floats (4 significant digits), each array row-major."""
+    """What a CNN's first two convolutions see (``bench.core.features.conv_feature_maps``).
+
+    The outputs of its first and second ``Conv2d`` (before activation), read by forward hooks on the model's own layers,
+    on one fixed test image, and the first convolution's learnt filters; at most ``max_channels`` channels per layer.
+    Values are floats (4 significant digits), each array row-major.
+    """
 
     image: list[float]
     """The test image fed to the model, ``[C, H, W]`` flattened, pixels in [0, 1]."""
@@ -94,8 +104,10 @@ class FeatureMaps(Model):
 
 
 class Timings(Model):
-    """Seconds spent on the model (training as recorded when it was trained, also when loaded from the cache),
-    training throughput (samples/s), and whether the model came from the cache."""
+    """Seconds spent on the model (training as recorded when it was trained, also when loaded from the cache).
+
+    Training throughput (samples/s), and whether the model came from the cache.
+    """
 
     train_s: float
     """Training wall-clock seconds (as recorded when the model was trained, also when loaded from the cache)."""
@@ -112,10 +124,12 @@ class Timings(Model):
 
 
 class Degenerate(Model):
-    """A model that learned nothing (``bench.runner.degenerate``): its test accuracy is no better than the best
-    constant prediction's, or it predicts one class for every test record. Its attack results are kept but are not
-    evidence of privacy: the reports grey its row, print ``text``, and leave it off the Pareto frontier and out of
-    the verdict's "no attack beats chance"."""
+    """A model that learned nothing (``bench.runner.degenerate``).
+
+    Its test accuracy is no better than the best constant prediction's, or it predicts one class for every test record.
+    Its attack results are kept but are not evidence of privacy: the reports grey its row, print ``text``, and leave it
+    off the Pareto frontier and out of the verdict's "no attack beats chance".
+    """
 
     reason: str
     """``constant`` (one class predicted for every test record) or ``at-chance`` (test accuracy's 95 %
@@ -142,10 +156,12 @@ class Degenerate(Model):
 
 
 class RunResult(Model):
-    """One model: a mechanism at a target ε (null: no target) for one seed, its privacy, utility, attacks and
-    reconstructions. ``status`` "failed" with a one-line ``error`` when training failed; ``attack_errors`` names
-    each attack that failed on an otherwise finished model (a failed part of the cell). ``preset`` / ``row``:
-    set by ``bench reproduce``."""
+    """One model: a mechanism at a target ε (null: no target) for one seed, and what was measured of it.
+
+    Its privacy, utility, attacks and reconstructions. ``status`` "failed" with a one-line ``error`` when training
+    failed; ``attack_errors`` names each attack that failed on an otherwise finished model (a failed part of the cell).
+    ``preset`` / ``row``: set by ``bench reproduce``.
+    """
 
     dataset: str
     """Dataset name (e.g. ``mnist``)."""
@@ -209,4 +225,5 @@ class RunResult(Model):
 
     @property
     def ok(self) -> bool:
+        """Whether the run succeeded."""
         return self.status == "ok"

@@ -93,8 +93,10 @@ scores and are stored under `attacks` like every membership attack.
 
 
 def _schema_models() -> list[type[BaseModel]]:
-    """Every model reachable from ``Results``, depth first in field order (``Results`` first): the results models
-    and the foundation's types stored as they are (``bench.core.privacy``, ``bench.core.design``)."""
+    """Every model reachable from ``Results``, depth first in field order (``Results`` first).
+
+    The results models and the foundation's types stored as they are (``bench.core.privacy``, ``bench.core.design``).
+    """
     found: list[type[BaseModel]] = []
 
     def visit(tp: Any) -> None:

@@ -1,6 +1,8 @@
-"""Recipes re-chosen on the run's data (``--tune-recipes``) in results.json: per mechanism, every candidate recipe
-with its validation accuracy (or why it was not tried), the rule, the chosen one, the time budget and the time spent
-(``bench.runner.tuning`` chooses)."""
+"""Recipes re-chosen on the run's data (``--tune-recipes``) in results.json.
+
+Per mechanism, every candidate recipe with its validation accuracy (or why it was not tried), the rule, the chosen one,
+the time budget and the time spent (``bench.runner.tuning`` chooses).
+"""
 
 from __future__ import annotations
 
@@ -41,9 +43,11 @@ class RecipeCandidate(Model):
 
 
 class RecipeChoice(Model):
-    """A mechanism's recipe re-chosen on a validation split of the run's own data: the tried candidate with the
-    highest validation accuracy (ties: the earlier candidate, the profile's recipe first). Every cell of the
-    mechanism (each ε, seed and the ε = ∞ point) then trains with it."""
+    """A mechanism's recipe re-chosen on a validation split of the run's own data.
+
+    The tried candidate with the highest validation accuracy (ties: the earlier candidate, the profile's recipe first).
+    Every cell of the mechanism (each ε, seed and the ε = ∞ point) then trains with it.
+    """
 
     dataset: str
     """The data set it was chosen on."""

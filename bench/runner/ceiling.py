@@ -1,6 +1,9 @@
-"""The non-private ceiling: the validation split every model trained with privacy off is measured on, and the choice
-of the best such model per dataset (``bench.results.Ceiling``). The choice reads validation accuracies only: the test
-set never reaches it (``choose_ceiling`` takes no test number into account; tests/bench/runner/test_ceiling.py)."""
+"""The non-private ceiling: the validation split every model trained with privacy off is measured on.
+
+And the choice of the best such model per dataset (``bench.results.Ceiling``). The choice reads validation accuracies
+only: the test set never reaches it (``choose_ceiling`` takes no test number into account;
+tests/bench/runner/test_ceiling.py).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ VALIDATION_MAX = 5_000  # images, as docs/recipes.md's validation split
 
 
 def validation_split(split: MembershipSplit) -> tuple[ArrayDataset, str]:
-    """The validation split of ``split``: training images of the data set that no target trains on — the first
-    ``VALIDATION_MAX`` of the attacker's population (the split docs/recipes.md chose the default recipes on), or of
-    the non-members when there is no population — and its description. Never the test set.
+    """The validation split of ``split``.
+
+    Training images of the data set that no target trains on — the first ``VALIDATION_MAX`` of the attacker's population
+    (the split docs/recipes.md chose the default recipes on), or of the non-members when there is no population — and
+    its description. Never the test set.
 
     Raises:
         ValueError: neither a population nor non-members to validate on.
@@ -31,20 +36,26 @@ def validation_split(split: MembershipSplit) -> tuple[ArrayDataset, str]:
 
 
 def is_candidate(r: RunResult) -> bool:
-    """A finished model trained with privacy off (the baseline, a mechanism's ε = ∞ point) with a validation
-    accuracy: what the ceiling is chosen among."""
+    """A finished model trained with privacy off (the baseline, a mechanism's ε = ∞ point) with a validation accuracy.
+
+    What the ceiling is chosen among.
+    """
     return (r.ok and r.privacy is not None and r.privacy.off and r.preset is None and r.utility is not None
             and r.utility.validation_accuracy is not None)
 
 
 def choose_ceiling(results: list[RunResult], *, n_test: int, validation: str, n_validation: int) -> Ceiling | None:
-    """The non-private ceiling of one dataset's ``results``: among the recipes trained with privacy off
-    (``is_candidate``), grouped by mechanism and averaged over seeds, the one with the highest validation accuracy
-    (ties: the first in run order). Test accuracies are carried along for the report and never compared.
+    """The non-private ceiling of one dataset's ``results``.
+
+    Among the recipes trained with privacy off (``is_candidate``), grouped by mechanism and averaged over seeds, the one
+    with the highest validation accuracy (ties: the first in run order). Test accuracies are carried along for the
+    report and never compared.
 
     Args:
-        results: one dataset's RunResults. n_test: test images per model. validation, n_validation: the
-            validation split in words and its size (``validation_split``).
+        results: one dataset's RunResults.
+        n_test: test images per model.
+        validation: the validation split in words.
+        n_validation: its size (``validation_split``).
 
     Returns:
         The ``Ceiling``, or None when no model was trained with privacy off.

@@ -1,6 +1,8 @@
-"""One cell of a run (``PlannedCell``: a recipe for one seed, its data and attacks) — its model trained (or loaded),
-evaluated and attacked. Metrics and ε lower bounds are applied here, in one place, to every membership attack's
-scores."""
+"""One cell of a run (``PlannedCell``: a recipe for one seed, its data and attacks).
+
+Its model trained (or loaded), evaluated and attacked. Metrics and ε lower bounds are applied here, in one place, to
+every membership attack's scores.
+"""
 
 from __future__ import annotations
 
@@ -54,9 +56,12 @@ ATTACK_ERRORS = (Exception,)
 
 @dataclass(frozen=True)
 class PlannedCell:
-    """One cell of a plan: what to train (``recipe``: mechanism, settings, target ε — ``math.inf``: its ε = ∞ point,
+    """One cell of a plan: one model to train for one seed and the attacks to run on it.
+
+    One cell of a plan: what to train (``recipe``: mechanism, settings, target ε — ``math.inf``: its ε = ∞ point,
     the recipe with privacy turned off — δ and dataset) for one ``seed``, on which data, which attacks to run, and the
-    preset and row it belongs to (``bench reproduce``; recorded with its result)."""
+    preset and row it belongs to (``bench reproduce``; recorded with its result).
+    """
 
     recipe: Recipe
     seed: int
@@ -88,9 +93,12 @@ def save_scores(name: str, res: MembershipScores) -> None:
 
 def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent, delta: float,
                       weak_delta: bool = False) -> AttackRecord:
-    """Metrics (``attacks.analysis.metrics``) and the audit (``attacks.analysis``, every analysis the attack's design
+    """Metrics and the audit of one membership attack's scores.
+
+    Metrics (``attacks.analysis.metrics``) and the audit (``attacks.analysis``, every analysis the attack's design
     allows) of one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces
-    it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated for."""
+    it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated for.
+    """
     save_scores(name, res)
     metrics = membership_metrics(res.scores, res.labels)
     roc = metrics.pop("roc")
@@ -143,8 +151,11 @@ def _round(t: torch.Tensor) -> list[float]:
 
 
 def epoch_records(trained: TrainedModel, recipe: Recipe) -> list[EpochRecord]:
-    """The per-epoch records of ``trained`` (``TrainedModel.epochs``) with, where the mechanism spends privacy epoch
-    by epoch (``Mechanism.epsilon_by_epoch``: DP-SGD), the ε spent after each epoch at the model's δ."""
+    """The per-epoch records of ``trained`` (``TrainedModel.epochs``), with the ε spent by each epoch's end.
+
+    The ε is given where the mechanism spends privacy epoch by epoch (``Mechanism.epsilon_by_epoch``: DP-SGD), at the
+    model's δ.
+    """
     from mechanisms import MECHANISMS
 
     records = [EpochRecord(**{k: v for k, v in r.items() if k in EpochRecord.model_fields}) for r in trained.epochs]
@@ -158,8 +169,10 @@ def epoch_records(trained: TrainedModel, recipe: Recipe) -> list[EpochRecord]:
 
 
 def feature_maps_record(trained: TrainedModel, split: MembershipSplit, device: torch.device) -> FeatureMaps | None:
-    """The first two convolutions' maps and the first one's filters (``bench.core.features``) on the first test
-    image of ``split``; None for a model without convolutions."""
+    """The first two convolutions' maps and the first one's filters on the first test image of ``split``.
+
+    (``bench.core.features``.) None for a model without convolutions.
+    """
     if not len(split.test):
         return None
     image, label = split.test.x[0], int(split.test.y[0])
@@ -183,12 +196,15 @@ def _prefetch(ctx: AttackContext, attacks: list[Attack]) -> None:
 
 @dataclass(frozen=True)
 class CellRunner:
-    """Evaluates and attacks one cell's model (one runner per cell, holding it: its recipe, data and attacks never
-    change).
+    """Evaluates and attacks one cell's model.
+
+    One runner per cell, holding it: its recipe, data and attacks never change.
 
     Args:
-        trainer: gives models. cell: the cell. attacks: the cell's attacks, by name, already built with their
-        settings. max_attack_examples: members (and as many non-members) scored per membership attack (None: all).
+        trainer: gives models.
+        cell: the cell.
+        attacks: the cell's attacks, by name, already built with their settings.
+        max_attack_examples: members (and as many non-members) scored per membership attack (None: all).
         on_status: called with a one-line status (progress display).
     """
 
@@ -199,8 +215,11 @@ class CellRunner:
     on_status: Callable[[str], None] = lambda line: None
 
     def run(self, target: Slot | None = None, on_epoch: EpochCallback | None = None) -> RunResult:
-        """The cell's RunResult; a training failure gives a ``failed`` result, an attack failure an entry in
-        ``attack_errors``. ``target``: its model's slot, if already submitted (None: submitted here)."""
+        """The cell's RunResult; a training failure gives a ``failed`` result.
+
+        An attack failure an entry in ``attack_errors``. ``target``: its model's slot, if already submitted (None:
+        submitted here).
+        """
         recipe, seed, split = self.cell.recipe, self.cell.seed, self.cell.split
         spec = recipe.spec
         head = dict(dataset=recipe.dataset, mechanism=recipe.mechanism, seed=seed, off_point=recipe.off,
@@ -255,10 +274,13 @@ class CellRunner:
                              self.trainer.like(recipe), recipe.mechanism)
 
     def prefetch(self) -> None:
-        """Submit the jobs of this cell's attacks (shadows, audit runs, a release audit's releases) before its
+        """Submit the jobs of this cell's attacks before its target exists.
+
+        Submit the jobs of this cell's attacks (shadows, audit runs, a release audit's releases) before its
         target exists, so that idle training workers run them while earlier cells are attacked. Their ``prefetch``
         sees no target (``ctx.trained`` is None; a release audit checks ``ctx.mechanism`` instead of the target's
-        release); an error is left for ``score`` to record."""
+        release); an error is left for ``score`` to record.
+        """
         _prefetch(self._context(None), list(self._attacks().values()))
 
     def _attacks(self) -> dict[str, Attack]:

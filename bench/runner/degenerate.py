@@ -1,23 +1,10 @@
-"""Models that learned nothing (issue 40, item 1): after training, every model is checked against what a model that
-learned nothing scores, and marked ``degenerate`` in results.json (``bench.results.Degenerate``), so that its attack
-results — an AUC of 0.50 on a collapsed model — are never read as privacy.
+"""Models that learned nothing (issue 40, item 1).
 
-The rule, decided here:
+After training, every model is checked against what a model that learned nothing scores, and marked ``degenerate`` in
+results.json (``bench.results.Degenerate``), so that its attack results — an AUC of 0.50 on a collapsed model — are
+never read as privacy.
 
-- **No-skill accuracy.** The best any constant prediction scores on this test set: the share of its most frequent
-  class (11.35 % on MNIST's test set, class 1). A model that learned nothing cannot do better than that in
-  expectation; a random guess by the class prior does worse (Σ p_k²), so this is the bar.
-- **At chance.** The model's test accuracy (k correct of n) has a 95 % Clopper-Pearson interval that reaches the
-  no-skill accuracy or lies wholly below it: its accuracy is not significantly above what learning nothing gives
-  (a model below chance, e.g. 7.8 % on ten balanced classes, is at chance too). A model significantly above chance
-  is not marked, however low (13.9 % on 5,000 MNIST test images is significantly above 11.35 %: it learned a
-  little, and its attack results count).
-- **Constant.** It predicts one class for every test record (a collapse to one class; flagged even where that class
-  is the most frequent one, whatever the interval says).
-- **Cause.** ``noise`` for a private model whose mechanism's ε = ∞ point (the same recipe with privacy off, same
-  seed and data set) is not degenerate: the mechanism's noise at this ε, honest for that mechanism, is why;
-  ``recipe`` for a model trained with privacy off (the baseline, an ε = ∞ point) or a private one whose ε = ∞ point
-  is degenerate too: the recipe collapsed; no cause where the run has no ε = ∞ point to tell.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -34,7 +21,8 @@ def check_predictions(predicted: torch.Tensor, y: torch.Tensor) -> Degenerate | 
     """Whether a model's test predictions are those of a model that learned nothing (module docstring).
 
     Args:
-        predicted: ``(N,)`` int64 predicted class of every test record. y: ``(N,)`` int64 true classes.
+        predicted: ``(N,)`` int64 predicted class of every test record.
+        y: ``(N,)`` int64 true classes.
 
     Returns:
         The ``Degenerate`` record (its ``cause`` left unset: ``assign_causes``), or None for a model that learned.
@@ -69,9 +57,11 @@ def _cell(r: RunResult) -> tuple[str, str, int, str | None, str | None]:
 
 
 def assign_causes(results: list[RunResult]) -> None:
-    """Set ``cause`` (and complete ``text``) of every degenerate model in ``results``, in place: ``noise`` where the
-    same mechanism's ε = ∞ point (same data set, seed, preset row) learned, ``recipe`` for a model trained with
-    privacy off or one whose ε = ∞ point is degenerate too, None without an ε = ∞ point (module docstring)."""
+    """Set ``cause`` (and complete ``text``) of every degenerate model in ``results``, in place.
+
+    ``noise`` where the same mechanism's ε = ∞ point (same data set, seed, preset row) learned, ``recipe`` for a model
+    trained with privacy off or one whose ε = ∞ point is degenerate too, None without an ε = ∞ point (module docstring).
+    """
     off = {_cell(r): r for r in results if r.off_point and r.ok}
     for r in results:
         d = r.degenerate

@@ -1,6 +1,8 @@
-"""The one loop of every run (``run``, ``all`` and ``reproduce``): a plan of cells, each a model trained (or
-reused from the cache), evaluated and attacked, with results.json written atomically after every cell and the
-run-level privacy-bug check at the end."""
+"""The one loop of every run (``run``, ``all`` and ``reproduce``).
+
+A plan of cells, each a model trained (or reused from the cache), evaluated and attacked, with results.json written
+atomically after every cell and the run-level privacy-bug check at the end.
+"""
 
 from __future__ import annotations
 
@@ -48,12 +50,18 @@ class Plan:
     """Everything a run does, validated before any work starts.
 
     Attributes:
-        run_id: the run's name (default output folder). output: the output folder (None: ``results/<run_id>``).
-        config: the resolved configuration, recorded in results.json. cells: in order.
+        run_id: the run's name (default output folder).
+        output: the output folder (None: ``results/<run_id>``).
+        config: the resolved configuration, recorded in results.json.
+        cells: in order.
         attacks: every attack of the run, built with its settings, by name.
         datasets: sizes and shapes per dataset (results.json ``datasets``).
         max_attack_examples: members (and as many non-members) scored per membership attack.
-        executor, ray_address, device, cache_dir, no_cache: where and how models train.
+        cache_dir: the model cache's folder.
+        executor: where models train: ``local`` or ``ray``.
+        ray_address: the Ray cluster's address (None: a local Ray instance).
+        device: where models train: ``cpu``, ``cuda`` or ``auto``.
+        no_cache: train every model afresh, neither reading nor writing the model cache.
         after_cell: called with (finished result, its planned cell, the document) before each write.
         reproduction: the document carries ``reproduction`` rows (``bench reproduce``).
         overwrite: replace another run's results and reports in ``output`` (``--overwrite``; default: refuse).
@@ -92,7 +100,8 @@ def attack_order(cells: list[PlannedCell]) -> list[PlannedCell]:
 
     The driver attacks while workers train ahead in this order; an ε = ∞ point trained in the middle would delay the
     audit runs of the private cells after it (the driver then waits for them), and attacked last its model is ready
-    when the driver gets to it. results.json keeps the plan's order (``_run`` restores it)."""
+    when the driver gets to it. results.json keeps the plan's order (``_run`` restores it).
+    """
     return sorted(cells, key=lambda pc: pc.recipe.off)
 
 
@@ -137,7 +146,8 @@ class Harness:
     """Runs a ``Plan`` and owns its results document.
 
     Args:
-        plan: the validated plan. console: rich console for progress (default: stderr).
+        plan: the validated plan.
+        console: rich console for progress (default: stderr).
     """
 
     def __init__(self, plan: Plan, *, console: Console | None = None) -> None:
@@ -157,12 +167,14 @@ class Harness:
                                job_timeout=plan.job_timeout)
 
     @property
-    def device(self) -> torch.device:
-        return self.trainer.device
+    def device(self) -> torch.device:  # noqa: D102 (documented, Sphinx renders it and finds two targets for "device")
+        return self.trainer.device  # where evaluation and attacks run
 
     def run(self) -> tuple[Results, Path]:
-        """Run every cell; return (results document, output folder). One run per Harness: the executor is closed
-        at the end (Ray: jobs finished by then go into the cache, the rest are cancelled).
+        """Run every cell; return (results document, output folder).
+
+        One run per Harness: the executor is closed at the end (Ray: jobs finished by then go into the cache, the rest
+        are cancelled).
 
         Raises:
             BenchError: unwritable output, another privbench run writing into it, or another run's results in it
@@ -184,8 +196,10 @@ class Harness:
                        reproduction_curves=[] if plan.reproduction else None)
 
     def _ceilings(self, doc: Results) -> dict[str, Ceiling]:
-        """The non-private ceiling of each dataset (``bench.runner.ceiling.choose_ceiling``), where the run trained a
-        model with privacy off."""
+        """The non-private ceiling of each dataset (``bench.runner.ceiling.choose_ceiling``).
+
+        Where the run trained a model with privacy off.
+        """
         out = {}
         for dataset, info in self.plan.datasets.items():
             split = next((pc.split for pc in self.plan.cells if pc.recipe.dataset == dataset), None)
@@ -199,9 +213,11 @@ class Harness:
         return out
 
     def _tune(self, doc: Results, progress: Progress) -> list[PlannedCell]:
-        """``--tune-recipes``: each mechanism's recipe chosen on the validation split of the first seed's data
-        (``bench.runner.tuning.run_tuning``); returns the plan's cells, each mechanism's with its choice (the plan
-        itself is left as it is), and the run's configuration records it."""
+        """``--tune-recipes``: each mechanism's recipe chosen on the validation split of the first seed's data.
+
+        (``bench.runner.tuning.run_tuning``.) Returns the plan's cells, each mechanism's with its choice (the plan
+        itself is left as it is), and the run's configuration records it.
+        """
         plan, tuning = self.plan, self.plan.tuning
         assert tuning is not None
         pc = next(pc for pc in plan.cells if pc.seed == tuning.seed)

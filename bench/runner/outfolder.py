@@ -38,8 +38,11 @@ LINKED_PNG = re.compile(r"\]\(([^()/\\]+\.png)\)")
 
 
 def report_files(folder: Path) -> list[Path]:
-    """The report files in ``folder``, sorted by name: those ``is_report_file`` names, and every PNG that the
-    folder's report.md shows (the plots of a plug-in report section, whose stems this module cannot know)."""
+    """The report files in ``folder``, sorted by name.
+
+    Those ``is_report_file`` names, and every PNG that the folder's report.md shows (the plots of a plug-in report
+    section, whose stems this module cannot know).
+    """
     linked: set[str] = set()
     try:
         linked = set(LINKED_PNG.findall((folder / "report.md").read_text(encoding="utf-8")))
@@ -124,9 +127,10 @@ class CompleteResults(BenchError):
     """The output folder holds the complete results of this same configuration (``check_reuse``).
 
     Attributes:
-        folder: the output folder. reports_drawn: whether its reports were drawn to the end (results.json records
-            the drawing's seconds, ``report_s``, after the last report file is written, and every report is there);
-            False when a run stopped while drawing them, or ran as ``bench run``.
+        folder: the output folder.
+        reports_drawn: whether its reports were drawn to the end (results.json records the drawing's seconds,
+            ``report_s``, after the last report file is written, and every report is there); False when a run stopped
+            while drawing them, or ran as ``bench run``.
     """
 
     def __init__(self, message: str, folder: Path, *, reports_drawn: bool) -> None:
@@ -135,8 +139,11 @@ class CompleteResults(BenchError):
 
 
 def _comparable(config: dict[str, Any] | None) -> Any:
-    """``config`` as results.json records it (JSON types), without ``output`` (the same run may be named by
-    another path) and ``job_timeout`` (it changes no model: a rerun with a longer limit retries a timed-out cell)."""
+    """``config`` as results.json records it (JSON types).
+
+    Without ``output`` (the same run may be named by another path) and ``job_timeout`` (it changes no model: a rerun
+    with a longer limit retries a timed-out cell).
+    """
     if not isinstance(config, dict):
         return None
     return json.loads(json.dumps({k: v for k, v in config.items() if k not in ("output", "job_timeout")},

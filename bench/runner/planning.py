@@ -1,6 +1,8 @@
-"""From a validated ``RunConfig`` to a ``Plan``: the data loaded and split, the grid of cells, the attacks built,
-and every check that needs the data (a model that does not fit it, an attack without the data it needs) done
-before any training starts."""
+"""From a validated ``RunConfig`` to a ``Plan``.
+
+The data loaded and split, the grid of cells, the attacks built, and every check that needs the data (a model that does
+not fit it, an attack without the data it needs) done before any training starts.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +28,11 @@ log = logging.getLogger("privbench.plan")
 
 
 def grid(cfg: RunConfig) -> list[tuple[Recipe, int]]:
-    """Every cell of the run, as (what to train, seed): seeds × mechanisms × (ε grid + the mechanism's reference ε +
-    its ε = ∞ point, unless ``cfg.privacy_off_points`` is false), each with ``cfg``'s training settings, δ and
-    dataset."""
+    """Every cell of the run, as (what to train, seed).
+
+    Seeds × mechanisms × (ε grid + the mechanism's reference ε + its ε = ∞ point, unless ``cfg.privacy_off_points`` is
+    false), each with ``cfg``'s training settings, δ and dataset.
+    """
     from mechanisms import MECHANISMS
 
     def recipe(name: str, target_epsilon: float | None) -> Recipe:
@@ -54,13 +58,16 @@ DENSE_KEPT = ("linear",)  # dense models kept as configured on tabular data; eve
 
 
 def models_for_data(cfg: RunConfig, kind: str) -> RunConfig:
-    """Models follow the data: on ``kind == "tabular"`` records (``(1, 1, D)`` features) every mechanism's model
+    """The cells' models adapted to the data's kind.
+
+    Models follow the data: on ``kind == "tabular"`` records (``(1, 1, D)`` features) every mechanism's model
     becomes ``mlp`` with ``cfg.tabular_hidden`` hidden widths (its other ``model_kwargs`` dropped), except a
     ``linear`` model, kept as it is; image data keep their configured models, built for the data's
     ``(C, H, W)``. Returns ``cfg`` itself or a copy with the changed training settings.
 
     Raises:
-        ConfigError: a mechanism's ``params.augmult`` (image augmentation) on tabular data."""
+        ConfigError: a mechanism's ``params.augmult`` (image augmentation) on tabular data.
+    """
     if kind != "tabular":
         return cfg
     training = {}
@@ -78,8 +85,10 @@ def models_for_data(cfg: RunConfig, kind: str) -> RunConfig:
 
 
 def image_attacks_skipped(cfg: RunConfig, attacks: dict[str, Attack]) -> tuple[RunConfig, dict[str, Attack]]:
-    """Tabular data: the attacks that score images as images (``needs_images``: SSIM, total variation) are left
-    out, named in a warning; the returned config lists the attacks that run. Raises ConfigError if none is left."""
+    """Tabular data: the attacks that score images as images (``needs_images``: SSIM, total variation) are left out.
+
+    Named in a warning; the returned config lists the attacks that run. Raises ConfigError if none is left.
+    """
     skipped = [name for name, a in attacks.items() if a.needs_images]
     if not skipped:
         return cfg, attacks
@@ -107,8 +116,11 @@ def check_models(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> No
 
 
 def build_attacks(cfg: RunConfig) -> dict[str, Attack]:
-    """Each attack of the run with its settings. Raises ConfigError when one needs an attacker population and
-    ``n_population`` is 0, or asks for more records than the run has (``Attack.size_problem``)."""
+    """Each attack of the run with its settings.
+
+    Raises ConfigError when one needs an attacker population and ``n_population`` is 0, or asks for more records than
+    the run has (``Attack.size_problem``).
+    """
     attacks = {name: cfg.attack(name) for name in cfg.attacks}
     needy = [name for name, a in attacks.items() if a.needs_population]
     if needy and cfg.n_population < 2:

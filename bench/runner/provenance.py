@@ -1,5 +1,8 @@
-"""Where a run's numbers came from: package versions, the git commit and whether the tree was dirty, and the
-output folder's preparation (checked and locked for the run: ``bench.runner.outfolder``)."""
+"""Where a run's numbers came from.
+
+Package versions, the git commit and whether the tree was dirty, and the output folder's preparation (checked and locked
+for the run: ``bench.runner.outfolder``).
+"""
 
 from __future__ import annotations
 
@@ -64,7 +67,9 @@ def run_id(prefix: str) -> str:
 @contextmanager
 def prepare_output(output: str | None, rid: str, *, config: dict[str, Any] | None = None,
                    overwrite: bool = False) -> Iterator[Path]:
-    """Create (or reuse) the output folder ``output`` (default ``results/<rid>``) and hold its lock while the
+    """Create or reuse the output folder and hold its lock while the ``with`` block runs.
+
+    Create (or reuse) the output folder ``output`` (default ``results/<rid>``) and hold its lock while the
     ``with`` block runs: ``with prepare_output(...) as out: ...``.
 
     On entry, under the lock: the temporary files of writes killed midway are deleted, then

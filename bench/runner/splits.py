@@ -1,8 +1,10 @@
-"""Splits that cannot drift (issue 40, item 3): a resumed run re-checks, cell by cell, the split hash its earlier
-part recorded in results.json (``RunResult.split_hash``: the index set of the target's training records,
-``bench.core.data.ArrayDataset.split_hash``) against the one this run derives; a cell whose hashes differ is said
-so in one line and trained again, whatever the model cache holds. The cache re-checks every model's split hash on
-its own (``bench.execution.cache.ModelCache.load``)."""
+"""Splits that cannot drift (issue 40, item 3).
+
+A resumed run re-checks, cell by cell, the split hash its earlier part recorded in results.json
+(``RunResult.split_hash``: the index set of the target's training records, ``bench.core.data.ArrayDataset.split_hash``)
+against the one this run derives; a cell whose hashes differ is said so in one line and trained again, whatever the
+model cache holds. The cache re-checks every model's split hash on its own (``bench.execution.cache.ModelCache.load``).
+"""
 
 from __future__ import annotations
 
@@ -28,8 +30,11 @@ def cell_identity(pc: PlannedCell) -> Identity:
 
 
 def recorded_splits(results: Path) -> dict[Identity, str]:
-    """The split hash each cell of an earlier run's ``results`` (results.json) recorded; {} when there is none or it
-    cannot be read (``bench.runner.outfolder.check_reuse`` has already refused another run's document)."""
+    """The split hash each cell of an earlier run's ``results`` (results.json) recorded.
+
+    {} when there is none or it cannot be read (``bench.runner.outfolder.check_reuse`` has already refused another run's
+    document).
+    """
     try:
         doc = json.loads(results.read_text(encoding="utf-8"))
         rows = doc["results"]

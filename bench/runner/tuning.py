@@ -1,14 +1,13 @@
-"""Recipes that follow the data (``--tune-recipes``): before the grid trains, each mechanism's recipe is re-chosen
-among its declared candidates (``Mechanism.recipe_candidates``) by accuracy on the validation split of the run's
-data that the non-private ceiling uses (``bench.runner.ceiling.validation_split``: training images no target trains
-on), never the test set, within a time budget. Candidates train through the run's trainer (cache and executor) with
-the first seed, at one target ε, the middle of the run's grid, or, for a mechanism that declares ``tune_over_grid``
-(its models train in seconds), at every ε of the grid, scored by the mean; the chosen one's models are then those
-cells' own.
+"""Recipes that follow the data (``--tune-recipes``).
 
-Choosing a DP mechanism's hyper-parameters on the outputs of DP training runs on the members is itself a use of
-the private data that the accountant's ε does not include (Liu & Talwar 2019; Papernot & Steinke 2022, §1): every
-record of the choice says so.
+Before the grid trains, each mechanism's recipe is re-chosen among its declared candidates
+(``Mechanism.recipe_candidates``) by accuracy on the validation split of the run's data that the non-private ceiling
+uses (``bench.runner.ceiling.validation_split``: training images no target trains on), never the test set, within a time
+budget. Candidates train through the run's trainer (cache and executor) with the first seed, at one target ε, the middle
+of the run's grid, or, for a mechanism that declares ``tune_over_grid`` (its models train in seconds), at every ε of the
+grid, scored by the mean; the chosen one's models are then those cells' own.
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -37,8 +36,10 @@ SELECTION_NOTE = ("the choice is not included in the printed ε (tuning on DP ru
 
 @dataclass(frozen=True)
 class PlannedCandidate:
-    """One candidate of a mechanism: its name, the ``TrainSpec`` fields it changes, the whole validated spec, or
-    (``spec`` None) why it cannot run here."""
+    """One candidate of a mechanism.
+
+    Its name, the ``TrainSpec`` fields it changes, the whole validated spec, or (``spec`` None) why it cannot run here.
+    """
 
     name: str
     changes: dict[str, Any]
@@ -48,9 +49,11 @@ class PlannedCandidate:
 
 @dataclass(frozen=True)
 class Tuning:
-    """What ``--tune-recipes`` does in a run: each mechanism's candidates (the profile's recipe first), the target ε
-    values each one's candidates train at (the grid's middle ε, or the whole grid), the seed, and the time budget (s)
-    for all of them together."""
+    """What ``--tune-recipes`` does in a run.
+
+    Each mechanism's candidates (the profile's recipe first), the target ε values each one's candidates train at (the
+    grid's middle ε, or the whole grid), the seed, and the time budget (s) for all of them together.
+    """
 
     epsilons: dict[str, tuple[float, ...]]
     seed: int
@@ -59,8 +62,11 @@ class Tuning:
 
 
 def tuning_epsilon(epsilons: tuple[float, ...]) -> float:
-    """The target ε recipes are chosen at: the middle of the grid (the lower middle one of an even grid), where a
-    recipe must do well at the privacy levels on either side; ε = 3 for the default grid 1, 3, 8."""
+    """The target ε recipes are chosen at.
+
+    The middle of the grid (the lower middle one of an even grid), where a recipe must do well at the privacy levels on
+    either side; ε = 3 for the default grid 1, 3, 8.
+    """
     grid = sorted(epsilons)
     return grid[(len(grid) - 1) // 2]
 
@@ -74,9 +80,12 @@ def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 def plan_candidates(cfg: RunConfig, mechanism: str, shape: tuple[int, ...], num_classes: int
                     ) -> tuple[PlannedCandidate, ...]:
-    """The candidates of ``mechanism`` in this run: its run recipe (``OWN``), then each of
-    ``recipe_candidates[cfg.profile]`` applied over it, validated like ``training:`` (a candidate that is not valid
-    on this data, or repeats an earlier one, is kept with a note and never trained)."""
+    """The candidates of ``mechanism`` in this run.
+
+    Its run recipe (``OWN``), then each of ``recipe_candidates[cfg.profile]`` applied over it, validated like
+    ``training:`` (a candidate that is not valid on this data, or repeats an earlier one, is kept with a note and never
+    trained).
+    """
     from mechanisms import MECHANISMS
 
     mech = MECHANISMS.get(mechanism)
@@ -98,8 +107,11 @@ def plan_candidates(cfg: RunConfig, mechanism: str, shape: tuple[int, ...], num_
 
 
 def plan_tuning(cfg: RunConfig, shape: tuple[int, ...], num_classes: int) -> Tuning | None:
-    """The run's ``Tuning`` (None unless ``cfg.tune_recipes``): every mechanism of the run with a target ε and
-    candidates for its profile. Raises nothing for a candidate that does not fit the data (it is recorded)."""
+    """The run's ``Tuning`` (None unless ``cfg.tune_recipes``).
+
+    Every mechanism of the run with a target ε and candidates for its profile. Raises nothing for a candidate that does
+    not fit the data (it is recorded).
+    """
     from mechanisms import MECHANISMS
 
     if not cfg.tune_recipes:
@@ -127,15 +139,23 @@ class _Outcome:
 def run_tuning(tuning: Tuning, trainer: Trainer, split: MembershipSplit, *, dataset: str, delta: float,
                validation: tuple[ArrayDataset, str], probe: ArrayDataset, window: int = 1,
                clock: Callable[[], float] = time.perf_counter) -> list[RecipeChoice]:
-    """Train and score every candidate, round-robin over the mechanisms (each one's recipe first, then each one's
-    first other candidate, ...), at most ``window`` in flight. A candidate starts only while the time spent is
-    under ``tuning.budget_s``; one started is finished; the rest are recorded as not tried.
+    """Train and score every candidate.
+
+    Round-robin over the mechanisms (each one's recipe first, then each one's first other candidate, ...), at most
+    ``window`` in flight. A candidate starts only while the time spent is under ``tuning.budget_s``; one started is
+    finished; the rest are recorded as not tried.
 
     Args:
-        split: the tuning seed's split (candidates train on its members). validation: the validation split and its
-            description (``validation_split``). probe: the per-epoch curve images of the run's targets (so that the
-            chosen candidate's model is the target's own cache entry; the choice never reads them). window: models
-            in flight (the run's training processes). clock: seconds (``time.perf_counter``; tests pass their own).
+        tuning: the candidates, their target ε values, the seed and the time budget.
+        trainer: trains the candidates' models (the run's executor).
+        split: the tuning seed's split (candidates train on its members).
+        dataset: the data set's name, recorded in each choice.
+        delta: δ every candidate trains at.
+        validation: the validation split and its description (``validation_split``).
+        probe: the per-epoch curve images of the run's targets (so that the chosen candidate's model is the target's own
+            cache entry; the choice never reads them).
+        window: models in flight (the run's training processes).
+        clock: seconds (``time.perf_counter``; tests pass their own).
 
     Returns:
         One ``RecipeChoice`` per mechanism, in ``tuning.candidates`` order.

@@ -1,13 +1,9 @@
-"""The bug zoo's two plug-in kinds: a **bug** (a mutant of a correct mechanism, the way a privacy bug found in real DP
-code breaks it) and an **auditor** (anything that looks at one run of a mechanism and says "privacy bug" or not).
+"""The bug zoo's two plug-in kinds.
 
-A bug is one module that registers a ``Bug``; its ``apply`` monkeypatches the mechanism's own code and runs in every
-process of a zoo run (the driver and each training worker import ``bench.zoo.apply``, a ``--plugins`` module, which
-calls it), while the mechanism's accountant is left to certify what it certified before. An auditor is one module
-that registers an ``Auditor``; its ``judge`` reads one finished run (``AuditorInput``: its results.json document, the
-target's record and the raw scores of its audits) and returns a ``Verdict``. ``privbench zoo run`` runs every bug
-(and each mechanism's correct version) × auditor × seed and scores each auditor's detection rate and false alarms
-(``bench.zoo.runner``).
+A **bug** (a mutant of a correct mechanism, the way a privacy bug found in real DP code breaks it) and an **auditor**
+(anything that looks at one run of a mechanism and says "privacy bug" or not).
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -70,10 +66,12 @@ class Bug:
 
 @dataclass(frozen=True)
 class AuditorInput:
-    """What an auditor sees of one finished zoo run: the run's document (``bench.results.Results``), the target
-    cell's ``RunResult`` (its certified ``privacy``, its attack records with their audits and conformance), and
-    the raw scores of each audit (``scores[record name] = (scores (N,), labels (N,) in {0, 1})``, as the attack
-    returned them; larger means "member" / "canary included")."""
+    """What an auditor sees of one finished zoo run.
+
+    The run's document (``bench.results.Results``), the target cell's ``RunResult`` (its certified ``privacy``, its
+    attack records with their audits and conformance), and the raw scores of each audit (``scores[record name] = (scores
+    (N,), labels (N,) in {0, 1})``, as the attack returned them; larger means "member" / "canary included").
+    """
 
     results: Any
     target: Any
@@ -83,8 +81,11 @@ class AuditorInput:
 
 @dataclass(frozen=True)
 class Verdict:
-    """An auditor's answer on one run: ``caught`` (it says "privacy bug"), ``value`` (the number it reads its
-    verdict from — an ε lower bound or estimate, unitless — where it has one), ``text`` (one line: why)."""
+    """An auditor's answer on one run.
+
+    ``caught`` (it says "privacy bug"), ``value`` (the number it reads its verdict from — an ε lower bound or estimate,
+    unitless — where it has one), ``text`` (one line: why).
+    """
 
     caught: bool
     value: float | None = None
@@ -145,7 +146,8 @@ def register_bug(bug: Bug) -> Bug:
     """Register ``bug`` under its name (a bug module calls this at import; importing it patches nothing).
 
     Raises:
-        ValueError: a name already registered."""
+        ValueError: a name already registered.
+    """
     BUGS.add(bug.name, bug)
     return bug
 
@@ -154,6 +156,7 @@ def register_auditor(auditor: Auditor) -> Auditor:
     """Register ``auditor`` under its name.
 
     Raises:
-        ValueError: a name already registered."""
+        ValueError: a name already registered.
+    """
     AUDITORS.add(auditor.name, auditor)
     return auditor

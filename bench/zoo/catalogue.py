@@ -1,7 +1,10 @@
-"""Loading the zoo's catalogue: every module of ``bench.zoo.bugs`` and ``bench.zoo.auditors`` (each registers its bugs
-or auditor when imported; importing patches nothing), then a user's own modules (``--plugins`` of ``zoo run``, or
-``PRIVBENCH_ZOO_PLUGINS``: comma-separated module names). ``find`` names one bug: a registered one, or an instance of
-the parametrised σ × F bug (``bench.zoo.bugs.scaled_noise``: ``dpsgd-noise-x0.67``)."""
+"""Loading the zoo's catalogue.
+
+Every module of ``bench.zoo.bugs`` and ``bench.zoo.auditors`` (each registers its bugs or auditor when imported;
+importing patches nothing), then a user's own modules (``--plugins`` of ``zoo run``, or ``PRIVBENCH_ZOO_PLUGINS``:
+comma-separated module names). ``find`` names one bug: a registered one, or an instance of the parametrised σ × F bug
+(``bench.zoo.bugs.scaled_noise``: ``dpsgd-noise-x0.67``).
+"""
 
 from __future__ import annotations
 
@@ -18,11 +21,13 @@ _loaded: set[str] = set()
 
 
 def load(plugins: tuple[str, ...] = ()) -> None:
-    """Import the built-in bugs and auditors and the ``plugins`` modules (and those in ``PRIVBENCH_ZOO_PLUGINS``),
-    each once per process.
+    """Import the built-in bugs and auditors and the ``plugins`` modules (and those in ``PRIVBENCH_ZOO_PLUGINS``).
+
+    Each once per process.
 
     Raises:
-        ModuleNotFoundError: a plug-in module that cannot be imported."""
+        ModuleNotFoundError: a plug-in module that cannot be imported.
+    """
     import bench.zoo.auditors as auditors
     import bench.zoo.bugs as bugs
 
@@ -36,11 +41,13 @@ def load(plugins: tuple[str, ...] = ()) -> None:
 
 
 def find(name: str) -> Bug:
-    """The bug called ``name``: a registered one (``dpsgd-half-noise``), else the σ × F instance of that name
-    (``MECHANISM-noise-xF``, ``bench.zoo.bugs.scaled_noise.parse``). Loads the catalogue.
+    """The bug called ``name``: a registered one (``dpsgd-half-noise``), else the σ × F instance of that name.
+
+    ``MECHANISM-noise-xF``, ``bench.zoo.bugs.scaled_noise.parse``. Loads the catalogue.
 
     Raises:
-        ValueError: neither (the message lists the registered names and the σ × F form)."""
+        ValueError: neither (the message lists the registered names and the σ × F form).
+    """
     load()
     if name in BUGS.names():
         return BUGS.get(name)
@@ -58,12 +65,14 @@ LABEL_BUGS = {"local-gaussian": "local-labels-in-clear", "dpmix": "dpmix-labels-
 
 
 def table_bug(mechanism: str, key: str) -> str | None:
-    """The zoo bug of the detection-power table's (and the null test's) bug key for ``mechanism``: ``"0.5"`` (σ × 0.5)
-    names the σ × F instance ``MECHANISM-noise-x0.5``, ``"labels"`` the mechanism's labels-in-the-clear bug, ``"1"``
-    (the correct mechanism) None.
+    """The zoo bug of the detection-power table's (and the null test's) bug key for ``mechanism``.
+
+    ``"0.5"`` (σ × 0.5) names the σ × F instance ``MECHANISM-noise-x0.5``, ``"labels"`` the mechanism's
+    labels-in-the-clear bug, ``"1"`` (the correct mechanism) None.
 
     Raises:
-        ValueError: ``labels`` for a mechanism without a label channel, or a key that is neither F nor ``labels``."""
+        ValueError: ``labels`` for a mechanism without a label channel, or a key that is neither F nor ``labels``.
+    """
     if key == "1":
         return None
     if key == "labels":

@@ -141,8 +141,11 @@ def _dataset(profile: str) -> str | None:
 
 
 def _check_run(options) -> None:
-    """Refuse, before anything is written, what would stop the zoo later: a plan with nothing to run, MNIST not
-    there for a profile that trains on it, an executor that cannot start, an output folder that cannot be used."""
+    """Refuse, before anything is written, what would stop the zoo later.
+
+    A plan with nothing to run, MNIST not there for a profile that trains on it, an executor that cannot start, an
+    output folder that cannot be used.
+    """
     import importlib.util
 
     from bench.zoo.folder import check_output
@@ -185,11 +188,13 @@ def _run(options) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the zoo sub-command ``args.zoo_command``; the exit status (0; 1 when a run or verdict failed, or a worker
-    died).
+    """Run the zoo sub-command ``args.zoo_command``.
+
+    The exit status (0; 1 when a run or verdict failed, or a worker died).
 
     Raises:
-        bench.core.errors.ConfigError: bad input (one line), before anything is written."""
+        bench.core.errors.ConfigError: bad input (one line), before anything is written.
+    """
     plugins = _load(getattr(args, "plugins", None))
     if args.zoo_command == "list":
         return _list()

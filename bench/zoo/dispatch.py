@@ -1,6 +1,8 @@
-"""Where the zoo's runs go: ``jobs`` worker processes on this machine (``--executor local``), each with its own share
-of the CPUs, or one Ray task per run on a local Ray instance or a cluster (``--executor ray``). Either way a run is
-run and judged in its worker (``bench.zoo.worker.work``) and only its record comes back to the driver.
+"""Where the zoo's runs go: ``jobs`` worker processes on this machine (``--executor local``).
+
+Each with its own share of the CPUs, or one Ray task per run on a local Ray instance or a cluster (``--executor ray``).
+Either way a run is run and judged in its worker (``bench.zoo.worker.work``) and only its record comes back to the
+driver.
 
 Local workers are spawned processes that live for the whole zoo (the anchors' packages are imported once per
 worker, not once per run) and ask Linux to kill them when the driver dies (``PR_SET_PDEATHSIG``), as the runs they
@@ -26,10 +28,12 @@ class WorkerDied(BenchError):
 
 
 def cpu_shares(options: ZooOptions) -> queue.Queue[frozenset[int]] | None:
-    """With ``jobs`` local workers on at least as many CPUs: this process's CPUs cut into ``jobs`` disjoint shares,
-    one per worker (its affinity, which its ``bench run`` inherits: processes × threads = its share, instead of
-    every run starting a training process per CPU of the whole machine). None where there is nothing to share (one
-    job, Ray, fewer CPUs than jobs, no affinity)."""
+    """With ``jobs`` local workers on at least as many CPUs.
+
+    This process's CPUs cut into ``jobs`` disjoint shares, one per worker (its affinity, which its ``bench run``
+    inherits: processes × threads = its share, instead of every run starting a training process per CPU of the whole
+    machine). None where there is nothing to share (one job, Ray, fewer CPUs than jobs, no affinity).
+    """
     if options.jobs < 2 or options.executor != "local" or not hasattr(os, "sched_setaffinity"):
         return None
     cpus = sorted(os.sched_getaffinity(0))[:available_cpus()]
@@ -42,8 +46,10 @@ def cpu_shares(options: ZooOptions) -> queue.Queue[frozenset[int]] | None:
 
 
 def _init_worker(parent: int, shares: Any, plugins: tuple[str, ...]) -> None:
-    """A local worker's start: die with the driver, take a share of the CPUs, ignore Ctrl-C (the driver's to
-    handle; the worker's run gets it from the terminal), load the catalogue."""
+    """A local worker's start: die with the driver, take a share of the CPUs.
+
+    Ignore Ctrl-C (the driver's to handle; the worker's run gets it from the terminal), load the catalogue.
+    """
     import signal
 
     die_with_parent(parent)
@@ -62,11 +68,13 @@ def _work(spec: RunSpec) -> dict[str, Any]:
 
 
 def run_local(options: ZooOptions, specs: list[RunSpec]) -> Iterator[tuple[RunSpec, dict[str, Any]]]:
-    """Each of ``specs`` run and judged in ``options.jobs`` worker processes; yields ``(spec, record)`` as each
-    finishes.
+    """Each of ``specs`` run and judged in ``options.jobs`` worker processes.
+
+    Yields ``(spec, record)`` as each finishes.
 
     Raises:
-        WorkerDied: a worker process ended without its record (one line; the records kept so far stay)."""
+        WorkerDied: a worker process ended without its record (one line; the records kept so far stay).
+    """
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -106,7 +114,8 @@ def _connect(address: str | None) -> Any:
     """Ray, connected to ``address`` (None: a local instance with this machine's CPUs).
 
     Raises:
-        ConfigError: Ray is not installed; BenchError: the cluster cannot be reached (one line each)."""
+        ConfigError: Ray is not installed; BenchError: the cluster cannot be reached (one line each).
+    """
     try:
         import ray
     except ImportError:
@@ -139,8 +148,10 @@ def _ray_work(spec: RunSpec, cpus: int) -> dict[str, Any]:
 
 
 def run_ray(options: ZooOptions, specs: list[RunSpec]) -> Iterator[tuple[RunSpec, dict[str, Any]]]:
-    """Each of ``specs`` as one Ray task (``num_cpus=CPUS_PER_RUN``), at most ``options.jobs`` in flight; yields
-    ``(spec, record)`` as each finishes. A task Ray could not run is a failed run (its record's ``error``)."""
+    """Each of ``specs`` as one Ray task (``num_cpus=CPUS_PER_RUN``), at most ``options.jobs`` in flight.
+
+    Yields ``(spec, record)`` as each finishes. A task Ray could not run is a failed run (its record's ``error``).
+    """
     ray = _connect(options.ray_address)
     task = ray.remote(_ray_work).options(num_cpus=CPUS_PER_RUN, max_retries=1)
     waiting, flight = list(specs), {}

@@ -1,6 +1,8 @@
-"""The zoo's results document (``zoo.json``) and its summary: per bug (or correct mechanism) and auditor, the
-detection rate over seeds with its 95 % Clopper-Pearson interval (on a correct mechanism: the false-alarm rate), and
-the mean CPU-seconds per verdict. No torch import."""
+"""The zoo's results document (``zoo.json``) and its summary.
+
+Per bug (or correct mechanism) and auditor, the detection rate over seeds with its 95 % Clopper-Pearson interval (on a
+correct mechanism: the false-alarm rate), and the mean CPU-seconds per verdict. No torch import.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ TIMES = ("wall_s", "run_cpu_s", "judge_cpu_s", "cpu_s_per_verdict", "written", "
 
 
 def rate_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The two-sided Clopper-Pearson interval of a rate k/n (fractions; (0, 1) for n = 0): α/2 in each tail, the
-    upper limit's tail read as 1 − (1 − α/2), the complement of its level, as zoo.json has always computed it."""
+    """The two-sided Clopper-Pearson interval of a rate k/n (fractions; (0, 1) for n = 0).
+
+    α/2 in each tail, the upper limit's tail read as 1 − (1 − α/2), the complement of its level, as zoo.json has always
+    computed it.
+    """
     if n == 0:
         return 0.0, 1.0
     a = (1 - confidence) / 2
@@ -26,11 +31,13 @@ def rate_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, floa
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One summary row per (case, auditor), in the order the cases were run: ``verdicts`` (seeds judged),
-    ``caught``, ``rate`` and its ``lower`` / ``upper`` 95 % limits, ``errors`` (runs or verdicts that failed:
-    shown, never counted as a pass), ``missing`` (why the auditor could not run), ``cpu_s_per_verdict`` (mean over
-    judged seeds of the run's CPU-seconds plus the auditor's own), the bug's ``true_epsilon`` / certified ε ratio
-    (the mean over seeds; ∞ for an unbounded bug; None where unknown)."""
+    """One summary row per (case, auditor), in the order the cases were run.
+
+    ``verdicts`` (seeds judged), ``caught``, ``rate`` and its ``lower`` / ``upper`` 95 % limits, ``errors`` (runs or
+    verdicts that failed: shown, never counted as a pass), ``missing`` (why the auditor could not run),
+    ``cpu_s_per_verdict`` (mean over judged seeds of the run's CPU-seconds plus the auditor's own), the bug's
+    ``true_epsilon`` / certified ε ratio (the mean over seeds; ∞ for an unbounded bug; None where unknown).
+    """
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows:
         key = (r["case"], r["auditor"])
@@ -61,9 +68,12 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_document(options: Any, rows: list[dict[str, Any]], *, cost: dict[str, Any] | None = None
                    ) -> dict[str, Any]:
-    """Write ``zoo.json`` atomically into ``options.output``: the settings, the configuration and code version its
-    runs are keyed by (``bench.zoo.resume``), the catalogue's entries that ran, every verdict row, the summary, and
-    ``cost`` (this invocation's wall time and the driver's and workers' CPU-seconds); returns the document."""
+    """Write ``zoo.json`` atomically into ``options.output``.
+
+    The settings, the configuration and code version its runs are keyed by (``bench.zoo.resume``), the catalogue's
+    entries that ran, every verdict row, the summary, and ``cost`` (this invocation's wall time and the driver's and
+    workers' CPU-seconds); returns the document.
+    """
     from bench.zoo.api import AUDITORS, BUGS
     from bench.zoo.resume import code_version, configuration
 

@@ -1,7 +1,10 @@
-"""Which zoo folders and documents the zoo's commands refuse up front, each in one line (``ConfigError``: the command
-line prints ``privbench: error: …`` and exits with status 2, having written nothing): an output path that is a file
-or lies under one, a folder that cannot be written, a ``zoo.json`` that cannot be read or is not a zoo document, and
-one of another configuration (``bench.zoo.resume.configuration``) unless ``--overwrite``. No torch import."""
+"""Which zoo folders and documents the zoo's commands refuse up front.
+
+Each in one line (``ConfigError``: the command line prints ``privbench: error: …`` and exits with status 2, having
+written nothing): an output path that is a file or lies under one, a folder that cannot be written, a ``zoo.json`` that
+cannot be read or is not a zoo document, and one of another configuration (``bench.zoo.resume.configuration``) unless
+``--overwrite``. No torch import.
+"""
 
 from __future__ import annotations
 
@@ -84,7 +87,8 @@ def read_document(path: Path) -> dict[str, Any]:
     """The zoo document at ``path``, checked to be one ``zoo report`` can draw.
 
     Raises:
-        ConfigError: no such file, not a file, not JSON, or not a zoo document (one line saying what is wrong)."""
+        ConfigError: no such file, not a file, not JSON, or not a zoo document (one line saying what is wrong).
+    """
     if not path.exists():
         raise ConfigError(f"{path.parent}: no zoo.json there; allowed: a folder written by 'privbench zoo run'")
     if not path.is_file():
@@ -107,8 +111,11 @@ def read_document(path: Path) -> dict[str, Any]:
 
 
 def check_writable_folder(folder: Path, what: str) -> None:
-    """Refuse ``folder`` as a place to write: a path that is not a folder, or lies under a file, or a folder (or
-    its nearest existing parent) this process cannot write to."""
+    """Refuse ``folder`` as a place to write.
+
+    A path that is not a folder, or lies under a file, or a folder (or its nearest existing parent) this process cannot
+    write to.
+    """
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{what} {folder} is a file, not a folder; allowed: a folder (new, or written by "
                           "'privbench zoo run')")
@@ -124,8 +131,10 @@ def check_writable_folder(folder: Path, what: str) -> None:
 
 def check_output(output: Path, configuration: dict[str, Any], *, overwrite: bool) -> None:
     """Refuse ``output`` for a zoo of ``configuration`` (``bench.zoo.resume.configuration``): module docstring.
+
     A folder holding this configuration's zoo resumes it; ``overwrite`` lets a zoo of another configuration, or a
-    zoo.json that cannot be read, be replaced."""
+    zoo.json that cannot be read, be replaced.
+    """
     check_writable_folder(output, "--output")
     for name in ("zoo.json", "zoo.md", "zoo_cost.png", "runs"):
         path = output / name

@@ -1,5 +1,8 @@
-"""A zoo run's settings (``ZooOptions``) and one run's order to a worker (``RunSpec``): plain, picklable data that
-the driver hands to a worker process (local) or a Ray task, and what each zoo mechanism runs as. No torch import."""
+"""A zoo run's settings (``ZooOptions``) and one run's order to a worker (``RunSpec``).
+
+Plain, picklable data that the driver hands to a worker process (local) or a Ray task, and what each zoo mechanism runs
+as. No torch import.
+"""
 
 from __future__ import annotations
 
@@ -21,11 +24,13 @@ CPUS_PER_RUN = 1
 
 @dataclass(frozen=True)
 class ZooOptions:
-    """A zoo run's settings: ``profile`` (``ci`` or ``default``), the ``bugs`` and ``auditors`` (names), ``seeds``
-    (0..N−1), the target ε (None: the profile's: ci 2, default 1), ``output`` folder, ``executor`` (``local``: runs
-    in worker processes on this machine; ``ray``: each run a Ray task), ``data_root``, user ``plugins`` (modules
-    registering bugs or auditors), ``jobs`` (runs side by side), ``ray_address`` (a running Ray cluster; None: a
-    local Ray instance), ``overwrite`` (replace a zoo of another configuration in ``output``)."""
+    """A zoo run's settings: ``profile`` (``ci`` or ``default``), the ``bugs`` and ``auditors`` (names).
+
+    ``seeds`` (0..N−1), the target ε (None: the profile's: ci 2, default 1), ``output`` folder, ``executor`` (``local``:
+    runs in worker processes on this machine; ``ray``: each run a Ray task), ``data_root``, user ``plugins`` (modules
+    registering bugs or auditors), ``jobs`` (runs side by side), ``ray_address`` (a running Ray cluster; None: a local
+    Ray instance), ``overwrite`` (replace a zoo of another configuration in ``output``).
+    """
 
     profile: str
     bugs: tuple[str, ...]
@@ -42,15 +47,19 @@ class ZooOptions:
 
     @property
     def target_epsilon(self) -> float:
+        """The target ε: ``epsilon`` where given, else the profile's."""
         return self.epsilon if self.epsilon is not None else PROFILE_EPSILON[self.profile]
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of the zoo, as the driver orders it: the ``case`` (``dpsgd:correct`` or a bug's name), its zoo
-    ``mechanism`` and ``bug`` (None: the correct version), the ``seed``, the privbench ``attacks`` its bench run
-    runs, the ``auditors`` that judge it (names), its ``folder``, the ``cache`` folder of its models, and its
-    ``key`` (``bench.zoo.resume.run_key``: a record kept under another key is never reused)."""
+    """One run of the zoo, as the driver orders it.
+
+    The ``case`` (``dpsgd:correct`` or a bug's name), its zoo ``mechanism`` and ``bug`` (None: the correct version), the
+    ``seed``, the privbench ``attacks`` its bench run runs, the ``auditors`` that judge it (names), its ``folder``, the
+    ``cache`` folder of its models, and its ``key`` (``bench.zoo.resume.run_key``: a record kept under another key is
+    never reused).
+    """
 
     options: ZooOptions
     case: str

@@ -1,6 +1,8 @@
-"""The zoo's report page (``zoo.md``, with ``zoo_cost.png`` beside it), drawn from ``zoo.json`` alone: per bug and
-auditor the detection rate over seeds with its 95 % interval, the false-alarm rate on each correct mechanism, the
-CPU-seconds per verdict, and a plot of each auditor's detection rate against its cost."""
+"""The zoo's report page (``zoo.md``, with ``zoo_cost.png`` beside it), drawn from ``zoo.json`` alone.
+
+Per bug and auditor the detection rate over seeds with its 95 % interval, the false-alarm rate on each correct
+mechanism, the CPU-seconds per verdict, and a plot of each auditor's detection rate against its cost.
+"""
 
 from __future__ import annotations
 
@@ -97,11 +99,14 @@ def plot(doc: dict[str, Any], path: Path) -> None:
 
 
 def write_report(folder: Path, doc: dict[str, Any] | None = None) -> Path:
-    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from ``doc`` (None: its ``zoo.json``, unchecked: the
-    command line checks it first, ``bench.zoo.folder.read_document``); returns the Markdown's path.
+    """Draw ``zoo.md`` and ``zoo_cost.png`` in ``folder`` from ``doc``.
+
+    (None: its ``zoo.json``, unchecked: the command line checks it first, ``bench.zoo.folder.read_document``.) Returns
+    the Markdown's path.
 
     Raises:
-        FileNotFoundError: no zoo.json there."""
+        FileNotFoundError: no zoo.json there.
+    """
     if doc is None:
         doc = json.loads((folder / "zoo.json").read_text(encoding="utf-8"))
     plot(doc, folder / "zoo_cost.png")

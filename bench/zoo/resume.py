@@ -1,5 +1,6 @@
-"""Resuming a zoo, and never mixing: what keys a judged run, which kept runs a rerun reuses, and which output folders
-``privbench zoo run`` refuses up front.
+"""Resuming a zoo, and never mixing.
+
+What keys a judged run, which kept runs a rerun reuses, and which output folders ``privbench zoo run`` refuses up front.
 
 A run's key (``run_key``) covers everything that shapes its rows: the code version (``code_version``: every module
 of privbench's packages, the user's plug-in modules and the example plug-ins the zoo runs, each by its docstring-free
@@ -50,8 +51,10 @@ def _settings() -> dict[str, Any]:
 
 @functools.cache
 def code_version(plugins: tuple[str, ...] = ()) -> str:
-    """A SHA-256 over the code and settings that shape a zoo run's rows (module docstring), in this process (a
-    plug-in module whose source cannot be found enters by its name alone)."""
+    """A SHA-256 over the code and settings that shape a zoo run's rows (module docstring), in this process.
+
+    A plug-in module whose source cannot be found enters by its name alone.
+    """
     from bench.execution.fingerprint import fingerprint
 
     fp = fingerprint(*_modules(), *plugins)
@@ -65,8 +68,11 @@ def code_version(plugins: tuple[str, ...] = ()) -> str:
 
 
 def configuration(options: ZooOptions) -> dict[str, Any]:
-    """What a zoo folder holds the rows of: the profile, the target ε and the plug-ins (a rerun with another is
-    refused without ``--overwrite``; bugs, auditors and seeds may change between reruns into one folder)."""
+    """What a zoo folder holds the rows of.
+
+    The profile, the target ε and the plug-ins (a rerun with another is refused without ``--overwrite``; bugs, auditors
+    and seeds may change between reruns into one folder).
+    """
     return {"profile": options.profile, "target_epsilon": options.target_epsilon,
             "plugins": sorted(options.plugins)}
 
@@ -89,8 +95,10 @@ def revive(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def kept(spec: RunSpec) -> dict[str, Any] | None:
-    """The judged run kept in ``spec``'s folder under ``spec.key`` (its rows revived), or None: no record, one of
-    another key, or one that cannot be read (it is run again)."""
+    """The judged run kept in ``spec``'s folder under ``spec.key`` (its rows revived), or None.
+
+    No record, one of another key, or one that cannot be read (it is run again).
+    """
     try:
         record = json.loads(spec.record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -1,16 +1,9 @@
-"""``privbench zoo run``: every bug (and each mechanism's correct version) × seed, each as one ``bench run`` of its
-mechanism with the bug applied in every process of it (``bench.zoo.apply``), then every auditor's verdict on it.
+"""``privbench zoo run``: every bug (and each mechanism's correct version) × seed.
 
-The driver (this module) plans the runs, reuses those already judged under the same key (``bench.zoo.resume``),
-and hands the rest to workers (``bench.zoo.dispatch``: local worker processes, or Ray tasks) that run **and judge**
-each one where it ran (``bench.zoo.worker``): the bug's true ε, every auditor's verdict and the reading of the run's
-documents happen in the worker, so the zoo's wall time falls with workers; the driver only collects the rows and
-writes ``zoo.json`` (``bench.zoo.document``) atomically after every run. An auditor's CPU-seconds per verdict
-estimate what a run of its own would cost: the run's CPU time (every process of it, training workers included) less
-the seconds of the attacks it does not read, plus its own analysis. Each case trains into a model cache of its own
-(``cache/<case>-<hash of the bug's module>``): a bug's models are never served to the correct mechanism, nor a model
-of an edited bug. A zoo killed at any point resumes: the rerun of the same command computes only the runs not yet
-judged under the current key, and never mixes rows of another code version or configuration.
+Each as one ``bench run`` of its mechanism with the bug applied in every process of it (``bench.zoo.apply``), then every
+auditor's verdict on it.
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -35,8 +28,10 @@ __all__ = ["CORRECT", "MECHANISM_RUN", "PROFILE_EPSILON", "REPO", "ZooOptions", 
 
 
 def cases(bugs: tuple[str, ...]) -> list[tuple[str, str, Bug | None]]:
-    """``(case name, zoo mechanism, bug or None)`` for each bug and, first, the correct version of every mechanism
-    a bug mutates (its false alarms are always measured)."""
+    """``(case name, zoo mechanism, bug or None)`` for each bug and, first.
+
+    The correct version of every mechanism a bug mutates (its false alarms are always measured).
+    """
     chosen = [BUGS.get(b) for b in bugs]
     mechanisms = [m for m in ZOO_MECHANISMS if any(b.mechanism == m for b in chosen)]
     return [(f"{m}:{CORRECT}", m, None) for m in mechanisms] + [(b.name, b.mechanism, b) for b in chosen]
@@ -51,8 +46,10 @@ def _hash(bug: Bug | None) -> str:
 
 
 def plan(options: ZooOptions) -> list[RunSpec]:
-    """Every run of the zoo, in report order (each case's seeds in turn), with the attacks any of its auditors
-    reads; a case none of the chosen auditors can audit has none."""
+    """Every run of the zoo, in report order (each case's seeds in turn), with the attacks any of its auditors reads.
+
+    A case none of the chosen auditors can audit has none.
+    """
     load(options.plugins)
     auditors = [AUDITORS.get(a) for a in options.auditors]
     version = code_version(options.plugins)
@@ -91,15 +88,17 @@ def _failed_rows(spec: RunSpec, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Every case × seed: reuse the runs judged under the same key, run and judge the others in workers, and write
-    ``zoo.json`` after each (``bench.zoo.document``). The caller holds the output folder's lock.
+    """Every case × seed: reuse the runs judged under the same key, run and judge the others in workers.
+
+    And write ``zoo.json`` after each (``bench.zoo.document``). The caller holds the output folder's lock.
 
     Raises:
         ValueError: an unknown bug or auditor (one line listing the known ones).
         bench.core.errors.ConfigError: a run refused its configuration (exit status 2; e.g. a plug-in mechanism
             without settings for the profile): the same for every seed, so the zoo stops at once, the runs not yet
             started cancelled and the finished ones kept.
-        bench.zoo.dispatch.WorkerDied: a local worker process died (the runs judged so far are kept)."""
+        bench.zoo.dispatch.WorkerDied: a local worker process died (the runs judged so far are kept).
+    """
     from bench.zoo.dispatch import dispatch
     from bench.zoo.document import write_document
 
@@ -134,11 +133,13 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
 
 
 def _cost(start: float, fresh: list[dict[str, Any]]) -> dict[str, Any]:
-    """What this invocation cost: its wall time; ``driver_cpu_s``, the driver's own CPU-seconds (this process, no
-    child); ``runs_cpu_s``, the workers' for the runs it computed (each run's processes and its judging, summed
-    over their records); ``children_cpu_s``, every child process this driver has reaped (local workers with their
-    start-up and their runs; a local Ray instance's processes), complete once the workers are done; and
-    ``driver_share``, the driver's part of the whole."""
+    """What this invocation cost.
+
+    Its wall time; ``driver_cpu_s``, the driver's own CPU-seconds (this process, no child); ``runs_cpu_s``, the workers'
+    for the runs it computed (each run's processes and its judging, summed over their records); ``children_cpu_s``,
+    every child process this driver has reaped (local workers with their start-up and their runs; a local Ray instance's
+    processes), complete once the workers are done; and ``driver_share``, the driver's part of the whole.
+    """
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     runs = sum(r.get("worker_cpu_s") or 0.0 for r in fresh)
     driver, reaped = me.ru_utime + me.ru_stime, children.ru_utime + children.ru_stime

@@ -1,13 +1,11 @@
-"""One zoo run, where it runs: a worker process of this machine (``--executor local``) or a Ray task (``ray``) runs
-the ``bench run`` of its mechanism with the bug applied (``bench.zoo.apply``), reads the run's document once, and
-computes every row of it there — the bug's true ε, each auditor's verdict, the CPU-seconds each verdict costs — so
-the driver only collects rows (``bench.zoo.runner``).
+"""One zoo run, where it runs.
 
-A judged run is kept in its folder (``zoo-run.json``, written atomically, with its key: ``bench.zoo.resume``); a run
-that ended without results (killed, crashed) is not kept, so a rerun tries it again. An interrupted ``bench run``
-of the same key resumes in its own folder (its results and the model cache); a folder of another key is emptied
-first. The ``bench run`` is started through a launcher that asks Linux to kill it when its worker dies
-(``PR_SET_PDEATHSIG``), so a zoo killed with SIGKILL leaves no run writing behind it.
+A worker process of this machine (``--executor local``) or a Ray task (``ray``) runs the ``bench run`` of its mechanism
+with the bug applied (``bench.zoo.apply``), reads the run's document once, and computes every row of it there — the
+bug's true ε, each auditor's verdict, the CPU-seconds each verdict costs — so the driver only collects rows
+(``bench.zoo.runner``).
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -59,8 +57,10 @@ def _environment(spec: RunSpec, cpus: int | None) -> dict[str, str]:
 
 
 def _prepare(spec: RunSpec) -> None:
-    """The run's folder, emptied where it holds a run of another key (or of none); an interrupted run of this key
-    stays (its bench run resumes), less its scores (written again)."""
+    """The run's folder, emptied where it holds a run of another key (or of none).
+
+    An interrupted run of this key stays (its bench run resumes), less its scores (written again).
+    """
     key_file = spec.folder / KEY_FILE
     same = key_file.is_file() and key_file.read_text(encoding="utf-8").strip() == spec.key
     if spec.folder.exists() and not same:
@@ -73,8 +73,10 @@ def _prepare(spec: RunSpec) -> None:
 
 
 def _finished(spec: RunSpec) -> dict[str, Any] | None:
-    """The record of this key's bench run where it ended with results but was not judged (its worker killed
-    while judging): it is judged again from its files, never rerun."""
+    """The record of this key's bench run where it ended with results but was not judged.
+
+    (its worker killed while judging.) It is judged again from its files, never rerun.
+    """
     try:
         run = json.loads((spec.folder / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -92,10 +94,13 @@ def _complete(folder: Path) -> bool:
 
 
 def run_case(spec: RunSpec, cpus: int | None = None) -> dict[str, Any]:
-    """The ``bench run`` of ``spec``: its exit status, wall time, CPU-seconds (every process of it, training workers
-    included) and, where it failed, why (``error``), kept in ``RUN_FILE``. ``cpus``: the CPUs it may train on where
-    a scheduler granted them (a Ray task); a local worker's share is its affinity, which the run inherits. A run of
-    this key that already ended with results is not run again."""
+    """The ``bench run`` of ``spec``.
+
+    Its exit status, wall time, CPU-seconds (every process of it, training workers included) and, where it failed, why
+    (``error``), kept in ``RUN_FILE``. ``cpus``: the CPUs it may train on where a scheduler granted them (a Ray task); a
+    local worker's share is its affinity, which the run inherits. A run of this key that already ended with results is
+    not run again.
+    """
     _prepare(spec)
     done = _finished(spec)
     if done is not None:
@@ -152,8 +157,10 @@ def read_run(folder: Path) -> tuple[Any, str | None]:
 
 
 def judge(auditor: Auditor, doc: Any, folder: Path, scores: dict[str, Any]) -> dict[str, Any]:
-    """``auditor``'s verdict on the run ``doc`` in ``folder`` (``caught``, ``value``, ``text``, ``judge_cpu_s``:
-    this process's CPU time for it), or ``error`` where it raised or the run failed."""
+    """``auditor``'s verdict on the run ``doc`` in ``folder``, or ``error`` where it raised or the run failed.
+
+    (``caught``, ``value``, ``text``, ``judge_cpu_s``: this process's CPU time for it.)
+    """
     targets = [r for r in doc.results if not r.off_point]
     if not targets or not targets[0].ok:
         return {"error": f"the run failed: {targets[0].error if targets else 'no cell'}"}
@@ -167,8 +174,10 @@ def judge(auditor: Auditor, doc: Any, folder: Path, scores: dict[str, Any]) -> d
 
 
 def true_epsilon(bug: Bug | None, doc: Any) -> tuple[float | None, float | None]:
-    """(certified ε, the ε the bug really spends) of the run ``doc`` (None: no document); the correct mechanism's
-    true ε is its certified one. None where unknown."""
+    """(certified ε, the ε the bug really spends) of the run ``doc`` (None: no document).
+
+    The correct mechanism's true ε is its certified one. None where unknown.
+    """
     targets = [r for r in doc.results if r.ok and r.privacy is not None] if doc is not None else []
     if not targets:
         return None, None
@@ -191,9 +200,11 @@ def attack_seconds(doc: Any) -> dict[str, float]:
 
 
 def judge_rows(spec: RunSpec, run: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every auditor's row on the finished run of ``spec`` (``run``: ``run_case``'s record), in ``spec.auditors``'
-    order: the case, the certified and true ε, the verdict, and the CPU-seconds of the run the auditor needs (the
-    run's, less the attacks it does not read)."""
+    """Every auditor's row on the finished run of ``spec`` (``run``: ``run_case``'s record).
+
+    In ``spec.auditors``' order: the case, the certified and true ε, the verdict, and the CPU-seconds of the run the
+    auditor needs (the run's, less the attacks it does not read).
+    """
     load(spec.options.plugins)
     bug = BUGS.get(spec.bug) if spec.bug else None
     doc, why = read_run(spec.folder)
@@ -218,11 +229,13 @@ def judge_rows(spec: RunSpec, run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def work(spec: RunSpec, cpus: int | None = None) -> dict[str, Any]:
-    """Run and judge ``spec`` in this process: its record (``key``, ``case``, ``seed``, the run's ``exit``,
-    ``wall_s``, ``run_cpu_s``, ``error``, every auditor's ``rows``, and ``worker_cpu_s``: the run's CPU-seconds
-    plus this process's for reading and judging it), kept atomically in ``spec.record_path`` when the run ended
-    with results (exit status 0, 1 or 3). Exit status 2 (the run refused its configuration) is the driver's to
-    act on: no rows."""
+    """Run and judge ``spec`` in this process.
+
+    Its record (``key``, ``case``, ``seed``, the run's ``exit``, ``wall_s``, ``run_cpu_s``, ``error``, every auditor's
+    ``rows``, and ``worker_cpu_s``: the run's CPU-seconds plus this process's for reading and judging it), kept
+    atomically in ``spec.record_path`` when the run ended with results (exit status 0, 1 or 3). Exit status 2 (the run
+    refused its configuration) is the driver's to act on: no rows.
+    """
     run = run_case(spec, cpus)
     record: dict[str, Any] = {"key": spec.key, "case": spec.case, "seed": spec.seed, "attacks": list(spec.attacks),
                               **run}

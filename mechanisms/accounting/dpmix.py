@@ -1,27 +1,11 @@
-"""DPMix's accountants (Lee, Kim, Lee, Suh, ISIT 2019): the tight PLD accountant (default), Google
-``dp_accounting``'s RDP, and the paper's closed form (``mechanisms.accounting.dpmix_closed_form``), all under
-replace-one.
+"""DPMix's accountants (Lee, Kim, Lee, Suh, ISIT 2019).
+
+The tight PLD accountant (default), Google ``dp_accounting``'s RDP, and the paper's closed form
+(``mechanisms.accounting.dpmix_closed_form``), all under replace-one.
 
 Pure maths, no torch. ε is unitless, δ is a probability.
 
-**Sensitivity.** A released sample is the mean of ℓ records (features in [0, 1]^d_x, label rows in [0, 1]^d_y) plus
-N(0, σ_x²) per feature and N(0, σ_y²) per label coordinate. Whitened by the noise, replacing one record moves the mean
-by at most Δ/ℓ with Δ² = d_x/σ_x² + Δ_y²/σ_y², where Δ_y is the label rows' L2 diameter (``label_sensitivity``): √2 for
-one-hot or soft labels that sum to 1 (two distributions differ by at most √2 in L2), √d_y for arbitrary rows in
-[0, 1]^d_y (Lee et al.'s statement), 0 when the label is not released (per-class mixing).
-
-**The tight accountant.** One release draws a uniform ℓ-subset of the n records, so a given record is in it with
-probability q = ℓ/n. Under replace-one with sampling without replacement, the pair (q·N(Δ/ℓ, I) + (1 − q)·N(0, I),
-N(0, I)) and its reverse dominate one release (Balle, Barthe, Gaboardi, NeurIPS 2018, "Privacy Amplification by
-Subsampling", advanced joint convexity; as dominating pairs: Zhu, Dong, Wang, AISTATS 2022, "Optimal Accounting of
-Differential Privacy via Characteristic Function", subsampling without replacement). The pair is attained: take a
-data set whose other records all equal one record c, and let the differing record be z at distance Δ from c (c a
-0-image labelled e₁, z a 1-image labelled e₂) on one side and c itself on the other; the releases are then exactly
-q·N(c + (z − c)/ℓ) + (1 − q)·N(c) against N(c). T independent releases compose, so the T-fold composition of that
-pair is DPMix's exact ε. It is the same pair as a Poisson-subsampled Gaussian under add/remove, which
-``dp_accounting``'s PLD (Doroshenko et al. 2022, connect-the-dots, pessimistic) evaluates with an upper-bounding
-discretisation (``PLD_INTERVAL``); the tests bracket it with Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021), whose
-error is bounded, and with a direct numerical integration of the pair's hockey-stick divergence.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -114,7 +98,8 @@ def dpmix_epsilon(
         mixture_degree: ℓ, records averaged per sample (1 ≤ ℓ ≤ n).
         num_samples: T, samples released (≥ 1).
         num_records: n, size of the private dataset.
-        d_x: feature dimension; d_y: label dimension (both ≥ 1).
+        d_x: feature dimension.
+        d_y: label dimension (both ≥ 1).
         delta: target δ, a probability in (0, 1).
         method: ``"pld"`` (default) — the exact ε of the dominating pair by ``dp_accounting``'s PLD (module
             docstring); ``"dp_accounting"`` — Google's RDP accountant (Wang, Balle, Kasiviswanathan 2019, Thm. 27,
@@ -149,11 +134,14 @@ def dpmix_epsilon(
 
 @functools.lru_cache(maxsize=1024)
 def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
-    """ε at ``delta`` of :func:`dpmix_pld`, memoised: an audit's releases repeat one σ's privacy profile (eleven
-    δ's, most of a release's time) for every release.
+    """ε at ``delta`` of :func:`dpmix_pld`, memoised.
+
+    An audit's releases repeat one σ's privacy profile (eleven δ's, most of a release's time) for every release.
 
     Args:
-        c, q, num_samples: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
+        c: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
+        q: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
+        num_samples: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
         delta: δ, a probability in (0, 1).
 
     Returns:
@@ -165,12 +153,16 @@ def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> flo
 
 @functools.lru_cache(maxsize=256)
 def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution | None:
-    """``dp_accounting``'s PLD of T = ``num_samples`` DPMix releases: the T-fold composition of the dominating pair
-    (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse (module docstring), pessimistic connect-the-dots, grid
-    ``PLD_INTERVAL·max(1, c)``; memoised (a calibration and its privacy profile ask the same one many times).
+    """``dp_accounting``'s PLD of T = ``num_samples`` DPMix releases.
+
+    The T-fold composition of the dominating pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse (module
+    docstring), pessimistic connect-the-dots, grid ``PLD_INTERVAL·max(1, c)``; memoised (a calibration and its privacy
+    profile ask the same one many times).
 
     Args:
-        c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (> 0). q: ℓ/n in (0, 1]. num_samples: T.
+        c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (> 0).
+        q: ℓ/n in (0, 1].
+        num_samples: T.
 
     Returns:
         A ``dp_accounting.pld.PrivacyLossDistribution``; ``.get_epsilon_for_delta(δ)`` is ε at δ. ``None`` when
@@ -186,8 +178,10 @@ def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution |
 
 
 def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float) -> float:
-    """Google ``dp_accounting``'s RDP ε of T self-composed draws of ℓ of n records without replacement, each a
-    Gaussian mechanism with noise multiplier ℓ/Δ (WBK19 Thm. 27, REPLACE_ONE; its default orders plus 64..120)."""
+    """Google ``dp_accounting``'s RDP ε of T self-composed draws of ℓ of n records without replacement.
+
+    Each a Gaussian mechanism with noise multiplier ℓ/Δ (WBK19 Thm. 27, REPLACE_ONE; its default orders plus 64..120).
+    """
     from dp_accounting import dp_event, rdp
     from dp_accounting.privacy_accountant import NeighboringRelation
 
@@ -201,7 +195,9 @@ def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float
 
 
 def dpmix_profile(*, sigma: float, delta: float, **kw: Any) -> tuple[tuple[float, float], ...]:
-    """DPMix's privacy profile ``((ε(δᵢ), δᵢ), ...)`` at ``accounting.PROFILE_DELTAS`` and ``delta`` by the same
+    """DPMix's privacy profile by the same accountant as :func:`dpmix_epsilon`.
+
+    DPMix's privacy profile ``((ε(δᵢ), δᵢ), ...)`` at ``accounting.PROFILE_DELTAS`` and ``delta`` by the same
     accountant as :func:`dpmix_epsilon`; audits test the whole curve.
 
     Args:
@@ -235,18 +231,27 @@ def dpmix_sigma(
     sigma_y_scale: float = 1.0,
     label_form: LabelForm = "distribution",
 ) -> float:
-    """Smallest σ = σ_x (σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε is ≤ ``target_epsilon``, memoised. ε falls in σ:
-    a bracket (from the closed form's σ, an upper end for the tighter accountants, down by factors of 4), then Brent's
+    """Smallest σ = σ_x (σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε is ≤ ``target_epsilon``, memoised. ε falls in σ.
+
+    A bracket (from the closed form's σ, an upper end for the tighter accountants, down by factors of 4), then Brent's
     method on log ε to relative ``tol`` (``accounting.search.solve_log``); the σ returned always meets the target.
 
     Args:
         target_epsilon: ε to reach (unitless, > 0).
-        mixture_degree, num_samples, num_records, d_x, d_y, delta, method, sample_rate, label_form: as in
-            :func:`dpmix_epsilon`.
+        mixture_degree: as in :func:`dpmix_epsilon`.
+        num_samples: as in :func:`dpmix_epsilon`.
+        num_records: as in :func:`dpmix_epsilon`.
+        d_x: as in :func:`dpmix_epsilon`.
+        d_y: as in :func:`dpmix_epsilon`.
+        delta: as in :func:`dpmix_epsilon`.
+        method: as in :func:`dpmix_epsilon`.
+        sample_rate: as in :func:`dpmix_epsilon`.
+        label_form: as in :func:`dpmix_epsilon`.
         sigma_y_scale: σ_y / σ_x, the label noise relative to the feature noise (> 0; 1: the source's equal
             noise). The feature-label cross-moments a learner estimates are noisiest where σ_x·σ_y is largest; at
             a fixed Δ² = d_x/σ_x² + Δ_y²/σ_y² that product is smallest at σ_y/σ_x = Δ_y/√d_x.
-        sigma_max: largest σ considered. tol: relative tolerance on σ.
+        sigma_max: largest σ considered.
+        tol: relative tolerance on σ.
 
     Returns:
         σ, the noise standard deviation (in feature units, features in [0, 1]).

@@ -1,18 +1,14 @@
-"""DPMix's closed-form accountant (Lee et al. 2019, Thm. 1), evaluated exactly; ``mechanisms.accounting.dpmix``
-is the public API that chooses between it, Google ``dp_accounting``'s RDP and the tight PLD accountant.
+"""DPMix's closed-form accountant (Lee et al. 2019, Thm. 1), evaluated exactly.
+
+``mechanisms.accounting.dpmix`` is the public API that chooses between it, Google ``dp_accounting``'s RDP and the tight
+PLD accountant.
 
 Pure maths, no torch. ε is unitless, δ is a probability. References:
 
 - DPMix: Lee, Kim, Lee, Suh, ISIT 2019, Thm. 1 — Rényi-DP amplification by sampling without replacement
   (Wang, Balle, Kasiviswanathan, AISTATS 2019, Thm. 9/27) of a Gaussian mechanism on a mean of ℓ records.
 
-Precision strategy for the DPMix closed form: B(k) = Σ_i (-1)^i C(k,i) e^{i(i-1)c/2}, c = Δ²/ℓ², is
-summed exactly in integer fixed point. Every even k has B(k) ≥ k!/(k/2)! (c/2)^{k/2} (expanding
-e^{c m(m-1)/2} in falling factorials gives a series of non-negative terms) and, when the top term
-dominates, B(k) ≥ e^{k(k-1)c/2} − Σ_{i<k} C(k,i) e^{i(i-1)c/2}. The scale 2^s of the fixed point is
-chosen from the better of these bounds so that the total rounding error is below 2^-64·B(k); the
-result is then checked a posteriori (and recomputed finer if the check ever failed). When the
-top term beats the rest by e^45 or more, log B(k) equals its log to within e^-45 and is used directly.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ _LN2 = math.log(2.0)
 
 @functools.lru_cache(maxsize=512)
 def _log_b_table(c: float, kmax: int) -> tuple[float, ...]:
-    """log B(k) for k = 0, 2, 4, ..., kmax (index k // 2), exact to ~2^-64 relative; c = Δ²/ℓ² > 0."""
+    """Log B(k) for k = 0, 2, 4, ..., kmax (index k // 2), exact to ~2^-64 relative; c = Δ²/ℓ² > 0."""
     i = np.arange(kmax + 1, dtype=float)
     log_e = i * (i - 1) / 2 * c  # log of e^{i(i-1)c/2}
     out = [0.0] * (kmax // 2 + 1)
@@ -77,9 +73,10 @@ def _log_b_table(c: float, kmax: int) -> tuple[float, ...]:
 
 
 def closed_form_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
-    """Lee et al.'s ε (ISIT 2019, Thm. 1) at δ for T = ``num_samples`` releases, each a Gaussian mechanism of
-    whitened sensitivity Δ/ℓ (``c`` = Δ²/ℓ² ≥ 0) on ℓ records drawn without replacement at rate ``q`` = ℓ/n:
-    min over integer α ∈ [2, MAX_ORDER] of T·ε'(α) + log(1/δ)/(α − 1), ε'(α) by ``_log_b_table``.
+    """Lee et al.'s ε (ISIT 2019, Thm. 1) at δ for T = ``num_samples`` releases.
+
+    Each a Gaussian mechanism of whitened sensitivity Δ/ℓ (``c`` = Δ²/ℓ² ≥ 0) on ℓ records drawn without replacement at
+    rate ``q`` = ℓ/n: min over integer α ∈ [2, MAX_ORDER] of T·ε'(α) + log(1/δ)/(α − 1), ε'(α) by ``_log_b_table``.
 
     Args:
         c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (≥ 0).

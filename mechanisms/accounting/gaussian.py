@@ -1,8 +1,10 @@
-"""Privacy accounting of the Gaussian mechanism: the analytic calibration (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1,
-evaluated by ``dp_accounting``) and the classic one kept to show what sources claimed; DP-SGD's PLD calibration and ε
-and the local release's (image, label) record accountant, memoised. Pure maths. ε is unitless, δ a probability.
-DP-SGD's calibration and ε by Opacus' accountants (add/remove): ``mechanisms.accounting.opacus_accountants``; DPMix's
-accountant: ``mechanisms.accounting.dpmix``."""
+"""Privacy accounting of the Gaussian mechanism.
+
+The analytic calibration (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1, evaluated by ``dp_accounting``) and the classic one
+kept to show what sources claimed; DP-SGD's PLD calibration and ε and the local release's (image, label) record
+accountant, memoised. Pure maths. ε is unitless, δ a probability. DP-SGD's calibration and ε by Opacus' accountants
+(add/remove): ``mechanisms.accounting.opacus_accountants``; DPMix's accountant: ``mechanisms.accounting.dpmix``.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +23,12 @@ def require(ok: bool, message: str) -> None:
     """Refuse bad input with one line: the accounting functions' argument check.
 
     Args:
-        ok: whether the input is allowed. message: the line naming the bad value and what is allowed.
+        ok: whether the input is allowed.
+        message: the line naming the bad value and what is allowed.
+
     Raises:
-        ValueError: ``message``, when ``ok`` is false."""
+        ValueError: ``message``, when ``ok`` is false.
+    """
     if not ok:
         raise ValueError(message)
 
@@ -37,15 +42,21 @@ def _check_gauss(**values: float) -> None:
 
 
 def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
-    """Exact δ(ε) of the Gaussian mechanism N(0, σ²) with L2 sensitivity Δ (Balle & Wang, ICML 2018, Thm. 8):
+    """Exact δ(ε) of the Gaussian mechanism N(0, σ²) with L2 sensitivity Δ (Balle & Wang, ICML 2018, Thm. 8).
+
     δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), by ``dp_accounting``'s ``GaussianPrivacyLoss``.
 
     Args:
-        sigma, epsilon, sensitivity: noise std (> 0, units of Δ), ε ≥ 0 (unitless), L2 sensitivity Δ (> 0).
+        sigma: noise std (> 0, units of Δ).
+        epsilon: ε ≥ 0 (unitless).
+        sensitivity: L2 sensitivity Δ (> 0).
+
     Returns:
         δ, a probability in [0, 1].
+
     Raises:
-        ValueError: sigma or sensitivity not > 0, or epsilon < 0."""
+        ValueError: sigma or sensitivity not > 0, or epsilon < 0.
+    """
     from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
     _check_gauss(sigma=sigma, sensitivity=sensitivity)
@@ -54,16 +65,22 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) ->
 
 
 def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest σ making the Gaussian mechanism (ε, δ)-DP: the analytic Gaussian mechanism (Balle & Wang, ICML
-    2018, Thm. 8 / Alg. 1), valid for every ε > 0 (unlike the classic calibration, which needs ε < 1), by
-    ``dp_accounting.get_sigma_gaussian`` (root-finding to 1e-12).
+    """Smallest σ making the Gaussian mechanism (ε, δ)-DP.
+
+    The analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1), valid for every ε > 0 (unlike the
+    classic calibration, which needs ε < 1), by ``dp_accounting.get_sigma_gaussian`` (root-finding to 1e-12).
 
     Args:
-        epsilon, delta, sensitivity: ε > 0 (unitless), δ in (0, 1), L2 sensitivity Δ (> 0; σ is linear in it).
+        epsilon: ε > 0 (unitless).
+        delta: δ in (0, 1).
+        sensitivity: L2 sensitivity Δ (> 0; σ is linear in it).
+
     Returns:
         σ in the units of ``sensitivity``.
+
     Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1)."""
+        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
+    """
     from dp_accounting import get_sigma_gaussian
 
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
@@ -71,15 +88,22 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) ->
 
 
 def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest ε with :func:`gaussian_delta` ≤ δ: what a given σ really buys (Balle & Wang, ICML 2018, Thm. 8), by
-    ``dp_accounting.get_epsilon_gaussian`` (root-finding to 1e-12).
+    """Smallest ε with :func:`gaussian_delta` ≤ δ.
+
+    What a given σ really buys (Balle & Wang, ICML 2018, Thm. 8), by ``dp_accounting.get_epsilon_gaussian``
+    (root-finding to 1e-12).
 
     Args:
-        sigma, delta, sensitivity: noise std (> 0, units of Δ), δ in (0, 1), L2 sensitivity Δ (> 0).
+        sigma: noise std (> 0, units of Δ).
+        delta: δ in (0, 1).
+        sensitivity: L2 sensitivity Δ (> 0).
+
     Returns:
         ε ≥ 0 (unitless).
+
     Raises:
-        ValueError: sigma or sensitivity not > 0, or delta outside (0, 1)."""
+        ValueError: sigma or sensitivity not > 0, or delta outside (0, 1).
+    """
     from dp_accounting import get_epsilon_gaussian
 
     _check_gauss(sigma=sigma, delta=delta, sensitivity=sensitivity)
@@ -93,11 +117,16 @@ def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float =
     (for large ε this σ is too small to give the claimed ε; Balle & Wang, ICML 2018, Sec. 3).
 
     Args:
-        epsilon: ε > 0 (unitless); delta: δ in (0, 1); sensitivity: L2 sensitivity Δ (> 0).
+        epsilon: ε > 0 (unitless).
+        delta: δ in (0, 1).
+        sensitivity: L2 sensitivity Δ (> 0).
+
     Returns:
         σ in the units of ``sensitivity``.
+
     Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1)."""
+        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
+    """
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
 
@@ -110,15 +139,21 @@ def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple
     """The privacy profile of one accountant at ``PROFILE_DELTAS`` and ``delta``.
 
     Args:
-        epsilon_of, delta: the accountant's δ -> ε (ε unitless), and the run's δ, a probability in (0, 1).
+        epsilon_of: the accountant's δ -> ε (ε unitless).
+        delta: the run's δ, a probability in (0, 1).
+
     Returns:
-        ``((ε(δᵢ), δᵢ), ...)``, sorted by δ."""
+        ``((ε(δᵢ), δᵢ), ...)``, sorted by δ.
+    """
     return tuple((float(epsilon_of(d)), d) for d in sorted({*PROFILE_DELTAS, float(delta)}))
 
 
 def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation: str) -> PLDAccountant:
-    """dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
-    steps (rate q, noise multiplier σ) under ``relation``."""
+    """dp_accounting's PLD accountant of ``steps`` Poisson-subsampled Gaussian steps.
+
+    dp_accounting's PLD accountant (pessimistic, discretisation 1e-3) after ``steps`` Poisson-subsampled Gaussian
+    steps (rate q, noise multiplier σ) under ``relation``.
+    """
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation
 
@@ -134,11 +169,18 @@ def pld_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delt
     """DP-SGD's ε at δ by dp_accounting's PLD accountant (``_dpsgd_pld``), memoised.
 
     Args:
-        noise_multiplier, sample_rate, steps, delta, relation: σ > 0, q in (0, 1], T, δ in (0, 1), the relation.
+        noise_multiplier: σ > 0.
+        sample_rate: q in (0, 1].
+        steps: T.
+        delta: δ in (0, 1).
+        relation: the relation.
+
     Returns:
         ε (unitless) under ``relation``.
+
     Raises:
-        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation."""
+        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation.
+    """
     require(noise_multiplier > 0 and 0 < sample_rate <= 1 and steps >= 1 and 0 < delta < 1,
             f"pld_epsilon: need σ > 0, 0 < q <= 1, steps >= 1 and 0 < δ < 1, got σ = {noise_multiplier!r}, "
             f"q = {sample_rate!r}, steps = {steps!r}, δ = {delta!r}")
@@ -154,17 +196,26 @@ that does not bound σ runs for minutes at ε = 1,000)."""
 @functools.lru_cache(maxsize=512)
 def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, steps: int,
                          relation: str) -> float:
-    """The smallest σ (to 1e-4 relative) whose PLD ε at δ after ``steps`` Poisson-subsampled Gaussian steps is at most
+    """The smallest σ whose PLD ε at δ after ``steps`` steps is at most ``target_epsilon``.
+
+    The smallest σ (to 1e-4 relative) whose PLD ε at δ after ``steps`` Poisson-subsampled Gaussian steps is at most
     ``target_epsilon`` under ``relation``: bisection on σ in ``SIGMA_SEARCH`` (ε falls as σ grows), memoised.
     This is how DP-SGD is calibrated under replace-one, the relation every mechanism's budget is matched on
     (dp_accounting's ``NeighboringRelation.REPLACE_ONE``; Opacus' accountants are add/remove only).
 
     Args:
-        target_epsilon, delta, sample_rate, steps, relation: ε > 0, δ in (0, 1), q in (0, 1], T, the relation.
+        target_epsilon: ε > 0.
+        delta: δ in (0, 1).
+        sample_rate: q in (0, 1].
+        steps: T.
+        relation: the relation.
+
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C).
+
     Raises:
-        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it)."""
+        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it).
+    """
     require(target_epsilon > 0 and math.isfinite(target_epsilon),
             f"dpsgd: target ε must be a finite number > 0, got {target_epsilon!r}")
     lo, hi = SIGMA_SEARCH
@@ -188,39 +239,55 @@ def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: fl
 @functools.lru_cache(maxsize=512)
 def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
                   relation: str = "add-remove") -> tuple[tuple[float, float], ...]:
-    """DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
+    """DP-SGD's privacy profile by dp_accounting's PLD accountant.
+
+    DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
     multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
     (``add-remove`` or ``replace-one``); see ``privacy_profile``. Abadi et al. 2016, §3.1 (the moments accountant's
     composition), accounted by PLD (Koskela, Jälkö, Honkela 2020; Doroshenko et al. 2022).
 
     Args:
-        noise_multiplier, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1], T ≥ 1 steps.
-        delta, relation: the run's δ in (0, 1); ``add-remove`` (default) or ``replace-one``.
+        noise_multiplier: σ > 0 (noise std over C).
+        sample_rate: q in (0, 1].
+        steps: T ≥ 1 steps.
+        delta: the run's δ in (0, 1).
+        relation: ``add-remove`` (default) or ``replace-one``.
+
     Returns:
-        ``((ε(δᵢ), δᵢ), ...)`` sorted by δ (ε unitless), at ``PROFILE_DELTAS`` and ``delta``."""
+        ``((ε(δᵢ), δᵢ), ...)`` sorted by δ (ε unitless), at ``PROFILE_DELTAS`` and ``delta``.
+    """
     return privacy_profile(_dpsgd_pld(noise_multiplier, sample_rate, steps, relation).get_epsilon, delta)
 
 
 def randomized_response_keep(epsilon: float, num_classes: int) -> float:
-    """k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016): the probability e^ε/(e^ε + k − 1) of
-    releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under replace-one.
+    """k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016).
+
+    The probability e^ε/(e^ε + k − 1) of releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under
+    replace-one.
 
     Args:
-        epsilon, num_classes: ε > 0 (unitless) and the number of classes k ≥ 2.
+        epsilon: ε > 0 (unitless).
+        num_classes: the number of classes k ≥ 2.
+
     Returns:
         The probability of keeping the true label.
+
     Raises:
-        ValueError: ε ≤ 0 or k < 2."""
+        ValueError: ε ≤ 0 or k < 2.
+    """
     require(epsilon > 0 and num_classes >= 2, f"randomized response needs ε > 0 and k >= 2 classes, got ε = "
             f"{epsilon!r}, k = {num_classes!r}")
     return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
 
 
 def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
-    """ε at δ of one record released as (unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``) under
-    replace-one: dp_accounting's PLD accountant composes ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian
-    event moves by 2, our image sensitivity) with ``RandomizedResponseDpEvent`` (pessimistic discretisation
-    max(1e-4, ε·1e-4)); never above the basic composition ε_image + ε_label, which it is capped by."""
+    """ε at δ of one record released as (noisy image, randomized-response label) under replace-one.
+
+    The release: unit-norm image + N(0, σ²), k-ary RR label at ``label_epsilon``. dp_accounting's PLD accountant
+    composes ``GaussianDpEvent(σ)`` (under ``REPLACE_ONE`` a Gaussian event moves by 2, our image sensitivity) with
+    ``RandomizedResponseDpEvent`` (pessimistic discretisation max(1e-4, ε·1e-4)); never above the basic composition
+    ε_image + ε_label, which it is capped by.
+    """
     from dp_accounting import dp_event, pld
     from dp_accounting.privacy_accountant import NeighboringRelation
 
@@ -235,33 +302,46 @@ def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_cl
 
 @functools.lru_cache(maxsize=512)
 def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
-    """ε (unitless) at δ of the local release of one (image, label) record: the analytic-Gaussian image channel at
-    replace-one sensitivity 2 (Balle & Wang, ICML 2018) composed with k-ary randomized response on the label (Kairouz,
-    Oh, Viswanath 2016) by dp_accounting's PLD accountant (``_record_pld_epsilon``), memoised.
+    """ε (unitless) at δ of the local release of one (image, label) record.
+
+    The analytic-Gaussian image channel at replace-one sensitivity 2 (Balle & Wang, ICML 2018) composed with k-ary
+    randomized response on the label (Kairouz, Oh, Viswanath 2016) by dp_accounting's PLD accountant
+    (``_record_pld_epsilon``), memoised.
 
     Args:
-        sigma, delta: the image noise σ > 0 (units of the unit-norm image) and δ in (0, 1).
-        label_epsilon, num_classes: the label's ε > 0 (unitless) and k ≥ 2 classes.
+        sigma: the image noise σ > 0 (units of the unit-norm image).
+        delta: δ in (0, 1).
+        label_epsilon: the label's ε > 0 (unitless).
+        num_classes: k ≥ 2 classes.
+
     Returns:
-        ε ≥ 0 (unitless) under replace-one, at most ε_image + ε_label (basic composition)."""
+        ε ≥ 0 (unitless) under replace-one, at most ε_image + ε_label (basic composition).
+    """
     return _record_pld_epsilon(sigma, delta, label_epsilon, num_classes)
 
 
 @functools.lru_cache(maxsize=512)
 def local_record_sigma(*, target_epsilon: float, delta: float, label_share: float, num_classes: int
                        ) -> tuple[float, float]:
-    """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one: the
-    label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6
-    relative, by Brent's method on log ε, ``accounting.search.solve_log``: 8–10 PLD accountants where bisection took
-    18–19) for which the composition (``local_record_epsilon``) is at most the target. σ lies between the analytic
-    σ for the whole ε and for (1 − share)·ε (basic composition).
+    """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one.
+
+    The label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6 relative,
+    by Brent's method on log ε, ``accounting.search.solve_log``: 8–10 PLD accountants where bisection took 18–19) for
+    which the composition (``local_record_epsilon``) is at most the target. σ lies between the analytic σ for the whole
+    ε and for (1 − share)·ε (basic composition).
 
     Args:
-        target_epsilon, delta, label_share, num_classes: ε (unitless), δ (a probability), the share, k.
+        target_epsilon: ε (unitless).
+        delta: δ (a probability).
+        label_share: the share.
+        num_classes: k.
+
     Returns:
         (σ, in units of the unit-norm image, and ε_label).
+
     Raises:
-        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2."""
+        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2.
+    """
     require(target_epsilon > 0 and 0 < label_share < 1 and num_classes >= 2,
             f"local-gaussian: need ε > 0, label share in (0, 1) and k >= 2, got ε = {target_epsilon!r}, "
             f"share = {label_share!r}, k = {num_classes!r}")

@@ -1,21 +1,15 @@
-"""The last-iterate heuristic ε of DP-SGD (Steinke, Nasr, Ganesh, Balle, Choquette-Choo, Jagielski, Hayes, Thakurta,
-Smith, Terzis, "The Last Iterate Advantage: Empirical Auditing and Principled Heuristic Analysis of Differentially
-Private SGD", ICLR 2025): **not a bound**. If every loss were linear, one record's whole effect on the last iterate
-would be the number of steps that sampled it times its clipped gradient, so an attacker who sees only the final model
-faces, in units of C, the pair P = K + N(0, σ²T) against Q = N(0, σ²T), K ~ Binomial(T, q) (add/remove). The heuristic
-ε at δ is the smallest ε with max(H_{e^ε}(P‖Q), H_{e^ε}(Q‖P)) ≤ δ. Real losses are not linear and artificial
-counterexamples exceed it; it upper-bounds every black-box audit the paper ran on real models.
+"""The last-iterate heuristic ε of DP-SGD.
 
-Replace-one (docs/guides/mechanisms.md, "The last-iterate heuristic"): the replaced record's gradient g and its
-replacement's g' (‖g‖, ‖g'‖ ≤ C) are each sampled K, K' ~ Binomial(T, q) times in their own world; DP compares the
-two worlds' output distributions, so no coupling of K and K' enters, and the worst pair in the ball is g' = −g:
-P = K + N(0, σ²T) against Q = −K' + N(0, σ²T).
+(Steinke, Nasr, Ganesh, Balle, Choquette-Choo, Jagielski, Hayes, Thakurta, Smith, Terzis, "The Last Iterate Advantage:
+Empirical Auditing and Principled Heuristic Analysis of Differentially Private SGD", ICLR 2025.) **not a bound**. If
+every loss were linear, one record's whole effect on the last iterate would be the number of steps that sampled it times
+its clipped gradient, so an attacker who sees only the final model faces, in units of C, the pair P = K + N(0, σ²T)
+against Q = N(0, σ²T), K ~ Binomial(T, q) (add/remove). The heuristic ε at δ is the smallest ε with max(H_{e^ε}(P‖Q),
+H_{e^ε}(Q‖P)) ≤ δ. Real losses are not linear and artificial counterexamples exceed it; it upper-bounds every black-box
+audit the paper ran on real models.
 
-Both pairs have a likelihood ratio p/q increasing in x (its derivative is (E[K | x] + c·E[K' | x])/(σ²T) ≥ 0), so
-each hockey-stick divergence has one crossing point x*, found by Brent's method, and is exact in closed form:
-H_α(P‖Q) = P(X > x*) − α·Q(X > x*) (Φ-terms of the Binomial mixture, summed in log space); ε at δ by Brent's method.
-Several phases (σ_j, q_j, T_j) with one C compose as K = Σ_j K_j and noise variance Σ_j σ_j² T_j. ε unitless, δ a
-probability."""
+Design notes: docs/design-notes.md.
+"""
 
 from __future__ import annotations
 
@@ -57,10 +51,13 @@ def last_iterate_pair(phases: Phases) -> tuple[np.ndarray, np.ndarray, float]:
 
     Args:
         phases: ``((σ, q, T), ...)``, see ``Phases``.
+
     Returns:
         (k = 0 … Σ T_j, log P(K = k) (−inf where the mass is 0), s = √(Σ_j σ_j² T_j)).
+
     Raises:
-        ValueError: a σ ≤ 0, a q outside (0, 1] or steps < 1."""
+        ValueError: a σ ≤ 0, a q outside (0, 1] or steps < 1.
+    """
     _check(phases, "add-remove")
     pmf = np.ones(1)
     for _, q, steps in phases:
@@ -73,8 +70,10 @@ def last_iterate_pair(phases: Phases) -> tuple[np.ndarray, np.ndarray, float]:
 
 
 def _shifts(phases: Phases, relation: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """(means of P, log weights of P, means of Q, log weights of Q, s): P = K + N(0, s²); Q = N(0, s²) (add/remove)
-    or −K' + N(0, s²) (replace-one)."""
+    """(means of P, log weights of P, means of Q, log weights of Q, s).
+
+    P = K + N(0, s²); Q = N(0, s²) (add/remove) or −K' + N(0, s²) (replace-one).
+    """
     k, logw, s = last_iterate_pair(phases)
     if relation == "add-remove":
         return k, logw, np.zeros(1), np.zeros(1), s
@@ -82,7 +81,7 @@ def _shifts(phases: Phases, relation: str) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def _log_ratio(x: float, a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray, s: float) -> float:
-    """ln p(x)/q(x) for Gaussian mixtures of one scale s (the common factor e^{−x²/2s²} cancelled)."""
+    """Ln p(x)/q(x) for Gaussian mixtures of one scale s (the common factor e^{−x²/2s²} cancelled)."""
     return float(logsumexp(la + (a * x - a * a / 2) / (s * s)) - logsumexp(lb + (b * x - b * b / 2) / (s * s)))
 
 
@@ -131,10 +130,13 @@ def last_iterate_delta(*, phases: Phases, epsilon: float, relation: str = "add-r
         phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
         epsilon: ε ≥ 0 (unitless).
         relation: ``add-remove`` or ``replace-one``.
+
     Returns:
         δ, a probability in [0, 1].
+
     Raises:
-        ValueError: bad phases, ε < 0 or an unknown relation."""
+        ValueError: bad phases, ε < 0 or an unknown relation.
+    """
     _check(phases, relation)
     require(math.isfinite(epsilon) and epsilon >= 0, f"last-iterate heuristic: ε must be >= 0, got {epsilon!r}")
     a, la, b, lb, s = _shifts(phases, relation)
@@ -155,18 +157,23 @@ def last_iterate_delta(*, phases: Phases, epsilon: float, relation: str = "add-r
 
 @functools.lru_cache(maxsize=512)
 def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-remove") -> float:
-    """The last-iterate heuristic ε at δ (Steinke et al. 2025; module docstring): the smallest ε ≥ 0 with
-    ``last_iterate_delta`` ≤ δ, by Brent's method (to 1e-12), memoised. **Not a bound.** At q = 1 with one phase it
-    is the Gaussian mechanism's exact ε at sensitivity √T/σ (add/remove; 2√T/σ replace-one: Balle & Wang 2018).
+    """The last-iterate heuristic ε at δ (Steinke et al. 2025; module docstring).
+
+    The smallest ε ≥ 0 with ``last_iterate_delta`` ≤ δ, by Brent's method (to 1e-12), memoised. **Not a bound.** At q =
+    1 with one phase it is the Gaussian mechanism's exact ε at sensitivity √T/σ (add/remove; 2√T/σ replace-one: Balle &
+    Wang 2018).
 
     Args:
         phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
         delta: δ in (0, 1).
         relation: ``add-remove`` or ``replace-one``.
+
     Returns:
         ε ≥ 0 (unitless).
+
     Raises:
-        ValueError: bad phases, δ outside (0, 1) or an unknown relation."""
+        ValueError: bad phases, δ outside (0, 1) or an unknown relation.
+    """
     _check(phases, relation)
     require(0 < delta < 1, f"last-iterate heuristic: δ must be in (0, 1), got {delta!r}")
 
@@ -183,7 +190,9 @@ def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-r
 
 def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], basis: str = ""
                  ) -> tuple[HeuristicEpsilon, ...]:
-    """The last-iterate heuristic ε at δ under each of ``relations`` (those of ``add-remove`` and ``replace-one``
+    """The last-iterate heuristic ε at δ under each of ``relations``, as results.json records them.
+
+    The last-iterate heuristic ε at δ under each of ``relations`` (those of ``add-remove`` and ``replace-one``
     the run states; others are skipped), as results.json records them, labelled ``LAST_ITERATE_LABEL``.
 
     Args:
@@ -191,10 +200,13 @@ def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], ba
         delta: δ in (0, 1).
         relations: the neighbouring relations to state it under.
         basis: where σ, q, T came from; default: the phases written out.
+
     Returns:
         One ``HeuristicEpsilon`` per relation, in order (none for a σ = 0 phase: no noise, no heuristic).
+
     Raises:
-        ValueError: a q outside (0, 1], steps < 1 or δ outside (0, 1)."""
+        ValueError: a q outside (0, 1], steps < 1 or δ outside (0, 1).
+    """
     if any(sigma == 0 for sigma, _, _ in phases):
         return ()
     words = basis or "; ".join(f"σ = {s:.4g}, q = {q:.4g}, T = {t}" for s, q, t in phases)
@@ -204,16 +216,19 @@ def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], ba
 
 
 def with_observed_phases(privacy: S, phases: Sequence[Sequence[float]] | None) -> S:
-    """``privacy`` with the last-iterate heuristic ε of a user's Opacus loop, computed from the phases the audit's
-    observer saw (``[[σ, q, T], ...]``: each DPOptimizer's noise multiplier, its accountant's rate, the steps), under
-    each relation of add/remove and replace-one the record states; unchanged where it has heuristics already, no
-    guarantee, or no phases.
+    """``privacy`` with the last-iterate heuristic ε of a user's Opacus loop.
+
+    Computed from the phases the audit's observer saw (``[[σ, q, T], ...]``: each DPOptimizer's noise multiplier, its
+    accountant's rate, the steps), under each relation of add/remove and replace-one the record states; unchanged where
+    it has heuristics already, no guarantee, or no phases.
 
     Args:
         privacy: the audited run's privacy (a ``PrivacySpent`` or results.json's ``Privacy``).
         phases: the observed phases, or None.
+
     Returns:
-        A copy with ``heuristics`` set, or ``privacy`` itself."""
+        A copy with ``heuristics`` set, or ``privacy`` itself.
+    """
     if not phases or privacy.heuristics or not privacy.has_guarantee or privacy.delta is None:
         return privacy
     ph = tuple((float(s), float(q), int(t)) for s, q, t in phases)

@@ -1,6 +1,9 @@
-"""DP-SGD's calibration and ε by Opacus' accountants (``prv``, ``rdp``, ``gdp``; add/remove only), memoised: the
-figures papers and the source systems quote. Opacus is imported only inside the functions that wrap it (the accounting
-package imports no torch at module level). The replace-one PLD calibration: ``mechanisms.accounting.gaussian``."""
+"""DP-SGD's calibration and ε by Opacus' accountants (``prv``, ``rdp``, ``gdp``; add/remove only), memoised.
+
+The figures papers and the source systems quote. Opacus is imported only inside the functions that wrap it (the
+accounting package imports no torch at module level). The replace-one PLD calibration:
+``mechanisms.accounting.gaussian``.
+"""
 
 from __future__ import annotations
 
@@ -13,17 +16,25 @@ from mechanisms.accounting.gaussian import SIGMA_SEARCH, pld_epsilon, require
 @functools.lru_cache(maxsize=512)
 def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, epochs: int,
                             accountant: str) -> float:
-    """σ for (ε, δ) under add/remove after ``epochs`` epochs of Poisson sampling at rate q by Opacus'
+    """σ for (ε, δ) under add/remove by Opacus' ``get_noise_multiplier``, memoised.
+
+    σ for (ε, δ) under add/remove after ``epochs`` epochs of Poisson sampling at rate q by Opacus'
     ``get_noise_multiplier`` with ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the
     same one many times).
 
     Args:
-        target_epsilon, delta: the target ε (unitless) and δ, a probability in (0, 1).
-        sample_rate, epochs, accountant: q, the epochs (T = epochs·round(1/q) steps) and ``prv`` or ``rdp``.
+        target_epsilon: the target ε (unitless).
+        delta: δ, a probability in (0, 1).
+        sample_rate: q.
+        epochs: the epochs (T = epochs·round(1/q) steps).
+        accountant: ``prv`` or ``rdp``.
+
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C), add/remove.
+
     Raises:
-        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there)."""
+        ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there).
+    """
     from opacus.accountants.utils import get_noise_multiplier
 
     steps = int(epochs * round(1 / sample_rate))
@@ -41,15 +52,19 @@ def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate:
 
 @functools.lru_cache(maxsize=512)
 def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: float, accountant: str) -> float:
-    """ε at δ of an Opacus accountant whose history is ``((σ, q, steps), ...)``, memoised: Poisson-subsampled Gaussian
-    steps composed under add/remove (Abadi et al. 2016, §3.1; ``prv``: Gopi, Lee, Wutschitz 2021; ``rdp``: Mironov
-    2017; ``gdp``: Dong, Roth, Su 2019).
+    """ε at δ of an Opacus accountant whose history is ``((σ, q, steps), ...)``, memoised.
+
+    Poisson-subsampled Gaussian steps composed under add/remove (Abadi et al. 2016, §3.1; ``prv``: Gopi, Lee, Wutschitz
+    2021; ``rdp``: Mironov 2017; ``gdp``: Dong, Roth, Su 2019).
 
     Args:
         history: ``((σ, q, T), ...)``: noise multiplier, sample rate in (0, 1] and steps of each phase.
-        delta, accountant: δ in (0, 1); Opacus' accountant name (``prv``, ``rdp`` or ``gdp``).
+        delta: δ in (0, 1).
+        accountant: Opacus' accountant name (``prv``, ``rdp`` or ``gdp``).
+
     Returns:
-        ε (unitless) under add/remove."""
+        ε (unitless) under add/remove.
+    """
     from opacus.accountants import create_accountant
 
     acct = create_accountant(mechanism=accountant)

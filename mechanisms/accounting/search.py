@@ -1,5 +1,8 @@
-"""The one numeric search the accountants share: the noise σ at which a mechanism's ε falls to a target (DPMix's
-calibration, ``accounting.dpmix.dpmix_sigma``; local noise's, ``accounting.gaussian.local_record_sigma``)."""
+"""The one numeric search the accountants share.
+
+The noise σ at which a mechanism's ε falls to a target (DPMix's calibration, ``accounting.dpmix.dpmix_sigma``; local
+noise's, ``accounting.gaussian.local_record_sigma``).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +11,16 @@ from collections.abc import Callable
 
 
 def solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float, tol: float) -> float:
-    """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``:
-    Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each an accountant's ε of up to
-    a second), then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the
-    target.
+    """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``.
+
+    Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each an accountant's ε of up to a
+    second), then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the target.
 
     Args:
         eps: σ -> ε (unitless) of one accountant, falling in σ.
         target: the target ε (> 0).
-        lo, hi: the bracket (> 0), with ε(lo) > target ≥ ε(hi).
+        lo: the bracket's lower end (> 0), with ε(lo) > target.
+        hi: the bracket's upper end, with target ≥ ε(hi).
         tol: the relative tolerance on σ.
 
     Returns:

@@ -1,5 +1,7 @@
-"""DPMix random-mixing release (Lee, Kim, Lee, Suh, ISIT 2019): publish T noisy means of ℓ records,
-train a classifier on the release only."""
+"""DPMix random-mixing release (Lee, Kim, Lee, Suh, ISIT 2019).
+
+Publish T noisy means of ℓ records, train a classifier on the release only.
+"""
 
 from __future__ import annotations
 
@@ -50,8 +52,9 @@ class DPMixParams(ModelParams):
 @torch.no_grad()
 def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degree: int, num_records: int
                              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Class means of the private records estimated from a DPMix release, and the squared norm each estimate
-    owes to noise.
+    """Class means of the private records estimated from a DPMix release.
+
+    And the squared norm each estimate owes to noise.
 
     Random mixing keeps the first moments: for ℓ records drawn without replacement from n, with class
     frequencies p_k and class means μ_k, E[x̄] = μ and Cov(x̄, ȳ_k) = (n − ℓ)/(ℓ(n − 1)) · p_k (μ_k − μ); the
@@ -59,8 +62,10 @@ def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degr
     a moment estimator (post-processing of the release, no privacy cost).
 
     Args:
-        rx: ``(T, d)`` released features (unclipped: clipping would bias the moments). ry: ``(T, K)`` released
-            labels. mixture_degree: ℓ. num_records: n.
+        rx: ``(T, d)`` released features (unclipped: clipping would bias the moments).
+        ry: ``(T, K)`` released labels.
+        mixture_degree: ℓ.
+        num_records: n.
 
     Returns:
         ``(K, d)`` class means and ``(K,)`` the expected squared norm of each estimate's error.
@@ -134,7 +139,9 @@ class DPMix(Baseline):
         """Refuse settings DPMix cannot run with, before any training.
 
         Args:
-            spec, n_members: the run's ``TrainSpec`` and its number of members n.
+            spec: the run's ``TrainSpec``.
+            n_members: its number of members n.
+
         Raises:
             ValueError: ℓ > n, or the ``class-means`` learner with a model other than ``linear``.
         """
@@ -147,17 +154,21 @@ class DPMix(Baseline):
 
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
-        """The DPMix release of ``data`` (its noisy mixtures), as ``fit`` makes it with ``seed``; audits call it on
-        the members plus their canaries.
+        """The DPMix release of ``data`` (its noisy mixtures), as ``fit`` makes it with ``seed``.
+
+        Audits call it on the members plus their canaries.
 
         Args:
             data: the records, images ``(n, C, H, W)`` in [0, 1] and labels ``(n,)``.
             spec: the training settings (``DPMixParams``).
-            target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: noiseless mixtures) and δ.
+            target_epsilon: ε to calibrate σ to (unitless; ``math.inf``: noiseless mixtures).
+            delta: δ.
             seed: seeds every draw.
+
         Returns:
             ``(release, privacy)``: T mixtures ``(T, C, H, W)`` with their noisy label means ``(T, K)``, and the ε (at
             δ, replace-one) of ``params.accountant`` (ε = ∞ at the ε = ∞ point).
+
         Raises:
             ValueError: neither a target ε > 0 nor a fixed σ; settings ``check`` refuses; a target ``dpmix_sigma``
                 cannot reach; records outside [0, 1] (``check_records``).
@@ -200,10 +211,15 @@ class DPMix(Baseline):
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: ε to calibrate σ to (unitless; ``math.inf``: the ε = ∞ point) and δ (a probability).
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: ε to calibrate σ to (unitless; ``math.inf``: the ε = ∞ point).
+            delta: δ (a probability).
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
+
         Returns:
             The ``TrainedModel`` with its release, samples/s and the release's privacy.
+
         Raises:
             ValueError: what ``release`` raises.
         """

@@ -1,6 +1,8 @@
-"""DPMix's mixing (Lee, Kim, Lee, Suh, ISIT 2019): uniform ℓ-subsets of the records, their means by one fused
-kernel, and the noisy release built from them. The mechanism (accounting, learners) is
-``mechanisms.dpmix.mechanism``."""
+"""DPMix's mixing (Lee, Kim, Lee, Suh, ISIT 2019).
+
+Uniform ℓ-subsets of the records, their means by one fused kernel, and the noisy release built from them. The mechanism
+(accounting, learners) is ``mechanisms.dpmix.mechanism``.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ def sample_subsets(n: int, size: int, count: int, *, generator: torch.Generator)
         size: the subset size ℓ (DPMix's mixture degree).
         count: the number of subsets T.
         generator: the generator every draw comes from.
+
     Returns:
         ``(count, size)`` int64 record indices, each row without repeats.
+
     Raises:
         ValueError: if ``size`` is not in [1, n].
     """
@@ -69,8 +73,9 @@ def _within_unit(t: torch.Tensor) -> bool:
 
 
 def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
-    """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ): features in
-    [0, 1], label rows distributions.
+    """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ).
+
+    Features in [0, 1], label rows distributions.
 
     One pass of min/max per tensor decides (NaN propagates into them and fails the test); only data that fails it
     is searched, element by element, for the first offending value (an audit's 64 releases of 10,000 records
@@ -79,6 +84,7 @@ def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
     Args:
         x: ``(n, d_x)`` features.
         y: ``(n, d_y)`` label rows (``d_y`` = 0: no label part, as per-class mixing has).
+
     Raises:
         ValueError: a feature or label outside [0, 1] (or NaN), or a label row not summing to 1 (one line naming
             the first offending value and its record).
@@ -98,13 +104,18 @@ def mix_release(
     x: torch.Tensor, y_onehot: torch.Tensor, *, mixture_degree: int, num_samples: int, sigma: float,
     generator: torch.Generator, sigma_y: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The DPMix release: each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and
-    N(0, σ_y²) per label coordinate.
+    """The DPMix release: means of ℓ distinct records plus Gaussian noise.
+
+    Each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and N(0, σ_y²) per label coordinate.
 
     Args:
-        x: ``(n, d_x)`` records in [0, 1]. y_onehot: ``(n, d_y)`` one-hot (or any [0, 1]) labels.
-        mixture_degree: ℓ. num_samples: T. sigma: noise std σ_x on the features. sigma_y: noise std on the
-            labels (default ``sigma``, the source's equal noise).
+        x: ``(n, d_x)`` records in [0, 1].
+        y_onehot: ``(n, d_y)`` one-hot (or any [0, 1]) labels.
+        mixture_degree: ℓ.
+        num_samples: T.
+        sigma: noise std σ_x on the features.
+        generator: draws the subsets and the noise.
+        sigma_y: noise std on the labels (default ``sigma``, the source's equal noise).
 
     Returns:
         ``(T, d_x)`` released features, ``(T, d_y)`` released labels, ``(T, ℓ)`` the subsets used
@@ -126,8 +137,9 @@ def mix_release(
 
 
 def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
-    """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)``: one fused gather-and-sum kernel
-    (``embedding_bag``), no Python loop and no ``(T, ℓ, d)`` intermediate.
+    """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)``.
+
+    One fused gather-and-sum kernel (``embedding_bag``), no Python loop and no ``(T, ℓ, d)`` intermediate.
 
     ``data`` may also be given as column blocks ``[(n, d₁), (n, d₂), ...]`` (e.g. features and labels), read as
     their concatenation along columns, which is only made when the float path needs it.
@@ -138,6 +150,7 @@ def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor)
     Args:
         data: ``(n, d)`` rows, or their column blocks ``[(n, d₁), (n, d₂), ...]``.
         idx: ``(T, ℓ)`` int64 row indices, one subset per output row.
+
     Returns:
         ``(T, d)`` means: float32 from the byte path, else in ``data``'s dtype.
     """
@@ -156,10 +169,13 @@ def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor)
 
 def _bytes_with_scale(data: torch.Tensor | Sequence[torch.Tensor], scale: float, rows: int = 256
                       ) -> torch.Tensor | None:
-    """``data (n, d)`` (or its column blocks, as ``mean_of_rows`` takes them) as FBGEMM's row-wise 8-bit layout
+    """``data`` in FBGEMM's row-wise 8-bit layout, or None where it is not 8-bit.
+
+    ``data (n, d)`` (or its column blocks, as ``mean_of_rows`` takes them) as FBGEMM's row-wise 8-bit layout
     ``(n, d + 8)`` uint8 (255·data, then float32 scale and bias 0), or ``None`` unless every value is exactly k/255
     for an integer k in [0, 255]. Checked in cache-sized row blocks (scratch blocks reused: no allocation per
-    block)."""
+    block).
+    """
     parts = [data] if isinstance(data, torch.Tensor) else list(data)
     n, d = len(parts[0]), sum(p.shape[1] for p in parts)
     out = torch.empty(n, d + 8, dtype=torch.uint8)

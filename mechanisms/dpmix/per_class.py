@@ -1,20 +1,6 @@
 """Per-class DPMix (the `dpmix-per-class` reference system): mix only records of one class, keep the hard label.
 
-The source draws ONE ℓ-subset per class and releases ``samples_per_class`` noisy copies of its mean, yet states
-its ε with Lee et al.'s sampling-amplified bound (ℓ/n per fresh subset). Reusing the subset voids that
-amplification: every copy of class c depends on the same ℓ records, so a record in the subset is exposed
-``samples_per_class`` times over. What holds instead (neighbours: one record replaced by another of the same
-class, the relation most favourable to the source):
-
-- the T_c copies are one Gaussian mechanism on the subset's mean with whitened sensitivity μ = √(d_x·T_c)/(ℓσ)
-  (pixels in [0, 1]; T_c independent noises average into one);
-- the single subset draw is sampling without replacement at q = ℓ/n_c, once. Its dominating pair is
-  (q·N(μ, 1) + (1 − q)·N(0, 1), N(0, 1)) (Balle, Barthe, Gaboardi, NeurIPS 2018; Zhu, Dong, Wang, AISTATS 2022),
-  attained by a class whose other records all equal one image: ε is that pair's, by ``dp_accounting``'s PLD
-  (``mechanisms.accounting.dpmix.dpmix_pld_epsilon`` with T = 1), exact to its discretisation.
-
-With ``reuse_subset=False`` every sample gets a fresh subset, which is what Lee et al.'s bound assumes; ε is then
-DPMix's tight accountant per class (n = n_c, T = T_c; the label is the class, so only the image carries a Δ term).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -38,8 +24,12 @@ def reused_subset_epsilon(*, sigma: float, mixture_degree: int, samples_per_clas
     """ε that holds for ``samples_per_class`` noisy copies of the mean of ONE uniformly drawn ℓ-subset of a class.
 
     Args:
-        sigma: noise std σ per pixel (pixels in [0, 1]). mixture_degree: ℓ. samples_per_class: T_c copies.
-        class_size: n_c, records of the class. d_x: pixels per image. delta: δ in (0, 1).
+        sigma: noise std σ per pixel (pixels in [0, 1]).
+        mixture_degree: ℓ.
+        samples_per_class: T_c copies.
+        class_size: n_c, records of the class.
+        d_x: pixels per image.
+        delta: δ in (0, 1).
 
     Returns:
         ε (unitless) at δ; see the module docstring for the derivation.
@@ -60,8 +50,10 @@ def per_class_release(train: ArrayDataset, *, mixture_degree: int, samples_per_c
         sigma: the noise std σ per pixel.
         reuse_subset: one ℓ-subset per class for every copy (the source), else a fresh subset per sample.
         generator: the generator every draw comes from.
+
     Returns:
         ``(x, y)``: ``(K·T_c, C, H, W)`` noisy means (unclipped) and ``(K·T_c,)`` int64 class labels.
+
     Raises:
         ValueError: ℓ larger than a class (``sample_subsets``); with fresh subsets, pixels outside [0, 1]
             (``check_records``).
@@ -117,7 +109,9 @@ class DPMixPerClass(Baseline):
         """Refuse settings per-class DPMix cannot run with, before any training.
 
         Args:
-            spec, n_members: the run's ``TrainSpec`` and its number of members.
+            spec: the run's ``TrainSpec``.
+            n_members: its number of members.
+
         Raises:
             ValueError: no ``params.sigma``, or ``params.mixture_degree`` above ``n_members``.
         """
@@ -134,11 +128,16 @@ class DPMixPerClass(Baseline):
         Args:
             train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
             spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon, delta: ignored (σ is fixed) and δ (a probability).
-            seed, device, on_epoch: seeds every draw; where to train; the progress callback.
+            target_epsilon: ignored (σ is fixed).
+            delta: δ (a probability).
+            seed: seeds every draw.
+            device: where to train.
+            on_epoch: the progress callback.
+
         Returns:
             The ``TrainedModel`` with its release, samples/s, and the ε that holds beside the source's
                 ``claimed_epsilon`` (Lee et al. with ℓ/n_c, void when the subset is reused).
+
         Raises:
             ValueError: settings ``check`` refuses, or what ``per_class_release`` raises.
         """

@@ -1,13 +1,11 @@
-"""Book-keeping's per-layer rules (Bu, Wang, Zha, Karypis 2023, "Differentially private optimization on large model
-at small cost"): from a layer's recorded input ``a`` and the gradient ``g`` of the loss w.r.t. its output, each
-record's squared gradient norm over the layer's parameters, ``(B,)``, and a function ``total(c)`` giving the layer's
-clipped sum Σ_i c_i g_i for clip factors ``c (B,)``.
+"""Book-keeping's per-layer rules.
 
-With augmentation multiplicity K (De et al. 2022, §3.1) the batch holds K consecutive views of each record
-(``a``, ``g``: ``(B·K, ...)``) and a record's gradient is the sum of its views' (the clipper's loss is already the
-mean over the views): Linear sums over the views as over a sequence, Conv2d and the norm layers sum the views'
-per-sample gradients before the norm. ``LAYERS`` maps each supported module type to its rule
-(``mechanisms.dpsgd.clipping.BookKeepingClipper`` uses it).
+(Bu, Wang, Zha, Karypis 2023, "Differentially private optimization on large model at small cost".) From a layer's
+recorded input ``a`` and the gradient ``g`` of the loss w.r.t. its output, each record's squared gradient norm over the
+layer's parameters, ``(B,)``, and a function ``total(c)`` giving the layer's clipped sum Σ_i c_i g_i for clip factors
+``c (B,)``.
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -55,16 +53,21 @@ def _linear(m: nn.Linear, a: torch.Tensor, g: torch.Tensor, k: int = 1):
 
 
 def _views_first(t: torch.Tensor, k: int) -> torch.Tensor:
-    """``(B·K, C, H, W)`` with K consecutive views per record as ``(K, B·C, H, W)``: view k of every record in one
-    batch row, the records' channels side by side (a copy only when K > 1)."""
+    """``(B·K, C, H, W)`` with K consecutive views per record as ``(K, B·C, H, W)``.
+
+    View k of every record in one batch row, the records' channels side by side (a copy only when K > 1).
+    """
     b, c = len(t) // k, t.shape[1]
     return t.reshape(b, k, c, *t.shape[2:]).transpose(0, 1).reshape(k, b * c, *t.shape[2:])
 
 
 def _conv_weight_grads(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, k: int = 1) -> torch.Tensor:
-    """Per-record weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a (B·K, ...)`` and
+    """Per-record weight gradients of a groups-1 Conv2d as one batched convolution.
+
+    Per-record weight gradients ``(B, Cout, Cin·kh·kw)`` of a groups-1 Conv2d from its input ``a (B·K, ...)`` and
     output gradient ``g (B·K, ...)`` (K consecutive views per record), as one batched convolution kernel: the records
-    become the conv groups, the K views its batch, over which the weight gradient sums."""
+    become the conv groups, the K views its batch, over which the weight gradient sums.
+    """
     n, cin, cout = a.shape[0], a.shape[1], g.shape[1]
     b = n // k
     kh, kw = m.kernel_size

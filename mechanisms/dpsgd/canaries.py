@@ -1,18 +1,9 @@
-"""White-box gradient canaries for auditing DP-SGD (Nasr et al. 2023, "Tight Auditing of Differentially Private
-Machine Learning", Dirac canaries; Steinke, Nasr, Jagielski 2023, §6).
+"""White-box gradient canaries for auditing DP-SGD.
 
-Canary i is a crafted per-example gradient, zero except at one coordinate of the trainable parameters (distinct
-coordinates for distinct canaries), with raw norm ``norm``·C. Each canary is included with probability ½ (a seeded
-coin). An included canary is treated as one more training example: at every step it is Poisson-sampled at the
-mechanism's rate q, clipped by the mechanism's own clip factor (``clip_factors``: to C unless clipping is broken),
-and added to the clipped sum before the mechanism adds its noise. The auditor sees every noisy update (the
-white-box threat model the accountant covers); knowing every other record's clipped contribution (the worst case
-DP guarantees against), it reads x_t = (noisy sum at the canary's coordinate − the other records' part) / C, which
-is b_t + N(0, σ²) with b_t the canary's clipped contribution / C when sampled (Bernoulli q), 0 otherwise. Its score
-is the log-likelihood ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))):
-the Neyman-Pearson test of one canary, with q the mechanism's rate and σ̂ the noise the updates really carry,
-estimated from coordinates that hold no canary. The audit's request and the canaries' placement:
-``mechanisms.dpsgd.canary_placement``.
+Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", Dirac canaries; Steinke, Nasr, Jagielski
+2023, §6.
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -37,10 +28,14 @@ class CanaryTracker:
     by the noise it really adds; the claimed σ is used only when the model has no spare coordinate).
 
     Args:
-        request: what to insert. params: the trainable parameters, in the optimizer's order.
-        sample_rate: q. noise_multiplier: the claimed σ.
+        request: what to insert.
+        params: the trainable parameters, in the optimizer's order.
+        sample_rate: q.
+        noise_multiplier: the claimed σ.
+
     Raises:
-        ValueError: more canaries than trainable coordinates (``canary_positions``)."""
+        ValueError: more canaries than trainable coordinates (``canary_positions``).
+    """
 
     def __init__(self, request: GradientCanaries, params: list[nn.Parameter], *, sample_rate: float,
                  noise_multiplier: float) -> None:
@@ -71,11 +66,16 @@ class CanaryTracker:
         self.params, self.trail = params, None  # the parameter trail (``follow``)
 
     def follow(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, ema_decay: float | None) -> None:
-        """Keep the parameter trail of ``model`` (``mechanisms.dpsgd.continuity``): a private step starts at ``add``
-        and ends when ``optimizer.step`` returns (its post-step hook); the declared EMA is DP-SGD's ``ema_decay``.
+        """Keep the parameter trail of ``model`` (``mechanisms.dpsgd.continuity``).
+
+        A private step starts at ``add`` and ends when ``optimizer.step`` returns (its post-step hook); the declared EMA
+        is DP-SGD's ``ema_decay``.
 
         Args:
-            model, optimizer, ema_decay: the trained module, its optimizer and the EMA's decay (None: none)."""
+            model: the trained module.
+            optimizer: its optimizer.
+            ema_decay: the EMA's decay (None: none).
+        """
         self.trail = ParameterTrail(model, ema=None if ema_decay is None else (float(ema_decay), "step"))
         trail = self.trail
 
@@ -89,7 +89,9 @@ class CanaryTracker:
         """Count the training records a Poisson batch holds (each record's participation, for conformance).
 
         Args:
-            idx: ``(B,)`` int64, the sampler's indices of the batch. records: n, the training records."""
+            idx: ``(B,)`` int64, the sampler's indices of the batch.
+            records: n, the training records.
+        """
         if self.participation is None:
             self.participation = np.zeros(records, np.int64)
         self.participation[idx.cpu().numpy()] += 1
@@ -98,15 +100,20 @@ class CanaryTracker:
         """Record the largest clipped per-sample norm of the real records the clipper output, and C (conformance).
 
         Args:
-            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen). max_grad_norm: C."""
+            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen).
+            max_grad_norm: C.
+        """
         self.record_norm, self.clip_norm = None if largest is None else float(largest), float(max_grad_norm)
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
-        """Record the other records' clipped sum at the observed coordinates, then add the sampled included
-        canaries' clipped gradients (each clipped by the mechanism's clip factor).
+        """Record the other records' clipped sum at the observed coordinates.
+
+        Then add the sampled included canaries' clipped gradients (each clipped by the mechanism's clip factor).
 
         Args:
-            sums, max_grad_norm: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors), and C."""
+            sums: Σ_i c_i g_i per parameter (canaries added in place of the dict's tensors).
+            max_grad_norm: C.
+        """
         if self.trail is not None:
             self.trail.begin(self.params)  # the parameters this private step finds
         raw = torch.tensor([self.norm * max_grad_norm])
@@ -127,11 +134,15 @@ class CanaryTracker:
             self.other_steps.append((self.others / max_grad_norm).astype(np.float32))
 
     def observe(self, p: nn.Parameter, noisy: torch.Tensor, max_grad_norm: float) -> None:
-        """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates:
+        """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates.
+
         x_t = (noisy − the other records' part) / C.
 
         Args:
-            p, noisy, max_grad_norm: the parameter, its noisy clipped sum (``p``'s shape) and C."""
+            p: the parameter.
+            noisy: its noisy clipped sum (``p``'s shape).
+            max_grad_norm: C.
+        """
         if p in self.where:
             ids, idx = self.where[p]
             x = (noisy.reshape(-1)[idx].double().cpu().numpy() - self.others[ids.numpy()]) / max_grad_norm
@@ -141,18 +152,21 @@ class CanaryTracker:
         """The noise the updates really carry, from all reference coordinates.
 
         Returns:
-            σ̂ (units of C): their observations' root mean square (the claimed σ without any)."""
+            σ̂ (units of C): their observations' root mean square (the claimed σ without any).
+        """
         if len(self.included) == self.count or not self.steps:
             return self.claimed_sigma
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
         return float(np.sqrt(np.mean(refs**2)))
 
     def tensor_noise(self) -> dict[int, float]:
-        """σ̂ per parameter tensor (its index in the optimizer's order): the root mean square of that tensor's
-        reference observations.
+        """σ̂ per parameter tensor (its index in the optimizer's order).
+
+        The root mean square of that tensor's reference observations.
 
         Returns:
-            ``{tensor index: σ̂}`` (units of C); tensors without a reference are absent (``noise_estimate``)."""
+            ``{tensor index: σ̂}`` (units of C); tensors without a reference are absent (``noise_estimate``).
+        """
         if len(self.included) == self.count or not self.steps:
             return {}
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
@@ -161,14 +175,20 @@ class CanaryTracker:
 
     def final_setup(self, optimizer: torch.optim.Optimizer, *, expected_batch_size: int, max_grad_norm: float,
                     ema_decay: float | None) -> None:
-        """Fix the recipe's linear structure for ``final_scores``: θ_T − θ_0 is linear in the noisy updates only for
-        plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one learning rate and momentum, no weight decay, no
-        dampening, no Nesterov) and no moving average of the weights.
+        """Fix the recipe's linear structure for ``final_scores``.
+
+        θ_T − θ_0 is linear in the noisy updates only for plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one
+        learning rate and momentum, no weight decay, no dampening, no Nesterov) and no moving average of the weights.
 
         Args:
-            optimizer, expected_batch_size, max_grad_norm, ema_decay: the run's optimizer, B, C and EMA decay.
+            optimizer: the run's optimizer.
+            expected_batch_size: B.
+            max_grad_norm: C.
+            ema_decay: EMA decay.
+
         Raises:
-            ValueError: any other optimizer or setting (one line naming it)."""
+            ValueError: any other optimizer or setting (one line naming it).
+        """
         groups = optimizer.param_groups
         if type(optimizer) is not torch.optim.SGD:
             raise ValueError(f"the final-model audit needs plain or momentum SGD (θ_T − θ_0 linear in the updates), "
@@ -182,25 +202,29 @@ class CanaryTracker:
                       float(max_grad_norm))
 
     def step_weights(self) -> np.ndarray:
-        """a_t / ā, ``(T,)``: the weight of step t's noisy update in θ_T − θ_0 for heavy-ball momentum μ,
+        """a_t / ā, ``(T,)``: the weight of step t's noisy update in θ_T − θ_0 for heavy-ball momentum μ.
+
         a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ) (1 for plain SGD), normalised to mean 1.
 
         Returns:
-            ``(T,)`` float64 weights a_t / ā, one per recorded step (``final_setup`` must have been called)."""
+            ``(T,)`` float64 weights a_t / ā, one per recorded step (``final_setup`` must have been called).
+        """
         _, mu, _, _ = self.optim
         t = len(self.steps)
         a = np.ones(t) if mu == 0 else (1 - mu ** (t - np.arange(t))) / (1 - mu)
         return a / a.mean()
 
     def final_scores(self) -> np.ndarray:
-        """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate. SGD
-        with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
+        """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate.
+
+        SGD with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
         (``step_weights``), so the score is Σ_t (a_t/ā)·(x_t + o_t): an included canary's expected score is about
         T·q·(its clipped norm / C), plus N(0, Σ_t (a_t/ā)²·σ²) noise and the other records' part o_t. Read from the
         parameters' final values and θ_0 only (the hidden-state threat model): the per-step observations never enter it.
 
         Returns:
-            ``(count,)`` scores, in units of C."""
+            ``(count,)`` scores, in units of C.
+        """
         lr, mu, batch, c = self.optim
         t = len(self.steps)
         a_bar = float(np.mean((1 - mu ** (t - np.arange(t))) / (1 - mu))) if mu else 1.0
@@ -211,15 +235,19 @@ class CanaryTracker:
         return out[: self.count]
 
     def final_result(self) -> dict[str, list | float]:
-        """``result`` of a final-model run: the hidden-state scores and coins, the run's public parameters, and the
-        measured other records' variation at the canaries' coordinates (a diagnostic the scores never use):
-        ``members_sd``, the sd over canaries of the other records' part of the score, Σ_t (a_t/ā)·o_t, and ``noise_sd``,
-        the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the reference coordinates).
+        """``result`` of a final-model run.
+
+        The hidden-state scores and coins, the run's public parameters, and the measured other records' variation at the
+        canaries' coordinates (a diagnostic the scores never use): ``members_sd``, the sd over canaries of the other
+        records' part of the score, Σ_t (a_t/ā)·o_t, and ``noise_sd``, the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the
+        reference coordinates).
 
         Returns:
             That JSON-able dict (scores in units of C; ``threat_model`` ``"hidden-state"``).
+
         Raises:
-            ValueError: ``final_setup`` was not called."""
+            ValueError: ``final_setup`` was not called.
+        """
         if self.optim is None:
             raise ValueError("final_setup was not called before the final-model scores were asked for")
         w = self.step_weights()
@@ -233,16 +261,19 @@ class CanaryTracker:
                 "members_sd": float(drift.std()), "noise_sd": float(sigma * np.sqrt(np.sum(w**2)))}
 
     def result(self) -> dict[str, list | float]:
-        """A final-model run's ``final_result``; otherwise ``{"scores": (m,), "included": (m,), "sigma_hat",
-        "sigma_hat_by_tensor", "claimed_sigma", "sample_rate", "steps"}`` (JSON-able; score: larger means included). The
-        score of canary i is the log-likelihood ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q +
-        q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the noise estimated in the canary's own parameter tensor (``tensor_noise``;
-        all references' ``noise_estimate`` where the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t.
+        """A final-model run's ``final_result``.
+
+        Otherwise ``{"scores": (m,), "included": (m,), "sigma_hat", "sigma_hat_by_tensor", "claimed_sigma",
+        "sample_rate", "steps"}`` (JSON-able; score: larger means included). The score of canary i is the log-likelihood
+        ratio of "included" vs "excluded" summed over steps, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), with σ̂ the
+        noise estimated in the canary's own parameter tensor (``tensor_noise``; all references' ``noise_estimate`` where
+        the tensor has none); where σ̂ is 0 (no noise at all), Σ_t x_t.
 
         Returns:
             That dict, with the run's ``conformance`` observations (``conformance_observations``) and, under them,
             ``certified_llr``: the included canaries' scores at the claimed σ (the exact canary-score test's input,
-            ``attacks.analysis.conformance.canary_scores``)."""
+            ``attacks.analysis.conformance.canary_scores``).
+        """
         if self.final:
             return self.final_result()
         pooled, by_tensor = self.noise_estimate(), self.tensor_noise()

@@ -1,7 +1,10 @@
-"""A DP-SGD audit's request for white-box gradient canaries (``GradientCanaries``) and where they go: the flat
-coordinates of the trainable parameters that hold a Dirac canary, and the canary-free reference coordinates that measure
-the noise the updates really carry (Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning",
-Dirac canaries; Steinke, Nasr, Jagielski 2023, §6). The canaries' tracking and scores: ``mechanisms.dpsgd.canaries``."""
+"""A DP-SGD audit's request for white-box gradient canaries (``GradientCanaries``) and where they go.
+
+The flat coordinates of the trainable parameters that hold a Dirac canary, and the canary-free reference coordinates
+that measure the noise the updates really carry (Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
+Learning", Dirac canaries; Steinke, Nasr, Jagielski 2023, §6). The canaries' tracking and scores:
+``mechanisms.dpsgd.canaries``.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +15,21 @@ import torch
 
 @dataclass(frozen=True)
 class GradientCanaries:
-    """A DP-SGD audit run's request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C
-    (>= 1). ``every_coordinate``: a canary at every trainable coordinate except a random ``REFERENCE_SHARE`` of each
-    parameter tensor (at least one per tensor), which is kept free to measure that tensor's noise; ``count`` is then
-    0 and the model fixes how many there are (the default scatternet-linear: 38,707 of 39,700). ``included``: the
-    canaries' inclusion, decided by the auditor (a multi-run design: one canary per run, its coin drawn outside the
-    run); None: each included with probability ½ by a coin drawn with ``seed`` (one-run). ``public_size``: the record
-    count n from which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉ and its expected batch
-    B = int(n·q) are derived, fixed by the auditor before any inclusion coin is drawn (the one-run and multi-run
-    theorems need the mechanism independent of the coins: with n = len(training set), adding one input canary could
-    change q, T or B); None: the training set's size. ``count`` may be 0 when only ``public_size`` is asked for.
-    ``final_model``: the hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the
-    hidden state threat model"; Steinke, Nasr, Jagielski 2023, §6): the canaries are inserted the same way, but
-    scored from θ_T − θ_0 alone (``CanaryTracker.final_scores``), never from the intermediate updates."""
+    """A DP-SGD audit run's request: ``count`` Dirac gradient canaries drawn with ``seed``, raw norm ``norm``·C (>= 1).
+
+    ``every_coordinate``: a canary at every trainable coordinate except a random ``REFERENCE_SHARE`` of each parameter
+    tensor (at least one per tensor), which is kept free to measure that tensor's noise; ``count`` is then 0 and the
+    model fixes how many there are (the default scatternet-linear: 38,707 of 39,700). ``included``: the canaries'
+    inclusion, decided by the auditor (a multi-run design: one canary per run, its coin drawn outside the run); None:
+    each included with probability ½ by a coin drawn with ``seed`` (one-run). ``public_size``: the record count n from
+    which the run's Poisson rate q = 1/⌈n/b⌉, its steps T = epochs·⌈n/b⌉ and its expected batch B = int(n·q) are
+    derived, fixed by the auditor before any inclusion coin is drawn (the one-run and multi-run theorems need the
+    mechanism independent of the coins: with n = len(training set), adding one input canary could change q, T or B);
+    None: the training set's size. ``count`` may be 0 when only ``public_size`` is asked for. ``final_model``: the
+    hidden-state threat model (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the hidden state threat
+    model"; Steinke, Nasr, Jagielski 2023, §6): the canaries are inserted the same way, but scored from θ_T − θ_0 alone
+    (``CanaryTracker.final_scores``), never from the intermediate updates.
+    """
 
     count: int
     seed: int
@@ -58,17 +63,22 @@ REFERENCE_SHARE = 0.025  # every_coordinate: the share of each tensor kept free 
 
 def canary_positions(request: GradientCanaries, sizes: list[int], gen: torch.Generator) -> tuple[torch.Tensor, int]:
     """The observed flat coordinates (canaries first, then the canary-free references) and the number of canaries.
+
     ``count`` canaries: ``count`` + up to ``REFERENCE_COORDINATES`` random coordinates of the whole model;
-    ``every_coordinate``: in each tensor of size s, round(``REFERENCE_SHARE``·s) random references (at least 1; a
-    tensor of one coordinate is a reference only), every other coordinate a canary, the canaries in random order.
+    ``every_coordinate``: in each tensor of size s, round(``REFERENCE_SHARE``·s) random references (at least 1; a tensor
+    of one coordinate is a reference only), every other coordinate a canary, the canaries in random order.
 
     Args:
-        request: the audit's request. sizes: each trainable tensor's number of coordinates, in the optimizer's order.
+        request: the audit's request.
+        sizes: each trainable tensor's number of coordinates, in the optimizer's order.
         gen: the generator of the random placement (seeded with ``request.seed``).
+
     Returns:
         ``(flat, m)``: ``(m + refs,)`` int64 flat coordinates of the concatenated parameters, and m, the canaries.
+
     Raises:
-        ValueError: more canaries than coordinates."""
+        ValueError: more canaries than coordinates.
+    """
     total = sum(sizes)
     if not request.every_coordinate:
         if request.count > total:

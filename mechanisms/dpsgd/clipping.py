@@ -1,20 +1,9 @@
-"""Per-sample clipping for DP-SGD: the clipped sum Σ_i c_i g_i, c_i = min(1, C / (‖g_i‖₂ + 1e-6)) (Opacus' flat
-clipping, Abadi et al. 2016), computed two ways:
+"""Per-sample clipping for DP-SGD.
 
-- ``"vmap"``: ``torch.func`` ``vmap(grad(...))`` over ``functional_call`` (Subramani et al. 2021, "Enabling
-  fast differentially private SGD via just-in-time compilation and vectorization"); any module
-  ``torch.func`` can trace.
-- ``"bk"``: book-keeping (Bu, Wang, Zha, Karypis 2023): one forward pass recording each layer's input,
-  one backward pass for the gradients w.r.t. each layer's *output* only (no weight gradients), then
-  per-sample norms in closed form (Linear: ‖a_i‖·‖g_i‖) or from per-sample weight gradients computed as one
-  batched convolution per block (Conv2d: the batch becomes the conv groups), and the clipped sum as one
-  weighted contraction (the per-layer rules: ``mechanisms.dpsgd.bk_layers``). Supports ``nn.Linear``, ``nn.Conv2d``
-  (groups 1, zero padding), ``nn.GroupNorm`` and ``nn.LayerNorm``; any other module owning trainable parameters raises.
+The clipped sum Σ_i c_i g_i, c_i = min(1, C / (‖g_i‖₂ + 1e-6)) (Opacus' flat clipping, Abadi et al. 2016), computed two
+ways:.
 
-Both take an augmentation multiplicity K (De et al. 2022, "Unlocking high-accuracy differentially private image
-classification through scale", §3.1): the batch holds K augmented views of each record, consecutive, and a
-record's gradient is the mean of its K views' gradients, g_i = (1/K) Σ_k ∇θ loss(x_ik, y_i), clipped as one. Each
-record still moves the clipped sum by at most C, so σ and ε are unchanged.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -36,7 +25,9 @@ def per_sample_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torc
     """Cross-entropy of each example (nats).
 
     Args:
-        logits, target: the model's output ``(B, classes)`` and the class indices ``(B,)``.
+        logits: the model's output ``(B, classes)``.
+        target: the class indices ``(B,)``.
+
     Returns:
         ``(B,)`` per-example losses.
     """
@@ -49,6 +40,7 @@ def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:
     Args:
         sq_norms: squared per-sample gradient L2 norms ``(B,)``.
         max_grad_norm: the clip bound C (> 0).
+
     Returns:
         ``(B,)`` factors c_i in (0, 1].
     """
@@ -56,13 +48,16 @@ def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:
 
 
 def observe_clipped(clipper, sq_norms: torch.Tensor, factors: torch.Tensor) -> None:
-    """An audit run's observation of the clipper's output: the largest clipped per-sample norm c_i·‖g_i‖ so far
-    (``clipper.largest_clipped``, a 0-d tensor on the batch's device, no host sync), kept only where
-    ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs); otherwise nothing is computed.
+    """An audit run's observation of the clipper's output.
+
+    The largest clipped per-sample norm c_i·‖g_i‖ so far (``clipper.largest_clipped``, a 0-d tensor on the batch's
+    device, no host sync), kept only where ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs);
+    otherwise nothing is computed.
 
     Args:
         clipper: a ``VmapClipper`` or ``BookKeepingClipper``.
-        sq_norms, factors: the squared per-sample norms ``(B,)`` and their clip factors ``(B,)``.
+        sq_norms: the squared per-sample norms ``(B,)``.
+        factors: their clip factors ``(B,)``.
     """
     if getattr(clipper, "observe_norms", False) and sq_norms.numel():
         m = (factors * sq_norms.sqrt()).max().detach()
@@ -102,19 +97,23 @@ class VmapClipper:
 
     def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
-        ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
-        gradients (De et al. 2022), its loss their mean loss (nats).
+        """Σ_i c_i g_i and the per-record losses of a batch holding K consecutive views of each record.
+
+        g_i is the mean of record i's views' gradients (De et al. 2022), its loss their mean loss (nats).
 
         Args:
-            x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
+            x: the views ``(B·K, ...)``.
+            y: the records' labels ``(B,)``.
             max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
             augmult: K ≥ 1, the views per record.
+
         Returns:
             ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
             per-record losses (nats), detached.
+
         Raises:
-            ValueError: len(x) ≠ K·len(y) or K < 1."""
+            ValueError: len(x) ≠ K·len(y) or K < 1.
+        """
         b = _records(x, y, augmult)
         params = {n: p.detach() for n, p in zip(self.names, self.params, strict=True)}
         buffers = dict(self.model.named_buffers())
@@ -142,8 +141,10 @@ def _records(x: torch.Tensor, y: torch.Tensor, augmult: int) -> int:
 
 
 class BookKeepingClipper:
-    """Per-sample clipped gradient sum by book-keeping (Bu et al. 2023): forward hooks record each layer's
-    input and output; one ``autograd.grad`` w.r.t. the outputs; closed-form per-layer norms and sums.
+    """Per-sample clipped gradient sum by book-keeping (Bu et al. 2023).
+
+    Forward hooks record each layer's input and output; one ``autograd.grad`` w.r.t. the outputs; closed-form per-layer
+    norms and sums.
 
     Args:
         model: a module whose trainable parameters all live in ``nn.Linear``, ``nn.Conv2d`` (groups 1,
@@ -196,20 +197,11 @@ class BookKeepingClipper:
 
     def clipped_sum(self, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: float, augmult: int = 1
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
-        """``({param: Σ_i c_i g_i}, per-record losses (B,))`` for a batch ``x (B·K, ...)`` holding the
-        ``augmult`` = K views of each record consecutively and ``y (B,)``; g_i is the mean of record i's views'
-        gradients (De et al. 2022), its loss their mean loss (nats).
+        """As ``VmapClipper.clipped_sum``, from one backward pass (book-keeping).
 
-        Args:
-            x, y: the views ``(B·K, ...)`` and the records' labels ``(B,)``.
-            max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
-            augmult: K ≥ 1, the views per record.
-        Returns:
-            ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
-            per-record losses (nats), detached.
         Raises:
-            ValueError: len(x) ≠ K·len(y) or K < 1; a layer called twice in one forward, or its input or output
-                modified in place after it ran.
+            ValueError: as ``VmapClipper.clipped_sum``; also a layer called twice in one forward, or its input or
+                output modified in place after it ran.
         """
         b = _records(x, y, augmult)
         self._records.clear()
@@ -259,8 +251,10 @@ def make_clipper(mode: str, model: nn.Module, loss_fn: PerSampleLoss = per_sampl
         mode: ``"vmap"`` or ``"bk"``.
         model: the module to train.
         loss_fn: per-sample loss ``(B, classes), (B,) -> (B,)``.
+
     Returns:
         A ``VmapClipper`` or ``BookKeepingClipper`` on ``model``.
+
     Raises:
         ValueError: another mode, or a model ``BookKeepingClipper`` does not support.
     """

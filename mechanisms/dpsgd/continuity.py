@@ -1,24 +1,6 @@
 """Parameter continuity of an audit run: the model released is the model the private steps produced (issue 54).
 
-The accountant's ε covers the parameters the private (clipped, noised) steps write and nothing else. In an audit run
-``ParameterTrail`` records a checksum (the CRC-32 of each tensor's bytes, with its shape: no copy is kept) of every
-parameter and buffer of the trained module at the boundaries of each private step — the parameters the step finds
-and the ones it leaves — and compares the model the mechanism returns with the last step's output. Any difference
-the private steps do not explain is recorded with the tensors' names and when it happened: "before the first private
-step", "between private steps t and t+1", "during private step t" (a tensor the step does not update), "after the last
-private step", "in the returned module, not the trained one". Its conformance test
-(``attacks.analysis.conformance.continuity``) is exact: a checksum that differs is a change, so a correct mechanism is
-never flagged; a change is missed only where its checksum collides (CRC-32 never misses one confined to 32
-consecutive bits; otherwise about 2^-32 per tensor and boundary).
-
-Handled explicitly, never by a tolerance: frozen parameters (outside the optimizer: must never change), buffers (no
-privacy argument covers them: must never change), a device move (checksums are of the values, wherever they live:
-noted, explained) and a dtype move (explained only where it is lossless: the released values cast back to the
-trained dtype are the trained ones and the cast back and forth changes nothing; a lossy one is a change). Declared
-post-processing (``mechanisms.post_processing``): an EMA is recomputed here from the iterates in float64 and the
-released floats must match it within the rounding of the user's own EMA arithmetic, 8·u·M·min(T, 1/(1 − d)) (u: the
-dtype's unit roundoff, M: the largest absolute value of the tensor's iterates); pruning and quantisation are accepted
-after the last private step and reported as not verified.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -36,11 +18,13 @@ MAX_EVENTS = 20  # recorded change events (each with its tensors); any more are 
 
 
 def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int]:
-    """The checksum of a tensor's values: its shape and the CRC-32 of its bytes in its own dtype (read on the CPU; no
-    copy of a contiguous CPU tensor).
+    """The checksum of a tensor's values.
+
+    Its shape and the CRC-32 of its bytes in its own dtype (read on the CPU; no copy of a contiguous CPU tensor).
 
     Args:
         t: any tensor.
+
     Returns:
         ``(shape, crc32)``.
     """
@@ -123,11 +107,13 @@ class ParameterTrail:
         return [n for n in keys if n not in old or n not in new or old[n][0] != new[n][0]]
 
     def begin(self, trainable: list[torch.Tensor]) -> None:
-        """A private step starts: the parameters it finds must be those the last one left (or, before the first
-        step, those at the start).
+        """A private step starts: the parameters it finds must be those the last one left.
+
+        Or, before the first step, those at the start.
 
         Args:
             trainable: the tensors the private step updates (the optimizer's parameters).
+
         Raises:
             RuntimeError: the previous private step was never seen to end (an optimizer whose ``step`` was not
                 observed).
@@ -171,8 +157,10 @@ class ParameterTrail:
                 self.ema[n].mul_(d).add_(x, alpha=1 - d)
 
     def _same(self, name: str, t: torch.Tensor) -> bool:
-        """Whether ``t`` holds exactly the values the last private step left under ``name`` (a device move noted; a
-        dtype move only where lossless)."""
+        """Whether ``t`` holds exactly the values the last private step left under ``name``.
+
+        A device move noted; a dtype move only where lossless.
+        """
         want, dtype, device = self.last[name]
         x = t.detach()
         if x.device != device:
@@ -197,11 +185,13 @@ class ParameterTrail:
         return x.shape == self.ema[name].shape and gap <= bound
 
     def finish(self, returned: nn.Module | None) -> dict[str, Any]:
-        """Compare the returned model with the last private step's output (or with the declared EMA of the iterates),
-        and give the record the conformance test reads.
+        """Compare the returned model with the last private step's output (or with the declared EMA of the iterates).
+
+        And give the record the conformance test reads.
 
         Args:
             returned: the innermost module the mechanism returned (None: compare the trained module as it is now).
+
         Returns:
             A JSON-able record with the keys ``steps``, ``tensors`` (``trainable``, ``frozen``, ``buffer``),
             ``changes`` (each ``when`` and ``tensors``), ``more_changes``, ``returned``, ``verified``,
@@ -245,13 +235,16 @@ class ParameterTrail:
 
 
 def released_changes(record: dict[str, Any], module: nn.Module) -> dict[str, Any]:
-    """``record`` with the tensors in which ``module`` — the model as it reached the audit, after the mechanism's own
-    code returned it — differs from what the trail saw returned, as a change "after the audit run's training returned"
-    (a mechanism's code that updates the model outside its training loop).
+    """``record`` with the tensors in which ``module``.
+
+    The model as it reached the audit, after the mechanism's own code returned it — differs from what the trail saw
+    returned, as a change "after the audit run's training returned" (a mechanism's code that updates the model outside
+    its training loop).
 
     Args:
         record: ``ParameterTrail.finish``'s record (without ``released``: returned as is).
         module: the released model.
+
     Returns:
         The record, with that change appended where there is one.
     """

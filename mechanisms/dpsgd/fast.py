@@ -8,13 +8,7 @@ One DP-SGD step (Abadi et al. 2016, Algorithm 1) as Opacus 1.6 does it with flat
     grad  = (Σ_i c_i g_i + N(0, (σC)² I)) / expected_batch_size  noise drawn per parameter, in optimizer order
     optimizer.step()
 
-Σ_i c_i g_i comes from a clipper of ``mechanisms.dpsgd.clipping`` (``bk`` or ``vmap``); ``noisy_step`` draws the noise
-exactly as Opacus does (``torch.normal`` per parameter from the same generator), so with the same seed the updates
-equal Opacus' to float tolerance (tests/mechanisms/dpsgd/test_fast.py). Poisson batches, σ and ε are Opacus'.
-
-With augmentation multiplicity K (De et al. 2022, §3.1; ``mechanisms.dpsgd.augmult``) each record of a batch becomes K
-random crops (and flips) of itself, and g_i is the mean of its K views' gradients, clipped as one: a record still moves
-the clipped sum by at most C, so σ, q and ε are those without augmentation.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -48,7 +42,14 @@ def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.
     and it reads every noisy sum (``mechanisms.dpsgd.canaries``).
 
     Args:
-        optimizer, sums: the optimizer and Σ_i c_i g_i per parameter; then σ, C, q·N, the generator, the canaries."""
+        optimizer: the optimizer.
+        sums: Σ_i c_i g_i per parameter.
+        noise_multiplier: σ.
+        max_grad_norm: C.
+        expected_batch_size: q·N.
+        generator: draws the noise (None: torch's global RNG).
+        canaries: the audit run's canary tracker (None: no audit).
+    """
     std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0  # σ = 0 and C = ∞: no noise (not NaN)
     if canaries is not None:
         canaries.add(sums, max_grad_norm)
@@ -70,18 +71,26 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
                 max_physical_batch_size: int | None = None) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
     """Σ_i c_i g_i over the records ``x (B, ...)``, ``y (B,)`` of one logical batch, and their losses ``(B,)`` (nats).
 
-    ``max_physical_batch_size`` m (Opacus' ``BatchMemoryManager``): the clipper sees at most m records at a time and
-    the pieces' clipped sums add up — each record is clipped on its own, so the sum is the same (to float rounding);
-    memory follows m (× K views). ``augment`` (``mechanisms.dpsgd.augmult.augment_views``' settings): each piece's
-    records become their K views just before the clipper sees them (so the views drawn depend on m).
+    Each record is clipped on its own, so pieces of the batch give the same sum (to float rounding).
 
     Args:
-        clipper, x, y, max_grad_norm: a clipper of ``make_clipper``, the records, their labels and C (> 0).
+        clipper: a clipper of ``make_clipper``.
+        x: the records.
+        y: their labels.
+        max_grad_norm: C (> 0).
+        augment: ``mechanisms.dpsgd.augmult.augment_views``' settings: each piece's records become their K views just
+            before the clipper sees them (so the views drawn depend on m); None: no augmentation.
+        max_physical_batch_size: m (Opacus' ``BatchMemoryManager``): the clipper sees at most m records at a time and
+            the pieces' clipped sums add up; memory follows m (× K views). None: the whole batch at once.
+
     Returns:
         ``({param: Σ_i c_i g_i}, losses (B,))``.
+
     Raises:
         ValueError: what the clipper or ``augment_views`` raise (a module the clipper cannot handle, inputs that are
-            not images); AssertionError: no records (an empty batch is ``dp_step``'s noise-only case)."""
+            not images).
+        AssertionError: no records (an empty batch is ``dp_step``'s noise-only case).
+    """
     step = max_physical_batch_size or len(y)
     total: dict[nn.Parameter, torch.Tensor] | None = None
     losses = []
@@ -103,9 +112,21 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
     """One full DP-SGD step on the records ``x (B, ...)``, ``y (B,)`` (Abadi et al. 2016, Alg. 1).
 
     Args:
-        clipper, optimizer, x, y: as in ``clipped_sum`` and ``noisy_step`` (an empty batch: the noise alone).
+        clipper: as in ``clipped_sum``.
+        optimizer: as in ``noisy_step``.
+        x: the records (an empty batch: the noise alone).
+        y: their labels.
+        noise_multiplier: σ, as in ``noisy_step``.
+        max_grad_norm: C, as in ``clipped_sum`` and ``noisy_step``.
+        expected_batch_size: q·N, as in ``noisy_step``.
+        generator: draws the noise, as in ``noisy_step``.
+        canaries: the audit run's canary tracker, as in ``noisy_step``.
+        augment: as in ``clipped_sum``.
+        max_physical_batch_size: as in ``clipped_sum``.
+
     Returns:
-        The per-record losses ``(B,)`` (nats)."""
+        The per-record losses ``(B,)`` (nats).
+    """
     if len(x):
         sums, losses = clipped_sum(clipper, x, y, max_grad_norm=max_grad_norm, augment=augment,
                                    max_physical_batch_size=max_physical_batch_size)
@@ -145,8 +166,10 @@ def _update(ema, model: nn.Module) -> None:
 
 
 def _finish(model: nn.Module, ema, device: torch.device) -> None:
-    """End of training: ``model`` takes its moving average's weights (if any); a GPU's queued work completes (so
-    the measured time is the training's)."""
+    """End of training: ``model`` takes its moving average's weights (if any).
+
+    A GPU's queued work completes (so the measured time is the training's).
+    """
     if ema is not None:
         model.load_state_dict(ema.module.state_dict())
     if device.type == "cuda":
@@ -156,13 +179,18 @@ def _finish(model: nn.Module, ema, device: torch.device) -> None:
 def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, step: dict, epoch: int, *,
            sample_rate: float, generator: torch.Generator, device: torch.device, accountant, ema,
            model: nn.Module) -> tuple[float, int]:
-    """One epoch (0-based ``epoch``) of DP-SGD steps (``dp_step`` with ``step``'s settings) on Poisson batches of
+    """One epoch of DP-SGD steps on Poisson batches.
+
+    One epoch (0-based ``epoch``) of DP-SGD steps (``dp_step`` with ``step``'s settings) on Poisson batches of
     ``x (N, ...)``, ``y (N,)``, each followed by a step of ``accountant`` (if any) and of the weights' moving average
     ``ema`` of ``model`` (if any).
+
     Returns:
         (sum over batches of mean loss × batch size (nats), examples processed).
+
     Raises:
-        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss."""
+        bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
+    """
     total, count, tracker = 0.0, 0, step["canaries"]
     observe = None if tracker is None else partial(tracker.batch, records=len(x))  # each record's participation
     for xb, yb in poisson_batches(x, y, sample_rate=sample_rate, generator=generator, observe=observe):
@@ -179,10 +207,13 @@ def _epoch(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.
 def _tracker(canaries: GradientCanaries, clipper, optimizer: torch.optim.Optimizer, *, model: nn.Module,
              sample_rate: float, noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
              ema_decay: float | None) -> CanaryTracker:
-    """The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
+    """The run's canary tracker over ``clipper``'s parameters and ``model``'s parameter trail.
+
+    The run's canary tracker over ``clipper``'s parameters (which then keeps the largest clipped per-sample norm,
     ``clipping.observe_clipped``) and ``model``'s parameter trail (``CanaryTracker.follow``); a final-model request
     also fixes the recipe's linear structure (and refuses an optimizer whose final model is not linear in the updates:
-    ``CanaryTracker.final_setup``)."""
+    ``CanaryTracker.final_setup``).
+    """
     clipper.observe_norms = True  # an audit run: the clip bound's conformance test reads the clipper's output
     tracker = CanaryTracker(canaries, clipper.params, sample_rate=sample_rate, noise_multiplier=noise_multiplier)
     tracker.follow(model, optimizer, ema_decay=ema_decay)
@@ -208,23 +239,40 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
                max_physical_batch_size: int | None = None) -> tuple[list[float], int, float, dict | None]:
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
+    A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
+    trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
+
     Args:
-        x: ``(N, ...)`` inputs, y: ``(N,)`` labels (CPU). accountant: an Opacus accountant (or None), stepped at
-            every step (an empty Poisson batch too) as Opacus' optimizer does. generator: draws the Poisson
-            batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
+        model: the module to train, in place.
+        optimizer: over its parameters.
+        x: ``(N, ...)`` inputs.
+        y: ``(N,)`` labels (CPU).
+        mode: the clipper, ``"vmap"`` or ``"bk"`` (``make_clipper``).
+        epochs: passes over the data, each of round(1/q) Poisson batches.
+        sample_rate: q, each record's chance to be in a batch.
+        noise_multiplier: σ.
+        max_grad_norm: C.
+        expected_batch_size: q·N, the divisor of the noisy sum.
+        accountant: an Opacus accountant (or None), stepped at every step (an empty Poisson batch too) as Opacus'
+            optimizer does.
+        generator: draws the Poisson batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
+        device: where to train.
+        on_epoch: the progress callback ``(epoch, epochs, loss)``.
         ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
             the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
         canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd.canaries``).
-        augmult: K views per record (``mechanisms.dpsgd.augmult``, flips with ``augmult_flip``; None: no augmentation).
+        augmult: K views per record (``mechanisms.dpsgd.augmult``; None: no augmentation).
+        augmult_flip: whether the views are also flipped.
         max_physical_batch_size: records per clipper call (``clipped_sum``; None: the whole Poisson batch).
-        A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
-        trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
+
     Returns:
         (per-epoch mean loss, examples processed, wall seconds, the canaries' scores and coins or None).
+
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
         ValueError: unsupported model for ``mode``, more canaries than coordinates, ``augmult`` where it cannot
-            apply (``mechanisms.dpsgd.augmult.augmult_settings``)."""
+            apply (``mechanisms.dpsgd.augmult.augmult_settings``).
+    """
     from bench.core.models import FrozenFront
 
     augment = augmult_settings(model, x, augmult, flip=augmult_flip, generator=generator)
@@ -264,21 +312,32 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
              max_grad_norm: float, generator: torch.Generator, device: torch.device,
              on_epoch: Callable[[int, int, float], None] | None = None,
              canaries: GradientCanaries | None = None, public_size: int | None = None):
-    """DP-SGD's training with a fast clipper and everything else as Opacus does it: the module validator and Poisson
-    sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the result
-    (``mechanisms.dpsgd.mechanism``).
+    """DP-SGD's training with a fast clipper and everything else as Opacus does it.
+
+    The module validator and Poisson sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the
+    result (``mechanisms.dpsgd.mechanism``).
 
     Args:
-        model: freshly built module on ``device``; optimizer: over its parameters; train: an ArrayDataset;
-        spec: its TrainSpec; mode: ``"vmap"`` or ``"bk"``; noise_multiplier: σ (> 0); max_grad_norm: C;
+        model: freshly built module on ``device``.
+        optimizer: over its parameters.
+        train: an ArrayDataset.
+        spec: its TrainSpec.
+        mode: ``"vmap"`` or ``"bk"``.
+        noise_multiplier: σ (> 0).
+        max_grad_norm: C.
         generator: seeded, draws the batches.
+        device: where to train.
+        on_epoch: the progress callback ``(epoch, epochs, loss)``.
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
         public_size: n for q = 1/ceil(n / batch_size) and the expected batch int(n·q), fixed in advance (an audit
             run's, ``GradientCanaries.public_size``); None: ``len(train)``.
+
     Returns:
         A ``TrainedModel`` (privacy and params left to the caller) with its history and audit scores.
+
     Raises:
-        ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle."""
+        ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle.
+    """
     from opacus.validators import ModuleValidator
 
     from bench.core.types import PrivacySpent, TrainedModel

@@ -46,7 +46,8 @@ class DPSGDParams(ModelParams):
             (digits, text).
         max_physical_batch_size: at most this many records (× K views) per forward/backward pass, as Opacus'
             ``BatchMemoryManager``: the Poisson batch's clipped sums add up piece by piece, so the update is the same to
-            float rounding and memory follows this size (``bk`` / ``vmap`` only). None: the whole batch."""
+            float rounding and memory follows this size (``bk`` / ``vmap`` only). None: the whole batch.
+    """
 
     max_grad_norm: float = Field(1.0, gt=0)
     accountant: Literal["prv", "rdp", "gdp"] = "prv"
@@ -64,7 +65,9 @@ _CLIP = {"max_grad_norm": 1.0, "accountant": "prv", "grad_sample_mode": "bk"}
 
 
 class DPSGD(Baseline):
-    """Per-sample clipping to ``max_grad_norm`` C and Gaussian noise σ·C on the summed gradient
+    """DP-SGD through Opacus (Abadi et al. 2016, Algorithm 1).
+
+    Per-sample clipping to ``max_grad_norm`` C and Gaussian noise σ·C on the summed gradient
     (Abadi et al. 2016, Algorithm 1), via Opacus' ``PrivacyEngine.make_private_with_epsilon``.
 
     Batches are drawn by Poisson sampling with rate q = 1/ceil(n / batch_size) (Opacus derives it from the loader
@@ -73,7 +76,8 @@ class DPSGD(Baseline):
     accountant (``accounting.pld_noise_multiplier``; the default, so that DP-SGD is compared with DPMix and local noise
     at the same ε under the same relation), add/remove by Opacus' accountant. The reported ε is certified after training
     under that relation, with the other relation's ε beside it (``PrivacySpent.other_relations``): add/remove by Opacus'
-    ``accountant``, replace-one by the PLD accountant."""
+    ``accountant``, replace-one by the PLD accountant.
+    """
 
     name = "dpsgd"
     guarantee = "central-dp"
@@ -108,10 +112,13 @@ class DPSGD(Baseline):
         """Refuse, before training, settings the chosen clipper or model cannot honour.
 
         Args:
-            spec, n_members: the run's ``TrainSpec`` and its member count (DP-SGD's checks do not use it).
+            spec: the run's ``TrainSpec``.
+            n_members: its member count (DP-SGD's checks do not use it).
+
         Raises:
             ValueError: ``ema_decay``, ``augmult`` or ``max_physical_batch_size`` with an Opacus mode; ``augmult`` on
-                ``scatternet-linear``."""
+                ``scatternet-linear``.
+        """
         p = spec.params
         for name in ("ema_decay", "augmult", "max_physical_batch_size"):
             if getattr(p, name) is not None and p.grad_sample_mode not in FAST_MODES:
@@ -123,30 +130,48 @@ class DPSGD(Baseline):
 
     def calibrate(self, spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float
                   ) -> tuple[float, float, int]:
-        """(σ, q, T) of a run on ``n`` public records (``mechanisms.dpsgd.privacy.calibrate``): the one calibration of
-        ``fit`` and of the side-by-side runs (``side_by_side``).
+        """(σ, q, T) of a run on ``n`` public records (``mechanisms.dpsgd.privacy.calibrate``).
+
+        The one calibration of ``fit`` and of the side-by-side runs (``side_by_side``).
 
         Args:
-            spec, n, target_epsilon, delta: the spec, the public record count n, the target ε (None, or ∞) and δ.
+            spec: the spec.
+            n: the public record count n.
+            target_epsilon: the target ε (None, or ∞).
+            delta: δ.
+
         Returns:
             (σ, the noise multiplier; q, the sample rate; T, the number of steps).
+
         Raises:
-            ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet."""
+            ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet.
+        """
         return calibrate(spec, n=n, target_epsilon=target_epsilon, delta=delta)
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None,
             audit: GradientCanaries | InitialModel | None = None) -> TrainedModel:
-        """As ``Mechanism.fit``; ``audit``: an audit run with white-box gradient canaries (their scores in
-        ``TrainedModel.audit``) or from the auditor's initial model (``InitialModel``: its weights replace the
-        initialisation, drawn all the same so that the noise is the same draws) and, where it names one, the public
-        record count that fixes q, the steps and the expected batch (``public_size``), trained by our step (``bk`` where
-        the settings name an Opacus mode: tests show the two give the same updates).
+        """As ``Mechanism.fit``; ``audit``.
+
+        An audit run with white-box gradient canaries (their scores in ``TrainedModel.audit``) or from the auditor's
+        initial model (``InitialModel``: its weights replace the initialisation, drawn all the same so that the noise is
+        the same draws) and, where it names one, the public record count that fixes q, the steps and the expected batch
+        (``public_size``), trained by our step (``bk`` where the settings name an Opacus mode: tests show the two give
+        the same updates).
 
         Args:
-            train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit``; audit: as above.
+            train: as ``Mechanism.fit``.
+            spec: as ``Mechanism.fit``.
+            target_epsilon: as ``Mechanism.fit``.
+            delta: as ``Mechanism.fit``.
+            seed: as ``Mechanism.fit``.
+            device: as ``Mechanism.fit``.
+            on_epoch: as ``Mechanism.fit``.
+            audit: as above.
+
         Returns:
-            The ``TrainedModel`` with samples/s; its privacy from ``privacy`` ("no guarantee" at ε = ∞)."""
+            The ``TrainedModel`` with samples/s; its privacy from ``privacy`` ("no guarantee" at ε = ∞).
+        """
         from opacus import PrivacyEngine
 
         p = spec.params
@@ -187,19 +212,29 @@ class DPSGD(Baseline):
     def fit_runs(self, base: ArrayDataset, canary: ArrayDataset, spec: TrainSpec, *, included: tuple[bool, ...],
                  seeds: tuple[int, ...], target_epsilon: float | None, delta: float, initial: InitialModel,
                  device: torch.device) -> tuple[Any, PrivacySpent, dict[str, Any]]:
-        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``): run r
-        is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float tolerance.
+        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``).
+
+        Run r is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float tolerance.
         ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
 
         Args:
-            base, canary: the records of every run and the canary record(s) of the runs that include them.
-            spec, target_epsilon, delta, device: as ``fit``. included, seeds: per run r, whether it includes the canary
-                and its seed (R each). initial: the auditor's initial model, with its public size.
+            base: the records of every run.
+            canary: the canary record(s) of the runs that include them.
+            spec: as ``fit``.
+            target_epsilon: as ``fit``.
+            delta: as ``fit``.
+            device: as ``fit``.
+            included: per run r, whether it includes the canary (R coins).
+            seeds: per run r, its training seed (R seeds).
+            initial: the auditor's initial model, with its public size.
+
         Returns:
             (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters).
+
         Raises:
             ValueError: no public size; a model that is not one linear layer on a fixed front; what ``calibrate``
-                raises."""
+                raises.
+        """
         from mechanisms.dpsgd.side_by_side import train_runs
 
         if initial.public_size is None:
@@ -221,14 +256,23 @@ class DPSGD(Baseline):
     @staticmethod
     def run_params(spec: TrainSpec, *, sigma: float, sample_rate: float, steps: int, n: int, off: bool
                    ) -> dict[str, Any]:
-        """The training parameters a run records (``TrainedModel.params``): σ, C (∞ at the ε = ∞ point), q, T, the
-        accountant, the clipping mode, the relation, augmult, the public record count n and the expected batch.
+        """The training parameters a run records (``TrainedModel.params``).
+
+        σ, C (∞ at the ε = ∞ point), q, T, the accountant, the clipping mode, the relation, augmult, the public record
+        count n and the expected batch.
 
         Args:
-            spec, sigma, sample_rate, steps, n: the run's ``TrainSpec``, σ, q, T and n. off: the ε = ∞ point.
+            spec: the run's ``TrainSpec``.
+            sigma: σ.
+            sample_rate: q.
+            steps: T.
+            n: the record count n.
+            off: the ε = ∞ point.
+
         Returns:
             ``{"noise_multiplier", "max_grad_norm", "sample_rate", "accountant", "steps", "grad_sample_mode",
-            "relation", "augmult", "public_size", "expected_batch_size"}`` (JSON-able)."""
+            "relation", "augmult", "public_size", "expected_batch_size"}`` (JSON-able).
+        """
         p = spec.params
         return {"noise_multiplier": sigma, "max_grad_norm": math.inf if off else p.max_grad_norm,
                 "sample_rate": sample_rate, "accountant": p.accountant, "steps": steps,
@@ -236,23 +280,36 @@ class DPSGD(Baseline):
                 "public_size": n, "expected_batch_size": int(n * sample_rate)}
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-        """ε after each epoch under the final ε's relation and accountant
-        (``mechanisms.dpsgd.privacy.epsilon_by_epoch``; Abadi et al. 2016, §3.1).
+        """ε after each epoch under the final ε's relation and accountant.
+
+        ``mechanisms.dpsgd.privacy.epsilon_by_epoch``; Abadi et al. 2016, §3.1.
 
         Args:
-            params, spec, delta: a run's recorded parameters (``TrainedModel.params``), its ``TrainSpec`` and δ.
+            params: a run's recorded parameters (``TrainedModel.params``).
+            spec: its ``TrainSpec``.
+            delta: δ.
+
         Returns:
-            ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps."""
+            ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
+        """
         return epsilon_by_epoch(params, spec, delta=delta)
 
     @staticmethod
     def privacy(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
-        """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ
+        """What ``steps`` DP-SGD steps certify at δ.
+
+        What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ
         (``mechanisms.dpsgd.privacy.certify``): ε under ``params.relation`` with its profile, the other relation's ε
         beside, and with a fixed σ a note on what shuffled batches would certify.
 
         Args:
-            sigma, sample_rate, steps, delta, spec: σ (noise std over C), q, T, δ and the run's ``TrainSpec``.
+            sigma: σ (noise std over C).
+            sample_rate: q.
+            steps: T.
+            delta: δ.
+            spec: the run's ``TrainSpec``.
+
         Returns:
-            ``PrivacySpent`` (``central-dp``; ε unitless at δ, with its accountant and relation)."""
+            ``PrivacySpent`` (``central-dp``; ε unitless at δ, with its accountant and relation).
+        """
         return certify(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)

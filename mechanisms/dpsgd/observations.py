@@ -1,11 +1,13 @@
-"""What a DP-SGD audit run measures of its own mechanism, for the conformance tests of every parameter the accountant
-assumes (``attacks.analysis.conformance``; issue 38): the noise per parameter tensor at every observed coordinate that
-holds no canary's gradient (the canary-free references and the excluded canaries' coordinates: the auditor drew
-their coins, and the other records' part is removed exactly, so each holds the noise alone), a bounded sample of the
-references' noise for its shape and independence, each record's participation count over the steps,
-the largest clipped contribution (a canary's, and the real records' from the clipper's own output) and the number
-of noisy steps. Observed on the mechanism's own code path (``mechanisms.dpsgd.fast`` with a ``CanaryTracker``);
-sums, counts and a bounded sample only, so ``TrainedModel.audit`` stays small in the cache.
+"""What a DP-SGD audit run measures of its own mechanism.
+
+For the conformance tests of every parameter the accountant assumes (``attacks.analysis.conformance``; issue 38): the
+noise per parameter tensor at every observed coordinate that holds no canary's gradient (the canary-free references and
+the excluded canaries' coordinates: the auditor drew their coins, and the other records' part is removed exactly, so
+each holds the noise alone), a bounded sample of the references' noise for its shape and independence, each record's
+participation count over the steps, the largest clipped contribution (a canary's, and the real records' from the
+clipper's own output) and the number of noisy steps. Observed on the mechanism's own code path
+(``mechanisms.dpsgd.fast`` with a ``CanaryTracker``); sums, counts and a bounded sample only, so ``TrainedModel.audit``
+stays small in the cache.
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ def conformance_observations(steps: list[np.ndarray], *, count: int, owner: np.n
 
     Args:
         steps: per step, the ``(count + refs,)`` observations x_t (units of C; the last ``refs`` at reference
-            coordinates, which hold the noise alone). count: how many observed coordinates are canaries.
+            coordinates, which hold the noise alone).
+        count: how many observed coordinates are canaries.
         owner: ``(count + refs,)`` each observed coordinate's parameter tensor (index in the optimizer's order).
         included: ``(count + refs,)`` whether a canary's gradient is ever added there (False at the references).
-        tensors: the number of trainable parameter tensors K. participation: ``(n,)`` each training record's count
-            of the batches that held it (None: no batch drawn). largest_contribution: the largest clipped norm a
-            canary added (gradient-norm units). largest_record_norm: the largest clipped per-sample norm of the real
-            records in the clipper's output, or None. max_grad_norm: C.
+        tensors: the number of trainable parameter tensors K.
+        participation: ``(n,)`` each training record's count of the batches that held it (None: no batch drawn).
+        largest_contribution: the largest clipped norm a canary added (gradient-norm units).
+        largest_record_norm: the largest clipped per-sample norm of the real records in the clipper's output, or None.
+        max_grad_norm: C.
         continuity: the parameter trail's record (``mechanisms.dpsgd.continuity.ParameterTrail.finish``), or None.
 
     Returns:

@@ -1,7 +1,9 @@
-"""DP-SGD's privacy: the calibration of σ to a target (ε, δ) before training and what a run certifies after it (ε under
-the run's neighbouring relation with its profile, the other relation's ε beside, ε by epoch). Poisson-subsampled
+"""DP-SGD's privacy: the calibration of σ to a target (ε, δ) before training and what a run certifies after it.
+
+ε under the run's neighbouring relation with its profile, the other relation's ε beside, ε by epoch. Poisson-subsampled
 Gaussian steps (Abadi et al. 2016, Algorithm 1 and §3.1) composed by dp_accounting's PLD accountant under replace-one
-and by Opacus' accountants under add/remove (``mechanisms.accounting``)."""
+and by Opacus' accountants under add/remove (``mechanisms.accounting``).
+"""
 
 from __future__ import annotations
 
@@ -15,18 +17,24 @@ from mechanisms.accounting.opacus_accountants import opacus_epsilon, opacus_nois
 
 
 def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float) -> tuple[float, float, int]:
-    """(σ, q, T) of a run on ``n`` public records: Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T =
-    epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ) under ``params.relation`` (replace-one: dp_accounting's
-    PLD, ``pld_noise_multiplier``; add/remove: Opacus' ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0
-    at the ε = ∞ point.
+    """(σ, q, T) of a run on ``n`` public records.
+
+    Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T = epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ)
+    under ``params.relation`` (replace-one: dp_accounting's PLD, ``pld_noise_multiplier``; add/remove: Opacus'
+    ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at the ε = ∞ point.
 
     Args:
-        spec: the run's ``TrainSpec`` (``DPSGDParams``). n: the public record count. target_epsilon: the target ε
-            (unitless; None, or ∞ for the off point). delta: δ, a probability in (0, 1).
+        spec: the run's ``TrainSpec`` (``DPSGDParams``).
+        n: the public record count.
+        target_epsilon: the target ε (unitless; None, or ∞ for the off point).
+        delta: δ, a probability in (0, 1).
+
     Returns:
         (σ, the noise multiplier (noise std over C); q, the sample rate; T, the number of steps).
+
     Raises:
-        ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet."""
+        ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet.
+    """
     p = spec.params
     off = target_epsilon is not None and math.isinf(target_epsilon)  # the ε = ∞ point: no fixed σ either
     if p.noise_multiplier is None and not off and (target_epsilon is None or target_epsilon <= 0):
@@ -47,15 +55,21 @@ def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: f
 
 
 def epsilon_by_epoch(params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-    """ε after each epoch e = 1 … E: the accountant of the final ε (``params.relation``: dp_accounting's PLD for
-    replace-one, Opacus' ``accountant`` for add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q (Abadi
-    et al. 2016, §3.1: the privacy loss composes step by step).
+    """ε after each epoch e = 1 … E.
+
+    The accountant of the final ε (``params.relation``: dp_accounting's PLD for replace-one, Opacus' ``accountant`` for
+    add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q (Abadi et al. 2016, §3.1: the privacy loss composes
+    step by step).
 
     Args:
         params: a run's recorded parameters (``TrainedModel.params``: ``noise_multiplier``, ``sample_rate``, ``steps``
-            and ``relation``). spec: its ``TrainSpec`` (E = ``spec.epochs``). delta: δ, a probability in (0, 1).
+            and ``relation``).
+        spec: its ``TrainSpec`` (E = ``spec.epochs``).
+        delta: δ, a probability in (0, 1).
+
     Returns:
-        ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps."""
+        ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
+    """
     try:
         sigma, q, steps = float(params["noise_multiplier"]), float(params["sample_rate"]), int(params["steps"])
     except (KeyError, TypeError, ValueError):
@@ -69,21 +83,27 @@ def epsilon_by_epoch(params: dict[str, Any], spec: TrainSpec, *, delta: float) -
 
 
 def certify(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
-    """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ: ε under ``params.relation``
-    with its profile (``dpsgd_profile``: audits test the whole certified curve), the other relation's ε beside
-    (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one: dp_accounting's PLD), and, with a
-    fixed σ (a source's setting), a note on what shuffled fixed-size batches — each record in one batch per epoch,
-    as such sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism, without
-    amplification by sampling (analytic Gaussian, Balle & Wang 2018, sensitivity √epochs; replace-one doubles it, so
-    the note states add/remove).
+    """What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ.
+
+    ε under ``params.relation`` with its profile (``dpsgd_profile``: audits test the whole certified curve), the other
+    relation's ε beside (add/remove: Opacus' ``accountant``, the figure papers quote; replace-one: dp_accounting's PLD),
+    and, with a fixed σ (a source's setting), a note on what shuffled fixed-size batches — each record in one batch per
+    epoch, as such sources trained — would certify: only the ``epochs``-fold composition of the Gaussian mechanism,
+    without amplification by sampling (analytic Gaussian, Balle & Wang 2018, sensitivity √epochs; replace-one doubles
+    it, so the note states add/remove).
 
     Args:
-        sigma, sample_rate, steps: σ > 0 (noise std over C), q in (0, 1] and T ≥ 1.
-        delta, spec: δ in (0, 1) and the run's ``TrainSpec`` (``DPSGDParams``: relation, accountant, fixed σ).
+        sigma: σ > 0 (noise std over C).
+        sample_rate: q in (0, 1].
+        steps: T ≥ 1.
+        delta: δ in (0, 1).
+        spec: the run's ``TrainSpec`` (``DPSGDParams``: relation, accountant, fixed σ).
+
     Returns:
         ``PrivacySpent`` (``central-dp``): ε (unitless) at δ, its accountant and relation, the profile and the other
         relation's ε (``other_relations``) and the last-iterate heuristic ε under both (``heuristics``; Steinke et al.
-        2025, ``mechanisms.accounting.last_iterate``: not a bound)."""
+        2025, ``mechanisms.accounting.last_iterate``: not a bound).
+    """
     p = spec.params
     history = ((float(sigma), float(sample_rate), int(steps)),)
     add_remove = opacus_epsilon(history, delta=float(delta), accountant=p.accountant)

@@ -1,5 +1,6 @@
-"""DP-SGD's Poisson sampling, drawn exactly as iterating Opacus' ``DPDataLoader`` draws it (Abadi et al. 2016, §3.1:
-the accountant's "lots", each record in each lot independently with probability q).
+"""DP-SGD's Poisson sampling, drawn exactly as iterating Opacus' ``DPDataLoader`` draws it.
+
+Abadi et al. 2016, §3.1: the accountant's "lots", each record in each lot independently with probability q.
 
 ``poisson_indices`` is the sampler (the indices each step's batch holds); ``poisson_batches`` indexes the tensors with
 them and, in an audit run, shows each batch's indices to an observer (``CanaryTracker.batch``: every record's
@@ -26,6 +27,7 @@ def poisson_indices(n: int, *, sample_rate: float, generator: torch.Generator) -
         n: the number of records N.
         sample_rate: q in (0, 1], each record's probability of being in a batch.
         generator: the generator the loader would use.
+
     Yields:
         ``int(1/q)`` index tensors ``(B_t,)``, int64, one per step.
     """
@@ -39,15 +41,18 @@ def poisson_indices(n: int, *, sample_rate: float, generator: torch.Generator) -
 def poisson_batches(x: torch.Tensor, y: torch.Tensor, *, sample_rate: float, generator: torch.Generator,
                     observe: Callable[[torch.Tensor], None] | None = None
                     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of Poisson-sampled batches ``(x[idx], y[idx])`` of ``x (N, ...)``, ``y (N,)`` (``poisson_indices``;
-    no per-sample collation). ``observe``: called with each batch's indices before it is yielded (an audit run's
-    observer; the draws are the same with or without it).
+    """One epoch of Poisson-sampled batches ``(x[idx], y[idx])`` of ``x (N, ...)``, ``y (N,)``.
+
+    ``poisson_indices``; no per-sample collation. ``observe``: called with each batch's indices before it is yielded (an
+    audit run's observer; the draws are the same with or without it).
 
     Args:
-        x, y: the records ``(N, ...)`` and their labels ``(N,)``.
+        x: the records ``(N, ...)``.
+        y: their labels ``(N,)``.
         sample_rate: q in (0, 1].
         generator: the sampling generator (``poisson_indices``).
         observe: called with each batch's int64 indices ``(B_t,)``, or None.
+
     Yields:
         ``(x[idx], y[idx])``, one batch per step (``int(1/q)`` steps), possibly empty.
     """

@@ -1,21 +1,11 @@
-"""Many DP-SGD runs at the cost of one: R independent runs of a model whose only trainable layer is a final
-``nn.Linear`` (``linear``: logistic regression on pixels; ``scatternet-linear``: Tramèr & Boneh's fixed ScatterNet
-front), trained side by side — for a multi-run audit (Jagielski, Ullman, Oprea 2020; Annamalai & De Cristofaro
-2024), whose R runs differ only in one canary record and their seeds.
+"""Many DP-SGD runs at the cost of one.
 
-Run r is the run ``DPSGD.fit(data_r, spec, seed=seeds[r], audit=InitialModel(θ_0, public_size=n))`` would train, on
-``data_r`` = the base records plus, where ``included[r]``, the canary (last), and it goes through the same functions
-of the mechanism's code, looked up where ``fit``'s loop looks them up (so that a patched one, a planted bug, acts on
-both): its calibration (``DPSGD.calibrate``: σ, q and T from the public n), its Poisson sampling
-(``fast.poisson_batches`` with run r's generator, as ``fit`` seeds it; at q = 1 every record is in every batch
-whatever the draws, ``torch.rand`` < 1, and the draws feed nothing else, so they are skipped), its clip factor
-(``clipping.clip_factors``, with the book-keeping rule of one linear layer, ``bk_layers._linear``:
-‖g_i‖² (‖a_i‖² + 1)), its noise and update
-(``fast.noisy_step`` with run r's own optimizer, its noise drawn from the global-RNG state run r's ``fit`` would
-have after building its model). Only the clipped sums are computed for all runs at once (two matrix products over
-the shared records, each run's batch a mask). Not shared: ``fast.train_fast``'s epoch loop itself (a bug planted
-there, e.g. an extra epoch, acts on ``fit`` only; ``tests/mechanisms/dpsgd/test_side_by_side.py`` shows the R models
-equal R calls of ``fit`` to float tolerance, which pins the correct loop).
+R independent runs of a model whose only trainable layer is a final ``nn.Linear`` (``linear``: logistic regression on
+pixels; ``scatternet-linear``: Tramèr & Boneh's fixed ScatterNet front), trained side by side — for a multi-run audit
+(Jagielski, Ullman, Oprea 2020; Annamalai & De Cristofaro 2024), whose R runs differ only in one canary record and their
+seeds.
+
+Design notes: docs/design-notes.md.
 """
 from __future__ import annotations
 
@@ -34,15 +24,19 @@ MEMORY_FLOATS = 1 << 26  # (runs, records, classes) floats per chunk of runs tra
 
 
 def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor], nn.Linear]:
-    """(front, head): ``model(x) == head(front(x))``, ``head`` the model's only trainable layer, an ``nn.Linear``,
-    and ``front`` parameter-free (an ``nn.Sequential``'s earlier layers, or a ``FrozenFront``'s fixed front).
+    """(front, head): ``model(x) == head(front(x))``, ``head`` the model's only trainable layer, an ``nn.Linear``.
+
+    And ``front`` parameter-free (an ``nn.Sequential``'s earlier layers, or a ``FrozenFront``'s fixed front).
 
     Args:
         model: a ``FrozenFront`` with a linear head, or an ``nn.Sequential`` whose only trainable layer is its last.
+
     Returns:
         ``(front, head)``: ``front`` maps ``(B, ...)`` inputs to the head's ``(B, d)`` features.
+
     Raises:
-        ValueError: any other model (side-by-side training needs the book-keeping rule of one linear layer)."""
+        ValueError: any other model (side-by-side training needs the book-keeping rule of one linear layer).
+    """
     from bench.core.models import FrozenFront
 
     if isinstance(model, FrozenFront) and isinstance(model.head, nn.Linear):
@@ -56,16 +50,22 @@ def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor
 
 @dataclass
 class RunsResult:
-    """What ``train_runs`` returns: the R final models' parameters, ``weight (R, K, d)`` and ``bias (R, K)``, of the
-    head (``linear_head``), stacked; each run's full model is ``θ_0``'s architecture with them loaded."""
+    """What ``train_runs`` returns.
+
+    The R final models' parameters, ``weight (R, K, d)`` and ``bias (R, K)``, of the head (``linear_head``), stacked;
+    each run's full model is ``θ_0``'s architecture with them loaded.
+    """
 
     weight: torch.Tensor
     bias: torch.Tensor
 
 
 def _noise_generator(build: Callable[[], nn.Module], seed: int) -> torch.Generator:
-    """The global-RNG state run ``seed``'s ``fit`` draws its noise from: after ``seed_everything(seed)`` and building
-    its model (whose initialisation it then replaces by θ_0), as a generator; the global RNG is left as it was."""
+    """The global-RNG state run ``seed``'s ``fit`` draws its noise from.
+
+    After ``seed_everything(seed)`` and building its model (whose initialisation it then replaces by θ_0), as a
+    generator; the global RNG is left as it was.
+    """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         build()
@@ -76,9 +76,12 @@ def _noise_generator(build: Callable[[], nn.Module], seed: int) -> torch.Generat
 
 def _masks(n_base: int, included: Sequence[bool], gens: Sequence[torch.Generator], *, sample_rate: float,
            steps: int) -> torch.Tensor:
-    """``(R, steps, n_base + 1)`` bool: record i is in run r's batch at each step of one epoch (the canary is row
-    ``n_base``, only in runs that include it), from the mechanism's own ``fast.poisson_batches`` over run r's
-    ``n_base + included[r]`` records (its rows' indices stand in for the records) with run r's generator."""
+    """``(R, steps, n_base + 1)`` bool.
+
+    Record i is in run r's batch at each step of one epoch (the canary is row ``n_base``, only in runs that include it),
+    from the mechanism's own ``fast.poisson_batches`` over run r's ``n_base + included[r]`` records (its rows' indices
+    stand in for the records) with run r's generator.
+    """
     out = torch.zeros(len(gens), steps, n_base + 1, dtype=torch.bool)
     for r, (inc, gen) in enumerate(zip(included, gens, strict=True)):
         if sample_rate >= 1.0:  # q = 1: every record in every batch whatever the draws (rand < 1), which feed nothing
@@ -95,10 +98,12 @@ def _masks(n_base: int, included: Sequence[bool], gens: Sequence[torch.Generator
 
 def _clipped_sums(a: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor, mask: torch.Tensor, *,
                   max_grad_norm: float, bias: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Σ_i c_i g_i of each run for the records in its batch, ``((R, K, d), (R, K))``: features ``a (n, d)``, labels
-    ``y (n,)``, the runs' weights ``(R, K, d)`` and biases ``(R, K)``, batches ``mask (R, n)``; the book-keeping rule
-    of one linear layer (the output gradient g = softmax − one-hot, ‖∇_W‖² = ‖g‖²‖a‖², ‖∇_b‖² = ‖g‖²) and Opacus'
-    clip factor."""
+    """Σ_i c_i g_i of each run for the records in its batch, ``((R, K, d), (R, K))``.
+
+    Features ``a (n, d)``, labels ``y (n,)``, the runs' weights ``(R, K, d)`` and biases ``(R, K)``, batches ``mask (R,
+    n)``; the book-keeping rule of one linear layer (the output gradient g = softmax − one-hot, ‖∇_W‖² = ‖g‖²‖a‖²,
+    ‖∇_b‖² = ‖g‖²) and Opacus' clip factor.
+    """
     logits = torch.einsum("rkd,nd->rkn", w, a) + b[:, :, None]  # (R, K, n): softmax over a contiguous K is fast
     g = torch.softmax(logits, dim=1) - F.one_hot(y, w.shape[1]).t().to(a.dtype)
     sq = g.square().sum(1) * (a.square().sum(1) + (1.0 if bias else 0.0))  # (R, n)
@@ -113,18 +118,27 @@ def train_runs(model: nn.Module, initial: dict[str, torch.Tensor], x: torch.Tens
     """R DP-SGD runs side by side (module docstring), in chunks of runs that fit ``MEMORY_FLOATS``.
 
     Args:
-        model: θ_0's architecture (``linear_head`` must accept it); initial: θ_0's state dict.
-        x: ``(N, ...)`` base records, y: ``(N,)`` labels; canary: its ``(1, ...)`` input and ``(1,)`` label.
-        included: R coins (the canary in run r's data). seeds: R training seeds (as ``fit``'s ``seed``).
-        spec: the recipe (epochs, lr, optimizer, momentum). noise_multiplier σ, max_grad_norm C, sample_rate q and
-            steps T (``DPSGD.calibrate`` from the public n), expected_batch_size int(n·q).
+        model: θ_0's architecture (``linear_head`` must accept it).
+        initial: θ_0's state dict.
+        x: ``(N, ...)`` base records.
+        y: ``(N,)`` labels.
+        canary: its ``(1, ...)`` input and ``(1,)`` label.
+        included: R coins (the canary in run r's data).
+        seeds: R training seeds (as ``fit``'s ``seed``).
+        spec: the recipe (epochs, lr, optimizer, momentum).
+        noise_multiplier: σ (``DPSGD.calibrate`` from the public n).
+        max_grad_norm: C.
+        sample_rate: q (from the public n).
+        steps: T, a whole number of epochs.
+        expected_batch_size: int(n·q).
         build: builds the untrained model as ``fit`` does (its draws from the global RNG precede the noise).
+        device: where the runs train.
 
     Returns:
         The R final heads (``RunsResult``).
 
     Raises:
-        ValueError: a model ``linear_head`` refuses; mismatched lengths; T not a multiple of the epochs.
+        ValueError: a model ``linear_head`` refuses, mismatched lengths, or T not a multiple of the epochs.
     """
     if len(included) != len(seeds) or not len(seeds):
         raise ValueError(f"need one coin per seed and at least one run, got {len(included)} coins, {len(seeds)} seeds")
@@ -150,9 +164,11 @@ def train_runs(model: nn.Module, initial: dict[str, torch.Tensor], x: torch.Tens
 def _train_chunk(head: nn.Linear, a: torch.Tensor, y: torch.Tensor, included: Sequence[bool], seeds: Sequence[int],
                  spec, *, noise_multiplier: float, max_grad_norm: float, sample_rate: float, steps: int,
                  expected_batch_size: int, build: Callable[[], nn.Module]) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk of ``train_runs``' runs; returns their final weights ``(R, K, d)`` and biases ``(R, K)``. Each run has
-    its own parameters and optimizer; the clipped sums of all runs come from one batched computation, and each run's
-    noise and update from the mechanism's ``fast.noisy_step``."""
+    """One chunk of ``train_runs``' runs; returns their final weights ``(R, K, d)`` and biases ``(R, K)``.
+
+    Each run has its own parameters and optimizer; the clipped sums of all runs come from one batched computation, and
+    each run's noise and update from the mechanism's ``fast.noisy_step``.
+    """
     bias = head.bias is not None and head.bias.requires_grad
     runs = [[nn.Parameter(p.detach().clone()) for p in ((head.weight, head.bias) if bias else (head.weight,))]
             for _ in seeds]

@@ -1,7 +1,9 @@
-"""Invariant Information Clustering (Ji, Henriques & Vedaldi, ICCV 2019, "Invariant Information Clustering for
-Unsupervised Image Classification and Segmentation"): a network Φ with a K-way softmax is trained, without labels, to
-maximise the mutual information between the cluster assignments of an image and of a random transformation of it;
-clusters are then mapped to classes by Hungarian matching on a small labelled split (their §4 evaluation protocol).
+"""Invariant Information Clustering.
+
+(Ji, Henriques & Vedaldi, ICCV 2019, "Invariant Information Clustering for Unsupervised Image Classification and
+Segmentation".) A network Φ with a K-way softmax is trained, without labels, to maximise the mutual information between
+the cluster assignments of an image and of a random transformation of it; clusters are then mapped to classes by
+Hungarian matching on a small labelled split (their §4 evaluation protocol).
 
 Here it is a learner of the local-Gaussian mechanism (``LocalGaussianParams.learner: iic``): it sees only the noisy
 release. Simplifications against the paper, stated: one clustering head with K = number of classes (no
@@ -28,12 +30,14 @@ EPS = 1e-8  # floor of the joint distribution's entries (the paper's code clamps
 
 
 def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
-    """−I(z; z′) of two batches of cluster probabilities (Ji et al. 2019, §3.1, eq. 3): the joint P = (1/n)·Σ_i
-    z_i z′_iᵀ symmetrised, I = Σ_cc′ P_cc′ · ln(P_cc′ / (P_c · P_c′)). Minimising it maximises the mutual
-    information: confident, balanced clusters that agree between an image and its transformation.
+    """−I(z; z′) of two batches of cluster probabilities (Ji et al. 2019, §3.1, eq. 3).
+
+    The joint P = (1/n)·Σ_i z_i z′_iᵀ symmetrised, I = Σ_cc′ P_cc′ · ln(P_cc′ / (P_c · P_c′)). Minimising it maximises
+    the mutual information: confident, balanced clusters that agree between an image and its transformation.
 
     Args:
-        z, zt: ``(B, K)`` softmax outputs of the images and of their transformations (rows sum to 1).
+        z: ``(B, K)`` softmax outputs of the images (rows sum to 1).
+        zt: ``(B, K)`` softmax outputs of their transformations.
 
     Returns:
         A scalar tensor in [−ln K, 0] (nats).
@@ -52,8 +56,10 @@ def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
 
 def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float = 15.0,
                   scale: tuple[float, float] = (0.9, 1.1), translate: float = 0.1) -> torch.Tensor:
-    """Each image of ``x (B, C, H, W)`` under its own random rotation (±``degrees``), scale and translation (a
-    fraction of the side), bilinear, zero outside (``F.affine_grid`` / ``F.grid_sample``); Ji et al. 2019, §4.
+    """Each image of ``x (B, C, H, W)`` under its own random rotation (±``degrees``).
+
+    Scale and translation (a fraction of the side), bilinear, zero outside (``F.affine_grid`` / ``F.grid_sample``); Ji
+    et al. 2019, §4.
 
     Args:
         x: images ``(B, C, H, W)``.
@@ -61,6 +67,7 @@ def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float
         degrees: the largest rotation, in degrees.
         scale: the range of the scale factor.
         translate: the largest shift, a fraction of the image side.
+
     Returns:
         ``(B, C, H, W)`` transformed images, ``x``'s dtype and device.
     """
@@ -77,9 +84,9 @@ def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float
 def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: torch.Generator,
               device: torch.device, on_epoch: Callable[[int, int, float], None] | None = None
               ) -> tuple[list[float], int, float]:
-    """Train ``model`` (images to K logits) by IIC on unlabelled images ``x (N, C, H, W)`` for ``spec.epochs``
-    passes, shuffled batches of ``spec.batch_size``, ``spec``'s optimiser; the pair of each image is
-    ``random_affine`` of it.
+    """Train ``model`` (images to K logits) by IIC on unlabelled images ``x (N, C, H, W)`` for ``spec.epochs`` passes.
+
+    Shuffled batches of ``spec.batch_size``, ``spec``'s optimiser; the pair of each image is ``random_affine`` of it.
 
     Args:
         model: images ``(B, C, H, W)`` -> K cluster logits ``(B, K)``.
@@ -88,6 +95,7 @@ def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: 
         generator: draws the shuffles and the transformations.
         device: where to train.
         on_epoch: progress callback ``(epoch, epochs, mean loss)``, or None.
+
     Returns:
         (per-epoch mean loss −I in nats, images processed, wall seconds).
 
@@ -124,15 +132,19 @@ def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: 
 @torch.no_grad()
 def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num_classes: int,
                       device: torch.device) -> tuple[torch.Tensor, float]:
-    """The cluster → class map that maximises agreement with labels ``y (M,)`` on images ``x (M, C, H, W)``
+    """The cluster → class map that maximises agreement with the labels, and its accuracy.
+
+    The cluster → class map that maximises agreement with labels ``y (M,)`` on images ``x (M, C, H, W)``
     (Hungarian matching of the K×K contingency table, ``scipy.optimize.linear_sum_assignment``; Kuhn 1955), and
     the accuracy of the mapped clusters on that split.
 
     Args:
         model: images -> K cluster logits.
-        x, y: the labelled split, images ``(M, C, H, W)`` and int64 labels ``(M,)``.
+        x: the labelled split's images ``(M, C, H, W)``.
+        y: its int64 labels ``(M,)``.
         num_classes: K, clusters and classes alike.
         device: where the model runs.
+
     Returns:
         ``(perm, accuracy)``: ``perm[c]`` the class of cluster c, int64 ``(K,)``; accuracy a fraction.
     """
@@ -147,8 +159,10 @@ def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num
 
 
 class ClusterToClass(nn.Module):
-    """``(N, K)`` cluster logits -> ``(N, K)`` class logits: class ``perm[c]`` gets cluster c's logit (a fixed
-    permutation found by ``hungarian_mapping``, saved with the weights).
+    """``(N, K)`` cluster logits -> ``(N, K)`` class logits.
+
+    Class ``perm[c]`` gets cluster c's logit (a fixed permutation found by ``hungarian_mapping``, saved with the
+    weights).
 
     Args:
         num_classes: K; the map starts as the identity.
@@ -163,6 +177,7 @@ class ClusterToClass(nn.Module):
 
         Args:
             z: cluster logits ``(N, K)``.
+
         Returns:
             ``(N, K)`` class logits.
         """

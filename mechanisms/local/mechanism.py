@@ -1,6 +1,9 @@
-"""Local DP by input perturbation: every image scaled to unit L2 norm and perturbed by the analytic Gaussian mechanism,
-and its label by k-ary randomized response, before any training (the `local-gaussian` reference system, corrected: the
-source left labels in the clear, which ``labels: public`` keeps as an explicit option)."""
+"""Local DP by input perturbation.
+
+Every image scaled to unit L2 norm and perturbed by the analytic Gaussian mechanism, and its label by k-ary randomized
+response, before any training (the `local-gaussian` reference system, corrected: the source left labels in the clear,
+which ``labels: public`` keeps as an explicit option).
+"""
 
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ class L2Normalize(nn.Module):
     """``(N, C, H, W)`` -> each image divided by its L2 norm, times ``scale`` (a fixed public constant).
 
     Args:
-        scale: s, the public constant (a buffer, saved with the weights; ``LocalGaussian.fit`` sets it)."""
+        scale: s, the public constant (a buffer, saved with the weights; ``LocalGaussian.fit`` sets it).
+    """
 
     def __init__(self, scale: float = 1.0) -> None:
         super().__init__()
@@ -48,8 +52,10 @@ class L2Normalize(nn.Module):
 
         Args:
             x: ``(N, ...)`` images (N ≥ 1; an all-zero image stays zero: its norm is clamped to 1e-12).
+
         Returns:
-            ``x``'s shape: each image at L2 norm ``scale``."""
+            ``x``'s shape: each image at L2 norm ``scale``.
+        """
         flat = x.flatten(1)
         return (flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12) * self.scale).view_as(x)
 
@@ -61,9 +67,13 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
     for the noise, one for the unit images): an audit's 80,000 canary images are 250 MB per temporary.
 
     Args:
-        x, sigma, generator: the images, σ (per pixel, in units of the unit-norm image) and the noise's generator.
+        x: the images.
+        sigma: σ (per pixel, in units of the unit-norm image).
+        generator: the noise's generator.
+
     Returns:
-        ``(N, C, H, W)`` noisy images."""
+        ``(N, C, H, W)`` noisy images.
+    """
     unit = L2Normalize()(x)
     noise = torch.randn(x.shape, generator=generator).mul_(sigma)
     if noise.dtype != unit.dtype:  # e.g. float64 images: the sum takes their type, as before
@@ -73,15 +83,23 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
 
 def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, generator: torch.Generator
                      ) -> torch.Tensor:
-    """k-ary randomized response on ``(N,)`` int64 labels: each kept with probability e^ε/(e^ε + k − 1), else
-    replaced by one of the k − 1 other labels uniformly (Warner 1965; Kairouz, Oh, Viswanath 2016); ε-DP per label.
+    """k-ary randomized response on ``(N,)`` int64 labels.
+
+    Each kept with probability e^ε/(e^ε + k − 1), else replaced by one of the k − 1 other labels uniformly (Warner 1965;
+    Kairouz, Oh, Viswanath 2016); ε-DP per label.
 
     Args:
-        y, epsilon, num_classes, generator: the labels, ε > 0 (unitless), k ≥ 2 and the generator of the draws.
+        y: the labels.
+        epsilon: ε > 0 (unitless).
+        num_classes: k ≥ 2.
+        generator: the generator of the draws.
+
     Returns:
         ``(N,)`` released labels (``y``'s dtype).
+
     Raises:
-        ValueError: ε ≤ 0 or k < 2 (``randomized_response_keep``)."""
+        ValueError: ε ≤ 0 or k < 2 (``randomized_response_keep``).
+    """
     keep = randomized_response_keep(epsilon, num_classes)
     flip = torch.rand(y.shape, generator=generator) >= keep
     shift = torch.randint(1, num_classes, y.shape, generator=generator)  # another label, uniformly
@@ -108,7 +126,8 @@ class LocalGaussianParams(ModelParams):
             their labels, clusters mapped to classes by Hungarian matching on a small labelled split: the first
             ``match_size`` released records with their released labels (public with ``labels: public``, as in the
             source; randomized-response labels otherwise), post-processing of the release at no privacy cost.
-        match_size: records of the release whose labels map IIC's clusters to classes (``learner: iic``)."""
+        match_size: records of the release whose labels map IIC's clusters to classes (``learner: iic``).
+    """
 
     calibration: Literal["analytic", "classic"] = "analytic"
     labels: Literal["randomized-response", "public"] = "randomized-response"
@@ -121,19 +140,21 @@ _CNN = {"model": "cnn-small", "optimizer": "sgd", "momentum": 0.9}
 
 
 class LocalGaussian(Baseline):
-    """Each person releases ``x/||x||₂ + N(0, σ² I)`` (the analytic Gaussian mechanism at replace-one sensitivity 2;
-    Balle & Wang, ICML 2018) and a label by k-ary randomized response: (ε, δ) local DP per (image, label) record,
-    the two channels composed by dp_accounting's PLD accountant (``accounting.local_record_sigma``). The learner
-    trains ``spec.model`` on the noisy images and labels only, the images multiplied by the public constant
-    s = 1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get
-    the same normalisation and the same s.
+    """Each person releases ``x/||x||₂ + N(0, σ² I)`` and a label by k-ary randomized response.
+
+    (the analytic Gaussian mechanism at replace-one sensitivity 2; Balle & Wang, ICML 2018.) (ε, δ) local DP per (image,
+    label) record, the two channels composed by dp_accounting's PLD accountant (``accounting.local_record_sigma``). The
+    learner trains ``spec.model`` on the noisy images and labels only, the images multiplied by the public constant s =
+    1/√(1/d + σ²) so that pixels have unit-order variance whatever σ; at test time real images get the same
+    normalisation and the same s.
 
     Learners (both see only the release): ``network`` (the source's) or ``class-means`` (closed form, ``spec.model``
     ``linear``; see ``LocalGaussianParams.learner``).
 
     Settings: ``LocalGaussianParams``; with ``calibration: classic`` the target is only ``claimed_epsilon``; with
     ``labels: public`` the ε covers the image only. The ε holds for the replace-one relation (one person's record
-    replaced by any other)."""
+    replaced by any other).
+    """
 
     name = "local-gaussian"
     guarantee = "local-dp"
@@ -166,9 +187,13 @@ class LocalGaussian(Baseline):
         """The released model: ``L2Normalize`` then ``spec.model`` (then ``ClusterToClass`` with ``learner: iic``).
 
         Args:
-            input_shape, num_classes, spec: ``(C, H, W)``, k and the settings.
+            input_shape: ``(C, H, W)``.
+            num_classes: k.
+            spec: the settings.
+
         Returns:
-            ``nn.Sequential``, ``(N, C, H, W)`` images -> ``(N, k)`` logits."""
+            ``nn.Sequential``, ``(N, C, H, W)`` images -> ``(N, k)`` logits.
+        """
         if spec.params.learner == "iic":  # cluster logits, then the fixed cluster -> class map
             return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec),
                                  ClusterToClass(num_classes))
@@ -178,23 +203,34 @@ class LocalGaussian(Baseline):
         """Refuse, before training, a learner the model cannot honour.
 
         Args:
-            spec, n_members: the settings and the member count (unused here).
+            spec: the settings.
+            n_members: the member count (unused here).
+
         Raises:
-            ValueError: ``learner: class-means`` with a model other than ``linear``."""
+            ValueError: ``learner: class-means`` with a model other than ``linear``.
+        """
         if spec.params.learner == "class-means" and spec.model != "linear":
             raise ValueError(f"params.learner 'class-means' needs model 'linear', got {spec.model!r}")
 
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
-        """The local release of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``; audits
-        call it on their canaries.
+        """The local release of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``.
+
+        Audits call it on their canaries.
 
         Args:
-            data, spec, target_epsilon, delta, seed: the records, the settings, ε > 0 (``math.inf``: no noise), δ, seed.
+            data: the records.
+            spec: the settings.
+            target_epsilon: ε > 0 (``math.inf``: no noise).
+            delta: δ.
+            seed: the seed.
+
         Returns:
             ``(release, privacy)``: noisy unit-norm images ``(N, C, H, W)`` with labels ``(N,)``, and ε at δ.
+
         Raises:
-            ValueError: a target ε ≤ 0 (or None)."""
+            ValueError: a target ε ≤ 0 (or None).
+        """
         return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
 
     def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
@@ -250,11 +286,20 @@ class LocalGaussian(Baseline):
         """Release ``train`` locally (``release``), then fit the learner on the release alone.
 
         Args:
-            train, spec, target_epsilon, delta, seed, device, on_epoch: as ``Mechanism.fit`` (ε > 0; ∞: no noise).
+            train: as ``Mechanism.fit``.
+            spec: as ``Mechanism.fit``.
+            target_epsilon: as ``Mechanism.fit`` (ε > 0; ∞: no noise).
+            delta: as ``Mechanism.fit``.
+            seed: as ``Mechanism.fit``.
+            device: as ``Mechanism.fit``.
+            on_epoch: as ``Mechanism.fit``.
+
         Returns:
             The ``TrainedModel``: the model, the release's privacy (replace-one), σ, samples/s.
+
         Raises:
-            ValueError: a target ε ≤ 0 (or None); ``learner: class-means`` without ``model: linear``."""
+            ValueError: a target ε ≤ 0 (or None); ``learner: class-means`` without ``model: linear``.
+        """
         gen = seed_everything(seed)
         release, privacy = self._release(train, spec, target_epsilon=target_epsilon, delta=delta, generator=gen)
         sigma = release.params["sigma"]

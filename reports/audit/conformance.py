@@ -1,9 +1,11 @@
-"""Conformance in the reports: each audit run's tests of "this run is the certified mechanism" (the noise in every
-parameter tensor and channel, the sample rate, the records' participation, the steps, the clip bound, ...) and the ε
-its measured parameters imply (``bench.results.Conformance``), read generically from whatever ``AttackRecord`` holds
-one, so that a new audit or a new test shows up with no change here. Only the run-level check
-(``Results.privacy_bugs``, method ``conformance``) says a test failed; a test with ``deciding`` false is shown with
-its p-value and decides nothing."""
+"""Conformance in the reports.
+
+Each audit run's tests of "this run is the certified mechanism" (the noise in every parameter tensor and channel, the
+sample rate, the records' participation, the steps, the clip bound, ...) and the ε its measured parameters imply
+(``bench.results.Conformance``), read generically from whatever ``AttackRecord`` holds one, so that a new audit or a new
+test shows up with no change here. Only the run-level check (``Results.privacy_bugs``, method ``conformance``) says a
+test failed; a test with ``deciding`` false is shown with its p-value and decides nothing.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ CONFORMANCE_HEADERS = ("mechanism", "target ε", "audit", "test", "quantity", "c
 
 
 def conformance_tests(r: RunResult) -> list[tuple[str, ConformanceTest]]:
-    """``(audit, test)`` of every conformance test any attack of ``r`` recorded, by audit name then in the design's
-    order."""
+    """``(audit, test)`` of every conformance test any attack of ``r`` recorded.
+
+    By audit name then in the design's order.
+    """
     return [(name, t) for name, a in sorted(r.attacks.items()) if a.conformance is not None
             for t in a.conformance.tests]
 
@@ -29,8 +33,10 @@ def conformance_failures(results: Results, r: RunResult) -> list[PrivacyBug]:
 
 
 def _count(tests: list[tuple[str, ConformanceTest]], measured: int) -> tuple[int, int]:
-    """``(deciding, shown)``: the tests that are comparisons of the run's family (the measured ε one of them), and
-    those shown with their p-value that decide nothing."""
+    """``(deciding, shown)``: the tests that are comparisons of the run's family (the measured ε one of them).
+
+    And those shown with their p-value that decide nothing.
+    """
     deciding = sum(t.deciding for _, t in tests)
     return deciding + measured, len(tests) - deciding
 
@@ -69,8 +75,11 @@ def _value(x: float | None) -> str:
 
 
 def conformance_rows(results: Results) -> list[list[str]]:
-    """``CONFORMANCE_HEADERS`` rows: every conformance test of every finished model, then the ε from its measured
-    parameters (with its relation, accountant and confidence) where one was recomputed."""
+    """``CONFORMANCE_HEADERS`` rows.
+
+    Every conformance test of every finished model, then the ε from its measured parameters (with its relation,
+    accountant and confidence) where one was recomputed.
+    """
     seeds = len({r.seed for r in results.results}) > 1
     rows = []
     for r in results.results:

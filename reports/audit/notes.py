@@ -1,7 +1,9 @@
-"""The audits in words, for the verdict's headline and per-mechanism notes: valid bounds only (``reports.bounds``),
-each named with its threat model, design, method and confidence; a maximum over several bounds points to the
-run-level check (Bonferroni over the run), which alone decides a privacy bug; a heuristic bound is never cited as
-evidence."""
+"""The audits in words, for the verdict's headline and per-mechanism notes.
+
+Valid bounds only (``reports.bounds``), each named with its threat model, design, method and confidence; a maximum over
+several bounds points to the run-level check (Bonferroni over the run), which alone decides a privacy bug; a heuristic
+bound is never cited as evidence.
+"""
 
 from __future__ import annotations
 
@@ -95,8 +97,10 @@ def _tightest_line(results: Results, runs: list[RunResult]) -> str:
 
 
 def audit_headline(results: Results, runs: list[RunResult]) -> list[str]:
-    """The headline's audit sentences for one dataset's successful models: the tightest valid bound against its
-    accountant's ε, the privacy bugs and the refuted claims."""
+    """The headline's audit sentences for one dataset's successful models.
+
+    The tightest valid bound against its accountant's ε, the privacy bugs and the refuted claims.
+    """
     if not any(valid_bounds(r) for r in runs):
         return [NO_AUDIT[0].upper() + NO_AUDIT[1:] + "."] if any(membership_attacks(r) for r in runs) else []
     lines = [_tightest_line(results, runs)]

@@ -1,8 +1,11 @@
-"""The audits' tightness plot: per model and threat model, the tightest valid ε lower bound against the ε it is
-held to (the accountant's ε of the audited run, or the claimed ε of a mechanism without a guarantee), with the
-diagonal ε_LB = ε, and above a final-model audit's bound a bar at the run's last-iterate heuristic ε (Steinke et al.
-2025: not a bound). Heuristic bounds are never plotted; neither are bounds of a neighbouring relation other than
-the ε's. Same conventions as ``reports.figures`` (object API, explicit Agg canvas)."""
+"""The audits' tightness plot.
+
+Per model and threat model, the tightest valid ε lower bound against the ε it is held to (the accountant's ε of the
+audited run, or the claimed ε of a mechanism without a guarantee), with the diagonal ε_LB = ε, and above a final-model
+audit's bound a bar at the run's last-iterate heuristic ε (Steinke et al. 2025: not a bound). Heuristic bounds are never
+plotted; neither are bounds of a neighbouring relation other than the ε's. Same conventions as ``reports.figures``
+(object API, explicit Agg canvas).
+"""
 
 from __future__ import annotations
 
@@ -24,15 +27,19 @@ LINTHRESH = 0.1  # the y-axis is linear below this (bounds of 0 are common), log
 
 
 def tightness_points(runs: list[RunResult]) -> list[AuditBound]:
-    """The bounds the plot shows: per model and threat model, the tightest valid bound when it is compared with an
-    ε (``AuditBound.reference``)."""
+    """The bounds the plot shows.
+
+    Per model and threat model, the tightest valid bound when it is compared with an ε (``AuditBound.reference``).
+    """
     found = [tightest_valid(r, tm) for r in runs for tm in THREAT_MODELS]
     return [b for b in found if b is not None and b.reference is not None and b.reference > 0]
 
 
 def heuristic_of(b: AuditBound) -> float | None:
-    """The last-iterate heuristic ε (not a bound) of a final-model audit's bound, in the relation it is held to;
-    None for other threat models or without one."""
+    """The last-iterate heuristic ε (not a bound) of a final-model audit's bound, in the relation it is held to.
+
+    None for other threat models or without one.
+    """
     c = b.compared
     if b.threat_model not in FINAL_MODEL_THREATS or c is None:
         return None
@@ -69,8 +76,10 @@ def _panel(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged:
 
 
 def _legend(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged: bool) -> None:
-    """Mechanisms (colour), threat models (marker), the hollow and ringed markers, the diagonal and the designs,
-    outside the axes on the right."""
+    """Mechanisms (colour), threat models (marker), the hollow and ringed markers, the diagonal and the designs.
+
+    Outside the axes on the right.
+    """
     handles = [Line2D([], [], color=palette[m], marker="s", ls="", label=m)
                for m in sorted({b.result.mechanism for b in points})]
     handles += [Line2D([], [], color="0.3", marker=MARKERS[tm], ls="", label=tm)
@@ -92,9 +101,12 @@ def _legend(ax: Axes, points: list[AuditBound], palette: dict[str, str], flagged
 
 
 def tightness_figure(runs: list[RunResult], flagged: list[PrivacyBug] | None = None) -> Figure | None:
-    """One panel per dataset: the tightest valid ε lower bound of every model per threat model (marker) and
+    """One panel per dataset: each model's tightest valid ε lower bound against its ε.
+
+    One panel per dataset: the tightest valid ε lower bound of every model per threat model (marker) and
     mechanism (colour) against the ε it is held to, with the diagonal; models with a privacy bug or a refuted claim
-    (``flagged``) ringed in red. ``None`` when no valid bound is compared with an ε."""
+    (``flagged``) ringed in red. ``None`` when no valid bound is compared with an ε.
+    """
     flagged = flagged or []
     groups = {d: pts for d, rs in by_dataset(runs).items() if (pts := tightness_points(rs))}
     if not groups:

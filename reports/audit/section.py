@@ -1,7 +1,9 @@
-"""The Audits and conformance section: the tightness plot and its reading (the tightest valid bound against its
-accountant's ε), the conformance line, the refuted claims, and folded: the audit table, the conformance tests
-(``reports.audit.conformance``), the seeds pooled, what this run could have caught and every analysis of every audit
-(``reports.audit.table``)."""
+"""The Audits and conformance section.
+
+The tightness plot and its reading (the tightest valid bound against its accountant's ε), the conformance line, the
+refuted claims, and folded: the audit table, the conformance tests (``reports.audit.conformance``), the seeds pooled,
+what this run could have caught and every analysis of every audit (``reports.audit.table``).
+"""
 
 from __future__ import annotations
 
@@ -43,12 +45,16 @@ MARKS = {"bug": f"**{BUG_MARK}** ", "refuted": f"**{REFUTED_MARK}** "}
 
 @SECTIONS.register()
 class Audit(ReportSection):
+    """The Audits and conformance section."""
+
     name = "audit"
     order = 40
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``audit_tightness``: every model's tightest valid ε lower bounds against its ε, the privacy bugs and
-        refuted claims ringed (``reports.audit.plots``)."""
+        """``audit_tightness``: every model's tightest valid ε lower bounds against its ε.
+
+        The privacy bugs and refuted claims ringed (``reports.audit.plots``).
+        """
         flagged = [*results.privacy_bugs, *results.refuted_claims]
         return {"audit_tightness": tightness_figure(finished(results), flagged)}
 
@@ -66,10 +72,12 @@ class Audit(ReportSection):
                 "rings: privacy bugs or refuted claims of the Bonferroni-corrected run-level check")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
-        """The tightness plot and its one-line reading first, the refuted claims and the conformance line, then
-        folded: the audit table, the conformance tests, the seeds pooled, what this run could have caught and every
-        analysis of every audit. Always in HTML ("No model in this run." without rows); in Markdown only with rows,
-        plots or power rows."""
+        """The tightness plot and its one-line reading first, the refuted claims and the conformance line, then folded.
+
+        The audit table, the conformance tests, the seeds pooled, what this run could have caught and every analysis of
+        every audit. Always in HTML ("No model in this run." without rows); in Markdown only with rows, plots or power
+        rows.
+        """
         headers, rows, flags = audit_rows(results)
         images = drawn(plots, ["audit_tightness"])
         power_headers, power_rows = detection_rows(results)

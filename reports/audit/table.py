@@ -1,10 +1,10 @@
-"""The "Audit" section, first of the evidence: per model, the accountant's ε next to the tightest valid ε lower
-bound per threat model (white-box, hidden-state where one ran, black-box) with its audit, design, method and
-confidence, the ratio ε_LB / ε,
-the largest estimate whose assumption stands its test (labelled "estimate (assumes …)": never a bound), and the
-run-level verdict
-(privacy bug, refuted claim, or not refuted); and the details: every analysis of every audit. Reads
-``reports.bounds`` (which bounds are evidence) and the ``privacy_bugs`` / ``refuted_claims`` of the run-level check.
+"""The "Audit" section, first of the evidence.
+
+Per model, the accountant's ε next to the tightest valid ε lower bound per threat model (white-box, hidden-state where
+one ran, black-box) with its audit, design, method and confidence, the ratio ε_LB / ε, the largest estimate whose
+assumption stands its test (labelled "estimate (assumes …)": never a bound), and the run-level verdict (privacy bug,
+refuted claim, or not refuted); and the details: every analysis of every audit. Reads ``reports.bounds`` (which bounds
+are evidence) and the ``privacy_bugs`` / ``refuted_claims`` of the run-level check.
 """
 
 from __future__ import annotations
@@ -50,8 +50,11 @@ OPTIONAL_THREAT_MODELS = ("hidden-state", "black-box-crafted")  # a column only 
 
 
 def threat_models(results: Results) -> tuple[str, ...]:
-    """The Audit table's threat-model columns: white-box and black-box always, hidden-state and black-box-crafted
-    where an audit of that threat model (``canary-final``, ``multi-run-crafted``: not run by default) ran."""
+    """The Audit table's threat-model columns.
+
+    White-box and black-box always, hidden-state and black-box-crafted where an audit of that threat model
+    (``canary-final``, ``multi-run-crafted``: not run by default) ran.
+    """
     ran = {b.threat_model for r in results.results if not is_failed(r) for b in audit_bounds_of(r)}
     return tuple(tm for tm in THREAT_MODELS if tm not in OPTIONAL_THREAT_MODELS or tm in ran)
 
@@ -110,8 +113,10 @@ def _bound_cells(r: RunResult, threat_model: str) -> list[str]:
 
 
 def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]:
-    """Headers, text rows and a per-row flag (``"bug"``, ``"refuted"`` or ``""``) of the Audit table: one row per
-    successful model."""
+    """Headers, text rows and a per-row flag (``"bug"``, ``"refuted"`` or ``""``) of the Audit table.
+
+    One row per successful model.
+    """
     datasets, seeds = _several(results)
     rows, flags, columns = [], [], threat_models(results)
     for r in results.results:
@@ -128,9 +133,12 @@ def audit_rows(results: Results) -> tuple[list[str], list[list[str]], list[str]]
 
 
 def audit_detail_rows(results: Results) -> list[list[str]]:
-    """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (the k analyses of an audit's
+    """``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence.
+
+    ``DETAIL_HEADERS`` rows: every analysis of every audit at its own confidence (the k analyses of an audit's
     design-fixed family at 1 − 0.05/k each, so that the largest valid one holds at 95 %), and the one-run test of the
-    accountant's whole certified (ε, δ) curve where one was made."""
+    accountant's whole certified (ε, δ) curve where one was made.
+    """
     _, seeds = _several(results)
     rows = []
     for r in results.results:
@@ -151,8 +159,10 @@ def audit_detail_rows(results: Results) -> list[list[str]]:
 
 
 def audit_note(results: Results) -> str:
-    """How to read the Audit table: the designs, the validity rule, the run-level Bonferroni check, and the methods
-    that appear in the run."""
+    """How to read the Audit table.
+
+    The designs, the validity rule, the run-level Bonferroni check, and the methods that appear in the run.
+    """
     m, conf = family(results)
     methods = sorted({b.bound.method for r in results.results if r.ok for b in audit_bounds_of(r)})
     text = (
@@ -193,8 +203,10 @@ DETECTION_NOTE = (
 
 
 def detection_rows(results: Results) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of the detection-power table of the run's profile (``results.audit.detection_power``): one
-    row per mechanism and target ε, one column per measured bug; empty when nothing was measured."""
+    """Headers and rows of the detection-power table of the run's profile (``results.audit.detection_power``).
+
+    One row per mechanism and target ε, one column per measured bug; empty when nothing was measured.
+    """
     measured = results.audit.detection_power if results.audit is not None else []
     if not measured:
         return [], []

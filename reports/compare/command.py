@@ -1,6 +1,8 @@
-"""``privbench compare BASE NEW [NEW ...]``'s work below the parser (``bench.cli``): read the runs, compare, print
-the terminal table, write report-compare.md / .html, and the exit status (0; 4 when a ``--fail-on`` rule fails; bad
-input raises ``BenchError``: one line, exit 2, nothing written)."""
+"""``privbench compare BASE NEW [NEW ...]``'s work below the parser (``bench.cli``).
+
+Read the runs, compare, print the terminal table, write report-compare.md / .html, and the exit status (0; 4 when a
+``--fail-on`` rule fails; bad input raises ``BenchError``: one line, exit 2, nothing written).
+"""
 
 from __future__ import annotations
 
@@ -94,8 +96,10 @@ def run_compare(base: str, news: list[str], *, fail_on: str | None, output: str 
 
 
 def render_compare(comparison: Comparison, failing: list | None, console: Console) -> None:
-    """The terminal view: the verdict, the table of significant changes, each run's changed settings and the cells
-    not compared."""
+    """The terminal view: the verdict, the table of significant changes.
+
+    Each run's changed settings and the cells not compared.
+    """
     console.print(Text(f"privbench compare: BASE {comparison.base_label} against "
                        f"{', '.join(r.label for r in comparison.runs)}", style="bold"))
     console.print(Text(verdict(comparison, failing), style="bold"))

@@ -1,6 +1,9 @@
-"""The compare page's figure, per dataset of BASE (the first two): the Pareto frontiers of BASE and each NEW run
-overlaid (test accuracy against the strongest attack's leakage, on one axis for both: ``reports.verdict.table``), and
-test accuracy against target ε per mechanism; BASE dashed with hollow markers, NEW solid. Embedded as a data URI."""
+"""The compare page's figure, per dataset of BASE (the first two).
+
+The Pareto frontiers of BASE and each NEW run overlaid (test accuracy against the strongest attack's leakage, on one
+axis for both: ``reports.verdict.table``), and test accuracy against target ε per mechanism; BASE dashed with hollow
+markers, NEW solid. Embedded as a data URI.
+"""
 
 from __future__ import annotations
 

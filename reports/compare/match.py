@@ -1,5 +1,7 @@
-"""Which models of two runs are the same cell (``CellKey``), which settings that shape them changed, and throughput
-as a ratio normalised by a reference measured in each run."""
+"""Which models of two runs are the same cell (``CellKey``), which settings that shape them changed.
+
+And throughput as a ratio normalised by a reference measured in each run.
+"""
 
 from __future__ import annotations
 
@@ -51,8 +53,10 @@ def setting_changes(before: dict[str, Any], after: dict[str, Any], prefix: str =
 
 
 def run_setting_changes(base: Results, new: Results) -> list[str]:
-    """The run configuration's shaping settings that differ (sizes, ε grid, attacks, recipes), and a different
-    versions of torch, opacus or privbench."""
+    """The run configuration's shaping settings that differ (sizes, ε grid, attacks, recipes).
+
+    And a different versions of torch, opacus or privbench.
+    """
     shaping_b = {k: v for k, v in base.config.items() if k not in NOT_SHAPING}
     shaping_n = {k: v for k, v in new.config.items() if k not in NOT_SHAPING}
     found = setting_changes(shaping_b, shaping_n)
@@ -66,8 +70,11 @@ def _short(value: Any) -> str:
 
 
 def _reference(doc: Results, r: RunResult) -> RunResult | None:
-    """The run's own reference throughput for ``r``: the mechanism's ε = ∞ point of the same dataset and seed (the
-    same model and recipe, privacy off: the non-private step of the same model), else the non-private baseline."""
+    """The run's own reference throughput for ``r``.
+
+    The mechanism's ε = ∞ point of the same dataset and seed (the same model and recipe, privacy off: the non-private
+    step of the same model), else the non-private baseline.
+    """
     for want in (lambda x: x.mechanism == r.mechanism and x.off_point,
                  lambda x: x.mechanism == "baseline" and not x.off_point):
         for x in doc.results:
@@ -77,10 +84,12 @@ def _reference(doc: Results, r: RunResult) -> RunResult | None:
 
 
 def throughput(run: str, base: Results, new: Results, cell: CellComparison) -> Change | None:
-    """The cell's samples/s as a ratio NEW / BASE, each normalised by its own run's reference (``_reference``) so
-    that two machines compare; the raw ratio where a run has no reference or the cell is the reference. No test (one
-    measurement per run); ``delta`` holds the ratio a ``throughput:0.9x`` rule reads (None for the reference
-    itself, whose normalised ratio is 1 by definition)."""
+    """The cell's samples/s as a ratio NEW / BASE.
+
+    Each normalised by its own run's reference (``_reference``) so that two machines compare; the raw ratio where a run
+    has no reference or the cell is the reference. No test (one measurement per run); ``delta`` holds the ratio a
+    ``throughput:0.9x`` rule reads (None for the reference itself, whose normalised ratio is 1 by definition).
+    """
     sb, sn = cell.base.timings.samples_per_s, cell.new.timings.samples_per_s
     if not (cell.base.ok and cell.new.ok and finite(sb) and finite(sn)) or sb <= 0:  # type: ignore[operator]
         return None

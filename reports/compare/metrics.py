@@ -1,7 +1,9 @@
-"""Every metric of one matched cell, before and after, each difference with the test appropriate to it
-(``reports.compare.stats``): test accuracy (paired where both runs kept per-example outcomes), each attack's AUC and
-TPR at each FPR, the accountant's ε, the tightest valid audit bound, conformance, privacy bugs, the degenerate flag
-and failures. Throughput is ``reports.compare.throughput``."""
+"""Every metric of one matched cell, before and after.
+
+Each difference with the test appropriate to it (``reports.compare.stats``): test accuracy (paired where both runs kept
+per-example outcomes), each attack's AUC and TPR at each FPR, the accountant's ε, the tightest valid audit bound,
+conformance, privacy bugs, the degenerate flag and failures. Throughput is ``reports.compare.throughput``.
+"""
 
 from __future__ import annotations
 
@@ -49,8 +51,10 @@ def _pct(x: float) -> str:
 
 def _accuracy(run: str, label: str, base_doc: Results, new_doc: Results, b: RunResult, n: RunResult
               ) -> Change | None:
-    """McNemar's exact test where both models kept per-example outcomes of the same test set, else Fisher's exact
-    test on the accuracies over each run's test-set size."""
+    """McNemar's exact test where both models kept per-example outcomes of the same test set.
+
+    Else Fisher's exact test on the accuracies over each run's test-set size.
+    """
     if b.utility is None or n.utility is None:
         return None
     acc_b, acc_n = b.utility.test_accuracy, n.utility.test_accuracy
@@ -77,11 +81,13 @@ def _n_test(doc: Results, r: RunResult) -> int | None:
 
 
 def _epsilon(run: str, label: str, b: RunResult, n: RunResult) -> list[Change]:
-    """The accountant's ε with its δ, accountant and relation, and the same guarantee under other relations: any
-    change is reported (exact, no sampling); worse when the accountant's ε (same relation, δ and accountant: the one
-    the target is matched on) grows by more than ``EPSILON_GROWTH`` (relative) or the guarantee is lost, better when
-    it falls by more, None (neither) when only the accountant, δ, relation or another relation's ε changed, or ε
-    moved within a calibration's tolerance."""
+    """The accountant's ε with its δ, accountant and relation, and the same guarantee under other relations.
+
+    Any change is reported (exact, no sampling); worse when the accountant's ε (same relation, δ and accountant: the one
+    the target is matched on) grows by more than ``EPSILON_GROWTH`` (relative) or the guarantee is lost, better when it
+    falls by more, None (neither) when only the accountant, δ, relation or another relation's ε changed, or ε moved
+    within a calibration's tolerance.
+    """
     pb, pn = b.privacy, n.privacy
     before, after = format_privacy(pb), format_privacy(pn)
     if pb is None or pn is None or before == after:
@@ -128,8 +134,11 @@ def _attack(run: str, label: str, name: str, ab: AttackRecord, an: AttackRecord)
 
 
 def _audit(run: str, label: str, b: RunResult, n: RunResult) -> list[Change]:
-    """The tightest valid audit bound: shown when it moved; no test (each bound holds at its own confidence), never
-    a regression by itself (a privacy bug is ``privacy-bug``)."""
+    """The tightest valid audit bound.
+
+    Shown when it moved; no test (each bound holds at its own confidence), never a regression by itself (a privacy bug
+    is ``privacy-bug``).
+    """
     vb, vn = tightest_valid(b), tightest_valid(n)
     before = "no valid bound" if vb is None else f"ε ≥ {vb.value:.3g} ({vb.attack})"
     after = "no valid bound" if vn is None else f"ε ≥ {vn.value:.3g} ({vn.attack})"

@@ -1,5 +1,8 @@
-"""What ``privbench compare`` found: one ``Change`` per metric of a matched cell, the cells of each NEW run against
-BASE (``CellComparison``), and the whole ``Comparison``."""
+"""What ``privbench compare`` found.
+
+One ``Change`` per metric of a matched cell, the cells of each NEW run against BASE (``CellComparison``), and the whole
+``Comparison``.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +16,11 @@ ALPHA = 0.05  # family-wise level over every comparison made (Holm)
 
 @dataclass(frozen=True)
 class CellKey:
-    """What makes two models the same cell: dataset, mechanism, target ε (the ε = ∞ point apart), seed (None:
-    matched whatever the seed) and a reproduction's row."""
+    """What makes two models the same cell.
+
+    Dataset, mechanism, target ε (the ε = ∞ point apart), seed (None: matched whatever the seed) and a reproduction's
+    row.
+    """
 
     dataset: str
     mechanism: str
@@ -44,7 +50,8 @@ class Change:
     degenerate, failed, throughput, settings); ``worse`` True for a regression, False for an improvement, None where
     the direction is neither; ``p`` the raw p-value and ``p_holm`` Holm's adjusted one (None for a difference that
     is exact, such as a changed ε, or one no test applies to); ``delta`` the difference in the metric's unit
-    (points for accuracy and TPR, a ratio for throughput)."""
+    (points for accuracy and TPR, a ratio for throughput).
+    """
 
     run: str
     cell: str
@@ -61,16 +68,20 @@ class Change:
 
     @property
     def significant(self) -> bool:
-        """A difference that is exact (a changed ε, a new privacy bug) or whose Holm-adjusted p-value is below
-        ``ALPHA``."""
+        """A difference that is exact or whose Holm-adjusted p-value is below ``ALPHA``.
+
+        (a changed ε, a new privacy bug.)
+        """
         if self.exact:
             return True
         return self.p_holm is not None and self.p_holm < ALPHA
 
     @property
     def p_text(self) -> str:
-        """``"p = 0.00023 Holm-adjusted (McNemar exact, ...; raw p = 1.9e-06)"``, ``"exact (no sampling)"`` or
-        ``"no test"`` (after what was measured, e.g. a throughput ratio)."""
+        """``"p = 0.00023 Holm-adjusted (McNemar exact, ...; raw p = 1.9e-06)"``.
+
+        ``"exact (no sampling)"`` or ``"no test"`` (after what was measured, e.g. a throughput ratio).
+        """
         if self.exact:
             return "exact (no sampling)"
         if self.p_holm is None:
@@ -88,8 +99,10 @@ def _p(p: float) -> str:
 
 @dataclass
 class CellComparison:
-    """One cell matched in BASE and one NEW run: both models, the settings that changed, and every metric's
-    change (significant or not)."""
+    """One cell matched in BASE and one NEW run.
+
+    Both models, the settings that changed, and every metric's change (significant or not).
+    """
 
     key: CellKey
     base: RunResult

@@ -1,7 +1,9 @@
-"""report-compare.md and report-compare.html: the comparison in the report's style (Jinja2, autoescape on, one
-self-contained file). The first screen answers "what changed": the verdict, the regressions ``--fail-on`` fails on,
-the table of significant changes and test accuracy against ε of both runs overlaid; then one table per NEW run with
-every matched cell, and every comparison made, folded."""
+"""report-compare.md and report-compare.html.
+
+The comparison in the report's style (Jinja2, autoescape on, one self-contained file). The first screen answers "what
+changed": the verdict, the regressions ``--fail-on`` fails on, the table of significant changes and test accuracy
+against ε of both runs overlaid; then one table per NEW run with every matched cell, and every comparison made, folded.
+"""
 
 from __future__ import annotations
 

@@ -23,8 +23,10 @@ _NUMBER = re.compile(r"^([+-]?\d+(?:\.\d+)?)(pt|x)?$")
 
 @dataclass(frozen=True)
 class Rule:
-    """One ``--fail-on`` rule: the kind of change it fails on and its threshold (points, an AUC difference or a
-    throughput ratio; None: any significant regression)."""
+    """One ``--fail-on`` rule: the kind of change it fails on and its threshold.
+
+    Points, an AUC difference or a throughput ratio; None: any significant regression.
+    """
 
     kind: str
     threshold: float | None = None

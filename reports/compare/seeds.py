@@ -1,9 +1,11 @@
-"""Changes judged against seed-to-seed variation: where BASE or NEW holds several seeds of a cell (dataset,
-mechanism, target ε), its test accuracy and each attack's AUC over seeds are tested with ``stats.seed_test``; the
-models of one seed then differ as models (McNemar's test on one model's outcomes), and ``--fail-on accuracy`` /
-``auc`` judge the configuration by the test over seeds. Two trainings of one configuration with different seeds
-(or libraries that draw differently) differ by more than the test set's sampling: only a test over seeds bounds the
-false-regression rate of such comparisons (docs/guides/compare.md)."""
+"""Changes judged against seed-to-seed variation.
+
+Where BASE or NEW holds several seeds of a cell (dataset, mechanism, target ε), its test accuracy and each attack's AUC
+over seeds are tested with ``stats.seed_test``; the models of one seed then differ as models (McNemar's test on one
+model's outcomes), and ``--fail-on accuracy`` / ``auc`` judge the configuration by the test over seeds. Two trainings of
+one configuration with different seeds (or libraries that draw differently) differ by more than the test set's sampling:
+only a test over seeds bounds the false-regression rate of such comparisons (docs/guides/compare.md).
+"""
 
 from __future__ import annotations
 
@@ -74,8 +76,10 @@ def seed_changes(run: str, base: Results, new: Results) -> tuple[list[Change], s
 
 
 def demote(changes: list[Change], covered: set[Group], key_of: dict[int, Group]) -> None:
-    """The per-model accuracy, AUC and degenerate changes of cells judged over seeds become kind ``model-accuracy``,
-    ``model-auc``, ``model-degenerate``: shown and tested, but no ``--fail-on`` verdict on one model."""
+    """The per-model accuracy, AUC and degenerate changes of cells judged over seeds become kind ``model-accuracy``.
+
+    ``model-auc``, ``model-degenerate``: shown and tested, but no ``--fail-on`` verdict on one model.
+    """
     for c in changes:
         if key_of.get(id(c)) in covered and c.kind in ("accuracy", "auc", "degenerate"):
             c.kind = f"model-{c.kind}"

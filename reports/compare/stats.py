@@ -1,7 +1,9 @@
-"""The tests ``privbench compare`` makes of each difference between two runs, all from SciPy: McNemar's exact test
-on paired per-example test outcomes (else Fisher's exact test on the two accuracies), Fisher's exact test on two
-TPRs at one FPR, a z-test of two AUCs with Hanley & McNeil's (1982) standard errors, and Holm's step-down correction
-over every comparison made."""
+"""The tests ``privbench compare`` makes of each difference between two runs, all from SciPy.
+
+McNemar's exact test on paired per-example test outcomes (else Fisher's exact test on the two accuracies), Fisher's
+exact test on two TPRs at one FPR, a z-test of two AUCs with Hanley & McNeil's (1982) standard errors, and Holm's
+step-down correction over every comparison made.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from scipy import stats
 
 
 def mcnemar_exact(before: np.ndarray, after: np.ndarray) -> tuple[float, int, int]:
-    """McNemar's exact test of paired correctness on the same test records (McNemar 1947): a two-sided binomial test
-    of the discordant pairs at 1/2 (``scipy.stats.binomtest``).
+    """McNemar's exact test of paired correctness on the same test records (McNemar 1947).
+
+    A two-sided binomial test of the discordant pairs at 1/2 (``scipy.stats.binomtest``).
 
     Args:
         before: ``(n,)`` booleans, the base model's correctness per test record.
@@ -36,8 +39,9 @@ def mcnemar_exact(before: np.ndarray, after: np.ndarray) -> tuple[float, int, in
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Fisher's exact test of two independent proportions ``k1/n1`` and ``k2/n2`` (two-sided,
-    ``scipy.stats.fisher_exact``): the test for unpaired accuracies and for TPRs at one FPR.
+    """Fisher's exact test of two independent proportions ``k1/n1`` and ``k2/n2``.
+
+    (two-sided, ``scipy.stats.fisher_exact``.) The test for unpaired accuracies and for TPRs at one FPR.
 
     Args:
         k1: successes of the first (0 <= k1 <= n1).
@@ -81,8 +85,10 @@ def _hanley_mcneil_var(auc: float, n_pos: int, n_neg: int) -> float:
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm's (1979) step-down adjusted p-values: each below α exactly when Holm's procedure rejects it at family-wise
-    level α. (SciPy has no Holm correction and statsmodels is not a dependency; this is its four-line definition.)
+    """Holm's (1979) step-down adjusted p-values.
+
+    Each below α exactly when Holm's procedure rejects it at family-wise level α. (SciPy has no Holm correction and
+    statsmodels is not a dependency; this is its four-line definition.)
 
     Args:
         p_values: the raw p-values of every comparison made, in any order.
@@ -100,8 +106,9 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def seed_test(before: list[float], after: list[float]) -> tuple[float, str] | None:
-    """Whether a metric measured once per seed moved beyond its seed-to-seed variation (each seed one independent
-    training of the same configuration).
+    """Whether a metric measured once per seed moved beyond its seed-to-seed variation.
+
+    Each seed one independent training of the same configuration.
 
     Args:
         before: the metric of each BASE seed.

@@ -1,5 +1,8 @@
-"""The texts every compare view shows (terminal, Markdown, HTML): the verdict "what changed", the table of significant
-changes and, per NEW run, one row per matched cell with each metric as ``before → after``."""
+"""The texts every compare view shows (terminal, Markdown, HTML).
+
+The verdict "what changed", the table of significant changes and, per NEW run, one row per matched cell with each metric
+as ``before → after``.
+"""
 
 from __future__ import annotations
 
@@ -94,8 +97,11 @@ def _significant_mark(cell: CellComparison) -> str:
 
 
 def cell_row(base_doc: Results, run: RunComparison, cell: CellComparison) -> list[str]:
-    """One matched cell as ``CELL_HEADERS``: each metric ``"same: x"`` or ``"x → y"``; a failed model's cells
-    name the failure. ``▲``: a significant regression in the cell, ``●``: a significant change."""
+    """One matched cell as ``CELL_HEADERS``.
+
+    Each metric ``"same: x"`` or ``"x → y"``; a failed model's cells name the failure. ``▲``: a significant regression
+    in the cell, ``●``: a significant change.
+    """
     b, n = cell.base, cell.new
     label = cell.key.label() + _significant_mark(cell)
     settings = "; ".join(cell.settings) or "none"

@@ -1,5 +1,8 @@
-"""The report's built-in sections, one module each, registered in ``reports.section.SECTIONS`` when imported (one
-line per section below); the page order is each section's ``order``, not the order of these lines."""
+"""The report's built-in sections, one module each.
+
+Registered in ``reports.section.SECTIONS`` when imported (one line per section below); the page order is each section's
+``order``, not the order of these lines.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""The Membership attacks section: the strongest attack's ROC on every model of each mechanism, a one-line reading
-(whether any attack beats chance after the Bonferroni correction: ``reports.verdict.notes``), and folded: the ROC
-panels of every attack and audit, every attack and audit on every model (``reports.tables``), and the membership
-attacks' heuristic ε lower bounds, which assume independent outcomes and never decide a verdict
-(``reports.empirical``)."""
+"""The Membership attacks section.
+
+The strongest attack's ROC on every model of each mechanism, a one-line reading (whether any attack beats chance after
+the Bonferroni correction: ``reports.verdict.notes``), and folded: the ROC panels of every attack and audit, every
+attack and audit on every model (``reports.tables``), and the membership attacks' heuristic ε lower bounds, which assume
+independent outcomes and never decide a verdict (``reports.empirical``).
+"""
 
 from __future__ import annotations
 
@@ -27,12 +29,17 @@ def _rocs(results: Results, prefix: str) -> dict[str, list[RunResult]]:
 
 @SECTIONS.register()
 class Attacks(ReportSection):
+    """The Membership attacks section."""
+
     name = "attacks"
     order = 30
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``roc_strongest_<dataset>``: the strongest attack's ROC per model, one panel per mechanism;
-        ``roc_<dataset>``: the log-log ROC panels of every model's attacks and audits (``reports.plots``)."""
+        """``roc_strongest_<dataset>``.
+
+        The strongest attack's ROC per model, one panel per mechanism; ``roc_<dataset>``: the log-log ROC panels of
+        every model's attacks and audits (``reports.plots``).
+        """
         return {**{name: roc_summary_figure(rs) for name, rs in _rocs(results, "roc_strongest").items()},
                 **{name: roc_figure(rs) for name, rs in _rocs(results, "roc").items()}}
 

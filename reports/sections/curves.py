@@ -21,8 +21,10 @@ def _curves(results: Results) -> dict[str, list[RunResult]]:
 
 
 def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
-    """HTML links to the numbers of every training-curve figure inside the page (``data:`` links, so the report stays
-    one self-contained file), named as the CSV written beside it; every part escaped."""
+    """HTML links to the numbers of every training-curve figure inside the page, named as the CSV written beside it.
+
+    (``data:`` links, so the report stays one self-contained file.) Every part escaped.
+    """
     links = []
     for dataset in dict.fromkeys(r.dataset for r in results.results):
         name = f"curves_{slug(dataset)}"
@@ -35,12 +37,13 @@ def curve_links(results: Results, plots: dict[str, Path]) -> Markup:
 
 @SECTIONS.register()
 class Curves(ReportSection):
+    """The Training curves section."""
+
     name = "curves"
     order = 70
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset
-        (``reports.curves``)."""
+        """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset (``reports.curves``)."""
         return {name: curves_figure(rs) for name, rs in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

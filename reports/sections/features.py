@@ -1,5 +1,8 @@
-"""The What the convolutions see section: first-layer feature maps compared across mechanisms
-(``reports.feature_maps``); always shown, saying so when no model is a CNN."""
+"""The What the convolutions see section.
+
+First-layer feature maps compared across mechanisms (``reports.feature_maps``); always shown, saying so when no model is
+a CNN.
+"""
 
 from __future__ import annotations
 
@@ -15,14 +18,18 @@ from reports.section import SECTIONS, Figures, Items, ReportSection, Section, Te
 
 
 def _cnns(results: Results) -> dict[str, list[RunResult]]:
-    """``{"features_<dataset>": the dataset's finished runs}`` for every dataset with feature maps (a CNN), in
-    document order."""
+    """``{"features_<dataset>": the dataset's finished runs}`` for every dataset with feature maps (a CNN).
+
+    In document order.
+    """
     return {f"features_{slug(dataset)}": rs for dataset, rs in by_dataset(finished(results)).items()
             if any(r.feature_maps is not None for r in rs)}
 
 
 @SECTIONS.register()
 class Features(ReportSection):
+    """The What the convolutions see section."""
+
     name = "features"
     order = 80
 

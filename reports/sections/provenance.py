@@ -1,5 +1,7 @@
-"""The Provenance section: the exact configuration, seeds, versions and git hash, and every model's settings as run
-(``reports.provenance``)."""
+"""The Provenance section: the exact configuration, seeds, versions and git hash, and every model's settings as run.
+
+``reports.provenance``.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ RESOLVED = Markup("Resolved configuration (<code>results.json</code> → <code>c
 
 @SECTIONS.register()
 class Provenance(ReportSection):
+    """The Provenance section."""
+
     name = "provenance"
     order = 130
 

@@ -15,8 +15,11 @@ from reports.section import SECTIONS, Block, Details, Figures, ReportSection, Se
 
 
 def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
-    """``{"inversion_<dataset>_<attack>": (the dataset's finished runs, attack)}`` for every attack with an
-    ``inversion`` block, in document order."""
+    """The inversion figures to draw, one per dataset and attack, in document order.
+
+    ``{"inversion_<dataset>_<attack>": (the dataset's finished runs, attack)}`` for every attack with an
+    ``inversion`` block, in document order.
+    """
     return {f"inversion_{slug(dataset)}_{slug(attack)}": (rs, attack)
             for dataset, rs in by_dataset(finished(results)).items()
             for attack in dict.fromkeys(a for r in rs for a in r.inversion)}
@@ -24,12 +27,16 @@ def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
 
 @SECTIONS.register()
 class Reconstruction(ReportSection):
+    """The Reconstruction section."""
+
     name = "reconstruction"
     order = 55
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``inversion_<dataset>_<attack>``: each reconstruction attack's grid, one row per model, one column per
-        class (``reports.plots``)."""
+        """``inversion_<dataset>_<attack>``.
+
+        Each reconstruction attack's grid, one row per model, one column per class (``reports.plots``).
+        """
         return {name: inversion_grid(rs, attack) for name, (rs, attack) in _grids(results).items()}
 
     def alt(self, stem: str) -> str:

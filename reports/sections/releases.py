@@ -21,6 +21,8 @@ def _releases(results: Results) -> dict[str, list[RunResult]]:
 
 @SECTIONS.register()
 class Releases(ReportSection):
+    """The Released data section."""
+
     name = "releases"
     order = 50
 

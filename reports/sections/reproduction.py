@@ -24,12 +24,16 @@ def _curves(results: Results) -> dict[str, ReproductionCurve]:
 
 @SECTIONS.register()
 class Reproduction(ReportSection):
+    """The Reproduction section."""
+
     name = "reproduction"
     order = 110
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``reproduction_<preset>_<curve>``: each ``bench reproduce`` curve, the source's figures as crosses
-        (``reports.plots``)."""
+        """``reproduction_<preset>_<curve>``.
+
+        Each ``bench reproduce`` curve, the source's figures as crosses (``reports.plots``).
+        """
         return {name: reproduction_figure(curve) for name, curve in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

@@ -1,5 +1,7 @@
-"""The Setup and guarantees section: the setup, what every ε means, and the failed cells and attacks
-(``reports.tables``)."""
+"""The Setup and guarantees section.
+
+The setup, what every ε means, and the failed cells and attacks (``reports.tables``).
+"""
 
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ def _failed_cells(results: Results) -> list[Block]:
 
 @SECTIONS.register()
 class Setup(ReportSection):
+    """The Setup and guarantees section."""
+
     name = "setup"
     order = 120
 

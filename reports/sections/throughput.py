@@ -1,5 +1,7 @@
-"""The Throughput section: the samples/s plot and its reading, the run's wall time, and folded: where the time went
-(``reports.timings``)."""
+"""The Throughput section: the samples/s plot and its reading, the run's wall time, and folded.
+
+Where the time went (``reports.timings``).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from reports.verdict.plots import throughput_figure
 
 @SECTIONS.register()
 class Throughput(ReportSection):
+    """The Throughput section."""
+
     name = "throughput"
     order = 60
 

@@ -1,5 +1,7 @@
-"""The Privacy vs utility section: test accuracy, attack AUC and attack TPR against ε
-(``reports.figures.versus_epsilon``)."""
+"""The Privacy vs utility section.
+
+Test accuracy, attack AUC and attack TPR against ε (``reports.figures.versus_epsilon``).
+"""
 
 from __future__ import annotations
 
@@ -33,12 +35,16 @@ def _tpr_percent(r: RunResult) -> float | None:
 
 @SECTIONS.register()
 class Tradeoff(ReportSection):
+    """The Privacy vs utility section."""
+
     name = "tradeoff"
     order = 20
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``STEMS``: test accuracy, the strongest attack's AUC and its TPR at 0.1% FPR against ε, one panel per
-        dataset and one line per mechanism."""
+        """``STEMS``: test accuracy, the strongest attack's AUC and its TPR at 0.1% FPR against ε.
+
+        One panel per dataset and one line per mechanism.
+        """
         runs = finished(results)
         return dict(zip(STEMS, (
             versus_epsilon(runs, _accuracy, "test accuracy (%)", None),
@@ -66,8 +72,10 @@ class Tradeoff(ReportSection):
 
 
 def tradeoff_reading(results: Results) -> str:
-    """One line: each guaranteed mechanism's test accuracy (mean over seeds) at its smallest and its largest target
-    ε, per dataset; empty where no mechanism ran at two target ε."""
+    """One line: each guaranteed mechanism's test accuracy (mean over seeds) at its smallest and its largest target ε.
+
+    Per dataset; empty where no mechanism ran at two target ε.
+    """
     acc: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in finished(results):
         if has_guarantee(r.privacy) and r.target_epsilon is not None and r.utility is not None:

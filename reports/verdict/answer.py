@@ -1,8 +1,10 @@
-"""The run's answer in one sentence and its status badges, the first things the report shows: which mechanism with a
-formal guarantee is the most accurate at each target ε compared, whether the run-level check found a privacy bug,
-which models are degenerate; then one count each of privacy bugs, refuted claims, degenerate models, failed cells
-and failed attacks, each linking to where it is shown. Target ε values here are targets (the ε each model certifies,
-with its δ, accountant and relation, is in the compact table)."""
+"""The run's answer in one sentence and its status badges, the first things the report shows.
+
+Which mechanism with a formal guarantee is the most accurate at each target ε compared, whether the run-level check
+found a privacy bug, which models are degenerate; then one count each of privacy bugs, refuted claims, degenerate
+models, failed cells and failed attacks, each linking to where it is shown. Target ε values here are targets (the ε each
+model certifies, with its δ, accountant and relation, is in the compact table).
+"""
 
 from __future__ import annotations
 
@@ -61,10 +63,12 @@ def _degenerate(ok: list[Pair]) -> str:
 
 
 def answer(results: Results) -> str:
-    """The run's answer in one sentence per dataset (prefixed "On <dataset>," where there are several), e.g. "dpsgd
-    is the most accurate mechanism with a formal guarantee at every target ε compared (1, 3, 8; 89.6–97.0% test
-    accuracy); no privacy bug was found (Bonferroni over 159 comparisons); local-gaussian (target ε 1) is degenerate
-    (learned nothing)."; "No model finished yet." without any."""
+    """The run's answer in one sentence per dataset (prefixed "On <dataset>," where there are several).
+
+    e.g. "dpsgd is the most accurate mechanism with a formal guarantee at every target ε compared (1, 3, 8; 89.6–97.0%
+    test accuracy); no privacy bug was found (Bonferroni over 159 comparisons); local-gaussian (target ε 1) is
+    degenerate (learned nothing)."; "No model finished yet." without any.
+    """
     groups = pairs_by_dataset(results)
     several = len(groups) > 1
     sentences = []
@@ -83,8 +87,10 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def badges(results: Results) -> list[Badge]:
-    """Privacy bugs, refuted claims, degenerate models, failed cells and failed attacks, counted, each linking to
-    the section that shows them (a count of 0 links to where it would be)."""
+    """Privacy bugs, refuted claims, degenerate models, failed cells and failed attacks, counted.
+
+    Each linking to the section that shows them (a count of 0 links to where it would be).
+    """
     bugs, refuted = len(results.privacy_bugs), len(results.refuted_claims)
     ok = [r for r in results.results if not is_failed(r)]
     degenerate = [r for r in ok if r.degenerate is not None]

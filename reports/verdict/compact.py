@@ -1,13 +1,10 @@
-"""The compact table of the first screen: one row per mechanism × target ε, numbers only — the accountant's ε, test
-accuracy with its 95 % Clopper-Pearson interval, the cost of privacy, the strongest membership attack's TPR at 0.1 %
-FPR with its interval, the tightest valid audit ε_LB against the ε it is held to, conformance, and throughput.
+"""The compact table of the first screen.
 
-No number loses its provenance: an ε column whose δ, accountant and relation are the same in every row says so once
-in its header; where rows differ, each ε carries a key (ᵃ, ᵇ, ...) that the legend under the table spells out. Every
-cell's whole provenance (the verdict table's forty words: ``reports.verdict.table``) is its title, and the verdict
-table itself sits folded under the compact one, each row one click from its compact row. The audit and conformance
-columns read whatever audits and conformance tests results.json holds (``reports.bounds.tightest_valid`` over every
-audit, ``reports.audit.conformance``), so a new audit or test appears with no change here.
+One row per mechanism × target ε, numbers only — the accountant's ε, test accuracy with its 95 % Clopper-Pearson
+interval, the cost of privacy, the strongest membership attack's TPR at 0.1 % FPR with its interval, the tightest valid
+audit ε_LB against the ε it is held to, conformance, and throughput.
+
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -43,9 +40,12 @@ EPSILON_COLUMN, AUDIT_COLUMN = 2, 6
 
 @dataclass
 class CompactTable:
-    """One dataset's compact table: ``headers`` and ``rows`` (text cells), a ``title`` per cell (its whole
-    provenance), a CSS class per row (``reports.verdict.table.row_css``), the ``keys`` legend (one line per key:
-    ``"ᵃ δ = 1e-05, dp_accounting-pld, replace-one"``) and the leakage axis of the TPR column."""
+    """One dataset's compact table.
+
+    ``headers`` and ``rows`` (text cells), a ``title`` per cell (its whole provenance), a CSS class per row
+    (``reports.verdict.table.row_css``), the ``keys`` legend (one line per key: ``"ᵃ δ = 1e-05, dp_accounting-pld,
+    replace-one"``) and the leakage axis of the TPR column.
+    """
 
     dataset: str
     axis: LeakageAxis
@@ -57,8 +57,7 @@ class CompactTable:
 
 
 def provenance(p: Privacy) -> str:
-    """What an ε is stated with: ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (``" (weak δ ≥ 1/n)"`` after a
-    weak δ)."""
+    """What an ε is stated with, e.g. ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (+ ``" (weak δ ≥ 1/n)"``)."""
     weak = " (weak δ ≥ 1/n)" if p.weak_delta else ""
     relation = relation_text(p.relation)
     return f"δ = {delta_text(p.delta or 0.0)}{weak}, {p.accountant}" + (f", {relation}" if relation else "")
@@ -70,8 +69,11 @@ def epsilon_text(x: float) -> str:
 
 
 def accuracy_text(results: Results, r: RunResult) -> str:
-    """``"97.1 [96.8, 97.4]"``: test accuracy in percent with its 95 % Clopper-Pearson interval over the dataset's
-    test images (the accuracy alone where their number is not recorded); ``"—"`` without one."""
+    """Test accuracy in percent with its 95 % interval, as text.
+
+    ``"97.1 [96.8, 97.4]"``: test accuracy in percent with its 95 % Clopper-Pearson interval over the dataset's
+    test images (the accuracy alone where their number is not recorded); ``"—"`` without one.
+    """
     if r.utility is None:
         return DASH
     acc = r.utility.test_accuracy
@@ -95,8 +97,11 @@ def _epsilon(r: RunResult) -> tuple[str, str | None]:
 
 
 def _audit(results: Results, r: RunResult) -> tuple[str, str | None, str]:
-    """The tightest valid audit bound of any audit of ``r`` against the ε it is held to: cell, that ε's provenance
-    (None where it has none), title (the bound's audit, threat model, design, method and confidence, and the ratio)."""
+    """The tightest valid audit bound of any audit of ``r`` against the ε it is held to.
+
+    Cell, that ε's provenance (None where it has none), title (the bound's audit, threat model, design, method and
+    confidence, and the ratio).
+    """
     b = tightest_valid(r)
     if b is None:
         return ("no valid bound" if audit_bounds_of(r) else "no audit"), None, ""
@@ -136,8 +141,7 @@ def _cost(results: Results, r: RunResult) -> str:
 
 def _row(results: Results, r: RunResult, verdict: list[str], axis: LeakageAxis
          ) -> tuple[list[str], list[str], list[str | None]]:
-    """One model's cells, their titles and the provenance of its two ε columns (``EPSILON_COLUMN``,
-    ``AUDIT_COLUMN``)."""
+    """One model's cells, their titles and the provenance of its ε columns (``EPSILON_COLUMN``, ``AUDIT_COLUMN``)."""
     mech = verdict[0].split(" — ")[0]  # "dpsgd (seed 1)", its degenerate mark apart
     if is_failed(r):
         cells = [mech, verdict[1], f"failed: {one_line(r.error)}"] + [DASH] * 6

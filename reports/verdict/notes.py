@@ -1,8 +1,10 @@
-"""The verdict in words: per dataset, the headline a reader needs first and one note per mechanism, computed from
-the numbers of the verdict tables (``reports.verdict.table``). Every ε printed with "=" comes with its δ, accountant and
-relation elsewhere; here ε appears only as "target ε" or "claimed ε" values and as ratios. A membership attack
-"beats chance" only after a Bonferroni correction over every comparison of the document
-(``reports.significance``); the audits' sentences cite valid bounds only (``reports.audit.notes``)."""
+"""The verdict in words: per dataset, the headline a reader needs first and one note per mechanism.
+
+Computed from the numbers of the verdict tables (``reports.verdict.table``). Every ε printed with "=" comes with its δ,
+accountant and relation elsewhere; here ε appears only as "target ε" or "claimed ε" values and as ratios. A membership
+attack "beats chance" only after a Bonferroni correction over every comparison of the document
+(``reports.significance``); the audits' sentences cite valid bounds only (``reports.audit.notes``).
+"""
 
 from __future__ import annotations
 
@@ -36,9 +38,11 @@ def _guaranteed_accuracy(row: Row) -> bool:
 
 
 def _ship_note(rows: list[Row]) -> list[str]:
-    """Per target ε and neighbouring relation, the guaranteed mechanisms calibrated to that ε under that relation,
-    ranked by test accuracy (mean over seeds), and the baseline. Mechanisms calibrated under different relations are
-    never ranked together (the same ε means different protection)."""
+    """Per target ε and neighbouring relation, the guaranteed mechanisms calibrated to that ε under that relation.
+
+    Ranked by test accuracy (mean over seeds), and the baseline. Mechanisms calibrated under different relations are
+    never ranked together (the same ε means different protection).
+    """
     acc: dict[tuple[float, str, str], list[float]] = defaultdict(list)
     kinds: dict[str, str] = {}
     baseline = [row["test_accuracy"] for row in rows if row["guarantee"] == "none" and row["target_epsilon"] is None
@@ -108,8 +112,11 @@ def _accuracy_words(ok: list[Pair]) -> str:
 
 
 def _cost_words(results: Results, ok: list[Pair]) -> str:
-    """"cost of privacy 9.1 / 2.0 / 0.4 points at target ε 1 / 3 / 8 against its ε = ∞ point (97.7%)" (mean over
-    seeds at each target ε); "" without an ε = ∞ point."""
+    """The cost-of-privacy note of a mechanism.
+
+    "cost of privacy 9.1 / 2.0 / 0.4 points at target ε 1 / 3 / 8 against its ε = ∞ point (97.7%)" (mean over
+    seeds at each target ε); "" without an ε = ∞ point.
+    """
     costs: dict[float, list[float]] = defaultdict(list)
     offs = []
     for r, _ in ok:
@@ -149,10 +156,12 @@ def _mechanism_note(results: Results, mech: str, pairs: list[Pair], chance: Chan
 
 
 def verdict_notes(results: Results) -> dict[str, list[str]]:
-    """Plain-language notes per dataset, computed from the numbers: the guaranteed mechanisms ranked by
-    accuracy at each target ε, then one sentence per mechanism (guarantee, accuracy range, whether a membership
-    attack beats chance after the Bonferroni correction, how the valid audit bounds compare with the accountant's
-    or the claimed ε, and which attacks failed)."""
+    """Plain-language notes per dataset, computed from the numbers.
+
+    The guaranteed mechanisms ranked by accuracy at each target ε, then one sentence per mechanism (guarantee, accuracy
+    range, whether a membership attack beats chance after the Bonferroni correction, how the valid audit bounds compare
+    with the accountant's or the claimed ε, and which attacks failed).
+    """
     notes, chance = {}, chance_family(results)
     for dataset, pairs in pairs_by_dataset(results).items():
         lines = _ship_note([row for r, row in pairs if not is_failed(r)])
@@ -223,8 +232,10 @@ def _leak_line(ok: list[Pair], chance: ChanceFamily) -> str:
 
 
 def _degenerate_lines(ok: list[Pair]) -> list[str]:
-    """The headline's word on degenerate models (``bench.results.Degenerate``): the baseline's first, then the
-    others, each with its cause."""
+    """The headline's word on degenerate models (``bench.results.Degenerate``).
+
+    The baseline's first, then the others, each with its cause.
+    """
     lines = []
     base = [r for r, _ in ok if r.mechanism == "baseline" and r.target_epsilon is None and r.degenerate]
     if base:
@@ -240,12 +251,13 @@ def _degenerate_lines(ok: list[Pair]) -> list[str]:
 
 
 def verdict_headline(results: Results) -> dict[str, list[str]]:
-    """Per dataset, the sentences a reader needs first: which mechanism with a formal guarantee is the most
-    accurate at the target ε values tried (against the non-private baseline), whether any membership attack beats
-    chance after a Bonferroni correction over every comparison, the tightest valid audit bound against its
-    accountant's ε, the privacy bugs and refuted claims of the run-level check, and how many attacks failed. A
-    degenerate baseline (it learned nothing) leads the headline; other degenerate models are named after it, and
-    "no attack beats chance" is said of the models that learned only.
+    """Per dataset, the sentences a reader needs first.
+
+    Which mechanism with a formal guarantee is the most accurate at the target ε values tried (against the non-private
+    baseline), whether any membership attack beats chance after a Bonferroni correction over every comparison, the
+    tightest valid audit bound against its accountant's ε, the privacy bugs and refuted claims of the run-level check,
+    and how many attacks failed. A degenerate baseline (it learned nothing) leads the headline; other degenerate models
+    are named after it, and "no attack beats chance" is said of the models that learned only.
     """
     out, chance = {}, chance_family(results)
     for dataset, pairs in pairs_by_dataset(results).items():
@@ -262,8 +274,11 @@ def verdict_headline(results: Results) -> dict[str, list[str]]:
 
 
 def leak_reading(results: Results) -> str:
-    """The Membership attacks section's one-line reading: per dataset whether any membership attack beats chance
-    after the Bonferroni correction over every comparison of the document (the headline's sentence)."""
+    """The Membership attacks section's one-line reading.
+
+    Per dataset whether any membership attack beats chance after the Bonferroni correction over every comparison of the
+    document (the headline's sentence).
+    """
     chance, groups = chance_family(results), pairs_by_dataset(results)
     lines = [_leak_line([(r, row) for r, row in pairs if not is_failed(r)], chance) for pairs in groups.values()]
     if len(lines) == 1:

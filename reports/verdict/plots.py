@@ -1,7 +1,9 @@
-"""The verdict's Pareto frontier and the training throughput figure, drawn by the Verdict and Throughput sections
-(``reports.verdict.section``, ``reports.sections.throughput``; the audits' tightness plot is ``reports.audit.plots``).
-Same conventions as ``reports.plots`` (``reports.figures``: object API, explicit Agg canvas; hollow markers and
-dotted lines for mechanisms without a guarantee)."""
+"""The verdict's Pareto frontier and the training throughput figure, drawn by the Verdict and Throughput sections.
+
+``reports.verdict.section``, ``reports.sections.throughput``; the audits' tightness plot is ``reports.audit.plots``.
+Same conventions as ``reports.plots`` (``reports.figures``: object API, explicit Agg canvas; hollow markers and dotted
+lines for mechanisms without a guarantee).
+"""
 
 from __future__ import annotations
 
@@ -29,12 +31,15 @@ def _point_label(r: RunResult) -> str:
 
 
 def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
-    """Test accuracy (x, %) against the strongest attack's leakage (y: TPR at ``axis.level`` FPR in % with its
+    """Test accuracy against the strongest attack's leakage for every model of one dataset.
+
+    Test accuracy (x, %) against the strongest attack's leakage (y: TPR at ``axis.level`` FPR in % with its
     95 % Clopper-Pearson interval, or AUC) for every model of one dataset, one Okabe–Ito colour per mechanism
     (hollow: no guarantee), the Pareto frontier (no other model has higher accuracy and lower leakage) joined by a
     line; labelled directly, without a legend: each mechanism's name once, the target ε of the models on the
     frontier. A degenerate model (``bench.results.Degenerate``: it learned nothing) is a grey cross, labelled, and
-    never on the frontier: its low leakage is not evidence of privacy."""
+    never on the frontier: its low leakage is not evidence of privacy.
+    """
     points = []
     for r in rs:
         leak = axis.value(r)
@@ -65,8 +70,11 @@ def pareto_figure(rs: list[RunResult], axis: LeakageAxis) -> Figure | None:
 
 def _draw_points(ax: Axes, points: list[tuple[RunResult, float, tuple[float, float | None, float | None, str]]],
                  front: list[bool | None], palette: dict[str, str]) -> None:
-    """Each model's point with its interval, and its direct label: the mechanism's name at its point of the
-    smallest target ε (the points spread out there), the target ε on the frontier, a degenerate model in grey."""
+    """Each model's point with its interval, and its direct label.
+
+    The mechanism's name at its point of the smallest target ε (the points spread out there), the target ε on the
+    frontier, a degenerate model in grey.
+    """
     xs = [x for _, x, _ in points]
     middle = (min(xs) + max(xs)) / 2
     named: dict[str, int] = {}
@@ -95,8 +103,10 @@ def _draw_points(ax: Axes, points: list[tuple[RunResult, float, tuple[float, flo
 
 
 def throughput_figure(runs: list[RunResult]) -> Figure | None:
-    """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε,
-    one panel per dataset; hatched bars are cached models (their original training's timing)."""
+    """Training samples per second of every model (log scale), one horizontal bar per mechanism and target ε.
+
+    One panel per dataset; hatched bars are cached models (their original training's timing).
+    """
     timed = [r for r in runs if r.timings.samples_per_s]
     if not timed:
         return None

@@ -1,7 +1,10 @@
-"""The Verdict section, the first screen: the run's answer in one sentence and its status badges
-(``reports.verdict.answer``), then per dataset the compact table beside the Pareto figure
-(``reports.verdict.compact``), the key to its ε columns and the headline; folded below them, the verdict table with
-every number's whole provenance (``reports.verdict.table``) and the notes per mechanism (``reports.verdict.notes``)."""
+"""The Verdict section, the first screen.
+
+The run's answer in one sentence and its status badges (``reports.verdict.answer``), then per dataset the compact table
+beside the Pareto figure (``reports.verdict.compact``), the key to its ε columns and the headline; folded below them,
+the verdict table with every number's whole provenance (``reports.verdict.table``) and the notes per mechanism
+(``reports.verdict.notes``).
+"""
 
 from __future__ import annotations
 
@@ -53,6 +56,8 @@ HTML_LEGEND = (
 
 @SECTIONS.register()
 class Verdict(ReportSection):
+    """The Verdict section, the first screen."""
+
     name = "verdict"
     order = 10
 
@@ -71,9 +76,11 @@ class Verdict(ReportSection):
                 "target ε; the line joins the models no other model beats on both")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section:
-        """The answer and the badges, then per dataset the compact table beside the Pareto figure, the key to its
-        ε columns, the headline, and folded: the verdict table (every number's provenance) and the notes per
-        mechanism. HTML says "No results yet." when there is nothing."""
+        """The answer and the badges, then per dataset the compact table beside the Pareto figure.
+
+        The key to its ε columns, the headline, and folded: the verdict table (every number's provenance) and the notes
+        per mechanism. HTML says "No results yet." when there is nothing.
+        """
         notes, headline = verdict_notes(results), verdict_headline(results)
         blocks: list[Block] = [Text(answer(results), "answer"), Badges(badges(results))]
         several = len(results.datasets) > 1 or len({r.dataset for r in results.results}) > 1
@@ -107,8 +114,11 @@ class Verdict(ReportSection):
 
 
 def _last_iterate_blocks(results: Results, dataset: str, key: str) -> list[Block]:
-    """Folded: the DP-SGD models' accountant ε, last-iterate heuristic ε and final-model audit bound side by side
-    (``reports.last_iterate``) with the sentence saying what the gap means; nothing without a heuristic ε."""
+    """Folded: the DP-SGD models' accountant ε.
+
+    Last-iterate heuristic ε and final-model audit bound side by side (``reports.last_iterate``) with the sentence
+    saying what the gap means; nothing without a heuristic ε.
+    """
     rows = last_iterate_rows(results, dataset)
     if not rows:
         return []
@@ -121,8 +131,11 @@ def _last_iterate_blocks(results: Results, dataset: str, key: str) -> list[Block
 
 
 def compact_blocks(table: CompactTable, key: str) -> list[Block]:
-    """The compact table twice: HTML (each mechanism a link to its row of the folded verdict table, each cell's
-    provenance its title, each row an anchor) and Markdown (plain cells)."""
+    """The compact table twice: HTML and Markdown.
+
+    The compact table twice: HTML (each mechanism a link to its row of the folded verdict table, each cell's
+    provenance its title, each row an anchor) and Markdown (plain cells).
+    """
     keys = f" ε keys: {'; '.join(table.keys)}." if table.keys else ""
     caption = (f"{table.dataset}: one row per mechanism × target ε.{keys} Shaded: Pareto-optimal; greyed: "
                "degenerate; a mechanism's name opens its every number's provenance (or hover a cell).")
@@ -142,8 +155,10 @@ def _name_link(name: str, anchor: str) -> Markup:
 
 
 def compact_legend(table: CompactTable, *, with_keys: bool) -> str:
-    """How to read the compact table in one paragraph, led by the key to its ε columns (``with_keys``: the HTML
-    table has it in its caption)."""
+    """How to read the compact table in one paragraph, led by the key to its ε columns.
+
+    ``with_keys``: the HTML table has it in its caption.
+    """
     keys = "; ".join(table.keys) if with_keys else ""
     axis = table.axis
     if axis.level is None:

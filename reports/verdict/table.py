@@ -1,6 +1,7 @@
-"""The verdict: which mechanism to ship. One table per dataset (accuracy and the cost of privacy against the
-mechanism's own ε = ∞ point, the strongest attack at 0.1 % FPR,
-the empirical ε lower bound next to the accountant's ε, throughput, guarantee) and the privacy-utility Pareto
+"""The verdict: which mechanism to ship.
+
+One table per dataset (accuracy and the cost of privacy against the mechanism's own ε = ∞ point, the strongest attack at
+0.1 % FPR, the empirical ε lower bound next to the accountant's ε, throughput, guarantee) and the privacy-utility Pareto
 frontier; the plain-language notes computed from those numbers are in ``reports.verdict.notes``. Reads a
 ``bench.results.Results``.
 
@@ -65,8 +66,10 @@ class LeakageAxis:
         return f"{self.label}; {self.reason}" if self.reason else self.label
 
     def value(self, r: RunResult) -> tuple[float, float | None, float | None, str] | None:
-        """``(value, lower, upper, attack)`` for one RunResult: TPR in percent with its 95 % Clopper-Pearson
-        interval, or the AUC (no interval); ``None`` without an attack."""
+        """``(value, lower, upper, attack)`` for one RunResult.
+
+        TPR in percent with its 95 % Clopper-Pearson interval, or the AUC (no interval); ``None`` without an attack.
+        """
         if self.level is None:
             best = strongest_attack(r)
             return (best[1].metrics.auc, None, None, best[0]) if best else None
@@ -125,8 +128,10 @@ def _frontier(pairs: list[Pair], axis: LeakageAxis) -> list[bool | None]:
 
 
 def _lower_bound_cell(results: Results, r: RunResult) -> str:
-    """The tightest valid audit bound of a model (never a heuristic one), marked where the run-level check found a
-    privacy bug or refuted a claim."""
+    """The tightest valid audit bound of a model (never a heuristic one).
+
+    Marked where the run-level check found a privacy bug or refuted a claim.
+    """
     lower = tightest_valid(r)
     if lower is None:
         return "no audit"
@@ -183,8 +188,10 @@ def verdict_tables(results: Results) -> list[dict[str, Any]]:
 
 
 def row_css(row: dict[str, Any]) -> str:
-    """The HTML class of a verdict row: failed, privacy bug, degenerate (greyed), failed attack (on the frontier or
-    not), frontier."""
+    """The HTML class of a verdict row.
+
+    Failed, privacy bug, degenerate (greyed), failed attack (on the frontier or not), frontier.
+    """
     if row.get("failed"):
         return "failed"
     if row.get("bug"):

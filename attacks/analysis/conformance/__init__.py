@@ -1,11 +1,12 @@
-"""Conformance tests: is the mechanism that ran the one its ε certifies? Each test measures one quantity the
-accountant assumes (the noise's standard deviation, the sample rate, the dispersion of records' participation, the
-number of steps, the clip bound, the noise's shape and independence, a keep rate) and tests the hypothesis
-H0 "this run is the certified mechanism" with a p-value that is exact, or whose level under H0 is shown by
-simulation (``validity``). Each is one comparison of the run's Bonferroni family (``attacks.analysis.verdict``), fixed
-by the design before any data: a rejection says "inconsistent with the certified mechanism at 95 %" and ends the run
-with exit 3. None is an "ε ≥" statement; ``measured_epsilon`` is the ε the measured parameters imply, at their
-confidence limits.
+"""Conformance tests: is the mechanism that ran the one its ε certifies?
+
+Each test measures one quantity the accountant assumes (the noise's standard deviation, the sample rate, the dispersion
+of records' participation, the number of steps, the clip bound, the noise's shape and independence, a keep rate) and
+tests the hypothesis H0 "this run is the certified mechanism" with a p-value that is exact, or whose level under H0 is
+shown by simulation (``validity``). Each is one comparison of the run's Bonferroni family
+(``attacks.analysis.verdict``), fixed by the design before any data: a rejection says "inconsistent with the certified
+mechanism at 95 %" and ends the run with exit 3. None is an "ε ≥" statement; ``measured_epsilon`` is the ε the measured
+parameters imply, at their confidence limits.
 
 Direction. Where ε is monotone in the quantity the test is one-sided in the direction that raises ε (less noise,
 a higher rate, more steps, a larger clipped norm, a higher keep rate): a mechanism that adds more noise than it
@@ -62,7 +63,8 @@ def conformance_record(name: str, quantity: str, *, certified: float | None, mea
 
     Raises:
         ValueError: ``alternative`` not less / greater / two-sided, ``validity`` not in ``VALIDITY``, or a p-value
-            outside [0, 1]."""
+            outside [0, 1].
+    """
     if alternative not in ("less", "greater", "two-sided") or validity not in VALIDITY:
         raise ValueError(f"conformance test {name!r}: alternative {alternative!r} or validity {validity!r} unknown")
     if not 0.0 <= p_value <= 1.0 or math.isnan(p_value):
@@ -79,5 +81,6 @@ def smallest_p(tests: Sequence[dict[str, Any]]) -> float:
         tests: ``conformance_record`` records.
 
     Returns:
-        The smallest p-value of those with ``deciding`` true (absent: true), in [0, 1]; 1 without any."""
+        The smallest p-value of those with ``deciding`` true (absent: true), in [0, 1]; 1 without any.
+    """
     return min((float(t["p_value"]) for t in tests if t.get("deciding", True)), default=1.0)

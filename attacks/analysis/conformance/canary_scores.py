@@ -1,6 +1,7 @@
-"""White-box Dirac canaries' scores against their exact distribution under the certified DP-SGD: a test of the
-certificate that is exact, not a central limit (Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
-Learning", Dirac canaries).
+"""White-box Dirac canaries' scores against their exact distribution under the certified DP-SGD.
+
+A test of the certificate that is exact, not a central limit (Nasr et al. 2023, "Tight Auditing of Differentially
+Private Machine Learning", Dirac canaries).
 
 An included canary is sampled at rate q at each of T steps; the auditor reads x_t = b_t·c_t + N(0, σ²) at its
 coordinate and scores S = Σ_t ℓ(x_t), ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ²))), at the *certified* σ and q. Under
@@ -31,8 +32,11 @@ TAIL_SDS = 14.0  # the grid spans the sum's mean ± this many sds (its mass beyo
 
 
 def _step_law(sigma: float, q: float, steps: int, contribution: float) -> tuple[float, float, float, np.ndarray]:
-    """One step's ℓ(x) on its grid: (log(1 − q), the grid's width h, the span the sum needs, the CDF at the grid's
-    cells' upper ends with a leading 0 (ℓ > log(1 − q)))."""
+    """One step's ℓ(x) on its grid.
+
+    (log(1 − q), the grid's width h, the span the sum needs, the CDF at the grid's cells' upper ends with a leading 0 (ℓ
+    > log(1 − q))).
+    """
     s2 = sigma**2
     lo = math.log1p(-q)  # ℓ > log(1 − q)
 
@@ -73,7 +77,8 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
         rounding up, and S's mean under it.
 
     Raises:
-        ValueError: σ ≤ 0, q outside (0, 1] or T < 1."""
+        ValueError: σ ≤ 0, q outside (0, 1] or T < 1.
+    """
     if not sigma > 0 or not 0 < sample_rate <= 1 or steps < 1:
         raise ValueError(f"llr_cdf needs σ > 0, q in (0, 1], T ≥ 1; got {sigma}, {sample_rate}, {steps}")
     q, s2 = float(sample_rate), float(sigma) ** 2
@@ -102,7 +107,9 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
 
 
 def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, steps: int) -> dict[str, Any]:
-    """One-sided Kolmogorov-Smirnov test of the included canaries' scores against the certified mechanism's exact
+    """One-sided KS test of the included canaries' scores against their exact law under the certified mechanism.
+
+    One-sided Kolmogorov-Smirnov test of the included canaries' scores against the certified mechanism's exact
     score law (module docstring): H0 "the scores are stochastically at most P", rejected where they lie above it.
 
     Args:
@@ -116,7 +123,8 @@ def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, st
         ``measured`` the scores' mean, ``certified`` P's mean, statistic D⁻, validity ``exact`` (conservative).
 
     Raises:
-        ValueError: fewer than 2 scores, or a parameter ``llr_cdf`` refuses."""
+        ValueError: fewer than 2 scores, or a parameter ``llr_cdf`` refuses.
+    """
     s = np.asarray(scores, np.float64)
     if s.size < 2 or not np.all(np.isfinite(s)):
         raise ValueError(f"the canary score test needs at least 2 finite scores, got {s.size}")

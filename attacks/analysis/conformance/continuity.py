@@ -27,6 +27,7 @@ def describe_changes(changes: list[dict[str, Any]], more: int = 0) -> str:
     Args:
         changes: ``[{"when", "tensors"}]`` in the order seen.
         more: changes beyond those listed.
+
     Returns:
         One phrase, changes of the same tensors grouped (``"between private steps 3 and 4, 6 and 7"``).
     """
@@ -49,6 +50,7 @@ def continuity_test(record: dict[str, Any] | None) -> dict[str, Any]:
 
     Args:
         record: ``ParameterTrail.finish``'s record (None: the run gave none; p = 1 with the reason).
+
     Returns:
         A ``conformance_record``: quantity ``parameter continuity``, measured the number of unexplained changes
         (tensor × occasion), certified 0; p-value 0 where any, else 1; exact. Its name says which tensors changed

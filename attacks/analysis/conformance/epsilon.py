@@ -1,7 +1,9 @@
-"""The ε a run's parameters imply (``attacks.analysis.conformance``): DP-SGD's ε from its measured noise, sample rate
-and steps at their confidence limits (``dpsgd_measured_epsilon``), and the test that the accountant's ε is the ε of
-the mechanism's declared parameters (``declared_epsilon_test``). Neither is an "ε ≥" statement. Pure NumPy / SciPy
-and ``dp_accounting``'s PLD accountant; no torch."""
+"""The ε a run's parameters imply (``attacks.analysis.conformance``).
+
+DP-SGD's ε from its measured noise, sample rate and steps at their confidence limits (``dpsgd_measured_epsilon``), and
+the test that the accountant's ε is the ε of the mechanism's declared parameters (``declared_epsilon_test``). Neither is
+an "ε ≥" statement. Pure NumPy / SciPy and ``dp_accounting``'s PLD accountant; no torch.
+"""
 
 from __future__ import annotations
 
@@ -18,16 +20,17 @@ from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gau
 def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int, int] | None, sample_rate: float,
                            steps: int, certified: float, delta: float, relation: str, claimed_sigma: float,
                            confidence: float = 0.95) -> dict[str, Any]:
-    """DP-SGD's ε from its measured parameters (``bench.results.MeasuredEpsilon``'s fields): the noise multiplier at
-    the upper one-sided χ² limit of the ``n`` noise observations (Σx² = ``sum_squares``, units of C), the sample
-    rate at the lower Clopper-Pearson limit of ``rate_counts`` = (participations, record-steps) (the certified
-    ``sample_rate`` where none was observed), the observed ``steps``; each limit at 1 − (1 − confidence)/k for the k
-    limits used, so ε(σ_U, q_L, T) is a lower confidence limit of the ε the run spent
-    (``poisson_gaussian_epsilon``; dp_accounting's PLD accountant). A σ_U below ``PLD_SMALLEST_SIGMA`` is accounted
-    at that floor (``parameters['noise_multiplier_accounted']``): a smaller, still valid, lower limit. ``p_value``:
-    the exact χ² test of "the noise is at least σ*", σ* the multiplier at which that accountant gives the
-    ``certified`` ε at the certified q and the observed T — small when the run spent more than it certifies, whether
-    its noise or its accountant is wrong.
+    """DP-SGD's ε from its measured parameters (``bench.results.MeasuredEpsilon``'s fields).
+
+    The noise multiplier at the upper one-sided χ² limit of the ``n`` noise observations (Σx² = ``sum_squares``, units
+    of C), the sample rate at the lower Clopper-Pearson limit of ``rate_counts`` = (participations, record-steps) (the
+    certified ``sample_rate`` where none was observed), the observed ``steps``; each limit at 1 − (1 − confidence)/k for
+    the k limits used, so ε(σ_U, q_L, T) is a lower confidence limit of the ε the run spent
+    (``poisson_gaussian_epsilon``; dp_accounting's PLD accountant). A σ_U below ``PLD_SMALLEST_SIGMA`` is accounted at
+    that floor (``parameters['noise_multiplier_accounted']``): a smaller, still valid, lower limit. ``p_value``: the
+    exact χ² test of "the noise is at least σ*", σ* the multiplier at which that accountant gives the ``certified`` ε at
+    the certified q and the observed T — small when the run spent more than it certifies, whether its noise or its
+    accountant is wrong.
 
     Args:
         sum_squares: Σx² of the noise observations (units of C).
@@ -46,7 +49,8 @@ def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int
         ``delta``, ``relation``, ``accountant``, ``confidence``, ``p_value`` and ``parameters`` (σ_U, q_L, T, σ*).
 
     Raises:
-        ValueError: what ``noise_test``, ``rate_test`` or ``sigma_for_epsilon`` raise."""
+        ValueError: what ``noise_test``, ``rate_test`` or ``sigma_for_epsilon`` raise.
+    """
     k = 2 if rate_counts is not None else 1
     level = 1.0 - (1.0 - confidence) / k
     noise = noise_test("noise", sum_squares, n, claimed_sigma, confidence=level)
@@ -80,11 +84,13 @@ that far below. 1e-3 is five times it, and fifty times below the 5 % the conform
 
 def declared_epsilon_test(name: str, *, declared: float, certified: float, tolerance: float = DECLARED_TOLERANCE,
                           **detail: Any) -> dict[str, Any]:
-    """"The accountant's ε is the ε of the declared mechanism": ``declared``, the ε the conformance code's own
-    accountant gives the mechanism's declared parameters (its σ, rate, sensitivity, steps as the mechanism states
-    them, never as its accountant derives them), against the ``certified`` ε. Exact (a number computed, not
-    estimated): p = 0 where declared > certified·(1 + ``tolerance``), else 1 (``DECLARED_TOLERANCE``). A wrong rate,
-    sensitivity or composition count inside the accountant's code fails it whatever the run measures.
+    """"The accountant's ε is the ε of the declared mechanism".
+
+    ``declared``, the ε the conformance code's own accountant gives the mechanism's declared parameters (its σ, rate,
+    sensitivity, steps as the mechanism states them, never as its accountant derives them), against the ``certified`` ε.
+    Exact (a number computed, not estimated): p = 0 where declared > certified·(1 + ``tolerance``), else 1
+    (``DECLARED_TOLERANCE``). A wrong rate, sensitivity or composition count inside the accountant's code fails it
+    whatever the run measures.
 
     Args:
         name: the test's name.
@@ -97,7 +103,8 @@ def declared_epsilon_test(name: str, *, declared: float, certified: float, toler
         The ``conformance_record``: ``measured`` the declared ε, p 0 or 1.
 
     Raises:
-        ValueError: a certified ε <= 0 or a negative tolerance."""
+        ValueError: a certified ε <= 0 or a negative tolerance.
+    """
     if not certified > 0 or tolerance < 0:
         raise ValueError(f"declared ε test {name!r}: need a certified ε > 0 and a tolerance >= 0, got {certified}, "
                          f"{tolerance}")

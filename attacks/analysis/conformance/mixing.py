@@ -1,7 +1,8 @@
-"""Conformance of a DPMix release tested for what it is (Lee, Kim, Lee, Suh, ISIT 2019: each released sample the mean
-of the ℓ records of its subset plus Gaussian noise), from the known records and the subsets the release recorded:
-the records' weight in their samples, the spread of that weight record by record, and the ε the measured parameters
-imply by the conformance code's own accountant (``attacks.analysis.mixing_pair``). Pure NumPy / SciPy.
+"""Conformance of a DPMix release tested for what it is, from the known records and the subsets the release recorded.
+
+(Lee, Kim, Lee, Suh, ISIT 2019: each released sample the mean of the ℓ records of its subset plus Gaussian noise.) The
+records' weight in their samples, the spread of that weight record by record, and the ε the measured parameters imply by
+the conformance code's own accountant (``attacks.analysis.mixing_pair``). Pure NumPy / SciPy.
 
 Every statistic is read on the residual r_t = o_t − (1/ℓ)·Σ_{j∈S_t} x_j of each released row o_t (features and label
 coordinates), whitened by the certified noise (r̃ = Σ^{-1/2} r, Σ = diag(σ_x², σ_y²)): under H0 "this is the certified
@@ -39,14 +40,18 @@ def mixing_weight_test(name: str, along: float, information: float, certified_we
     """Two-sided z test of the records' weight in their samples against the certified 1/ℓ (module docstring).
 
     Args:
-        name: the test's name. along: A = Σ_t ⟨r̃_t, X̃_t⟩. information: V = Σ_t ‖X̃_t‖² (> 0 for a test).
-        certified_weight: 1/ℓ. confidence: of the one-sided limits ``lower`` / ``upper`` stored beside.
+        name: the test's name.
+        along: A = Σ_t ⟨r̃_t, X̃_t⟩.
+        information: V = Σ_t ‖X̃_t‖² (> 0 for a test).
+        certified_weight: 1/ℓ.
+        confidence: of the one-sided limits ``lower`` / ``upper`` stored beside.
 
     Returns:
         The record: ``measured`` ŵ = 1/ℓ + A/V, ``statistic`` z; p = 1 with a reason where V = 0.
 
     Raises:
-        ValueError: a negative V or a weight <= 0."""
+        ValueError: a negative V or a weight <= 0.
+    """
     if information < 0 or not certified_weight > 0:
         raise ValueError(f"mixing weight test {name!r}: need V >= 0 and a weight > 0, got {information}, "
                          f"{certified_weight}")
@@ -76,7 +81,8 @@ def weight_limit(along: float, information: float, certified_weight: float, alph
         alpha: the limit's error probability (confidence 1 − α).
 
     Returns:
-        The weight (unitless, >= 1/ℓ)."""
+        The weight (unitless, >= 1/ℓ).
+    """
     if information <= 0:
         return certified_weight
     return max(certified_weight,
@@ -95,7 +101,8 @@ def weight_spread_test(name: str, quadratic: float, dimensions: int) -> dict[str
         The ``conformance_record``: ``measured`` the ratio to its mean N; p = 1 with a reason where N = 0.
 
     Raises:
-        ValueError: a negative statistic or N."""
+        ValueError: a negative statistic or N.
+    """
     if quadratic < 0 or dimensions < 0:
         raise ValueError(f"weight spread test {name!r}: need a statistic and N >= 0, got {quadratic}, {dimensions}")
     if dimensions == 0:
@@ -136,7 +143,8 @@ def dpmix_measured_epsilon(*, noise: tuple[float, int, float, int], weight: tupl
         (replace-one) 1e300 where it is infinite (a measured σ of 0).
 
     Raises:
-        ValueError: no observation, no record or no trial."""
+        ValueError: no observation, no record or no trial.
+    """
     ss_x, n_x, ss_y, n_y = noise
     along, information, w0 = weight
     total, largest, records, trials = inclusions

@@ -1,6 +1,8 @@
-"""Conformance tests of a noise and of the sensitivity it is calibrated to (``attacks.analysis.conformance``): the
-noise's standard deviation (χ², one-sided or two-sided), its Gaussian shape and its independence across steps and
-coordinates (two-sided), and a contribution's L2 norm against the clip bound. Pure NumPy / SciPy; no torch."""
+"""Conformance tests of a noise and of the sensitivity it is calibrated to (``attacks.analysis.conformance``).
+
+The noise's standard deviation (χ², one-sided or two-sided), its Gaussian shape and its independence across steps and
+coordinates (two-sided), and a contribution's L2 norm against the clip bound. Pure NumPy / SciPy; no torch.
+"""
 
 from __future__ import annotations
 
@@ -19,16 +21,20 @@ SHAPE_SAMPLE = 200_000  # observations the shape test reads at most (an evenly s
 
 def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
                confidence: float = 0.95, alternative: str = "less") -> dict[str, Any]:
-    """χ² test of a noise's standard deviation: n observations iid N(0, s²) under H0 with s the certified sd;
-    Σx²/s² ~ χ²_n, small when the mechanism adds less noise than it certifies. Exact. ``alternative``: ``less``
-    (one-sided: only less noise raises ε) or ``two-sided`` (where more than the certified variance also says the
-    release is not the certified mechanism: a residual that holds more than the noise, DPMix's release − the mean of
-    its recorded subset; p = 2·min of the two tails).
+    """χ² test of a noise's standard deviation.
+
+    n observations iid N(0, s²) under H0 with s the certified sd; Σx²/s² ~ χ²_n, small when the mechanism adds less
+    noise than it certifies. Exact.
 
     Args:
-        name: the test's name (e.g. ``noise σ, tensor 2``). sum_squares: Σx² of the ``n`` observations (units of the
-            sd). certified_sd: s > 0 (e.g. the noise multiplier σ when the observations are in units of C).
+        name: the test's name (e.g. ``noise σ, tensor 2``).
+        sum_squares: Σx² of the ``n`` observations (units of the sd).
+        n: the number of observations (≥ 1).
+        certified_sd: s > 0 (e.g. the noise multiplier σ when the observations are in units of C).
         confidence: of the interval ``sd_lower`` / ``sd_upper`` stored beside (each one-sided).
+        alternative: ``less`` (one-sided: only less noise raises ε) or ``two-sided`` (where more than the certified
+            variance also says the release is not the certified mechanism: a residual that holds more than the noise,
+            DPMix's release − the mean of its recorded subset; p = 2·min of the two tails).
 
     Returns:
         The record, ``measured`` = √(Σx²/n), ``detail`` with ``sd_lower`` and ``sd_upper``.
@@ -52,13 +58,15 @@ def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
 
 
 def shape_test(name: str, observations: ArrayLike, *, per_column: bool = False) -> dict[str, Any]:
-    """Two-sided test that a noise is Gaussian: D'Agostino and Pearson's K² (skewness and kurtosis; scipy's
-    ``normaltest``) on the observations ``(N,)`` (at most ``SHAPE_SAMPLE``, evenly spaced), any scale. A noise of the
-    certified variance but heavier or lighter tails (Laplace, uniform) is a different mechanism than the accountant's.
-    ``per_column``: observations ``(R, k)`` (rows × coordinates, R ≥ 1,000) are first divided by each column's root
-    mean square, so that Gaussian noise whose scale differs between coordinates (each coordinate's scale is what the
-    noise tests judge) is not read as a heavy tail; the bias this adds to the kurtosis, about −6/R, is below 0.006.
-    (D'Agostino & Pearson 1973, "Tests for departure from normality".)
+    """Two-sided test that a noise is Gaussian.
+
+    D'Agostino and Pearson's K² (skewness and kurtosis; scipy's ``normaltest``) on the observations ``(N,)`` (at most
+    ``SHAPE_SAMPLE``, evenly spaced), any scale. A noise of the certified variance but heavier or lighter tails
+    (Laplace, uniform) is a different mechanism than the accountant's. ``per_column``: observations ``(R, k)`` (rows ×
+    coordinates, R ≥ 1,000) are first divided by each column's root mean square, so that Gaussian noise whose scale
+    differs between coordinates (each coordinate's scale is what the noise tests judge) is not read as a heavy tail; the
+    bias this adds to the kurtosis, about −6/R, is below 0.006. (D'Agostino & Pearson 1973, "Tests for departure from
+    normality".)
 
     Args:
         name: the test's name.
@@ -92,10 +100,11 @@ def shape_test(name: str, observations: ArrayLike, *, per_column: bool = False) 
 
 
 def independence_test(name: str, observations: ArrayLike) -> dict[str, Any]:
-    """Two-sided test that a noise is independent across steps and across coordinates: the lag-1 correlations of the
-    observations ``(T, k)`` (steps × coordinates) along both axes, r = Σ x_i x_{i+1} / Σ x², each √N·r ~ N(0, 1)
-    under H0 (iid zero-mean noise); the smaller of the two p-values, × 2. Noise reused across steps (a generator
-    re-seeded every step) gives r ≈ 1.
+    """Two-sided test that a noise is independent across steps and across coordinates.
+
+    The lag-1 correlations of the observations ``(T, k)`` (steps × coordinates) along both axes, r = Σ x_i x_{i+1} / Σ
+    x², each √N·r ~ N(0, 1) under H0 (iid zero-mean noise); the smaller of the two p-values, × 2. Noise reused across
+    steps (a generator re-seeded every step) gives r ≈ 1.
 
     Args:
         name: the test's name.
@@ -135,7 +144,8 @@ def clip_test(name: str, largest_norm: float, bound: float, *, tolerance: float 
         tolerance: relative float rounding allowed above ``bound``.
 
     Returns:
-        The ``conformance_record``: p = 0 where the norm exceeds ``bound``·(1 + ``tolerance``), else 1."""
+        The ``conformance_record``: p = 0 where the norm exceeds ``bound``·(1 + ``tolerance``), else 1.
+    """
     return conformance_record(name, "clip bound", certified=float(bound), measured=float(largest_norm), n=1,
                        statistic=float(largest_norm),
                        p_value=0.0 if largest_norm > bound * (1 + tolerance) else 1.0, alternative="greater",

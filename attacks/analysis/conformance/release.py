@@ -1,8 +1,9 @@
-"""Conformance tests of data releases (local Gaussian noise, DPMix): the noise of an image release per pixel, per
-region and per channel, randomized response's label flips, the inclusion of records in DPMix's mixtures, and the ε
-of the measured parameters with its p-value of "spent ≤ certified" (``attacks.analysis.conformance`` holds the generic
-tests these build on). The number of tests each function returns is fixed by the image's shape alone, before any
-data. Pure NumPy / SciPy; no torch.
+"""Conformance tests of data releases (local Gaussian noise, DPMix).
+
+The noise of an image release per pixel, per region and per channel, randomized response's label flips, the inclusion of
+records in DPMix's mixtures, and the ε of the measured parameters with its p-value of "spent ≤ certified"
+(``attacks.analysis.conformance`` holds the generic tests these build on). The number of tests each function returns is
+fixed by the image's shape alone, before any data. Pure NumPy / SciPy; no torch.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def region_ids(shape: tuple[int, ...], grid: int = GRID) -> np.ndarray:
         ``(C·H·W,)`` int64 region ids.
 
     Raises:
-        ValueError: a shape that is not (C, H, W)."""
+        ValueError: a shape that is not (C, H, W).
+    """
     if len(shape) != 3:
         raise ValueError(f"region_ids: need a (C, H, W) shape, got {shape}")
     c, h, w = shape
@@ -67,7 +69,8 @@ def sidak_test(name: str, records: list[dict[str, Any]], *, parts: int | None = 
         The ``conformance_record`` (``detail`` with ``parts`` and ``worst``, the deciding sub-test's name).
 
     Raises:
-        ValueError: no sub-test."""
+        ValueError: no sub-test.
+    """
     if not records:
         raise ValueError(f"sidak test {name!r}: no sub-tests")
     worst = min(records, key=lambda r: float(r["p_value"]))
@@ -100,7 +103,8 @@ def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd:
         Three records (``conformance_record``) for C = 1, four otherwise (fixed by ``shape``).
 
     Raises:
-        ValueError: ``sum_squares`` not of ``C·H·W`` entries, or what ``noise_test`` raises."""
+        ValueError: ``sum_squares`` not of ``C·H·W`` entries, or what ``noise_test`` raises.
+    """
     ss = np.asarray(sum_squares, np.float64).ravel()
     if ss.size != math.prod(shape):
         raise ValueError(f"image_noise_tests: {ss.size} sums of squares for a {shape} image")
@@ -121,9 +125,11 @@ def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd:
 
 def _pixel_test(name: str, ss: np.ndarray, n: int, certified_sd: float, alternative: str = "less"
                 ) -> dict[str, Any]:
-    """The per-pixel χ² tests read by ``sidak_test``. Every pixel has ``n`` observations, so the smallest p-value is
-    the smallest Σx² (the χ² cdf is increasing), or, two-sided, the smallest or the largest: only those pixels'
-    tests are computed (784 χ² limits were 0.5 s)."""
+    """The per-pixel χ² tests read by ``sidak_test``.
+
+    Every pixel has ``n`` observations, so the smallest p-value is the smallest Σx² (the χ² cdf is increasing), or,
+    two-sided, the smallest or the largest: only those pixels' tests are computed (784 χ² limits were 0.5 s).
+    """
     ends = {int(np.argmin(ss))} | ({int(np.argmax(ss))} if alternative == "two-sided" else set())
     worst = min((noise_test(f"pixel {i}", float(ss[i]), n, certified_sd, alternative=alternative) for i in ends),
                 key=lambda r: float(r["p_value"]))
@@ -146,7 +152,8 @@ def label_flip_test(name: str, offsets: ArrayLike, num_classes: int) -> dict[str
         The ``conformance_record`` (``measured``: the most frequent offset's count over its expectation).
 
     Raises:
-        ValueError: k < 2 or an offset outside 1..k − 1."""
+        ValueError: k < 2 or an offset outside 1..k − 1.
+    """
     o = np.asarray(offsets, np.int64).ravel()
     if num_classes < 2 or (o.size and (o.min() < 1 or o.max() > num_classes - 1)):
         raise ValueError(f"label flip test {name!r}: need k >= 2 and offsets in 1..k−1")
@@ -171,7 +178,8 @@ def mixing_dispersion(counts: ArrayLike, samples: int, size: int) -> float:
         size: ℓ, the records a mixture.
 
     Returns:
-        D (counts squared, >= 0)."""
+        D (counts squared, >= 0).
+    """
     c = np.asarray(counts, np.float64).ravel()
     return float(((c - samples * size / c.size) ** 2).sum())
 
@@ -198,7 +206,8 @@ def mixing_dispersion_test(name: str, dispersion: float, *, releases: int, sampl
         The ``conformance_record``, ``measured`` D / E[D].
 
     Raises:
-        ValueError: releases, T or ℓ < 1, n ≤ ℓ, or a negative D."""
+        ValueError: releases, T or ℓ < 1, n ≤ ℓ, or a negative D.
+    """
     r, t, ell, n = releases, samples, size, records
     if r < 1 or t < 1 or ell < 1 or n <= ell or dispersion < 0:
         raise ValueError(f"mixing dispersion test {name!r}: need R, T, ℓ >= 1, n > ℓ and D >= 0, got {r}, {t}, "
@@ -232,7 +241,8 @@ def limit_p_value(epsilon_at: Callable[[float], float], certified: float, *, flo
         steps: bisection evaluations after the two ends.
 
     Returns:
-        The p-value in [``floor``, 1]: ``floor`` where even that limit exceeds ``certified``, 1 where none does."""
+        The p-value in [``floor``, 1]: ``floor`` where even that limit exceeds ``certified``, 1 where none does.
+    """
     if epsilon_at(1.0) <= certified:
         return 1.0
     if epsilon_at(floor) > certified:

@@ -1,7 +1,9 @@
-"""Conformance tests of how records are sampled and how often (``attacks.analysis.conformance``): a rate (a sample
-rate q, a keep rate) against the certified one (exact binomial), the dispersion of records' participation counts
-against Poisson sampling's (two-sided) and the number of noisy steps against the accountant's. Pure NumPy / SciPy; no
-torch."""
+"""Conformance tests of how records are sampled and how often (``attacks.analysis.conformance``).
+
+A rate (a sample rate q, a keep rate) against the certified one (exact binomial), the dispersion of records'
+participation counts against Poisson sampling's (two-sided) and the number of noisy steps against the accountant's. Pure
+NumPy / SciPy; no torch.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from attacks.analysis.statistics import clopper_pearson_lower, clopper_pearson_u
 
 def rate_test(name: str, quantity: str, successes: int, trials: int, certified: float, *,
               confidence: float = 0.95) -> dict[str, Any]:
-    """Exact one-sided binomial test that a rate (a sample rate q, randomized response's keep rate) is not above the
-    certified one: ``successes`` of ``trials`` independent Bernoulli(certified) trials under H0. ``detail`` holds
-    the Clopper-Pearson one-sided limits ``lower`` and ``upper`` at ``confidence`` (Clopper & Pearson 1934).
+    """Exact one-sided binomial test that a rate is not above the certified one.
+
+    (a sample rate q, randomized response's keep rate.) ``successes`` of ``trials`` independent Bernoulli(certified)
+    trials under H0. ``detail`` holds the Clopper-Pearson one-sided limits ``lower`` and ``upper`` at ``confidence``
+    (Clopper & Pearson 1934).
 
     Args:
         name: the test's name.
@@ -48,12 +52,13 @@ def rate_test(name: str, quantity: str, successes: int, trials: int, certified: 
 
 
 def dispersion_test(name: str, counts: ArrayLike, trials: int, rate: float) -> dict[str, Any]:
-    """Two-sided test that records' participation counts ``(n,)`` over ``trials`` steps are iid Binomial(trials,
-    rate), as Poisson sampling at ``rate`` makes them (Abadi et al. 2016; the accountant's assumption), by their
-    dispersion D = Σ(c − Tq)². Under H0, E[D] = n·Tq(1−q) and Var[D] = n·(μ₄ − (Tq(1−q))²) with μ₄ the binomial's
-    fourth central moment; D is read against the gamma law with those two moments (a sum of n iid terms: its skew
-    falls as 1/√n). Shuffled fixed batches give every record the same count (D ≈ 0); a weighted sampler, or records
-    sampled at different rates, spread them (D large).
+    """Two-sided test that records' participation counts ``(n,)`` over ``trials`` steps are iid Binomial(trials, rate).
+
+    As Poisson sampling at ``rate`` makes them (Abadi et al. 2016; the accountant's assumption), by their dispersion D =
+    Σ(c − Tq)². Under H0, E[D] = n·Tq(1−q) and Var[D] = n·(μ₄ − (Tq(1−q))²) with μ₄ the binomial's fourth central
+    moment; D is read against the gamma law with those two moments (a sum of n iid terms: its skew falls as 1/√n).
+    Shuffled fixed batches give every record the same count (D ≈ 0); a weighted sampler, or records sampled at different
+    rates, spread them (D large).
 
     Args:
         name: the test's name.
@@ -91,7 +96,8 @@ def steps_test(name: str, observed: int, certified: int) -> dict[str, Any]:
         certified: the steps the accountant counted.
 
     Returns:
-        The ``conformance_record``: p = 0 where more steps ran than certified (fewer only over-counts), else 1."""
+        The ``conformance_record``: p = 0 where more steps ran than certified (fewer only over-counts), else 1.
+    """
     return conformance_record(name, "steps", certified=float(certified), measured=float(observed), n=1,
                        statistic=float(observed), p_value=0.0 if observed > certified else 1.0, alternative="greater",
                        validity="exact")

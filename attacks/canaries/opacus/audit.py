@@ -1,45 +1,9 @@
-"""White-box audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's code unchanged
-(Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac
-canaries; Steinke, Nasr, Jagielski 2023: one training run).
+"""White-box audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's code unchanged.
 
-During the audit run privbench patches Opacus for the length of ``fit`` (``OpacusObserver``,
-``attacks.canaries.opacus.patches``): ``GradSampleModule.forward``, to see which records each training batch holds,
-``DPOptimizer.pre_step``, to see every noisy update, and ``DPOptimizer.step``, to see the parameters each private
-step leaves. Two kinds of canaries, m each, each included with probability ½:
+Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", §3: crafted-gradient and Dirac canaries;
+Steinke, Nasr, Jagielski 2023: one training run.
 
-- **canary records** (``records``): extra training records, at random positions among the members, that go through
-  the user's own ``DataLoader`` — so they are sampled exactly as the loop samples (Poisson, shuffled, weighted…).
-  Whenever one is in a batch its per-sample gradient is replaced, before the user's optimizer clips it, by a crafted
-  gradient known by construction: zero except ``norm``·C at one coordinate of its own (Nasr et al.'s Dirac gradient).
-- **Dirac gradient canaries at the optimizer** (``dirac``): the same crafted gradients, sampled by privbench at the
-  accountant's rate q, so they test the noise and clipping alone.
-
-Both are clipped by the user's optimizer (``clip_and_accumulate``, run once for the members and once for the
-canaries: the clipping is per sample, so the sum is the same) and noised by its ``add_noise``. The auditor, knowing
-every other record's clipped contribution (the worst case DP guards against), reads at each canary's coordinate
-x_t = (noisy sum − the members' clipped sum) / C = (the canary's clipped contribution)/C + N(0, σ²), and scores the
-canary by the Neyman-Pearson log-likelihood ratio of Poisson sampling at the accountant's q,
-Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), σ̂ measured on coordinates without a canary (as
-``mechanisms.dpsgd.canaries``). A loop that samples records more often than q gives its canary records more hits.
-
-The run is also tested for conformance to the mechanism its ε certifies (``attacks.conformance.opacus``: the noise
-σ·C of every parameter tensor, the sample rate q from the rows of every batch, the dispersion of the canary records'
-participation against Poisson(q), the steps T against the accountant's history, the clip bound C on the crafted
-gradients), and its ε is recomputed from the measured parameters by Opacus' PRV accountant; each test is one
-comparison of the run's Bonferroni family (``attacks.analysis.verdict``), so shuffled fixed-size batches, a weighted
-sampler, a wrong q told to the accountant or too little noise end the run with exit 3; so does a model ``fit``
-returns that is not the last private step's output (the parameter continuity, ``mechanisms.dpsgd.continuity``: an
-update no private step made, unless declared post-processing explains it, ``mechanisms.post_processing``).
-
-What the design assumes of the user's loop, refused in one line otherwise: the model is wrapped by Opacus'
-``GradSampleModule`` (``grad_sample_mode`` ``hooks`` or ``functorch``) and trained by a ``DPOptimizer`` made by a
-``PrivacyEngine`` (its accountant's q is read from the optimizer's step hook), with flat clipping (the base
-``clip_and_accumulate``); one forward/backward and one ``step`` per batch (no ``BatchMemoryManager``, no gradient
-accumulation); the batch reaches the model's forward as the training records were given (no transform inside the
-loop); the model has room for the canaries and the reference coordinates of every tensor; the accountant is not
-Opacus' ``gdp`` (a central-limit approximation, not an upper bound: no certified ε to audit against). Every canary
-record is in the loader whatever its coin (an excluded one's crafted gradient is zero), so the run's n, hence its q,
-T and σ, are fixed before the coins, as the one-run theorems need.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -79,9 +43,11 @@ class OpacusCanaryParams(Params):
 
 class OpacusCanaryAudit(MembershipAttack):
     """One audit run of a plug-in mechanism that trains through Opacus, observed white-box (module docstring).
+
     Returns ``{"opacus-canary": the canary records (the run's conformance tests and measured ε in ``conformance``),
     "opacus-canary-dirac": the optimizer's Dirac canaries}``; scores: larger means "included". Applies to mechanisms
-    with a central-DP guarantee and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``)."""
+    with a central-DP guarantee and no white-box audit of their own (privbench's DP-SGD has ``gradient-canaries``).
+    """
 
     audit = True
     name = "opacus-canary"
@@ -92,6 +58,7 @@ class OpacusCanaryAudit(MembershipAttack):
 
         Args:
             target: the trained target.
+
         Returns:
             Whether its privacy's guarantee is ``central-dp``.
         """
@@ -99,19 +66,24 @@ class OpacusCanaryAudit(MembershipAttack):
 
     @staticmethod
     def _own_audit(ctx: AttackContext) -> bool:
-        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries). An
-        audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one."""
+        """The mechanism has its own white-box audit (privbench's DP-SGD: the canary attack's gradient canaries).
+
+        An audit hook of another kind (e.g. a plug-in's ``"initial-model"`` for the crafted black-box audit) is not one.
+        """
         from mechanisms import MECHANISMS
 
         return ctx.mechanism in MECHANISMS.names() and "gradient-canaries" in MECHANISMS.get(ctx.mechanism).audits
 
     def _with_canaries(self, ctx: AttackContext, stream: int) -> tuple[ArrayDataset, tuple[bool, ...]]:
-        """The audit run's training data: the members and every canary record, at random positions (the order
-        drawn from the seed's ``stream`` before the coins, so n and the order do not depend on them), and the
-        ``(records,)`` coins: an included record's crafted gradient is given, an excluded one's is zero.
+        """The audit run's training data.
+
+        The members and every canary record, at random positions (the order drawn from the seed's ``stream`` before the
+        coins, so n and the order do not depend on them), and the ``(records,)`` coins: an included record's crafted
+        gradient is given, an excluded one's is zero.
 
         Raises:
-            ValueError: every coin fell on one side (no included or no excluded canary to compare)."""
+            ValueError: every coin fell on one side (no included or no excluded canary to compare).
+        """
         p, members = self.params, ctx.split.members
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "canary", stream))
         order = torch.randperm(len(members) + p.records, generator=gen)
@@ -133,6 +105,7 @@ class OpacusCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Raises:
             ValueError: every coin fell on one side (``_with_canaries``).
         """
@@ -146,9 +119,11 @@ class OpacusCanaryAudit(MembershipAttack):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"opacus-canary": (m,) scores with the conformance, "opacus-canary-dirac": where asked}`` (larger:
             "included"); ``{}`` for a mechanism with its own white-box audit.
+
         Raises:
             ValueError: every coin on one side; ``AuditRefused``: a loop the observer cannot read.
         """

@@ -1,41 +1,10 @@
-"""Final-model (hidden-state) audit of any plug-in whose training goes through Opacus' ``DPOptimizer``, the user's
-code unchanged (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the hidden state threat model"; Steinke,
-Nasr, Jagielski 2023, §6: gradient canaries scored from the final model only; Nasr et al. 2023, §3: crafted-gradient
-and Dirac canaries).
+"""Final-model (hidden-state) audit of any plug-in whose training goes through Opacus' ``DPOptimizer``.
 
-The auditor sees θ_0 and the released model θ_T, nothing in between. The audit run is ``opacus-canary``'s: the
-members plus a fair-coin half of m canary records that go through the loop's own ``DataLoader`` (so a loop that
-samples them more often than the accountant's q moves them more), each one's per-sample gradient replaced, whenever
-it is in a batch and before the user's optimizer clips it, by a crafted gradient (zero except ``norm``·C at one
-coordinate of its own), and Dirac gradient canaries added at the optimizer at the accountant's rate q, one at every
-coordinate not taken by a record or kept for the noise estimate (``attacks.canaries.opacus.observer``). The user's
-optimizer clips and noises them all. Canary i's score is read from the two models alone:
-−(θ_T − θ_0)/(C·c̄) at its coordinate, where for SGD with learning rate lr_t at step t, heavy-ball momentum μ and the
-optimizer's division of the noisy sum by B_t (Opacus' expected batch size, ``loss_reduction="mean"``; 1 for
-``"sum"``) the noisy sum s_t of step t moves θ by −c_t·s_t, c_t = (1/B_t)·Σ_{u≥t} lr_u·μ^{u−t}, and c̄ is the mean
-of c_t: the score is Σ_t (c_t/c̄)·(x_t + o_t), x_t the canary's clipped contribution/C plus N(0, σ²) noise and o_t
-the other records' part at its coordinate (unknown to this auditor; it enters the included and excluded scores
-alike, so it lowers the bound and never invalidates it). The scores are a function of θ_0, θ_T and public settings
-only; the per-step observations ``opacus-canary`` makes are used for diagnostics (``members_sd``, ``noise_sd``) and
-for the linearity check below, never for a score. Analyses: those of the hidden-state one-run design (one-run,
-f-DP, and ``gaussian-llr``'s μ-GDP analysis of the sums when the excluded canaries' scores pass a normality test),
-Bonferroni over the three.
+The user's code unchanged (Cebere et al. 2024, "Tighter privacy auditing of DP-SGD in the hidden state threat model";
+Steinke, Nasr, Jagielski 2023, §6: gradient canaries scored from the final model only; Nasr et al. 2023, §3:
+crafted-gradient and Dirac canaries).
 
-θ_0 is public: the auditor computes it before the run as the mechanism's own ``build(input_shape, num_classes,
-spec)`` after ``torch.manual_seed(seed)``, ``seed`` the audit run's (``FinalCanaries.observe``) — independent of the
-canaries' coins by construction, as the one-run theorems need. What the audit assumes of the plug-in, each checked
-and refused in one line (``opacus-canary-final: …``) when it fails:
-
-- ``opacus-canary``'s assumptions on the loop (a ``GradSampleModule`` and a ``DPOptimizer`` made by
-  ``PrivacyEngine``, flat clipping, one forward/backward and one ``step`` per batch, the records fed unchanged);
-- ``fit`` initialises the model as ``build`` does after ``torch.manual_seed(seed)``: the DPOptimizer's parameters at
-  its first step, before any update, must equal θ_0 exactly (same shapes in ``build``'s parameter order, same
-  values). This one check also shows that nothing moved the weights before the first DP step;
-- the user's optimizer is ``torch.optim.SGD`` (one learning rate and momentum across its groups, no weight decay,
-  dampening, Nesterov or ``maximize``; the learning rate may change between steps, e.g. a scheduler: it is read at
-  every step), so that θ_T − θ_0 is linear in the noisy sums;
-- nothing else moves the weights: θ_T − θ_0 of the released model must equal the sum of the observed noisy updates
-  with the weights c_t at every observed coordinate (``LINEARITY_TOLERANCE``, in units of C·c̄).
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -65,12 +34,17 @@ NAME = "opacus-canary-final"
 
 
 def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torch.Tensor]:
-    """θ_0, the public initial weights: the trainable parameters of ``mechanism.build(data.input_shape,
-    data.num_classes, spec)`` after ``torch.manual_seed(seed)``, in ``build``'s order (the global generator's state is
-    restored after).
+    """θ_0, the public initial weights.
+
+    The trainable parameters of ``mechanism.build(data.input_shape, data.num_classes, spec)`` after
+    ``torch.manual_seed(seed)``, in ``build``'s order (the global generator's state is restored after).
 
     Args:
-        mechanism, data, spec, seed: the mechanism, the run's records (their shape and K), its spec and its seed.
+        mechanism: the mechanism.
+        data: the run's records (their shape and K).
+        spec: its spec.
+        seed: its seed.
+
     Returns:
         θ_0's trainable tensors, cloned.
     """
@@ -82,20 +56,29 @@ def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torc
 
 @dataclass(frozen=True)
 class FinalCanaries(OpacusCanaries):
-    """The final-model audit run's request: as ``OpacusCanaries`` (``dirac`` -1: one Dirac canary at every coordinate
-    not taken by a record or a reference), scored from θ_T − θ_0."""
+    """The final-model audit run's request.
+
+    As ``OpacusCanaries`` (``dirac`` -1: one Dirac canary at every coordinate not taken by a record or a reference),
+    scored from θ_T − θ_0.
+    """
 
     def observe(self, data: ArrayDataset, *, mechanism=None, spec=None, seed: int | None = None,
                 **run) -> FinalModelObserver:
-        """The observer of the run (``run_job`` gives the job's ``mechanism``, ``spec`` and ``seed``: θ_0 is
+        """The observer of the run.
+
+        The observer of the run (``run_job`` gives the job's ``mechanism``, ``spec`` and ``seed``: θ_0 is
         ``initial_weights`` of them).
 
         Args:
             data: the audit run's training records.
-            mechanism, spec, seed: the job's mechanism, spec and seed.
+            mechanism: the job's mechanism.
+            spec: the job's spec.
+            seed: the job's seed.
             **run: anything else the job gives (unused).
+
         Returns:
             The ``FinalModelObserver`` to enter around ``fit``.
+
         Raises:
             AuditRefused: no mechanism, spec or seed.
         """
@@ -115,11 +98,14 @@ def _differences(got: list[torch.Tensor], want: list[torch.Tensor]) -> str | Non
 
 
 class FinalModelObserver(OpacusObserver):
-    """``OpacusObserver`` in the hidden-state threat model: the canaries are planted the same way, the scores come
-    from θ_T − θ_0 (module docstring). Raises ``AuditRefused`` (one line) where an assumption fails.
+    """``OpacusObserver`` in the hidden-state threat model.
+
+    The canaries are planted the same way, the scores come from θ_T − θ_0 (module docstring). Raises ``AuditRefused``
+    (one line) where an assumption fails.
 
     Args:
-        request: the canaries. images: the canary records' images ``(m, *input_shape)``.
+        request: the canaries.
+        images: the canary records' images ``(m, *input_shape)``.
         theta0: θ_0, the trainable parameters in ``build``'s order (``initial_weights``).
         records_total: n, the training records given to ``fit``.
     """
@@ -185,15 +171,19 @@ class FinalModelObserver(OpacusObserver):
         return c / c.mean(), float(c.mean())
 
     def result(self, model=None) -> dict:
-        """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits", "steps", "sample_rate",
+        """The audit's JSON-able record.
+
+        JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits", "steps", "sample_rate",
         "sigma_hat", "claimed_sigma", "lr" (the first step's), "momentum", "expected_batch_size", "members_sd",
         "noise_sd", "linearity_error", "phases" (``observed_phases``)}``; scores in units of C, larger means
         included. ``model``: what ``fit`` returned (θ_T; the optimizer's parameters when None).
 
         Args:
             model: what ``fit`` returned, or None.
+
         Returns:
             That dict.
+
         Raises:
             AuditRefused: (one line) where an assumption fails: no step observed, no canary record in a batch, a
                 returned model of another architecture, or θ_T − θ_0 not the sum of the observed SGD updates.
@@ -244,10 +234,12 @@ class OpacusFinalCanaryParams(Params):
 
 
 class OpacusFinalCanaryAudit(OpacusCanaryAudit):
-    """One audit run of a plug-in mechanism that trains through Opacus, scored from its final model alone (module
-    docstring). Returns ``{"opacus-canary-final": the canary records, "opacus-canary-final-dirac": the optimizer's
+    """One audit run of a plug-in mechanism that trains through Opacus, scored from its final model alone.
+
+    Module docstring. Returns ``{"opacus-canary-final": the canary records, "opacus-canary-final-dirac": the optimizer's
     Dirac canaries}``; scores: larger means "included". Applies to mechanisms with a central-DP guarantee and no audit
-    of their own (privbench's DP-SGD has ``canary-final``)."""
+    of their own (privbench's DP-SGD has ``canary-final``).
+    """
 
     name = NAME
     Params = OpacusFinalCanaryParams
@@ -263,9 +255,11 @@ class OpacusFinalCanaryAudit(OpacusCanaryAudit):
 
         Args:
             ctx: the cell's attack context.
+
         Returns:
             ``{"opacus-canary-final": (m,) scores, "opacus-canary-final-dirac": ...}``, each where it has at least 2
             canaries (larger: "included"); ``{}`` for a mechanism with its own audit.
+
         Raises:
             ValueError: every coin on one side; ``AuditRefused``: a loop the observer cannot read.
         """

@@ -1,20 +1,15 @@
-"""The observer of the ``opacus-canary`` audit (``attacks.canaries.opacus.audit``, where the design and its assumptions
-are stated): for the length of a plug-in's ``fit`` it patches Opacus' ``GradSampleModule.forward`` (which canary records
-each batch holds) and ``DPOptimizer.pre_step`` (the canaries' crafted gradients put in their per-sample rows before
-the user's optimizer clips them, Dirac canaries at the accountant's rate q, and every noisy update read at the
-canaries' coordinates; Nasr et al. 2023, §3), and ``DPOptimizer.step``: a digest of every parameter and buffer the
-private steps find and leave, so that an update outside them is caught (``attacks.canaries.opacus.patches``). One-line
-``AuditRefused`` for a loop outside the design.
+"""The observer of the ``opacus-canary`` audit.
 
-Besides the scores it records what the conformance tests read (``attacks.conformance.opacus``): the noise at reference
-coordinates of every parameter tensor (``references``), the rows of every batch, each canary record's participation,
-the largest clipped canary contribution and the accountant's history. Every canary record is in the loader whatever
-its coin (an excluded one carries a zero crafted gradient), so n, and with it q, T and σ, are fixed before the coins.
-A loop accounted by Opacus' ``gdp`` accountant (a central-limit approximation, not an upper bound on ε) is refused:
-its ε is not a certificate to audit against. A loop that steps several ``DPOptimizer``s on the same parameters (two
-training phases, a second ``PrivacyEngine``) is observed whole, phase by phase (``attacks.canaries.opacus.phases``):
-each step is read under its own optimizer's σ, C and accountant's q, the canaries' scores sum over every phase, and the
-conformance tests and the ε from measured parameters cover them all."""
+(``attacks.canaries.opacus.audit``, where the design and its assumptions are stated.) For the length of a plug-in's
+``fit`` it patches Opacus' ``GradSampleModule.forward`` (which canary records each batch holds) and
+``DPOptimizer.pre_step`` (the canaries' crafted gradients put in their per-sample rows before the user's optimizer clips
+them, Dirac canaries at the accountant's rate q, and every noisy update read at the canaries' coordinates; Nasr et al.
+2023, §3), and ``DPOptimizer.step``: a digest of every parameter and buffer the private steps find and leave, so that an
+update outside them is caught (``attacks.canaries.opacus.patches``). One-line ``AuditRefused`` for a loop outside the
+design.
+
+Design notes: docs/design-notes.md.
+"""
 
 from __future__ import annotations
 
@@ -47,10 +42,13 @@ __all__ = ["NOT_CERTIFIED", "REFERENCES_PER_TENSOR", "AuditRefused", "OpacusCana
 
 @dataclass(frozen=True)
 class OpacusCanaries:
-    """The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
+    """The ``opacus-canary`` audit run's request: canary records and Dirac gradient canaries.
+
+    The audit run's request: ``records`` canary records (their inclusion coins ``included``, drawn by the attack
     before the run; their images ``keys`` identify them in a batch) and ``dirac`` Dirac gradient canaries at the
     optimizer (coins drawn with ``seed``; -1: one at every coordinate not taken by a record or kept as a reference,
-    ``references``), raw norm ``norm``·C (>= 1). The run's data hold every canary record, included or not."""
+    ``references``), raw norm ``norm``·C (>= 1). The run's data hold every canary record, included or not.
+    """
 
     records: int
     dirac: int
@@ -59,24 +57,29 @@ class OpacusCanaries:
     norm: float = 10.0
 
     def observe(self, data: ArrayDataset, **run) -> OpacusObserver:
-        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data`` (``run``: the
-        job's ``mechanism``, ``spec`` and ``seed``; the mechanism's declared post-processing is read from the first
-        two, ``mechanisms.post_processing``).
+        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data``.
+
+        ``run``: the job's ``mechanism``, ``spec`` and ``seed``; the mechanism's declared post-processing is read from
+        the first two, ``mechanisms.post_processing``.
 
         Args:
             data: the audit run's training records (members and every canary record).
             **run: the job's ``mechanism``, ``spec`` and ``seed``.
+
         Returns:
             The ``OpacusObserver`` to enter around ``fit``.
+
         Raises:
-            ValueError: a declared post-processing that is not one (``mechanisms.post_processing.declared``)."""
+            ValueError: a declared post-processing that is not one (``mechanisms.post_processing.declared``).
+        """
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
         post = declared(run.get("mechanism"), run.get("spec"))
         return OpacusObserver(self, images, records_total=len(data), post=post)
 
 
 class OpacusObserver(OpacusPatches):
-    """Patches Opacus while the audit run trains (``attacks.canaries.opacus.patches``; see the module docstring);
+    """Patches Opacus while the audit run trains (``attacks.canaries.opacus.patches``; see the module docstring).
+
     ``result()`` gives the scores and the parameter trail. Raises ``AuditRefused`` (one line) for a loop outside the
     design.
 
@@ -84,7 +87,8 @@ class OpacusObserver(OpacusPatches):
         request: the audit run's ``OpacusCanaries``.
         images: the canary records' images ``(records, ...)``, recognised in batches by their bytes.
         records_total: n, the training records given to ``fit`` (members and every canary record).
-        post: the mechanism's declared post-processing (``mechanisms.post_processing.declared``)."""
+        post: the mechanism's declared post-processing (``mechanisms.post_processing.declared``).
+    """
 
     def __init__(self, request: OpacusCanaries, images: torch.Tensor, *, records_total: int = 0,
                  post: tuple[float | None, str, list[str]] = (None, "step", [])) -> None:
@@ -144,8 +148,11 @@ class OpacusObserver(OpacusPatches):
         self.q, self.sigma, self.C = phase.q, phase.sigma, phase.clip
 
     def _switch(self, opt) -> None:
-        """The step of another DPOptimizer than the last one's: a phase seen before, or a new one on the same
-        parameters. Raises ``AuditRefused`` where this observer observes one optimizer, or other parameters."""
+        """The step of another DPOptimizer than the last one's.
+
+        A phase seen before, or a new one on the same parameters. Raises ``AuditRefused`` where this observer observes
+        one optimizer, or other parameters.
+        """
         known = next((p for p in self.phases if p.opt is opt), None)
         if known is None:
             if not self.several:
@@ -220,8 +227,10 @@ class OpacusObserver(OpacusPatches):
         return True
 
     def _clipped(self, count: np.ndarray, members: np.ndarray) -> None:
-        """The largest clipped canary contribution per row this step (``count``: rows per canary; ``members``: the
-        members' clipped sum, which the canaries' pass accumulated onto), units of C."""
+        """The largest clipped canary contribution per row this step, units of C.
+
+        (``count``: rows per canary; ``members``: the members' clipped sum, which the canaries' pass accumulated onto.)
+        """
         at = np.flatnonzero(count)
         if len(at):
             got = (self._read([p.summed_grad for p in self.phase.params()]) - members)[at] / (count[at] * self.C)
@@ -229,7 +238,9 @@ class OpacusObserver(OpacusPatches):
             self.phase.largest_clip = max(self.phase.largest_clip or 0.0, float(np.max(np.abs(got))))
 
     def result(self, model=None) -> dict:
-        """JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
+        """The audit's JSON-able record.
+
+        JSON-able: ``{"records": {"scores", "included"}, "dirac": {...}, "hits": (records,) counts over the
         steps, "steps", "sample_rate", "sigma_hat", "claimed_sigma", "noise_by_tensor": [{"shape", "sum_squares",
         "n"}] (reference noise, units of C), "batch_rows", "records_total", "largest_clip" (units of C),
         "clip_bound", "history" ([σ, q, steps] as accounted), "accountant", "phases", "continuity"}``: the first
@@ -240,11 +251,14 @@ class OpacusObserver(OpacusPatches):
 
         Args:
             model: what ``fit`` returned (None: the trained module as it is now).
+
         Returns:
             That dict (scores: larger means "included").
+
         Raises:
             AuditRefused: the loop was refused while observed, no DPOptimizer stepped, or no canary record reached
-                the model."""
+                the model.
+        """
         if self.error is not None:
             raise self.error
         if self.opt is None or not self.x:

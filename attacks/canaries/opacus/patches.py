@@ -1,14 +1,9 @@
-"""What the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) patches in Opacus for the length of a
+"""What the ``opacus-canary`` observer patches in Opacus during a plug-in's ``fit``.
+
+What the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) patches in Opacus for the length of a
 plug-in's ``fit``, and the parameter-continuity trail it keeps at every private step's boundaries (issue 54).
 
-Four methods: ``GradSampleModule.forward`` (each training batch's rows; the first one also names the trained module,
-whose parameters and buffers the trail follows), ``DPOptimizer.zero_grad`` (the per-sample gradients, and so the rows
-seen since, are dropped: a forward before it, e.g. of a non-private update, is not part of the next step),
-``DPOptimizer.pre_step`` (every noisy update, and the parameters the private step finds) and ``DPOptimizer.step`` (the
-parameters the private step leaves, once the user's optimizer has applied the noisy gradient). The trail
-(``mechanisms.dpsgd.continuity.ParameterTrail``) then compares the model ``fit`` returns with the last private step's
-output; a loop's declared post-processing (an EMA, pruning, quantisation: ``mechanisms.post_processing``) is read
-from its mechanism's ``post_processing``.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -24,9 +19,10 @@ from mechanisms.dpsgd.continuity import ParameterTrail
 
 
 class OpacusPatches(contextlib.AbstractContextManager):
-    """The patches of Opacus and the parameter trail (module docstring). A subclass gives ``_rows(x)`` (a training
-    batch reached the model; None: the rows seen so far are dropped) and ``_step(opt)`` (the observed ``pre_step``),
-    and calls ``_begin(opt, params)`` where a private step starts.
+    """The patches of Opacus and the parameter trail (module docstring).
+
+    A subclass gives ``_rows(x)`` (a training batch reached the model; None: the rows seen so far are dropped) and
+    ``_step(opt)`` (the observed ``pre_step``), and calls ``_begin(opt, params)`` where a private step starts.
 
     Args:
         post: the mechanism's declared post-processing (``mechanisms.post_processing.declared``): the EMA's decay or
@@ -96,7 +92,8 @@ class OpacusPatches(contextlib.AbstractContextManager):
         """A private step of ``opt`` over ``params`` starts: the trail reads what it finds.
 
         Raises:
-            AuditRefused: the previous private step was not seen to end (an optimizer that overrides ``step``)."""
+            AuditRefused: the previous private step was not seen to end (an optimizer that overrides ``step``).
+        """
         if self.trail is None:
             return
         try:
@@ -111,6 +108,7 @@ class OpacusPatches(contextlib.AbstractContextManager):
 
         Args:
             model: what ``fit`` returned (None: the trained module as it is now).
+
         Returns:
             The JSON-able record, or None where no training forward was seen.
         """

@@ -1,9 +1,10 @@
-"""The pieces of the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) that do not patch Opacus: the
-canary records, the reference coordinates, the scores, and the **phases** of a user's loop — each ``DPOptimizer`` the
-loop steps on the model (a second training phase, a second ``PrivacyEngine``), read from its own accountant's step hook:
-its sample rate q, its noise multiplier σ, its clip bound C, its accountant. Every phase's noisy steps are observed;
-the ε from measured parameters composes them all (``attacks.conformance.opacus``), so a loop that reports the ε of one
-phase while it trained two is held to both.
+"""The pieces of the ``opacus-canary`` observer (``attacks.canaries.opacus.observer``) that do not patch Opacus.
+
+The canary records, the reference coordinates, the scores, and the **phases** of a user's loop — each ``DPOptimizer``
+the loop steps on the model (a second training phase, a second ``PrivacyEngine``), read from its own accountant's step
+hook: its sample rate q, its noise multiplier σ, its clip bound C, its accountant. Every phase's noisy steps are
+observed; the ε from measured parameters composes them all (``attacks.conformance.opacus``), so a loop that reports the
+ε of one phase while it trained two is held to both.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ class AuditRefused(ValueError):
 
 @dataclass
 class Phase:
-    """One ``DPOptimizer`` the loop steps: its accountant (read from its step hook), that accountant's q, the
-    optimizer's σ and C, the order of its parameters in the observer's layout (the first optimizer's order), and what
-    was observed of it: steps, the rows of its batches, the largest clipped canary contribution (units of C)."""
+    """One ``DPOptimizer`` the loop steps.
+
+    Its accountant (read from its step hook), that accountant's q, the optimizer's σ and C, the order of its parameters
+    in the observer's layout (the first optimizer's order), and what was observed of it: steps, the rows of its batches,
+    the largest clipped canary contribution (units of C).
+    """
 
     opt: Any
     accountant: Any
@@ -80,8 +84,10 @@ def read_phase(opt: Any) -> Phase:
 
     Args:
         opt: an Opacus ``DPOptimizer``.
+
     Returns:
         Its ``Phase``: the accountant's q, the optimizer's σ and C, nothing observed yet.
+
     Raises:
         AuditRefused: Opacus' gdp accountant, no step hook (not made by ``PrivacyEngine.make_private*``), or clipping
             that is not flat.
@@ -110,8 +116,10 @@ def same_parameters(first: list[Any], opt: Any) -> list[int]:
     Args:
         first: the first optimizer's parameters.
         opt: a later ``DPOptimizer``.
+
     Returns:
         One index into ``opt.params`` per parameter of ``first``.
+
     Raises:
         AuditRefused: the two optimizers do not step the same parameter tensors.
     """
@@ -125,11 +133,16 @@ def same_parameters(first: list[Any], opt: Any) -> list[int]:
 
 def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """m canary records: images ``(m, *input_shape)`` uniform in [0, 1] (distinct from every natural record with
-    probability 1) and labels ``(m,)``, drawn with ``seed``.
+    """M canary records: images ``(m, *input_shape)`` uniform in [0, 1] and labels ``(m,)``, drawn with ``seed``.
+
+    (distinct from every natural record with probability 1.)
 
     Args:
-        m, input_shape, num_classes, seed: the count, one record's shape, K and the audit's seed.
+        m: the count.
+        input_shape: one record's shape.
+        num_classes: K.
+        seed: the audit's seed.
+
     Returns:
         ``(x, y)``: float32 images ``(m, *input_shape)`` and int64 labels ``(m,)``.
     """
@@ -138,11 +151,13 @@ def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed:
 
 
 def references(sizes: list[int]) -> list[int]:
-    """Reference coordinates per parameter tensor of ``sizes`` coordinates: min(``REFERENCES_PER_TENSOR``,
-    ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own).
+    """Reference coordinates per parameter tensor of ``sizes`` coordinates.
+
+    Min(``REFERENCES_PER_TENSOR``, ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own).
 
     Args:
         sizes: each parameter tensor's number of coordinates.
+
     Returns:
         The number of reference coordinates of each tensor.
     """
@@ -154,6 +169,7 @@ def row_keys(x: torch.Tensor) -> list[bytes]:
 
     Args:
         x: a batch ``(B, ...)``.
+
     Returns:
         B keys, the float32 bytes of each row.
     """
@@ -161,13 +177,16 @@ def row_keys(x: torch.Tensor) -> list[bytes]:
 
 
 def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray:
-    """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C: the
-    log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ = 0);
-    the Neyman-Pearson test of Nasr et al. 2023's Dirac canaries.
+    """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C.
+
+    The log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ =
+    0); the Neyman-Pearson test of Nasr et al. 2023's Dirac canaries.
 
     Args:
         x: observations ``(T, m)``, in units of C.
-        q, sigma: the sample rate and the noise multiplier σ (units of C).
+        q: the sample rate.
+        sigma: the noise multiplier σ (units of C).
+
     Returns:
         ``(m,)`` scores, larger means "included".
     """
@@ -178,11 +197,14 @@ def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray
 
 
 def observed_phases(result: dict) -> list[list[float]]:
-    """The loop's phases as the observer saw them, for the last-iterate heuristic ε (computed by the runner):
+    """The loop's phases as the observer saw them, for the last-iterate heuristic ε (computed by the runner).
+
     ``[[σ (the optimizer's noise multiplier), q (its accountant's rate), T (steps observed)], ...]``, in order.
 
     Args:
         result: an observer's ``result()`` (its ``phases``).
+
     Returns:
-        One ``[σ, q, T]`` per DPOptimizer the loop stepped."""
+        One ``[σ, q, T]`` per DPOptimizer the loop stepped.
+    """
     return [[float(p["claimed_sigma"]), float(p["sample_rate"]), int(p["steps"])] for p in result["phases"]]

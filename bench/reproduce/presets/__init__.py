@@ -1,7 +1,7 @@
-"""Presets: the six reference systems (docs/guides/presets.md) with their own settings and published figures, and our
-tuned recipes (``dpsgd-best``, ``dpmix-best``). Defined here, in one place, and checked by ``validate_presets``
-with the same rules as ``bench.config.run`` (``python -m bench reproduce PRESET`` runs them;
-``bench.reproduce``).
+"""Presets: the six reference systems (docs/guides/presets.md) with their own settings and published figures.
+
+And our tuned recipes (``dpsgd-best``, ``dpmix-best``). Defined here, in one place, and checked by ``validate_presets``
+with the same rules as ``bench.config.run`` (``python -m bench reproduce PRESET`` runs them; ``bench.reproduce``).
 
 A preset is a list of ``Row`` s: one training setting each (mechanism, full TrainSpec, target ε). A row with a
 ``published`` figure becomes one "published vs reproduced vs corrected" line of results.json's ``reproduction``;
@@ -56,9 +56,11 @@ class Row:
 
 @dataclass(frozen=True)
 class Curve:
-    """Accuracy against one varied setting: the rows ``keys`` at ``x``; ``claim`` (``"increasing"`` or ``"peak"``,
-    see ``bench.reproduce.rows.curve_entry``) is checked and becomes a reproduction row when the source claimed the
-    trend; None when the curve is only plotted."""
+    """Accuracy against one varied setting.
+
+    The rows ``keys`` at ``x``; ``claim`` (``"increasing"`` or ``"peak"``, see ``bench.reproduce.rows.curve_entry``) is
+    checked and becomes a reproduction row when the source claimed the trend; None when the curve is only plotted.
+    """
 
     name: str
     x_label: str
@@ -106,6 +108,7 @@ class Preset:
 
 def spec_dict(model: str, epochs: int, batch_size: int, lr: float, optimizer: str = "sgd", momentum: float = 0.0,
           **params: Any) -> dict[str, Any]:
+    """A recipe's settings as the dict a preset row holds (mechanism parameters under ``params``)."""
     return {"model": model, "epochs": epochs, "batch_size": batch_size, "lr": lr, "optimizer": optimizer,
             "momentum": momentum, "params": params}
 
@@ -126,8 +129,10 @@ REFERENCE_PRESETS = ("dpsgd-cnn", "dpsgd-resnet18", "dpmix", "dpmix-per-class", 
 
 
 def quick(preset: Preset) -> Preset:
-    """A seconds-long version for tests and smoke runs: 1,000 training / 500 test images, 1 epoch, small releases
-    and mixture degrees. Every row then says it was cut."""
+    """A seconds-long version for tests and smoke runs.
+
+    1,000 training / 500 test images, 1 epoch, small releases and mixture degrees. Every row then says it was cut.
+    """
     rows = []
     for r in preset.rows:
         t = copy.deepcopy(r.training)
@@ -141,8 +146,10 @@ def quick(preset: Preset) -> Preset:
 
 
 def cap_epochs(preset: Preset, epochs: int) -> Preset:
-    """``preset`` with every row trained for at most ``epochs`` epochs (autoencoder epochs too), to fit a budget;
-    the reproduction rows then say so."""
+    """``preset`` with every row trained for at most ``epochs`` epochs (autoencoder epochs too), to fit a budget.
+
+    The reproduction rows then say so.
+    """
     rows = []
     for r in preset.rows:
         t = copy.deepcopy(r.training)
@@ -154,8 +161,11 @@ def cap_epochs(preset: Preset, epochs: int) -> Preset:
 
 
 def validate_presets() -> None:
-    """Check every preset with ``bench.config.run``'s rules (registered mechanism, complete TrainSpec with known
-    params and valid values, attacks known, keys unique, curves naming existing rows). Raises ConfigError."""
+    """Check every preset with ``bench.config.run``'s rules.
+
+    Registered mechanism, complete TrainSpec with known params and valid values, attacks known, keys unique, curves
+    naming existing rows. Raises ConfigError.
+    """
     for name in PRESETS.names():
         validate_preset(PRESETS.get(name))
 

@@ -1,6 +1,9 @@
-"""Our recipes ("beat the records"), chosen without looking at the test set: Tramèr & Boneh's tanh CNN with an EMA
-of the weights and their ScatterNet + linear for DP-SGD, the moment-based class-mean learner for DPMix, and the
-candidate presets they were chosen among on a validation split. Accuracies are in percent."""
+"""Our recipes ("beat the records"), chosen without looking at the test set.
+
+Tramèr & Boneh's tanh CNN with an EMA of the weights and their ScatterNet + linear for DP-SGD, the moment-based
+class-mean learner for DPMix, and the candidate presets they were chosen among on a validation split. Accuracies are in
+percent.
+"""
 
 from __future__ import annotations
 
@@ -67,8 +70,10 @@ DPSGD_BEST_FASHION = Preset(
 
 
 def _dpmix_best_row(key: str, description: str, accountant: str, note: str) -> Row:
-    """dpmix-best's release and learner (ℓ = 128, T = 120,000, class means from the moments) at ε = 15 under
-    ``accountant``."""
+    """dpmix-best's release and learner at ε = 15 under ``accountant``.
+
+    (ℓ = 128, T = 120,000, class means from the moments.)
+    """
     return Row(key, description, "dpmix",
                spec_dict("linear", 1, 256, 1.0, mixture_degree=128, num_samples=120_000, accountant=accountant,
                          learner="class-means", sigma_y_scale=math.sqrt(10 / 784)),
@@ -103,9 +108,11 @@ def _candidate(key: str, model: str, epochs: int, batch: int, lr: float, ema: fl
 
 
 def _candidates(standardize: list[float]) -> tuple[Row, ...]:
-    """Tramèr & Boneh's end-to-end recipe (A) and a longer, larger-batch one (B); their ScatterNet + linear settings
-    for MNIST (S1) and Fashion-MNIST (S2), without EMA (≈ 300 steps: a 0.999 average would still weigh the initial
-    weights)."""
+    """Tramèr & Boneh's end-to-end recipe (A) and a longer, larger-batch one (B).
+
+    Their ScatterNet + linear settings for MNIST (S1) and Fashion-MNIST (S2), without EMA (≈ 300 steps: a 0.999 average
+    would still weigh the initial weights).
+    """
     return (_candidate("A", "cnn-small", 40, 512, 0.5, 0.999, standardize),
             _candidate("B", "cnn-small", 60, 1024, 1.0, 0.999, standardize),
             _candidate("S1", "scatternet-linear", 40, 4096, 8.0, None, standardize),

@@ -1,5 +1,8 @@
-"""The reference systems: six published ways of training on private data, each with its own settings and
-published figures, rerun by ``python -m bench reproduce PRESET`` (``--all``). Accuracies are in percent."""
+"""The reference systems: six published ways of training on private data.
+
+Each with its own settings and published figures, rerun by ``python -m bench reproduce PRESET`` (``--all``). Accuracies
+are in percent.
+"""
 
 from __future__ import annotations
 

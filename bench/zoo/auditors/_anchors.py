@@ -1,8 +1,9 @@
-"""What the anchors' auditors share (``jax_privacy``, ``art``, ``mlpm``): finding the canary scores of the privbench
-audit that matches an anchor's threat model, the certified ε those scores are held to, the split of the canaries
-into a half whose membership an attack may learn from and a half it is scored on, the one-run bound privbench reads
-from an anchor's membership decisions, and the verdict. Nothing here estimates privacy the way an anchor does: each
-anchor's own package does that (never a re-implementation of theirs).
+"""What the anchors' auditors share (``jax_privacy``, ``art``, ``mlpm``).
+
+Finding the canary scores of the privbench audit that matches an anchor's threat model, the certified ε those scores are
+held to, the split of the canaries into a half whose membership an attack may learn from and a half it is scored on, the
+one-run bound privbench reads from an anchor's membership decisions, and the verdict. Nothing here estimates privacy the
+way an anchor does: each anchor's own package does that (never a re-implementation of theirs).
 
 The rule of every anchor's verdict: its value (an ε lower bound at 95 %) exceeds the certified ε of the audited run
 under the neighbouring relation the canary design tests (``AttackRecord.held_to``: the audit run's privacy, else the
@@ -36,8 +37,11 @@ _SPLIT_SEED = 39  # the calibration / audit split of the canaries: fixed, and pe
 
 @dataclass(frozen=True)
 class AnchorAuditor(Auditor):
-    """An ``Auditor`` whose package needs more than one import (``privacy-meter`` 1.0.1 imports TensorFlow and
-    Opacus at import without declaring them): ``also_requires`` are checked after ``requires``."""
+    """An ``Auditor`` whose package needs more than one import.
+
+    (``privacy-meter`` 1.0.1 imports TensorFlow and Opacus at import without declaring them.) ``also_requires`` are
+    checked after ``requires``.
+    """
 
     also_requires: tuple[str, ...] = ()
 
@@ -51,9 +55,11 @@ class AnchorAuditor(Auditor):
 
 @dataclass(frozen=True)
 class Canaries:
-    """One audit's canary scores (larger: "included"), its labels (1: included), the privbench record they came
-    from, its design's kind and relation, and the certified ε and δ the audit is held to (ε None: the run states
-    none under that relation)."""
+    """One audit's canary scores (larger: "included"), its labels (1: included), the privbench record they came from.
+
+    Its design's kind and relation, and the certified ε and δ the audit is held to (ε None: the run states none under
+    that relation).
+    """
 
     record: str
     scores: np.ndarray
@@ -65,13 +71,15 @@ class Canaries:
     seed: int
 
     def halves(self) -> tuple[np.ndarray, np.ndarray]:
-        """Two boolean masks over the canaries: a random half (``calibration``: an attack may learn from their
-        membership) and the rest (``audit``: scored). Drawn from the run's seed before any score is read, so each
-        audit-half canary's inclusion stays an independent coin given the calibration half (the one-run theorems
-        hold conditionally).
+        """Two boolean masks over the canaries.
+
+        A random half (``calibration``: an attack may learn from their membership) and the rest (``audit``: scored).
+        Drawn from the run's seed before any score is read, so each audit-half canary's inclusion stays an independent
+        coin given the calibration half (the one-run theorems hold conditionally).
 
         Raises:
-            ValueError: a half without both included and excluded canaries."""
+            ValueError: a half without both included and excluded canaries.
+        """
         n = self.labels.size
         calibration = np.zeros(n, bool)
         calibration[np.random.default_rng([_SPLIT_SEED, self.seed]).permutation(n)[: n // 2]] = True
@@ -97,7 +105,8 @@ def canaries(inp: AuditorInput, records: tuple[str, ...]) -> Canaries:
     """The first of ``records`` whose scores this run saved, with the certified ε its audit is held to.
 
     Raises:
-        LookupError: none of ``records`` was saved (the run did not run the audit the anchor reads)."""
+        LookupError: none of ``records`` was saved (the run did not run the audit the anchor reads).
+    """
     for name in records:
         if name not in inp.scores:
             continue
@@ -115,9 +124,11 @@ def canaries(inp: AuditorInput, records: tuple[str, ...]) -> Canaries:
 
 
 def one_run_bound(m: int, r: int, v: int, *, delta: float, confidence: float = CONFIDENCE) -> float:
-    """privbench's reading of an anchor's membership decisions: ``v`` correct of ``r`` guesses on ``m`` canaries
-    with independent coins, as an ε lower bound at ``confidence`` (Steinke, Nasr, Jagielski 2023;
-    ``attacks.analysis.one_run``)."""
+    """Privbench's reading of an anchor's membership decisions.
+
+    ``v`` correct of ``r`` guesses on ``m`` canaries with independent coins, as an ε lower bound at ``confidence``
+    (Steinke, Nasr, Jagielski 2023; ``attacks.analysis.one_run``).
+    """
     from attacks.analysis.one_run import one_run_epsilon
 
     return one_run_epsilon(m, r, v, delta=delta, confidence=confidence)

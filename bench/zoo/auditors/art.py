@@ -1,20 +1,11 @@
-"""ART 1.20's learned black-box membership-inference attack as a zoo auditor (PyPI
-``adversarial-robustness-toolbox==1.20.1``): ``art.attacks.inference.membership_inference.MembershipInferenceBlackBox``
-(Shokri et al. 2017, "Membership inference attacks against machine learning models", S&P, the learned attack model
-over the target's outputs) on the scores of privbench's black-box canary audits.
+"""ART 1.20's learned black-box membership-inference attack as a zoo auditor.
 
-What ART is given: each canary's saved score as its one-feature "prediction" (``fit(pred=..., test_pred=...)`` and
-``infer(None, pred=...)``: ART's way to attack precomputed outputs), so no model is queried (its estimator, an
-``art.estimators.classification.BlackBoxClassifier``, refuses any query). Its attack model is ART's ``lr``
-(scikit-learn logistic regression after ART's standard scaler): ART's default ``nn`` takes one feature per class of a
-prediction vector (``nb_classes`` >= 2) and cannot read a single score. ART learns from a random half of the canaries
-whose membership it is told (members: included; non-members: excluded), then decides membership (its 0/1 ``infer``)
-for the other half.
+(PyPI ``adversarial-robustness-toolbox==1.20.1``.)
+``art.attacks.inference.membership_inference.MembershipInferenceBlackBox`` (Shokri et al. 2017, "Membership inference
+attacks against machine learning models", S&P, the learned attack model over the target's outputs) on the scores of
+privbench's black-box canary audits.
 
-ART gives no verdict and no ε. The zoo's reading of its decisions is privbench's, named here: ART's v correct
-decisions of the r audit-half canaries (two-sided guesses, every canary) give an ε lower bound at 95 % by the one-run
-theorem of Steinke, Nasr, Jagielski (2023; ``attacks.analysis.one_run``), valid because each audit-half canary's coin is
-independent of the half ART learnt from; caught when it exceeds the certified ε under the canaries' relation.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""jax-privacy 2.0.0's auditing estimators as zoo auditors (PyPI ``jax-privacy==2.0.0``, module
-``jax_privacy.auditing``): ``CanaryScoreAuditor(in_canary_scores, out_canary_scores)`` on the scores of privbench's
-canary audits, then its own ε lower bound at significance 0.05 with its default threshold choice (``Bonferroni()``
-over every threshold):
+"""jax-privacy 2.0.0's auditing estimators as zoo auditors.
 
-- ``epsilon_one_run(significance, delta)``: Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training
-  run" (NeurIPS), one-sided guesses;
-- ``epsilon_one_run_fdp(significance, delta)``: Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential
-  privacy in one run" (the f-DP reading of the same guesses, tighter).
+(PyPI ``jax-privacy==2.0.0``, module ``jax_privacy.auditing``.) ``CanaryScoreAuditor(in_canary_scores,
+out_canary_scores)`` on the scores of privbench's canary audits, then its own ε lower bound at significance 0.05 with
+its default threshold choice (``Bonferroni()`` over every threshold):.
 
-Both are valid for privbench's canary designs: every canary's inclusion (one-run) or side (the local release's
-multi-run pairs) is an independent fair coin. jax-privacy trains nothing and chooses no threat model, so each
-estimator has two rows: on the white-box canaries (every noisy update: privbench's DP-SGD gradient canaries, the
-Opacus loop's canaries) and on the black-box ones (the final model's loss on input canaries; the release audits of
-DPMix and local noise). The verdict is the anchor's own number: caught when its ε lower bound exceeds the certified ε
-under the relation the canaries test (``_anchors``). δ: the certified δ.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -38,8 +29,11 @@ _PAPERS = {"one-run": "Steinke et al. 2023", "one-run-fdp": "Mahloujifar et al. 
 
 
 def estimate(method: str, scores: np.ndarray, labels: np.ndarray, *, delta: float) -> float:
-    """jax-privacy's ``CanaryScoreAuditor.<method>`` at significance 1 − ``CONFIDENCE`` on ``scores`` (larger:
-    included) split by ``labels`` (1: included)."""
+    """jax-privacy's ``CanaryScoreAuditor.<method>`` on the canary scores.
+
+    jax-privacy's ``CanaryScoreAuditor.<method>`` at significance 1 − ``CONFIDENCE`` on ``scores`` (larger:
+    included) split by ``labels`` (1: included).
+    """
     from jax_privacy.auditing import CanaryScoreAuditor
 
     auditor = CanaryScoreAuditor(scores[labels == 1], scores[labels == 0])

@@ -1,26 +1,9 @@
-"""ML Privacy Meter's LOSS attack as a zoo auditor, scored as the package on PyPI scores it (``privacy-meter==1.0.1``,
-import ``privacy_meter``; Murakonda, Shokri 2020, "ML Privacy Meter", and the population attack of Ye et al. 2022,
-"Enhanced membership inference attacks against machine learning models", CCS).
+"""ML Privacy Meter's LOSS attack as a zoo auditor, scored as the package on PyPI scores it.
 
-What exists: privacy-meter 1.0.1 is the last release on PyPI and predates RMIA (Zarifzadeh et al. 2024) and the
-one-run audit: both are in ML Privacy Meter 2, which is on GitHub only. So there is no "RMIA as ML Privacy Meter scores
-it" row (privbench's own ``rmia`` attack is privbench's, not theirs), and what this row runs is 1.0.1's
-``privacy_meter.metric.PopulationMetric`` — the LOSS attack with thresholds from a reference population — on the
-final model's loss of privbench's black-box input canaries (record ``canary``: its score is the negated loss, so
-ML Privacy Meter's loss signal is minus the score).
+``privacy-meter==1.0.1``, import ``privacy_meter``; Murakonda, Shokri 2020, "ML Privacy Meter", and the population
+attack of Ye et al. 2022, "Enhanced membership inference attacks against machine learning models", CCS.
 
-How: a random half of the canaries is the calibration half; its excluded canaries are the reference population (the
-records known not to be trained on), and the other half is audited. The signals go in as ML Privacy Meter's own
-signal cache (``logs_dirname``: ``PopulationMetric_target_member.npz`` etc., which ``prepare_metric`` loads instead of
-querying a model), and ``run_metric()`` thresholds them as the package does: ``linear_itp_threshold_func`` (the
-default of 1.0.1's ``privacy_meter.audit``) at its default 100 FPR tolerances (``default_quantile``), "member" when the
-loss is below the threshold, its counts in a ``CombinedMetricResult``. The package imports TensorFlow and Opacus
-at import without declaring them (``privacy_meter.model``); the row needs both.
-
-ML Privacy Meter 1.0.1 gives no verdict and no ε. The zoo's reading is privbench's, named here: at each of its 100
-operating points, its "member" decisions (tp + fp guesses, tp correct, abstaining on the rest) give a one-run ε
-lower bound (Steinke, Nasr, Jagielski 2023; ``attacks.analysis.one_run``) at 1 − 0.05/100 (Bonferroni over the points);
-the largest is its value, caught when it exceeds the certified (add/remove) ε.
+Design notes: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -38,8 +21,10 @@ RECORDS = ("canary",)
 
 def operating_points(loss: np.ndarray, labels: np.ndarray, calibration: np.ndarray,
                      audit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ML Privacy Meter's ``(tp, fp)`` on the ``audit`` canaries at each of its FPR tolerances, its thresholds from
-    the losses of the excluded ``calibration`` canaries."""
+    """ML Privacy Meter's ``(tp, fp)`` on the ``audit`` canaries at each of its FPR tolerances.
+
+    Its thresholds from the losses of the excluded ``calibration`` canaries.
+    """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # privacy_meter imports TensorFlow: no start-up chatter
     from privacy_meter.hypothesis_test import linear_itp_threshold_func
     from privacy_meter.information_source import InformationSource

@@ -1,9 +1,12 @@
-"""privbench's own auditors, each the run-level check (``attacks.analysis.verdict.privacy_bugs``, the decision behind
+"""privbench's own auditors: the run-level check restricted to one kind of evidence each.
+
+privbench's own auditors, each the run-level check (``attacks.analysis.verdict.privacy_bugs``, the decision behind
 exit status 3) restricted to one kind of evidence, with its own Bonferroni family: the white-box canaries' valid ε lower
 bounds, the black-box canaries', the hidden-state (final model) canaries', the crafted black-box audit's (an
 auditor-chosen initial model, ``attacks.canaries.crafted``), the release audits', the conformance
 tests alone (issue 38: the run measured against its certified mechanism), and everything together (``privbench``,
-what a main job decides)."""
+what a main job decides).
+"""
 
 from __future__ import annotations
 
@@ -27,9 +30,11 @@ ALL = {m: tuple(dict.fromkeys(WHITE_BOX.get(m, ()) + BLACK_BOX.get(m, ()) + RELE
 
 def _keep(records: Callable[[str, object], bool], *, bounds: bool, conformance: bool
           ) -> Callable[[AuditorInput], Verdict]:
-    """A judge: the run-level check on the target with only the attack records ``records(name, record)`` keeps,
-    their ε lower bounds (and certified-curve tests) kept where ``bounds``, their conformance tests where
-    ``conformance``."""
+    """A judge: the run-level check on the target with only the attack records ``records(name, record)`` keeps.
+
+    Their ε lower bounds (and certified-curve tests) kept where ``bounds``, their conformance tests where
+    ``conformance``.
+    """
 
     def judge(inp: AuditorInput) -> Verdict:
         from attacks.analysis.verdict import privacy_bugs

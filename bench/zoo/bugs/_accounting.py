@@ -1,7 +1,9 @@
-"""Shared pieces of the accounting bugs (issue 45): each patches the mechanism's own accountant
-(``mechanisms.accounting``, as the mechanism calls it), and the conformance tests hold it to what the mechanism
-declares through their own accountants (``attacks.analysis``); the true ε is computed by those accountants from the
-run's recorded parameters, so no patch can reach it."""
+"""Shared pieces of the accounting bugs (issue 45).
+
+Each patches the mechanism's own accountant (``mechanisms.accounting``, as the mechanism calls it), and the conformance
+tests hold it to what the mechanism declares through their own accountants (``attacks.analysis``); the true ε is
+computed by those accountants from the run's recorded parameters, so no patch can reach it.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from bench.zoo.bugs._release import NUM_CLASSES
 
 
 def patch_dpsgd_pld(**change: Any) -> None:
-    """Make the mechanism's PLD accountant of DP-SGD (``_dpsgd_pld``: its calibration, certified ε and profile under
-    replace-one) compose ``change``'s values in place of its arguments: ``rate`` (a factor on q), ``steps`` (a factor
-    on T) or ``relation`` (the relation it accounts under)."""
+    """Make the mechanism's PLD accountant of DP-SGD compose ``change``'s values in place of its arguments.
+
+    (``_dpsgd_pld``: its calibration, certified ε and profile under replace-one.) ``rate`` (a factor on q), ``steps`` (a
+    factor on T) or ``relation`` (the relation it accounts under).
+    """
     import mechanisms.accounting.gaussian as gaussian
 
     original = gaussian._dpsgd_pld
@@ -33,8 +37,11 @@ def true_dpsgd(params: dict[str, Any], certified: float) -> float | None:
 
 
 def true_dpmix(params: dict[str, Any], certified: float) -> float | None:
-    """DPMix's ε of the run's recorded σ_x, σ_y, ℓ, T, n and d_x by the conformance code's own accountant
-    (``attacks.analysis.mixing_pair``); None unless the run records d_x."""
+    """DPMix's ε of the run's recorded σ_x, σ_y, ℓ, T.
+
+    n and d_x by the conformance code's own accountant (``attacks.analysis.mixing_pair``); None unless the run records
+    d_x.
+    """
     from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
 
     if "d_x" not in params:
@@ -47,9 +54,11 @@ def true_dpmix(params: dict[str, Any], certified: float) -> float | None:
 
 
 def true_local(params: dict[str, Any], *, label_factor: float = 1.0) -> float:
-    """The local record's ε of the recorded σ at sensitivity 2, composed with randomized response at
-    ``label_factor``·ε_label, by the conformance code's own exact accountant
-    (``attacks.analysis.analytic_gaussian``)."""
+    """The local record's ε of the recorded σ at sensitivity 2.
+
+    Composed with randomized response at ``label_factor``·ε_label, by the conformance code's own exact accountant
+    (``attacks.analysis.analytic_gaussian``).
+    """
     from attacks.analysis.analytic_gaussian import local_epsilon
 
     label = params.get("label_epsilon")

@@ -25,9 +25,12 @@ def scale_dpsgd_noise(factor: float, *, minus: float = 0.0) -> None:
 
 def dpsgd_epsilon(params: dict[str, Any], *, sigma: float | None = None, sample_rate: float | None = None,
                   steps: int | None = None, relation: str | None = None) -> float | None:
-    """ε at the run's δ of the Poisson-subsampled Gaussian with the run's recorded σ, q and steps, each replaced where
-    given (``attacks.analysis.subsampled_gaussian.poisson_gaussian_epsilon``, dp_accounting PLD); ∞ for σ = 0; None for
-    0 < σ < ``SMALLEST_SIGMA`` (too costly). ``relation``: the run's (``params['relation']``, else replace-one)."""
+    """ε at the run's δ of the Poisson-subsampled Gaussian with the run's recorded σ, q and steps.
+
+    Each replaced where given (``attacks.analysis.subsampled_gaussian.poisson_gaussian_epsilon``, dp_accounting PLD); ∞
+    for σ = 0; None for 0 < σ < ``SMALLEST_SIGMA`` (too costly). ``relation``: the run's (``params['relation']``, else
+    replace-one).
+    """
     from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
 
     s = float(params["noise_multiplier"]) if sigma is None else sigma
@@ -48,9 +51,11 @@ def unbounded(params: dict[str, Any], certified: float) -> float:
 
 
 def non_private_step(model: Any, x: Any, y: Any, *, optimizer: str = "sgd", lr: float = 0.1) -> None:
-    """One ordinary optimizer step (no clipping, no noise) on the cross-entropy of every record ``x``, ``y`` (the
-    members), over all of ``model``'s parameters: the "fix-up" step a user adds outside the private loop. Opacus'
-    per-sample state is dropped before and after, as ``DPOptimizer.zero_grad`` does, so the loop goes on."""
+    """One ordinary optimizer step (no clipping, no noise) on the cross-entropy of every record ``x``.
+
+    ``y`` (the members), over all of ``model``'s parameters: the "fix-up" step a user adds outside the private loop.
+    Opacus' per-sample state is dropped before and after, as ``DPOptimizer.zero_grad`` does, so the loop goes on.
+    """
     import torch
     import torch.nn.functional as F
 

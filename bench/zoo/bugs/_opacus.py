@@ -6,8 +6,10 @@ from typing import Any
 
 
 def force_loop_settings(**settings: Any) -> None:
-    """Make every call of ``opacus_plugin.train_with_opacus`` (the adapter's ``fit`` calls it by that name) run with
-    ``settings`` in place of the adapter's own."""
+    """Make every call of ``opacus_plugin.train_with_opacus`` run with ``settings`` in place of the adapter's own.
+
+    (the adapter's ``fit`` calls it by that name.)
+    """
     import opacus_plugin  # type: ignore[import-not-found]
 
     original = opacus_plugin.train_with_opacus
@@ -20,8 +22,10 @@ def force_loop_settings(**settings: Any) -> None:
 
 def opacus_epsilon(params: dict[str, Any], *, sigma: float | None = None, sample_rate: float | None = None
                    ) -> float | None:
-    """ε (add/remove, the relation the example certifies) of the loop's recorded σ, q and steps, each replaced
-    where given."""
+    """ε (add/remove, the relation the example certifies) of the loop's recorded σ, q and steps.
+
+    Each replaced where given.
+    """
     from bench.zoo.bugs._common import dpsgd_epsilon
 
     return dpsgd_epsilon(params, sigma=sigma, sample_rate=sample_rate, relation="add-remove")

@@ -10,8 +10,11 @@ Fashion-MNIST, CIFAR-10, the synthetic ``ci`` data) has 10 classes. ``params['nu
 
 
 def local_epsilon(params: dict[str, Any], *, sigma: float) -> float:
-    """The local record's ε at the run's δ with image noise ``sigma``: the analytic Gaussian at sensitivity 2, composed
-    with randomized response at the recorded ε_label where labels are randomized (the mechanism's own accountant)."""
+    """The local record's ε at the run's δ with image noise ``sigma``.
+
+    The analytic Gaussian at sensitivity 2, composed with randomized response at the recorded ε_label where labels are
+    randomized (the mechanism's own accountant).
+    """
     from mechanisms.accounting.gaussian import gaussian_epsilon, local_record_epsilon
     from mechanisms.local.mechanism import SENSITIVITY
 
@@ -23,8 +26,11 @@ def local_epsilon(params: dict[str, Any], *, sigma: float) -> float:
 
 
 def dpmix_epsilon(params: dict[str, Any], *, factor: float) -> float | None:
-    """DPMix's PLD ε at the run's δ with both noises scaled by ``factor``; None unless the run records ``d_x`` (its
-    feature count: DPMix's sensitivity depends on it and its params do not hold it today)."""
+    """DPMix's PLD ε at the run's δ with both noises scaled by ``factor``.
+
+    None unless the run records ``d_x`` (its feature count: DPMix's sensitivity depends on it and its params do not hold
+    it today).
+    """
     from mechanisms.accounting.dpmix import dpmix_epsilon as epsilon
 
     if "d_x" not in params:
@@ -38,8 +44,11 @@ def dpmix_epsilon(params: dict[str, Any], *, factor: float) -> float | None:
 
 
 def scale_dpmix_noise(factor: float) -> None:
-    """Patch ``mix_release`` as DPMix's mechanism calls it to draw ``factor`` × σ and ``factor`` × σ_y while the
-    accountant still certifies σ and σ_y (the planted noise bugs of DPMix)."""
+    """Patch ``mix_release`` to draw ``factor`` times the noise the accountant certifies.
+
+    Patch ``mix_release`` as DPMix's mechanism calls it to draw ``factor`` × σ and ``factor`` × σ_y while the
+    accountant still certifies σ and σ_y (the planted noise bugs of DPMix).
+    """
     import mechanisms.dpmix.mechanism as dpmix
 
     original = dpmix.mix_release  # type: ignore[attr-defined]

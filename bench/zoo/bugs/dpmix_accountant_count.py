@@ -1,5 +1,7 @@
-"""DPMix accounted for half its mixtures (planted; issue 45: a wrong composition count inside the accounting code):
-the release holds T mixtures while the accountant's PLD (``dpmix_pld_epsilon``) composes T/2 of them."""
+"""DPMix accounted for half its mixtures (planted; issue 45: a wrong composition count inside the accounting code).
+
+The release holds T mixtures while the accountant's PLD (``dpmix_pld_epsilon``) composes T/2 of them.
+"""
 
 from __future__ import annotations
 

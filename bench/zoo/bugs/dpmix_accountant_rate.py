@@ -1,7 +1,10 @@
-"""DPMix accounted at the sampling rate 1/n instead of ℓ/n (planted; issue 45: a wrong rate inside the accounting code;
-the rate a source's formula used, ``mechanisms.accounting.dpmix``'s ``sample_rate`` option): the accountant that
-calibrates σ, certifies ε and records the profile takes a record to be in a mixture with probability 1/n, while each
-mixture of ℓ records holds it with probability ℓ/n."""
+"""DPMix accounted at the sampling rate 1/n instead of ℓ/n.
+
+(planted; issue 45: a wrong rate inside the accounting code; the rate a source's formula used,
+``mechanisms.accounting.dpmix``'s ``sample_rate`` option.) The accountant that calibrates σ, certifies ε and records the
+profile takes a record to be in a mixture with probability 1/n, while each mixture of ℓ records holds it with
+probability ℓ/n.
+"""
 
 from __future__ import annotations
 

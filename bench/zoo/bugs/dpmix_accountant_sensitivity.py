@@ -1,6 +1,8 @@
-"""DPMix accounted without its label channel (planted; issue 45: a wrong sensitivity inside the accounting code): the
-accountant's Δ² = d_x/σ_x² + Δ_y²/σ_y² loses the label's Δ_y² = 2 (``label_sensitivity`` returns 0), while every
-mixture releases the noisy mean of its records' one-hot labels."""
+"""DPMix accounted without its label channel (planted; issue 45: a wrong sensitivity inside the accounting code).
+
+The accountant's Δ² = d_x/σ_x² + Δ_y²/σ_y² loses the label's Δ_y² = 2 (``label_sensitivity`` returns 0), while every
+mixture releases the noisy mean of its records' one-hot labels.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""DPMix whose release is not the mean of the subset it records (planted; issue 45's held-back bug): each mixture
-averages the first half of its recorded ℓ-subset, every one of those records at weight 2/ℓ and the other half at 0,
-while ``mix_release`` returns (and the accountant assumes) the whole subset at 1/ℓ. The release's residual against the
-recorded mean is more noise than certified, which the one-sided noise tests pass; the mean weight is still 1/ℓ; the
-records that enter count twice. Caught by the spread of the recorded records' weights (``weight_spread_test``)."""
+"""DPMix whose release is not the mean of the subset it records (planted; issue 45's held-back bug).
+
+Each mixture averages the first half of its recorded ℓ-subset, every one of those records at weight 2/ℓ and the other
+half at 0, while ``mix_release`` returns (and the accountant assumes) the whole subset at 1/ℓ. The release's residual
+against the recorded mean is more noise than certified, which the one-sided noise tests pass; the mean weight is still
+1/ℓ; the records that enter count twice. Caught by the spread of the recorded records' weights (``weight_spread_test``).
+"""
 
 from __future__ import annotations
 

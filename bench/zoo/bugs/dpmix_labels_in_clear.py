@@ -1,6 +1,9 @@
-"""DPMix releasing its mixtures' label means without noise (planted: the detection-power table's label
-bug of DPMix, ``scripts/detection_power.py --bugs labels``): σ_y = 0 while the accountant certifies the
-label channel's noise. A record's label moves every noiseless label mean it is mixed into: no finite ε."""
+"""DPMix releasing its mixtures' label means without noise.
+
+(planted: the detection-power table's label bug of DPMix, ``scripts/detection_power.py --bugs labels``.) σ_y = 0 while
+the accountant certifies the label channel's noise. A record's label moves every noiseless label mean it is mixed into:
+no finite ε.
+"""
 
 from __future__ import annotations
 

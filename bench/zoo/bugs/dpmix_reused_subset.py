@@ -1,9 +1,11 @@
-"""DPMix whose mixtures do not cover the data: one ℓ-subset drawn once and reused for all T samples, while the
-accountant amplifies each sample by a fresh subset (q = ℓ/n per sample). Documented in the ``dpmix-per-class``
-reference system privbench reproduces (docs/reproductions.md; ``mechanisms/dpmix/per_class.py``: "the source draws ONE
-ℓ-subset per class ... yet states its ε with Lee et al.'s sampling-amplified bound"). The records of the subset are
-in all T samples, the others in none: the true ε is one Gaussian mechanism of T averaged copies, amplified by the
-single draw (``per_class.reused_subset_epsilon``'s pair)."""
+"""DPMix whose mixtures do not cover the data.
+
+One ℓ-subset drawn once and reused for all T samples, while the accountant amplifies each sample by a fresh subset (q =
+ℓ/n per sample). Documented in the ``dpmix-per-class`` reference system privbench reproduces (docs/reproductions.md;
+``mechanisms/dpmix/per_class.py``: "the source draws ONE ℓ-subset per class ... yet states its ε with Lee et al.'s
+sampling-amplified bound"). The records of the subset are in all T samples, the others in none: the true ε is one
+Gaussian mechanism of T averaged copies, amplified by the single draw (``per_class.reused_subset_epsilon``'s pair).
+"""
 
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ def apply() -> None:
 
 
 def true_epsilon(params: dict[str, Any], certified: float) -> float | None:
-    """ε of T copies of one subset's mean (μ² = Δ²·T/ℓ², Δ² = d_x/σ² + 2/σ_y²) subsampled once at q = ℓ/n; None
-    unless the run records d_x."""
+    """ε of T copies of one subset's mean (μ² = Δ²·T/ℓ², Δ² = d_x/σ² + 2/σ_y²) subsampled once at q = ℓ/n.
+
+    None unless the run records d_x.
+    """
     from mechanisms.accounting.dpmix import dpmix_pld_epsilon
 
     if "d_x" not in params:

@@ -1,7 +1,10 @@
-"""DPMix mixing a fifth of the records (the first n/5) at twice the rate of the rest (planted; issue 38) while the
+"""DPMix mixing a fifth of the records at twice the rate of the rest.
+
+DPMix mixing a fifth of the records (the first n/5) at twice the rate of the rest (planted; issue 38) while the
 accountant assumes uniform ℓ-subsets (every record at rate ℓ/n): those records spend more than certified; the audit's
 canary slots sit among the rest, so the lower bounds see nothing, and the inclusion-dispersion test of its
-conformance catches it."""
+conformance catches it.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""DP-SGD whose accountant is told half the sample rate (planted; issue 45: a bug inside the accounting code): the
-mechanism samples at q = 1/⌈n/b⌉ and records it, while its PLD accountant (``_dpsgd_pld``, which calibrates σ and
-certifies ε under replace-one) composes steps at q/2, so σ is calibrated too small and the certified ε understates."""
+"""DP-SGD whose accountant is told half the sample rate (planted; issue 45: a bug inside the accounting code).
+
+The mechanism samples at q = 1/⌈n/b⌉ and records it, while its PLD accountant (``_dpsgd_pld``, which calibrates σ and
+certifies ε under replace-one) composes steps at q/2, so σ is calibrated too small and the certified ε understates.
+"""
 
 from __future__ import annotations
 

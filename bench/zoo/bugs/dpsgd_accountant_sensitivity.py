@@ -1,6 +1,9 @@
-"""DP-SGD whose replace-one accountant uses the add/remove sensitivity (planted; issue 45): replacing a record moves
-the clipped sum by up to 2C, adding or removing one by C; the accountant (``_dpsgd_pld``) composes the add/remove
-pair whatever relation it is asked for, so the replace-one ε it calibrates and certifies is about half the true one."""
+"""DP-SGD whose replace-one accountant uses the add/remove sensitivity (planted; issue 45).
+
+Replacing a record moves the clipped sum by up to 2C, adding or removing one by C; the accountant (``_dpsgd_pld``)
+composes the add/remove pair whatever relation it is asked for, so the replace-one ε it calibrates and certifies is
+about half the true one.
+"""
 
 from __future__ import annotations
 

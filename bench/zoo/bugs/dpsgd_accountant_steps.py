@@ -1,6 +1,9 @@
-"""DP-SGD whose accountant composes half the steps (planted; issue 45: a wrong composition count inside the
-accounting code): the mechanism takes T = E·⌈n/b⌉ noisy steps and records T, while its PLD accountant
-(``_dpsgd_pld``) composes T/2, so σ is calibrated too small and the certified ε understates."""
+"""DP-SGD whose accountant composes half the steps.
+
+(planted; issue 45: a wrong composition count inside the accounting code.) The mechanism takes T = E·⌈n/b⌉ noisy steps
+and records T, while its PLD accountant (``_dpsgd_pld``) composes T/2, so σ is calibrated too small and the certified ε
+understates.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ Privacy Auditing" (2022, arXiv 2202.12219): the open-source Backpropagation Clip
 (0.21, 1e-5)-DP; their audit showed ε > 2.79, and the cause was each layer's gradient sensitivity computed a factor
 of the batch size too small, so too little noise was added. privbench's DP-SGD has no backpropagation clipping: the
 closest equivalent is a clip bound B·C (B the batch's record count) under noise calibrated for C, i.e. a
-sensitivity B times the one the accountant uses (unlike ``dpsgd-noise-on-average``, the noise itself is right)."""
+sensitivity B times the one the accountant uses (unlike ``dpsgd-noise-on-average``, the noise itself is right).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""DP-SGD that trains one epoch more than it accounts for (planted): ``train_fast`` runs E + 1 epochs of Poisson
-steps while the accountant certifies the E·⌈n/b⌉ steps of ``spec.epochs`` (``params['steps']``)."""
+"""DP-SGD that trains one epoch more than it accounts for (planted).
+
+``train_fast`` runs E + 1 epochs of Poisson steps while the accountant certifies the E·⌈n/b⌉ steps of ``spec.epochs``
+(``params['steps']``).
+"""
 
 from __future__ import annotations
 

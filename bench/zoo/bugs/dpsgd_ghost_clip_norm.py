@@ -5,7 +5,8 @@ f2a591ae): before it, ``PrivacyEngine._prepare_model`` built the ghost-clipping 
 without the user's ``max_grad_norm``, so per-sample gradients were clipped at that class's default 1 while the
 optimizer drew noise σ·C for the user's C. privbench's DP-SGD does not use Opacus' ghost clipping: the closest
 equivalent is its own clip factor, which this bug makes clip at 1 whatever C is. With C < 1 (the default profile's
-C = 0.1) the sensitivity is 1 against noise σC: the true noise multiplier is σ·C; with C ≥ 1 it is at least σ."""
+C = 0.1) the sensitivity is 1 against noise σC: the true noise multiplier is σ·C; with C ≥ 1 it is at least σ.
+"""
 
 from __future__ import annotations
 

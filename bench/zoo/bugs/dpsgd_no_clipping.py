@@ -1,5 +1,8 @@
-"""DP-SGD with clipping removed (planted): every per-sample gradient keeps
-its norm while the noise σC and the accountant assume norm ≤ C, so one record moves the sum without bound."""
+"""DP-SGD with clipping removed (planted).
+
+Every per-sample gradient keeps its norm while the noise σC and the accountant assume norm ≤ C, so one record moves the
+sum without bound.
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Source: TensorFlow Privacy issue #153 (the amplification-by-iteration tutorial a
 ``noise_multiplier`` to the *average* gradient, ``num_microbatches=1``, rather than to the sum), and the same error in
 jax_privacy's ``jax_api_example`` (issue #383, PR #395: noise calibrated to the sum's sensitivity added to
 ``grads / batch_size``). Here ``noisy_step`` draws N(0, (σC/B)²) on the clipped sum, B the expected batch size:
-noise σC on the mean, a B-fold smaller noise multiplier than the accountant's σ."""
+noise σC on the mean, a B-fold smaller noise multiplier than the accountant's σ.
+"""
 
 from __future__ import annotations
 

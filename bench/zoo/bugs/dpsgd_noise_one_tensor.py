@@ -1,6 +1,8 @@
-"""DP-SGD that forgets the noise of one parameter tensor (planted; issue 38's motivating bug): ``noisy_step`` adds
-N(0, (σC)²) to every summed clipped gradient but the last parameter tensor's, which is released noiseless while the
-accountant certifies σ on all of them. A clipped but noiseless coordinate block has no finite ε."""
+"""DP-SGD that forgets the noise of one parameter tensor (planted; issue 38's motivating bug).
+
+``noisy_step`` adds N(0, (σC)²) to every summed clipped gradient but the last parameter tensor's, which is released
+noiseless while the accountant certifies σ on all of them. A clipped but noiseless coordinate block has no finite ε.
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ Implementations?" (ICML 2024) show shuffled batches can spend far more than the 
 permutation cut into ⌊1/q⌋ batches of (about) n·q records: a record is in exactly one batch per epoch, not in each
 with probability q, and the accountant still certifies Poisson subsampling at q. No tight accountant for shuffling
 is known: the true ε lies between the Poisson ε and the E-fold composition of the Gaussian mechanism without
-amplification (``DPSGD.privacy``'s note)."""
+amplification (``DPSGD.privacy``'s note).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""DP-SGD sampling records unevenly (planted; issue 38's conformance violation "a fifth of records at twice the rate"):
-the first fifth of the records join each Poisson batch with probability 2q, the rest with q, while the accountant
-certifies q for everyone; the records sampled at 2q spend ε(σ, 2q, T)."""
+"""DP-SGD sampling records unevenly (planted; issue 38's conformance violation "a fifth of records at twice the rate").
+
+The first fifth of the records join each Poisson batch with probability 2q, the rest with q, while the accountant
+certifies q for everyone; the records sampled at 2q spend ε(σ, 2q, T).
+"""
 
 from __future__ import annotations
 

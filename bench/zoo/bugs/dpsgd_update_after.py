@@ -1,7 +1,9 @@
-"""DP-SGD whose ``fit`` takes one non-private step on its members after the private training (planted; issue 54:
-"DP-SGD's own path gets the same check in its audit run, so a future change that updates the model outside the noisy
-step is caught in CI"). After ``fit``'s training, one plain SGD step on the cross-entropy of every record, all
-parameters, no clipping and no noise; the accountant certifies the private steps alone. Its ε is unbounded."""
+"""DP-SGD whose ``fit`` takes one non-private step on its members after the private training.
+
+Planted; issue 54: "DP-SGD's own path gets the same check in its audit run, so a future change that updates the model
+outside the noisy step is caught in CI". After ``fit``'s training, one plain SGD step on the cross-entropy of every
+record, all parameters, no clipping and no noise; the accountant certifies the private steps alone. Its ε is unbounded.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Local noise accounted for its image channel only (planted; issue 45: a wrong composition count inside the accounting
-code): each record releases its image and its randomized-response label, while the accountant
-(``_record_pld_epsilon``) composes one mechanism, the image's, so σ is calibrated to the whole ε and the label's
-ε_label comes on top."""
+"""Local noise accounted for its image channel only.
+
+(planted; issue 45: a wrong composition count inside the accounting code.) Each record releases its image and its
+randomized-response label, while the accountant (``_record_pld_epsilon``) composes one mechanism, the image's, so σ is
+calibrated to the whole ε and the label's ε_label comes on top.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""Local noise whose randomized response keeps labels at the rate of twice its ε (planted; issue 45: a wrong rate
-inside the accounting code): the keep-rate formula the mechanism draws with (``randomized_response_keep``, in the
-accountant's module) computes e^{2ε}/(e^{2ε} + k − 1), while the accountant composes randomized response at ε."""
+"""Local noise whose randomized response keeps labels at the rate of twice its ε.
+
+(planted; issue 45: a wrong rate inside the accounting code.) The keep-rate formula the mechanism draws with
+(``randomized_response_keep``, in the accountant's module) computes e^{2ε}/(e^{2ε} + k − 1), while the accountant
+composes randomized response at ε.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Local noise accounted at image sensitivity 1 instead of 2 (planted; issue 45: a wrong sensitivity inside the
-accounting code; the ``local-gaussian`` sources' own error, docs/reproductions.md): two unit-norm images are up to 2
-apart under replace-one, while the accountant's image channel (``_record_pld_epsilon``) takes them 1 apart, so σ is
-calibrated half as large as it must be."""
+"""Local noise accounted at image sensitivity 1 instead of 2.
+
+(planted; issue 45: a wrong sensitivity inside the accounting code; the ``local-gaussian`` sources' own error,
+docs/reproductions.md.) Two unit-norm images are up to 2 apart under replace-one, while the accountant's image channel
+(``_record_pld_epsilon``) takes them 1 apart, so σ is calibrated half as large as it must be.
+"""
 
 from __future__ import annotations
 

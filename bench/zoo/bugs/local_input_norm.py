@@ -1,8 +1,11 @@
-"""Local Gaussian noise calibrated for a smaller input norm than the data's. Documented in the ``local-gaussian``
+"""Local Gaussian noise calibrated for a smaller input norm than the data's.
+
+Local Gaussian noise calibrated for a smaller input norm than the data's. Documented in the ``local-gaussian``
 reference system privbench reproduces (docs/reproductions.md: the source's σ from the classic formula at
 "sensitivity 1" for unit-norm images, whose replace-one sensitivity is 2). Here the accountant keeps sensitivity 2
 for unit-norm images while ``perturb`` normalises each image to norm 2: the sensitivity is 4, so the noise is half
-what the stated sensitivity needs."""
+what the stated sensitivity needs.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""Local Gaussian noise with the labels released in the clear while the accountant composes a randomized-response
+"""Local Gaussian noise with the labels released in the clear.
+
+Local Gaussian noise with the labels released in the clear while the accountant composes a randomized-response
 label channel. Documented in the ``local-gaussian`` reference system privbench reproduces (docs/reproductions.md;
 ``mechanisms/local/mechanism.py``: "the source left labels in the clear"), which stated an ε for the images only;
-also the detection-power table's label bug of local noise. A label released as it is has no finite ε."""
+also the detection-power table's label bug of local noise. A label released as it is has no finite ε.
+"""
 
 from __future__ import annotations
 

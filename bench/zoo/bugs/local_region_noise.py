@@ -1,7 +1,9 @@
-"""Local Gaussian noise at 0.8·σ in one region of the image (the top-left cell of a 4 × 4 grid of its pixels; planted,
-issue 38) while the accountant certifies σ everywhere: the canaries' scores barely move (a sixteenth of their
-pixels); the per-region noise test of the audit run's conformance catches it. A record whose unit norm lies in that
-region meets only 0.8·σ."""
+"""Local Gaussian noise at 0.8·σ in one region of the image while the accountant certifies σ everywhere.
+
+(the top-left cell of a 4 × 4 grid of its pixels; planted, issue 38.) The canaries' scores barely move (a sixteenth of
+their pixels); the per-region noise test of the audit run's conformance catches it. A record whose unit norm lies in
+that region meets only 0.8·σ.
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Source: Opacus issue #80 and PR #128 (see ``dpsgd_shuffled_batches``); Chua et al., ICML 2024. The loop's own
 setting ``poisson_sampling: false`` keeps the DataLoader's shuffled batches of ``batch_size`` while
 ``make_private_with_epsilon`` calibrates σ and the PRV accountant certifies ε for Poisson sampling at
-q = 1/len(loader). The true ε is not known in closed form."""
+q = 1/len(loader). The true ε is not known in closed form.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ bisection of ``get_noise_multiplier`` stopped when its interval was narrower tha
 0.005 of the σ that meets the target, so up to 0.005 below it (the issue's example over-spent ε by 0.5); PR #348 made
 it return a σ whose ε is below the target. The mutant restores the non-conservative search at its worst case (σ 0.005
 below the conservative σ) and, as a user trusting ``make_private_with_epsilon``'s docstring did, the loop reports the
-target ε instead of asking the accountant."""
+target ε instead of asking the accountant.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""The example Opacus loop returning another module than the one it trained privately (planted; issue 54: "a loop that
-returns a different module from the one it trained"): a copy of the initial model is trained by the same epochs of
-plain SGD (no clipping, no noise) and returned in place of the private model, with the private loop's ε — the user's
-script kept a non-private reference model and returned the wrong variable. Its ε is unbounded."""
+"""The example Opacus loop returning another module than the one it trained privately.
+
+(planted; issue 54: "a loop that returns a different module from the one it trained".) A copy of the initial model is
+trained by the same epochs of plain SGD (no clipping, no noise) and returned in place of the private model, with the
+private loop's ε — the user's script kept a non-private reference model and returned the wrong variable. Its ε is
+unbounded.
+"""
 
 from __future__ import annotations
 

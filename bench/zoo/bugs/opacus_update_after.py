@@ -1,8 +1,11 @@
-"""The example Opacus loop followed by a non-private step on the members (planted; issue 54: "a loop that trains
-privately through Opacus and then changes the model's parameters with an ordinary optimizer on the members — the kind
-of step people add to fix up a model — reports Opacus' ε and passes the ci profile with exit 0"). After the private
-epochs, one Adam step on the cross-entropy of every record, all parameters, no clipping and no noise; the ε of the
-private epochs is reported. A record's influence on that step is unbounded, so is the released model's ε."""
+"""The example Opacus loop followed by a non-private step on the members.
+
+Planted; issue 54: "a loop that trains privately through Opacus and then changes the model's parameters with an ordinary
+optimizer on the members — the kind of step people add to fix up a model — reports Opacus' ε and passes the ci profile
+with exit 0". After the private epochs, one Adam step on the cross-entropy of every record, all parameters, no clipping
+and no noise; the ε of the private epochs is reported. A record's influence on that step is unbounded, so is the
+released model's ε.
+"""
 
 from __future__ import annotations
 

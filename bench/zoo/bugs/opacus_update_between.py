@@ -1,7 +1,9 @@
-"""The example Opacus loop with a non-private step on the members between its first and second private epochs
-(planted; issue 54: "the same step between two private epochs"). When the loader's first epoch ends, one plain SGD
-step on the cross-entropy of every record, all parameters, no clipping and no noise; the private epochs go on from
-there and their ε is reported. A record's influence on that step is unbounded, so is the released model's ε."""
+"""The example Opacus loop with a non-private step on the members between its first and second private epochs.
+
+Planted; issue 54: "the same step between two private epochs". When the loader's first epoch ends, one plain SGD step on
+the cross-entropy of every record, all parameters, no clipping and no noise; the private epochs go on from there and
+their ε is reported. A record's influence on that step is unbounded, so is the released model's ε.
+"""
 
 from __future__ import annotations
 
@@ -31,8 +33,10 @@ class _AfterFirstEpoch:
 
 
 def apply() -> None:
-    """``PrivacyEngine.make_private`` (which ``make_private_with_epsilon`` calls): its loader steps the module
-    non-privately after the first epoch."""
+    """Patch ``PrivacyEngine.make_private`` (which ``make_private_with_epsilon`` calls).
+
+    Its loader then steps the module non-privately after the first epoch.
+    """
     from opacus import PrivacyEngine
 
     original = PrivacyEngine.make_private

@@ -5,7 +5,8 @@ Source: Opacus issue #813 ("WeightedRandomSampler causes silent epsilon miscalcu
 sampler draws records at. In #813 the error overstated ε; with unequal weights it understates it for the heavy
 records. The loop's own setting ``oversample: true`` keeps such a sampler (every other record weight 2, drawn with
 replacement, n draws per epoch): a heavy record is drawn at 4/3 of the rate q the accountant is told, and may appear
-twice in a batch. No accountant covers weighted sampling with replacement: the true ε is left unknown."""
+twice in a batch. No accountant covers weighted sampling with replacement: the true ε is left unknown.
+"""
 
 from __future__ import annotations
 

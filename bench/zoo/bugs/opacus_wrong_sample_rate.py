@@ -1,7 +1,9 @@
-"""The example Opacus loop whose accountant is told a sample rate that is not its DataLoader's (planted; issue 38:
-"a user's own Opacus loop whose accountant is told a sample rate that is not the one its DataLoader uses reports
-ε = 1.42 ... PRV gives 3.01"). The Poisson loader draws each record at 2q for the same ⌊1/q⌋ steps per epoch, while
-``make_private_with_epsilon`` calibrates σ and its accountant steps at q = 1/len(loader)."""
+"""The example Opacus loop whose accountant is told a sample rate that is not its DataLoader's.
+
+Planted; issue 38: "a user's own Opacus loop whose accountant is told a sample rate that is not the one its DataLoader
+uses reports ε = 1.42 ... PRV gives 3.01". The Poisson loader draws each record at 2q for the same ⌊1/q⌋ steps per
+epoch, while ``make_private_with_epsilon`` calibrates σ and its accountant steps at q = 1/len(loader).
+"""
 
 from __future__ import annotations
 

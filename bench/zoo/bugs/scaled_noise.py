@@ -1,9 +1,11 @@
-"""σ × F: a mechanism's noise drawn at F times the σ its accountant certifies (planted), one parametrised bug for
-every mechanism of the zoo. ``scaled_noise(mechanism, factor)`` builds the bug; the fixed instances the suite's tests
-and the zoo's measured tables use are registered here (DP-SGD σ × 0.5, 0.25, 0.75 and 0, DPMix σ × 0.5 and 0.1,
-local noise σ × 0.5, the example Opacus loop σ × 0); any other F is found by its name ``MECHANISM-noise-xF``
-(``dpsgd-noise-x0.67``, ``local-gaussian-noise-x0.8``: ``bench.zoo.catalogue.find``), as the detection-power table
-(``scripts/detection_power.py``) and the null test (``scripts/null_test.py``) ask for it."""
+"""σ × F: a mechanism's noise drawn at F times the σ its accountant certifies (planted).
+
+One parametrised bug for every mechanism of the zoo. ``scaled_noise(mechanism, factor)`` builds the bug; the fixed
+instances the suite's tests and the zoo's measured tables use are registered here (DP-SGD σ × 0.5, 0.25, 0.75 and 0,
+DPMix σ × 0.5 and 0.1, local noise σ × 0.5, the example Opacus loop σ × 0); any other F is found by its name
+``MECHANISM-noise-xF`` (``dpsgd-noise-x0.67``, ``local-gaussian-noise-x0.8``: ``bench.zoo.catalogue.find``), as the
+detection-power table (``scripts/detection_power.py``) and the null test (``scripts/null_test.py``) ask for it.
+"""
 
 from __future__ import annotations
 
@@ -83,7 +85,10 @@ def scaled_noise(mechanism: str, factor: float, *, name: str | None = None, summ
     Args:
         mechanism: one of ``ZOO_MECHANISMS``.
         factor: F ≥ 0 (0: no noise at all; 1 is the correct mechanism, refused).
-        name, summary, changes, true_text: a fixed instance's own words (default: from F).
+        name: a fixed instance's key (default: from F).
+        summary: its one line of what goes wrong (default: from F).
+        changes: the code it changes (default: from F).
+        true_text: its true ε in words (default: from F).
 
     Returns:
         The ``Bug``, named ``MECHANISM-noise-xF`` unless ``name`` is given; its ``apply`` patches the mechanism's
@@ -106,11 +111,13 @@ def scaled_noise(mechanism: str, factor: float, *, name: str | None = None, summ
 
 
 def parse(name: str) -> Bug | None:
-    """The instance ``MECHANISM-noise-xF`` named ``name`` (``dpsgd-noise-x0.67``), or None where ``name`` is not of
-    that form.
+    """The instance ``MECHANISM-noise-xF`` named ``name`` (``dpsgd-noise-x0.67``).
+
+    Or None where ``name`` is not of that form.
 
     Raises:
-        ValueError: the form, but an unknown mechanism or F = 1."""
+        ValueError: the form, but an unknown mechanism or F = 1.
+    """
     match = NAME.match(name)
     return None if match is None else scaled_noise(match["mechanism"], float(match["factor"]))
 
