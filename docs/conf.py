@@ -38,7 +38,7 @@ templates_path = ["_templates"]
 # MyST: every heading gets a GitHub-style anchor, so `[text](page.md#a-heading)` resolves, and a link to a heading
 # that does not exist is a warning (an error under -W).
 myst_heading_anchors = 4
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["colon_fence", "deflist"]
 nitpicky = False  # a missing target of a type annotation is not an error; a broken link in a page is
 
 highlight_language = "none"  # a fence without a language (commands, the layout tree) is shown as written

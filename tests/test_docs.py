@@ -118,3 +118,59 @@ def test_every_reference_to_a_readme_heading_names_one_it_has():
              for name in re.findall(r'README,? "([^"]+)"', p.read_text(encoding="utf-8"))
              if name.strip() not in headings]
     assert not stale, stale
+
+
+MEASURED = ("audits", "zoo", "detection_power", "performance")
+FIRST_SCREEN = 45  # source lines of a page that fit its first screen at 1366 × 768, about
+
+
+def _text(name: str) -> str:
+    return (DOCS / f"{name}.md").read_text(encoding="utf-8")
+
+
+def test_each_measured_page_opens_with_its_headline_table():
+    """A measured page's first table (its headline numbers, each with its command) starts in its first screen, and
+    the page points at the changelog, where its history lives."""
+    late = {}
+    for name in MEASURED:
+        lines = _text(name).splitlines()
+        first_table = next((i for i, line in enumerate(lines) if line.startswith("|")), len(lines))
+        if first_table >= FIRST_SCREEN or "changelog.md" not in "\n".join(lines[:FIRST_SCREEN]):
+            late[name] = first_table + 1
+    assert late == {}, f"first table at line (or no changelog link in the first screen): {late}"
+
+
+def test_no_heading_of_a_measured_page_names_an_issue_or_a_commit():
+    """Issue numbers and commit hashes are history: they go to docs/changelog.md, grouped by issue."""
+    commit = r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
+    bad = [f"{name}: {h}" for name in (*MEASURED, "reports")
+           for h in re.findall(r"^#+ (.+)$", _text(name), flags=re.M)
+           if re.search(r"\bissue \d+", h, flags=re.I) or re.search(commit, h)]
+    assert bad == []
+
+
+def test_a_long_page_opens_with_a_summary():
+    """A page over 3,000 words has a summary at its top. The results schema is generated from bench/results/ (its
+    opening is written by the generator), so it is not held to this."""
+    long_pages = {p for p in DOCS.rglob("*.md") if len(p.read_text(encoding="utf-8").split()) > 3000
+                  and not any(part.startswith("_") for part in p.relative_to(DOCS).parts)}
+    without = [p.relative_to(DOCS).as_posix() for p in sorted(long_pages) if p.name != "results-schema.md"
+               and not re.search(r"^(## Summary|\*\*Summary\.\*\*)", "\n".join(
+                   p.read_text(encoding="utf-8").splitlines()[:12]), flags=re.M)]
+    assert without == []
+
+
+def test_link_text_names_the_page_not_its_path():
+    """``[Audits](audits.md)``, not ``[docs/audits.md](audits.md)``: a reader sees the link's text."""
+    bad = [f"{p.relative_to(DOCS)}: [{text}]" for p in DOCS.rglob("*.md")
+           if not any(part.startswith("_") for part in p.relative_to(DOCS).parts)
+           for text in re.findall(r"\[([^\]\n]+)\]\([^)\s]+\)", p.read_text(encoding="utf-8"))
+           if re.fullmatch(r"(docs/)?[\w./-]+\.(md|png)(, .*)?", text)]
+    assert bad == []
+
+
+def test_the_manual_has_a_glossary_an_faq_a_tutorial_and_a_changelog_in_its_toctree():
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    entries = {line.strip() for block in re.findall(r"^```\{toctree\}\n(.*?)^```", index, flags=re.S | re.M)
+               for line in block.splitlines()}
+    assert {"glossary", "faq", "tutorial", "changelog", "reference/public-api"} <= entries
