@@ -92,7 +92,8 @@ def family(design: AuditDesign) -> tuple[str, ...]:
 def estimates(design: AuditDesign) -> tuple[str, ...]:
     """The estimates ``design`` computes beside its valid bounds: each rests on an assumption about the scores.
 
-    ``f-dp-gaussian`` for one-run designs and ``gdp-fit`` for multi-run ones; ``gaussian-llr`` for white-box and
+    ``f-dp-gaussian`` for one-run designs and ``gdp-fit`` for multi-run ones (not where the score joins two channels,
+    ``design.label_weight``: a Gaussian curve does not describe it); ``gaussian-llr`` for white-box and
     hidden-state one-run designs (summed log-likelihood ratios or sums of noisy updates); ``gaussian-pair`` where the
     scores are canary-aligned (white-box, hidden-state, multi-run or ``design.gaussian``); ``gaussian-composed`` where
     the design reads a record's label as its own channel.
@@ -106,7 +107,7 @@ def estimates(design: AuditDesign) -> tuple[str, ...]:
     kind = design.kind
     if kind not in ("one-run", "multi-run"):
         return ()
-    out: tuple[str, ...] = ("gdp-fit",) if kind == "multi-run" else ("f-dp-gaussian",)
+    out: tuple[str, ...] = ("f-dp-gaussian",) if kind == "one-run" else () if design.label_weight else ("gdp-fit",)
     if kind == "one-run" and design.threat_model in ("white-box", "hidden-state"):
         out += ("gaussian-llr",)
     if design.threat_model in ("white-box", "hidden-state") or kind == "multi-run" or design.gaussian:
