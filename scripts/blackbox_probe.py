@@ -26,7 +26,12 @@ mechanism's noise), and the one-run analysis' ε_LB (``attacks.analysis.membersh
 the last-iterate pair's own μ = Tq/(σ√T) for comparison. Usage (repository root, ``PRIVBENCH_DATA`` set; about
 40 CPU-s a run at m = 4,000)::
 
-    python -m scripts.blackbox_probe KIND EPSILON [M] [K]
+    python -m scripts.blackbox_probe KIND EPSILON [M] [K] [nodirac]
+
+``nodirac``: the run without the white-box Dirac canaries (the main job's run has them).
+``python -m scripts.blackbox_probe ceiling M``: the same analysis of the last-iterate pair's own exact scores (K +
+N(0, σ²T) against N(0, σ²T), K ~ Binomial(T, q), the recipe's σ at target ε 1, 3, 8; five draws of m canaries each):
+the most any black-box canary of this recipe could give this design, if the heuristic held.
 """
 
 from __future__ import annotations
@@ -76,11 +81,31 @@ def candidates(kind: str, m: int, split, gen: torch.Generator, basis: torch.Tens
     return x, torch.randint(0, NC, (m,), generator=gen)
 
 
+def ceiling(m: int) -> None:
+    """The one-run analysis of the last-iterate pair's exact scores at m canaries (module docstring)."""
+    rng = np.random.default_rng(0)
+    design = AuditDesign("one-run", "black-box", size=m, relation="add-remove")
+    for eps in (1.0, 3.0, 8.0):
+        sigma, q, steps = DPSGD().calibrate(SPEC, n=10000 + m // 2, target_epsilon=eps, delta=1e-5)
+        bounds = []
+        for _ in range(5):
+            c = rng.random(m) < 0.5
+            s = c * rng.binomial(steps, q, m) + rng.normal(0, sigma * np.sqrt(steps), m)
+            bounds.append(membership_audit(s, c.astype(int), delta=1e-5, design=design)["epsilon_lb"])
+        mu = steps * q / (sigma * np.sqrt(steps))
+        print(f"ceiling ε {eps:g} m {m}: σ {sigma:.3f}, q {q:.4f}, T {steps}, μ {mu:.3f}; ε_LB of five draws "
+              + ", ".join(f"{b:.3f}" for b in bounds))
+
+
 def main() -> None:
     torch.set_num_threads(1)
+    if sys.argv[1] == "ceiling":
+        ceiling(int(sys.argv[2]))
+        return
     kind, eps = sys.argv[1], float(sys.argv[2])
-    m = int(sys.argv[3]) if len(sys.argv) > 3 else 4000
-    k = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
+    numbers = [a for a in sys.argv[3:] if a.isdigit()]
+    m = int(numbers[0]) if numbers else 4000
+    k = int(numbers[1]) if len(numbers) > 1 else 1000
     pool, test = load_dataset("mnist")
     split = make_split(pool, test, n_members=10000, n_non_members=10000, n_population=10000, n_test=5000, seed=0)
     front = DPSGD().build((1, 28, 28), NC, SPEC).front
@@ -90,7 +115,8 @@ def main() -> None:
     x, y = candidates(kind, m, split, gen, basis, front)
     coins = torch.rand(m, generator=gen) < 0.5
     data = concat(split.members, ArrayDataset(x, y, NC, "mnist").subset(torch.nonzero(coins).flatten()))
-    request = GradientCanaries(0, 1, public_size=len(split.members) + m // 2, every_coordinate=True)
+    request = GradientCanaries(0, 1, public_size=len(split.members) + m // 2,
+                               every_coordinate="nodirac" not in sys.argv)
     start = time.process_time()
     run = DPSGD().fit(data, SPEC, target_epsilon=eps, delta=1e-5, seed=123, device=torch.device("cpu"),
                       audit=request)
