@@ -37,4 +37,6 @@ recorded on. None runs anything when imported, except ``without_conformance``, a
 - ``crafted_audit_ideal``: the crafted black-box audit's analysis on the ideal mechanism's scores, beside the
   anchor's estimator (docs/audits.md, "The final model alone").
 - ``blackbox_canary_probe``: which black-box input canaries see DP-SGD in the default main job.
+- ``blackbox_probe``: which black-box canaries and scores close the gap to the last-iterate heuristic (issue 56), and
+  the one-run ceiling of the heuristic's own pair at m canaries.
 """

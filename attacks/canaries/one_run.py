@@ -17,15 +17,14 @@ from typing import Annotated, Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from pydantic import Field
 
 from attacks.analysis.limits import whitebox_limit
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
+from attacks.canaries.input_scores import Score, input_canary_scores
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
-from bench.core.training import per_example_loss
 
 
 class CanaryParams(Params):
@@ -41,7 +40,10 @@ class CanaryParams(Params):
         score: ``loss`` (the final model's loss on the canary) or ``output-difference``: ⟨logits(x) − logits(blank
             image), e_y − 1/K⟩, linear in the final weights of a model linear in its parameters (the default profile's
             ScatterNet + linear: the canary's clipped steps moved them along (e_y − p)⊗φ(x)), so that it reads the
-            canary's own steps as a Dirac canary's coordinate does, less what the members did to that direction.
+            canary's own steps as a Dirac canary's coordinate does, less what the members did to that direction; or
+            ``margin``: the same difference's logit margin, its label's entry less the largest other's (the canary's
+            clipped steps push its label up and the class the noise made likeliest down;
+            ``attacks.canaries.input_scores``).
         gradient_canaries: white-box Dirac gradient canaries in the same run, where the mechanism supports them
             (0 to 1,000,000: none to many; at most the model's trainable coordinates), or ``all``: one at every
             trainable coordinate of every parameter tensor except a random 2.5 % of each tensor kept free to measure
@@ -53,7 +55,7 @@ class CanaryParams(Params):
     num_canaries: int = Field(1000, ge=2)
     mislabel: bool = False
     inputs: Literal["population", "noise"] = "population"
-    score: Literal["loss", "output-difference"] = "loss"
+    score: Score = "loss"
     gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = 5000
     gradient_norm: float = Field(10.0, ge=1)
 
@@ -193,18 +195,6 @@ class CanaryAudit(MembershipAttack):
         data = concat(ctx.split.members, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
         return canaries, included, data, shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
 
-    def _scores(self, model, canaries: ArrayDataset, device: torch.device) -> np.ndarray:
-        """The input canaries' scores ``(m,)`` from the final model's outputs (``CanaryParams.score``)."""
-        if self.params.score == "loss":
-            return -per_example_loss(model, canaries.x, canaries.y, device=device)
-        k = canaries.num_classes
-        with torch.no_grad():
-            model.eval()
-            blank = model(torch.zeros(1, *canaries.input_shape, device=device))
-            out = torch.cat([model(canaries.x[i : i + 1024].to(device)) for i in range(0, len(canaries), 1024)])
-        direction = F.one_hot(canaries.y.to(device), k).to(out.dtype) - 1.0 / k
-        return ((out - blank) * direction).sum(1).cpu().numpy().astype(np.float64)
-
     def prefetch(self, ctx: AttackContext) -> None:
         """The audit run, submitted before the cell's attacks run (a training worker trains it meanwhile).
 
@@ -229,7 +219,7 @@ class CanaryAudit(MembershipAttack):
         canaries, included, data, seed, request = self._audit_job(ctx)
         run = ctx.train_like_target(data, seed=seed) if request is None else \
             ctx.train_like_target.audit_run(data, seed=seed, request=request)
-        scores = self._scores(run.model, canaries, ctx.device)
+        scores = input_canary_scores(run.model, canaries, score=self.params.score, device=ctx.device)
         out = {self.name: MembershipScores(scores, included.astype(np.int64), privacy=run.privacy, design=AuditDesign(
             "one-run", "black-box", size=len(included), relation="add-remove"),
             extra={"inputs": self.params.inputs, "score": self.params.score})}

@@ -1,0 +1,55 @@
+"""The black-box scores of a one-run audit's input canaries (``attacks.canaries.one_run``), read from the audit run's
+final model alone: its loss, or its logits less those of the blank image (all zeros) along the canary's label.
+
+For a linear head on fixed features φ (the default profile's ScatterNet + GroupNorm + linear; Tramèr & Boneh 2021),
+each step that samples an included canary moves its logits by lr/B·C·‖φ(x)‖·(e_y − p_t)/‖e_y − p_t‖ (its clipped
+gradient; p_t the model's softmax on it), and the noise moves them by lr/B·σC·‖φ(x)‖ in every class: the
+last-iterate pair of Steinke et al. (ICLR 2025) read through one input. ``output-difference`` reads the move along
+e_y − 1/K; ``margin`` along e_y − e_c, c the other class with the largest logit. On an image far from the members
+the DP noise decides p_t, which is then near one class c ≠ y, and the clipped gradient points along e_y − e_c: its
+cosine with e_y − 1/K is 1/√(2·0.9) ≈ 0.75 at K = 10, with e_y − e_c it is 1. Measured in docs/audits.md, "Closing
+the gap" (``scripts/blackbox_probe.py``). Every score here is a function of the final model and the public canaries
+only, so the one-run analyses stay valid whatever the model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bench.core.data import ArrayDataset
+from bench.core.training import per_example_loss
+
+Score = Literal["loss", "output-difference", "margin"]
+
+
+def input_canary_scores(model: torch.nn.Module, canaries: ArrayDataset, *, score: Score,
+                        device: torch.device) -> np.ndarray:
+    """The canaries' scores, larger meaning "included".
+
+    Args:
+        model: the audit run's final model (images to ``(N, K)`` logits).
+        canaries: the m input canaries (images ``(m, C, H, W)``, labels ``(m,)``).
+        score: ``loss`` (minus the per-example loss), ``output-difference`` (⟨d(x), e_y − 1/K⟩) or ``margin``
+            (d(x)_y − max_{c≠y} d(x)_c), d(x) = logits(x) − logits(blank image).
+        device: where the model runs.
+    Returns:
+        ``(m,)`` float64 scores.
+    Raises:
+        ValueError: an unknown ``score``."""
+    if score == "loss":
+        return -per_example_loss(model, canaries.x, canaries.y, device=device)
+    if score not in ("output-difference", "margin"):
+        raise ValueError(f"canary score must be loss, output-difference or margin, got {score!r}")
+    k = canaries.num_classes
+    with torch.no_grad():
+        model.eval()
+        blank = model(torch.zeros(1, *canaries.input_shape, device=device))
+        out = torch.cat([model(canaries.x[i : i + 1024].to(device)) for i in range(0, len(canaries), 1024)]) - blank
+    own = F.one_hot(canaries.y.to(device), k).to(out.dtype)
+    if score == "output-difference":
+        return (out * (own - 1.0 / k)).sum(1).cpu().numpy().astype(np.float64)
+    rival = out.masked_fill(own > 0, -torch.inf).amax(1)
+    return ((out * own).sum(1) - rival).cpu().numpy().astype(np.float64)
