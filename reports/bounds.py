@@ -211,14 +211,16 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
 def limit_text(bound: AuditBound) -> str:
     """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.limits``).
 
-    ``"; 0.94 of the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"``; empty where
-    the audit recorded none.
+    ``"; 0.94 of the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"`` for a
+    multi-run design, ``"(…: the ideal mechanism through the same analysis)"`` for a one-run design; empty where the
+    audit recorded none.
     """
     limit = bound.record.extra.get("ideal_limit")
     if not isinstance(limit, (int, float)) or limit <= 0:
         return ""
-    return (f"; {bound.value / limit:.2f} of the ideal mechanism's limit at this size ({limit:.3g}: the best "
-            f"threshold fixed in advance)")
+    how = "the ideal mechanism through the same analysis" if bound.record.audit.design.kind == "one-run" \
+        else "the best threshold fixed in advance"
+    return f"; {bound.value / limit:.2f} of the ideal mechanism's limit at this size ({limit:.3g}: {how})"
 
 
 def curve_text(bounds: list[AuditBound]) -> str:
