@@ -1,5 +1,6 @@
-"""Which black-box canaries and scores close the gap to the last-iterate heuristic in the default main job (issue 56,
-item 3; docs/audits.md, "Closing the gap: canaries where the members' features have least energy")?
+"""Which black-box canaries and scores close the gap to the last-iterate heuristic in the default main job?
+
+Issue 56, item 3; docs/audits.md, "Closing the gap: noise canaries read by the logit margin".
 
 One audit run of the default profile's DP-SGD recipe (ScatterNet + GroupNorm + linear, 40 epochs at batch 4,096, lr
 8, momentum 0.9, C = 0.1, σ calibrated to the target ε under replace-one; the white-box Dirac canaries at every free

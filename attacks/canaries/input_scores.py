@@ -1,5 +1,7 @@
-"""The black-box scores of a one-run audit's input canaries (``attacks.canaries.one_run``), read from the audit run's
-final model alone: its loss, or its logits less those of the blank image (all zeros) along the canary's label.
+"""The black-box scores of a one-run audit's input canaries (``attacks.canaries.one_run``).
+
+Read from the audit run's final model alone: its loss, or its logits less those of the blank image (all zeros) along
+the canary's label.
 
 For a linear head on fixed features φ (the default profile's ScatterNet + GroupNorm + linear; Tramèr & Boneh 2021),
 each step that samples an included canary moves its logits by lr/B·C·‖φ(x)‖·(e_y − p_t)/‖e_y − p_t‖ (its clipped
@@ -9,7 +11,8 @@ e_y − 1/K; ``margin`` along e_y − e_c, c the other class with the largest lo
 the DP noise decides p_t, which is then near one class c ≠ y, and the clipped gradient points along e_y − e_c: its
 cosine with e_y − 1/K is 1/√(2·0.9) ≈ 0.75 at K = 10, with e_y − e_c it is 1. Measured in docs/audits.md, "Closing
 the gap" (``scripts/blackbox_probe.py``). Every score here is a function of the final model and the public canaries
-only, so the one-run analyses stay valid whatever the model."""
+only, so the one-run analyses stay valid whatever the model.
+"""
 
 from __future__ import annotations
 
@@ -35,10 +38,13 @@ def input_canary_scores(model: torch.nn.Module, canaries: ArrayDataset, *, score
         score: ``loss`` (minus the per-example loss), ``output-difference`` (⟨d(x), e_y − 1/K⟩) or ``margin``
             (d(x)_y − max_{c≠y} d(x)_c), d(x) = logits(x) − logits(blank image).
         device: where the model runs.
+
     Returns:
         ``(m,)`` float64 scores.
+
     Raises:
-        ValueError: an unknown ``score``."""
+        ValueError: an unknown ``score``.
+    """
     if score == "loss":
         return -per_example_loss(model, canaries.x, canaries.y, device=device)
     if score not in ("output-difference", "margin"):
