@@ -173,8 +173,9 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
             guessing rules; each estimate at ``confidence`` under its assumption.
         label_outcomes: ``(N,)`` in {−1, 0, 1}, for a design whose ``channels`` hold ``"label"``: canary i's
             released label is its pair's first label (1; the first record is present where ``labels[i]`` is 1),
-            its second (−1) or neither (0); with the scores (the image channel) it gives the
-            ``gaussian-composed`` bound (``attacks.analysis.channels``).
+            its second (−1) or neither (0); with the image channel's scores it gives the ``gaussian-composed``
+            estimate (``attacks.analysis.channels``). Where the design has a ``label_weight`` w, the scores are
+            already s = u + w·o (both channels, read by the valid analyses) and the estimates read u = s − w·o.
 
     Returns:
         The stored audit block, a ``bench.results.Audit`` without its ``design`` (``Audit(**block, design=design)``):
