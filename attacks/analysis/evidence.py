@@ -28,6 +28,7 @@ METHODS = {  # method -> (what it is, the assumption it needs beyond the design;
 }
 GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed", "gaussian-llr")
 ESTIMATES = tuple(m for m, (_, assumption) in METHODS.items() if assumption is not None)  # never valid, never deciding
+AUDITED = ("one-run", "multi-run")  # the designs whose outcomes are independent trials: their bounds can be valid
 NORMALITY_LEVEL = 0.01  # the level of an estimate's normality test: shown beside it, deciding nothing
 
 
@@ -44,7 +45,7 @@ def evidence(method: str, design_kind: str) -> str:
     """
     if METHODS[method][1] is not None:
         return "estimate"
-    return "valid" if design_kind in ("one-run", "multi-run") else "heuristic"
+    return "valid" if design_kind in AUDITED else "heuristic"
 
 
 def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
@@ -60,7 +61,7 @@ def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
         True for scores Gaussian by construction (``design.gaussian``), a one-run or multi-run design, and a
         normality test that does not reject at ``NORMALITY_LEVEL``.
     """
-    return design.gaussian and design.kind in ("one-run", "multi-run") \
+    return design.gaussian and design.kind in AUDITED \
         and normality_p is not None and normality_p >= NORMALITY_LEVEL
 
 
@@ -81,7 +82,7 @@ def family(design: AuditDesign) -> tuple[str, ...]:
         The analyses' method names (empty for a heuristic design).
     """
     kind = design.kind
-    if kind not in ("one-run", "multi-run"):
+    if kind not in AUDITED:
         return ()
     base: tuple[str, ...] = ("clopper-pearson",) if kind == "multi-run" else ("one-run", "f-dp")
     if kind == "multi-run" and design.one_release:
@@ -105,9 +106,12 @@ def estimates(design: AuditDesign) -> tuple[str, ...]:
         The estimates' method names (empty for a heuristic design).
     """
     kind = design.kind
-    if kind not in ("one-run", "multi-run"):
+    if kind not in AUDITED:
         return ()
-    out: tuple[str, ...] = ("f-dp-gaussian",) if kind == "one-run" else () if design.label_weight else ("gdp-fit",)
+    if kind == "one-run":
+        out: tuple[str, ...] = ("f-dp-gaussian",)
+    else:  # no Gaussian curve describes a score that joins two channels
+        out = () if design.label_weight else ("gdp-fit",)
     if kind == "one-run" and design.threat_model in ("white-box", "hidden-state"):
         out += ("gaussian-llr",)
     if design.threat_model in ("white-box", "hidden-state") or kind == "multi-run" or design.gaussian:
