@@ -27,8 +27,10 @@ mechanism's noise), and the one-run analysis' ε_LB (``attacks.analysis.membersh
 the last-iterate pair's own μ = Tq/(σ√T) for comparison. Usage (repository root, ``PRIVBENCH_DATA`` set; about
 40 CPU-s a run at m = 4,000)::
 
-    python -m scripts.blackbox_probe KIND EPSILON [M] [K] [nodirac]
+    python -m scripts.blackbox_probe KIND EPSILON [M] [K] [members=K] [resid] [nodirac]
 
+``members=K``: the audit run keeps only the first K members (public n = K + M/2: q and T stay the target's while it
+is at most 12,288). ``resid``: also the ``resid`` score (memory: (10,000 + D)·M doubles).
 ``nodirac``: the run without the white-box Dirac canaries (the main job's run has them).
 ``python -m scripts.blackbox_probe ceiling M``: the same analysis of the last-iterate pair's own exact scores (K +
 N(0, σ²T) against N(0, σ²T), K ~ Binomial(T, q), the recipe's σ at target ε 1, 3, 8; five draws of m canaries each):
@@ -107,6 +109,7 @@ def main() -> None:
     numbers = [a for a in sys.argv[3:] if a.isdigit()]
     m = int(numbers[0]) if numbers else 4000
     k = int(numbers[1]) if len(numbers) > 1 else 1000
+    kept = next((int(a[8:]) for a in sys.argv[3:] if a.startswith("members=")), 10000)
     pool, test = load_dataset("mnist")
     split = make_split(pool, test, n_members=10000, n_non_members=10000, n_population=10000, n_test=5000, seed=0)
     front = DPSGD().build((1, 28, 28), NC, SPEC).front
@@ -115,8 +118,9 @@ def main() -> None:
     gen = torch.Generator().manual_seed(7)
     x, y = candidates(kind, m, split, gen, basis, front)
     coins = torch.rand(m, generator=gen) < 0.5
-    data = concat(split.members, ArrayDataset(x, y, NC, "mnist").subset(torch.nonzero(coins).flatten()))
-    request = GradientCanaries(0, 1, public_size=len(split.members) + m // 2,
+    data = concat(split.members.subset(torch.arange(kept)),
+                  ArrayDataset(x, y, NC, "mnist").subset(torch.nonzero(coins).flatten()))
+    request = GradientCanaries(0, 1, public_size=kept + m // 2,
                                every_coordinate="nodirac" not in sys.argv)
     start = time.process_time()
     run = DPSGD().fit(data, SPEC, target_epsilon=eps, delta=1e-5, seed=123, device=torch.device("cpu"),
@@ -130,28 +134,34 @@ def main() -> None:
         out = torch.cat([model(x[i : i + 1000]) for i in range(0, m, 1000)]).double() - blank
         pop_out = torch.cat([model(split.population.x[i : i + 1000])
                              for i in range(0, len(fp), 1000)]).double() - blank
-    # W·v for v in the population's span from its logits: W·fpᵀa = pop_outᵀa, a the least-squares coefficients
-    mean = fc.mean(0, keepdim=True)
-    mean = mean - (mean @ basis.T) @ basis
-    mean = mean / mean.norm()
-    inside = (fc @ basis.T) @ basis  # (m, D) each canary's part in the population's span
-    coef = torch.linalg.lstsq(fp.T, inside.T, rcond=None).solution  # (P, m): fpᵀ coef = insideᵀ
-    resid = fc - inside
-    along = (resid @ mean.T)  # (m, 1) the canaries' shared direction, outside the span
-    resid = resid - along * mean
-    # the shared direction's logits through the canaries' own images: W·mean ≈ least squares over the canaries
-    w_along = torch.linalg.lstsq(torch.cat([fc @ mean.T], 1), out, rcond=None).solution  # (1, K)
-    resid_out = out - coef.T @ pop_out - along * w_along
+    rows = {}
+    if "resid" in sys.argv:  # memory: (P + D) × m doubles; off by default
+        # W·v for v in the population's span from its logits: W·fpᵀa = pop_outᵀa, a the least-squares coefficients
+        mean = fc.mean(0, keepdim=True)
+        mean = mean - (mean @ basis.T) @ basis
+        mean = mean / mean.norm()
+        inside = (fc @ basis.T) @ basis  # (m, D) each canary's part in the population's span
+        coef = torch.linalg.lstsq(fp.T, inside.T, rcond=None).solution  # (P, m): fpᵀ coef = insideᵀ
+        resid = fc - inside
+        along = (resid @ mean.T)  # (m, 1) the canaries' shared direction, outside the span
+        resid = resid - along * mean
+        # the shared direction's logits through the canaries' own images: W·mean ≈ least squares over the canaries
+        w_along = torch.linalg.lstsq(torch.cat([fc @ mean.T], 1), out, rcond=None).solution  # (1, K)
+        resid_out = out - coef.T @ pop_out - along * w_along
+        rows["resid"] = ((resid_out * d).sum(1), resid.norm(dim=1))
     lr, mu = 8.0, 0.9
     a = (1 - mu ** (steps - np.arange(steps))) / (1 - mu)
     scale = sigma * 0.1 * lr / int(request.public_size * q) * np.sqrt((a**2).sum()) * float(d[0].norm())
     c, labels = coins.numpy().astype(int), y.numpy()
-    rows = {"raw": ((out * d).sum(1), fc.norm(dim=1)), "resid": ((resid_out * d).sum(1), resid.norm(dim=1))}
+    rows["raw"] = ((out * d).sum(1), fc.norm(dim=1))
     raw = rows["raw"][0].numpy()
     rows["centred"] = (torch.from_numpy(raw - np.array([raw[labels == j].mean() for j in range(NC)])[labels]),
                        fc.norm(dim=1))
     others = out.masked_fill(d > 0, -torch.inf)
     rows["margin"] = (out.gather(1, y[:, None])[:, 0] - others.amax(1), fc.norm(dim=1) * np.sqrt(2 / 0.9))
+    margin = rows["margin"][0].numpy()
+    label_means = np.array([margin[labels == j].mean() for j in range(NC)])
+    rows["margin-centred"] = (torch.from_numpy(margin - label_means[labels]), rows["margin"][1])
     rows["lse"] = (out.gather(1, y[:, None])[:, 0] - others.logsumexp(1), fc.norm(dim=1) * np.sqrt(2 / 0.9))
     add_remove = next(r.epsilon for r in run.privacy.other_relations if r.relation == "add-remove")
     print(f"# {kind} ε {eps:g} (add/remove {add_remove:.3f}) m {m} k {k}: σ {sigma:.3f}, q {q:.4f}, T {steps}; "

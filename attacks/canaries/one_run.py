@@ -50,6 +50,9 @@ class CanaryParams(Params):
             its noise (``GradientCanaries.every_coordinate``).
         gradient_norm: their raw norm in units of the clipping norm C (>= 1: a correct mechanism clips it to C; a
             mechanism that does not clip lets it through).
+        members: how many of the target's members the audit run trains on beside the included canaries (the first
+            of them; None: all). Fewer members leave room for more canaries at the same public n, so at the target's
+            q, T and expected batch.
     """
 
     num_canaries: int = Field(1000, ge=2)
@@ -58,6 +61,7 @@ class CanaryParams(Params):
     score: Score = "loss"
     gradient_canaries: Annotated[int, Field(ge=0, le=1_000_000)] | Literal["all"] = 5000
     gradient_norm: float = Field(10.0, ge=1)
+    members: int | None = Field(None, ge=0)
 
 
 class CanaryAudit(MembershipAttack):
@@ -132,9 +136,10 @@ class CanaryAudit(MembershipAttack):
             members: the target's member count n.
 
         Returns:
-            n + ⌊m/2⌋.
+            n + ⌊m/2⌋ (n at most ``members`` where that is set).
         """
-        return members + self.params.num_canaries // 2
+        return min(members, self.params.members if self.params.members is not None else members) \
+            + self.params.num_canaries // 2
 
     def _request(self, ctx: AttackContext):
         """The audit run's request where the mechanism takes one (DP-SGD).
@@ -192,7 +197,9 @@ class CanaryAudit(MembershipAttack):
         canaries, included = self.canaries(ctx.split.population, seed=ctx.seed)
         if included.all() or not included.any():
             raise ValueError(f"canary: all {len(included)} canaries fell on one side of the coin; use more canaries")
-        data = concat(ctx.split.members, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
+        kept = ctx.split.members if self.params.members is None else \
+            ctx.split.members.subset(torch.arange(min(self.params.members, len(ctx.split.members))))
+        data = concat(kept, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
         return canaries, included, data, shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
 
     def prefetch(self, ctx: AttackContext) -> None:
@@ -222,7 +229,8 @@ class CanaryAudit(MembershipAttack):
         scores = input_canary_scores(run.model, canaries, score=self.params.score, device=ctx.device)
         out = {self.name: MembershipScores(scores, included.astype(np.int64), privacy=run.privacy, design=AuditDesign(
             "one-run", "black-box", size=len(included), relation="add-remove"),
-            extra={"inputs": self.params.inputs, "score": self.params.score})}
+            extra={"inputs": self.params.inputs, "score": self.params.score,
+                   "members": len(data) - int(included.sum())})}
         if request is not None and request.active:
             wb = run.audit
             model = (float(wb["sigma_hat"]), float(wb["sample_rate"]), int(wb["steps"])) \

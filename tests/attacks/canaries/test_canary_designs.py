@@ -131,7 +131,27 @@ def test_noise_canaries_scored_by_output_differences(split):
         diff = model(canaries.x) - model(torch.zeros(1, *canaries.input_shape))
     expected = (diff * (F.one_hot(canaries.y, 10) - 0.1)).sum(1).numpy()
     np.testing.assert_allclose(res.scores, expected, rtol=1e-5, atol=1e-6)
-    assert res.extra == {"inputs": "noise", "score": "output-difference"}
+    assert res.extra == {"inputs": "noise", "score": "output-difference", "members": 300}
+
+
+def test_the_audit_run_keeps_the_first_members_it_is_asked_to(split):
+    """members: K keeps the target's first K members beside the included canaries, and the public n is K + m/2 (room
+    for more canaries at the target's q and T)."""
+    seen = []
+
+    def record(data, *, seed):
+        seen.append(data)
+        return Baseline().fit(data, Baseline.spec(model="linear", epochs=1, batch_size=64, lr=0.05),
+                              target_epsilon=None, delta=DELTA, seed=seed, device=CPU)
+
+    attack = CanaryAudit(CanaryParams(num_canaries=200, inputs="noise", score="margin", members=120))
+    assert attack.public_size(300) == 120 + 100 and attack.public_size(50) == 50 + 100
+    ctx = dataclasses.replace(context(None, split, seed=0, train_like_target=OneAtATime(record)), mechanism="baseline")
+    res = attack.score(ctx)["canary"]
+    canaries, included = attack.canaries(split.population, seed=0)
+    [data] = seen
+    assert torch.equal(data.x, torch.cat([split.members.x[:120], canaries.x[included]]))
+    assert res.extra["members"] == 120 and len(data) == 120 + included.sum()
 
 
 def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
