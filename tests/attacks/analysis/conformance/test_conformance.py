@@ -145,6 +145,23 @@ def test_a_correct_run_recomputes_to_its_certified_epsilon():
     assert m["p_value"] > 0.01
 
 
+def test_a_correct_run_is_not_rejected_however_many_noise_observations():
+    """The mechanism's accountant calibrates σ; the conformance code's own accountant puts σ* (the multiplier at the
+    certified ε) about 0.02 % above it at the `ci` null test's q = 1/85, T = 1,275, ε = 2 (replace-one). Tens of
+    millions of noise observations resolve that: 4 false alarms in 20 seeds before σ* carried the accountants'
+    tolerance. A correct run's noise, at the χ² median of 10⁹ observations, passes; 1 % less noise is still rejected
+    at 10⁶."""
+    from mechanisms.accounting.gaussian import pld_noise_multiplier
+
+    q, steps, delta, eps = 1 / 85, 1275, 1e-5, 2.0
+    sigma = pld_noise_multiplier(target_epsilon=eps, delta=delta, sample_rate=q, steps=steps, relation="replace-one")
+    for n, factor, rejected in ((10**9, 1.0, False), (10**6, 0.99, True)):
+        m = dpsgd_measured_epsilon(sum_squares=(factor * sigma) ** 2 * float(stats.chi2.median(n)), n=n,
+                                   rate_counts=None, sample_rate=q, steps=steps, certified=eps, delta=delta,
+                                   relation="replace-one", claimed_sigma=sigma)
+        assert (m["p_value"] < 1e-6) is rejected, (n, factor, m["p_value"])
+
+
 def test_bad_input_is_refused_in_one_line():
     with pytest.raises(ValueError, match="certified sd > 0"):
         noise_test("n", 1.0, 10, 0.0)
