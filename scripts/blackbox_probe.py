@@ -27,11 +27,13 @@ mechanism's noise), and the one-run analysis' ε_LB (``attacks.analysis.membersh
 the last-iterate pair's own μ = Tq/(σ√T) for comparison. Usage (repository root, ``PRIVBENCH_DATA`` set; about
 40 CPU-s a run at m = 4,000)::
 
-    python -m scripts.blackbox_probe KIND EPSILON [M] [K] [members=K] [resid] [nodirac]
+    python -m scripts.blackbox_probe KIND EPSILON [M] [K] [members=K] [resid] [ref] [nodirac]
 
 ``members=K``: the audit run keeps only the first K members (public n = K + M/2: q and T stay the target's while it
 is at most 12,288). ``resid``: also the ``resid`` score (memory: (10,000 + D)·M doubles).
-``nodirac``: the run without the white-box Dirac canaries (the main job's run has them).
+``ref``: also ``ref-margin``, the margin against the class a reference model of the recipe, trained on the
+attacker's population, ranks first among the others (the class the members' training would have the canary's steps
+push down). ``nodirac``: the run without the white-box Dirac canaries (the main job's run has them).
 ``python -m scripts.blackbox_probe ceiling M``: the same analysis of the last-iterate pair's own exact scores (K +
 N(0, σ²T) against N(0, σ²T), K ~ Binomial(T, q), the recipe's σ at target ε 1, 3, 8; five draws of m canaries each):
 the most any black-box canary of this recipe could give this design, if the heuristic held.
@@ -162,6 +164,20 @@ def main() -> None:
     margin = rows["margin"][0].numpy()
     label_means = np.array([margin[labels == j].mean() for j in range(NC)])
     rows["margin-centred"] = (torch.from_numpy(margin - label_means[labels]), rows["margin"][1])
+    top2 = others.topk(2, dim=1).values
+    rows["top2"] = (out.gather(1, y[:, None])[:, 0] - top2.mean(1), rows["margin"][1])
+    if "ref" in sys.argv:  # a reference model of the recipe on the attacker's population: the class it pushes down
+        ref = DPSGD().fit(split.population, SPEC, target_epsilon=eps, delta=1e-5, seed=321,
+                          device=torch.device("cpu")).model.eval()
+        with torch.no_grad():
+            ref_out = torch.cat([ref(x[i : i + 1000]) for i in range(0, m, 1000)]).double() \
+                - ref(torch.zeros(1, 1, 28, 28)).double()
+        c_ref = ref_out.masked_fill(d > 0, -torch.inf).argmax(1)
+        own = out.gather(1, y[:, None])[:, 0]
+        rows["ref-margin"] = (own - out.gather(1, c_ref[:, None])[:, 0], rows["margin"][1])
+        c_fin = others.argmax(1)
+        print(f"# the reference's pushed class is the audit model's top other class for "
+              f"{float((c_ref == c_fin).double().mean()):.3f} of canaries (chance {1 / (NC - 1):.3f})")
     rows["lse"] = (out.gather(1, y[:, None])[:, 0] - others.logsumexp(1), fc.norm(dim=1) * np.sqrt(2 / 0.9))
     add_remove = next(r.epsilon for r in run.privacy.other_relations if r.relation == "add-remove")
     print(f"# {kind} ε {eps:g} (add/remove {add_remove:.3f}) m {m} k {k}: σ {sigma:.3f}, q {q:.4f}, T {steps}; "
