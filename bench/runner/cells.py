@@ -274,13 +274,7 @@ class CellRunner:
                              self.trainer.like(recipe), recipe.mechanism)
 
     def prefetch(self) -> None:
-        """Submit the jobs of this cell's attacks before its target exists.
-
-        Submit the jobs of this cell's attacks (shadows, audit runs, a release audit's releases) before its
-        target exists, so that idle training workers run them while earlier cells are attacked. Their ``prefetch``
-        sees no target (``ctx.trained`` is None; a release audit checks ``ctx.mechanism`` instead of the target's
-        release); an error is left for ``score`` to record.
-        """
+        """Submit the jobs of this cell's attacks before its target exists; an error is left for ``score`` to record."""
         _prefetch(self._context(None), list(self._attacks().values()))
 
     def _attacks(self) -> dict[str, Attack]:
