@@ -171,10 +171,7 @@ class PrivacySpent(BaseModel):
         return self.guarantee != "none" and self.epsilon is not None
 
     def under(self: P, relation: str | None) -> P | None:
-        """This guarantee stated under another neighbouring relation.
-
-        Args:
-            relation: ``add-remove``, ``replace-one`` or ``replace-one-same-class``; None gives None.
+        """This guarantee stated under another neighbouring relation ``relation`` (None gives None).
 
         Returns:
             A copy with that relation's ε, accountant and profile and no other relations (every other field, e.g.
