@@ -118,7 +118,7 @@ def load_npz(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
 
 
 def hold_out(full: ArrayDataset, n_test: int) -> tuple[ArrayDataset, ArrayDataset]:
-    """``(pool, test)``: test the first ``n_test`` records of a permutation by ``TEST_SEED`` (the same every seed)."""
+    """``(pool, test)`` of ``full``, the test set the first ``n_test`` of a permutation by ``TEST_SEED`` (any seed)."""
     perm = torch.randperm(len(full), generator=torch.Generator().manual_seed(TEST_SEED))
     return full.subset(perm[n_test:]), full.subset(perm[:n_test])
 

@@ -38,7 +38,7 @@ def umask() -> int:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to a temporary file in ``path``'s (existing) folder, fsync, then ``os.replace`` it; ``path``.
+    """Write ``data`` to a temporary file in ``path``'s (existing) folder, fsync, ``os.replace`` it to ``path``.
 
     The file gets mode ``0o666 & ~umask``, as with a plain ``open`` (not ``mkstemp``'s 0600).
 
