@@ -1,10 +1,10 @@
 """The self-contained HTML report: Jinja2 (autoescape on), inline CSS, PNGs embedded as data URIs.
 
 The first screen answers "which mechanism should I ship?": the answer in one sentence, the status badges, and per
-dataset the compact table beside the privacy-utility Pareto frontier (``reports.verdict.section``); the verdict table
-with every number's provenance is folded under it. One section per question follows, each opening with its figure and
-a one-line reading, its long tables folded; a collapsed section holds the exact configuration, seeds, versions and git
-hash (``reports.sections.provenance``).
+dataset the compact table beside the privacy-utility Pareto frontier (``reports.sections.verdict.section``); the verdict
+table with every number's provenance is folded under it. One section per question follows, each opening with its figure
+and a one-line reading, its long tables folded; a collapsed section holds the exact configuration, seeds, versions and
+git hash (``reports.sections.provenance.section``).
 Every section is a ``reports.section.Section`` from the registry, drawn by one generic template macro.
 """
 

@@ -1,9 +1,9 @@
 """The Membership attacks section.
 
 The strongest attack's ROC on every model of each mechanism, a one-line reading (whether any attack beats chance after
-the Bonferroni correction: ``reports.verdict.notes``), and folded: the ROC panels of every attack and audit, every
-attack and audit on every model (``reports.tables``), and the membership attacks' heuristic ε lower bounds, which assume
-independent outcomes and never decide a verdict (``reports.empirical``).
+the Bonferroni correction: ``reports.sections.verdict.notes``), and folded: the ROC panels of every attack and audit,
+every attack and audit on every model (``reports.tables``), and the membership attacks' heuristic ε lower bounds, which
+assume independent outcomes and never decide a verdict (``reports.empirical``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from reports.empirical import heuristic_note, heuristic_rows
 from reports.figures import by_dataset, slug
 from reports.plots import roc_figure, roc_summary_figure
 from reports.section import SECTIONS, Block, Details, Figures, ReportSection, Section, Table, Text, drawn
+from reports.sections.verdict.notes import leak_reading
 from reports.tables import attack_rows
-from reports.verdict.notes import leak_reading
 
 
 def _rocs(results: Results, prefix: str) -> dict[str, list[RunResult]]:

@@ -2,7 +2,7 @@
 
 One table per dataset (accuracy and the cost of privacy against the mechanism's own ε = ∞ point, the strongest attack at
 0.1 % FPR, the empirical ε lower bound next to the accountant's ε, throughput, guarantee) and the privacy-utility Pareto
-frontier; the plain-language notes computed from those numbers are in ``reports.verdict.notes``. Reads a
+frontier; the plain-language notes computed from those numbers are in ``reports.sections.verdict.notes``. Reads a
 ``bench.results.Results``.
 
 The strongest attack at a low FPR is the membership attack with the highest TPR there (Carlini et al. 2022,

@@ -1,4 +1,4 @@
-"""The Reconstruction section: model inversion and attacks on released data (``reports.reconstruction``)."""
+"""The Reconstruction section: model inversion and attacks on released data (``.table``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from bench.results import Results, RunResult
 from reports.common import finished
 from reports.figures import by_dataset, slug
 from reports.plots import inversion_grid
-from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
 from reports.section import SECTIONS, Block, Details, Figures, ReportSection, Section, Table, Text, drawn
+from reports.sections.reconstruction.table import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
 
 
 def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
