@@ -72,17 +72,5 @@ def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
 
 
 def render_html(results: Results, plots: dict[str, Path]) -> str:
-    """Render the whole report as one self-contained HTML page.
-
-    Args:
-        results: the whole results document; every string from it is HTML-escaped.
-        plots: ``{stem: path}`` from ``reports.plots.make_plots``; the PNGs are embedded as base64.
-
-    Returns:
-        The HTML document as text.
-
-    Raises:
-        jinja2.TemplateError: if the packaged template is missing or broken.
-        OSError: if a plot file cannot be read.
-    """
+    """The whole report as one self-contained HTML page: strings escaped, ``plots`` embedded (OSError if unreadable)."""
     return _environment().get_template(TEMPLATE).render(**html_context(results, plots))

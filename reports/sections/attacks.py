@@ -35,11 +35,7 @@ class Attacks(ReportSection):
     order = 30
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``roc_strongest_<dataset>``.
-
-        The strongest attack's ROC per model, one panel per mechanism; ``roc_<dataset>``: the log-log ROC panels of
-        every model's attacks and audits (``reports.plots``).
-        """
+        """``roc_strongest_<dataset>`` (strongest attack's ROC per model), ``roc_<dataset>`` (every attack's)."""
         return {**{name: roc_summary_figure(rs) for name, rs in _rocs(results, "roc_strongest").items()},
                 **{name: roc_figure(rs) for name, rs in _rocs(results, "roc").items()}}
 

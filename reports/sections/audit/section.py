@@ -51,10 +51,7 @@ class Audit(ReportSection):
     order = 40
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``audit_tightness``: every model's tightest valid ε lower bounds against its ε.
-
-        The privacy bugs and refuted claims ringed (``reports.sections.audit.plots``).
-        """
+        """``audit_tightness``: each model's tightest valid ε_LB against its ε; bugs and refuted claims ringed."""
         flagged = [*results.privacy_bugs, *results.refuted_claims]
         return {"audit_tightness": tightness_figure(finished(results), flagged)}
 

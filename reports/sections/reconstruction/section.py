@@ -33,10 +33,7 @@ class Reconstruction(ReportSection):
     order = 55
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``inversion_<dataset>_<attack>``.
-
-        Each reconstruction attack's grid, one row per model, one column per class (``reports.plots``).
-        """
+        """``inversion_<dataset>_<attack>``: each reconstruction attack's grid, a row per model, a column per class."""
         return {name: inversion_grid(rs, attack) for name, (rs, attack) in _grids(results).items()}
 
     def alt(self, stem: str) -> str:

@@ -30,10 +30,7 @@ class Reproduction(ReportSection):
     order = 110
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``reproduction_<preset>_<curve>``.
-
-        Each ``bench reproduce`` curve, the source's figures as crosses (``reports.plots``).
-        """
+        """``reproduction_<preset>_<curve>``: each ``bench reproduce`` curve, the source's figures as crosses."""
         return {name: reproduction_figure(curve) for name, curve in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

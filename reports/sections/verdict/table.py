@@ -94,14 +94,7 @@ def leakage_axis(runs: list[RunResult]) -> LeakageAxis:
 
 
 def pareto_optimal(points: list[tuple[float, float] | None]) -> list[bool | None]:
-    """Which ``(accuracy, leakage)`` points no other point beats on both (higher accuracy, lower leakage).
-
-    Args:
-        points: one ``(accuracy, leakage)`` per model, ``None`` for a model without both numbers.
-
-    Returns:
-        ``True`` / ``False`` per point (``None`` where the point is ``None``).
-    """
+    """Per ``(accuracy, leakage)`` point, whether no other has accuracy ≥ and leakage ≤ its own (None for None)."""
     real = [p for p in points if p is not None]
 
     def dominated(p: tuple[float, float]) -> bool:
