@@ -1,4 +1,4 @@
-"""The report's built-in sections: one module each, or a package (its ``section`` and the modules only it uses).
+"""The report's built-in sections: one module each, or a package (its ``section`` beside its own helpers).
 
 Registered in ``reports.section.SECTIONS`` when imported (one line per section below); the page order is each section's
 ``order``, not the order of these lines.
