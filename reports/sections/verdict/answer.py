@@ -15,7 +15,7 @@ from reports.bounds import family_text
 from reports.common import has_guarantee, is_failed, model_label, target_of, target_text
 from reports.figures import slug
 from reports.section import Badge
-from reports.verdict.table import Pair, pairs_by_dataset
+from reports.sections.verdict.table import Pair, pairs_by_dataset
 
 
 def _best(ok: list[Pair]) -> str:

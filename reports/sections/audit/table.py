@@ -50,11 +50,7 @@ OPTIONAL_THREAT_MODELS = ("hidden-state", "black-box-crafted")  # a column only 
 
 
 def threat_models(results: Results) -> tuple[str, ...]:
-    """The Audit table's threat-model columns.
-
-    White-box and black-box always, hidden-state and black-box-crafted where an audit of that threat model
-    (``canary-final``, ``multi-run-crafted``: not run by default) ran.
-    """
+    """The Audit table's threat models: white-box and black-box, and the optional ones where an audit of them ran."""
     ran = {b.threat_model for r in results.results if not is_failed(r) for b in audit_bounds_of(r)}
     return tuple(tm for tm in THREAT_MODELS if tm not in OPTIONAL_THREAT_MODELS or tm in ran)
 

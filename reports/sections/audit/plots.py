@@ -27,10 +27,7 @@ LINTHRESH = 0.1  # the y-axis is linear below this (bounds of 0 are common), log
 
 
 def tightness_points(runs: list[RunResult]) -> list[AuditBound]:
-    """The bounds the plot shows.
-
-    Per model and threat model, the tightest valid bound when it is compared with an ε (``AuditBound.reference``).
-    """
+    """The plot's bounds: per model and threat model, the tightest valid bound compared with an ε > 0."""
     found = [tightest_valid(r, tm) for r in runs for tm in THREAT_MODELS]
     return [b for b in found if b is not None and b.reference is not None and b.reference > 0]
 

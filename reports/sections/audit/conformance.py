@@ -19,10 +19,7 @@ CONFORMANCE_HEADERS = ("mechanism", "target ε", "audit", "test", "quantity", "c
 
 
 def conformance_tests(r: RunResult) -> list[tuple[str, ConformanceTest]]:
-    """``(audit, test)`` of every conformance test any attack of ``r`` recorded.
-
-    By audit name then in the design's order.
-    """
+    """``(audit, test)`` of each conformance test an attack of ``r`` recorded, by audit, then in the design's order."""
     return [(name, t) for name, a in sorted(r.attacks.items()) if a.conformance is not None
             for t in a.conformance.tests]
 

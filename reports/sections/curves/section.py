@@ -1,4 +1,4 @@
-"""The Training curves section: accuracy and loss per epoch, and their numbers as CSV (``reports.curves``)."""
+"""The Training curves section: accuracy and loss per epoch, and their numbers as CSV (``.table``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from matplotlib.figure import Figure
 
 from bench.results import Results, RunResult
 from reports.common import finished
-from reports.curves import CURVES_NOTE, curves_csv, curves_figure
 from reports.figures import by_dataset, slug
 from reports.section import SECTIONS, Figures, ReportSection, Section, Text, drawn
+from reports.sections.curves.table import CURVES_NOTE, curves_csv, curves_figure
 
 
 def _curves(results: Results) -> dict[str, list[RunResult]]:
@@ -43,7 +43,7 @@ class Curves(ReportSection):
     order = 70
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset (``reports.curves``)."""
+        """``curves_<dataset>``: accuracy and loss against epoch of every model of each dataset (``.table``)."""
         return {name: curves_figure(rs) for name, rs in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

@@ -60,11 +60,7 @@ def _score_cells(inv: Images) -> list[str]:
 
 
 def reconstruction_rows(results: Results) -> list[list[str]]:
-    """Text rows of every inversion / release attack on every successful RunResult.
-
-    Text rows (``RECONSTRUCTION_HEADERS``) of every inversion / release attack on every successful
-    RunResult (its ``inversion`` block): what an attacker sees of the data, not who is a member.
-    """
+    """Rows (``RECONSTRUCTION_HEADERS``) of every inversion / release attack on every successful RunResult."""
     return [[r.dataset, r.mechanism, format_privacy(r.privacy), name] + _score_cells(inv)
             for r in results.results if not is_failed(r)
             for name, inv in sorted(r.inversion.items())]  # fmt: skip

@@ -1,9 +1,9 @@
 """The Verdict section, the first screen.
 
-The run's answer in one sentence and its status badges (``reports.verdict.answer``), then per dataset the compact table
-beside the Pareto figure (``reports.verdict.compact``), the key to its ε columns and the headline; folded below them,
-the verdict table with every number's whole provenance (``reports.verdict.table``) and the notes per mechanism
-(``reports.verdict.notes``).
+The run's answer in one sentence and its status badges (``reports.sections.verdict.answer``), then per dataset the
+compact table beside the Pareto figure (``reports.sections.verdict.compact``), the key to its ε columns and the
+headline; folded below them, the verdict table with every number's whole provenance (``reports.sections.verdict.table``)
+and the notes per mechanism (``reports.sections.verdict.notes``).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from reports.section import (
     Text,
     drawn,
 )
-from reports.verdict.answer import answer, badges
-from reports.verdict.compact import CompactTable, compact_tables
-from reports.verdict.notes import verdict_headline, verdict_notes
-from reports.verdict.plots import pareto_figure
-from reports.verdict.table import VERDICT_HEADERS, leakage_axis, row_css, verdict_tables
+from reports.sections.verdict.answer import answer, badges
+from reports.sections.verdict.compact import CompactTable, compact_tables
+from reports.sections.verdict.notes import verdict_headline, verdict_notes
+from reports.sections.verdict.plots import pareto_figure
+from reports.sections.verdict.table import VERDICT_HEADERS, leakage_axis, row_css, verdict_tables
 
 VERDICT_LEGEND = (
     "TPR at 0.1% FPR: the membership attack with the highest TPR there, its 95% Clopper-Pearson interval "
@@ -62,7 +62,7 @@ class Verdict(ReportSection):
     order = 10
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``pareto_<dataset>``: every dataset's privacy-utility Pareto frontier (``reports.verdict.plots``)."""
+        """``pareto_<dataset>``: every dataset's privacy-utility Pareto frontier (``.plots``)."""
         return {f"pareto_{slug(dataset)}": pareto_figure(rs, leakage_axis(rs))
                 for dataset, rs in by_dataset(finished(results)).items()}
 

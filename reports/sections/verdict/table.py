@@ -2,7 +2,7 @@
 
 One table per dataset (accuracy and the cost of privacy against the mechanism's own ε = ∞ point, the strongest attack at
 0.1 % FPR, the empirical ε lower bound next to the accountant's ε, throughput, guarantee) and the privacy-utility Pareto
-frontier; the plain-language notes computed from those numbers are in ``reports.verdict.notes``. Reads a
+frontier; the plain-language notes computed from those numbers are in ``reports.sections.verdict.notes``. Reads a
 ``bench.results.Results``.
 
 The strongest attack at a low FPR is the membership attack with the highest TPR there (Carlini et al. 2022,
@@ -94,14 +94,7 @@ def leakage_axis(runs: list[RunResult]) -> LeakageAxis:
 
 
 def pareto_optimal(points: list[tuple[float, float] | None]) -> list[bool | None]:
-    """Which ``(accuracy, leakage)`` points no other point beats on both (higher accuracy, lower leakage).
-
-    Args:
-        points: one ``(accuracy, leakage)`` per model, ``None`` for a model without both numbers.
-
-    Returns:
-        ``True`` / ``False`` per point (``None`` where the point is ``None``).
-    """
+    """Per ``(accuracy, leakage)`` point, whether no other has accuracy ≥ and leakage ≤ its own (None for None)."""
     real = [p for p in points if p is not None]
 
     def dominated(p: tuple[float, float]) -> bool:

@@ -1,8 +1,8 @@
 """The Audits and conformance section.
 
 The tightness plot and its reading (the tightest valid bound against its accountant's ε), the conformance line, the
-refuted claims, and folded: the audit table, the conformance tests (``reports.audit.conformance``), the seeds pooled,
-what this run could have caught and every analysis of every audit (``reports.audit.table``).
+refuted claims, and folded: the audit table, the conformance tests (``reports.sections.audit.conformance``), the seeds
+pooled, what this run could have caught and every analysis of every audit (``reports.sections.audit.table``).
 """
 
 from __future__ import annotations
@@ -12,18 +12,6 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from bench.results import Results
-from reports.audit.conformance import CONFORMANCE_HEADERS, conformance_reading, conformance_rows
-from reports.audit.notes import audit_headline
-from reports.audit.plots import tightness_figure
-from reports.audit.pooled import POOLED_HEADERS, POOLED_NOTE, pooled_rows
-from reports.audit.table import (
-    DETAIL_HEADERS,
-    DETECTION_NOTE,
-    audit_detail_rows,
-    audit_note,
-    audit_rows,
-    detection_rows,
-)
 from reports.bounds import BUG_MARK, REFUTED_MARK
 from reports.common import finished
 from reports.empirical import refuted_claim_lines
@@ -39,6 +27,18 @@ from reports.section import (
     Text,
     drawn,
 )
+from reports.sections.audit.conformance import CONFORMANCE_HEADERS, conformance_reading, conformance_rows
+from reports.sections.audit.notes import audit_headline
+from reports.sections.audit.plots import tightness_figure
+from reports.sections.audit.pooled import POOLED_HEADERS, POOLED_NOTE, pooled_rows
+from reports.sections.audit.table import (
+    DETAIL_HEADERS,
+    DETECTION_NOTE,
+    audit_detail_rows,
+    audit_note,
+    audit_rows,
+    detection_rows,
+)
 
 MARKS = {"bug": f"**{BUG_MARK}** ", "refuted": f"**{REFUTED_MARK}** "}
 
@@ -51,10 +51,7 @@ class Audit(ReportSection):
     order = 40
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``audit_tightness``: every model's tightest valid ε lower bounds against its ε.
-
-        The privacy bugs and refuted claims ringed (``reports.audit.plots``).
-        """
+        """``audit_tightness``: each model's tightest valid ε_LB against its ε; bugs and refuted claims ringed."""
         flagged = [*results.privacy_bugs, *results.refuted_claims]
         return {"audit_tightness": tightness_figure(finished(results), flagged)}
 

@@ -1,6 +1,6 @@
 """The Throughput section: the samples/s plot and its reading, the run's wall time, and folded.
 
-Where the time went (``reports.timings``).
+Where the time went (``reports.sections.throughput.timings``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from bench.results import Results, RunResult
-from reports.audit.notes import at_target
 from reports.common import finished, model_label, target_of
 from reports.section import SECTIONS, Details, Figures, Items, ReportSection, Section, Table, Text, drawn
-from reports.timings import TIMING_HEADERS, TIMING_NOTE, run_lines, timing_rows
-from reports.verdict.plots import throughput_figure
+from reports.sections.audit.notes import at_target
+from reports.sections.throughput.timings import TIMING_HEADERS, TIMING_NOTE, run_lines, timing_rows
+from reports.sections.verdict.plots import throughput_figure
 
 
 @SECTIONS.register()
@@ -25,7 +25,7 @@ class Throughput(ReportSection):
     order = 60
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``throughput``: training samples per second of every model (``reports.verdict.plots``)."""
+        """``throughput``: training samples per second of every model (``reports.sections.verdict.plots``)."""
         return {"throughput": throughput_figure(finished(results))}
 
     def alt(self, stem: str) -> str:

@@ -1,4 +1,4 @@
-"""The Reconstruction section: model inversion and attacks on released data (``reports.reconstruction``)."""
+"""The Reconstruction section: model inversion and attacks on released data (``.table``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from bench.results import Results, RunResult
 from reports.common import finished
 from reports.figures import by_dataset, slug
 from reports.plots import inversion_grid
-from reports.reconstruction import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
 from reports.section import SECTIONS, Block, Details, Figures, ReportSection, Section, Table, Text, drawn
+from reports.sections.reconstruction.table import RECONSTRUCTION_HEADERS, RECONSTRUCTION_NOTE, reconstruction_rows
 
 
 def _grids(results: Results) -> dict[str, tuple[list[RunResult], str]]:
@@ -33,10 +33,7 @@ class Reconstruction(ReportSection):
     order = 55
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``inversion_<dataset>_<attack>``.
-
-        Each reconstruction attack's grid, one row per model, one column per class (``reports.plots``).
-        """
+        """``inversion_<dataset>_<attack>``: each reconstruction attack's grid, a row per model, a column per class."""
         return {name: inversion_grid(rs, attack) for name, (rs, attack) in _grids(results).items()}
 
     def alt(self, stem: str) -> str:

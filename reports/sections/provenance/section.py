@@ -1,6 +1,6 @@
 """The Provenance section: the exact configuration, seeds, versions and git hash, and every model's settings as run.
 
-``reports.provenance``.
+``reports.sections.provenance.table``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from markupsafe import Markup
 
 from bench.results import Results
-from reports.provenance import PROVENANCE_HEADERS, provenance_rows, run_facts
 from reports.section import SECTIONS, Code, Details, Facts, ReportSection, Section, Table, Text
+from reports.sections.provenance.table import PROVENANCE_HEADERS, provenance_rows, run_facts
 
 RESOLVED = Markup("Resolved configuration (<code>results.json</code> → <code>config</code>):")
 

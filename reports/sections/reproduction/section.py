@@ -1,4 +1,4 @@
-"""The Reproduction section: published vs reproduced vs corrected, per reference system (``reports.reproduction``)."""
+"""The Reproduction section: published vs reproduced vs corrected, per reference system (``.table``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from matplotlib.figure import Figure
 from bench.results import ReproductionCurve, Results
 from reports.figures import slug
 from reports.plots import reproduction_figure
-from reports.reproduction import REPRODUCTION_HEADERS, reproduction_commands, reproduction_rows
 from reports.section import SECTIONS, Block, Figures, Items, ReportSection, Section, Table, Text, drawn
+from reports.sections.reproduction.table import REPRODUCTION_HEADERS, reproduction_commands, reproduction_rows
 
 RULE = ("A reproduction within 1.5 points of the published accuracy counts as reproduced. \"Privacy that holds\" is "
         "the ε of the model as trained under correct accounting (Poisson sampling for DP-SGD, the analytic Gaussian "
@@ -30,10 +30,7 @@ class Reproduction(ReportSection):
     order = 110
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``reproduction_<preset>_<curve>``.
-
-        Each ``bench reproduce`` curve, the source's figures as crosses (``reports.plots``).
-        """
+        """``reproduction_<preset>_<curve>``: each ``bench reproduce`` curve, the source's figures as crosses."""
         return {name: reproduction_figure(curve) for name, curve in _curves(results).items()}
 
     def alt(self, stem: str) -> str:

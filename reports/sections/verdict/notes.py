@@ -1,9 +1,9 @@
 """The verdict in words: per dataset, the headline a reader needs first and one note per mechanism.
 
-Computed from the numbers of the verdict tables (``reports.verdict.table``). Every ε printed with "=" comes with its δ,
-accountant and relation elsewhere; here ε appears only as "target ε" or "claimed ε" values and as ratios. A membership
-attack "beats chance" only after a Bonferroni correction over every comparison of the document
-(``reports.significance``); the audits' sentences cite valid bounds only (``reports.audit.notes``).
+Computed from the numbers of the verdict tables (``reports.sections.verdict.table``). Every ε printed with "=" comes
+with its δ, accountant and relation elsewhere; here ε appears only as "target ε" or "claimed ε" values and as ratios. A
+membership attack "beats chance" only after a Bonferroni correction over every comparison of the document
+(``reports.significance``); the audits' sentences cite valid bounds only (``reports.sections.audit.notes``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import math
 from collections import defaultdict
 
 from bench.results import Results
-from reports.audit.notes import at_target as _at
-from reports.audit.notes import audit_headline, bound_sentence
 from reports.ceiling import ceiling_line, cost_of_privacy, off_point_accuracy, recipes_line
 from reports.common import (
     GUARANTEE_SHORT,
@@ -29,8 +27,10 @@ from reports.common import (
     strongest_attack,
     target_of,
 )
+from reports.sections.audit.notes import at_target as _at
+from reports.sections.audit.notes import audit_headline, bound_sentence
+from reports.sections.verdict.table import Pair, Row, pairs_by_dataset
 from reports.significance import ChanceFamily, chance_family
-from reports.verdict.table import Pair, Row, pairs_by_dataset
 
 
 def _guaranteed_accuracy(row: Row) -> bool:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reports.verdict.notes import verdict_headline
-from reports.verdict.table import verdict_tables
+from reports.sections.verdict.notes import verdict_headline
+from reports.sections.verdict.table import verdict_tables
 
 DP = {"accountant": "opacus-prv", "guarantee": "central-dp", "relation": "add-remove"}
 

@@ -1,8 +1,8 @@
 """The verdict's Pareto frontier and the training throughput figure, drawn by the Verdict and Throughput sections.
 
-``reports.verdict.section``, ``reports.sections.throughput``; the audits' tightness plot is ``reports.audit.plots``.
-Same conventions as ``reports.plots`` (``reports.figures``: object API, explicit Agg canvas; hollow markers and dotted
-lines for mechanisms without a guarantee).
+``reports.sections.verdict.section``, ``reports.sections.throughput.section``; the audits' tightness plot is
+``reports.sections.audit.plots``. Same conventions as ``reports.plots`` (``reports.figures``: object API, explicit Agg
+canvas; hollow markers and dotted lines for mechanisms without a guarantee).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from bench.results import RunResult
 from reports.common import has_guarantee
 from reports.figures import by_dataset, colors, epsilon_x, figure
-from reports.verdict.table import LeakageAxis, pareto_optimal
+from reports.sections.verdict.table import LeakageAxis, pareto_optimal
 
 
 def _filled(r: RunResult) -> bool:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from attacks.analysis.statistics import clopper_pearson
 from bench.results import Privacy, Results, RunResult
-from reports.audit.conformance import CONFORMANCE_METHODS, conformance_cell
 from reports.bounds import REFUTED_MARK, audit_bounds_of, bugs_for, ratio_text, refuted_for, tightest_valid, value_text
 from reports.ceiling import cost_of_privacy
 from reports.common import (
@@ -31,7 +30,8 @@ from reports.common import (
     strongest_attack,
     with_failed_attacks,
 )
-from reports.verdict.table import LeakageAxis, pairs_by_dataset, row_css, verdict_tables
+from reports.sections.audit.conformance import CONFORMANCE_METHODS, conformance_cell
+from reports.sections.verdict.table import LeakageAxis, pairs_by_dataset, row_css, verdict_tables
 
 KEY_MARKS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ"
 NBSP = "\u00a0"  # keeps "0.42 / 1.00" on one line
@@ -43,8 +43,8 @@ class CompactTable:
     """One dataset's compact table.
 
     ``headers`` and ``rows`` (text cells), a ``title`` per cell (its whole provenance), a CSS class per row
-    (``reports.verdict.table.row_css``), the ``keys`` legend (one line per key: ``"ᵃ δ = 1e-05, dp_accounting-pld,
-    replace-one"``) and the leakage axis of the TPR column.
+    (``reports.sections.verdict.table.row_css``), the ``keys`` legend (one line per key: ``"ᵃ δ = 1e-05,
+    dp_accounting-pld, replace-one"``) and the leakage axis of the TPR column.
     """
 
     dataset: str

@@ -1,7 +1,7 @@
 """The What the convolutions see section.
 
-First-layer feature maps compared across mechanisms (``reports.feature_maps``); always shown, saying so when no model is
-a CNN.
+First-layer feature maps compared across mechanisms (``reports.sections.features.feature_maps``); always shown, saying
+so when no model is a CNN.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from matplotlib.figure import Figure
 
 from bench.results import Results, RunResult
 from reports.common import finished
-from reports.feature_maps import FEATURES_NOTE, features_figure, features_text
 from reports.figures import by_dataset, slug
 from reports.section import SECTIONS, Figures, Items, ReportSection, Section, Text, drawn
+from reports.sections.features.feature_maps import FEATURES_NOTE, features_figure, features_text
 
 
 def _cnns(results: Results) -> dict[str, list[RunResult]]:
@@ -34,7 +34,7 @@ class Features(ReportSection):
     order = 80
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``features_<dataset>``: first-layer filters and feature maps per model (``reports.feature_maps``)."""
+        """``features_<dataset>``: first-layer filters and feature maps per model (``.feature_maps``)."""
         return {name: features_figure(rs) for name, rs in _cnns(results).items()}
 
     def alt(self, stem: str) -> str:
