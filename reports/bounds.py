@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from attacks.analysis import audit_bounds
 from attacks.analysis.fdp import EPSILON_CAP
-from bench.results import AttackRecord, Bound, Design, Privacy, PrivacyBug, Results, RunResult
+from bench.results import AttackRecord, Bound, Design, PrivacyBug, PrivacyRecord, Results, RunResult
 from reports.common import DASH, has_guarantee, is_audit, num, relation_text
 
 HEURISTIC = "heuristic (assumes independent outcomes)"
@@ -46,7 +46,7 @@ def value_text(value: float) -> str:
     return f"≥ {num(EPSILON_CAP)} (cap)" if value >= EPSILON_CAP * (1 - 1e-9) else num(value)
 
 
-def reference_epsilon(privacy: Privacy | None) -> float | None:
+def reference_epsilon(privacy: PrivacyRecord | None) -> float | None:
     """The ε a bound is held to: the accountant's, else the ε a source claimed (no guarantee), else None."""
     if privacy is None:
         return None
@@ -83,12 +83,12 @@ class AuditBound:
         return self.value >= EPSILON_CAP * (1 - 1e-9)
 
     @property
-    def privacy(self) -> Privacy | None:
+    def privacy(self) -> PrivacyRecord | None:
         """The privacy the bound is compared with: the audit run's, else the model's own."""
         return self.record.audited_privacy or self.result.privacy
 
     @property
-    def compared(self) -> Privacy | None:
+    def compared(self) -> PrivacyRecord | None:
         """The privacy this bound is held to, by the rule the run-level check uses (``AttackRecord.held_to``)."""
         return self.record.held_to(self.result.privacy)
 

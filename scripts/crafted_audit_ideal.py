@@ -32,7 +32,7 @@ from attacks.analysis.limits import gaussian_limit
 from attacks.analysis.thresholds import threshold_counts
 from attacks.analysis.verdict import privacy_bugs
 from bench.core.design import AuditDesign
-from bench.results import AttackRecord, Audit, Metrics, Privacy, Roc, RunResult, Timings
+from bench.results import AttackRecord, Audit, Metrics, PrivacyRecord, Roc, RunResult, Timings
 
 DELTA = 1e-5
 
@@ -42,7 +42,7 @@ def certified_mu(epsilon: float) -> float:
     return float(brentq(lambda m: gdp_epsilon(m, DELTA) - epsilon, 1e-3, 20.0))
 
 
-def _run(audit: Audit, privacy: Privacy) -> RunResult:
+def _run(audit: Audit, privacy: PrivacyRecord) -> RunResult:
     """A run holding this one audit, for the run-level check (3 analyses and the certified curve: M = 4)."""
     record = AttackRecord(attack="multi-run-crafted", n_members=0, n_non_members=0,
                           metrics=Metrics(auc=0.5, balanced_accuracy=0.5, advantage=0.0, tpr_at_fpr={}),
@@ -58,8 +58,8 @@ def one(epsilon: float, runs: int, draws: int, seed: int = 0) -> dict[str, float
                          certified_mu=mu)
     rng = np.random.default_rng(seed)
     ours, theirs, mus, alarms = [], [], [], 0
-    privacy = Privacy(epsilon=epsilon, delta=DELTA, accountant="ideal", guarantee="central-dp",
-                      relation="add-remove", profile=[[epsilon, DELTA]])
+    privacy = PrivacyRecord(epsilon=epsilon, delta=DELTA, accountant="ideal", guarantee="central-dp",
+                            relation="add-remove", profile=[[epsilon, DELTA]])
     for _ in range(draws):
         scores, coins = ideal_scores(mu, runs, rng)
         block = membership_audit(scores, coins, delta=DELTA, design=design, profile=privacy.profile)

@@ -59,7 +59,7 @@ def canary(name: str, rng: np.random.Generator, m: int, shift: float, *, threat_
 def privacy(eps: float | None = None, delta: float | None = None, accountant: str = "none", guarantee: str = "none",
             *, claimed: float | None = None, note: str = "", weak: bool = False,
             relation: str | None = None, profile: list[list[float]] | None = None) -> dict[str, Any]:
-    """A ``Privacy`` dict (no arguments: no guarantee)."""
+    """A ``PrivacyRecord`` dict (no arguments: no guarantee)."""
     return {"epsilon": eps, "delta": delta, "accountant": accountant, "guarantee": guarantee,
             "claimed_epsilon": claimed, "note": note, "weak_delta": weak, "relation": relation,
             "profile": profile or []}  # fmt: skip

@@ -16,10 +16,10 @@ from typing import TypeVar
 
 from attacks.analysis import NORMALITY_LEVEL, estimates
 from attacks.analysis.gaussian_llr import llr_gdp_bound, llr_valid, pool_llr_fits
-from bench.results import AttackRecord, PooledAudit, Privacy, RunResult
+from bench.results import AttackRecord, PooledAudit, PrivacyRecord, RunResult
 
 METHOD = "gaussian-llr"
-Member = tuple[RunResult, AttackRecord, Privacy]
+Member = tuple[RunResult, AttackRecord, PrivacyRecord]
 
 
 T = TypeVar("T")

@@ -25,14 +25,14 @@ from typing import TypedDict
 
 from attacks.analysis import audit_bounds, family, profile_rejected
 from attacks.analysis.curve import certified_tradeoff, curve_rejected
-from bench.results import AttackRecord, Privacy, PrivacyBug, RunResult
+from bench.results import AttackRecord, PrivacyBug, PrivacyRecord, RunResult
 
 VALID_DESIGNS = ("one-run", "multi-run")
 # ε from an approximation, not an upper bound (Opacus' gdp accountant: a central-limit theorem): never audited against
 NOT_CERTIFIED = ("opacus-gdp",)
 CONFORMANCE = "conformance"  # one comparison per conformance test: method "conformance:<index>"
 MEASURED = "measured-epsilon"  # the ε the measured parameters imply, against the certified ε
-Comparison = tuple[RunResult, str, AttackRecord, str, Privacy]
+Comparison = tuple[RunResult, str, AttackRecord, str, PrivacyRecord]
 
 
 def _comparisons(results: list[RunResult]) -> list[Comparison]:
@@ -60,7 +60,7 @@ def _comparisons(results: list[RunResult]) -> list[Comparison]:
     return items
 
 
-def _refutes(record: AttackRecord, method: str, p: Privacy, confidence: float,
+def _refutes(record: AttackRecord, method: str, p: PrivacyRecord, confidence: float,
              bounds: dict[int, dict[str, float]]) -> tuple[bool, float | None]:
     """Whether ``method`` of ``record``'s audit refutes ``p`` at ``confidence``, and its bound.
 

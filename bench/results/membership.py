@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from bench.core.design import AuditDesign
 from bench.results.base import Model
 from bench.results.conformance import Conformance
-from bench.results.privacy import Privacy
+from bench.results.privacy import PrivacyRecord
 
 
 class TprAtFpr(Model):
@@ -175,11 +175,11 @@ class AttackRecord(Model):
     conformance: Conformance | None = None
     """The audit run's conformance tests to its certified mechanism and the ε its measured parameters imply
     (``attacks.analysis.conformance``); null where the attack measures none."""
-    audited_privacy: Privacy | None = None
+    audited_privacy: PrivacyRecord | None = None
     """The certified privacy of the run the audit observed when it is not the model itself (an audit run on the
     members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""
 
-    def held_to(self, model_privacy: Privacy | None) -> Privacy | None:
+    def held_to(self, model_privacy: PrivacyRecord | None) -> PrivacyRecord | None:
         """The privacy this audit's bounds are held to.
 
         The one rule the run-level bug check (``attacks/analysis/verdict.py``) and the reports (``reports/bounds.py``)
@@ -190,8 +190,8 @@ class AttackRecord(Model):
 
         Returns:
             The audited run's privacy (else ``model_privacy``): with a guarantee, stated under the neighbouring
-            relation the audit's design tests (``Privacy.under``: DP-SGD states add/remove beside replace-one), None
-            where it states no ε for that relation; without a guarantee, the record when a source claimed an ε (a
+            relation the audit's design tests (``PrivacyRecord.under``: DP-SGD states add/remove beside replace-one),
+            None where it states no ε for that relation; without a guarantee, the record when a source claimed an ε (a
             refuted claim, never a bug), else None.
         """
         p = self.audited_privacy or model_privacy

@@ -35,7 +35,7 @@ from bench.results import (
     EpochRecord,
     FeatureMaps,
     Images,
-    Privacy,
+    PrivacyRecord,
     RunResult,
     Timings,
     Utility,
@@ -116,9 +116,9 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
                             with_observed_phases(res.privacy, res.extra.get("observed_phases")), weak_delta))
 
 
-def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:
+def privacy_record(p: PrivacySpent, weak_delta: bool) -> PrivacyRecord:
     """The results.json form of a ``PrivacySpent``: the same record plus ``weak_delta`` (δ >= 1 / n_members)."""
-    return Privacy(**p.model_dump(), weak_delta=weak_delta)
+    return PrivacyRecord(**p.model_dump(), weak_delta=weak_delta)
 
 
 def images_record(images: np.ndarray, labels: np.ndarray, **fields) -> Images:
@@ -262,7 +262,7 @@ class CellRunner:
         return result
 
     @staticmethod
-    def _privacy(trained: TrainedModel, split: MembershipSplit) -> Privacy:
+    def _privacy(trained: TrainedModel, split: MembershipSplit) -> PrivacyRecord:
         p = trained.privacy
         return privacy_record(p, p.delta is not None and p.delta >= 1.0 / len(split.members))
 

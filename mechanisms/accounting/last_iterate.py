@@ -223,7 +223,7 @@ def with_observed_phases(privacy: S, phases: Sequence[Sequence[float]] | None) -
     it has heuristics already, no guarantee, or no phases.
 
     Args:
-        privacy: the audited run's privacy (a ``PrivacySpent`` or results.json's ``Privacy``).
+        privacy: the audited run's privacy (a ``PrivacySpent`` or results.json's ``PrivacyRecord``).
         phases: the observed phases, or None.
 
     Returns:

@@ -15,7 +15,7 @@ import pytest
 from attacks.analysis import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
 from attacks.analysis.pooled import pool_groups, pooled_audits
 from attacks.analysis.verdict import privacy_bugs
-from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Privacy, Roc, RunResult, Timings
+from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, PrivacyRecord, Roc, RunResult, Timings
 
 DELTA = 1e-5
 WHITE_BOX = {"kind": "one-run", "threat_model": "white-box", "size": 1000, "relation": "add-remove"}
@@ -23,20 +23,20 @@ BLACK_BOX = {**WHITE_BOX, "threat_model": "black-box"}
 
 
 def _privacy(epsilon: float | None, *, relation: str = "add-remove", profile=(), claimed: float | None = None
-             ) -> Privacy:
+             ) -> PrivacyRecord:
     if epsilon is None:
-        return Privacy(epsilon=None, delta=None, accountant="none", guarantee="none", claimed_epsilon=claimed)
-    return Privacy(epsilon=epsilon, delta=DELTA, accountant="opacus-prv", guarantee="central-dp", relation=relation,
-                   profile=[list(p) for p in profile])
+        return PrivacyRecord(epsilon=None, delta=None, accountant="none", guarantee="none", claimed_epsilon=claimed)
+    return PrivacyRecord(epsilon=epsilon, delta=DELTA, accountant="opacus-prv", guarantee="central-dp",
+                         relation=relation, profile=[list(p) for p in profile])
 
 
-def _record(audit: Audit, audited: Privacy | None = None) -> AttackRecord:
+def _record(audit: Audit, audited: PrivacyRecord | None = None) -> AttackRecord:
     return AttackRecord(attack="canary", n_members=500, n_non_members=500,
                         metrics=Metrics(auc=0.5, balanced_accuracy=0.5, advantage=0.0, tpr_at_fpr={}),
                         roc=Roc(fpr=[0.0, 1.0], tpr=[0.0, 1.0]), audit=audit, audited_privacy=audited)
 
 
-def _result(attacks: dict[str, AttackRecord], privacy: Privacy | None, *, status: str = "ok", seed: int = 0
+def _result(attacks: dict[str, AttackRecord], privacy: PrivacyRecord | None, *, status: str = "ok", seed: int = 0
             ) -> RunResult:
     return RunResult(dataset="digits", mechanism="dpsgd", seed=seed, target_epsilon=1.0, model="mlp", spec={},
                      status=status, privacy=privacy, attacks=attacks, timings=Timings(train_s=0.0))
