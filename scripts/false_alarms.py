@@ -23,7 +23,7 @@ for each estimate the draws where it reads above the certified ε (why estimates
   adding c_t = clip((κ − S_{t−1})/w, 0, 1) ≤ 1 (its own score so far, a function of the past output), scored by the
   summed log-likelihood ratios at the certified σ and q; certified ε by dp_accounting's PLD (pessimistic: an upper
   bound on the exact ε). Its record carries the exact conformance test of the included scores
-  (``attacks.analysis.conformance.canary_scores``), as DP-SGD's white-box audit does.
+  (``attacks.conformance.hypothesis_tests.canary_scores``), as DP-SGD's white-box audit does.
 
 Usage (from the repository root; about 1 CPU-minute per 200 draws of each case)::
 
@@ -41,12 +41,12 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from attacks.analysis.conformance.canary_scores import canary_score_test
 from attacks.analysis.fdp import gdp_delta, gdp_epsilon
 from attacks.analysis.gaussian_llr_ideal import exact_llr_moments
 from attacks.analysis.guess_plan import planned_guess_fraction
 from attacks.analysis.verdict import privacy_bugs
 from attacks.base.outputs import MembershipScores
+from attacks.conformance.hypothesis_tests.canary_scores import canary_score_test
 from bench.core.design import AuditDesign
 from bench.core.privacy import PrivacySpent
 from bench.results import RunResult, Timings

@@ -19,7 +19,7 @@ its Clopper-Pearson bound shown, never deciding), ``one-run`` (m canaries includ
 in one run) and ``multi-run`` (m independent runs, or independently released canaries; a design whose slots went
 through one release call adds the one-run analyses, valid under any dependence). Tests of the certificate that are
 exact under the certified mechanism (white-box canaries against their exact score distribution) are conformance tests
-(``attacks.analysis.conformance``), not bounds. Pure NumPy / SciPy (no torch).
+(``attacks.conformance.hypothesis_tests``), not bounds. Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Two kinds of test decide, and nothing else (docs/audits.md, "Valid bounds and es
   independent by construction) above the ε the accountant states for the relation the audit tests, and the test of
   the accountant's whole certified curve (one-run designs: ``fdp.profile_rejected``; multi-run designs:
   ``attacks.analysis.curve``, G_μ itself where the design names ``certified_mu``);
-- **conformance tests** (``attacks.analysis.conformance``): tests of H0 "this run is the certified mechanism", exact
-  or conservative under it (among them the white-box canaries' scores against their exact distribution under the
+- **conformance tests** (``attacks.conformance.hypothesis_tests``): tests of H0 "this run is the certified mechanism",
+  exact or conservative under it (among them the white-box canaries' scores against their exact distribution under the
   certified DP-SGD), one comparison per deciding test, and one for the ε the measured parameters imply.
 
 Estimates (Gaussian pair, GDP fit's ε, ``gaussian-llr``, ``gaussian-composed``, ``f-dp-gaussian``, the pooled μ-GDP

@@ -32,8 +32,8 @@ class MembershipScores:
             labelled canary i with its pair's first label (1; the first record is present where ``labels`` is 1),
             its second (−1) or another (0).
         conformance: the audit run's conformance tests to its certified mechanism, ``{"tests": [...],
-            "measured_epsilon": {...} | None}`` (``attacks.analysis.conformance``; ``bench.results.Conformance``'s
-            fields); None where the attack measures none.
+            "measured_epsilon": {...} | None}`` (``attacks.conformance.hypothesis_tests``;
+            ``bench.results.Conformance``'s fields); None where the attack measures none.
     """
 
     scores: np.ndarray

@@ -4,7 +4,7 @@ From what ``opacus-canary``'s observer sees (``attacks.canaries.opacus.observer`
 imply by Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021, "Numerical Composition of Differential Privacy").
 
 The tests, in this fixed order (k + 6 of them for a model of k trainable parameter tensors, fixed by the design and
-the architecture before any data; ``attacks.analysis.conformance`` gives each one's law):
+the architecture before any data; ``attacks.conformance.hypothesis_tests`` gives each one's law):
 
 1. ``noise σ, tensor i of k``: per parameter tensor, the noisy update at its reference coordinates (no canary there:
    noise alone, units of C) against the optimizer's ``noise_multiplier`` σ — exact one-sided χ² (less noise raises ε).
@@ -20,7 +20,7 @@ the architecture before any data; ``attacks.analysis.conformance`` gives each on
    ``max_grad_norm`` — exact (a norm computed, float tolerance 1e-4).
 6. ``parameter continuity``: every parameter and buffer the private steps find is what the previous one left, and
    the model ``fit`` returns is the last one's output (or the declared EMA of the iterates) — exact (digests
-   compared, ``attacks.analysis.conformance.continuity``): an update no private step made is a failure, p = 0.
+   compared, ``attacks.conformance.hypothesis_tests.continuity``): an update no private step made is a failure, p = 0.
 
 Measured ε (``MeasuredEpsilon``, accountant ``opacus-prv``, add/remove): PRV's lower ε estimate at the smallest
 per-tensor upper χ² limit of σ (the worst-case record puts its whole clipped gradient in the least-noised tensor), the
@@ -54,13 +54,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.continuity import continuity_test
-from attacks.analysis.conformance.epsilon import declared_epsilon_test
-from attacks.analysis.conformance.noise import clip_test, noise_test
-from attacks.analysis.conformance.release import limit_p_value
-from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
 from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.continuity import continuity_test
+from attacks.conformance.hypothesis_tests.epsilon import declared_epsilon_test
+from attacks.conformance.hypothesis_tests.noise import clip_test, noise_test
+from attacks.conformance.hypothesis_tests.release import limit_p_value
+from attacks.conformance.hypothesis_tests.sampling import dispersion_test, rate_test, steps_test
 
 __all__ = ["SIGMA_STAR_MARGIN", "accountant_rate", "opacus_conformance", "opacus_tests", "prv_composed_epsilon",
            "prv_epsilon", "prv_sigma_for_epsilon"]

@@ -174,7 +174,7 @@ class AttackRecord(Model):
     """Free-form facts the attack recorded (e.g. shadow models trained)."""
     conformance: Conformance | None = None
     """The audit run's conformance tests to its certified mechanism and the ε its measured parameters imply
-    (``attacks.analysis.conformance``); null where the attack measures none."""
+    (``attacks.conformance.hypothesis_tests``); null where the attack measures none."""
     audited_privacy: PrivacyRecord | None = None
     """The certified privacy of the run the audit observed when it is not the model itself (an audit run on the
     members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 from scipy.stats import beta
 
-from attacks.analysis.conformance.noise import noise_test
+from attacks.conformance.hypothesis_tests.noise import noise_test
 from reports.audit.conformance import CONFORMANCE_HEADERS, conformance_cell, conformance_rows
 from reports.audit.section import Audit
 from reports.audit.table import audit_rows

@@ -101,7 +101,7 @@ register_auditor(Auditor(
     attacks=CONFORMANCE, judge=_keep(lambda name, record: True, bounds=False, conformance=True),
     description="the parameters the accountant assumes, measured on the mechanism's own code path in the audit "
                 "run and tested against the declared ones, and the certified ε against the declared mechanism's by "
-                "the conformance code's own accountants (issues 38, 45; attacks/analysis/conformance/)"))
+                "the conformance code's own accountants (issues 38, 45; attacks/conformance/)"))
 register_auditor(Auditor(
     name="privbench", threat_model="all", source="privbench", mechanisms=tuple(ALL), attacks=ALL,
     judge=_keep(lambda name, record: True, bounds=True, conformance=True),

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attacks.analysis.conformance.noise import noise_test
 from attacks.analysis.verdict import privacy_bugs
+from attacks.conformance.hypothesis_tests.noise import noise_test
 from reports.empirical import privacy_bug_lines
 from reports.tables import summary_rows
 

@@ -1,4 +1,4 @@
-"""Conformance tests of a noise and of the sensitivity it is calibrated to (``attacks.analysis.conformance``).
+"""Conformance tests of a noise and of the sensitivity it is calibrated to (``attacks.conformance.hypothesis_tests``).
 
 The noise's standard deviation (χ², one-sided or two-sided), its Gaussian shape and its independence across steps and
 coordinates (two-sided), and a contribution's L2 norm against the clip bound. Pure NumPy / SciPy; no torch.
@@ -13,8 +13,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
 from attacks.analysis.statistics import sd_upper
+from attacks.conformance.hypothesis_tests import conformance_record
 
 SHAPE_SAMPLE = 200_000  # observations the shape test reads at most (an evenly spaced subsample)
 

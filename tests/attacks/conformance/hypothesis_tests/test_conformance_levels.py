@@ -1,8 +1,8 @@
-"""The level of the conformance tests whose validity is ``simulated`` (``attacks.analysis.conformance``), at the sizes
-DP-SGD's audit run gives them (``attacks.conformance.dpsgd``): R null runs of the certified mechanism (Poisson
+"""The level of the conformance tests whose validity is ``simulated`` (``attacks.conformance.hypothesis_tests``), at the
+sizes DP-SGD's audit run gives them (``attacks.conformance.dpsgd``): R null runs of the certified mechanism (Poisson
 sampling at q over T steps for n records; iid N(0, 1) reference noise, T steps × k sampled coordinates), each test's
-rejection rate at α no more than α plus a 3-sd binomial margin, down to α = 0.002 (about the per-comparison level of
-a run's Bonferroni family of ~12 tests at 5 %). Pure NumPy."""
+rejection rate at α no more than α plus a 3-sd binomial margin, down to α = 0.002 (about the per-comparison level of a
+run's Bonferroni family of ~12 tests at 5 %). Pure NumPy."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from attacks.analysis.conformance.noise import independence_test, shape_test
-from attacks.analysis.conformance.sampling import dispersion_test
+from attacks.conformance.hypothesis_tests.noise import independence_test, shape_test
+from attacks.conformance.hypothesis_tests.sampling import dispersion_test
 
 SIZES = {"ci": (700, 105, 1 / 7, 64 + 26 + 64 + 1),  # ci profile: MLP 64-1024-10, batch 100, 15 epochs
          "default": (10_500, 120, 1 / 3, 64 + 1)}  # default profile: ScatterNet + linear, batch 4,096, 40 epochs

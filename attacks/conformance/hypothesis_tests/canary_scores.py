@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import kstest, norm
 
-from attacks.analysis.conformance import conformance_record
+from attacks.conformance.hypothesis_tests import conformance_record
 
 NAME = "canary scores ≤ the certified mechanism's (exact)"
 GRID = 0.01  # h = GRID · (one step's sd)/√T: the grid's rounding up shifts the sum by at most 1 % of its sd
@@ -119,7 +119,7 @@ def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, st
         steps: the accountant's T.
 
     Returns:
-        A conformance record (``attacks.analysis.conformance.conformance_record``): quantity ``canary scores``,
+        A conformance record (``attacks.conformance.hypothesis_tests.conformance_record``): quantity ``canary scores``,
         ``measured`` the scores' mean, ``certified`` P's mean, statistic D⁻, validity ``exact`` (conservative).
 
     Raises:

@@ -20,8 +20,9 @@ overstates ε by at most 1.8e-4 (relative) at the ``ci`` and ``default`` profile
 (against a grid five times finer; ``scripts/accountant_check.py``). dp_accounting's optimistic estimate
 (``pessimistic_estimate=False``, privacy buckets) is no use here: it rounds every release's losses down by up to one
 grid step, T·1e-4 in all (ε = 0.37 for a certified 1.00 at T = 10,000). Its tests check it against the closed form at
-q = 1 (T releases of N(√c) against N(0) are one Gaussian of μ = √(Tc), ``attacks.analysis.analytic_gaussian``) and
-against dp_accounting's RDP accountant of sampling without replacement (an upper bound).
+q = 1 (T releases of N(√c) against N(0) are one Gaussian of μ = √(Tc),
+``attacks.conformance.accountants.analytic_gaussian``) and against dp_accounting's RDP accountant of sampling without
+replacement (an upper bound).
 
 Pure ``dp_accounting``; no torch, no ``mechanisms``.
 """

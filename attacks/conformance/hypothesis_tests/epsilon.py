@@ -1,4 +1,4 @@
-"""The ε a run's parameters imply (``attacks.analysis.conformance``).
+"""The ε a run's parameters imply (``attacks.conformance.hypothesis_tests``).
 
 DP-SGD's ε from its measured noise, sample rate and steps at their confidence limits (``dpsgd_measured_epsilon``), and
 the test that the accountant's ε is the ε of the mechanism's declared parameters (``declared_epsilon_test``). Neither is
@@ -11,10 +11,14 @@ from typing import Any
 
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.noise import noise_test
-from attacks.analysis.conformance.sampling import rate_test
-from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon, sigma_for_epsilon
+from attacks.conformance.accountants.subsampled_gaussian import (
+    PLD_SMALLEST_SIGMA,
+    poisson_gaussian_epsilon,
+    sigma_for_epsilon,
+)
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.noise import noise_test
+from attacks.conformance.hypothesis_tests.sampling import rate_test
 
 
 def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int, int] | None, sample_rate: float,
@@ -76,10 +80,10 @@ def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int
 DECLARED_TOLERANCE = 1e-3
 """How far the certifying accountant's ε may fall below the ε the conformance code computes for the declared
 mechanism before ``declared_epsilon_test`` rejects (relative). The conformance code's accountants either are exact
-(local noise: ``attacks.analysis.analytic_gaussian``) or are dp_accounting's pessimistic PLD, whose grid overstates ε by
-at most 1.8e-4 at the profiles' settings (``scripts/accountant_check.py``: against a grid five to ten times finer,
-DP-SGD and DPMix, ε 1 to 15): a correct accountant, however tight, certifies at least the exact ε, so at most
-that far below. 1e-3 is five times it, and fifty times below the 5 % the conformance family must catch."""
+(local noise: ``attacks.conformance.accountants.analytic_gaussian``) or are dp_accounting's pessimistic PLD, whose grid
+overstates ε by at most 1.8e-4 at the profiles' settings (``scripts/accountant_check.py``: against a grid five to ten
+times finer, DP-SGD and DPMix, ε 1 to 15): a correct accountant, however tight, certifies at least the exact ε, so at
+most that far below. 1e-3 is five times it, and fifty times below the 5 % the conformance family must catch."""
 
 
 def declared_epsilon_test(name: str, *, declared: float, certified: float, tolerance: float = DECLARED_TOLERANCE,

@@ -16,10 +16,11 @@ independence across steps) the test is two-sided.
 
 This module holds what every test shares: the record a test returns (``conformance_record``), the validity it
 declares and the family's smallest p-value. The tests, one module per kind: the noise and the sensitivity it is
-calibrated to (``attacks.analysis.conformance.noise``), the sampling and the steps
-(``attacks.analysis.conformance.sampling``), the ε the run's measured or declared parameters imply
-(``attacks.analysis.conformance.epsilon``); DPMix's mixing (``attacks.analysis.conformance.mixing``) and the released
-data sets' (``attacks.analysis.conformance.release``). Pure NumPy / SciPy (and ``dp_accounting`` for the ε); no torch.
+calibrated to (``attacks.conformance.hypothesis_tests.noise``), the sampling and the steps
+(``attacks.conformance.hypothesis_tests.sampling``), the ε the run's measured or declared parameters imply
+(``attacks.conformance.hypothesis_tests.epsilon``); DPMix's mixing (``attacks.conformance.hypothesis_tests.mixing``) and
+the released data sets' (``attacks.conformance.hypothesis_tests.release``). Pure NumPy / SciPy (and ``dp_accounting``
+for the ε); no torch.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon, sigma_for_epsilon
+from attacks.conformance.accountants.subsampled_gaussian import (
+    PLD_SMALLEST_SIGMA,
+    poisson_gaussian_epsilon,
+    sigma_for_epsilon,
+)
 
 # re-exported: the conformance code's DP-SGD accountant (the zoo's planted bugs import it from here)
 __all__ = ["PLD_SMALLEST_SIGMA", "VALIDITY", "conformance_record", "poisson_gaussian_epsilon", "sigma_for_epsilon",
@@ -37,7 +42,7 @@ __all__ = ["PLD_SMALLEST_SIGMA", "VALIDITY", "conformance_record", "poisson_gaus
 VALIDITY = {
     "exact": "exact under H0",
     "simulated": "asymptotic; its level under H0 shown by simulation "
-                 "(tests/attacks/analysis/conformance/test_conformance.py)",
+                 "(tests/attacks/conformance/hypothesis_tests/test_conformance.py)",
 }
 
 

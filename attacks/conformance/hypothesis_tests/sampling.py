@@ -1,4 +1,4 @@
-"""Conformance tests of how records are sampled and how often (``attacks.analysis.conformance``).
+"""Conformance tests of how records are sampled and how often (``attacks.conformance.hypothesis_tests``).
 
 A rate (a sample rate q, a keep rate) against the certified one (exact binomial), the dispersion of records'
 participation counts against Poisson sampling's (two-sided) and the number of noisy steps against the accountant's. Pure
@@ -13,8 +13,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
 from attacks.analysis.statistics import clopper_pearson_lower, clopper_pearson_upper
+from attacks.conformance.hypothesis_tests import conformance_record
 
 
 def rate_test(name: str, quantity: str, successes: int, trials: int, certified: float, *,

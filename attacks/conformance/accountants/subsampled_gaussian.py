@@ -1,7 +1,7 @@
 """ε of the Poisson-subsampled Gaussian mechanism by ``dp_accounting``'s PLD accountant.
 
 The accountant the conformance tests recompute DP-SGD's ε with from its measured parameters
-(``attacks.analysis.conformance``), independent of the mechanisms' own accounting code. Pure SciPy and
+(``attacks.conformance.hypothesis_tests``), independent of the mechanisms' own accounting code. Pure SciPy and
 ``dp_accounting``; no torch.
 """
 

@@ -1,6 +1,6 @@
-"""The conformance tests' statistics (attacks/analysis/conformance_{noise,sampling,epsilon}.py): each keeps its level
-under the certified mechanism (exactly, or shown here by simulation), each sees the violation it exists for, and the ε
-recomputed from measured parameters matches a case computed by hand."""
+"""The conformance tests' statistics (attacks/conformance/hypothesis_tests/{noise,sampling,epsilon}.py): each keeps its
+level under the certified mechanism (exactly, or shown here by simulation), each sees the violation it exists for, and
+the ε recomputed from measured parameters matches a case computed by hand."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from attacks.analysis.conformance.epsilon import dpsgd_measured_epsilon
-from attacks.analysis.conformance.noise import clip_test, independence_test, noise_test, shape_test
-from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
-from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon, sigma_for_epsilon
+from attacks.conformance.accountants.subsampled_gaussian import (
+    PLD_SMALLEST_SIGMA,
+    poisson_gaussian_epsilon,
+    sigma_for_epsilon,
+)
+from attacks.conformance.hypothesis_tests.epsilon import dpsgd_measured_epsilon
+from attacks.conformance.hypothesis_tests.noise import clip_test, independence_test, noise_test, shape_test
+from attacks.conformance.hypothesis_tests.sampling import dispersion_test, rate_test, steps_test
 
 ALPHA = 0.05
 

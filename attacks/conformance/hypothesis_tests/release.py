@@ -2,8 +2,8 @@
 
 The noise of an image release per pixel, per region and per channel, randomized response's label flips, the inclusion of
 records in DPMix's mixtures, and the ε of the measured parameters with its p-value of "spent ≤ certified"
-(``attacks.analysis.conformance`` holds the generic tests these build on). The number of tests each function returns is
-fixed by the image's shape alone, before any data. Pure NumPy / SciPy; no torch.
+(``attacks.conformance.hypothesis_tests`` holds the generic tests these build on). The number of tests each function
+returns is fixed by the image's shape alone, before any data. Pure NumPy / SciPy; no torch.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.noise import noise_test
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.noise import noise_test
 
 __all__ = ["GRID", "image_noise_tests", "label_flip_test", "limit_p_value", "mixing_dispersion",
            "mixing_dispersion_test", "region_ids", "sidak_test"]

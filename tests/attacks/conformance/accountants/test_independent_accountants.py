@@ -14,7 +14,7 @@ import math
 import pytest
 from scipy import integrate, optimize
 
-from attacks.analysis.analytic_gaussian import (
+from attacks.conformance.accountants.analytic_gaussian import (
     gaussian_delta,
     gaussian_epsilon,
     local_delta,
@@ -22,9 +22,9 @@ from attacks.analysis.analytic_gaussian import (
     rr_epsilon,
     rr_keep,
 )
-from attacks.analysis.conformance.epsilon import DECLARED_TOLERANCE, declared_epsilon_test
-from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
-from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
+from attacks.conformance.accountants.mixing_pair import mixing_epsilon, mixing_shift
+from attacks.conformance.accountants.subsampled_gaussian import poisson_gaussian_epsilon
+from attacks.conformance.hypothesis_tests.epsilon import DECLARED_TOLERANCE, declared_epsilon_test
 
 
 def _phi(x: float) -> float:

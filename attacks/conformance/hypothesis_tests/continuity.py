@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attacks.analysis.conformance import conformance_record
+from attacks.conformance.hypothesis_tests import conformance_record
 
 __all__ = ["CONTINUITY", "continuity_test", "describe_changes"]
 

@@ -19,9 +19,14 @@ import mechanisms.dpmix.mechanism as dpmix
 import mechanisms.dpmix.mixing as mixing
 import mechanisms.local.mechanism as local
 from attacks.analysis import family, membership_audit
-from attacks.analysis.conformance.release import label_flip_test, mixing_dispersion, mixing_dispersion_test, region_ids
 from attacks.canaries.dpmix import DPMixCanaryAudit, DPMixCanaryParams
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
+from attacks.conformance.hypothesis_tests.release import (
+    label_flip_test,
+    mixing_dispersion,
+    mixing_dispersion_test,
+    region_ids,
+)
 from bench.core.data import ArrayDataset, load_dataset
 from bench.core.design import AuditDesign
 
@@ -237,8 +242,8 @@ def test_local_canary_design_adds_the_one_run_analyses_valid_under_any_dependenc
 def test_the_per_pixel_test_is_the_sidak_of_every_pixels_chi2_test(shape):
     """``image_noise_tests``' per-pixel test computes only the smallest Σx²'s χ² test; it is the Šidák reading of all
     d pixels' tests computed one by one (Σx² ~ s²·χ²_n per pixel, one pixel's noise at 0.9·s)."""
-    from attacks.analysis.conformance.noise import noise_test
-    from attacks.analysis.conformance.release import image_noise_tests, sidak_test
+    from attacks.conformance.hypothesis_tests.noise import noise_test
+    from attacks.conformance.hypothesis_tests.release import image_noise_tests, sidak_test
 
     rng = np.random.default_rng(3)
     d, n = math.prod(shape), 500

@@ -1,5 +1,5 @@
-"""The white-box canaries' exact score test (``attacks.analysis.conformance.canary_scores``): its law agrees with a
-simulation of the canary model and with the Gaussian closed form at q = 1; correct mechanisms whose clipped
+"""The white-box canaries' exact score test (``attacks.conformance.hypothesis_tests.canary_scores``): its law agrees
+with a simulation of the canary model and with the Gaussian closed form at q = 1; correct mechanisms whose clipped
 contribution depends on the past (the case a central limit gets wrong) are not rejected beyond the test's level; a
 contribution above C is."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from attacks.analysis.conformance.canary_scores import canary_score_test, llr_cdf
+from attacks.conformance.hypothesis_tests.canary_scores import canary_score_test, llr_cdf
 
 
 def _scores(rng, *, sigma, q, steps, n, contribution=lambda past: np.ones_like(past), true_sigma=None):

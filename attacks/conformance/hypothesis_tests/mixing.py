@@ -2,7 +2,7 @@
 
 (Lee, Kim, Lee, Suh, ISIT 2019: each released sample the mean of the ℓ records of its subset plus Gaussian noise.) The
 records' weight in their samples, the spread of that weight record by record, and the ε the measured parameters imply by
-the conformance code's own accountant (``attacks.analysis.mixing_pair``). Pure NumPy / SciPy.
+the conformance code's own accountant (``attacks.conformance.accountants.mixing_pair``). Pure NumPy / SciPy.
 
 Every statistic is read on the residual r_t = o_t − (1/ℓ)·Σ_{j∈S_t} x_j of each released row o_t (features and label
 coordinates), whitened by the certified noise (r̃ = Σ^{-1/2} r, Σ = diag(σ_x², σ_y²)): under H0 "this is the certified
@@ -27,10 +27,10 @@ from typing import Any
 
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.release import limit_p_value
-from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
 from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
+from attacks.conformance.accountants.mixing_pair import mixing_epsilon, mixing_shift
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.release import limit_p_value
 
 __all__ = ["dpmix_measured_epsilon", "mixing_weight_test", "weight_limit", "weight_spread_test"]
 
