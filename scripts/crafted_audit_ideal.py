@@ -9,8 +9,8 @@ in, μ = the certified μ of DP-SGD at q = 1 (√T/σ, add/remove) for the targe
   single threshold fixed in advance at the expected counts);
 - the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.anchor``: threshold picked on the same
   scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
-- the run-level check of a run holding this one audit (``attacks.analysis.verdict``: the valid analysis and the
-  certified curve G_μ at 95 % together): the share of draws it flags is the family's false-alarm rate.
+- the run-level check of a run holding this one audit (``attacks.analysis.privacy_bugs.check``: the valid analysis and
+  the certified curve G_μ at 95 % together): the share of draws it flags is the family's false-alarm rate.
 
 Usage (from the repository root; about 1 CPU-minute per 100 draws of R = 2,000)::
 
@@ -29,8 +29,8 @@ from attacks.analysis.anchor import anchor_epsilon, ideal_scores
 from attacks.analysis.fdp import gdp_epsilon
 from attacks.analysis.gaussian import gdp_fit_mu
 from attacks.analysis.limits import gaussian_limit
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.analysis.thresholds import threshold_counts
-from attacks.analysis.verdict import privacy_bugs
 from bench.core.design import AuditDesign
 from bench.results import AttackRecord, Audit, Metrics, PrivacyRecord, Roc, RunResult, Timings
 

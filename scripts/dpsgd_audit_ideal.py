@@ -62,7 +62,7 @@ design's per-analysis level 1 − 0.05/3, pooled ones at 95 %):
   every run's shape test to pass (the rule before ``combined_shape_p``) voided 1.9 % of the pools at ε = 3 and 8 (one
   run of 150 rejected at 1 %); Fisher's combination voids 0.6–0.7 %. The pooled 95 % bound passes the opacus-prv ε in
   0.9 % of correct triples at ε = 1 (the largest 1.065·ε; the μ-GDP ε of the exact moments is 0.975·ε there), 0.1 % at
-  ε = 3, never at ε = 8: the run-level check holds it at 1 − 0.05/k (``attacks.analysis.verdict``).
+  ε = 3, never at ε = 8: the run-level check holds it at 1 − 0.05/k (``attacks.analysis.privacy_bugs.check``).
 """
 
 from __future__ import annotations

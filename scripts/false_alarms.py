@@ -5,7 +5,8 @@ Issue 53; docs/audits.md, "Valid bounds and estimates".
 Each case is a mechanism that is exactly DP at its certified ε (δ = 1e-5, add/remove), simulated in NumPy; each draw
 goes through the code a ``bench`` run uses: the scores as an attack returns them (``MembershipScores``, the design the
 audit uses) through ``bench.runner.cells.membership_record`` (``attacks.analysis.membership_audit`` with the
-certified profile), one ``RunResult`` holding that record, and ``attacks.analysis.verdict.privacy_bugs``. Counted per
+certified profile), one ``RunResult`` holding that record, and ``attacks.analysis.privacy_bugs.check.privacy_bugs``.
+Counted per
 case: the draws with a privacy bug (exit 3), the draws whose valid ε_LB exceeds the certified ε (must be none), and
 for each estimate the draws where it reads above the certified ε (why estimates never decide).
 
@@ -44,7 +45,7 @@ from scipy.optimize import brentq
 from attacks.analysis.fdp import gdp_delta, gdp_epsilon
 from attacks.analysis.gaussian_llr_ideal import exact_llr_moments
 from attacks.analysis.guess_plan import planned_guess_fraction
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.base.outputs import MembershipScores
 from attacks.conformance.hypothesis_tests.canary_scores import canary_score_test
 from bench.core.design import AuditDesign

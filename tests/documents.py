@@ -2,9 +2,9 @@
 
 ``build`` holds small builders of typed ``bench.results.Results`` documents (each part as the dict results.json
 holds, validated at the end by ``build.results``; ``build.checked`` also runs the run-level privacy-bug check as the
-runner does, ``attacks.analysis.verdict``), and ``mnist_results`` a realistic one built from them: six models with and
-without guarantees, heuristic membership attacks and canary audits (one-run white-box and black-box, multi-run),
-one failed cell, one failed attack, a release, and hostile text in the config.
+runner does, ``attacks.analysis.privacy_bugs.check``), and ``mnist_results`` a realistic one built from them: six models
+with and without guarantees, heuristic membership attacks and canary audits (one-run white-box and black-box,
+multi-run), one failed cell, one failed attack, a release, and hostile text in the config.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from attacks.analysis import membership_audit
 from attacks.analysis.metrics import membership_metrics
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from bench.core.design import AuditDesign
 from bench.results import SCHEMA_VERSION, Results
 
@@ -86,8 +86,8 @@ def results(runs: list[dict[str, Any]], **fields: Any) -> Results:
 
 
 def checked(runs: list[dict[str, Any]], **fields: Any) -> Results:
-    """``results`` with the run-level check of a completed run, as the runner makes it (``attacks.analysis.verdict``):
-    ``privacy_bugs``, ``refuted_claims`` and ``audit``."""
+    """``results`` with the run-level check of a completed run, as the runner makes it
+    (``attacks.analysis.privacy_bugs.check``): ``privacy_bugs``, ``refuted_claims`` and ``audit``."""
     doc = results(runs, **fields)
     bugs, claims, comparisons = privacy_bugs(doc.results)
     return results(runs, **fields, privacy_bugs=[b.model_dump() for b in bugs],

@@ -5,8 +5,8 @@ Every analysis is one of two kinds of evidence, never mixed (docs/audits.md, "Va
 - **valid**: holds at its confidence for any mechanism, whatever the scores' distribution — Clopper-Pearson over a
   family of thresholds fixed before the scores (Jagielski et al. 2020), the one-run test (Steinke, Nasr, Jagielski
   2023) and the f-DP analysis against (ε, δ) curves (Mahloujifar, Melis, Chaudhuri 2024). Only these give "ε ≥", the
-  audit's ``epsilon_lb`` and the run-level privacy-bug check (``attacks.analysis.verdict``); the Bonferroni family of
-  an audit (``family``) holds them alone.
+  audit's ``epsilon_lb`` and the run-level privacy-bug check (``attacks.analysis.privacy_bugs.check``); the Bonferroni
+  family of an audit (``family``) holds them alone.
 - **estimate**: rests on a distributional assumption (``METHODS``' second field) — the Gaussian pair (Agrawal et al.
   2026), the GDP fit's ε (Nasr et al. 2023), ``gaussian-llr`` (a CLT over T steps), ``gaussian-composed``,
   ``f-dp-gaussian``. Shown with its assumption (and its normality test where it has one), never an "ε ≥", never a
@@ -32,16 +32,6 @@ from numpy.typing import ArrayLike
 
 from attacks.analysis.channels import composed_bound, image_summary, label_counts
 from attacks.analysis.curve import certified_tradeoff, curve_rejected
-from attacks.analysis.evidence import (
-    ESTIMATES,
-    GAUSSIAN_METHODS,
-    METHODS,
-    NORMALITY_LEVEL,
-    estimates,
-    evidence,
-    family,
-    gaussian_valid,
-)
 from attacks.analysis.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
 from attacks.analysis.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
 from attacks.analysis.gaussian_llr import llr_fit, llr_gdp_bound
@@ -52,6 +42,16 @@ from attacks.analysis.one_run import (
     one_run_epsilon,
     one_run_guesses,
     one_run_p_value,
+)
+from attacks.analysis.privacy_bugs.evidence import (
+    ESTIMATES,
+    GAUSSIAN_METHODS,
+    METHODS,
+    NORMALITY_LEVEL,
+    estimates,
+    evidence,
+    family,
+    gaussian_valid,
 )
 from attacks.analysis.thresholds import (
     THRESHOLD_POINTS,

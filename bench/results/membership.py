@@ -182,8 +182,8 @@ class AttackRecord(Model):
     def held_to(self, model_privacy: PrivacyRecord | None) -> PrivacyRecord | None:
         """The privacy this audit's bounds are held to.
 
-        The one rule the run-level bug check (``attacks/analysis/verdict.py``) and the reports (``reports/bounds.py``)
-        share.
+        The one rule the run-level bug check (``attacks/analysis/privacy_bugs/check.py``) and the reports
+        (``reports/bounds.py``) share.
 
         Args:
             model_privacy: the privacy of the model the attack ran on; used when the audit had no run of its own.

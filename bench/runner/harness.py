@@ -26,7 +26,7 @@ from rich.progress import (
 )
 
 from attacks.analysis.pooled import pooled_audits
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.base.attack import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device

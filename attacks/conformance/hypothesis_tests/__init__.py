@@ -4,9 +4,9 @@ Each test measures one quantity the accountant assumes (the noise's standard dev
 of records' participation, the number of steps, the clip bound, the noise's shape and independence, a keep rate) and
 tests the hypothesis H0 "this run is the certified mechanism" with a p-value that is exact, or whose level under H0 is
 shown by simulation (``validity``). Each is one comparison of the run's Bonferroni family
-(``attacks.analysis.verdict``), fixed by the design before any data: a rejection says "inconsistent with the certified
-mechanism at 95 %" and ends the run with exit 3. None is an "ε ≥" statement; ``measured_epsilon`` is the ε the measured
-parameters imply, at their confidence limits.
+(``attacks.analysis.privacy_bugs.check``), fixed by the design before any data: a rejection says "inconsistent with the
+certified mechanism at 95 %" and ends the run with exit 3. None is an "ε ≥" statement; ``measured_epsilon`` is the ε the
+measured parameters imply, at their confidence limits.
 
 Direction. Where ε is monotone in the quantity the test is one-sided in the direction that raises ε (less noise,
 a higher rate, more steps, a larger clipped norm, a higher keep rate): a mechanism that adds more noise than it

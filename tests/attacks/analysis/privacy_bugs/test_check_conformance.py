@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.conformance.hypothesis_tests.noise import noise_test
 from reports.empirical import privacy_bug_lines
 from reports.tables import summary_rows

@@ -68,8 +68,9 @@ def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
 def family(design: AuditDesign) -> tuple[str, ...]:
     """The valid analyses of ``design``, fixed by the design alone before any score is seen.
 
-    The Bonferroni family of the audit (its divisor k) and of the run-level check (``attacks.analysis.verdict``).
-    Estimates (``estimates``) never belong: they decide nothing, so they cost the valid bounds no confidence.
+    The Bonferroni family of the audit (its divisor k) and of the run-level check
+    (``attacks.analysis.privacy_bugs.check``). Estimates (``estimates``) never belong: they decide nothing, so they cost
+    the valid bounds no confidence.
 
     One-run designs: ``one-run`` and ``f-dp``; multi-run designs: ``clopper-pearson``, and where the slots went
     through one release call (``design.one_release``: their independence is the mechanism's promise, not the

@@ -1,8 +1,8 @@
-"""attacks.analysis.verdict.privacy_bugs on hand-built results: only valid (assumption-free) bounds of one-run /
-multi-run designs, tested against an ε of the same neighbouring relation, decide a privacy bug; an estimate (a Gaussian
-analysis, the pooled μ-GDP analysis across seeds) is no comparison and never a bug, however large; every comparison is
-Bonferroni-corrected over the run; a mechanism without a guarantee has its claim refuted instead; the audited run's
-privacy is the one compared; a one-run design also tests the accountant's whole certified curve.
+"""attacks.analysis.privacy_bugs.check.privacy_bugs on hand-built results: only valid (assumption-free) bounds of
+one-run / multi-run designs, tested against an ε of the same neighbouring relation, decide a privacy bug; an estimate (a
+Gaussian analysis, the pooled μ-GDP analysis across seeds) is no comparison and never a bug, however large; every
+comparison is Bonferroni-corrected over the run; a mechanism without a guarantee has its claim refuted instead; the
+audited run's privacy is the one compared; a one-run design also tests the accountant's whole certified curve.
 
 Expected bounds are the audit functions' own at the Bonferroni level 1 − 0.05/M with M counted by hand here (the
 functions themselves are tested against independent implementations in tests/attacks/analysis/test_audit*.py)."""
@@ -14,7 +14,7 @@ import pytest
 
 from attacks.analysis import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
 from attacks.analysis.pooled import pool_groups, pooled_audits
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, PrivacyRecord, Roc, RunResult, Timings
 
 DELTA = 1e-5
