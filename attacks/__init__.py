@@ -1,6 +1,6 @@
 """Membership and reconstruction attacks, registered by their standard names.
 
-One line each, imported on first use, so ``attacks.analysis.metrics`` stays importable without torch.
+One line each, imported on first use, so ``attacks.analysis.statistics.metrics`` stays importable without torch.
 """
 
 from bench.core.registry import Registry

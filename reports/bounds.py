@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from attacks.analysis import audit_bounds
-from attacks.analysis.fdp import EPSILON_CAP
+from attacks.analysis.statistics.fdp import EPSILON_CAP
 from bench.results import AttackRecord, Bound, Design, PrivacyBug, PrivacyRecord, Results, RunResult
 from reports.common import DASH, has_guarantee, is_audit, num, relation_text
 
@@ -209,7 +209,7 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
 
 
 def limit_text(bound: AuditBound) -> str:
-    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.limits``).
+    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.statistics.limits``).
 
     ``"; 0.94 of the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"`` for a
     multi-run design, ``"(…: the ideal mechanism through the same analysis)"`` for a one-run design; empty where the

@@ -5,10 +5,10 @@ in, μ = the certified μ of DP-SGD at q = 1 (√T/σ, add/remove) for the targe
 
 - the audit's own analysis (``attacks.analysis.membership_audit`` with the crafted design: its valid
   ``epsilon_lb``, Clopper-Pearson over the fixed thresholds) and its μ_LB (``attacks.analysis.crafted``: not μ-GDP
-  for any μ below it), against the ideal mechanism's limit (``attacks.analysis.limits.gaussian_limit``: the best
-  single threshold fixed in advance at the expected counts);
-- the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.anchor``: threshold picked on the same
-  scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
+  for any μ below it), against the ideal mechanism's limit (``attacks.analysis.statistics.limits.gaussian_limit``: the
+  best single threshold fixed in advance at the expected counts);
+- the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.statistics.anchor``: threshold picked on
+  the same scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
 - the run-level check of a run holding this one audit (``attacks.analysis.privacy_bugs.check``: the valid analysis and
   the certified curve G_μ at 95 % together): the share of draws it flags is the family's false-alarm rate.
 
@@ -25,12 +25,12 @@ import numpy as np
 from scipy.optimize import brentq
 
 from attacks.analysis import membership_audit
-from attacks.analysis.anchor import anchor_epsilon, ideal_scores
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.gaussian import gdp_fit_mu
-from attacks.analysis.limits import gaussian_limit
 from attacks.analysis.privacy_bugs.check import privacy_bugs
-from attacks.analysis.thresholds import threshold_counts
+from attacks.analysis.statistics.anchor import anchor_epsilon, ideal_scores
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.gaussian import gdp_fit_mu
+from attacks.analysis.statistics.limits import gaussian_limit
+from attacks.analysis.statistics.thresholds import threshold_counts
 from bench.core.design import AuditDesign
 from bench.results import AttackRecord, Audit, Metrics, PrivacyRecord, Roc, RunResult, Timings
 

@@ -42,10 +42,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from attacks.analysis.fdp import gdp_delta, gdp_epsilon
-from attacks.analysis.gaussian_llr_ideal import exact_llr_moments
 from attacks.analysis.guess_plan import planned_guess_fraction
 from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.analysis.statistics.fdp import gdp_delta, gdp_epsilon
+from attacks.analysis.statistics.gaussian_llr_ideal import exact_llr_moments
 from attacks.base.outputs import MembershipScores
 from attacks.conformance.hypothesis_tests.canary_scores import canary_score_test
 from bench.core.design import AuditDesign

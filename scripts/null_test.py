@@ -34,7 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from attacks.analysis.privacy_bugs.check import privacy_bugs
-from attacks.analysis.statistics import clopper_pearson_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_upper
 from bench.results.document import read
 from bench.zoo.catalogue import BUG_ENV, find, table_bug
 

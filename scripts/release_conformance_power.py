@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from attacks.analysis.statistics import clopper_pearson_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_upper
 from attacks.conformance.accountants.analytic_gaussian import rr_keep as randomized_response_keep
 from attacks.conformance.hypothesis_tests.mixing import mixing_weight_test, weight_spread_test
 from attacks.conformance.hypothesis_tests.noise import independence_test, noise_test, shape_test

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from attacks.analysis import membership_audit
-from attacks.analysis.metrics import membership_metrics
 from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.analysis.statistics.metrics import membership_metrics
 from bench.core.design import AuditDesign
 from bench.results import SCHEMA_VERSION, Results
 

@@ -1,7 +1,7 @@
 """The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``).
 
 The anchor's estimator on the same scores, the largest refuted Gaussian curve, the ideal mechanism through the same
-analysis, and the ideal mechanism's limit at this R (``attacks.analysis.limits``).
+analysis, and the ideal mechanism's limit at this R (``attacks.analysis.statistics.limits``).
 
 Which number means what (docs/audits.md, "The final model alone"):
 
@@ -24,11 +24,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from attacks.analysis import family, membership_audit
-from attacks.analysis.anchor import anchor_epsilon, simulate
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.gaussian import gdp_fit_mu
-from attacks.analysis.limits import gaussian_limit
-from attacks.analysis.thresholds import threshold_counts
+from attacks.analysis.statistics.anchor import anchor_epsilon, simulate
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.gaussian import gdp_fit_mu
+from attacks.analysis.statistics.limits import gaussian_limit
+from attacks.analysis.statistics.thresholds import threshold_counts
 from bench.core.design import AuditDesign
 
 IDEAL_SEED = 20240514  # the ideal mechanism's simulation: a fixed seed, so the record is a function of (μ, R)

@@ -5,8 +5,8 @@ choose the number of guesses before the run).
 
 Searching 12 guessing rules costs a Bonferroni factor of 12 on the one-run and f-DP analyses. For DP-SGD's Dirac
 canaries the best rule is a function of (σ, q, T, m) alone, all public before any coin is drawn: the ideal mechanism
-at the claimed σ is simulated (``attacks.analysis.gaussian_llr_ideal.simulate_llr_scores``, a fixed seed) and the
-two-sided fraction f whose single rule (the f·m highest scores guessed included, the f·m lowest excluded) gives the
+at the claimed σ is simulated (``attacks.analysis.statistics.gaussian_llr_ideal.simulate_llr_scores``, a fixed seed) and
+the two-sided fraction f whose single rule (the f·m highest scores guessed included, the f·m lowest excluded) gives the
 largest one-run bound on the simulated scores is the one the audit then applies, alone, to the real scores. The choice
 never looks at the run's scores, so the one-run theorem holds with one rule and no Bonferroni over rules. Pure NumPy /
 SciPy (no torch).
@@ -19,8 +19,8 @@ import functools
 import numpy as np
 from numpy.typing import ArrayLike
 
-from attacks.analysis.gaussian_llr_ideal import simulate_llr_scores
-from attacks.analysis.one_run import one_run_epsilon, one_run_guesses
+from attacks.analysis.statistics.gaussian_llr_ideal import simulate_llr_scores
+from attacks.analysis.statistics.one_run import one_run_epsilon, one_run_guesses
 
 PLANNED_FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the candidates the plan chooses among
 PLAN_SEED = 20230601  # the simulation's seed: fixed, so the plan is a function of the public parameters alone

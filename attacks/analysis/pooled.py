@@ -2,12 +2,12 @@
 
 The seeds of one (dataset, mechanism, target ε, row) train the same mechanism with the same public σ, q and T, so
 every run's Dirac canaries are independent draws from one pair of score distributions (included, excluded): pooling
-their ``gaussian-llr`` summaries (``attacks.analysis.gaussian_llr.pool_llr_fits``) is one μ-GDP analysis of R·m
-canaries. Which runs are pooled is fixed by the run's configuration (its seeds) before any score is seen. The pooled
+their ``gaussian-llr`` summaries (``attacks.analysis.statistics.gaussian_llr.pool_llr_fits``) is one μ-GDP analysis of
+R·m canaries. Which runs are pooled is fixed by the run's configuration (its seeds) before any score is seen. The pooled
 number is an *estimate* (``attacks.analysis``: it assumes the summed log-likelihood ratios Gaussian): shown with the
 runs' shape tests of their excluded canaries, combined by Fisher's method
-(``attacks.analysis.gaussian_llr.combined_shape_p``, at ``attacks.analysis.NORMALITY_LEVEL``), never an "ε ≥" and
-never a privacy bug.
+(``attacks.analysis.statistics.gaussian_llr.combined_shape_p``, at ``attacks.analysis.NORMALITY_LEVEL``), never an "ε ≥"
+and never a privacy bug.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from attacks.analysis import NORMALITY_LEVEL, estimates
-from attacks.analysis.gaussian_llr import llr_gdp_bound, llr_valid, pool_llr_fits
+from attacks.analysis.statistics.gaussian_llr import llr_gdp_bound, llr_valid, pool_llr_fits
 from bench.results import AttackRecord, PooledAudit, PrivacyRecord, RunResult
 
 METHOD = "gaussian-llr"

@@ -1,7 +1,7 @@
 """What attacks produce: membership scores (with the design that decided who is a member) or reconstructions.
 
-Attacks compute no metrics: the runner applies ``attacks.analysis.metrics`` and ``attacks.analysis`` to every attack's
-scores in one place.
+Attacks compute no metrics: the runner applies ``attacks.analysis.statistics.metrics`` and ``attacks.analysis`` to every
+attack's scores in one place.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ the attacker guesses which.
   and b_i = −a_i, the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels;
   the image score is ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²); the released label is the second channel. The score
   the valid analyses read is both at once, the certified pair's likelihood ratio (``label_weight``); the
-  ``gaussian-composed`` estimate composes the two channels' fits (``attacks.analysis.channels``).
+  ``gaussian-composed`` estimate composes the two channels' fits (``attacks.analysis.statistics.channels``).
 - ``dpmix-canary`` (DPMix) is ``attacks.canaries.dpmix``: maximal records against a centre record, one-run.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.analysis.limits import gaussian_mixture_sf, threshold_limit
+from attacks.analysis.statistics.limits import gaussian_mixture_sf, threshold_limit
 from attacks.base.attack import MembershipAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
@@ -102,7 +102,7 @@ def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | 
 
 
 def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, delta: float) -> float | None:
-    """The ideal release's limit for this audit (``attacks.analysis.limits.threshold_limit``).
+    """The ideal release's limit for this audit (``attacks.analysis.statistics.limits.threshold_limit``).
 
     Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label, at the audit's counts.
 
@@ -141,7 +141,7 @@ class LocalCanaryAudit(MembershipAttack):
     Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
     the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
     released label is y₁ᵢ (1), y₂ᵢ (−1) or another (0); the ``gaussian-composed`` analysis
-    (``attacks.analysis.channels``) composes the two channels. Where the mechanism declares its labels public
+    (``attacks.analysis.statistics.channels``) composes the two channels. Where the mechanism declares its labels public
     (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone.
     """
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.analysis.limits import whitebox_limit
+from attacks.analysis.statistics.limits import whitebox_limit
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores, at_most
 from attacks.canaries.input_scores import Score, input_canary_scores
 from attacks.membership.shadows import shadow_seed

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_lower, sd_upper
 from attacks.conformance.accountants.analytic_gaussian import local_epsilon, rr_epsilon, rr_keep
 from attacks.conformance.hypothesis_tests import conformance_record
 from attacks.conformance.hypothesis_tests.epsilon import declared_epsilon_test

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_lower, sd_upper
 from attacks.conformance.hypothesis_tests import conformance_record
 from attacks.conformance.hypothesis_tests.continuity import continuity_test
 from attacks.conformance.hypothesis_tests.epsilon import declared_epsilon_test

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 from attacks.base.attack import ReconstructionAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import Reconstruction

@@ -65,7 +65,7 @@ class AuditDesign(BaseModel):
     certified_mu: float | None = None
     """A multi-run design whose certified mechanism's trade-off curve is exactly Gaussian: its μ (DP-SGD at q = 1 for T
     steps at noise multiplier σ, add/remove: √T/σ). The certified-curve test then tests G_μ itself (exact) instead
-    of the accountant's (ε, δ) profile (conservative; ``attacks.analysis.curve``); null elsewhere."""
+    of the accountant's (ε, δ) profile (conservative; ``attacks.analysis.statistics.curve``); null elsewhere."""
     label_weight: float | None = None
     """A two-channel design (``channels`` image and label) whose scores are s = u + w·o: the image score u plus w times
     the label outcome o in {−1, 0, 1}, with w fixed from the mechanism's stated σ and ε_label before any canary is

@@ -31,7 +31,7 @@ class TprAtFpr(Model):
 
 
 class Metrics(Model):
-    """Membership metrics from one ROC (``attacks.analysis.metrics.membership_metrics``).
+    """Membership metrics from one ROC (``attacks.analysis.statistics.metrics.membership_metrics``).
 
     AUC, balanced accuracy, membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as
     strings).
@@ -85,7 +85,7 @@ class Bound(Model):
     """``clopper-pearson`` (Jagielski et al. 2020), ``one-run`` (Steinke et al. 2023), ``f-dp`` (Mahloujifar et al.
     2024, (ε, δ) curves), ``f-dp-gaussian`` (the same against μ-GDP curves), ``gaussian-pair`` (Agrawal et al.
     2026), ``gdp-fit`` (Nasr et al. 2023), ``gaussian-composed`` or ``gaussian-llr`` (μ-GDP of white-box canaries'
-    summed log-likelihood ratios, ``attacks.analysis.gaussian_llr``)."""
+    summed log-likelihood ratios, ``attacks.analysis.statistics.gaussian_llr``)."""
     epsilon_lb: float
     """The ε lower bound at ``Audit.delta`` and ``Audit.confidence``."""
     parametric: bool

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from attacks.analysis import membership_audit
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.metrics import membership_metrics
 from attacks.base.attack import Attack, MembershipAttack, ReconstructionAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores, Reconstruction
@@ -95,9 +95,10 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
                       weak_delta: bool = False) -> AttackRecord:
     """Metrics and the audit of one membership attack's scores.
 
-    Metrics (``attacks.analysis.metrics``) and the audit (``attacks.analysis``, every analysis the attack's design
-    allows) of one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces
-    it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated for.
+    Metrics (``attacks.analysis.statistics.metrics``) and the audit (``attacks.analysis``, every analysis the attack's
+    design allows) of one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``)
+    replaces it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated
+    for.
     """
     save_scores(name, res)
     metrics = membership_metrics(res.scores, res.labels)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 from bench.results import PrivacyRecord, Results, RunResult
 from reports.audit.conformance import CONFORMANCE_METHODS, conformance_cell
 from reports.bounds import REFUTED_MARK, audit_bounds_of, bugs_for, ratio_text, refuted_for, tightest_valid, value_text

@@ -5,7 +5,7 @@ Two kinds of test decide, and nothing else (docs/audits.md, "Valid bounds and es
 - **valid bounds** (``attacks.analysis``: assumption-free, of one-run or multi-run designs whose outcomes are
   independent by construction) above the ε the accountant states for the relation the audit tests, and the test of
   the accountant's whole certified curve (one-run designs: ``fdp.profile_rejected``; multi-run designs:
-  ``attacks.analysis.curve``, G_μ itself where the design names ``certified_mu``);
+  ``attacks.analysis.statistics.curve``, G_μ itself where the design names ``certified_mu``);
 - **conformance tests** (``attacks.conformance.hypothesis_tests``): tests of H0 "this run is the certified mechanism",
   exact or conservative under it (among them the white-box canaries' scores against their exact distribution under the
   certified DP-SGD), one comparison per deciding test, and one for the ε the measured parameters imply.
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from attacks.analysis import audit_bounds, family, profile_rejected
-from attacks.analysis.curve import certified_tradeoff, curve_rejected
+from attacks.analysis.statistics.curve import certified_tradeoff, curve_rejected
 from bench.results import AttackRecord, PrivacyBug, PrivacyRecord, RunResult
 
 VALID_DESIGNS = ("one-run", "multi-run")

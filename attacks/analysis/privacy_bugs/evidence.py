@@ -19,11 +19,11 @@ METHODS = {  # method -> (what it is, the assumption it needs beyond the design;
                       "scores Gaussian and independent across canaries"),
     "gdp-fit": ("GDP fit over thresholds (Nasr et al. 2023)", "the mechanism's trade-off curve is Gaussian"),
     "gaussian-llr": ("μ-GDP analysis of white-box canaries' summed log-likelihood ratios (Dong, Roth, Su 2022; "
-                     "Nasr et al. 2023 Dirac canaries; attacks.analysis.gaussian_llr)",
+                     "Nasr et al. 2023 Dirac canaries; attacks.analysis.statistics.gaussian_llr)",
                      "each canary's summed log-likelihood ratio Gaussian (a CLT over T steps), tested on the excluded "
                      "canaries' scores"),
     "gaussian-composed": ("the image channel's Gaussian bound composed with the label channel's Clopper-Pearson pair "
-                          "by PLD (attacks.analysis.channels)",
+                          "by PLD (attacks.analysis.statistics.channels)",
                           "image scores Gaussian, the two channels' noise independent, canaries independent"),
 }
 GAUSSIAN_METHODS = ("f-dp-gaussian", "gaussian-pair", "gdp-fit", "gaussian-composed", "gaussian-llr")

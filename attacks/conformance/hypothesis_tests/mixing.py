@@ -27,7 +27,7 @@ from typing import Any
 
 from scipy import stats
 
-from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_lower, sd_upper
 from attacks.conformance.accountants.mixing_pair import mixing_epsilon, mixing_shift
 from attacks.conformance.hypothesis_tests import conformance_record
 from attacks.conformance.hypothesis_tests.release import limit_p_value

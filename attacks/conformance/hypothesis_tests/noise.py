@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from attacks.analysis.statistics import sd_upper
+from attacks.analysis.statistics.confidence import sd_upper
 from attacks.conformance.hypothesis_tests import conformance_record
 
 SHAPE_SAMPLE = 200_000  # observations the shape test reads at most (an evenly spaced subsample)

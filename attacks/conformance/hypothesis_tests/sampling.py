@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from attacks.analysis.statistics import clopper_pearson_lower, clopper_pearson_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_lower, clopper_pearson_upper
 from attacks.conformance.hypothesis_tests import conformance_record
 
 

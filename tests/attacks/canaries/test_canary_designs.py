@@ -19,7 +19,7 @@ from scipy.stats import binomtest, norm, normaltest
 
 from attacks.analysis import membership_audit
 from attacks.analysis.guess_plan import PLANNED_FRACTIONS
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.metrics import membership_metrics
 from attacks.base.context import OneAtATime
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams, _coins
 from attacks.canaries.one_run import CanaryAudit, CanaryParams

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from helpers import context
 
 from attacks import ATTACKS
-from attacks.analysis.metrics import membership_metrics
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
+from attacks.analysis.statistics.metrics import membership_metrics
 from attacks.base.attack import MembershipAttack
 from bench.core.types import PrivacySpent, Release, TrainedModel
 from mechanisms.dpmix.mixing import mix_release

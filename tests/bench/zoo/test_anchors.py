@@ -15,8 +15,8 @@ import pytest
 from scipy.optimize import brentq
 
 from attacks.analysis import membership_audit
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.metrics import membership_metrics
 from bench.core.design import AuditDesign
 from bench.results.membership import AttackRecord
 from bench.results.privacy import PrivacyRecord

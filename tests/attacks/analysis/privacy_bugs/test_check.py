@@ -207,7 +207,8 @@ def test_the_certified_curve_of_a_one_run_audit():
     # a curve the audit cannot refute
     honest = [[6.0, DELTA], [5.0, 1e-3], [4.0, 0.02]]
     assert privacy_bugs([_result({"canary": _record(audit)}, _privacy(6.0, profile=honest))]) == ([], [], 3)
-    # a multi-run design tests the curve at its thresholds (attacks.analysis.curve): Clopper-Pearson + the curve = 2
+    # a multi-run design tests the curve at its thresholds (attacks.analysis.statistics.curve): Clopper-Pearson + the
+    # curve = 2
     multi = _audit(scores, coins, {**BLACK_BOX, "kind": "multi-run"}, profile=optimistic)
     assert multi.profile_rejected is True
     [bug], _, comparisons = privacy_bugs([_result({"canary": _record(multi)}, _privacy(6.0, profile=optimistic))])

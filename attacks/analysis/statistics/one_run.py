@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import binom
 
-from attacks.analysis.metrics import validate_scores
+from attacks.analysis.statistics.metrics import validate_scores
 
 GUESS_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # k = fraction · m top (and bottom) guesses, fixed in advance
 

@@ -1,6 +1,6 @@
-"""The ideal mechanism's limit of an audit (attacks.analysis.limits): it is the best single threshold fixed in advance
-(checked against a direct computation with SciPy's beta quantiles on another grid), it grows with the audit's size
-towards the pair's exact ε and never passes it, and the audits' own analyses land just under it on the ideal
+"""The ideal mechanism's limit of an audit (attacks.analysis.statistics.limits): it is the best single threshold fixed
+in advance (checked against a direct computation with SciPy's beta quantiles on another grid), it grows with the audit's
+size towards the pair's exact ε and never passes it, and the audits' own analyses land just under it on the ideal
 mechanism."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from scipy.stats import beta, norm
 
 from attacks.analysis import membership_audit
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.limits import gaussian_limit, gaussian_mixture_sf, threshold_limit, whitebox_limit
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.limits import gaussian_limit, gaussian_mixture_sf, threshold_limit, whitebox_limit
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon
 

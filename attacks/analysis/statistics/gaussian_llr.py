@@ -32,9 +32,9 @@ from numpy.typing import ArrayLike
 from scipy.stats import chi2
 from scipy.stats import t as student_t
 
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.gaussian_llr_ideal import exact_llr_cumulants
-from attacks.analysis.metrics import validate_scores
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.gaussian_llr_ideal import exact_llr_cumulants
+from attacks.analysis.statistics.metrics import validate_scores
 
 METHOD = "gaussian-llr"
 

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from attacks.analysis.fdp import EPSILON_CAP
-from attacks.analysis.gaussian import _box
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
+from attacks.analysis.statistics.fdp import EPSILON_CAP
+from attacks.analysis.statistics.gaussian import _box
 
 INTERVALS = 4  # two for the image (mean, standard deviation), two for the label (kept, swapped)
 DISCRETISATION = 5e-4

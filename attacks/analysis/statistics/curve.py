@@ -7,8 +7,8 @@ A mechanism whose trade-off curve is at least f (Dong, Roth, Su 2022, "Gaussian 
 "canary excluded" against "included" has FNR >= f(FPR)) cannot produce a threshold whose one-sided Clopper-Pearson
 upper bounds satisfy FNR_upper < f(FPR_upper) except with the bounds' error probability: f decreases, so the true
 FPR <= FPR_upper gives f(FPR) >= f(FPR_upper) > FNR_upper >= FNR. The test is exact for any f, with the thresholds
-of ``attacks.analysis.thresholds.threshold_counts`` (a family fixed by the design; each row's two bounds valid as that
-module explains) and Bonferroni over the rows and their two bounds.
+of ``attacks.analysis.statistics.thresholds.threshold_counts`` (a family fixed by the design; each row's two bounds
+valid as that module explains) and Bonferroni over the rows and their two bounds.
 
 The curves:
 
@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 from scipy.special import ndtr, ndtri
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 
 TradeOff = Callable[[float], float]
 

@@ -14,7 +14,7 @@ from scipy.stats import binom
 
 from attacks.analysis import best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, one_run_epsilon, one_run_guesses
 from attacks.analysis import one_run_p_value as p_value
-from attacks.analysis.fdp import (
+from attacks.analysis.statistics.fdp import (
     EPSILON_CAP,
     _largest_rejected,
     eps_delta_inverse,

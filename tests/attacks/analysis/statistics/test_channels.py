@@ -1,8 +1,8 @@
-"""The two-channel audit of local records (attacks.analysis.channels, the local-canary audit): at the true parameters
-the composed analysis gives back the accountant's ε (dp_accounting's PLD of the Gaussian image channel and k-ary
-randomized response, mechanisms.accounting.gaussian); its counts by hand; its bound covers over repeated simulations;
-and the audit run through the mechanism's own release reads both channels (or the image alone where labels are declared
-public) and lands where a simulation of the ideal mechanism through the same analysis lands."""
+"""The two-channel audit of local records (attacks.analysis.statistics.channels, the local-canary audit): at the true
+parameters the composed analysis gives back the accountant's ε (dp_accounting's PLD of the Gaussian image channel and
+k-ary randomized response, mechanisms.accounting.gaussian); its counts by hand; its bound covers over repeated
+simulations; and the audit run through the mechanism's own release reads both channels (or the image alone where labels
+are declared public) and lands where a simulation of the ideal mechanism through the same analysis lands."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from attacks.analysis import estimates, membership_audit
-from attacks.analysis.channels import composed_bound, composed_epsilon, image_summary, label_counts
+from attacks.analysis.statistics.channels import composed_bound, composed_epsilon, image_summary, label_counts
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
 from bench.core.data import ArrayDataset
 from bench.core.design import AuditDesign

@@ -1,5 +1,5 @@
-"""attacks.analysis.curve (the certified trade-off curve tested on a multi-run design's thresholds) and
-attacks.analysis.anchor (Annamalai & De Cristofaro's estimator, the ideal mechanism's simulation)."""
+"""attacks.analysis.statistics.curve (the certified trade-off curve tested on a multi-run design's thresholds) and
+attacks.analysis.statistics.anchor (Annamalai & De Cristofaro's estimator, the ideal mechanism's simulation)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import binomtest, norm
 
-from attacks.analysis.anchor import anchor_epsilon, anchor_mu, ideal_scores, simulate
-from attacks.analysis.curve import certified_tradeoff, curve_rejected, gaussian_tradeoff, profile_tradeoff
-from attacks.analysis.fdp import gdp_delta, gdp_epsilon
-from attacks.analysis.thresholds import threshold_counts
+from attacks.analysis.statistics.anchor import anchor_epsilon, anchor_mu, ideal_scores, simulate
+from attacks.analysis.statistics.curve import certified_tradeoff, curve_rejected, gaussian_tradeoff, profile_tradeoff
+from attacks.analysis.statistics.fdp import gdp_delta, gdp_epsilon
+from attacks.analysis.statistics.thresholds import threshold_counts
 
 DELTA = 1e-5
 

@@ -1,4 +1,4 @@
-"""Tests for attacks.analysis.metrics against hand-computed cases and independent implementations."""
+"""Tests for attacks.analysis.statistics.metrics against hand-computed cases and independent implementations."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binomtest, mannwhitneyu
 from sklearn.metrics import roc_curve
 
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.metrics import membership_metrics
 
 
 def _pair_count_auc(scores, labels) -> float:

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from attacks.analysis.metrics import validate_scores
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
+from attacks.analysis.statistics.metrics import validate_scores
 
 THRESHOLD_POINTS = 12  # order-statistic indices per direction (0 and 11 log-spaced counts up to n / 2)
 

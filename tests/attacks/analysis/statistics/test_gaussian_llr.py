@@ -1,8 +1,8 @@
-"""The μ-GDP analysis of white-box DP-SGD canaries' summed log-likelihood ratios (``attacks.analysis.gaussian_llr``):
-hand-computed bounds, the CLT's distance from the exact ε at the default profile's q and T, the ideal mechanism
-simulated through the same analysis (an estimate below the accountant's ε, never the audit's number; a mechanism with
-half its noise read above it by the estimate), the normality gate, and the guessing rule fixed in advance
-(``attacks.analysis.guess_plan``)."""
+"""The μ-GDP analysis of white-box DP-SGD canaries' summed log-likelihood ratios
+(``attacks.analysis.statistics.gaussian_llr``): hand-computed bounds, the CLT's distance from the exact ε at the default
+profile's q and T, the ideal mechanism simulated through the same analysis (an estimate below the accountant's ε, never
+the audit's number; a mechanism with half its noise read above it by the estimate), the normality gate, and the guessing
+rule fixed in advance (``attacks.analysis.guess_plan``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from attacks.analysis import family, membership_audit
-from attacks.analysis.fdp import gdp_delta, gdp_epsilon
-from attacks.analysis.gaussian_llr import (
+from attacks.analysis.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
+from attacks.analysis.statistics.fdp import gdp_delta, gdp_epsilon
+from attacks.analysis.statistics.gaussian_llr import (
     combined_shape_p,
     gdp_mu_lower,
     llr_fit,
@@ -21,8 +22,7 @@ from attacks.analysis.gaussian_llr import (
     llr_valid,
     pool_llr_fits,
 )
-from attacks.analysis.gaussian_llr_ideal import exact_llr_moments, simulate_llr_scores
-from attacks.analysis.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
+from attacks.analysis.statistics.gaussian_llr_ideal import exact_llr_moments, simulate_llr_scores
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon
 

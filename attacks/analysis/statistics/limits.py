@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy.stats import norm
 
-from attacks.analysis.thresholds import epsilon_lower_bound
+from attacks.analysis.statistics.thresholds import epsilon_lower_bound
 from bench.core.design import AuditDesign
 
 __all__ = ["gaussian_limit", "gaussian_mixture_sf", "threshold_limit", "whitebox_limit"]
@@ -100,7 +100,7 @@ def whitebox_limit(design: AuditDesign, *, sigma: float, sample_rate: float, ste
     """The ideal DP-SGD's limit for a white-box one-run audit of Dirac canaries.
 
     The median ε_LB of ``draws`` simulations of the exact mechanism
-    (``attacks.analysis.gaussian_llr_ideal.simulate_llr_scores``) through the same design and analysis
+    (``attacks.analysis.statistics.gaussian_llr_ideal.simulate_llr_scores``) through the same design and analysis
     (``membership_audit``). A one-run bound has no closed-form limit: its analysis looks at m canaries at once (Steinke,
     Nasr, Jagielski 2023).
 
@@ -120,7 +120,7 @@ def whitebox_limit(design: AuditDesign, *, sigma: float, sample_rate: float, ste
         ValueError: σ ≤ 0, a design of fewer than 2 canaries or no draw.
     """
     from attacks.analysis import membership_audit
-    from attacks.analysis.gaussian_llr_ideal import simulate_llr_scores
+    from attacks.analysis.statistics.gaussian_llr_ideal import simulate_llr_scores
 
     if not sigma > 0 or design.size < 2 or draws < 1:
         raise ValueError(f"need σ > 0, m >= 2 and a draw, got σ={sigma!r}, m={design.size}, draws={draws}")

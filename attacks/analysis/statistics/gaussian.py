@@ -26,9 +26,9 @@ from scipy.special import ndtr, ndtri
 from scipy.stats import chi2
 from scipy.stats import t as student_t
 
-from attacks.analysis.fdp import EPSILON_CAP, gdp_epsilon
-from attacks.analysis.metrics import validate_scores
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
+from attacks.analysis.statistics.fdp import EPSILON_CAP, gdp_epsilon
+from attacks.analysis.statistics.metrics import validate_scores
 
 GRID = 9  # points per edge of the variance box searched for the smallest ε (besides the equal-variance points)
 

@@ -1,4 +1,4 @@
-"""Tests for attacks.analysis.statistics against closed forms and independent implementations (SciPy's
+"""Tests for attacks.analysis.statistics.confidence against closed forms and independent implementations (SciPy's
 ``binomtest``)."""
 
 from __future__ import annotations
@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from attacks.analysis.statistics import clopper_pearson, clopper_pearson_lower, clopper_pearson_upper, sd_upper
+from attacks.analysis.statistics.confidence import (
+    clopper_pearson,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    sd_upper,
+)
 
 
 def test_clopper_pearson_known_values():

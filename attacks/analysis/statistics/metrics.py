@@ -22,7 +22,7 @@ from scipy.stats import rankdata
 from sklearn.metrics import auc as _area_under_curve
 from sklearn.metrics import roc_curve
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 
 _MIN_EVENTS = 10  # an FPR level below MIN_EVENTS / n_non_members is "not measurable"
 

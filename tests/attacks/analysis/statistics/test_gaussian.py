@@ -16,8 +16,8 @@ from scipy.stats import beta, binom, chi2, norm
 from scipy.stats import t as student_t
 
 from attacks.analysis import gdp_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
-from attacks.analysis.fdp import EPSILON_CAP, gdp_delta
-from attacks.analysis.gaussian import hockey_stick
+from attacks.analysis.statistics.fdp import EPSILON_CAP, gdp_delta
+from attacks.analysis.statistics.gaussian import hockey_stick
 
 
 def _integral(p: tuple[float, float], q: tuple[float, float], eps: float) -> float:
@@ -167,7 +167,7 @@ def test_pair_bound_without_variation_or_gap():
 
 
 def test_pair_box_is_the_textbook_intervals_and_covers_for_small_samples():
-    from attacks.analysis.gaussian import _box as code_box
+    from attacks.analysis.statistics.gaussian import _box as code_box
 
     for n, mean, sd, level in [(5, 1.0, 2.0, 0.95), (40, -3.0, 0.5, 0.9875), (5000, 0.2, 1.0, 0.99)]:
         ours, theirs = code_box(n, mean, sd, 1 - level), _box(n, mean, sd, level)

@@ -24,9 +24,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.metrics import validate_scores
-from attacks.analysis.statistics import clopper_pearson_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_upper
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.metrics import validate_scores
 
 
 def anchor_mu(scores: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05) -> float:
