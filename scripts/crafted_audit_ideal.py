@@ -4,9 +4,9 @@ The ideal mechanism of the design: R runs, fair coins, scores N(0, 1) when the c
 in, μ = the certified μ of DP-SGD at q = 1 (√T/σ, add/remove) for the target ε at δ = 1e-5. Each draw goes through
 
 - the audit's own analysis (``attacks.analysis.membership_audit`` with the crafted design: its valid
-  ``epsilon_lb``, Clopper-Pearson over the fixed thresholds) and its μ_LB (``attacks.analysis.crafted``: not μ-GDP
-  for any μ below it), against the ideal mechanism's limit (``attacks.analysis.statistics.limits.gaussian_limit``: the
-  best single threshold fixed in advance at the expected counts);
+  ``epsilon_lb``, Clopper-Pearson over the fixed thresholds) and its μ_LB (``attacks.analysis.audits.crafted``: not
+  μ-GDP for any μ below it), against the ideal mechanism's limit (``attacks.analysis.statistics.limits.gaussian_limit``:
+  the best single threshold fixed in advance at the expected counts);
 - the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.statistics.anchor``: threshold picked on
   the same scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
 - the run-level check of a run holding this one audit (``attacks.analysis.privacy_bugs.check``: the valid analysis and

@@ -75,7 +75,7 @@ from pathlib import Path
 import numpy as np
 
 from attacks.analysis import NORMALITY_LEVEL, family, membership_audit
-from attacks.analysis.guess_plan import planned_guess_fraction
+from attacks.analysis.audits.guess_plan import planned_guess_fraction
 from attacks.analysis.statistics.fdp import gdp_epsilon
 from attacks.analysis.statistics.gaussian_llr import (
     llr_fit,

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from attacks.analysis.guess_plan import planned_guess_fraction
+from attacks.analysis.audits.guess_plan import planned_guess_fraction
 from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.analysis.statistics.fdp import gdp_delta, gdp_epsilon
 from attacks.analysis.statistics.gaussian_llr_ideal import exact_llr_moments

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from attacks.analysis.guess_plan import two_sided_rule
+from attacks.analysis.audits.guess_plan import two_sided_rule
 from attacks.analysis.privacy_bugs.evidence import (
     ESTIMATES,
     GAUSSIAN_METHODS,

@@ -156,11 +156,11 @@ class CanaryAudit(MembershipAttack):
     def _planned_fraction(wb: dict, privacy) -> float | None:
         """The white-box design's single guessing rule, from the run's public claimed σ, q, T and m alone.
 
-        Computed by ``attacks.analysis.guess_plan``, at the per-analysis level of its 3-analysis family; None without
-        noise.
+        Computed by ``attacks.analysis.audits.guess_plan``, at the per-analysis level of its 3-analysis family; None
+        without noise.
         """
         from attacks.analysis import family
-        from attacks.analysis.guess_plan import planned_guess_fraction
+        from attacks.analysis.audits.guess_plan import planned_guess_fraction
 
         sigma, q, steps, m = wb.get("claimed_sigma"), wb.get("sample_rate"), wb.get("steps"), len(wb["included"])
         if not sigma or not q or not steps or m < 2 or privacy is None or not privacy.delta:

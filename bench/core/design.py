@@ -51,7 +51,7 @@ class AuditDesign(BaseModel):
     estimates."""
     guess_fraction: float | None = None
     """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
-    (``attacks.analysis.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
+    (``attacks.analysis.audits.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
     llr_model: tuple[float, float, int] | None = None
     """White-box DP-SGD canaries: the run's ``[σ̂, q, T]``, the model their ``gaussian-llr`` analysis tests the
     excluded canaries' score shape against; null elsewhere."""

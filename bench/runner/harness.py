@@ -25,7 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from attacks.analysis.pooled import pooled_audits
+from attacks.analysis.audits.pooled import pooled_audits
 from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.base.attack import Attack
 from bench.core.data import ArrayDataset, MembershipSplit

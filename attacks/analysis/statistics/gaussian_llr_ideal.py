@@ -4,8 +4,8 @@ The ideal mechanism behind the Gaussian (μ-GDP) analysis of white-box DP-SGD ca
 (``attacks.analysis.statistics.gaussian_llr``): the exact moments and cumulants of a Dirac canary's score S = Σ_t ℓ(x_t)
 under exact DP-SGD (Poisson sampling at rate q, N(0, σ²) noise per step; Nasr et al. 2023, "Tight Auditing of
 Differentially Private Machine Learning"), by Gauss-Hermite quadrature, and a simulation of its canaries' scores. The
-analysis tests a run's scores against them; ``scripts/dpsgd_audit_ideal.py`` and ``attacks.analysis.guess_plan`` judge
-the analysis on them. Pure NumPy (no torch).
+analysis tests a run's scores against them; ``scripts/dpsgd_audit_ideal.py`` and ``attacks.analysis.audits.guess_plan``
+judge the analysis on them. Pure NumPy (no torch).
 """
 
 from __future__ import annotations

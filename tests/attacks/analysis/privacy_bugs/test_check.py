@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attacks.analysis import best_epsilon, best_one_run_epsilon, fdp_epsilon, fdp_gdp_epsilon, membership_audit
-from attacks.analysis.pooled import pool_groups, pooled_audits
+from attacks.analysis.audits.pooled import pool_groups, pooled_audits
 from attacks.analysis.privacy_bugs.check import privacy_bugs
 from bench.results import AttackRecord, Audit, Bound, Design, Metrics, OneRun, PrivacyRecord, Roc, RunResult, Timings
 

@@ -2,7 +2,7 @@
 (``attacks.analysis.statistics.gaussian_llr``): hand-computed bounds, the CLT's distance from the exact ε at the default
 profile's q and T, the ideal mechanism simulated through the same analysis (an estimate below the accountant's ε, never
 the audit's number; a mechanism with half its noise read above it by the estimate), the normality gate, and the guessing
-rule fixed in advance (``attacks.analysis.guess_plan``)."""
+rule fixed in advance (``attacks.analysis.audits.guess_plan``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attacks.analysis import family, membership_audit
-from attacks.analysis.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
+from attacks.analysis.audits.guess_plan import PLANNED_FRACTIONS, planned_guess_fraction
 from attacks.analysis.statistics.fdp import gdp_delta, gdp_epsilon
 from attacks.analysis.statistics.gaussian_llr import (
     combined_shape_p,
