@@ -1,7 +1,7 @@
-"""What release attacks know before they look at a release.
+"""What release attacks know before they look at a release, shared by the membership and the reconstruction ones.
 
-The Gaussian moments of the attacker's population (computed once per process), the linear MMSE (Wiener) estimate, and
-the attacks' shared settings.
+The Gaussian moments of the attacker's population (computed once per process), the linear MMSE (Wiener) estimate, a
+DPMix release read as rows and its records' prior, and the attacks' shared settings.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
-from bench.core.data import ArrayDataset
+from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.params import Params
+from bench.core.types import TrainedModel
 
 CHUNK = 1024  # candidates per block of the (T, chunk) score matrices
 _MOMENTS: dict[tuple, tuple] = {}  # (population fingerprint, kind, label) -> moments, see population_moments
@@ -123,3 +124,25 @@ class ImagesParams(Params):
     max_images: int = Field(1000, ge=1)
 
 
+def dpmix_release(target: TrainedModel) -> tuple[torch.Tensor, float, int]:
+    """``(z, σ_x, ℓ)``: the release as ``(T, d_x + K)`` [image, label] rows.
+
+    A release with its own label noise σ_y < σ_x (``params["sigma_y"]``) is still scored with σ_x on every coordinate:
+    weighting the labels by σ_x/σ_y measured weaker (likelihood-ratio AUC 0.57 vs 0.62 on digits, ℓ = 2, σ_x = 0.6, σ_y
+    = 0.01), as one-hot labels are far from the attacks' Gaussian model.
+    """
+    rel = target.release
+    z = torch.cat([rel.x.flatten(1), rel.y.float().flatten(1)], dim=1).double()
+    return z, float(rel.params["sigma"]), int(rel.params["mixture_degree"])
+
+
+def dpmix_prior(split: MembershipSplit, z: torch.Tensor, sigma: float, ell: int):
+    """The record distribution's moments.
+
+    From the population, else from the release itself (Cov(release) = Σ/ℓ + σ²I, so Σ = ℓ·(Cov − σ²I), eigenvalues
+    clipped at 0).
+    """
+    if len(split.population) > 1:
+        return population_moments(split.population, "mix")
+    mu, evals, evecs = gaussian_moments(z)
+    return mu, (ell * (evals - sigma**2)).clamp_min(0.0), evecs
