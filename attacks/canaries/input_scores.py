@@ -1,4 +1,4 @@
-"""The black-box scores of a one-run audit's input canaries (``attacks.canaries.one_run``).
+"""The black-box scores of a one-run audit's input canaries (``attacks.canaries.canary``).
 
 Read from the audit run's final model alone: its loss, or its logits less those of the blank image (all zeros) along
 the canary's label.

@@ -30,7 +30,7 @@ WHITE_BOX = ("canary-whitebox", "opacus-canary", "opacus-canary-dirac")
 records and Dirac canaries (``attacks.canaries.opacus.audit``)."""
 BLACK_BOX = ("dpmix-canary", "local-canary", "canary")
 """Black-box canary scores: the release audits where the run published a release, else the final model's loss on
-input canaries (``attacks.canaries.one_run``)."""
+input canaries (``attacks.canaries.canary``)."""
 
 _SPLIT_SEED = 39  # the calibration / audit split of the canaries: fixed, and per run its seed
 

@@ -21,8 +21,8 @@ from attacks.analysis import membership_audit
 from attacks.analysis.audits.guess_plan import PLANNED_FRACTIONS
 from attacks.analysis.statistics.metrics import membership_metrics
 from attacks.base.context import OneAtATime
+from attacks.canaries.canary import CanaryAudit, CanaryParams
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams, _coins
-from attacks.canaries.one_run import CanaryAudit, CanaryParams
 from attacks.canaries.weight_noise import WeightCanaryAudit, WeightCanaryParams
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import load_dataset, make_split

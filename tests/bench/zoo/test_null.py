@@ -14,9 +14,9 @@ import torch
 from helpers import CPU, context
 
 from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.canaries.canary import CanaryAudit, CanaryParams
 from attacks.canaries.dpmix import DPMixCanaryAudit, DPMixCanaryParams
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
-from attacks.canaries.one_run import CanaryAudit, CanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.results import RunResult, Timings
 from bench.runner.cells import membership_record, privacy_record

@@ -1,14 +1,14 @@
-"""One-run canary audits (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run").
+"""The one-run canary audits ``canary`` and ``canary-final`` (Steinke, Nasr, Jagielski, NeurIPS 2023).
 
-One extra training run, like the target's, on the members plus a random half of m canaries.
-
-Black-box: input canaries (records of the attacker's population, optionally mislabelled), scored by the final
-model's loss. White-box, where the mechanism supports it (DP-SGD): in the same run, Dirac gradient canaries scored
-from every noisy update (``mechanisms.dpsgd.canaries``; Nasr et al. 2023). Both designs add a canary to or leave it
-out of the training set: the add/remove neighbouring relation. The one-run theorems need the mechanism fixed
-independently of the inclusion coins, so where the mechanism takes a public record count (DP-SGD:
-``GradientCanaries.public_size``) the audit run's q, steps and expected batch come from n = members + m·½, fixed
-before the coins are drawn, never from how many canaries the coins included.
+One extra training run, like the target's, on the members plus a random half of m canaries. ``canary`` writes two
+records: ``canary`` (black-box: input canaries, the attacker's records, optionally mislabelled, scored by the final
+model's loss) and, where the mechanism supports it (DP-SGD), ``canary-whitebox`` (``WHITE_BOX_RECORD``, a design of
+``canary``, not an attack of its own: in the same run, Dirac gradient canaries scored from every noisy update,
+``mechanisms.dpsgd.canaries``; Nasr et al. 2023). Both add a canary to or leave it out of the training set: the
+add/remove neighbouring relation. The one-run theorems need the mechanism fixed independently of the inclusion coins, so
+where the mechanism takes a public record count (DP-SGD: ``GradientCanaries.public_size``) the audit run's q, steps and
+expected batch come from n = members + m·½, fixed before the coins are drawn, never from how many canaries they
+included.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from attacks.canaries.input_scores import Score, input_canary_scores
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
+
+WHITE_BOX_RECORD = "canary-whitebox"  # results.json key of the white-box design's record
 
 
 class CanaryParams(Params):
@@ -232,7 +234,7 @@ class CanaryAudit(MembershipAttack):
             limit = None if design.guess_fraction is None else whitebox_limit(  # the claimed σ, q, T: all set
                 design, sigma=float(wb["claimed_sigma"]), sample_rate=float(wb["sample_rate"]), steps=int(wb["steps"]),
                 delta=float(run.privacy.delta))
-            out["canary-whitebox"] = MembershipScores(
+            out[WHITE_BOX_RECORD] = MembershipScores(
                 np.asarray(wb["scores"]), np.asarray(wb["included"], np.int64), design=design,
                 privacy=run.privacy, conformance=self._conformance(run),
                 extra={"gradient_norm": request.norm, "observations": "every noisy update",
