@@ -1,25 +1,12 @@
 """Empirical privacy: ε lower bounds from an attack's scores, by the design that decided who was a member.
 
-Every analysis is one of two kinds of evidence, never mixed (docs/audits.md, "Valid bounds and estimates"):
-
-- **valid**: holds at its confidence for any mechanism, whatever the scores' distribution — Clopper-Pearson over a
-  family of thresholds fixed before the scores (Jagielski et al. 2020), the one-run test (Steinke, Nasr, Jagielski
-  2023) and the f-DP analysis against (ε, δ) curves (Mahloujifar, Melis, Chaudhuri 2024). Only these give "ε ≥", the
-  audit's ``epsilon_lb`` and the run-level privacy-bug check (``attacks.analysis.privacy_bugs.check``); the Bonferroni
-  family of an audit (``family``) holds them alone.
-- **estimate**: rests on a distributional assumption (``METHODS``' second field) — the Gaussian pair (Agrawal et al.
-  2026), the GDP fit's ε (Nasr et al. 2023), ``gaussian-llr`` (a CLT over T steps), ``gaussian-composed``,
-  ``f-dp-gaussian``. Shown with its assumption (and its normality test where it has one), never an "ε ≥", never a
-  privacy bug, however plausible: a correct mechanism whose scores break the assumption (clipped contributions that
-  depend on the past, heavy tails, unequal spreads, randomized response) reads above its ε through them
-  (``scripts/false_alarms.py``).
-
-Designs (``bench.core.design.AuditDesign``): ``heuristic`` (one model's natural members: outcomes not independent,
-its Clopper-Pearson bound shown, never deciding), ``one-run`` (m canaries included independently with probability ½
-in one run) and ``multi-run`` (m independent runs, or independently released canaries; a design whose slots went
-through one release call adds the one-run analyses, valid under any dependence). Tests of the certificate that are
-exact under the certified mechanism (white-box canaries against their exact score distribution) are conformance tests
-(``attacks.conformance.hypothesis_tests``), not bounds. Pure NumPy / SciPy (no torch).
+``membership_audit`` runs every analysis the design allows (``METHODS``) on one attack's scores; ``audit_bounds``
+recomputes the valid ones from a stored audit. Every analysis is one of two kinds of evidence, never mixed: **valid**
+(assumption-free, at its confidence for any mechanism: Clopper-Pearson over fixed thresholds, Jagielski et al. 2020;
+the one-run test, Steinke, Nasr, Jagielski 2023; f-DP against (ε, δ) curves, Mahloujifar, Melis, Chaudhuri 2024) gives
+"ε ≥" and may decide exit 3; an **estimate** rests on a distributional assumption and never decides. Designs
+(``bench.core.design.AuditDesign``): ``heuristic``, ``one-run``, ``multi-run``. The statistics are in
+``attacks.analysis.statistics``, the exit-3 rule in ``attacks.analysis.privacy_bugs``. Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

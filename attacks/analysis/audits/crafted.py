@@ -1,19 +1,9 @@
 """The crafted black-box audit's scores and what is recorded beside its bounds (``attacks.canaries.crafted``).
 
-The anchor's estimator on the same scores, the largest refuted Gaussian curve, the ideal mechanism through the same
-analysis, and the ideal mechanism's limit at this R (``attacks.analysis.statistics.limits``).
-
-Which number means what (docs/audits.md, "The final model alone"):
-
-- the audit's ``epsilon_lb`` (``attacks.analysis.membership_audit``, the multi-run family: Clopper-Pearson over the
-  fixed thresholds): valid for any mechanism; the Gaussian pair and the GDP fit's ε are estimates beside it;
-- ``gdp_mu_lb``: with probability >= the analysis' confidence the runs' mechanism is not μ-GDP for any μ below it,
-  whatever the mechanism (exact Clopper-Pearson bounds); ``refuted_gaussian_epsilon`` is that curve's ε at δ — the
-  mechanism's ε only if its trade-off curve is Gaussian;
-- ``anchor``: Annamalai & De Cristofaro's estimate on the same scores (threshold chosen on them, no correction): not
-  a confidence bound; ``ideal.anchor`` shows how it lands on the ideal mechanism.
-
-Pure NumPy / SciPy (no torch).
+The anchor's estimator on the same scores, the largest refuted Gaussian curve (``gdp_mu_lb``, valid for μ-GDP; its
+ε is the mechanism's only if its curve is Gaussian), the ideal mechanism through the same analysis, and the ideal
+mechanism's limit at this R (``attacks.analysis.statistics.limits``). Which number means what: docs/audits.md, "The
+final model alone". Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The one-run audit's guessing rule fixed in advance from the mechanism's public parameters.
 
 For white-box DP-SGD canaries (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run", §6: they
-choose the number of guesses before the run).
-
-Searching 12 guessing rules costs a Bonferroni factor of 12 on the one-run and f-DP analyses. For DP-SGD's Dirac
-canaries the best rule is a function of (σ, q, T, m) alone, all public before any coin is drawn: the ideal mechanism
-at the claimed σ is simulated (``attacks.analysis.statistics.gaussian_llr_ideal.simulate_llr_scores``, a fixed seed) and
-the two-sided fraction f whose single rule (the f·m highest scores guessed included, the f·m lowest excluded) gives the
-largest one-run bound on the simulated scores is the one the audit then applies, alone, to the real scores. The choice
-never looks at the run's scores, so the one-run theorem holds with one rule and no Bonferroni over rules. Pure NumPy /
-SciPy (no torch).
+choose the number of guesses before the run): the two-sided fraction whose single rule gives the largest one-run bound
+on the ideal mechanism's simulated scores at the claimed σ, q, T and m
+(``attacks.analysis.statistics.gaussian_llr_ideal.simulate_llr_scores``, a fixed seed). Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The run-level privacy-bug check: valid evidence that refutes an accountant's guarantee fails the run (exit 3).
 
-Two kinds of test decide, and nothing else (docs/audits.md, "Valid bounds and estimates"):
-
-- **valid bounds** (``attacks.analysis``: assumption-free, of one-run or multi-run designs whose outcomes are
-  independent by construction) above the ε the accountant states for the relation the audit tests, and the test of
-  the accountant's whole certified curve (one-run designs: ``fdp.profile_rejected``; multi-run designs:
-  ``attacks.analysis.statistics.curve``, G_μ itself where the design names ``certified_mu``);
-- **conformance tests** (``attacks.conformance.hypothesis_tests``): tests of H0 "this run is the certified mechanism",
-  exact or conservative under it (among them the white-box canaries' scores against their exact distribution under the
-  certified DP-SGD), one comparison per deciding test, and one for the ε the measured parameters imply.
-
-Estimates (Gaussian pair, GDP fit's ε, ``gaussian-llr``, ``gaussian-composed``, ``f-dp-gaussian``, the pooled μ-GDP
-analysis across seeds) never decide and are no comparison. M, the number of comparisons, is fixed by the run's
-design before any score is seen (a failed cell or audit counts what it would have made, ``_unmade``); each is made at
-confidence 1 − (1 − ``confidence``)/M (Bonferroni over the run), so the chance that any flag of a correct run is a
-false alarm is at most 1 − ``confidence``. A mechanism without a guarantee has no accountant to refute; a valid bound
-above the ε its source claimed is a refuted claim, reported beside. An ε certified by Opacus' ``gdp`` accountant
-(``NOT_CERTIFIED``: a central-limit approximation that can understate ε, not an upper bound) is never compared.
+Two kinds of test decide, and nothing else: valid bounds (``attacks.analysis``) above the ε the accountant states for
+the relation the audit tests, with the test of its whole certified curve; and conformance tests
+(``attacks.conformance.hypothesis_tests``). Estimates never decide. M, the number of comparisons, is fixed by the run's
+design before any score is seen; each is made at 1 − (1 − ``confidence``)/M (Bonferroni over the run). A valid bound
+above a source's claimed ε of a mechanism without a guarantee is a refuted claim, reported beside. Why each rule:
+docs/design-notes.md, ``attacks.analysis.privacy_bugs.check``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The anchor's estimator, and the ideal mechanism's scores through any analysis.
 
 ``anchor_epsilon``: the empirical ε of Annamalai & De Cristofaro (NeurIPS 2024, "Nearly Tight Black-Box Auditing of
-Differentially Private Machine Learning", code spalabucr/bb-audit-dpsgd, ``utils/audit.py``): at every threshold
-among the scores themselves, one-sided Clopper-Pearson upper bounds of FPR and FNR at 1 − α each, μ = Φ⁻¹(1 − FPR_u)
-− Φ⁻¹(FNR_u), the largest μ over the thresholds, as ε by μ-GDP. The threshold is chosen on the same scores the
-bound is computed from, with no correction for the choice: it is not a confidence bound, and ``simulate`` on the
-ideal mechanism shows how far above the truth it lands. privbench shows it beside its own analyses on the same
-scores, never as a valid bound.
-
-``ideal_scores`` / ``simulate``: the ideal mechanism of a multi-run design, exact Gaussian scores N(0, 1) (canary
-excluded) and N(μ, 1) (included) for R fair coins, put through a given analysis, so that an audit's tightness is
-judged against what its analysis can reach on the certified mechanism itself.
-
-Pure NumPy / SciPy (no torch).
+Differentially Private Machine Learning", code spalabucr/bb-audit-dpsgd, ``utils/audit.py``): the largest μ over the
+scores' own thresholds, as ε by μ-GDP; chosen on the scores it bounds, it is an estimate, never a valid bound.
+``ideal_scores`` / ``simulate``: the ideal mechanism of a multi-run design (exact Gaussian scores N(0, 1) excluded,
+N(μ, 1) included, R fair coins) put through a given analysis. Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

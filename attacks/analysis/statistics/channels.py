@@ -1,36 +1,11 @@
 """A record with two channels, audited as one.
 
 The image read through a Gaussian score and the label through whether the release kept it, each bounded from below and
-the two composed by their privacy-loss distributions.
-
-The local randomiser releases (image + Gaussian noise, label by randomized response) with independent randomness per
-channel. A canary pair (a, y₁) vs (−a, y₂) with y₁ ≠ y₂ differs in both. The audit bounds each channel by a pair of
-distributions that is a post-processing of what the channel really releases:
-
-- image: the projection ⟨z, a⟩ is N(+1, s²) when the slot holds a and N(−1, s²) when it holds −a, Gaussian by
-  construction. By the design's symmetry (below) u = ⟨z, the image held⟩ has one law U over all m slots, and the
-  pair is U vs the law of −U: equal variances whatever the mechanism does. From one-sided bounds on u's mean (Student
-  t) and standard deviation (χ²), μ_LB = 2·mean_LB / sd_UB; N(0, 1) vs N(μ_LB, 1) is a post-processing (rescale, add
-  noise) of N(m, s²) vs N(−m, s²) with 2m/s ≥ μ_LB.
-- label: the event "released label = y₁" has probability t when the slot holds y₁ and f when it holds y₂. With a
-  one-sided Clopper-Pearson lower bound of t and upper bound of f, Bernoulli(t_LB) vs Bernoulli(f_UB) is a
-  post-processing of Bernoulli(t) vs Bernoulli(f) (randomise the indicator), itself a post-processing of the label.
-
-The design is symmetric: (a, y₁, y₂, coin) ↦ (−a, y₂, y₁, 1 − coin) leaves its distribution unchanged (a uniform on
-the sphere, (y₁, y₂) exchangeable, a fair coin) and the record held, so a slot holding its second record releases y₂
-with probability t and y₁ with probability f too: over all m slots, "released = the label held" (randomized
-response's keep rate) is Binomial(m, t) and "released = the pair's other label" Binomial(m, f), with no assumption on
-the mechanism; likewise for the image.
-
-The channels' randomness is independent, so the product of the two bounding pairs is a post-processing of the
-record's release: its ε at δ, from dp_accounting's PLD with optimistic (lower) discretisation, is a lower bound on the
-record's ε. The estimated laws are mixtures over the design's random pairs, whose image a and labels (y₁, y₂) are
-drawn independently, so the product of the mixed channels is a mixture of per-pair products: by the joint convexity of
-the hockey-stick divergence a lower bound for it is one for the worst pair. Four one-sided confidence bounds (two of
-the image, two of the label) each at 1 − (1 − confidence)/4. Assumes that u is Gaussian (by construction: Gaussian
-noise read through a linear score; a normality test checks it), that the two channels' randomness is independent
-(the local randomiser draws them separately) and that the slots are independent (separate releases).
-Pure NumPy / SciPy / dp_accounting (no torch).
+the two composed by their privacy-loss distributions (dp_accounting's PLD, optimistic discretisation): the
+``gaussian-composed`` estimate of the local-canary audit. Four one-sided confidence bounds (two of the image, two of
+the label), each at 1 − (1 − confidence)/4. Assumes u Gaussian (Gaussian noise read through a linear score; a normality
+test checks it), the channels' randomness independent and the slots independent. Why each bound holds:
+docs/design-notes.md, ``attacks.analysis.statistics.channels``. Pure NumPy / SciPy / dp_accounting (no torch).
 """
 
 from __future__ import annotations

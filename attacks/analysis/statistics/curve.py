@@ -1,25 +1,12 @@
 """The certified trade-off curve tested on independent runs.
 
-A multi-run design's (FPR, FNR) points against the curve the accountant certifies, so that a run inconsistent with its
-certified mechanism is caught where an ε lower bound is too weak to exceed the certified ε.
-
-A mechanism whose trade-off curve is at least f (Dong, Roth, Su 2022, "Gaussian differential privacy": every test of
-"canary excluded" against "included" has FNR >= f(FPR)) cannot produce a threshold whose one-sided Clopper-Pearson
-upper bounds satisfy FNR_upper < f(FPR_upper) except with the bounds' error probability: f decreases, so the true
-FPR <= FPR_upper gives f(FPR) >= f(FPR_upper) > FNR_upper >= FNR. The test is exact for any f, with the thresholds
-of ``attacks.analysis.statistics.thresholds.threshold_counts`` (a family fixed by the design; each row's two bounds
-valid as that module explains) and Bonferroni over the rows and their two bounds.
-
-The curves:
-
-- ``gaussian_tradeoff(μ)``: G_μ(α) = Φ(Φ⁻¹(1 − α) − μ). DP-SGD at q = 1 for T steps at noise multiplier σ is exactly
-  G_μ with μ = √T/σ under add/remove (a T-fold adaptive composition of Gaussian mechanisms of sensitivity C and
-  noise σC; Dong, Roth, Su 2022, Cor. 3.3): the certified mechanism's own curve.
-- ``profile_tradeoff(profile)``: the curve of a mechanism that is (εᵢ, δᵢ)-DP at every point of its certified privacy
-  profile, max_i max(0, 1 − δᵢ − e^{εᵢ}α, e^{−εᵢ}(1 − δᵢ − α)) (Kairouz, Oh, Viswanath 2015): below the true curve of
-  a correct mechanism (e.g. the subsampled Gaussian at q < 1), so its test is conservative.
-
-Pure NumPy / SciPy (no torch).
+A multi-run design's (FPR, FNR) points against the curve the accountant certifies (Dong, Roth, Su 2022, "Gaussian
+differential privacy"), so that a run inconsistent with its certified mechanism is caught where an ε lower bound is too
+weak to exceed the certified ε. Exact for any curve f, with the thresholds of
+``attacks.analysis.statistics.thresholds.threshold_counts`` and Bonferroni over the rows and their two bounds. The
+curves: ``gaussian_tradeoff(μ)``, G_μ (DP-SGD at q = 1: μ = √T/σ, exactly); ``profile_tradeoff(profile)``, the curve
+of a mechanism (εᵢ, δᵢ)-DP at every point of its privacy profile (Kairouz, Oh, Viswanath 2015; conservative). Pure
+NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

@@ -2,17 +2,10 @@
 
 (Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-Differential Privacy in One Run", ICML 2025, Algorithm 3 and Theorem
 3.2.) With m canaries, c′ guesses and c correct, a hypothesised trade-off curve f is rejected at level τ when no f-DP
-mechanism makes c or more correct guesses with probability τ or more.
-
-The curve is given by the inverse of its blow-up f̄(x) = 1 − f(x) (an increasing function):
-
-- ``eps_delta_inverse(ε, δ)``: the (ε, δ)-DP curve. Non-parametric: rejecting it refutes (ε, δ)-DP.
-- ``profile_inverse(profile)``: a mechanism certified (εᵢ, δᵢ)-DP for every point of its privacy profile (what an
-  accountant certifies); rejecting it refutes the accountant's whole claim, not one point of it.
-- ``gdp_inverse(μ)``: μ-Gaussian DP (Dong, Roth, Su 2022). Parametric: an ε from the largest rejected μ is a lower
-  bound only if the mechanism's curve is Gaussian-shaped (a Gaussian mechanism, or DP-SGD by its CLT).
-
-Pure NumPy / SciPy (no torch).
+mechanism makes c or more correct guesses with probability τ or more. The curve is given by the inverse of its blow-up
+f̄(x) = 1 − f(x): ``eps_delta_inverse(ε, δ)`` (non-parametric: rejecting it refutes (ε, δ)-DP),
+``profile_inverse(profile)`` (an accountant's whole privacy profile) and ``gdp_inverse(μ)`` (μ-GDP, Dong, Roth, Su
+2022: parametric, a lower bound only for a Gaussian-shaped curve). Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Parametric audits that read the shape of the scores, not only how many guesses were right.
 
 Both are lower bounds only under their assumption, which every report names beside the number.
-
-- ``gaussian_pair_epsilon`` (Agrawal, Wei, Singh, Magdon-Ismail, Zikas 2026, "Let's Ask Gauss", arXiv
-  2606.12733): the scores of included and excluded canaries as two Gaussians (white-box DP-SGD's canary-aligned
-  signals are sums over steps, asymptotically Gaussian); ε from the hockey-stick divergence between them, minimised
-  over a confidence box of their means and variances. Assumes Gaussian scores, independent across canaries.
-- ``gdp_fit_epsilon`` (Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning"): from
-  independent runs' counts at a family of thresholds, μ_LB = Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper) with
-  Clopper-Pearson bounds (Dong, Roth, Su 2022, the GDP trade-off), converted to ε. Assumes a Gaussian trade-off.
-
-Pure NumPy / SciPy (no torch).
+``gaussian_pair_epsilon`` (Agrawal, Wei, Singh, Magdon-Ismail, Zikas 2026, "Let's Ask Gauss", arXiv 2606.12733): the
+included and excluded canaries' scores as two Gaussians, ε from their hockey-stick divergence minimised over a
+confidence box of their means and variances; assumes Gaussian scores, independent across canaries. ``gdp_fit_epsilon``
+(Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning"): μ_LB = Φ⁻¹(1 − FPR_upper) −
+Φ⁻¹(FNR_upper) from independent runs' Clopper-Pearson counts, converted to ε; assumes a Gaussian trade-off. Pure NumPy
+/ SciPy (no torch).
 """
 
 from __future__ import annotations

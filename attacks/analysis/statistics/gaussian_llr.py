@@ -1,24 +1,12 @@
 """The Gaussian (μ-GDP) analysis of white-box DP-SGD canaries' summed log-likelihood ratios.
 
-Design (``mechanisms.dpsgd.canaries``; Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
-Learning", Dirac canaries): canary i owns one coordinate; at each of T steps it is Poisson-sampled at rate q (only if
-included) and the auditor reads x_t = b_t + N(0, σ²) there. The noise is iid across coordinates and steps and the
-sampling independent across canaries, so the canaries' scores S_i = Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))) are
-independent trials by construction, S_i ~ P (included) or Q (excluded), and any test on S_i is post-processing of
-the mechanism's output: the (P, Q) pair's ε at δ is at most the mechanism's.
-
-Assumption (the only one): P and Q are Gaussian (a central limit over the T steps) — a μ-GDP pair (Dong, Roth, Su
-2022, "Gaussian Differential Privacy", Def. 2.6, and their CLT for DP-SGD, Bu et al. 2020), with
-μ = (E_P S − E_Q S)/sd S. The bound is μ_LB = (gap lower bound)/(the larger of the two sd upper bounds), converted to
-ε at δ by μ-GDP's δ(ε) curve (Cor. 2.13). Its test on the run's own noise: the excluded canaries' coordinates never
-hold a canary, so their scores are exact draws from Q; their skewness and kurtosis are tested against the exact ones
-the model predicts at the run's (σ̂, q, T) (``llr_fit``; a plain normality test would reject the CLT's own, known,
-small skew in 40 % of correct runs at ε = 8 with 19,000 excluded canaries), and a rejection at
-``attacks.analysis.NORMALITY_LEVEL`` makes the bound not valid (shown, deciding nothing). How far the CLT is from exact
-at DP-SGD's q and T: ``scripts/dpsgd_audit_ideal.py`` computes P's and Q's exact moments (quadrature of the per-step
-mixture) and compares μ-GDP's ε from them with the exact PLD ε of the same T steps (dp_accounting): at the default
-profile's q = 1/3, T = 120 the Gaussian ε is 0.5–12 % *below* the exact one for σ from 27 down to 2.2, so in the
-limit of many canaries the analysis errs low, never high. Pure NumPy / SciPy (no torch).
+Dirac canaries (``mechanisms.dpsgd.canaries``; Nasr et al. 2023, "Tight Auditing of Differentially Private Machine
+Learning") scored S_i = Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ̂²))), independent trials by construction. Assumption (the
+only one): their laws P (included) and Q (excluded) are Gaussian, a μ-GDP pair (Dong, Roth, Su 2022, Def. 2.6; the CLT
+for DP-SGD, Bu et al. 2020). μ_LB = (gap lower bound)/(the larger sd upper bound), as ε at δ by μ-GDP (Cor. 2.13). The
+excluded scores' skewness and kurtosis are tested against the exact ones (``llr_fit``); a rejection at
+``attacks.analysis.NORMALITY_LEVEL`` makes the bound not valid. Why, and how far the CLT is from exact:
+docs/design-notes.md. Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """ε lower bounds from a membership test at a family of thresholds (Jagielski, Ullman, Oprea 2020).
 
 Valid for independent trials (repeated training runs, or canaries released independently); on one model's natural
-members the outcomes are not independent and the bound is only a heuristic. Pure NumPy / SciPy (no torch).
-
-Conventions: scores ``(N,)`` with larger meaning "member", labels ``(N,)`` in {0, 1} (1: member / canary
-included). ``confidence`` is the probability that the reported bound holds (family-wise where a family
-of thresholds or guesses is searched).
-
-References:
-    Jagielski, Ullman, Oprea (2020), "Auditing differentially private machine learning: how private is
-    private SGD?" (NeurIPS) -- ε_LB = ln((TPR_lower − δ) / FPR_upper) from Clopper-Pearson bounds.
-    Steinke, Nasr, Jagielski (2023), "Privacy auditing with one (1) training run" (NeurIPS), Thm 3.1 and
-    its approximate-DP p-value (§5, Algorithm 2 of the paper's appendix code).
+members the outcomes are not independent and the bound is only a heuristic. Scores ``(N,)``, larger meaning "member";
+labels ``(N,)`` in {0, 1} (1: member / canary included); ``confidence``: the probability that the reported bound
+holds (family-wise over the thresholds or guesses searched). Jagielski, Ullman, Oprea (NeurIPS 2020): ε_LB =
+ln((TPR_lower − δ) / FPR_upper) from Clopper-Pearson bounds; Steinke, Nasr, Jagielski (NeurIPS 2023), Thm 3.1 and its
+approximate-DP p-value (§5, Algorithm 2 of the paper's appendix code). Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations

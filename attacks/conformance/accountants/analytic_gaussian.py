@@ -1,28 +1,10 @@
 """The conformance tests' own accountants for local noise.
 
 The analytic Gaussian mechanism (Balle & Wang, ICML 2018, "Improving the Gaussian Mechanism for Differential Privacy",
-Thm. 8), k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath, JMLR 2016, "Extremal Mechanisms for Local
-Differential Privacy") and their composition, written from the papers and sharing no code with the mechanisms'
-accountants (``mechanisms.accounting``): a bug there cannot move the reference the conformance tests hold it to.
-
-**The Gaussian mechanism.** Two neighbouring inputs at L2 distance Δ give the outputs N(0, σ²I) and N(Δ, σ²I); with
-μ = Δ/σ the mechanism is (ε, δ)-DP for exactly δ ≥ δ_μ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Thm. 8; the formula
-is the hockey-stick divergence H_{e^ε}(N(μ, 1) ‖ N(0, 1)) and holds at every real ε, negative ones included).
-``gaussian_delta`` evaluates it without cancellation: where a = μ/2 − ε/μ < 0 both terms are read through the scaled
-complementary error function, δ = e^{−a²/2}/2 · (erfcx(−a/√2) − erfcx(−b/√2)), b = a − μ (e^ε φ(b) = φ(a)).
-
-**k-ary randomized response** keeps the true label with probability p = e^{ε_y}/(e^{ε_y} + k − 1) and releases each
-other label with (1 − p)/(k − 1): ε_y = ln(p(k − 1)/(1 − p)) exactly, δ = 0.
-
-**Their composition** (one record's image and label released together): for a product of independent mechanisms the
-hockey-stick divergence conditions on the second one's output o, H_{e^ε}(P₁P₂ ‖ Q₁Q₂) = E_{o∼P₂}[H_{e^{ε − L₂(o)}}(P₁ ‖
-Q₁)], with L₂ = ln(P₂/Q₂) the label's privacy loss: +ε_y where the true label is released (probability p), −ε_y where
-the neighbour's is ((1 − p)/(k − 1)), 0 elsewhere. Both mechanisms' worst pairs are attained together (images Δ
-apart, two different labels), so δ(ε) = p·δ_μ(ε − ε_y) + (1 − p)/(k − 1)·δ_μ(ε + ε_y) + (k − 2)(1 − p)/(k − 1)·δ_μ(ε)
-is the composition's exact privacy profile: no discretisation, no accountant. ε at δ is its root, found by
-bisection to 1e-12 relative and returned at the low end of the last bracket (it never overstates ε).
-
-Pure SciPy; no torch, no ``mechanisms``.
+Thm. 8: δ_μ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ), μ = Δ/σ), k-ary randomized response (Warner 1965; Kairouz, Oh,
+Viswanath, JMLR 2016: ε_y = ln(p(k − 1)/(1 − p)), δ = 0) and their composition (one record's image and label: the
+exact privacy profile, ε at δ by bisection, never overstated), written from the papers and sharing no code with
+``mechanisms.accounting``. The derivations: docs/design-notes.md. Pure SciPy; no torch, no ``mechanisms``.
 """
 
 from __future__ import annotations

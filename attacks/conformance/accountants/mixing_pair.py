@@ -1,30 +1,10 @@
 """The conformance tests' own accountant for DPMix (Lee, Kim, Lee, Suh, ISIT 2019).
 
-Built from first principles and sharing no code with the mechanism's (``mechanisms.accounting.dpmix``): a bug in that
-accountant's rate, sensitivity or composition count cannot move the reference the conformance tests hold it to.
-
-**One release.** A released sample is Σ_j w·x_j + N(0, diag(σ_x² on the d_x features, σ_y² on the d_y label
-coordinates)) over a uniform ℓ-subset of the n records, w = 1/ℓ for the certified mixing. Replacing one record
-moves the sample by at most w·Δ in the metric the noise whitens, Δ² = d_x·r²/σ_x² + Δ_y²/σ_y² (``mixing_shift``):
-r the features' range ([0, 1]: r = 1) and Δ_y² = 2, the squared L2 diameter of the label distributions (two one-hot or
-soft labels differ by at most √2), when the record is in the subset, which happens with probability q (ℓ/n for
-uniform subsets). Under replace-one with sampling without replacement the pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0,
-1)) and its reverse dominate one release, c = (w·Δ)² (Balle, Barthe, Gaboardi, NeurIPS 2018, "Privacy Amplification
-by Subsampling", advanced joint convexity; Zhu, Dong, Wang, AISTATS 2022, the dominating pairs of subsampling without
-replacement); the T releases compose.
-
-**The accountant.** ``dp_accounting``'s privacy loss distribution of that pair (``from_gaussian_mechanism`` with the
-sampling probability q: the same pair and its reverse), pessimistic connect-the-dots (Doroshenko et al. 2022) on a grid
-of ``GRID``·max(1, c) (one release's losses span about c), composed T times (``mixing_epsilon``). Its discretisation
-overstates ε by at most 1.8e-4 (relative) at the ``ci`` and ``default`` profiles' ℓ, T and n from ε = 1 to 15
-(against a grid five times finer; ``scripts/accountant_check.py``). dp_accounting's optimistic estimate
-(``pessimistic_estimate=False``, privacy buckets) is no use here: it rounds every release's losses down by up to one
-grid step, T·1e-4 in all (ε = 0.37 for a certified 1.00 at T = 10,000). Its tests check it against the closed form at
-q = 1 (T releases of N(√c) against N(0) are one Gaussian of μ = √(Tc),
-``attacks.conformance.accountants.analytic_gaussian``) and against dp_accounting's RDP accountant of sampling without
-replacement (an upper bound).
-
-Pure ``dp_accounting``; no torch, no ``mechanisms``.
+Built from first principles and sharing no code with ``mechanisms.accounting.dpmix``. One release is dominated, under
+replace-one, by (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse, c = (w·Δ)² (``mixing_shift``), q = ℓ/n
+(Balle, Barthe, Gaboardi, NeurIPS 2018; Zhu, Dong, Wang, AISTATS 2022); ``mixing_epsilon`` composes T of them with
+``dp_accounting``'s pessimistic PLD (overstates ε by at most 1.8e-4 relative at the profiles' ℓ, T and n). The
+derivation and its checks: docs/design-notes.md. Pure ``dp_accounting``; no torch, no ``mechanisms``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """Conformance tests: is the mechanism that ran the one its ε certifies?
 
-Each test measures one quantity the accountant assumes (the noise's standard deviation, the sample rate, the dispersion
-of records' participation, the number of steps, the clip bound, the noise's shape and independence, a keep rate) and
-tests the hypothesis H0 "this run is the certified mechanism" with a p-value that is exact, or whose level under H0 is
-shown by simulation (``validity``). Each is one comparison of the run's Bonferroni family
-(``attacks.analysis.privacy_bugs.check``), fixed by the design before any data: a rejection says "inconsistent with the
-certified mechanism at 95 %" and ends the run with exit 3. None is an "ε ≥" statement; ``measured_epsilon`` is the ε the
-measured parameters imply, at their confidence limits.
-
-Direction. Where ε is monotone in the quantity the test is one-sided in the direction that raises ε (less noise,
-a higher rate, more steps, a larger clipped norm, a higher keep rate): a mechanism that adds more noise than it
-certifies is not refuted. Where no direction is safe (the dispersion of participation counts: shuffled fixed batches
-accounted as Poisson sampling overstate privacy by up to 4×, Annamalai et al. 2026; the noise's shape and its
-independence across steps) the test is two-sided.
-
-This module holds what every test shares: the record a test returns (``conformance_record``), the validity it
-declares and the family's smallest p-value. The tests, one module per kind: the noise and the sensitivity it is
-calibrated to (``attacks.conformance.hypothesis_tests.noise``), the sampling and the steps
-(``attacks.conformance.hypothesis_tests.sampling``), the ε the run's measured or declared parameters imply
-(``attacks.conformance.hypothesis_tests.epsilon``); DPMix's mixing (``attacks.conformance.hypothesis_tests.mixing``) and
-the released data sets' (``attacks.conformance.hypothesis_tests.release``). Pure NumPy / SciPy (and ``dp_accounting``
-for the ε); no torch.
+Each test measures one quantity the accountant assumes and tests H0 "this run is the certified mechanism" with a
+p-value that is exact, or whose level under H0 is shown by simulation (``validity``); each is one comparison of the
+run's Bonferroni family (``attacks.analysis.privacy_bugs.check``), fixed by the design before any data. None is an
+"ε ≥" statement. One-sided where ε is monotone in the quantity (the direction that raises ε), two-sided where no
+direction is safe. This module holds what every test shares (``conformance_record``, ``VALIDITY``, the family's
+smallest p-value); one module per kind: ``noise``, ``sampling``, ``epsilon``, ``mixing``, ``release``,
+``canary_scores``, ``continuity``. Pure NumPy / SciPy (and ``dp_accounting`` for the ε); no torch.
 """
 
 from __future__ import annotations

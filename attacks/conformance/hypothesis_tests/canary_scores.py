@@ -1,16 +1,10 @@
 """White-box Dirac canaries' scores against their exact distribution under the certified DP-SGD.
 
 A test of the certificate that is exact, not a central limit (Nasr et al. 2023, "Tight Auditing of Differentially
-Private Machine Learning", Dirac canaries).
-
-An included canary is sampled at rate q at each of T steps; the auditor reads x_t = b_t·c_t + N(0, σ²) at its
-coordinate and scores S = Σ_t ℓ(x_t), ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ²))), at the *certified* σ and q. Under
-the certified mechanism c_t ≤ 1 (the clipped contribution, units of C), whatever it depends on (the past iterates
-included), and ℓ is increasing, so S is at most S* (the same draws with c_t = 1) draw by draw: the included scores'
-empirical CDF lies above that of iid draws from P = the law of S*, and a one-sided Kolmogorov-Smirnov test against P
-is conservative under every correct mechanism, dependent canaries included. P is computed numerically: ℓ's law at
-one step on a grid of width h, each cell's mass moved to its upper end (so the grid's P is stochastically larger than
-P: the test stays conservative), convolved T times by FFT. Pure NumPy / SciPy.
+Private Machine Learning", Dirac canaries): a one-sided Kolmogorov-Smirnov test of the included canaries' scores
+S = Σ_t ℓ(x_t), ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ²))) at the certified σ and q, against the law P of S with every
+clipped contribution at its bound, computed on a grid (each cell's mass at its upper end) convolved T times by FFT.
+Conservative under every correct mechanism, dependent canaries included (docs/design-notes.md). Pure NumPy / SciPy.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Conformance of a DPMix release tested for what it is, from the known records and the subsets the release recorded.
 
-(Lee, Kim, Lee, Suh, ISIT 2019: each released sample the mean of the ℓ records of its subset plus Gaussian noise.) The
-records' weight in their samples, the spread of that weight record by record, and the ε the measured parameters imply by
-the conformance code's own accountant (``attacks.conformance.accountants.mixing_pair``). Pure NumPy / SciPy.
-
-Every statistic is read on the residual r_t = o_t − (1/ℓ)·Σ_{j∈S_t} x_j of each released row o_t (features and label
-coordinates), whitened by the certified noise (r̃ = Σ^{-1/2} r, Σ = diag(σ_x², σ_y²)): under H0 "this is the certified
-DPMix", r̃_t ~ N(0, I) independently of the records and the subsets, so each is exact:
-
-- **the mixing weight** (``mixing_weight_test``): the regression of r̃_t on X̃_t = Σ^{-1/2} Σ_{j∈S_t} x_j, the sum of the
-  recorded records. A release that gives them weight w has r̃_t = (w − 1/ℓ)·X̃_t + noise; the score
-  A = Σ_t ⟨r̃_t, X̃_t⟩ is N(0, V) under H0 with V = Σ_t ‖X̃_t‖², so z = A/√V ~ N(0, 1), two-sided (a record entering
-  at more than 1/ℓ spends more than certified; at less, the release is not the mean of its subset either); the
-  measured weight ŵ = 1/ℓ + A/V, standard error 1/√V.
-- **the spread of the weights** (``weight_spread_test``): for each row, the squared length of r̃_t's projection on the
-  span of the recorded records' deviations from the most common record (Σ^{-1/2}(x_j − c), distinct records), which
-  is χ² with that span's dimension under H0; summed over rows, χ²_N with N the dimensions summed. Weights that
-  differ from record to record (some records at 2/ℓ, others at 0: the same mean) add to it; so does a record that
-  does not enter the sample that recorded it. Two-sided.
+(Lee, Kim, Lee, Suh, ISIT 2019: each released sample the mean of the ℓ records of its subset plus Gaussian noise.) On
+the residual r_t = o_t − (1/ℓ)·Σ_{j∈S_t} x_j of each released row, whitened by the certified noise (N(0, I) under H0,
+so each test is exact): the records' weight in their samples (``mixing_weight_test``, two-sided), the spread of that
+weight record by record (``weight_spread_test``, χ², two-sided), and the ε the measured parameters imply by the
+conformance code's own accountant (``attacks.conformance.accountants.mixing_pair``). The statistics in full:
+docs/design-notes.md. Pure NumPy / SciPy.
 """
 
 from __future__ import annotations
