@@ -5,7 +5,8 @@ comparison is Bonferroni-corrected over the run; a mechanism without a guarantee
 audited run's privacy is the one compared; a one-run design also tests the accountant's whole certified curve.
 
 Expected bounds are the audit functions' own at the Bonferroni level 1 − 0.05/M with M counted by hand here (the
-functions themselves are tested against independent implementations in tests/attacks/analysis/test_audit*.py)."""
+functions themselves are tested against independent implementations in tests/attacks/analysis/test_membership_audit.py
+and tests/attacks/analysis/statistics/)."""
 
 from __future__ import annotations
 
