@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 
 from attacks.analysis import audit_bounds
-from attacks.analysis.fdp import EPSILON_CAP
-from bench.results import AttackRecord, Bound, Design, Privacy, PrivacyBug, Results, RunResult
+from attacks.analysis.statistics.fdp import EPSILON_CAP
+from bench.results import AttackRecord, Bound, Design, PrivacyBug, PrivacyRecord, Results, RunResult
 from reports.common import DASH, has_guarantee, is_audit, num, relation_text
 
 HEURISTIC = "heuristic (assumes independent outcomes)"
@@ -42,7 +42,7 @@ def value_text(value: float) -> str:
     return f"≥ {num(EPSILON_CAP)} (cap)" if value >= EPSILON_CAP * (1 - 1e-9) else num(value)
 
 
-def reference_epsilon(privacy: Privacy | None) -> float | None:
+def reference_epsilon(privacy: PrivacyRecord | None) -> float | None:
     """The ε a bound is held to: the accountant's, else the ε a source claimed (no guarantee), else None."""
     if privacy is None:
         return None
@@ -79,12 +79,12 @@ class AuditBound:
         return self.value >= EPSILON_CAP * (1 - 1e-9)
 
     @property
-    def privacy(self) -> Privacy | None:
+    def privacy(self) -> PrivacyRecord | None:
         """The privacy the bound is compared with: the audit run's, else the model's own."""
         return self.record.audited_privacy or self.result.privacy
 
     @property
-    def compared(self) -> Privacy | None:
+    def compared(self) -> PrivacyRecord | None:
         """The privacy this bound is held to, by the rule the run-level check uses (``AttackRecord.held_to``)."""
         return self.record.held_to(self.result.privacy)
 
@@ -193,7 +193,7 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
 
 
 def limit_text(bound: AuditBound) -> str:
-    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.limits``).
+    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.statistics.limits``).
 
     ``"; 0.94 of the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"`` for a
     multi-run design, ``"(…: the ideal mechanism through the same analysis)"`` for a one-run design; empty where the

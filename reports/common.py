@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from bench.results import AttackRecord, MeasuredEpsilon, Metrics, Privacy, Results, RunResult, TprAtFpr
+from bench.results import AttackRecord, MeasuredEpsilon, Metrics, PrivacyRecord, Results, RunResult, TprAtFpr
 
 MAIN_LEVEL = 0.001  # the headline low-FPR level: TPR at 0.1 % FPR
 DASH = "—"
@@ -51,7 +51,7 @@ def one_line(text: object, default: str = "unknown error") -> str:
     return " ".join(str(text or "").split()) or default
 
 
-def has_guarantee(privacy: Privacy | None) -> bool:
+def has_guarantee(privacy: PrivacyRecord | None) -> bool:
     """Whether a model's privacy record carries a formal guarantee with an ε."""
     return privacy is not None and privacy.has_guarantee
 
@@ -79,11 +79,11 @@ def measured_text(m: MeasuredEpsilon | None) -> str:
             f"({relation_text(m.relation) or m.relation}, {m.accountant}, {m.confidence:.0%})")
 
 
-def format_privacy(privacy: Privacy | None) -> str:
+def format_privacy(privacy: PrivacyRecord | None) -> str:
     """One cell of text for a model's ``privacy`` record.
 
     Args:
-        privacy: the RunResult's ``Privacy``, or ``None`` for a failed cell.
+        privacy: the RunResult's ``PrivacyRecord``, or ``None`` for a failed cell.
 
     Returns:
         ``"ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)"`` (the relation only where the record names one; the same

@@ -2,7 +2,7 @@
 
 The heuristic ε lower bounds of the membership attacks (one model's natural members: they assume independent
 outcomes, so they are shown, never a verdict), and the lines for the run-level check's privacy bugs and refuted
-claims (``attacks/analysis/verdict.py``: valid audit bounds only, Bonferroni over the run). Reads a
+claims (``attacks/analysis/privacy_bugs/check.py``: valid audit bounds only, Bonferroni over the run). Reads a
 ``bench.results.Results``; the Audit table itself is ``reports.sections.audit.table``.
 """
 

@@ -8,7 +8,7 @@ relations, the last-iterate heuristic ε (Steinke et al., ICLR 2025: not a bound
 
 from __future__ import annotations
 
-from bench.results import Privacy, Results, RunResult
+from bench.results import PrivacyRecord, Results, RunResult
 from reports.bounds import AuditBound, tightest, valid_bounds, value_text
 from reports.common import DASH, delta_text, finished, has_guarantee, num, relation_text, target_text
 
@@ -34,7 +34,7 @@ def final_model_bound(r: RunResult) -> AuditBound | None:
     return tightest([b for b in found if b.privacy is not None and b.privacy.heuristics] or found)
 
 
-def _accountant(p: Privacy, relation: str) -> str:
+def _accountant(p: PrivacyRecord, relation: str) -> str:
     same = p.under(relation)
     if same is None or same.epsilon is None:
         return DASH

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Results, RunResult
+from bench.results import AttackRecord, Images, PrivacyRecord, ReproductionCurve, Results, RunResult
 from reports.bounds import design_text
 from reports.common import (
     format_privacy,
@@ -31,7 +31,7 @@ from reports.figures import OKABE_ITO, epsilon_x, figure, image_grid, save
 from reports.section import section_classes
 
 
-def _bound_line(ax: Axes, p: Privacy | None, grid: np.ndarray) -> None:
+def _bound_line(ax: Axes, p: PrivacyRecord | None, grid: np.ndarray) -> None:
     """The bound TPR <= e^ε·FPR + δ of a guaranteed ε (dashed) or of a merely claimed ε (dotted)."""
     if p is None:
         return

@@ -228,7 +228,7 @@ class CraftedAudit(MembershipAttack):
         Raises:
             ValueError: the mechanism accepts no initial model, or the target's settings are unknown.
         """
-        from attacks.analysis.crafted import crafted_summary, scores_from_outputs
+        from attacks.analysis.audits.crafted import crafted_summary, scores_from_outputs
 
         coins, jobs, together, canary = self._jobs(ctx)
         outputs, privacy, params, seconds = [], None, {}, 0.0

@@ -15,9 +15,9 @@ import torch
 from pydantic import Field
 
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.base.priors import with_labels
 from attacks.canaries.local import _coins
 from attacks.membership.shadows import shadow_seed
-from attacks.reconstruction.priors import with_labels
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec

@@ -1,19 +1,12 @@
-"""Canary audits of a data release, where it is published.
+"""Canary audits of a data release, where it is published: ``local-canary`` (local Gaussian noise).
 
-The attacker sees the whole release and knows the mechanism's settings. Both test the relation the releases are
-certified for, replace-one: canary slot i holds one of two records, a_i or b_i, chosen by an independent fair coin, and
-the attacker guesses which.
-
-- ``local-canary`` (local Gaussian noise): each canary slot is one person's local release, independent of every
-  other (a multi-run design: m independent runs of the local randomiser). The m slots go through one call of the
-  mechanism's release, so their independence is the mechanism's promise: the one-run analyses, valid under any
-  dependence, join the family (``AuditDesign.one_release``); the release's conformance to its certified σ and
-  randomized response is tested on the same canaries (``attacks.conformance.local``). a_i is a random direction
-  and b_i = −a_i, the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels;
-  the image score is ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²); the released label is the second channel. The score
-  the valid analyses read is both at once, the certified pair's likelihood ratio (``label_weight``); the
-  ``gaussian-composed`` estimate composes the two channels' fits (``attacks.analysis.channels``).
-- ``dpmix-canary`` (DPMix) is ``attacks.canaries.dpmix``: maximal records against a centre record, one-run.
+The attacker sees the whole release and knows the mechanism's settings; the audit tests replace-one: canary slot i
+holds a_i or b_i = −a_i (a random direction, the pair at the stated sensitivity 2 of unit-norm inputs, with two
+different labels), chosen by an independent fair coin. A multi-run design (m independent local releases) whose slots go
+through one release call, so the one-run analyses join its family (``AuditDesign.one_release``); the release's
+conformance is tested on the same canaries (``attacks.conformance.local``). The valid analyses read the certified
+pair's likelihood ratio of both channels (``label_weight``); the ``gaussian-composed`` estimate composes the channels'
+fits (``attacks.analysis.statistics.channels``). ``dpmix-canary`` is ``attacks.canaries.dpmix``.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.analysis.limits import gaussian_mixture_sf, threshold_limit
+from attacks.analysis.statistics.limits import gaussian_mixture_sf, threshold_limit
 from attacks.base.attack import MembershipAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
@@ -102,7 +95,7 @@ def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | 
 
 
 def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, delta: float) -> float | None:
-    """The ideal release's limit for this audit (``attacks.analysis.limits.threshold_limit``).
+    """The ideal release's limit for this audit (``attacks.analysis.statistics.limits.threshold_limit``).
 
     Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label, at the audit's counts.
 
@@ -141,7 +134,7 @@ class LocalCanaryAudit(MembershipAttack):
     Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
     the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
     released label is y₁ᵢ (1), y₂ᵢ (−1) or another (0); the ``gaussian-composed`` analysis
-    (``attacks.analysis.channels``) composes the two channels. Where the mechanism declares its labels public
+    (``attacks.analysis.statistics.channels``) composes the two channels. Where the mechanism declares its labels public
     (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone.
     """
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 from attacks.base.attack import ReconstructionAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import Reconstruction

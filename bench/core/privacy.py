@@ -1,9 +1,9 @@
 """What privacy a mechanism spent, defined once.
 
 The accountant's ε with its δ, accountant and neighbouring relation, and the same guarantee under other relations.
-Mechanisms construct ``PrivacySpent``; results.json stores it as ``bench.results.Privacy``, the same type plus the
-results-only ``weak_delta`` (a subclass, converted with ``Privacy(**spent.model_dump(), weak_delta=...)``). Frozen,
-validated on construction. No torch import (the results contract imports this module).
+Mechanisms construct ``PrivacySpent``; results.json stores it as ``bench.results.PrivacyRecord``, the same type plus
+the results-only ``weak_delta`` (a subclass, converted with ``PrivacyRecord(**spent.model_dump(), weak_delta=...)``).
+Frozen, validated on construction. No torch import (the results contract imports this module).
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ class PrivacySpent(BaseModel):
 
         Returns:
             A copy with that relation's ε, accountant and profile and no other relations (every other field, e.g.
-            ``Privacy.weak_delta``, kept); itself when ``relation`` is its own; None when it states no ε for that
+            ``PrivacyRecord.weak_delta``, kept); itself when ``relation`` is its own; None when it states no ε for that
             relation (or has no guarantee at all).
         """
         if self.epsilon is None or relation is None:

@@ -25,8 +25,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from attacks.analysis.pooled import pooled_audits
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.audits.pooled import pooled_audits
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.base.attack import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device

@@ -219,7 +219,7 @@ class CanaryTracker:
         Returns:
             That dict, with the run's ``conformance`` observations (``conformance_observations``) and, under them,
             ``certified_llr``: the included canaries' scores at the claimed σ (the exact canary-score test's input,
-            ``attacks.analysis.conformance.canary_scores``).
+            ``attacks.conformance.hypothesis_tests.canary_scores``).
         """
         if self.final:
             return self.final_result()

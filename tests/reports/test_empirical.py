@@ -1,5 +1,5 @@
 """The Audit section, the privacy-bug and refuted-claim lines, the heuristic table, the tightness plot and the ROC
-panels, from typed ``Results`` checked by the runner's own run-level check (``attacks.analysis.verdict``)."""
+panels, from typed ``Results`` checked by the runner's own run-level check (``attacks.analysis.privacy_bugs.check``)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 from scipy.stats import beta
 
-from attacks.analysis.conformance.noise import noise_test
+from attacks.conformance.hypothesis_tests.noise import noise_test
 from reports.empirical import heuristic_rows
 from reports.section import Badges, Details, Figures, Group, Table, Text
 from reports.sections.attacks import Attacks

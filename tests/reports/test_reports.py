@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.results import Privacy, RelationEpsilon, TprAtFpr
+from bench.results import PrivacyRecord, RelationEpsilon, TprAtFpr
 from bench.runner.outfolder import is_report_file
 from reports import render_terminal, write_reports
 from reports.bounds import tightest_valid
@@ -226,8 +226,8 @@ def test_summary_rows_pick_the_strongest_attack_per_metric(build, mnist_results)
 
 
 def test_format_privacy_and_tpr(build):
-    def priv(*args, **kwargs) -> Privacy:
-        return Privacy(**build.privacy(*args, **kwargs))
+    def priv(*args, **kwargs) -> PrivacyRecord:
+        return PrivacyRecord(**build.privacy(*args, **kwargs))
 
     with pytest.raises(ValueError, match="neighbouring relation"):  # an ε is never stored without its relation
         priv(0.99, 1e-5, "opacus-prv", "central-dp")

@@ -1,8 +1,9 @@
 """The audit section's table of white-box canary audits pooled across seeds.
 
-(results.json ``audit.pooled``, ``attacks.analysis.pooled``.) Per configuration (dataset, mechanism, target ε), the
-seeds pooled, the canaries, the pooled μ-GDP ε estimate at 95 % (it assumes the summed log-likelihood ratios Gaussian:
-never a bound) and its ratio to the accountant's ε of the audit's own relation, with that ε's δ and accountant.
+(results.json ``audit.pooled``, ``attacks.analysis.audits.pooled``.) Per configuration (dataset, mechanism, target ε),
+the seeds pooled, the canaries, the pooled μ-GDP ε estimate at 95 % (it assumes the summed log-likelihood ratios
+Gaussian: never a bound) and its ratio to the accountant's ε of the audit's own relation, with that ε's δ and
+accountant.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.results import REPRODUCED_WITHIN, Privacy, ReproducedValues, ReproductionRow, Results
+from bench.results import REPRODUCED_WITHIN, PrivacyRecord, ReproducedValues, ReproductionRow, Results
 from reports.common import DASH, format_privacy, one_line
 
 REPRODUCTION_HEADERS = (
@@ -45,7 +45,7 @@ def _privacy(corrected: dict[str, Any] | None) -> str:
         return DASH
     if corrected.get("guarantee") == "none":
         return "no guarantee"
-    return format_privacy(Privacy(
+    return format_privacy(PrivacyRecord(
         epsilon=corrected.get("epsilon"), delta=corrected.get("delta"), accountant=str(corrected.get("accountant")),
         guarantee="central-dp", relation=corrected.get("relation"), weak_delta=bool(corrected.get("weak_delta"))))
 

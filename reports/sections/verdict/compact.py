@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attacks.analysis.statistics import clopper_pearson
-from bench.results import Privacy, Results, RunResult
+from attacks.analysis.statistics.confidence import clopper_pearson
+from bench.results import PrivacyRecord, Results, RunResult
 from reports.bounds import REFUTED_MARK, audit_bounds_of, bugs_for, ratio_text, refuted_for, tightest_valid, value_text
 from reports.ceiling import cost_of_privacy
 from reports.common import (
@@ -56,7 +56,7 @@ class CompactTable:
     keys: list[str] = field(default_factory=list)
 
 
-def provenance(p: Privacy) -> str:
+def provenance(p: PrivacyRecord) -> str:
     """What an ε is stated with, e.g. ``"δ = 1e-05, dp_accounting-pld, replace-one"`` (+ ``" (weak δ ≥ 1/n)"``)."""
     weak = " (weak δ ≥ 1/n)" if p.weak_delta else ""
     relation = relation_text(p.relation)

@@ -1,6 +1,6 @@
 """The Audit section's "Seeds pooled" table: each pooled white-box audit of results.json's ``audit.pooled``
-(``attacks.analysis.pooled``) against the accountant's ε of the audit's own relation, named with its δ and accountant
-(taken from the pooled runs' privacy records), in Markdown and HTML: an estimate (it assumes the summed
+(``attacks.analysis.audits.pooled``) against the accountant's ε of the audit's own relation, named with its δ and
+accountant (taken from the pooled runs' privacy records), in Markdown and HTML: an estimate (it assumes the summed
 log-likelihood ratios Gaussian), never an "ε ≥"; the column after it says whether that assumption stood its shape
 test."""
 
