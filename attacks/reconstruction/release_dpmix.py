@@ -87,19 +87,7 @@ class DPMixCorrelation(_DPMixMembership):
     name = "dpmix-mia-corr"
 
     def release_scores(self, z, cand, prior, *, sigma, ell, n):
-        """score(c) = max over released samples t of cos(z_t − μ, c − μ).
-
-        Args:
-            z: ``(T, d)`` the release, [image, label] rows.
-            cand: ``(N, d)`` the candidates, [image, one-hot label] rows.
-            prior: ``(μ, eigenvalues, eigenvectors)`` of the records (only μ is used).
-            sigma: σ (unused).
-            ell: ℓ (unused).
-            n: records (unused).
-
-        Returns:
-            ``(N,)`` float64 scores in [−1, 1], larger meaning "member".
-        """
+        """``(N,)`` float64 scores in [−1, 1]: max over released rows z_t of cos(z_t − μ, c − μ), μ the prior's mean."""
         mu = prior[0]
         r = F.normalize((z - mu).float(), dim=1)
         a = F.normalize((cand - mu).float(), dim=1)
