@@ -98,11 +98,7 @@ class OneAtATime:
         return (self.fn(d, seed=s) if r is None else self.fn(d, seed=s, audit=r) for d, s, r in jobs)
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
-        """Nothing: models are trained one at a time, when asked.
-
-        Args:
-            jobs: ``(data, seed, request or None)`` triples (ignored).
-        """
+        """Nothing: models are trained one at a time, when asked."""
 
 
 class TargetNotTrained(RuntimeError):
