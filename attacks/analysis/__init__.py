@@ -149,29 +149,18 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
         scores: ``(N,)`` scores (larger: "member").
         labels: ``(N,)`` membership labels (1: member / canary included).
         delta: δ of the guarantee tested (the mechanism's, or the run's without a guarantee).
-        design: how the labels were decided (``bench.core.design.AuditDesign``); None: heuristic, black-box. A
-            one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing rules by its
-            single two-sided rule.
-        profile: the accountant's certified ``[[ε, δ], ...]``: one-run designs test the whole curve
-            (``attacks.analysis.statistics.fdp.profile_rejected``), multi-run designs test it at every threshold of
-            their fixed family (``attacks.analysis.statistics.curve``; G_μ itself where the design names
-            ``certified_mu``).
-        confidence: coverage of the audit's ``epsilon_lb``: each of the k valid analyses of the design's ``family``
-            is made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or
-            guessing rules; each estimate at ``confidence`` under its assumption.
-        label_outcomes: ``(N,)`` in {−1, 0, 1}, for a design whose ``channels`` hold ``"label"``: canary i's
-            released label is its pair's first label (1; the first record is present where ``labels[i]`` is 1),
-            its second (−1) or neither (0); with the image channel's scores it gives the ``gaussian-composed``
-            estimate (``attacks.analysis.statistics.channels``). Where the design has a ``label_weight`` w, the scores
-            are already s = u + w·o (both channels, read by the valid analyses) and the estimates read u = s − w·o.
+        design: how the labels were decided (None: heuristic, black-box); a one-run design's ``guess_fraction``
+            (fixed before the scores) replaces the 12 guessing rules by its single two-sided rule.
+        profile: the accountant's ``[[ε, δ], ...]``, tested whole (one-run) or at each threshold (multi-run).
+        confidence: coverage of ``epsilon_lb``: each of the k valid analyses of the design's ``family`` at
+            1 − (1 − confidence)/k (``method_confidence``); each estimate at ``confidence`` under its assumption.
+        label_outcomes: ``(N,)`` in {−1, 0, 1} for a design with a ``"label"`` channel: canary i's released label is
+            its pair's first (1), second (−1) or neither (0); with the image scores it gives the ``gaussian-composed``
+            estimate. With a ``label_weight`` w the scores are s = u + w·o and the estimates read u = s − w·o.
 
     Returns:
-        The stored audit block, a ``bench.results.Audit`` without its ``design`` (``Audit(**block, design=design)``):
-        ``{"delta", "confidence", "method_confidence", "counts", "bounds", "epsilon_lb", "method"}`` plus, for
-        one-run designs, ``"one_run": {"m", "guesses"}`` and, given a profile, ``"profile_rejected"`` (one-run and
-        multi-run designs).
-        ``epsilon_lb`` / ``method``: the tightest valid bound (a heuristic design: its heuristic bound, marked not
-        valid); never an estimate.
+        A ``bench.results.Audit`` block without its ``design``; ``epsilon_lb`` / ``method``: the tightest valid bound
+        (a heuristic design: its heuristic bound, marked not valid), never an estimate.
 
     Raises:
         ValueError: invalid scores or labels (``attacks.analysis.statistics.metrics.validate_scores``).
@@ -201,18 +190,7 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
 
 
 def audit_bounds(audit: Audit, *, confidence: float) -> dict[str, float]:
-    """The valid bounds of a stored audit recomputed from its counts, one-run guesses and fits.
-
-    Args:
-        audit: a stored ``bench.results.Audit``.
-        confidence: each bound's confidence level.
-
-    Returns:
-        method -> ε lower bound (unitless); empty for a heuristic design, whose bound is not valid.
-
-    Raises:
-        ValueError: a valid bound whose input (its fit, or the one-run guesses) is missing from ``audit``.
-    """
+    """Method ↦ valid ε_LB of a stored ``Audit`` from its counts, guesses and fits; ValueError: an input missing."""
     one_run = None if audit.one_run is None else (audit.one_run.m, audit.one_run.guesses)
     return {b.method: _compute(b.method, audit.counts, one_run, b.fit, delta=audit.delta, confidence=confidence)
             for b in audit.bounds if b.valid}

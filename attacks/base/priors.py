@@ -19,14 +19,7 @@ _MOMENTS: dict[tuple, tuple] = {}  # (population fingerprint, kind, label) -> mo
 
 
 def gaussian_moments(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The Gaussian moments of the rows of ``z``, in float64.
-
-    Args:
-        z: ``(N, d)`` vectors.
-
-    Returns:
-        ``(mean (d,), covariance eigenvalues (d,) clipped at 0, eigenvectors (d, d))``, the covariance unbiased.
-    """
+    """Float64 mean ``(d,)``, unbiased covariance's eigenvalues ``(d,)`` (clipped at 0) and eigenvectors ``(d, d)``."""
     z = z.double()
     mu = z.mean(0)
     cov = (z - mu).T @ (z - mu) / max(len(z) - 1, 1)
@@ -35,26 +28,12 @@ def gaussian_moments(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
 
 
 def with_labels(data: ArrayDataset) -> torch.Tensor:
-    """The vector DPMix mixes: flattened image and one-hot label.
-
-    Args:
-        data: ``N`` records, images ``(N, C, H, W)``.
-
-    Returns:
-        ``(N, C·H·W + K)`` float64.
-    """
+    """``(N, C·H·W + K)`` float64: the vectors DPMix mixes, flattened image and one-hot label."""
     return torch.cat([data.x.flatten(1), F.one_hot(data.y, data.num_classes).float()], dim=1).double()
 
 
 def unit_rows(x: torch.Tensor) -> torch.Tensor:
-    """Each row of ``x`` flattened and scaled to unit L2 norm (norms floored at 1e-12).
-
-    Args:
-        x: ``(N, ...)`` images.
-
-    Returns:
-        ``(N, d)`` float64 unit vectors.
-    """
+    """``(N, d)`` float64: each row of ``x`` flattened and scaled to unit L2 norm (norms floored at 1e-12)."""
     flat = x.flatten(1).double()
     return flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
@@ -62,14 +41,8 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
 def population_moments(data: ArrayDataset, kind: str, label: int | None = None):
     """:func:`gaussian_moments` of the attacker's population, computed once per process and reused by every target.
 
-    Args:
-        data: the attacker's population.
-        kind: ``"mix"``: [image, one-hot label] vectors (what DPMix mixes); any other: unit-norm images.
-        label: the class of the unit-norm images (all classes if it has fewer than 2 records).
-
-    Returns:
-        ``"mix"``: ``(mean, eigenvalues, eigenvectors)``; otherwise the same of the unit-norm images and their mean
-        pixel L2 norm (a float).
+    ``kind`` ``"mix"``: of [image, one-hot label] vectors (what DPMix mixes); else of the unit-norm images of ``label``
+    (all classes if it has fewer than 2 records), with their mean pixel L2 norm (a float) appended.
     """
     key = (data.fingerprint(), kind, label)
     if key not in _MOMENTS:
@@ -84,21 +57,7 @@ def population_moments(data: ArrayDataset, kind: str, label: int | None = None):
 
 def wiener(z: torch.Tensor, mu: torch.Tensor, lam: torch.Tensor, vecs: torch.Tensor, signal_scale: float,
            noise_var: float) -> torch.Tensor:
-    """Linear MMSE (Wiener) estimate of a signal s ~ N(μ, c·Σ) from z = s + N(0, σ²I).
-
-    μ + V diag(cλ / (cλ + σ²)) Vᵀ (z − μ), Σ = V diag(λ) Vᵀ; for a mixture, the estimate of one record from it.
-
-    Args:
-        z: ``(N, d)`` observations.
-        mu: ``(d,)`` the prior mean.
-        lam: ``(d,)`` the prior covariance's eigenvalues λ.
-        vecs: ``(d, d)`` its eigenvectors V.
-        signal_scale: c.
-        noise_var: σ² (0: the gain is 1, z returned).
-
-    Returns:
-        ``(N, d)`` estimates.
-    """
+    """Wiener ``(N, d)`` estimate of s ~ N(μ, c·Σ), Σ = V diag(λ) Vᵀ, from z = s + N(0, σ²I) (σ² = 0: z)."""
     gain = torch.ones_like(lam) if noise_var == 0 else signal_scale * lam / (signal_scale * lam + noise_var)
     return mu + ((z - mu) @ vecs) * gain @ vecs.T
 

@@ -82,15 +82,7 @@ class CanaryAudit(MembershipAttack):
         return self.params.inputs == "population"
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Population canaries are drawn from the attacker's population: at most ``n_population`` of them.
-
-        Args:
-            n_members: the run's member count.
-            n_population: the attacker's population count.
-
-        Returns:
-            One line naming ``num_canaries`` and its limit, or None.
-        """
+        """Population canaries come from the attacker's population: ``num_canaries`` <= ``n_population``."""
         if self.params.inputs != "population":
             return None
         return at_most(self.name, "num_canaries", self.params.num_canaries, n_population, "n_population")
@@ -126,16 +118,7 @@ class CanaryAudit(MembershipAttack):
         return canaries, included.numpy()
 
     def public_size(self, members: int) -> int:
-        """The audit run's public record count.
-
-        The members plus the expected number of included canaries, m·½, fixed before any coin is drawn.
-
-        Args:
-            members: the target's member count n.
-
-        Returns:
-            n + ⌊m/2⌋.
-        """
+        """The audit run's public record count n + ⌊m/2⌋ (the expected canaries in), fixed before any coin is drawn."""
         return members + self.params.num_canaries // 2
 
     def _request(self, ctx: AttackContext):
@@ -198,11 +181,7 @@ class CanaryAudit(MembershipAttack):
         return canaries, included, data, shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The audit run, submitted before the cell's attacks run (a training worker trains it meanwhile).
-
-        Args:
-            ctx: the cell's attack context (its split, seed and mechanism).
-        """
+        """Submit the audit run (a training worker trains it meanwhile)."""
         _, _, data, seed, request = self._audit_job(ctx)
         ctx.train_like_target.prefetch([(data, seed, request)])
 
@@ -282,14 +261,7 @@ class FinalModelCanaryAudit(CanaryAudit):
     Params = FinalModelCanaryParams
 
     def applies_to(self, target) -> bool:
-        """DP-SGD targets only (their recorded σ and per-sample gradient mode); elsewhere the attack is skipped.
-
-        Args:
-            target: the trained target.
-
-        Returns:
-            Whether its ``params`` record ``grad_sample_mode`` and ``noise_multiplier``.
-        """
+        """DP-SGD targets only: their ``params`` record ``grad_sample_mode`` and ``noise_multiplier``."""
         return "grad_sample_mode" in target.params and "noise_multiplier" in target.params
 
     def _request(self, ctx: AttackContext):

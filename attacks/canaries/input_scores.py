@@ -22,17 +22,10 @@ Score = Literal["loss", "output-difference", "margin"]
 
 def input_canary_scores(model: torch.nn.Module, canaries: ArrayDataset, *, score: Score,
                         device: torch.device) -> np.ndarray:
-    """The canaries' scores, larger meaning "included".
+    """``(m,)`` float64 scores of the m input canaries on the audit run's final ``model``, larger meaning "included".
 
-    Args:
-        model: the audit run's final model (images to ``(N, K)`` logits).
-        canaries: the m input canaries (images ``(m, C, H, W)``, labels ``(m,)``).
-        score: ``loss`` (minus the per-example loss), ``output-difference`` (⟨d(x), e_y − 1/K⟩) or ``margin``
-            (d(x)_y − max_{c≠y} d(x)_c), d(x) = logits(x) − logits(blank image).
-        device: where the model runs.
-
-    Returns:
-        ``(m,)`` float64 scores.
+    ``score``: ``loss`` (minus the per-example loss), ``output-difference`` (⟨d(x), e_y − 1/K⟩) or ``margin``
+    (d(x)_y − max_{c≠y} d(x)_c), with d(x) = logits(x) − logits(blank image).
 
     Raises:
         ValueError: an unknown ``score``.

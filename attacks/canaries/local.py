@@ -50,18 +50,9 @@ def _coins(m: int, generator: torch.Generator) -> np.ndarray:
 
 
 def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarray:
-    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``.
+    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``, bit-equal to the float64 product's sum.
 
-    Each row's products and sum in float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in
-    blocks of ``rows`` rows so that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
-
-    Args:
-        z: ``(m, d)`` released images.
-        a: ``(m, d)`` canary directions.
-        rows: rows per block.
-
-    Returns:
-        ``(m,)`` float64 projections.
+    Computed in blocks of ``rows`` rows, so that no ``(m, d)`` float64 copy is made.
     """
     out = torch.empty(len(z), dtype=torch.float64)
     for i in range(0, len(z), rows):
@@ -70,20 +61,11 @@ def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarra
 
 
 def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | None:
-    """The label outcome's weight w = σ²·ε_label/2 in the score s = ⟨z, a⟩ + w·o.
+    """The label outcome's weight w = σ²·ε_label/2 (score units) in s = ⟨z, a⟩ + w·o, or None without such a channel.
 
-    With ⟨z, a⟩ ~ N(±1, σ²) and k-ary
-    randomized response at ε_label, s is the certified pair's log-likelihood ratio (times σ²/2), the most powerful
-    score for both channels at once (Neyman–Pearson). Read from a release of two fixed records, so w cannot depend
-    on the canaries' coins.
-
-    Args:
-        ctx: the cell's attack context (a local-gaussian target).
-        shape: one image's shape.
-        k: the number of classes.
-
-    Returns:
-        w (score units), or None where the release states no private label channel or no finite σ, ε_label.
+    With ⟨z, a⟩ ~ N(±1, σ²) and k-ary RR at ε_label, s is the certified pair's log-likelihood ratio (× σ²/2), the most
+    powerful score for both channels at once (Neyman–Pearson). Read from a release of two fixed records, so w cannot
+    depend on the canaries' coins; None where it states no private label channel or no finite σ, ε_label.
     """
     probe = ArrayDataset(torch.full((2, *shape), 0.5), torch.arange(2) % k, k, "probe")
     params = ctx.train_like_target.release(probe, seed=shadow_seed(ctx.seed, "canary", 5))[0].params
@@ -95,19 +77,10 @@ def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | 
 
 
 def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, delta: float) -> float | None:
-    """The ideal release's limit for this audit (``attacks.analysis.statistics.limits.threshold_limit``).
+    """The ideal release's ε limit for this audit (``attacks.analysis.statistics.limits.threshold_limit``), None without a σ.
 
-    Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label, at the audit's counts.
-
-    Args:
-        params: the release's stated ``sigma`` and ``label_epsilon``.
-        weight: the label's weight w in the score (None: the image alone).
-        coins: ``(m,)`` in {0, 1}, the slots' coins.
-        k: the number of classes.
-        delta: δ of the guarantee tested.
-
-    Returns:
-        ε (unitless), or None where the release states no positive finite σ.
+    Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label (``params``' ``sigma``,
+    ``label_epsilon``; w = ``weight``, None: the image alone), at the counts of the ``(m,)`` ``coins``.
     """
     sigma = params.get("sigma")
     if not isinstance(sigma, (int, float)) or not 0 < sigma < math.inf:

@@ -128,19 +128,11 @@ def _continuity(record: dict[str, Any] | None, released: Any) -> dict[str, Any] 
 
 def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_rate: float, certified_steps: int,
                       privacy: Any, released: Any = None) -> dict[str, Any]:
-    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 10 records, "measured_epsilon"}``).
+    """The run's conformance: ``{"tests": K + 10 records, "measured_epsilon": ε of the measured parameters}``.
 
-    Args:
-        obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
-        noise_multiplier: the certified σ (> 0).
-        sample_rate: the certified q.
-        certified_steps: the accountant's T.
-        privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
-        released: the model the audit run released (``TrainedModel.model``), compared with what its training loop
-            returned (``mechanisms.dpsgd.continuity.released_changes``); None: not compared.
-
-    Returns:
-        ``{"tests": [K + 10 conformance records], "measured_epsilon": ε from the measured parameters}``.
+    ``obs``: ``mechanisms.dpsgd.observations.conformance_observations``; σ = ``noise_multiplier``, q, T: the certified
+    ones; ``privacy``: the certified ``PrivacySpent`` (ε, δ, relation); ``released``: the released model, compared with
+    what the training loop returned (``mechanisms.dpsgd.continuity.released_changes``; None: not compared).
 
     Raises:
         ValueError: σ ≤ 0 (a run without noise certifies nothing to test).

@@ -32,18 +32,7 @@ SENSITIVITY = 2.0  # replace-one: two unit-norm images are at most 2 apart (from
 
 
 def shown_only(test: dict[str, Any]) -> dict[str, Any]:
-    """DPMix's noise-shape test, shown but not deciding (``ConformanceTest.deciding``).
-
-    On a 3-channel synthetic CIFAR-10 the correct mechanism's residual noise has an excess kurtosis of about 0.04 (p =
-    5e-4 at M = 55), not yet explained, so its level under the certified mechanism is not established; its p-value is
-    kept as measured.
-
-    Args:
-        test: a conformance record (``attacks.analysis`` builds them).
-
-    Returns:
-        A copy with ``deciding`` False and the reason in its ``detail``.
-    """
+    """``test`` shown, not deciding (DPMix's noise shape: its level under the certified mechanism unknown)."""
     return {**test, "deciding": False,
             "detail": {**test["detail"], "reason": "shown, not deciding: its level under the certified DPMix is not "
                                                    "established (an excess kurtosis of 0.04 on 3-channel data)"}}

@@ -32,24 +32,7 @@ SIGMA_FLOOR = 0.2  # PRV's domain; a smaller σ upper limit is read at the floor
 
 
 def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *, which: str) -> float:
-    """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant.
-
-    (eps_error 0.01, delta_error δ/1000, Opacus' defaults.) ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is
-    what ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
-
-    Args:
-        noise_multiplier: σ.
-        sample_rate: q in (0, 1].
-        steps: T.
-        delta: δ, a probability.
-        which: ``lower``, ``estimate`` or ``upper``.
-
-    Returns:
-        ε (unitless, add/remove; ∞ at σ = 0).
-
-    Raises:
-        ValueError: an unknown ``which`` (``prv_composed_epsilon``).
-    """
+    """ε at δ (add/remove) of T subsampled Gaussian steps, Opacus' PRV (Gopi et al. 2021), ``which`` limit."""
     return prv_composed_epsilon([(noise_multiplier, sample_rate, steps)], delta, which=which)
 
 
@@ -83,19 +66,9 @@ def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, 
 
 
 def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta: float, *, guess: float) -> float:
-    """σ* at which PRV's certified (upper) ε equals ``epsilon``.
+    """σ* at which PRV's certified (upper) ε equals ``epsilon`` > 0.
 
     Secant steps on log ε against log σ from ``guess`` (ε ≈ ∝ 1/σ), to 1e-5 relative in ε.
-
-    Args:
-        epsilon: the target ε (> 0, unitless).
-        sample_rate: q.
-        steps: T.
-        delta: δ.
-        guess: the starting σ (> 0).
-
-    Returns:
-        σ*, the noise multiplier.
 
     Raises:
         ValueError: 12 secant steps do not get there.
@@ -151,17 +124,7 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
 
 
 def accountant_rate(wb: dict[str, Any]) -> float:
-    """The accountant's q, steps-weighted over its history (the hook's q without one).
-
-    Under Poisson sampling at varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so
-    the rate test at the mean stays exact or conservative.
-
-    Args:
-        wb: the observer's ``result()``.
-
-    Returns:
-        q, the sample rate.
-    """
+    """The accountant's steps-weighted q (or the hook's): Poisson-binomial rows keep the rate test valid."""
     history = wb["history"] or [[wb["claimed_sigma"], wb["sample_rate"], wb["steps"]]]
     return sum(float(h[1]) * int(h[2]) for h in history) / max(sum(int(h[2]) for h in history), 1)
 

@@ -25,20 +25,9 @@ IDEAL_SEED = 20240514  # the ideal mechanism's simulation: a fixed seed, so the 
 
 
 def scores_from_outputs(outputs: ArrayLike, direction: ArrayLike) -> np.ndarray:
-    """Each run's score from its final model's logits on the canary and, where given, its reference input.
+    """``(R,)`` float64 scores ⟨logits(canary) − logits(reference), direction⟩ of R runs (no reference: ⟨logits, dir⟩).
 
-    ⟨logits(canary) − logits(reference), direction⟩ (without a reference, ⟨logits(canary), direction⟩). Linear in the
-    logits, so linear in θ_T for a model linear in its parameters.
-
-    Args:
-        outputs: ``(R, Q, K)`` logits of R runs on Q queries (query 0 the canary, query 1 the reference), Q in {1, 2}.
-        direction: ``(K,)`` the direction the logits are read along.
-
-    Returns:
-        ``(R,)`` float64 scores, higher meaning "canary included".
-
-    Raises:
-        ValueError: outputs not ``(R, 1 or 2, K)`` or a direction of another length.
+    ``outputs``: ``(R, Q, K)`` logits on Q in {1, 2} queries (the canary, then the reference); ValueError otherwise.
     """
     out, v = np.asarray(outputs, dtype=np.float64), np.asarray(direction, dtype=np.float64)
     if out.ndim != 3 or out.shape[1] not in (1, 2) or out.shape[2] != v.size:

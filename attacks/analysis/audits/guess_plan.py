@@ -26,21 +26,10 @@ def planned_guess_fraction(*, sigma: float, sample_rate: float, steps: int, m: i
     """The two-sided guess fraction f in ``PLANNED_FRACTIONS`` whose rule maximises the one-run ε lower bound.
 
     The bound of Steinke, Nasr, Jagielski (2023) at δ and ``confidence`` on the ideal mechanism's simulated scores
-    (a fixed seed: a function of the public parameters alone; cached).
-
-    Args:
-        sigma: the claimed noise multiplier σ (> 0).
-        sample_rate: q, in (0, 1].
-        steps: T >= 1.
-        m: canaries, >= 2.
-        delta: δ of the guarantee tested, a probability.
-        confidence: the level the audit will use for this analysis.
-
-    Returns:
-        f, one of ``PLANNED_FRACTIONS``.
+    (claimed σ, rate q, T steps, m canaries; a fixed seed: a function of the public parameters alone; cached).
 
     Raises:
-        ValueError: a parameter out of range.
+        ValueError: σ <= 0, q outside (0, 1], T < 1 or m < 2.
     """
     if not (sigma > 0 and 0 < sample_rate <= 1 and steps >= 1 and m >= 2):
         raise ValueError(f"planned_guess_fraction needs σ > 0, 0 < q <= 1, T >= 1, m >= 2, got {sigma}, "
@@ -57,17 +46,5 @@ def planned_guess_fraction(*, sigma: float, sample_rate: float, steps: int, m: i
 
 
 def two_sided_rule(scores: ArrayLike, included: ArrayLike, fraction: float) -> list[int]:
-    """The single two-sided rule at ``fraction`` (``one_run_guesses``' row for it).
-
-    Args:
-        scores: ``(m,)`` canary scores, higher meaning "included".
-        included: ``(m,)`` in {0, 1}.
-        fraction: f: the f·m highest guessed included, the f·m lowest excluded.
-
-    Returns:
-        ``[k, k, 2k, v]``: guesses each way, guesses in all, correct guesses.
-
-    Raises:
-        ValueError: invalid scores or labels (``validate_scores``).
-    """
+    """``[k, k, 2k, v]``: ``one_run_guesses``' two-sided rule at ``fraction`` (the f·m highest, f·m lowest guessed)."""
     return one_run_guesses(scores, included, fractions=(fraction,))[1]

@@ -33,17 +33,7 @@ def _known(value: T | None, what: str) -> T:
 
 
 def group_epsilon(group: list[Member]) -> float:
-    """The largest accountant's ε among ``group``'s members (each present: ``pool_groups`` keeps no other).
-
-    Args:
-        group: members (run, its audit record, the guarantee of the audit's relation), from ``pool_groups``.
-
-    Returns:
-        ε (unitless).
-
-    Raises:
-        ValueError: a member's guarantee without an ε.
-    """
+    """The largest accountant's ε among ``group``'s members; ValueError for a guarantee without one."""
     return max(_known(m[2].epsilon, "ε") for m in group)
 
 
@@ -80,18 +70,9 @@ def pool_groups(results: list[RunResult]) -> list[list[Member]]:
 
 
 def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool]:
-    """The pooled μ-GDP ε estimate of ``group`` and whether its Gaussian assumption stands.
+    """``(ε estimate, tested)``: the pooled μ-GDP ε of ``group`` (``pool_llr_fits``, ``llr_gdp_bound``).
 
-    The pooled μ-GDP ε estimate of ``group`` (``pool_llr_fits`` then ``llr_gdp_bound``) and whether its Gaussian
-    assumption stands the runs' combined shape test.
-
-    Args:
-        group: one group of ``pool_groups``.
-        confidence: the bound's confidence level.
-
-    Returns:
-        ``(ε estimate, tested)``: tested when every run's fit is present (else ``(0.0, False)``) and the runs' shape
-        tests, combined by Fisher's method, pass at ``NORMALITY_LEVEL``.
+    Tested: every run's fit present (else ``(0.0, False)``) and Fisher's combined shape test >= ``NORMALITY_LEVEL``.
     """
     fits = [next((b.fit for b in rec.audit.bounds if b.method == METHOD), None) for _, rec, _ in group]
     present = [f for f in fits if f is not None]
@@ -103,14 +84,7 @@ def pooled_bound(group: list[Member], *, confidence: float) -> tuple[float, bool
 
 
 def pooled_audits(results: list[RunResult], *, confidence: float = 0.95) -> list[PooledAudit]:
-    """One ``PooledAudit`` per group of ``pool_groups``, its bound at ``confidence``.
-
-    Args:
-        results: the runs' results.
-        confidence: each bound's confidence level.
-
-    Returns:
-        The pooled audits, with the group's largest ε and its δ and relation.
+    """One ``PooledAudit`` per ``pool_groups`` group: its bound at ``confidence``, largest ε, δ and relation.
 
     Raises:
         ValueError: a group's guarantee without an ε, a δ or a relation.

@@ -33,54 +33,23 @@ NORMALITY_LEVEL = 0.01  # the level of an estimate's normality test: shown besid
 
 
 def evidence(method: str, design_kind: str) -> str:
-    """The kind of evidence an analysis gives (the one rule, module docstring).
-
-    Args:
-        method: a key of ``METHODS``.
-        design_kind: the audit design's ``kind``.
-
-    Returns:
-        ``"valid"`` (assumption-free, one-run or multi-run design), ``"estimate"`` (a distributional assumption) or
-        ``"heuristic"`` (a heuristic design: outcomes not independent).
-    """
+    """An analysis' evidence (the one rule, module docstring): ``"valid"``, ``"estimate"`` or ``"heuristic"``."""
     if METHODS[method][1] is not None:
         return "estimate"
     return "valid" if design_kind in AUDITED else "heuristic"
 
 
 def gaussian_valid(design: AuditDesign, normality_p: float | None) -> bool:
-    """Whether a Gaussian estimate's assumption stands its test under ``design``.
-
-    Shown beside the estimate; it never makes the estimate a bound.
-
-    Args:
-        design: the audit's design.
-        normality_p: the normality test's p-value, or None.
-
-    Returns:
-        True for scores Gaussian by construction (``design.gaussian``), a one-run or multi-run design, and a
-        normality test that does not reject at ``NORMALITY_LEVEL``.
-    """
+    """Whether the Gaussian assumption stands: ``design.gaussian``, audited, ``normality_p`` >= ``NORMALITY_LEVEL``."""
     return design.gaussian and design.kind in AUDITED \
         and normality_p is not None and normality_p >= NORMALITY_LEVEL
 
 
 def family(design: AuditDesign) -> tuple[str, ...]:
-    """The valid analyses of ``design``, fixed by the design alone before any score is seen.
+    """The valid analyses of ``design``, fixed before any score is seen: the audit's Bonferroni family (divisor k).
 
-    The Bonferroni family of the audit (its divisor k) and of the run-level check
-    (``attacks.analysis.privacy_bugs.check``). Estimates (``estimates``) never belong: they decide nothing, so they cost
-    the valid bounds no confidence.
-
-    One-run designs: ``one-run`` and ``f-dp``; multi-run designs: ``clopper-pearson``, and where the slots went
-    through one release call (``design.one_release``: their independence is the mechanism's promise, not the
-    design's) ``one-run`` and ``f-dp`` too, valid under any dependence between slots. A heuristic design has none.
-
-    Args:
-        design: the audit's design.
-
-    Returns:
-        The analyses' method names (empty for a heuristic design).
+    Estimates never belong (they decide nothing). One-run designs: ``one-run``, ``f-dp``; multi-run: ``clopper-pearson``
+    and, with ``design.one_release`` (independence the mechanism's promise), ``one-run``, ``f-dp``. Heuristic: none.
     """
     kind = design.kind
     if kind not in AUDITED:

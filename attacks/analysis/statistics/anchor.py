@@ -22,19 +22,11 @@ from attacks.analysis.statistics.metrics import validate_scores
 
 
 def anchor_mu(scores: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05) -> float:
-    """The anchor's μ (Annamalai & De Cristofaro 2024): the largest Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u) over thresholds.
+    """The anchor's μ (Annamalai & De Cristofaro 2024): the largest Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u) over thresholds, or 0.
 
-    Every threshold t among the scores ("member" when score >= t, as their ``compute_eps_lower_from_mia``), FPR_u and
-    FNR_u one-sided Clopper-Pearson upper bounds at 1 − ``alpha`` each (their
-    ``binomtest(...).proportion_ci(confidence_level=1 − 2α)``).
-
-    Args:
-        scores: ``(N,)`` finite scores, higher meaning "included".
-        labels: ``(N,)`` in {0, 1}, 1 where the canary was included.
-        alpha: each bound's error probability, in (0, 1).
-
-    Returns:
-        μ (unitless, >= 0); 0 when no threshold gives a positive one.
+    Every threshold t among the ``(N,)`` scores ("member" when score >= t, as their ``compute_eps_lower_from_mia``),
+    FPR_u and FNR_u one-sided Clopper-Pearson upper bounds at 1 − ``alpha`` each (their
+    ``binomtest(...).proportion_ci(confidence_level=1 − 2α)``); ``labels`` 1: included.
 
     Raises:
         ValueError: invalid scores or labels (``validate_scores``), or no score on one side.
@@ -56,37 +48,13 @@ def anchor_mu(scores: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05) -> f
 
 
 def anchor_epsilon(scores: ArrayLike, labels: ArrayLike, *, delta: float, alpha: float = 0.05) -> dict[str, float]:
-    """The anchor's μ (``anchor_mu``) and its ε at ``delta`` by μ-GDP (Annamalai & De Cristofaro 2024, Eq. 6).
-
-    Not a confidence bound (module docstring).
-
-    Args:
-        scores: ``(N,)`` finite scores, higher meaning "included".
-        labels: ``(N,)`` in {0, 1}, 1 where the canary was included.
-        delta: δ, a probability in (0, 1).
-        alpha: each Clopper-Pearson bound's error probability.
-
-    Returns:
-        ``{"mu", "epsilon"}``: μ and ε (both unitless).
-
-    Raises:
-        ValueError: as ``anchor_mu``.
-    """
+    """``{"mu", "epsilon"}``: ``anchor_mu`` and its ε at ``delta`` by μ-GDP (Eq. 6); not a confidence bound."""
     mu = anchor_mu(scores, labels, alpha=alpha)
     return {"mu": mu, "epsilon": gdp_epsilon(mu, delta)}
 
 
 def ideal_scores(mu: float, runs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """R runs of the ideal mechanism: fair coins (at least one of each) and scores N(μ·coin, 1).
-
-    Args:
-        mu: μ, the included canary's mean shift (unitless).
-        runs: R, the number of runs (>= 2, or the draw never ends).
-        rng: the random generator drawn from.
-
-    Returns:
-        ``(scores, coins)``: ``(R,)`` float scores and ``(R,)`` int64 coins in {0, 1}.
-    """
+    """R runs of the ideal mechanism: ``(R,)`` scores N(μ·coin, 1), ``(R,)`` int64 fair coins (both sides; R >= 2)."""
     while True:
         coins = (rng.random(runs) < 0.5).astype(np.int64)
         if 0 < coins.sum() < runs:
@@ -95,18 +63,7 @@ def ideal_scores(mu: float, runs: int, rng: np.random.Generator) -> tuple[np.nda
 
 def simulate(analysis: Callable[[np.ndarray, np.ndarray], float], *, mu: float, runs: int, draws: int,
              seed: int = 0) -> dict[str, Any]:
-    """``analysis(scores, coins)`` on ``draws`` independent draws of ``ideal_scores(μ, R)``.
-
-    Args:
-        analysis: maps ``(R,)`` scores and ``(R,)`` coins to one number (an ε or μ).
-        mu: μ of the ideal mechanism.
-        runs: R, runs a draw.
-        draws: how many independent draws.
-        seed: the generator's seed.
-
-    Returns:
-        ``{"mu", "runs", "draws", "median", "p10", "p90", "max", "values"}`` (values: every draw's result, in order).
-    """
+    """``analysis(scores, coins)`` for ``draws`` draws of ``ideal_scores(μ, R)``: median, p10, p90, max, all."""
     rng = np.random.default_rng(seed)
     values = np.array([analysis(*ideal_scores(mu, runs, rng)) for _ in range(draws)], dtype=float)
     return {"mu": float(mu), "runs": int(runs), "draws": int(draws), "median": float(np.median(values)),

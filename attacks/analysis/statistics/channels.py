@@ -29,18 +29,10 @@ grid this one loses under 0.05 % of ε at ε_LB 1.9 to 37 and is 5 to 30 times f
 
 
 def label_counts(label_outcomes: ArrayLike, labels: ArrayLike) -> dict[str, int]:
-    """How many of the n slots released the label they held, and how many the other label of their pair.
+    """``{"kept", "swapped", "n"}``: slots that released the label they held, and the other label of their pair.
 
-    Args:
-        label_outcomes: ``(N,)`` in {−1, 0, 1}: the released label is the pair's first label (1), its second (−1) or
-            neither (0).
-        labels: ``(N,)`` in {0, 1}, 1 where the slot holds the first record.
-
-    Returns:
-        ``{"kept", "swapped", "n"}`` (counts).
-
-    Raises:
-        ValueError: shapes that differ or are not ``(N,)``, or values outside those sets.
+    ``label_outcomes`` ``(N,)`` in {−1, 0, 1} (released the pair's first label, its second, neither); ``labels``
+    ``(N,)`` in {0, 1} (1: the slot holds the first record). ValueError for other shapes or values.
     """
     o, y = np.asarray(label_outcomes), np.asarray(labels)
     if o.shape != y.shape or o.ndim != 1 or not np.isin(o, (-1, 0, 1)).all() or not np.isin(y, (0, 1)).all():
@@ -51,17 +43,9 @@ def label_counts(label_outcomes: ArrayLike, labels: ArrayLike) -> dict[str, int]
 
 
 def image_summary(scores: ArrayLike, labels: ArrayLike) -> dict[str, float]:
-    """``{"n", "mean", "sd"}`` of u = ⟨z, the image held⟩.
+    """``{"n", "mean", "sd"}`` of u = ⟨z, the image held⟩: the ``(N,)`` ``scores``, negated where ``labels`` is 0.
 
-    Args:
-        scores: ``(N,)`` projections ⟨z, a⟩.
-        labels: ``(N,)``, 1 where the slot holds a, else −a (the score's sign is flipped there).
-
-    Returns:
-        ``{"n", "mean", "sd"}``: the count, u's mean and its sample standard deviation (ddof 1), in score units.
-
-    Raises:
-        ValueError: fewer than 3 scores.
+    ValueError for fewer than 3 scores.
     """
     u = np.where(np.asarray(labels) == 1, 1.0, -1.0) * np.asarray(scores, dtype=np.float64)
     if u.size < 3:
@@ -70,32 +54,13 @@ def image_summary(scores: ArrayLike, labels: ArrayLike) -> dict[str, float]:
 
 
 def image_mu(summary: dict[str, float], alpha: float) -> float:
-    """μ_LB of the image channel: 2·(lower bound of the mean) / (upper bound of the standard deviation).
-
-    One-sided Student t and χ² bounds, each at level 1 − ``alpha``.
-
-    Args:
-        summary: ``image_summary``'s ``{"n", "mean", "sd"}``.
-        alpha: each bound's error probability.
-
-    Returns:
-        μ_LB (unitless); 0 when the mean's bound is not positive.
-    """
+    """μ_LB = 2·(mean's lower bound)/(sd's upper bound) of the image channel (one-sided t, χ², each at 1 − α), or 0."""
     (mean_lo, _), (_, sd_hi) = _box(int(summary["n"]), summary["mean"], summary["sd"], 2 * alpha)  # one end each
     return 2 * mean_lo / sd_hi if mean_lo > 0 and sd_hi > 0 else 0.0
 
 
 def label_pair(counts: dict[str, int], alpha: float) -> tuple[float, float]:
-    """(t_LB, f_UB): one-sided Clopper-Pearson bounds of the label channel's keep and swap rates.
-
-    Args:
-        counts: ``label_counts``' ``{"kept", "swapped", "n"}``.
-        alpha: each bound's error probability.
-
-    Returns:
-        ``(t_LB, f_UB)``: probabilities, the lower bound of the rate of releasing the label held and the upper bound
-        of releasing the pair's other label.
-    """
+    """``(t_LB, f_UB)``: one-sided Clopper-Pearson bounds (each at 1 − α) of the label channel's keep and swap rates."""
     t = clopper_pearson(counts["kept"], counts["n"], confidence=1 - alpha, sided="lower")[0]
     f = clopper_pearson(counts["swapped"], counts["n"], confidence=1 - alpha, sided="upper")[1]
     return float(t), float(f)
@@ -134,16 +99,6 @@ def composed_epsilon(mu: float, t: float, f: float, delta: float) -> float:
 
 
 def composed_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
-    """The record's ε lower bound from both channels' measurements.
-
-    Args:
-        fit: ``{"image": image_summary(...), "label": label_counts(...)}``.
-        delta: δ, a probability.
-        confidence: the bound's confidence level, in (0, 1); each of ``INTERVALS`` intervals at
-            1 − (1 − confidence)/``INTERVALS``.
-
-    Returns:
-        ε_LB (unitless, in [0, ``EPSILON_CAP``]).
-    """
+    """ε_LB ≤ ``EPSILON_CAP`` of a record from both channels' ``fit``, its ``INTERVALS`` intervals sharing the error."""
     alpha = (1.0 - confidence) / INTERVALS
     return composed_epsilon(image_mu(fit["image"], alpha), *label_pair(fit["label"], alpha), delta)

@@ -20,16 +20,7 @@ _SIDES = ("two", "lower", "upper")
 
 
 def clopper_pearson_lower(k: int, n: int, alpha: float) -> float:
-    """The exact one-sided lower limit of a binomial rate k / n at level 1 − α: ``beta.ppf(α, k, n − k + 1)``.
-
-    Args:
-        k: number of successes, 0 <= k <= n (not checked).
-        n: number of trials, n >= 1 (not checked).
-        alpha: the tail probability, in (0, 1).
-
-    Returns:
-        The limit in [0, 1]; exactly 0 at k = 0.
-    """
+    """Exact lower limit of a binomial rate k / n at level 1 − α: ``beta.ppf(α, k, n − k + 1)``, 0 at k = 0."""
     return 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
 
 
@@ -38,18 +29,9 @@ def clopper_pearson_upper(k: int, n: int, alpha: float) -> float: ...
 @overload
 def clopper_pearson_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray: ...
 def clopper_pearson_upper(k: int | np.ndarray, n: int, alpha: float) -> float | np.ndarray:
-    """The exact one-sided upper limit of a binomial rate k / n at level 1 − α.
+    """Exact one-sided upper limit of a binomial rate k / n at level 1 − α, 1 at k = n (``k`` an int or ``(M,)`` array).
 
-    ``beta.isf(α, k + 1, n − k)`` (the survival function's inverse, so a limit near 0 keeps its relative
-    precision).
-
-    Args:
-        k: number of successes, 0 <= k <= n (not checked): an int, or an integer array ``(M,)`` (element-wise).
-        n: number of trials, n >= 1 (not checked).
-        alpha: the tail probability, in (0, 1).
-
-    Returns:
-        The limit in [0, 1] (a float array ``(M,)`` for an array ``k``); exactly 1 at k = n.
+    ``beta.isf(α, k + 1, n − k)``: the survival function's inverse keeps a limit near 0 precise. Counts not checked.
     """
     if isinstance(k, np.ndarray):
         out = np.ones(k.shape, dtype=float)
@@ -60,21 +42,11 @@ def clopper_pearson_upper(k: int | np.ndarray, n: int, alpha: float) -> float | 
 
 
 def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, sided: str = "two") -> tuple[float, float]:
-    """Exact (Clopper-Pearson 1934) confidence interval for a binomial proportion k / n.
+    """Exact (Clopper-Pearson 1934) confidence interval ``(lower, upper)`` for a binomial proportion k / n.
 
-    ``clopper_pearson_lower`` and ``clopper_pearson_upper`` at α/2 each (the same interval as ``binomtest(k,
-    n).proportion_ci(method="exact")``, without its root finding); a one-sided bound at level c is the matching end of
-    the two-sided interval at level 2c − 1.
-
-    Args:
-        k: number of successes, 0 <= k <= n.
-        n: number of trials, n >= 1.
-        confidence: coverage probability of the interval, in (0, 1).
-        sided: ``"two"`` for a two-sided interval (α/2 in each tail); ``"lower"`` for a one-sided
-            lower bound ``(lo, 1.0)``; ``"upper"`` for a one-sided upper bound ``(0.0, hi)``.
-
-    Returns:
-        ``(lower, upper)`` as floats in [0, 1]. The bound at k = 0 (lower) or k = n (upper) is exact.
+    The one-sided limits at α/2 each (``binomtest(k, n).proportion_ci(method="exact")``
+    without its root finding); ``sided`` ``"lower"`` gives ``(lo, 1.0)``, ``"upper"`` ``(0.0, hi)``: the matching end of
+    the two-sided interval at level 2c − 1. The bound at k = 0 (lower) or k = n (upper) is exact.
 
     Raises:
         ValueError: non-integer counts, k outside [0, n], n < 1, confidence outside (0, 1) (one-sided: outside
@@ -105,16 +77,5 @@ def _exact_interval(k: int, n: int, level: float) -> tuple[float, float]:
 
 
 def sd_upper(sum_squares: float, n: int, alpha: float) -> float:
-    """The exact one-sided upper limit at level 1 − α of a zero-mean Gaussian noise's sd.
-
-    From the sum of squares of n observations (Σx²/σ² ~ χ²_n): √(Σx² / χ²_n(α)).
-
-    Args:
-        sum_squares: Σx², >= 0.
-        n: the observations, >= 1.
-        alpha: the tail probability, in (0, 1).
-
-    Returns:
-        The limit; finite (the χ² quantile floored at 1e-300).
-    """
+    """Exact one-sided upper limit at 1 − α of zero-mean Gaussian noise's sd from Σx² of n draws: √(Σx² / χ²_n(α))."""
     return math.sqrt(sum_squares / max(float(chi2.ppf(alpha, n)), 1e-300))

@@ -22,14 +22,7 @@ TradeOff = Callable[[float], float]
 
 
 def gaussian_tradeoff(mu: float) -> TradeOff:
-    """The μ-GDP trade-off curve G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (Dong, Roth, Su 2022, "Gaussian differential privacy").
-
-    Args:
-        mu: μ >= 0 (unitless); at μ = 0 the curve is 1 − α.
-
-    Returns:
-        f: FPR α (clipped to [0, 1]) ↦ the smallest FNR, a probability.
-    """
+    """μ-GDP's trade-off curve G_μ(α) = Φ(Φ⁻¹(1 − α) − μ), α clipped to [0, 1] (Dong, Roth, Su 2022)."""
     def f(alpha: float) -> float:
         a = min(max(alpha, 0.0), 1.0)
         return float(ndtr(ndtri(1.0 - a) - mu))
@@ -37,14 +30,7 @@ def gaussian_tradeoff(mu: float) -> TradeOff:
 
 
 def profile_tradeoff(profile: Sequence[Sequence[float]]) -> TradeOff:
-    """The trade-off curve of a mechanism (εᵢ, δᵢ)-DP at every point of ``profile`` (Kairouz, Oh, Viswanath 2015).
-
-    Args:
-        profile: ``[ε, δ]`` pairs, ε unitless and δ a probability.
-
-    Returns:
-        f: FPR α ↦ max_i max(0, 1 − δᵢ − e^{εᵢ}α, e^{−εᵢ}(1 − δᵢ − α)) (0 for an empty profile).
-    """
+    """α ↦ max_i max(0, 1 − δᵢ − e^{εᵢ}α, e^{−εᵢ}(1 − δᵢ − α)) of an (εᵢ, δᵢ)-DP ``profile`` (Kairouz et al. 2015)."""
     points = [(float(e), float(d)) for e, d in profile]
 
     def f(alpha: float) -> float:
@@ -54,18 +40,10 @@ def profile_tradeoff(profile: Sequence[Sequence[float]]) -> TradeOff:
 
 
 def curve_rejected(counts: Sequence[Sequence[int]], tradeoff: TradeOff, *, confidence: float = 0.95) -> bool:
-    """Whether a threshold of the fixed family refutes ``tradeoff`` at ``confidence``.
+    """Whether a threshold of the fixed family refutes ``tradeoff`` (FPR ↦ the smallest FNR) at ``confidence``.
 
-    Some row with FNR_upper < f(FPR_upper), each one-sided Clopper-Pearson bound at 1 − (1 − confidence)/(2·rows);
-    rows without a positive or a negative are skipped.
-
-    Args:
-        counts: rows ``[tp, fn, fp, tn]`` (``threshold_counts``).
-        tradeoff: f, FPR ↦ the smallest FNR the certified mechanism allows.
-        confidence: the test's confidence level.
-
-    Returns:
-        True where some row refutes the curve; False for an empty family.
+    Some ``[tp, fn, fp, tn]`` row with FNR_upper < f(FPR_upper), each one-sided Clopper-Pearson bound at
+    1 − (1 − confidence)/(2·rows); rows without a positive or a negative are skipped.
     """
     if not counts:
         return False
@@ -81,15 +59,7 @@ def curve_rejected(counts: Sequence[Sequence[int]], tradeoff: TradeOff, *, confi
 
 
 def certified_tradeoff(mu: float | None, profile: Sequence[Sequence[float]] | None) -> TradeOff | None:
-    """The curve a multi-run design holds its runs to.
-
-    Args:
-        mu: the certified mechanism's μ (``AuditDesign.certified_mu``), or None.
-        profile: the accountant's privacy profile, ``[ε, δ]`` pairs, or None.
-
-    Returns:
-        G_μ where μ is given (exact), else the profile's curve (conservative), else None.
-    """
+    """The curve a multi-run design holds its runs to: G_μ (exact), else the profile's (conservative), else None."""
     if mu is not None:
         return gaussian_tradeoff(mu)
     if profile:

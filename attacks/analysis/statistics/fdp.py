@@ -26,16 +26,10 @@ def rejects(fbar_inverse: Inverse, m: int, guesses: int, correct: int, *, tau: f
     Args:
         fbar_inverse: f̄⁻¹ of the hypothesised curve, increasing on [0, 1].
         m: the number of canaries.
-        guesses: c′, the guesses made (1 <= c′ <= m).
-        correct: c, the correct guesses (0 <= c <= c′).
+        guesses: c′, the guesses made (1 <= c′ <= m, else ValueError).
+        correct: c, the correct guesses (0 <= c <= c′, else ValueError).
         tau: the test's level, in (0, 1).
         k: candidates per canary (2: included or not).
-
-    Returns:
-        True where the curve is rejected at level ``tau``.
-
-    Raises:
-        ValueError: counts out of range.
     """
     if not 0 <= correct <= guesses <= m or guesses < 1:
         raise ValueError(f"need 0 <= correct <= guesses <= m and guesses >= 1, got {correct}, {guesses}, {m}")
@@ -52,15 +46,7 @@ def rejects(fbar_inverse: Inverse, m: int, guesses: int, correct: int, *, tau: f
 
 
 def eps_delta_inverse(epsilon: float, delta: float) -> Inverse:
-    """f̄⁻¹ of the (ε, δ)-DP trade-off curve, both branches (symmetric neighbouring relation).
-
-    Args:
-        epsilon: ε (unitless).
-        delta: δ, a probability.
-
-    Returns:
-        y ↦ max(0, (y − δ)/e^ε, 1 − δ − e^ε(1 − y)).
-    """
+    """f̄⁻¹(y) = max(0, (y − δ)/e^ε, 1 − δ − e^ε(1 − y)) of (ε, δ)-DP, both branches (symmetric relation)."""
     e = math.exp(min(epsilon, 700.0))
 
     def inverse(y: float) -> float:
@@ -69,55 +55,23 @@ def eps_delta_inverse(epsilon: float, delta: float) -> Inverse:
 
 
 def profile_inverse(profile: Sequence[Sequence[float]]) -> Inverse:
-    """f̄⁻¹ of a mechanism that is (εᵢ, δᵢ)-DP for every point of ``profile``.
-
-    Its curve is at least the maximum of theirs, so its f̄⁻¹ is at least the maximum of their f̄⁻¹.
-
-    Args:
-        profile: ``[ε, δ]`` pairs, ε unitless and δ a probability (not empty).
-
-    Returns:
-        y ↦ the maximum of the points' ``eps_delta_inverse``.
-    """
+    """f̄⁻¹ of a mechanism (εᵢ, δᵢ)-DP for every ``[ε, δ]`` of ``profile``: the maximum of theirs."""
     parts = [eps_delta_inverse(float(e), float(d)) for e, d in profile]
     return lambda y: max(p(y) for p in parts)
 
 
 def gdp_inverse(mu: float) -> Inverse:
-    """f̄⁻¹(y) = Φ(Φ⁻¹(y) − μ) of μ-GDP (Dong, Roth, Su 2022).
-
-    Args:
-        mu: μ (unitless).
-
-    Returns:
-        y ↦ f̄⁻¹(y), y clipped to [0, 1].
-    """
+    """f̄⁻¹(y) = Φ(Φ⁻¹(y) − μ) of μ-GDP (Dong, Roth, Su 2022), y clipped to [0, 1]."""
     return lambda y: float(ndtr(ndtri(min(max(y, 0.0), 1.0)) - mu))
 
 
 def gdp_delta(mu: float, epsilon: float) -> float:
-    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13).
-
-    Args:
-        mu: μ > 0 (unitless).
-        epsilon: ε (unitless).
-
-    Returns:
-        δ, a probability.
-    """
+    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13), for μ > 0."""
     return float(ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon) * ndtr(-epsilon / mu - mu / 2))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
-    """The smallest ε with μ-GDP ⊂ (ε, δ)-DP (Dong, Roth, Su 2022, Cor. 2.13, inverted by Brent's method).
-
-    Args:
-        mu: μ (unitless); 0 or below gives 0.
-        delta: δ, a probability.
-
-    Returns:
-        ε (unitless): 0 when μ-GDP is (0, δ)-DP; at most ``EPSILON_CAP``.
-    """
+    """The smallest ε with μ-GDP ⊂ (ε, δ)-DP (Cor. 2.13, by Brent's method): 0 for μ <= 0, at most ``EPSILON_CAP``."""
     if mu <= 0 or gdp_delta(mu, 0.0) <= delta:
         return 0.0
     if gdp_delta(mu, EPSILON_CAP) > delta:
@@ -153,36 +107,14 @@ def _rule_test(curve: Callable[[float], Inverse], m: int, guesses: int, correct:
 
 
 def fdp_epsilon(m: int, rules: Sequence[Sequence[int]], *, delta: float, confidence: float) -> float:
-    """Non-parametric ε lower bound: the largest ε whose (ε, δ)-DP curve a guessing rule rejects (``rejects``).
-
-    Args:
-        m: the number of canaries.
-        rules: rows ``[k_plus, k_minus, r, v]``: guesses r, correct v (rows with r = 0 skipped).
-        delta: δ, a probability.
-        confidence: the bound's confidence; Bonferroni over the rules.
-
-    Returns:
-        ε_LB (unitless, in [0, 100]); 0 without a rule.
-    """
+    """Non-parametric ε_LB ≤ 100: largest ε whose (ε, δ)-DP curve a ``one_run_guesses`` rule rejects (Bonferroni)."""
     tau = (1.0 - confidence) / max(len(rules), 1)
     return max((_largest_rejected(_rule_test(lambda e: eps_delta_inverse(e, delta), m, r, v, tau), 100.0)
                 for _, _, r, v in rules if r), default=0.0)
 
 
 def fdp_gdp_epsilon(m: int, rules: Sequence[Sequence[int]], *, delta: float, confidence: float) -> float:
-    """Parametric ε lower bound: the largest μ-GDP curve a guessing rule rejects, converted to ε at ``delta``.
-
-    A lower bound only when the mechanism's curve is Gaussian-shaped.
-
-    Args:
-        m: the number of canaries.
-        rules: rows ``[k_plus, k_minus, r, v]``: guesses r, correct v (rows with r = 0 skipped).
-        delta: δ, a probability.
-        confidence: the bound's confidence; Bonferroni over the rules.
-
-    Returns:
-        ε (unitless, ``gdp_epsilon`` of μ_LB in [0, 50]).
-    """
+    """Parametric ε: ``gdp_epsilon`` at ``delta`` of the largest μ-GDP curve (μ ≤ 50) rules reject (``fdp_epsilon``)."""
     tau = (1.0 - confidence) / max(len(rules), 1)
     mu = max((_largest_rejected(_rule_test(gdp_inverse, m, r, v, tau), 50.0)
               for _, _, r, v in rules if r), default=0.0)
@@ -191,17 +123,7 @@ def fdp_gdp_epsilon(m: int, rules: Sequence[Sequence[int]], *, delta: float, con
 
 def profile_rejected(m: int, rules: Sequence[Sequence[int]], profile: Sequence[Sequence[float]], *,
                      confidence: float) -> bool:
-    """Whether a guessing rule rejects the certified ``profile`` (Bonferroni over ``rules``) at ``confidence``.
-
-    Args:
-        m: the number of canaries.
-        rules: rows ``[k_plus, k_minus, r, v]``: guesses r, correct v (rows with r = 0 skipped).
-        profile: the accountant's ``[ε, δ]`` pairs.
-        confidence: the test's confidence level.
-
-    Returns:
-        True where some rule rejects the profile's curve.
-    """
+    """Whether a rule of ``rules`` (``fdp_epsilon``'s) rejects the ``[ε, δ]`` ``profile`` at ``confidence``."""
     tau = (1.0 - confidence) / max(len(rules), 1)
     inverse = profile_inverse(profile)
     return any(rejects(inverse, m, r, v, tau=tau) for _, _, r, v in rules if r)

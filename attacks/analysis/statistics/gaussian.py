@@ -76,16 +76,7 @@ def hockey_stick(p: tuple[float, float], q: tuple[float, float], epsilon: float)
 
 
 def pair_epsilon(p: tuple[float, float], q: tuple[float, float], delta: float) -> float:
-    """The smallest ε with max(δ_{P‖Q}(ε), δ_{Q‖P}(ε)) <= δ for two one-dimensional Gaussians.
-
-    Args:
-        p: (mean, standard deviation) of P.
-        q: (mean, standard deviation) of Q.
-        delta: δ, a probability.
-
-    Returns:
-        ε (unitless), in [0, ``EPSILON_CAP``].
-    """
+    """The smallest ε ≤ ``EPSILON_CAP`` with max(δ_{P‖Q}(ε), δ_{Q‖P}(ε)) <= δ, Gaussians ``p``, ``q`` = (mean, sd)."""
     def excess(e: float) -> float:
         return max(hockey_stick(p, q, e), hockey_stick(q, p, e)) - delta
 
@@ -111,19 +102,11 @@ def _box(n: int, mean: float, sd: float, alpha: float) -> tuple[tuple[float, flo
 def pair_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
     """The Gaussian pair's ε lower bound from its summary: the smallest ε over a confidence box (Agrawal et al. 2026).
 
-    The box of the four confidence intervals (each at 1 − (1 − confidence)/4, jointly at ``confidence``), at the
-    smallest mean gap in the box. Adding the same independent Gaussian noise to both sides is post-processing, so ε
-    can only fall as both standard deviations grow: the box's smallest ε lies on the edges where one of them is at its
-    upper end. Along such an edge ε is smallest where the two are equal (or at the end nearest to that); those points
-    and ``GRID`` points of each edge are searched.
-
-    Args:
-        fit: ``n_in``, ``mean_in``, ``sd_in``, ``n_out``, ``mean_out``, ``sd_out`` of the two groups' scores.
-        delta: δ, a probability.
-        confidence: the bound's joint confidence level.
-
-    Returns:
-        ε_LB (unitless, in [0, ``EPSILON_CAP``]); 0 when a group's scores do not vary.
+    ``fit``: ``n_``, ``mean_``, ``sd_`` ``in`` and ``out`` of the two groups' scores. The box of the four confidence
+    intervals (each at 1 − (1 − confidence)/4, jointly at ``confidence``), at its smallest mean gap. Adding the same
+    independent Gaussian noise to both sides is post-processing, so ε only falls as both sds grow: the box's smallest ε
+    lies on the edges where one is at its upper end, smallest where the two are equal (or the end nearest to that);
+    those points and ``GRID`` points of each edge are searched. 0 when a group's scores do not vary.
     """
     alpha = (1.0 - confidence) / 4
     (m_in, sd_in), (m_out, sd_out) = (_box(fit[f"n_{g}"], fit[f"mean_{g}"], fit[f"sd_{g}"], alpha)
@@ -138,17 +121,10 @@ def pair_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float
 
 def gaussian_pair_epsilon(scores: ArrayLike, labels: ArrayLike, *, delta: float,
                           confidence: float = 0.95) -> dict[str, Any]:
-    """ε of the Gaussian pair fitted to included (1) and excluded (0) canaries' scores (``pair_bound``).
+    """ε_LB of the Gaussian pair fitted to included (1) and excluded (0) canaries' ``(N,)`` scores (``pair_bound``).
 
-    Args:
-        scores: ``(N,)`` finite scores, higher meaning "included".
-        labels: ``(N,)`` in {0, 1}, 1 where the canary was included.
-        delta: δ, a probability.
-        confidence: the bound's joint confidence level.
-
-    Returns:
-        ``{"epsilon_lb", "mean_in", "sd_in", "mean_out", "sd_out", "n_in", "n_out", "normality_p"}`` (the last:
-        the smaller D'Agostino-Pearson / Shapiro-Wilk p-value of the two groups, a check of the assumption).
+    Returns ``{"epsilon_lb", "mean_in", "sd_in", "mean_out", "sd_out", "n_in", "n_out", "normality_p"}``, the last the
+    smaller D'Agostino-Pearson / Shapiro-Wilk p-value of the groups (a check of the assumption).
 
     Raises:
         ValueError: fewer than 3 scores in a group, or invalid scores / labels.
@@ -174,18 +150,11 @@ def _normality(groups: Sequence[np.ndarray]) -> float:
 
 
 def gdp_fit_mu(counts: Sequence[Sequence[int]], *, confidence: float = 0.95) -> float:
-    """Nasr et al.'s (2023) μ_LB over a family of thresholds of independent runs.
+    """Nasr et al.'s (2023) μ_LB >= 0 over a family of thresholds of independent runs (0 for an empty family).
 
-    max Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper), each one-sided Clopper-Pearson bound at
-    1 − (1 − confidence)/(2 · family size) (Bonferroni over the family and the two bounds). With probability
-    >= ``confidence`` the runs' mechanism is not μ-GDP for any μ < μ_LB, whatever it is (the bounds are exact).
-
-    Args:
-        counts: rows ``[tp, fn, fp, tn]``, one a threshold (``threshold_counts``).
-        confidence: the bound's confidence level.
-
-    Returns:
-        μ_LB (unitless, >= 0); 0 for an empty family.
+    max Φ⁻¹(1 − FPR_upper) − Φ⁻¹(FNR_upper) over ``counts`` rows ``[tp, fn, fp, tn]``, each one-sided Clopper-Pearson
+    bound at 1 − (1 − confidence)/(2 · rows) (Bonferroni). With probability >= ``confidence`` the runs' mechanism is
+    not μ-GDP for any μ < μ_LB, whatever it is (the bounds are exact).
     """
     if not counts:
         return 0.0
@@ -199,17 +168,5 @@ def gdp_fit_mu(counts: Sequence[Sequence[int]], *, confidence: float = 0.95) -> 
 
 
 def gdp_fit_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: float = 0.95) -> float:
-    """Nasr et al.'s (2023) GDP fit: ``gdp_fit_mu`` as ε at ``delta``.
-
-    The ε of the largest refuted Gaussian curve: a lower bound of the mechanism's ε where its trade-off curve is
-    Gaussian.
-
-    Args:
-        counts: rows ``[tp, fn, fp, tn]``, one a threshold.
-        delta: δ, a probability.
-        confidence: the bound's confidence level.
-
-    Returns:
-        ε (unitless, in [0, ``EPSILON_CAP``]).
-    """
+    """Nasr et al.'s (2023) GDP fit: ``gdp_fit_mu`` as ε at ``delta``, an ε_LB only where the trade-off is Gaussian."""
     return gdp_epsilon(gdp_fit_mu(counts, confidence=confidence), delta)

@@ -76,30 +76,15 @@ def llr_fit(scores: ArrayLike, labels: ArrayLike, model: Sequence[float] | None 
 
 
 def shape_p(excluded: float, included: float) -> float:
-    """The two groups' shape tests as one (Bonferroni: 2 × the smaller p-value, at most 1); the family is unchanged.
-
-    Args:
-        excluded: the excluded group's shape p-value.
-        included: the included group's.
-
-    Returns:
-        The combined p-value, in [0, 1].
-    """
+    """The two groups' shape tests as one p-value: 2 × the smaller, at most 1 (Bonferroni; the family is unchanged)."""
     return min(1.0, 2.0 * min(excluded, included))
 
 
 def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
-    """μ_LB at ``confidence``: (mean gap − t·SE)/max(sd upper bounds).
+    """μ_LB at ``confidence`` of an ``llr_fit`` summary: (mean gap − t·SE)/max(sd upper bounds), 0 if not positive.
 
     The gap's one-sided Student-t bound at (1 − confidence)/2 (Welch's SE, the smaller group's degrees of freedom),
     each sd's one-sided χ² bound at (1 − confidence)/4: jointly at ``confidence`` (union bound).
-
-    Args:
-        fit: an ``llr_fit`` summary.
-        confidence: in (0, 1).
-
-    Returns:
-        μ_LB (unitless); 0 when the gap's bound is not positive.
 
     Raises:
         ValueError: confidence outside (0, 1) or a group of fewer than 2 scores.
@@ -120,29 +105,12 @@ def gdp_mu_lower(fit: dict[str, Any], *, confidence: float) -> float:
 
 
 def llr_gdp_bound(fit: dict[str, Any], *, delta: float, confidence: float) -> float:
-    """ε lower bound: μ-GDP's ε at δ of ``gdp_mu_lower`` (valid when the summed log-likelihood ratios are Gaussian).
-
-    Args:
-        fit: an ``llr_fit`` summary.
-        delta: δ, a probability.
-        confidence: in (0, 1).
-
-    Returns:
-        ε_LB (unitless).
-    """
+    """ε_LB: μ-GDP's ε at δ of ``gdp_mu_lower`` (valid when the summed log-likelihood ratios are Gaussian)."""
     return gdp_epsilon(gdp_mu_lower(fit, confidence=confidence), delta)
 
 
 def llr_valid(fit: dict[str, Any] | None, level: float) -> bool:
-    """Whether the bound may decide: both groups' scores pass the shape tests of ``llr_fit`` at ``level``.
-
-    Args:
-        fit: an ``llr_fit`` summary (one stored before the included group was tested: its excluded group's), or None.
-        level: the normality level, a probability.
-
-    Returns:
-        True where ``shape_p`` is at least ``level``; False without a fit.
-    """
+    """Whether the bound may decide: the ``llr_fit`` summary's ``shape_p`` (or excluded group's) >= ``level``."""
     return fit is not None and float(fit.get("shape_p", fit.get("shape_excluded_p", 0.0))) >= level
 
 
@@ -179,16 +147,7 @@ def pool_llr_fits(fits: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def combined_shape_p(p_values: Sequence[float]) -> float:
-    """Fisher's combination of R independent tests' p-values: P(χ²_{2R} ≥ −2·Σ log p_i) (Fisher 1932, §21.1).
-
-    Each run's shape test is D'Agostino-Pearson's K² (χ²₂ under H0): this tests the runs' K² summed, seeing a
-    departure every run shares better than any single run's test.
-
-    Args:
-        p_values: R p-values, each in [0, 1].
-
-    Returns:
-        The combined p-value (0 where any p_i is 0).
+    """Fisher's combination of R independent p-values: P(χ²_{2R} ≥ −2·Σ log p_i) (Fisher 1932, §21.1), 0 if a p_i is 0.
 
     Raises:
         ValueError: no p-values, or one outside [0, 1].

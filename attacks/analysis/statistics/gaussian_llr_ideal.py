@@ -49,25 +49,11 @@ def exact_llr_cumulants(*, sigma: float, sample_rate: float, steps: int, nodes: 
 
 def simulate_llr_scores(*, sigma: float, sample_rate: float, steps: int, m: int, rng: np.random.Generator,
                         contribution: float = 1.0, score_sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal mechanism's canary scores.
+    """The ideal mechanism's ``(m,)`` canary scores and ``(m,)`` int64 inclusion coins (1: included).
 
-    m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, each included by a fair coin and then sampled at
-    rate q, adding ``contribution`` when sampled), scored as ``mechanisms.dpsgd.canaries`` scores them (Nasr et al.
-    2023). Memory grows as steps·m (a block of canaries at a time).
-
-    Args:
-        sigma: σ, the noise's standard deviation (units of C, > 0).
-        sample_rate: q, in (0, 1].
-        steps: T, the noisy steps.
-        m: the number of canaries.
-        rng: the random generator (the simulation's seed).
-        contribution: what a sampled canary adds to its coordinate (units of C).
-        score_sigma: σ̂ in the score (None: the true σ; the code uses the σ̂ it measures on canary-free
-            coordinates).
-
-    Returns:
-        ``(scores, coins)``: ``(m,)`` float summed log-likelihood ratios and ``(m,)`` int64 inclusion coins (1:
-        included).
+    m Dirac canaries of an exact DP-SGD run (noise N(0, σ²) per step, σ in units of C; each included by a fair coin,
+    then sampled at rate q, adding ``contribution`` when sampled), scored as ``mechanisms.dpsgd.canaries`` scores them
+    (Nasr et al. 2023), with σ̂ = ``score_sigma`` (None: σ). Memory grows as steps·m (a block of canaries at a time).
     """
     coins = (rng.random(m) < 0.5).astype(np.int64)
     out = np.empty(m)
@@ -88,19 +74,9 @@ def exact_llr_moments(*, sigma: float, sample_rate: float, steps: int, contribut
     """The exact means and variances of a canary's summed log-likelihood ratio S = Σ_t ℓ(x_t).
 
     ℓ(x) = log(1 − q + q·exp((2x − 1)/(2σ̂²))), under Q (x_t ~ N(0, σ²)) and P (x_t ~ N(c·b_t, σ²), b_t ~
-    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature. ``mu`` = (E_P S − E_Q S)/max(sd_P,
-    sd_Q) is what the analysis converges to with many canaries: against the exact ε, how far the CLT is from exact.
-
-    Args:
-        sigma: σ (units of C).
-        sample_rate: q.
-        steps: T.
-        contribution: c (units of C).
-        nodes: the quadrature's nodes.
-        score_sigma: σ̂ (None: σ, the Neyman-Pearson score; a run's scores use the σ̂ it measured).
-
-    Returns:
-        ``{"mean_in", "var_in", "mean_out", "var_out", "mu"}``.
+    Bernoulli(q)): T times the per-step moments, by Gauss-Hermite quadrature on ``nodes``. ``mu`` = (E_P S −
+    E_Q S)/max(sd_P, sd_Q) is what the analysis converges to with many canaries. σ, c in units of C; σ̂ =
+    ``score_sigma`` (None: σ, the Neyman-Pearson score). Returns ``{"mean_in", "var_in", "mean_out", "var_out", "mu"}``.
 
     Raises:
         ValueError: σ <= 0, σ̂ <= 0, q outside (0, 1] or T < 1.

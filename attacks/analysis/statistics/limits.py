@@ -25,18 +25,9 @@ GRID = 2001  # thresholds tried between the two laws' 1e-7 and 1 − 1e-7 quanti
 
 def gaussian_mixture_sf(means: Sequence[float], weights: Sequence[float], sd: float) -> Callable[[np.ndarray],
                                                                                                 np.ndarray]:
-    """The survival function P(S > t) of S ~ Σ_i w_i·N(means_i, sd²).
+    """The survival function P(S > t), ``(G,)`` thresholds ↦ ``(G,)``, of S ~ Σ_i w_i·N(means_i, sd²) (score units).
 
-    Args:
-        means: the components' means (score units).
-        weights: the components' probabilities (summing to 1).
-        sd: the common standard deviation (score units, > 0).
-
-    Returns:
-        A function of a ``(G,)`` array of thresholds returning ``(G,)`` probabilities.
-
-    Raises:
-        ValueError: sd ≤ 0, negative weights or weights that do not sum to 1.
+    ValueError: sd ≤ 0, negative weights or weights that do not sum to 1.
     """
     m, w = np.asarray(means, np.float64), np.asarray(weights, np.float64)
     if not sd > 0 or (w < 0).any() or abs(w.sum() - 1) > 1e-9 or m.shape != w.shape:
@@ -49,20 +40,9 @@ def threshold_limit(excluded_sf: Callable[[np.ndarray], np.ndarray], included_sf
                     confidence: float = 0.95) -> float:
     """Max over thresholds t of Jagielski et al.'s (2020) ε_LB at the expected counts n·P(S > t) of each side.
 
-    Args:
-        excluded_sf: P(S > t) when the canary is excluded (the slot holds the other record).
-        included_sf: P(S > t) when it is included.
-        span: the thresholds' range (score units), searched on a grid of ``GRID`` points.
-        n_excluded: trials with the canary excluded.
-        n_included: trials with it included.
-        delta: δ of the guarantee tested, in [0, 1).
-        confidence: the single threshold's confidence, in (0, 1).
-
-    Returns:
-        ε (unitless, >= 0): the limit.
-
-    Raises:
-        ValueError: fewer than one trial a side, δ or confidence out of range.
+    ``excluded_sf`` / ``included_sf``: P(S > t) with the canary excluded (the slot holds the other record) / included;
+    t on ``GRID`` points of ``span``; ``confidence``: the single threshold's. ValueError: fewer than one trial a side,
+    δ outside [0, 1) or confidence outside (0, 1).
     """
     if n_excluded < 1 or n_included < 1:
         raise ValueError(f"need at least one trial a side, got {n_excluded} and {n_included}")
@@ -74,21 +54,7 @@ def threshold_limit(excluded_sf: Callable[[np.ndarray], np.ndarray], included_sf
 
 
 def gaussian_limit(mu: float, n_excluded: int, n_included: int, *, delta: float, confidence: float = 0.95) -> float:
-    """``threshold_limit`` of the Gaussian pair N(0, 1) (canary excluded) vs N(μ, 1) (included): the μ-GDP mechanism.
-
-    Args:
-        mu: the certified μ (unitless, > 0).
-        n_excluded: trials with the canary excluded.
-        n_included: trials with it included.
-        delta: δ of the guarantee tested, in [0, 1).
-        confidence: the single threshold's confidence, in (0, 1).
-
-    Returns:
-        ε (unitless, >= 0).
-
-    Raises:
-        ValueError: as ``threshold_limit``, or μ ≤ 0.
-    """
+    """``threshold_limit`` of N(0, 1) (excluded) vs N(μ, 1) (included), the μ-GDP mechanism; ValueError: μ ≤ 0."""
     if not mu > 0:
         raise ValueError(f"μ must be > 0, got {mu!r}")
     return threshold_limit(gaussian_mixture_sf((0.0,), (1.0,), 1.0), gaussian_mixture_sf((mu,), (1.0,), 1.0),
@@ -97,24 +63,12 @@ def gaussian_limit(mu: float, n_excluded: int, n_included: int, *, delta: float,
 
 def whitebox_limit(design: AuditDesign, *, sigma: float, sample_rate: float, steps: int, delta: float,
                    draws: int = 3, seed: int = 0) -> float:
-    """The ideal DP-SGD's limit for a white-box one-run audit of Dirac canaries.
+    """The ideal DP-SGD's ε limit for a white-box one-run audit of Dirac canaries.
 
-    The median ε_LB of ``draws`` simulations of the exact mechanism
-    (``attacks.analysis.statistics.gaussian_llr_ideal.simulate_llr_scores``) through the same design and analysis
+    The median ε_LB of ``draws`` simulations of the exact mechanism (σ > 0 in units of C, rate q, T steps;
+    ``attacks.analysis.statistics.gaussian_llr_ideal.simulate_llr_scores``) through the same ``design`` and analysis
     (``membership_audit``). A one-run bound has no closed-form limit: its analysis looks at m canaries at once (Steinke,
     Nasr, Jagielski 2023).
-
-    Args:
-        design: the audit's one-run design (its ``size`` m, its planned rule).
-        sigma: the certified noise multiplier σ (units of C, > 0).
-        sample_rate: q, in (0, 1].
-        steps: T, the noisy steps.
-        delta: δ of the guarantee tested.
-        draws: simulations (>= 1).
-        seed: the simulations' seed.
-
-    Returns:
-        ε (unitless, >= 0).
 
     Raises:
         ValueError: σ ≤ 0, a design of fewer than 2 canaries or no draw.

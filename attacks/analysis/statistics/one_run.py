@@ -32,16 +32,6 @@ def one_run_p_value(m: int, r: int, v: int, *, epsilon: float, delta: float = 0.
     Each canary included independently with probability ½: the Binomial(r, e^ε/(1+e^ε)) tail plus
     2·m·δ·max_{i=1..v} P[v − i <= Binomial(r, q) < v] / i.
 
-    Args:
-        m: canaries.
-        r: guesses made.
-        v: correct guesses.
-        epsilon: ε (unitless).
-        delta: δ, a probability.
-
-    Returns:
-        The p-value, in [0, 1].
-
     Raises:
         ValueError: not 0 <= v <= r <= m.
     """
@@ -57,17 +47,9 @@ def one_run_p_value(m: int, r: int, v: int, *, epsilon: float, delta: float = 0.
 
 
 def one_run_epsilon(m: int, r: int, v: int, *, delta: float = 0.0, confidence: float = 0.95) -> float:
-    """The largest ε whose one-run p-value (``one_run_p_value``) is still below 1 − ``confidence``, by bisection.
+    """The largest ε whose ``one_run_p_value`` (m canaries, r guesses, v correct) is below 1 − ``confidence``, or 0.
 
-    Args:
-        m: canaries.
-        r: guesses made.
-        v: correct guesses.
-        delta: δ, a probability.
-        confidence: in (0, 1).
-
-    Returns:
-        ε_LB (unitless); 0 if none, or without a guess.
+    Bisection; 0 without a guess.
 
     Raises:
         ValueError: confidence outside (0, 1), or counts out of range (``one_run_p_value``).
@@ -91,17 +73,9 @@ def one_run_guesses(scores: ArrayLike, included: ArrayLike, *,
                     fractions: Sequence[float] = GUESS_FRACTIONS) -> list[list[int]]:
     """``[k_plus, k_minus, r, v]`` for each guessing rule of the one-run audit (Steinke, Nasr, Jagielski 2023).
 
-    The k_plus highest scores guessed "included", the k_minus lowest "excluded", the rest abstain; r = k_plus +
-    k_minus guesses, v correct. Rules: k = fraction · m (in [1, m // 2]) for each fraction, both one-sided
-    (k_minus = 0) and two-sided.
-
-    Args:
-        scores: ``(m,)`` canary scores, higher meaning "included".
-        included: ``(m,)`` in {0, 1}.
-        fractions: the fractions of m, fixed in advance.
-
-    Returns:
-        Two rows a fraction, in order.
+    The k_plus highest of the ``(m,)`` scores guessed "included", the k_minus lowest "excluded", the rest abstain;
+    r = k_plus + k_minus guesses, v correct. Rules: k = fraction · m (in [1, m // 2]) for each of ``fractions`` (fixed
+    in advance), one-sided (k_minus = 0) then two-sided.
 
     Raises:
         ValueError: invalid scores or labels (``validate_scores``).
@@ -121,20 +95,7 @@ def one_run_guesses(scores: ArrayLike, included: ArrayLike, *,
 
 def best_one_run_epsilon(m: int, guesses: Sequence[Sequence[int]], *, delta: float,
                          confidence: float = 0.95) -> float:
-    """Best ε̂ over the guessing rules, each at confidence 1 − (1 − confidence)/len(guesses) (Bonferroni).
-
-    Args:
-        m: canaries.
-        guesses: rows ``[k_plus, k_minus, r, v]`` (``one_run_guesses``).
-        delta: δ, a probability.
-        confidence: the joint confidence level.
-
-    Returns:
-        ε_LB (unitless); 0 without a rule.
-
-    Raises:
-        ValueError: as ``one_run_epsilon``.
-    """
+    """Best ε_LB of the ``one_run_guesses`` rules, each at 1 − (1 − confidence)/len(guesses) (Bonferroni), or 0."""
     if not guesses:
         return 0.0
     each = 1.0 - (1.0 - confidence) / len(guesses)

@@ -32,27 +32,16 @@ def _check_probability(name: str, value: float, *, closed_low: bool) -> float:
 
 def epsilon_lower_bound(true_positives: int, false_negatives: int, false_positives: int, true_negatives: int,
                         *, delta: float = 0.0, confidence: float = 0.95) -> float:
-    """ε lower bound of one membership test with a fixed threshold (Jagielski et al. 2020).
+    """ε lower bound of one membership test with a fixed threshold (Jagielski et al. 2020), from its confusion counts.
 
-    Any (ε, δ)-DP mechanism has TPR <= e^ε·FPR + δ and TNR <= e^ε·FNR + δ. With one-sided Clopper-Pearson
-    bounds TPR_lower and FPR_upper, each at level 1 − (1 − confidence)/2 so that both hold jointly with
-    probability >= ``confidence`` (union bound), ε_LB = max(ln((TPR_lower − δ)/FPR_upper),
-    ln((TNR_lower − δ)/FNR_upper)), where TNR_lower = 1 − FPR_upper and FNR_upper = 1 − TPR_lower (the
-    Clopper-Pearson interval is symmetric), so both directions rest on the same two bounds.
-
-    Args:
-        true_positives: members called member.
-        false_negatives: members called non-member (at least one member in all).
-        false_positives: non-members called member.
-        true_negatives: non-members called non-member (at least one non-member in all).
-        delta: the δ of the guarantee tested, in [0, 1).
-        confidence: joint coverage of the two bounds, in (0, 1).
-
-    Returns:
-        ε_LB >= 0 (nats); 0 when neither direction gives a positive bound.
+    Any (ε, δ)-DP mechanism has TPR <= e^ε·FPR + δ and TNR <= e^ε·FNR + δ. With one-sided Clopper-Pearson bounds
+    TPR_lower and FPR_upper, each at 1 − (1 − confidence)/2 (jointly at ``confidence``), ε_LB = max(ln((TPR_lower −
+    δ)/FPR_upper), ln((TNR_lower − δ)/FNR_upper)) >= 0, where TNR_lower = 1 − FPR_upper and FNR_upper = 1 − TPR_lower
+    (the interval is symmetric), so both directions rest on the same two bounds.
 
     Raises:
-        ValueError: negative or non-integer counts, no members or no non-members, δ or confidence out of range.
+        ValueError: negative or non-integer counts, no members or no non-members, δ outside [0, 1) or confidence
+            outside (0, 1).
     """
     counts = (true_positives, false_negatives, false_positives, true_negatives)
     if any(float(c) != int(c) or int(c) < 0 for c in counts):
@@ -75,15 +64,7 @@ def epsilon_lower_bound(true_positives: int, false_negatives: int, false_positiv
 
 
 def order_statistic_indices(n: int, points: int = THRESHOLD_POINTS) -> list[int]:
-    """The fixed family of order-statistic indices j at which thresholds are placed; it depends on n only.
-
-    Args:
-        n: the number of scores on the side the thresholds are read from.
-        points: how many indices at most (0 and ``points`` − 1 log-spaced counts up to n // 2).
-
-    Returns:
-        The sorted distinct indices.
-    """
+    """The sorted order-statistic indices of the thresholds: 0 and ``points`` − 1 log-spaced counts up to n // 2."""
     top = max(1, n // 2)
     return sorted({0, *np.unique(np.round(np.geomspace(1, top, max(1, points - 1)))).astype(int).tolist()})
 
@@ -91,23 +72,12 @@ def order_statistic_indices(n: int, points: int = THRESHOLD_POINTS) -> list[int]
 def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRESHOLD_POINTS) -> list[list[int]]:
     """``[tp, fn, fp, tn]`` at a family of thresholds chosen from one side's scores only (Jagielski et al. 2020).
 
-    Direction "high score = member": the threshold is the (j+1)-th highest non-member score and an
-    example is called a member when its score is strictly above it, so at most j non-members are; the
-    stored ``fp`` is j (the true FPR at that order statistic is Beta(j + 1, n0 − j) distributed, which is
-    what the Clopper-Pearson upper bound at count j inverts; ties only make the observed count smaller,
-    so using j is conservative). ``tp`` counts members above it: given the threshold, a binomial count.
-    Direction "low score = non-member" is the mirror image with the (j+1)-th lowest member score
-    (``fn`` = j, ``tn`` = non-members strictly below it). Because no threshold looks at the side whose
-    rate gets the binomial bound, a Bonferroni correction over the family makes the best of them valid.
-
-    Args:
-        scores: ``(N,)`` scores, larger meaning "member".
-        labels: ``(N,)`` in {0, 1}, 1 for a member (canary included).
-        points: indices per direction (``order_statistic_indices``).
-
-    Returns:
-        ``2 · len(order_statistic_indices)`` rows ``[tp, fn, fp, tn]`` (duplicates kept: the family size
-        must not depend on the data).
+    "High score = member": the threshold is the (j+1)-th highest non-member score, and a score strictly above it is
+    called a member, so at most j non-members are; ``fp`` is j (the true FPR there is Beta(j + 1, n0 − j), which the
+    Clopper-Pearson bound at count j inverts; ties only lower the count, so j is conservative). ``tp`` counts members
+    above it: given the threshold, a binomial count. "Low score = non-member" mirrors it with the (j+1)-th lowest member
+    score. No threshold looks at the side whose rate gets the binomial bound, so Bonferroni over the family makes the
+    best valid. 2 · ``len(order_statistic_indices)`` rows, duplicates kept (the family size may not depend on the data).
 
     Raises:
         ValueError: invalid scores or labels (``validate_scores``).
@@ -128,21 +98,7 @@ def threshold_counts(scores: ArrayLike, labels: ArrayLike, *, points: int = THRE
 
 
 def best_epsilon(counts: Sequence[Sequence[int]], *, delta: float, confidence: float = 0.95) -> float:
-    """Best ε_LB over a family of thresholds, each at confidence 1 − (1 − confidence)/len(counts) (Bonferroni).
-
-    The maximum holds with probability >= ``confidence`` (Jagielski, Ullman, Oprea 2020, per row).
-
-    Args:
-        counts: rows ``[tp, fn, fp, tn]`` (``threshold_counts``).
-        delta: δ of the guarantee tested, in [0, 1).
-        confidence: the joint confidence level, in (0, 1).
-
-    Returns:
-        ε_LB (unitless, >= 0); 0.0 for an empty family.
-
-    Raises:
-        ValueError: as ``epsilon_lower_bound`` (bad counts, δ or confidence).
-    """
+    """Best ε_LB over a family of ``[tp, fn, fp, tn]`` rows, each at 1 − (1 − confidence)/rows (Bonferroni), or 0."""
     if not counts:
         return 0.0
     each = 1.0 - (1.0 - confidence) / len(counts)

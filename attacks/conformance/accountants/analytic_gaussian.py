@@ -29,9 +29,6 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
         epsilon: ε (unitless), any real value, negative ones included.
         mu: μ = Δ/σ, the L2 sensitivity over the noise's standard deviation (unitless, >= 0).
 
-    Returns:
-        δ, a probability in [0, 1].
-
     Raises:
         ValueError: μ < 0 or not finite.
     """
@@ -49,32 +46,14 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
 
 
 def rr_keep(epsilon: float, num_classes: int) -> float:
-    """k-ary randomized response's keep probability e^ε/(e^ε + k − 1) (Kairouz, Oh, Viswanath 2016).
-
-    Args:
-        epsilon: the label's ε (unitless, >= 0).
-        num_classes: k, the number of labels (>= 2).
-
-    Returns:
-        The probability, in [1/k, 1), that the true label is released.
-
-    Raises:
-        ValueError: ε < 0 or k < 2.
-    """
+    """k-ary RR's keep probability e^ε/(e^ε + k − 1) (Kairouz, Oh, Viswanath 2016); ValueError: ε < 0, k < 2."""
     if not epsilon >= 0 or num_classes < 2:
         raise ValueError(f"rr_keep: need ε >= 0 and k >= 2, got {epsilon!r}, {num_classes!r}")
     return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
 
 
 def rr_epsilon(keep: float, num_classes: int) -> float:
-    """The exact ε of k-ary randomized response that keeps the label with probability ``keep``.
-
-    Args:
-        keep: the keep probability, in [0, 1].
-        num_classes: k, the number of labels (>= 2).
-
-    Returns:
-        ε = ln(keep·(k − 1)/(1 − keep)) (unitless); 0 at or below the uniform 1/k, ∞ at 1.
+    """The exact ε = ln(keep·(k − 1)/(1 − keep)) of k-ary RR keeping the label w.p. ``keep``: 0 up to 1/k, ∞ at 1.
 
     Raises:
         ValueError: keep outside [0, 1] or k < 2.
@@ -90,16 +69,7 @@ def local_delta(epsilon: float, *, mu: float, label_epsilon: float | None = None
     """δ(ε) of one local record, exactly: the Gaussian image channel composed with k-ary randomized response.
 
     The composition's privacy profile of the module docstring (Balle & Wang 2018, Thm. 8, conditioned on the label's
-    privacy loss).
-
-    Args:
-        epsilon: ε (unitless), any real value.
-        mu: the image channel's μ = Δ/σ (unitless, >= 0).
-        label_epsilon: the label's ε (unitless); None or 0: no label released, ∞: the label released as it is.
-        num_classes: k, the number of labels.
-
-    Returns:
-        δ, a probability in [0, 1] (1 for an unbounded label).
+    privacy loss); ``mu`` = Δ/σ; ``label_epsilon`` None or 0: no label released, ∞: released as it is (δ = 1).
 
     Raises:
         ValueError: from ``gaussian_delta`` (μ < 0 or not finite) or ``rr_keep`` (ε_y < 0 or k < 2).
@@ -160,19 +130,5 @@ def local_epsilon(*, sigma: float, sensitivity: float, delta: float, label_epsil
 
 
 def gaussian_epsilon(*, sigma: float, sensitivity: float, delta: float) -> float:
-    """ε at δ of the Gaussian mechanism alone (``local_epsilon`` without a label).
-
-    The analytic Gaussian mechanism's ε (Balle & Wang 2018, Thm. 8, inverted in ε), never above the exact one.
-
-    Args:
-        sigma: σ, the noise's standard deviation (>= 0).
-        sensitivity: Δ, the L2 sensitivity (> 0).
-        delta: δ, a probability in (0, 1).
-
-    Returns:
-        ε (unitless); ∞ for σ = 0.
-
-    Raises:
-        ValueError: σ < 0, Δ <= 0 or δ outside (0, 1) (from ``local_epsilon``).
-    """
+    """The analytic Gaussian mechanism's ε at δ (Balle & Wang 2018; ∞ at σ = 0): ``local_epsilon`` without a label."""
     return local_epsilon(sigma=sigma, sensitivity=sensitivity, delta=delta)

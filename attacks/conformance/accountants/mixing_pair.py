@@ -25,23 +25,10 @@ MAX_SHIFT_SQ = 5e6
 
 def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, feature_range: float = 1.0,
                  label_diameter_sq: float = LABEL_DIAMETER_SQ) -> float:
-    """C = (w·Δ)², the squared whitened shift that replacing one record makes in one released sample (module docstring).
+    """C = (w·Δ)², the squared whitened shift one replaced record makes in one released sample (module docstring).
 
-    Δ² = d_x·r²/σ_x² + Δ_y²/σ_y², w the record's weight in the sample (1/ℓ when mixed as certified).
-
-    Args:
-        sigma_x: the noise sd of the features (> 0; ∞ allowed: no signal), in the features' units.
-        sigma_y: the noise sd of the label coordinates (> 0; ∞ allowed).
-        d_x: features (>= 1).
-        weight: w >= 0.
-        feature_range: r, the features' range (1 for [0, 1]).
-        label_diameter_sq: Δ_y² (2 for distributions; 0 when no label is released).
-
-    Returns:
-        c (unitless, >= 0).
-
-    Raises:
-        ValueError: σ <= 0, d_x < 1, a negative weight, range or diameter.
+    Δ² = d_x·r²/σ_x² + Δ_y²/σ_y² (σ may be ∞), w the record's weight (1/ℓ as certified). ValueError: σ <= 0, d_x < 1,
+    or a negative weight, range or diameter.
     """
     if not (sigma_x > 0 and sigma_y > 0 and d_x >= 1 and weight >= 0 and feature_range >= 0
             and label_diameter_sq >= 0):
@@ -51,20 +38,10 @@ def mixing_shift(*, sigma_x: float, sigma_y: float, d_x: int, weight: float, fea
 
 
 def mixing_epsilon(*, shift_sq: float, rate: float, releases: int, delta: float, grid: float = GRID) -> float:
-    """ε at δ of ``releases`` compositions of the mixing pair and its reverse, by dp_accounting's PLD.
+    """ε at δ of T ``releases`` compositions of the mixing pair and its reverse, by dp_accounting's PLD.
 
-    ε at δ of ``releases`` compositions of the pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse
-    (module docstring), by ``dp_accounting``'s PLD (pessimistic, grid ``grid``·max(1, c)); memoised.
-
-    Args:
-        shift_sq: c >= 0.
-        rate: q in [0, 1].
-        releases: T >= 1.
-        delta: δ in (0, 1).
-        grid: the relative grid (> 0).
-
-    Returns:
-        ε (unitless): 0 for c = 0 or q = 0, ∞ above ``MAX_SHIFT_SQ``.
+    The pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)), c = ``shift_sq``; PLD pessimistic on grid ``grid``·max(1, c),
+    memoised. 0 for c = 0 or q = 0, ∞ above ``MAX_SHIFT_SQ``.
 
     Raises:
         ValueError: c < 0, q outside [0, 1], T < 1 or δ outside (0, 1).

@@ -23,23 +23,10 @@ killed for memory at 22 GB). ε falls as σ grows, so ε at this σ is a lower b
 
 def poisson_gaussian_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
                              relation: str) -> float:
-    """ε at δ of T compositions of the Poisson-subsampled Gaussian mechanism (Abadi et al. 2016), by PLD accounting.
+    """ε at δ of T compositions of the Poisson-subsampled Gaussian mechanism (Abadi et al. 2016); ∞ for σ = 0.
 
-    ``dp_accounting``'s PLD accountant (pessimistic, discretisation 1e-3): the accountant the measured parameters are
-    read with, independent of the mechanism's own accounting code.
-
-    Args:
-        noise_multiplier: σ (units of C, >= 0).
-        sample_rate: q, in (0, 1].
-        steps: T >= 1.
-        delta: δ, a probability in (0, 1).
-        relation: the neighbouring relation, ``add-remove`` or ``replace-one``.
-
-    Returns:
-        ε (unitless); ∞ for σ = 0.
-
-    Raises:
-        ValueError: q outside (0, 1], steps < 1, δ outside (0, 1), σ < 0 or an unknown relation.
+    ``dp_accounting``'s PLD (pessimistic, discretisation 1e-3), independent of the mechanism's own code. ValueError: q
+    outside (0, 1], steps < 1, δ outside (0, 1), σ < 0 or an unknown relation.
     """
     if relation not in RELATIONS or not 0 < sample_rate <= 1 or steps < 1 or not 0 < delta < 1 or noise_multiplier < 0:
         raise ValueError(f"poisson_gaussian_epsilon: need q in (0, 1], steps >= 1, δ in (0, 1), σ >= 0 and a relation "
@@ -64,21 +51,10 @@ def _pld_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta:
 
 def sigma_for_epsilon(epsilon: float, *, sample_rate: float, steps: int, delta: float, relation: str,
                       guess: float) -> float:
-    """The noise multiplier σ* at which ``poisson_gaussian_epsilon`` equals ``epsilon``.
+    """The noise multiplier σ* (units of C) at which ``poisson_gaussian_epsilon`` equals ``epsilon``.
 
     Brent's method on log σ, to 1e-3 relative, from a bracket of ±5 % around ``guess``, widened until it holds the
-    root; ε falls as σ grows.
-
-    Args:
-        epsilon: the target ε (unitless, > 0).
-        sample_rate: q, in (0, 1].
-        steps: T >= 1.
-        delta: δ, a probability in (0, 1).
-        relation: ``add-remove`` or ``replace-one``.
-        guess: a starting σ (> 0).
-
-    Returns:
-        σ* (units of C).
+    root (ε falls as σ grows).
 
     Raises:
         ValueError: no σ in [guess/64, 64·guess] reaches ``epsilon``, or what ``poisson_gaussian_epsilon`` raises.

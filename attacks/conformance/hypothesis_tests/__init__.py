@@ -35,26 +35,12 @@ VALIDITY = {
 def conformance_record(name: str, quantity: str, *, certified: float | None, measured: float | None, n: int,
                 p_value: float, alternative: str, validity: str, statistic: float | None = None,
                 **detail: Any) -> dict[str, Any]:
-    """One conformance test's record (``bench.results.ConformanceTest``'s fields).
+    """One conformance test's record: ``bench.results.ConformanceTest``'s fields, ``detail`` and ``deciding`` True.
 
-    Args:
-        name: the test's name (e.g. ``noise σ, tensor 2``).
-        quantity: what it measures (e.g. ``noise sd``, ``sample rate``).
-        certified: the value the accountant assumes (None: none, e.g. a shape).
-        measured: the value the run shows (None: not measurable).
-        n: the observations the test read.
-        p_value: the test's p-value under H0 "this run is the certified mechanism", in [0, 1].
-        alternative: ``less``, ``greater`` or ``two-sided``: the direction that rejects.
-        validity: a key of ``VALIDITY`` (``exact`` or ``simulated``).
-        statistic: the test statistic, or None.
-        **detail: JSON-able facts recorded with it (confidence limits, a reason).
-
-    Returns:
-        The record: those fields, ``detail`` and ``deciding`` True (one comparison of the run's Bonferroni family).
+    ``p_value`` under H0 "this run is the certified mechanism"; ``certified`` / ``measured`` None: none.
 
     Raises:
-        ValueError: ``alternative`` not less / greater / two-sided, ``validity`` not in ``VALIDITY``, or a p-value
-            outside [0, 1].
+        ValueError: an unknown ``alternative`` or ``validity`` (``VALIDITY``), or a p-value outside [0, 1].
     """
     if alternative not in ("less", "greater", "two-sided") or validity not in VALIDITY:
         raise ValueError(f"conformance test {name!r}: alternative {alternative!r} or validity {validity!r} unknown")
@@ -66,12 +52,5 @@ def conformance_record(name: str, quantity: str, *, certified: float | None, mea
 
 
 def smallest_p(tests: Sequence[dict[str, Any]]) -> float:
-    """The smallest p-value of a run's deciding conformance tests.
-
-    Args:
-        tests: ``conformance_record`` records.
-
-    Returns:
-        The smallest p-value of those with ``deciding`` true (absent: true), in [0, 1]; 1 without any.
-    """
+    """The smallest p-value of the records with ``deciding`` true (absent: true), 1 without any."""
     return min((float(t["p_value"]) for t in tests if t.get("deciding", True)), default=1.0)

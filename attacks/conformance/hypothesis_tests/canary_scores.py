@@ -101,20 +101,10 @@ def llr_cdf(*, sigma: float, sample_rate: float, steps: int, contribution: float
 
 
 def canary_score_test(scores: ArrayLike, *, sigma: float, sample_rate: float, steps: int) -> dict[str, Any]:
-    """One-sided KS test of the included canaries' scores against their exact law under the certified mechanism.
+    """One-sided KS test of the included canaries' scores against their exact law P under the certified mechanism.
 
-    One-sided Kolmogorov-Smirnov test of the included canaries' scores against the certified mechanism's exact
-    score law (module docstring): H0 "the scores are stochastically at most P", rejected where they lie above it.
-
-    Args:
-        scores: ``(n,)`` the included canaries' summed log-likelihood ratios at the certified σ and q.
-        sigma: the certified noise multiplier σ (units of C).
-        sample_rate: the certified q.
-        steps: the accountant's T.
-
-    Returns:
-        A conformance record (``attacks.conformance.hypothesis_tests.conformance_record``): quantity ``canary scores``,
-        ``measured`` the scores' mean, ``certified`` P's mean, statistic D⁻, validity ``exact`` (conservative).
+    H0 "the scores are stochastically at most P" (module docstring), rejected where they lie above it. ``measured``:
+    the scores' mean, ``certified``: P's, statistic D⁻, validity ``exact`` (conservative).
 
     Raises:
         ValueError: fewer than 2 scores, or a parameter ``llr_cdf`` refuses.

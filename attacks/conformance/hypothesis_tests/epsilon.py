@@ -28,29 +28,12 @@ def dpsgd_measured_epsilon(*, sum_squares: float, n: int, rate_counts: tuple[int
 
     The noise multiplier at the upper one-sided χ² limit of the ``n`` noise observations (Σx² = ``sum_squares``, units
     of C), the sample rate at the lower Clopper-Pearson limit of ``rate_counts`` = (participations, record-steps) (the
-    certified ``sample_rate`` where none was observed), the observed ``steps``; each limit at 1 − (1 − confidence)/k for
-    the k limits used, so ε(σ_U, q_L, T) is a lower confidence limit of the ε the run spent
-    (``poisson_gaussian_epsilon``; dp_accounting's PLD accountant). A σ_U below ``PLD_SMALLEST_SIGMA`` is accounted at
-    that floor (``parameters['noise_multiplier_accounted']``): a smaller, still valid, lower limit. ``p_value``: the
-    exact χ² test of "the noise is at least σ*", σ* the multiplier at which that accountant gives the ``certified`` ε at
-    the certified q and the observed T — small when the run spent more than it certifies, whether its noise or its
-    accountant is wrong.
-
-    Args:
-        sum_squares: Σx² of the noise observations (units of C).
-        n: the number of noise observations.
-        rate_counts: ``(participations, record-steps)`` observed, or None (the certified rate is used).
-        sample_rate: q, the certified sample rate.
-        steps: T, the observed steps.
-        certified: the certified ε.
-        delta: δ, a probability.
-        relation: the neighbouring relation (``add-remove`` or ``replace-one``).
-        claimed_sigma: the certified noise multiplier σ.
-        confidence: of the lower limit, in (0, 1).
-
-    Returns:
-        ``bench.results.MeasuredEpsilon``'s fields: ``epsilon`` (the lower confidence limit), ``certified``,
-        ``delta``, ``relation``, ``accountant``, ``confidence``, ``p_value`` and ``parameters`` (σ_U, q_L, T, σ*).
+    certified ``sample_rate`` where None), the observed ``steps``; each limit at 1 − (1 − confidence)/k for the k
+    limits used, so ε(σ_U, q_L, T) is a lower confidence limit of the ε the run spent (``poisson_gaussian_epsilon``;
+    dp_accounting's PLD). A σ_U below ``PLD_SMALLEST_SIGMA`` is accounted at that floor
+    (``parameters['noise_multiplier_accounted']``): a smaller, still valid, lower limit. ``p_value``: the exact χ² test
+    of "the noise is at least σ*", σ* the multiplier at which that accountant gives the ``certified`` ε at the certified
+    q and observed T — small when the run spent more than it certifies, whether its noise or its accountant is wrong.
 
     Raises:
         ValueError: what ``noise_test``, ``rate_test`` or ``sigma_for_epsilon`` raise.
@@ -88,26 +71,10 @@ most that far below. 1e-3 is five times it, and fifty times below the 5 % the co
 
 def declared_epsilon_test(name: str, *, declared: float, certified: float, tolerance: float = DECLARED_TOLERANCE,
                           **detail: Any) -> dict[str, Any]:
-    """"The accountant's ε is the ε of the declared mechanism".
+    """"The accountant's ε is the ε of the declared mechanism": exact, p = 0 where declared > certified·(1 + tolerance).
 
-    ``declared``, the ε the conformance code's own accountant gives the mechanism's declared parameters (its σ, rate,
-    sensitivity, steps as the mechanism states them, never as its accountant derives them), against the ``certified`` ε.
-    Exact (a number computed, not estimated): p = 0 where declared > certified·(1 + ``tolerance``), else 1
-    (``DECLARED_TOLERANCE``). A wrong rate, sensitivity or composition count inside the accountant's code fails it
-    whatever the run measures.
-
-    Args:
-        name: the test's name.
-        declared: the ε of the declared parameters (the conformance code's own accountant).
-        certified: the ε the mechanism's accountant certified (> 0).
-        tolerance: the relative shortfall allowed, ≥ 0.
-        **detail: JSON-able facts recorded with it (the declared parameters).
-
-    Returns:
-        The ``conformance_record``: ``measured`` the declared ε, p 0 or 1.
-
-    Raises:
-        ValueError: a certified ε <= 0 or a negative tolerance.
+    ``declared``: the conformance code's own ε of the stated σ, rate, sensitivity, steps (never as the mechanism's
+    accountant derives them). ValueError: a certified ε <= 0 or a negative tolerance.
     """
     if not certified > 0 or tolerance < 0:
         raise ValueError(f"declared ε test {name!r}: need a certified ε > 0 and a tolerance >= 0, got {certified}, "

@@ -27,15 +27,8 @@ def mixing_weight_test(name: str, along: float, information: float, certified_we
                        confidence: float = 0.95) -> dict[str, Any]:
     """Two-sided z test of the records' weight in their samples against the certified 1/ℓ (module docstring).
 
-    Args:
-        name: the test's name.
-        along: A = Σ_t ⟨r̃_t, X̃_t⟩.
-        information: V = Σ_t ‖X̃_t‖² (> 0 for a test).
-        certified_weight: 1/ℓ.
-        confidence: of the one-sided limits ``lower`` / ``upper`` stored beside.
-
-    Returns:
-        The record: ``measured`` ŵ = 1/ℓ + A/V, ``statistic`` z; p = 1 with a reason where V = 0.
+    ``along``: A = Σ_t ⟨r̃_t, X̃_t⟩; ``information``: V = Σ_t ‖X̃_t‖². ``measured`` ŵ = 1/ℓ + A/V, ``statistic`` z,
+    one-sided limits ``lower`` / ``upper`` at ``confidence``; p = 1 with a reason where V = 0.
 
     Raises:
         ValueError: a negative V or a weight <= 0.
@@ -56,20 +49,9 @@ def mixing_weight_test(name: str, along: float, information: float, certified_we
 
 
 def weight_limit(along: float, information: float, certified_weight: float, alpha: float) -> float:
-    """The weight the measured ε is read at: the lower one-sided limit of the records' weight, floored at 1/ℓ.
+    """The weight ε is read at: the lower 1 − α limit 1/ℓ + (A − z_α·√V)/V of the weight, floored at 1/ℓ (V <= 0: 1/ℓ).
 
-    1/ℓ + (A − z_α·√V)/V (``mixing_weight_test``) where it is above the certified 1/ℓ, else 1/ℓ: a weight above 1/ℓ
-    raises ε and is a lower limit of it; a weight below would lower ε, but a release whose records enter at less
-    than 1/ℓ is not the mean of its subset, and the two-sided weight test in the same family refutes it exactly.
-
-    Args:
-        along: A = Σ_t ⟨r̃_t, X̃_t⟩.
-        information: V = Σ_t ‖X̃_t‖² (<= 0: no measurement, 1/ℓ returned).
-        certified_weight: 1/ℓ, ℓ the mixture degree.
-        alpha: the limit's error probability (confidence 1 − α).
-
-    Returns:
-        The weight (unitless, >= 1/ℓ).
+    A, V as ``mixing_weight_test``'s. Below 1/ℓ the release is not its subset's mean, and the weight test refutes it.
     """
     if information <= 0:
         return certified_weight
@@ -78,15 +60,9 @@ def weight_limit(along: float, information: float, certified_weight: float, alph
 
 
 def weight_spread_test(name: str, quadratic: float, dimensions: int) -> dict[str, Any]:
-    """Two-sided χ² test of the residual's projections on the recorded records' directions (module docstring).
+    """Two-sided χ² test of the residual's projections ``quadratic`` Σ_t ‖P_t r̃_t‖² (χ²_N under H0; module docstring).
 
-    Args:
-        name: the test's name.
-        quadratic: Σ_t ‖P_t r̃_t‖², χ²_N under H0.
-        dimensions: N, its degrees of freedom.
-
-    Returns:
-        The ``conformance_record``: ``measured`` the ratio to its mean N; p = 1 with a reason where N = 0.
+    ``measured``: the ratio to its mean N = ``dimensions``; p = 1 with a reason where N = 0.
 
     Raises:
         ValueError: a negative statistic or N.

@@ -21,26 +21,15 @@ SHAPE_SAMPLE = 200_000  # observations the shape test reads at most (an evenly s
 
 def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
                confidence: float = 0.95, alternative: str = "less") -> dict[str, Any]:
-    """χ² test of a noise's standard deviation.
+    """Exact χ² test of a noise's sd against the certified s > 0 from Σx² (units of the sd) of ``n`` >= 1 observations.
 
-    n observations iid N(0, s²) under H0 with s the certified sd; Σx²/s² ~ χ²_n, small when the mechanism adds less
-    noise than it certifies. Exact.
-
-    Args:
-        name: the test's name (e.g. ``noise σ, tensor 2``).
-        sum_squares: Σx² of the ``n`` observations (units of the sd).
-        n: the number of observations (≥ 1).
-        certified_sd: s > 0 (e.g. the noise multiplier σ when the observations are in units of C).
-        confidence: of the interval ``sd_lower`` / ``sd_upper`` stored beside (each one-sided).
-        alternative: ``less`` (one-sided: only less noise raises ε) or ``two-sided`` (where more than the certified
-            variance also says the release is not the certified mechanism: a residual that holds more than the noise,
-            DPMix's release − the mean of its recorded subset; p = 2·min of the two tails).
-
-    Returns:
-        The record, ``measured`` = √(Σx²/n), ``detail`` with ``sd_lower`` and ``sd_upper``.
+    Under H0 the observations are iid N(0, s²): Σx²/s² ~ χ²_n, small when the mechanism adds less noise than it
+    certifies. ``alternative``: ``less`` (only less noise raises ε) or ``two-sided`` (more variance than certified also
+    refutes, e.g. DPMix's residual; p = 2·min of the tails). ``measured`` = √(Σx²/n); ``detail``: one-sided limits
+    ``sd_lower``, ``sd_upper`` at ``confidence``.
 
     Raises:
-        ValueError: n < 1, a negative sum of squares or certified_sd ≤ 0.
+        ValueError: n < 1, a negative sum of squares, certified_sd ≤ 0 or another ``alternative``.
     """
     if n < 1 or sum_squares < 0 or not certified_sd > 0 or alternative not in ("less", "two-sided"):
         raise ValueError(f"noise test: need n >= 1, Σx² >= 0, a certified sd > 0 and alternative less or two-sided, "
@@ -58,24 +47,13 @@ def noise_test(name: str, sum_squares: float, n: int, certified_sd: float, *,
 
 
 def shape_test(name: str, observations: ArrayLike, *, per_column: bool = False) -> dict[str, Any]:
-    """Two-sided test that a noise is Gaussian.
+    """Two-sided test that a noise is Gaussian: D'Agostino & Pearson's (1973) K² (scipy's ``normaltest``), any scale.
 
-    D'Agostino and Pearson's K² (skewness and kurtosis; scipy's ``normaltest``) on the observations ``(N,)`` (at most
-    ``SHAPE_SAMPLE``, evenly spaced), any scale. A noise of the certified variance but heavier or lighter tails
-    (Laplace, uniform) is a different mechanism than the accountant's. ``per_column``: observations ``(R, k)`` (rows ×
-    coordinates, R ≥ 1,000) are first divided by each column's root mean square, so that Gaussian noise whose scale
-    differs between coordinates (each coordinate's scale is what the noise tests judge) is not read as a heavy tail; the
-    bias this adds to the kurtosis, about −6/R, is below 0.006. (D'Agostino & Pearson 1973, "Tests for departure from
-    normality".)
-
-    Args:
-        name: the test's name.
-        observations: ``(N,)`` noise draws (any shape, flattened), or ``(R, k)`` with ``per_column``.
-        per_column: rescale each column to unit root mean square first.
-
-    Returns:
-        The ``conformance_record``: ``measured`` the excess kurtosis (0 for a Gaussian), ``statistic`` K²; p = 0 for
-        constant observations (``detail['reason']``).
+    On the ``(N,)`` observations (flattened; at most ``SHAPE_SAMPLE``, evenly spaced). Noise of the certified variance
+    with heavier or lighter tails (Laplace, uniform) is another mechanism than the accountant's. ``per_column``: ``(R,
+    k)`` observations are first divided by each column's root mean square, so that Gaussian noise whose scale differs
+    between coordinates is not read as a heavy tail (the kurtosis bias, about −6/R, is below 0.006). ``measured``: the
+    excess kurtosis; p = 0 for constant observations (``detail['reason']``).
 
     Raises:
         ValueError: fewer than 20 observations, or ``per_column`` with fewer than 1,000 rows.
@@ -100,19 +78,11 @@ def shape_test(name: str, observations: ArrayLike, *, per_column: bool = False) 
 
 
 def independence_test(name: str, observations: ArrayLike) -> dict[str, Any]:
-    """Two-sided test that a noise is independent across steps and across coordinates.
+    """Two-sided test that a ``(T, k)`` noise (steps × coordinates) is independent across steps and coordinates.
 
-    The lag-1 correlations of the observations ``(T, k)`` (steps × coordinates) along both axes, r = Σ x_i x_{i+1} / Σ
-    x², each √N·r ~ N(0, 1) under H0 (iid zero-mean noise); the smaller of the two p-values, × 2. Noise reused across
-    steps (a generator re-seeded every step) gives r ≈ 1.
-
-    Args:
-        name: the test's name.
-        observations: ``(T, k)`` noise draws, steps × coordinates.
-
-    Returns:
-        The ``conformance_record``: ``measured`` the larger ``|r|``, ``detail`` with ``r_steps`` and
-        ``r_coordinates``; p = 0 where every observation is 0 (no noise).
+    The lag-1 correlations r = Σ x_i x_{i+1} / Σ x² along both axes, each √N·r ~ N(0, 1) under H0 (iid zero-mean
+    noise); the smaller p-value × 2. Noise reused across steps gives r ≈ 1. ``measured``: the larger ``|r|``;
+    ``detail``: ``r_steps``, ``r_coordinates``; p = 0 where every observation is 0 (no noise).
 
     Raises:
         ValueError: fewer than 2 steps or coordinates.
@@ -135,16 +105,9 @@ def independence_test(name: str, observations: ArrayLike) -> dict[str, Any]:
 
 
 def clip_test(name: str, largest_norm: float, bound: float, *, tolerance: float = 1e-4) -> dict[str, Any]:
-    """A contribution's L2 norm against the sensitivity the accountant assumes (DP-SGD's clip bound C); exact.
+    """Exact test of the ``largest_norm`` (L2) of a contribution against the assumed sensitivity ``bound`` (e.g. C).
 
-    Args:
-        name: the test's name.
-        largest_norm: the largest L2 norm observed (units of the contribution).
-        bound: the assumed sensitivity (e.g. C, or a release's input norm).
-        tolerance: relative float rounding allowed above ``bound``.
-
-    Returns:
-        The ``conformance_record``: p = 0 where the norm exceeds ``bound``·(1 + ``tolerance``), else 1.
+    p = 0 where the norm exceeds ``bound``·(1 + ``tolerance``) (float rounding), else 1.
     """
     return conformance_record(name, "clip bound", certified=float(bound), measured=float(largest_norm), n=1,
                        statistic=float(largest_norm),

@@ -26,20 +26,10 @@ GRID = 4  # an image's regions: a GRID × GRID grid of its pixels (every channel
 
 
 def region_ids(shape: tuple[int, ...], grid: int = GRID) -> np.ndarray:
-    """The region of every coordinate of a ``(C, H, W)`` image (row-major, as ``flatten`` orders it).
+    """``(C·H·W,)`` int64 region ids of a ``(C, H, W)`` image's coordinates, in ``flatten`` order.
 
-    The cell of a ``grid`` × ``grid`` partition of its H × W pixels, all channels together (fewer cells on an image
-    smaller than the grid).
-
-    Args:
-        shape: the image's ``(C, H, W)``.
-        grid: cells a side.
-
-    Returns:
-        ``(C·H·W,)`` int64 region ids.
-
-    Raises:
-        ValueError: a shape that is not (C, H, W).
+    A region: a cell of a ``grid`` × ``grid`` partition of the H × W pixels, all channels together (fewer cells on a
+    smaller image). ValueError for a shape that is not (C, H, W).
     """
     if len(shape) != 3:
         raise ValueError(f"region_ids: need a (C, H, W) shape, got {shape}")
@@ -52,21 +42,12 @@ def region_ids(shape: tuple[int, ...], grid: int = GRID) -> np.ndarray:
 
 def sidak_test(name: str, records: list[dict[str, Any]], *, parts: int | None = None,
                observations: int | None = None, **detail: Any) -> dict[str, Any]:
-    """One test of k sub-tests (e.g. the noise of each region) by their smallest p-value, with Šidák's correction.
+    """One test of k sub-tests (e.g. each region's noise) by their smallest p-value, with Šidák's correction.
 
-    p = 1 − (1 − p_min)^k: exact when the sub-tests are independent under H0 (the noise of disjoint coordinates is),
-    so the family counts one comparison whatever k. ``measured`` / ``certified``: the sub-test with the smallest
-    p-value's.
-
-    Args:
-        name: the test's name.
-        records: the sub-tests' records (``conformance_record``).
-        parts: k when ``records`` holds only the smallest p-value's sub-test; default ``len(records)``.
-        observations: the observations of all k; default the sum of the records' ``n``.
-        **detail: stored in the record's ``detail``.
-
-    Returns:
-        The ``conformance_record`` (``detail`` with ``parts`` and ``worst``, the deciding sub-test's name).
+    p = 1 − (1 − p_min)^k, exact when the sub-tests are independent under H0 (disjoint coordinates' noise is), so the
+    family counts one. ``parts``: k when ``records`` holds only the deciding sub-test (default: their number);
+    ``observations``: default their summed ``n``. The record takes the deciding sub-test's ``measured``, ``certified``;
+    its ``detail``: ``detail``, ``parts`` and ``worst`` (that sub-test's name).
 
     Raises:
         ValueError: no sub-test.
@@ -85,22 +66,15 @@ def sidak_test(name: str, records: list[dict[str, Any]], *, parts: int | None = 
 
 def image_noise_tests(prefix: str, sum_squares: ArrayLike, n: int, certified_sd: float, shape: tuple[int, ...], *,
                       alternative: str = "less") -> list[dict[str, Any]]:
-    """The noise of an image release against its certified sd, from each coordinate's Σx² over ``n`` observations.
+    """The noise of an image release against its certified sd s > 0, from each coordinate's Σx² over ``n`` observations.
 
-    Each coordinate iid N(0, s²) under H0: the pooled χ² (``noise_test``), and the smallest of the per-region,
-    per-pixel and (for C > 1) per-channel χ² tests, each read by ``sidak_test``. One pixel's noise at 0.8·s shows in
-    the per-pixel test, a region's in the per-region one, a 5 % shortfall everywhere in the pooled one.
-
-    Args:
-        prefix: the tests' name prefix.
-        sum_squares: ``(d,)`` Σx² per coordinate (flatten order of ``shape``), in the data's units squared.
-        n: observations per coordinate.
-        certified_sd: s > 0, in the data's units.
-        shape: the image's ``(C, H, W)``.
-        alternative: ``noise_test``'s, for every one (``two-sided``: an excess of variance refutes too).
+    ``sum_squares``: ``(C·H·W,)`` Σx² per coordinate of ``shape`` (data units squared). Each coordinate iid N(0, s²)
+    under H0: the pooled χ² (``noise_test``), and the smallest of the per-region, per-pixel and (C > 1) per-channel χ²
+    tests (``sidak_test``), all with ``noise_test``'s ``alternative``. One pixel's noise at 0.8·s shows in the per-pixel
+    test, a region's in the per-region one, a 5 % shortfall everywhere in the pooled one.
 
     Returns:
-        Three records (``conformance_record``) for C = 1, four otherwise (fixed by ``shape``).
+        Three records (``conformance_record``) for C = 1, four otherwise.
 
     Raises:
         ValueError: ``sum_squares`` not of ``C·H·W`` entries, or what ``noise_test`` raises.
@@ -139,17 +113,10 @@ def _pixel_test(name: str, ss: np.ndarray, n: int, certified_sd: float, alternat
 def label_flip_test(name: str, offsets: ArrayLike, num_classes: int) -> dict[str, Any]:
     """Two-sided test that randomized response's replaced labels are uniform over the k − 1 other labels.
 
-    k-ary RR (Kairouz, Oh, Viswanath 2016): Pearson's χ² with k − 2 degrees of freedom. A replacement that favours
-    some labels keeps more of the true label's information than the accountant's RR. Asymptotic (level shown by
-    simulation); fewer than 5 expected per label, or k = 2, leaves nothing to test: p = 1 with the reason.
-
-    Args:
-        name: the test's name.
-        offsets: released − true label, mod k, of the replaced labels only: values in 1..k − 1 (any shape).
-        num_classes: k.
-
-    Returns:
-        The ``conformance_record`` (``measured``: the most frequent offset's count over its expectation).
+    ``offsets``: released − true label, mod k, of the replaced labels only (any shape). k-ary RR (Kairouz, Oh,
+    Viswanath 2016): Pearson's χ² with k − 2 degrees of freedom, asymptotic (level shown by simulation); fewer than 5
+    expected per label, or k = 2, leaves nothing to test (p = 1 with the reason). ``measured``: the most frequent
+    offset's count over its expectation.
 
     Raises:
         ValueError: k < 2 or an offset outside 1..k − 1.
@@ -170,16 +137,7 @@ def label_flip_test(name: str, offsets: ArrayLike, num_classes: int) -> dict[str
 
 
 def mixing_dispersion(counts: ArrayLike, samples: int, size: int) -> float:
-    """D = Σ_j (c_j − Tℓ/n)² of the inclusion counts of one release (``mixing_dispersion_test`` reads it).
-
-    Args:
-        counts: ``(n,)`` how many of the release's mixtures hold each record.
-        samples: T, the mixtures in the release.
-        size: ℓ, the records a mixture.
-
-    Returns:
-        D (counts squared, >= 0).
-    """
+    """D = Σ_j (c_j − Tℓ/n)² of one release's ``(n,)`` ``counts`` (T = ``samples`` mixtures of ℓ = ``size``)."""
     c = np.asarray(counts, np.float64).ravel()
     return float(((c - samples * size / c.size) ** 2).sum())
 
@@ -188,25 +146,14 @@ def mixing_dispersion_test(name: str, dispersion: float, *, releases: int, sampl
                            ) -> dict[str, Any]:
     """Two-sided test that DPMix's mixtures are T independent uniform ℓ-subsets of the n records (Lee et al. 2019).
 
-    The accountant's sampling, tested by the records' inclusion counts' dispersion D (``mixing_dispersion``) summed
-    over independent releases. Exact moments under H0: with X_ts = ``|S_t ∩ S_s|`` (hypergeometric, mean ℓ²/n,
-    variance v = ℓ·(ℓ/n)(1 − ℓ/n)(n − ℓ)/(n − 1)), D = Tℓ + Σ_{t≠s} X_ts − T²ℓ²/n, so E[D] = Tℓ(1 − ℓ/n) and, the
-    X_ts being pairwise uncorrelated, Var[D] = 2T(T − 1)·v; D is read against the gamma law of those two moments
-    (level shown by simulation). Records mixed at uneven rates raise D.
-
-    Args:
-        name: the test's name.
-        dispersion: D summed over the releases.
-        releases: R, independent releases.
-        samples: T, mixtures a release.
-        size: ℓ, the mixture degree.
-        records: n, the records.
-
-    Returns:
-        The ``conformance_record``, ``measured`` D / E[D].
+    ``dispersion``: D (``mixing_dispersion``) summed over R = ``releases`` independent releases of T = ``samples``
+    mixtures of ℓ = ``size`` of the n = ``records``. Exact moments under H0: with X_ts = ``|S_t ∩ S_s|``
+    (hypergeometric, mean ℓ²/n, variance v = ℓ·(ℓ/n)(1 − ℓ/n)(n − ℓ)/(n − 1)), D = Tℓ + Σ_{t≠s} X_ts − T²ℓ²/n, so
+    E[D] = Tℓ(1 − ℓ/n) and, the X_ts being pairwise uncorrelated, Var[D] = 2T(T − 1)·v; D is read against the gamma
+    law of those moments (level shown by simulation). Uneven mixing raises D. ``measured``: D / E[D].
 
     Raises:
-        ValueError: releases, T or ℓ < 1, n ≤ ℓ, or a negative D.
+        ValueError: R, T or ℓ < 1, n ≤ ℓ, or a negative D.
     """
     r, t, ell, n = releases, samples, size, records
     if r < 1 or t < 1 or ell < 1 or n <= ell or dispersion < 0:
@@ -227,21 +174,12 @@ def mixing_dispersion_test(name: str, dispersion: float, *, releases: int, sampl
 
 def limit_p_value(epsilon_at: Callable[[float], float], certified: float, *, floor: float = 1e-6,
                   steps: int = 10) -> float:
-    """The p-value of "the run spent at most ``certified``".
+    """The p-value, in [``floor``, 1], of "the run spent at most ``certified``" (ε).
 
-    The smallest α at which ``epsilon_at(α)``, a lower confidence limit of ε at confidence 1 − α built from one-sided
-    limits of the parameters (each at α/k, ε monotone in each), exceeds it. Valid at every level: under H0 the true
-    parameters give ε ≤ certified, so the limit exceeds it only if some parameter's limit misses, with probability
-    ≤ α. Found by bisection on log α, rounded up (conservative).
-
-    Args:
-        epsilon_at: α ↦ the lower confidence limit of ε; must not fall as α grows.
-        certified: the certified ε (unitless).
-        floor: the smallest α tried.
-        steps: bisection evaluations after the two ends.
-
-    Returns:
-        The p-value in [``floor``, 1]: ``floor`` where even that limit exceeds ``certified``, 1 where none does.
+    The smallest α at which ``epsilon_at(α)``, a lower confidence limit of ε at confidence 1 − α (not falling as α
+    grows) built from one-sided limits of the parameters (each at α/k, ε monotone in each), exceeds it. Valid at every
+    level: under H0 the true parameters give ε ≤ certified, so the limit exceeds it only if some parameter's limit
+    misses, with probability ≤ α. Bisection on log α in ``steps`` evaluations, rounded up (conservative).
     """
     if epsilon_at(1.0) <= certified:
         return 1.0

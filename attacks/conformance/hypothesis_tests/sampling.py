@@ -19,22 +19,11 @@ from attacks.conformance.hypothesis_tests import conformance_record
 
 def rate_test(name: str, quantity: str, successes: int, trials: int, certified: float, *,
               confidence: float = 0.95) -> dict[str, Any]:
-    """Exact one-sided binomial test that a rate is not above the certified one.
+    """Exact one-sided binomial test that a rate (e.g. a sample rate q, RR's keep rate) is not above the certified one.
 
-    (a sample rate q, randomized response's keep rate.) ``successes`` of ``trials`` independent Bernoulli(certified)
-    trials under H0. ``detail`` holds the Clopper-Pearson one-sided limits ``lower`` and ``upper`` at ``confidence``
-    (Clopper & Pearson 1934).
-
-    Args:
-        name: the test's name.
-        quantity: what the rate is (e.g. ``sample rate``, ``keep rate``).
-        successes: k, the trials that succeeded (e.g. record-steps in which a record participated).
-        trials: n, the independent trials.
-        certified: the certified rate, in (0, 1].
-        confidence: of the one-sided limits, in (0, 1).
-
-    Returns:
-        The ``conformance_record``: ``measured`` = k/n, p = P(Binomial(n, certified) ≥ k).
+    k = ``successes`` of n = ``trials`` independent Bernoulli(``certified``) trials under H0: p = P(Binomial(n,
+    certified) ≥ k); ``measured`` = k/n; ``detail``: the Clopper-Pearson (1934) one-sided limits ``lower``, ``upper`` at
+    ``confidence``.
 
     Raises:
         ValueError: trials < 1, successes outside [0, trials], or a certified rate outside (0, 1].
@@ -54,20 +43,10 @@ def rate_test(name: str, quantity: str, successes: int, trials: int, certified: 
 def dispersion_test(name: str, counts: ArrayLike, trials: int, rate: float) -> dict[str, Any]:
     """Two-sided test that records' participation counts ``(n,)`` over ``trials`` steps are iid Binomial(trials, rate).
 
-    As Poisson sampling at ``rate`` makes them (Abadi et al. 2016; the accountant's assumption), by their dispersion D =
-    Σ(c − Tq)². Under H0, E[D] = n·Tq(1−q) and Var[D] = n·(μ₄ − (Tq(1−q))²) with μ₄ the binomial's fourth central
-    moment; D is read against the gamma law with those two moments (a sum of n iid terms: its skew falls as 1/√n).
-    Shuffled fixed batches give every record the same count (D ≈ 0); a weighted sampler, or records sampled at different
-    rates, spread them (D large).
-
-    Args:
-        name: the test's name.
-        counts: ``(n,)`` how many of the ``trials`` steps each record took part in.
-        trials: T, the steps.
-        rate: q, the certified sample rate, in (0, 1).
-
-    Returns:
-        The ``conformance_record``: ``statistic`` D, ``measured`` D / E[D] (1 under H0).
+    As Poisson sampling makes them (Abadi et al. 2016; the accountant's assumption), by their dispersion D = Σ(c − Tq)².
+    Under H0, E[D] = n·Tq(1−q) and Var[D] = n·(μ₄ − (Tq(1−q))²), μ₄ the binomial's fourth central moment; D is read
+    against the gamma law of those moments (its skew falls as 1/√n). Shuffled fixed batches give D ≈ 0; a weighted
+    sampler, or uneven rates, a large D. ``measured``: D / E[D] (1 under H0).
 
     Raises:
         ValueError: fewer than 2 counts, trials < 1 or a rate outside (0, 1).
@@ -88,16 +67,7 @@ def dispersion_test(name: str, counts: ArrayLike, trials: int, rate: float) -> d
 
 
 def steps_test(name: str, observed: int, certified: int) -> dict[str, Any]:
-    """The number of noisy steps (or releases) against the accountant's; exact (a count, observed without error).
-
-    Args:
-        name: the test's name.
-        observed: the steps the run took.
-        certified: the steps the accountant counted.
-
-    Returns:
-        The ``conformance_record``: p = 0 where more steps ran than certified (fewer only over-counts), else 1.
-    """
+    """Exact test of the steps (or releases) ``observed`` against the accountant's: p = 0 where more ran, else 1."""
     return conformance_record(name, "steps", certified=float(certified), measured=float(observed), n=1,
                        statistic=float(observed), p_value=0.0 if observed > certified else 1.0, alternative="greater",
                        validity="exact")
