@@ -77,7 +77,7 @@ def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | 
 
 
 def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, delta: float) -> float | None:
-    """The ideal release's ε limit for this audit (``attacks.analysis.statistics.limits.threshold_limit``), None without a σ.
+    """The ideal release's ε limit for this audit (``statistics.limits.threshold_limit``), None without a σ.
 
     Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label (``params``' ``sigma``,
     ``label_epsilon``; w = ``weight``, None: the image alone), at the counts of the ``(m,)`` ``coins``.
