@@ -7,9 +7,9 @@ gave up on it), reaches the driver through ``Pending.outcome``; the caller makes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from bench.core.training import EpochCallback
@@ -86,21 +86,12 @@ class Pending:
         return self.result
 
 
-class Waits(Protocol):
-    """An executor as ``as_completed`` uses it (``LocalExecutor``, ``RayExecutor``)."""
+def as_completed(executor: Any, jobs: Iterable[tuple[K, Any]], limit: int) -> Iterator[tuple[K, Pending]]:
+    """Each ``(key, job)`` of ``jobs`` submitted to ``executor`` in order, at most ``limit`` at a time.
 
-    def submit(self, job: Any, *, on_done: Callable[[Any], None] | None = None) -> Pending:
-        """Start ``job``; its handle."""
-
-    def wait(self, pendings: Collection[Pending]) -> Pending:
-        """The first of ``pendings`` to finish."""
-
-
-def as_completed(executor: Waits, jobs: Iterable[tuple[K, Any]], limit: int) -> Iterator[tuple[K, Pending]]:
-    """Each ``(key, job)`` of ``jobs`` submitted in order, at most ``limit`` at a time, yielded as each finishes.
-
-    Yields ``(key, its finished Pending)``; ``Pending.outcome`` gives the result or raises the job's failure. Jobs not
-    yet submitted when the caller stops are never submitted (``close`` the executor to stop the running ones).
+    ``executor``: a ``LocalExecutor`` or ``RayExecutor`` (its ``submit`` and ``wait``). Yields ``(key, its finished
+    Pending)`` as each finishes; ``Pending.outcome`` gives the result or raises the job's failure. Jobs not yet
+    submitted when the caller stops are never submitted (``close`` the executor to stop the running ones).
     """
     waiting, flight = iter(jobs), {}
     while True:
