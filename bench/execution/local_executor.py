@@ -80,7 +80,7 @@ class LocalExecutor:
     are the same to the bit wherever a job runs. Workers start with ``spawn`` (no forked OpenMP state) and take
     jobs once they have started; a worker that dies fails its job (``JobFailed``). Finished jobs are handed to
     their ``on_done`` (the cache) in the driver's thread, the next time it submits or waits. ``wait`` leaves the jobs
-    to the workers (the driver runs them only once no worker is left).
+    to the workers (the driver runs them only where there are none; once every worker has died, they fail).
 
     Args:
         workers: worker processes besides the driver (0: everything in this process).

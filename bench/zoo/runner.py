@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.core.device import available_cpus
-from bench.execution.job import CallJob, Pending, as_completed
+from bench.execution.job import CallJob, JobFailed, Pending, as_completed
 from bench.zoo.api import AUDITORS, BUGS, ZOO_MECHANISMS, Bug
 from bench.zoo.catalogue import load
 from bench.zoo.options import CORRECT, CPUS_PER_RUN, MECHANISM_RUN, PROFILE_EPSILON, REPO, RunSpec, ZooOptions
@@ -124,7 +124,7 @@ def _record(spec: RunSpec, pending: Pending) -> dict[str, Any]:
     try:
         return dict(pending.outcome())
     except Exception as exc:  # a job that failed (its worker died, Ray gave up, it raised): a failed run
-        why = str(exc) if type(exc).__name__ == "JobFailed" else f"{type(exc).__name__}: {exc}"
+        why = str(exc) if isinstance(exc, JobFailed) else f"{type(exc).__name__}: {exc}"
         return {"key": spec.key, "case": spec.case, "seed": spec.seed, "attacks": list(spec.attacks), "exit": None,
                 "wall_s": None, "run_cpu_s": None, "worker_cpu_s": None, "error": why.splitlines()[0][:300],
                 "rows": []}
@@ -139,9 +139,11 @@ def _failed_rows(spec: RunSpec, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Every case × seed: reuse the runs judged under the same key, run and judge the others in workers.
+    """Every case × seed: reuse the runs judged under the same key, run and judge the others as executor jobs.
 
-    And write ``zoo.json`` after each (``bench.zoo.document``). The caller holds the output folder's lock.
+    One ``CallJob`` of ``bench.zoo.worker.work`` per run (``_executor``; at most ``options.jobs`` at a time), a failed
+    job an error row per auditor; ``zoo.json`` written after each (``bench.zoo.document``). The caller holds the output
+    folder's lock.
 
     Raises:
         ValueError: an unknown bug or auditor (one line listing the known ones).
