@@ -4,7 +4,7 @@ Where training jobs run: ``local`` (this process and training worker processes b
 threads = the CPUs; ``bench.execution.local_executor``) or ``ray`` (one Ray task per job, on a local Ray instance or on
 a cluster; Moritz et al. 2018, "Ray: a distributed framework for emerging AI applications";
 ``bench.execution.ray_executor``). Jobs themselves: ``bench.execution.trainjob`` (training) and
-``bench.execution.job`` (any call, e.g. a zoo run; the handle, the fault model).
+``bench.execution.calljob`` (any call, e.g. a zoo run; the handle, the fault model).
 
 Design notes: docs/design-notes.md.
 """
@@ -15,7 +15,7 @@ import os
 
 from bench.config.validation import EXECUTORS
 from bench.core.errors import ConfigError
-from bench.execution.job import CallJob, JobFailed, Pending, as_completed
+from bench.execution.calljob import CallJob, JobFailed, Pending, as_completed
 from bench.execution.local_executor import LocalExecutor
 from bench.execution.ray_executor import CPUS_PER_JOB, MAX_RETRIES, RayExecutor
 from bench.execution.trainjob import TrainJob, run_job

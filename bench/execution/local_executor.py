@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bench.core.processes import die_with_parent
-from bench.execution.job import CallJob, JobFailed, Pending, run_any
+from bench.execution.calljob import CallJob, JobFailed, Pending, run_any
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from bench.core.errors import BenchError, ConfigError
-from bench.execution.job import CallJob, JobFailed, Pending, run_any
+from bench.execution.calljob import CallJob, JobFailed, Pending, run_any
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -1,7 +1,7 @@
 """Training jobs: what to train, the job shipped to a worker, and the function that runs it.
 
 What to train is a ``Recipe``; a training job (``TrainJob``) is a recipe's models shipped to a worker; ``run_job`` is
-the pure function that runs one (the driver's handle on it: ``bench.execution.job.Pending``). Executors
+the pure function that runs one (the driver's handle on it: ``bench.execution.calljob.Pending``). Executors
 (``bench.execution.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
 itself from ``job.seeds``), so where a job runs does not change its result.
 """

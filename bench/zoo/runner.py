@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.core.device import available_cpus
-from bench.execution.job import CallJob, JobFailed, Pending, as_completed
+from bench.execution.calljob import CallJob, JobFailed, Pending, as_completed
 from bench.zoo.api import AUDITORS, BUGS, ZOO_MECHANISMS, Bug
 from bench.zoo.catalogue import load
 from bench.zoo.options import CORRECT, CPUS_PER_RUN, MECHANISM_RUN, PROFILE_EPSILON, REPO, RunSpec, ZooOptions

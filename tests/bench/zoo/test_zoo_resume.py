@@ -116,7 +116,7 @@ def test_a_run_whose_worker_dies_is_one_failed_row_per_auditor_and_is_not_kept(o
     after it, with no worker left, fails the same way rather than run in the driver."""
     import os
 
-    from bench.execution.job import CallJob
+    from bench.execution.calljob import CallJob
 
     monkeypatch.setattr(runner, "CallJob", lambda function, args, cpus: CallJob(os._exit, (9,), cpus))
     options = dataclasses.replace(options, seeds=1)

@@ -1,4 +1,4 @@
-"""Any call as a job (``bench.execution.job.CallJob``, how the zoo runs): local workers run it on their own CPUs
+"""Any call as a job (``bench.execution.calljob.CallJob``, how the zoo runs): local workers run it on their own CPUs
 without importing torch, ``as_completed`` keeps at most its limit in flight, and a job that raises or whose worker
 dies comes back as a failure, never a gap."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.execution.job import CallJob, JobFailed, Pending, as_completed
+from bench.execution.calljob import CallJob, JobFailed, Pending, as_completed
 from bench.execution.local_executor import LocalExecutor
 
 REPO = Path(__file__).resolve().parents[3]
@@ -99,7 +99,7 @@ def test_each_worker_runs_on_its_own_cpus():
 
 
 def test_a_call_job_worker_and_its_driver_never_import_torch():
-    code = ("import sys\nfrom bench.execution.job import CallJob, as_completed\n"
+    code = ("import sys\nfrom bench.execution.calljob import CallJob, as_completed\n"
             "from bench.execution.local_executor import LocalExecutor\nimport bench.zoo.runner\n"
             "ex = LocalExecutor(workers=1)\n"
             "((_, p),) = as_completed(ex, [(0, CallJob(eval, (\"'torch' in __import__('sys').modules\",)))], 1)\n"
