@@ -20,7 +20,7 @@ from typing import NoReturn
 from bench.cli_parser import EXIT_USAGE, build_parser
 from bench.core.errors import BenchError
 
-EXIT_PRIVACY_BUG = 3  # a valid audit refutes an accountant's ε (attacks.analysis.verdict.privacy_bugs)
+EXIT_PRIVACY_BUG = 3  # a valid audit refutes an accountant's ε (attacks.analysis.privacy_bugs.check.privacy_bugs)
 
 
 def _console():

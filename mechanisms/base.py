@@ -75,19 +75,9 @@ class Mechanism:
 
     @classmethod
     def spec(cls, *, params: dict[str, Any] | None = None, **fields: Any) -> TrainSpec:
-        """A ``TrainSpec`` with this mechanism's settings.
+        """A ``TrainSpec`` of ``fields`` (model, epochs, ...) with ``params`` parsed by ``Params`` (None: defaults).
 
-        ``fields`` are TrainSpec's, ``params`` a mapping parsed by ``Params``.
-
-        Args:
-            params: the ``params`` mapping (None: the defaults).
-            **fields: ``TrainSpec``'s other fields (model, epochs, batch_size, lr, ...).
-
-        Returns:
-            The ``TrainSpec``.
-
-        Raises:
-            bench.core.errors.ConfigError: an unknown key or a bad value.
+        Raises ``bench.core.errors.ConfigError`` on an unknown key or a bad value.
         """
         from bench.core.params import parse
         from bench.core.types import TrainSpec
@@ -106,36 +96,13 @@ class Mechanism:
         """
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
-        """The untrained architecture of the model ``fit`` returns (used to reload cached weights).
-
-        ``spec.model`` with ``params.model_kwargs``.
-
-        Args:
-            input_shape: one record's shape, e.g. ``(C, H, W)``.
-            num_classes: K.
-            spec: the training settings.
-
-        Returns:
-            The untrained module, records ``(N, *input_shape)`` to logits ``(N, K)``.
-        """
+        """The untrained ``spec.model`` ``fit`` returns: ``(N, *input_shape)`` to logits ``(N, num_classes)``."""
         from bench.core.models import build_model
 
         return build_model(spec.model, input_shape, num_classes, **getattr(spec.params, "model_kwargs", {}))
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-        """ε spent after each of ``spec.epochs`` epochs (at ``delta``, the accountant and relation of the final ε).
-
-        From the parameters ``fit`` recorded (``TrainedModel.params``); None for a mechanism whose privacy is not spent
-        epoch by epoch (the training curves then plot no ε axis).
-
-        Args:
-            params: the run's recorded parameters (``TrainedModel.params``).
-            spec: its training settings.
-            delta: δ, a probability.
-
-        Returns:
-            ε (unitless) per epoch, or None (the base class).
-        """
+        """ε per epoch at ``delta`` from ``fit``'s recorded ``params``, or None where privacy is not spent by epoch."""
         return None
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float, seed: int,
@@ -164,26 +131,9 @@ class Mechanism:
 
     def fit_privacy_off(self, train: ArrayDataset, spec: TrainSpec, *, delta: float, seed: int, device: torch.device,
                         on_epoch: EpochCallback | None = None, **extra: Any) -> TrainedModel:
-        """The mechanism's ε = ∞ point.
+        """``fit`` at target ε = ``math.inf`` (``off_point``), its privacy stated ε = ∞ (``PrivacySpent.privacy_off``).
 
-        ``fit`` at target ε = ``math.inf`` (the recipe with privacy turned off, as ``off_point`` says), its privacy
-        stated as ε = ∞ (``PrivacySpent.privacy_off``) whatever number the mechanism's accountant gives for its
-        (vanishing) noise. ``extra`` goes to ``fit`` (e.g. ``audit``).
-
-        Args:
-            train: as ``fit``.
-            spec: as ``fit``.
-            delta: as ``fit``.
-            seed: as ``fit``.
-            device: as ``fit``.
-            on_epoch: as ``fit``.
-            **extra: further keyword arguments of ``fit``.
-
-        Returns:
-            ``fit``'s ``TrainedModel`` with ``PrivacySpent.privacy_off`` as its privacy.
-
-        Raises:
-            ValueError: the mechanism has no ε = ∞ point (``off_point`` empty).
+        Arguments as ``fit``'s (``extra``: its other keywords). Raises ValueError when ``off_point`` is empty.
         """
         from bench.core.types import PrivacySpent
 

@@ -32,23 +32,7 @@ class Baseline(Mechanism):
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
             seed: int, device: torch.device, on_epoch: EpochCallback | None = None) -> TrainedModel:
-        """Train ``spec.model`` on ``train`` without privacy.
-
-        Args:
-            train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``.
-            spec: the training settings (``spec.params`` an instance of ``Params``).
-            target_epsilon: ignored (no privacy).
-            delta: δ (a probability).
-            seed: seeds every draw.
-            device: where to train.
-            on_epoch: the progress callback.
-
-        Returns:
-            The ``TrainedModel`` with samples/s and ε = ∞ (``trained_model``).
-
-        Raises:
-            bench.core.training.TrainingDiverged: a NaN or infinite loss.
-        """
+        """``Mechanism.fit`` without privacy: ``spec.model`` trained on ``train`` (``target_epsilon`` unused); ε = ∞."""
         gen = seed_everything(seed)
         model = self.build(train.input_shape, train.num_classes, spec)
         hist, seen, secs = fit_supervised(model, train.x, train.y, spec, generator=gen, device=device,
@@ -57,19 +41,6 @@ class Baseline(Mechanism):
 
     @staticmethod
     def trained_model(model: nn.Module, *, history: list[float], seen: int, seconds: float) -> TrainedModel:
-        """What ``fit`` returns for ``model`` after training.
-
-        No guarantee; ``seen`` examples in ``seconds`` (s) (also used by ``bench.execution.ensemble.fit_ensemble`` for
-        models trained as one ensemble).
-
-        Args:
-            model: the trained module.
-            history: per-epoch mean training loss (nats).
-            seen: the examples processed.
-            seconds: the wall seconds they took (throughput = seen/seconds, samples/s).
-
-        Returns:
-            The ``TrainedModel``, its privacy ε = ∞ (``PrivacySpent.privacy_off``).
-        """
+        """``fit``'s ``TrainedModel``: ε = ∞, throughput ``seen``/``seconds`` samples/s, ``history`` (loss, nats)."""
         return TrainedModel(model, PrivacySpent.privacy_off(note="non-private baseline"),
                             train_seconds=seconds, samples_per_s=seen / seconds, history=history)

@@ -35,26 +35,13 @@ class ReconstructThenClassify(nn.Module):
         self.autoencoder, self.classifier = autoencoder, classifier
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Classify the reconstruction of ``x``.
-
-        Args:
-            x: images ``(N, C, H, W)``.
-
-        Returns:
-            ``(N, K)`` logits.
-        """
+        """``(N, K)`` logits of the reconstruction of images ``x (N, C, H, W)``."""
         return self.classifier(self.autoencoder(x))
 
 
 @torch.no_grad()
 def add_weight_noise(module: nn.Module, *, std: float, generator: torch.Generator) -> None:
-    """Add N(0, std²) to every parameter of ``module`` in place (the source's output perturbation; no accountant).
-
-    Args:
-        module: the module whose parameters are perturbed.
-        std: the noise standard deviation (≥ 0), in the parameters' units.
-        generator: the CPU generator the noise is drawn from.
-    """
+    """Add N(0, std²) to every parameter of ``module`` in place (the source's output perturbation; no accountant)."""
     for p in module.parameters():
         p.add_(std * torch.randn(p.shape, generator=generator).to(p.device))
 
@@ -116,16 +103,7 @@ class WeightNoise(Baseline):
     }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
-        """The untrained ``ReconstructThenClassify``: the autoencoder of width ``params.code`` and ``spec.model``.
-
-        Args:
-            input_shape: ``(C, H, W)``.
-            num_classes: K.
-            spec: the training settings (``WeightNoiseParams``).
-
-        Returns:
-            The module, images ``(N, C, H, W)`` to logits ``(N, K)``.
-        """
+        """The untrained ``ReconstructThenClassify`` (autoencoder of width ``params.code``, then ``spec.model``)."""
         ae = build_model("autoencoder", input_shape, 0, code=spec.params.code)
         flat = (math.prod(input_shape),)
         return ReconstructThenClassify(ae, build_model(spec.model, flat, num_classes, **spec.params.model_kwargs))

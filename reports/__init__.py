@@ -13,11 +13,11 @@ from pathlib import Path
 from bench.core.io import atomic_write_text
 from bench.results import Results
 from reports.common import format_privacy, format_tpr
-from reports.curves import curves_csv
 from reports.figures import slug
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.plots import make_plots
+from reports.sections.curves.table import curves_csv
 from reports.tables import SUMMARY_COLUMNS, summary_rows
 from reports.terminal import render_terminal
 

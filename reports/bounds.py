@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 
 from attacks.analysis import audit_bounds
-from attacks.analysis.fdp import EPSILON_CAP
-from bench.results import AttackRecord, Bound, Design, Privacy, PrivacyBug, Results, RunResult
+from attacks.analysis.statistics.fdp import EPSILON_CAP
+from bench.results import AttackRecord, Bound, Design, PrivacyBug, PrivacyRecord, Results, RunResult
 from reports.common import DASH, has_guarantee, is_audit, num, relation_text
 
 HEURISTIC = "heuristic (assumes independent outcomes)"
@@ -38,15 +38,11 @@ def design_text(design: Design) -> str:
 
 
 def value_text(value: float) -> str:
-    """An ε lower bound as printed.
-
-    Three significant digits; ``"≥ 100 (cap)"`` at the audits' cap, where the bound stops growing (capping keeps it a
-    lower bound).
-    """
+    """An ε lower bound as printed: three significant digits, ``"≥ 100 (cap)"`` at the audits' cap (still a bound)."""
     return f"≥ {num(EPSILON_CAP)} (cap)" if value >= EPSILON_CAP * (1 - 1e-9) else num(value)
 
 
-def reference_epsilon(privacy: Privacy | None) -> float | None:
+def reference_epsilon(privacy: PrivacyRecord | None) -> float | None:
     """The ε a bound is held to: the accountant's, else the ε a source claimed (no guarantee), else None."""
     if privacy is None:
         return None
@@ -83,21 +79,18 @@ class AuditBound:
         return self.value >= EPSILON_CAP * (1 - 1e-9)
 
     @property
-    def privacy(self) -> Privacy | None:
+    def privacy(self) -> PrivacyRecord | None:
         """The privacy the bound is compared with: the audit run's, else the model's own."""
         return self.record.audited_privacy or self.result.privacy
 
     @property
-    def compared(self) -> Privacy | None:
+    def compared(self) -> PrivacyRecord | None:
         """The privacy this bound is held to, by the rule the run-level check uses (``AttackRecord.held_to``)."""
         return self.record.held_to(self.result.privacy)
 
     @property
     def comparable(self) -> bool:
-        """Whether the run-level check compares this bound.
-
-        An accountant's ε of the relation the design tests, or a claimed ε of a mechanism without a guarantee.
-        """
+        """Whether the run-level check compares this bound (to an accountant's ε of its relation, or a claimed ε)."""
         return self.compared is not None
 
     @property
@@ -126,11 +119,7 @@ class AuditBound:
 
     @property
     def headline_ratio(self) -> float | None:
-        """ε_LB / the model's headline ε where the bound is held to another relation's ε.
-
-        ε_LB / the model's headline ε (its own relation: DP-SGD's replace-one, the relation budgets are matched
-        on) where the bound is held to another relation's ε (DP-SGD's canaries test add/remove); None otherwise.
-        """
+        """ε_LB / the headline ε where the bound is held to another relation's ε (DP-SGD's canaries), else None."""
         p, c = self.privacy, self.compared
         if c is None or p is None or not has_guarantee(p) or p.epsilon is None or p.epsilon <= 0:
             return None
@@ -138,12 +127,7 @@ class AuditBound:
 
     @property
     def confidence(self) -> float:
-        """The coverage of this bound.
-
-        The audit's ``confidence`` (95 %) for its tightest valid bound (``epsilon_lb``, the largest valid one of the k
-        analyses of its design's family, each at 1 − 0.05/k) and for an estimate (made at the audit's confidence), else
-        its own ``method_confidence``.
-        """
+        """The audit's ``confidence`` for its tightest valid bound or an estimate, else ``method_confidence``."""
         audit = self.record.audit
         tightest = self.bound.valid and math.isclose(self.value, audit.epsilon_lb, rel_tol=1e-12, abs_tol=1e-15)
         return audit.confidence if tightest or self.bound.evidence == "estimate" else audit.method_confidence
@@ -209,7 +193,7 @@ def tightest_text(r: RunResult, threat_model: str | None = None) -> str | None:
 
 
 def limit_text(bound: AuditBound) -> str:
-    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.limits``).
+    """The bound against the ideal mechanism's limit at its audit's size (``attacks.analysis.statistics.limits``).
 
     ``"; 0.94 of the ideal mechanism's limit at this size (4.31: the best threshold fixed in advance)"`` for a
     multi-run design, ``"(…: the ideal mechanism through the same analysis)"`` for a one-run design; empty where the
@@ -273,10 +257,7 @@ def refuted_for(results: Results, r: RunResult) -> list[PrivacyBug]:
 
 
 def conformance_text(b: PrivacyBug) -> str:
-    """A refuted conformance test in words.
-
-    ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified (p = 1e-30)"``.
-    """
+    """A refuted test in words: ``"noise σ, tensor 2 of 2 measured 0.00 against 27.3 certified (p = 1e-30)"``."""
     measured = DASH if b.measured is None else f"{b.measured:.4g}"
     certified = DASH if b.certified is None else f"{b.certified:.4g}"
     return f"{b.test} measured {measured} against {certified} certified (p = {b.p_value:.2g})"

@@ -17,10 +17,7 @@ Z95 = 1.959964  # two-sided 95 % normal quantile
 
 
 def accuracy_interval(accuracy: float, n: int) -> float:
-    """Half-width (fraction) of the 95 % normal-approximation interval of an accuracy measured on ``n`` images.
-
-    1.96·√(p(1 − p)/n); 0 for ``n`` < 1.
-    """
+    """Half-width 1.96·√(p(1 − p)/n) (fraction) of the 95 % normal interval of an accuracy on n images; 0 if n < 1."""
     return Z95 * math.sqrt(max(accuracy * (1.0 - accuracy), 0.0) / n) if n >= 1 else 0.0
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from bench.results import AttackRecord, MeasuredEpsilon, Metrics, Privacy, Results, RunResult, TprAtFpr
+from bench.results import AttackRecord, MeasuredEpsilon, Metrics, PrivacyRecord, Results, RunResult, TprAtFpr
 
 MAIN_LEVEL = 0.001  # the headline low-FPR level: TPR at 0.1 % FPR
 DASH = "—"
@@ -51,7 +51,7 @@ def one_line(text: object, default: str = "unknown error") -> str:
     return " ".join(str(text or "").split()) or default
 
 
-def has_guarantee(privacy: Privacy | None) -> bool:
+def has_guarantee(privacy: PrivacyRecord | None) -> bool:
     """Whether a model's privacy record carries a formal guarantee with an ε."""
     return privacy is not None and privacy.has_guarantee
 
@@ -79,11 +79,11 @@ def measured_text(m: MeasuredEpsilon | None) -> str:
             f"({relation_text(m.relation) or m.relation}, {m.accountant}, {m.confidence:.0%})")
 
 
-def format_privacy(privacy: Privacy | None) -> str:
+def format_privacy(privacy: PrivacyRecord | None) -> str:
     """One cell of text for a model's ``privacy`` record.
 
     Args:
-        privacy: the RunResult's ``Privacy``, or ``None`` for a failed cell.
+        privacy: the RunResult's ``PrivacyRecord``, or ``None`` for a failed cell.
 
     Returns:
         ``"ε = 0.99 (δ = 1e-05, opacus-prv, add/remove)"`` (the relation only where the record names one; the same
@@ -151,11 +151,7 @@ def measurable_tpr(entry: TprAtFpr | None) -> bool:
 
 
 def is_audit(record: AttackRecord) -> bool:
-    """Whether an attack is an audit rather than a membership attack.
-
-    Whether an attack is an audit (canaries in one run, or several runs) rather than a membership attack on the
-    model's natural members (a ``heuristic`` design).
-    """
+    """Whether an attack is an audit (one-run or multi-run canaries), not a membership attack on natural members."""
     return record.audit.design.kind in ("one-run", "multi-run")
 
 
@@ -165,24 +161,13 @@ def membership_attacks(result: RunResult) -> dict[str, AttackRecord]:
 
 
 def strongest_attack(result: RunResult) -> tuple[str, AttackRecord] | None:
-    """``(name, attack)`` of the membership attack (audits excluded) with the highest AUC on one RunResult.
-
-    Or ``None`` without one.
-    """
+    """``(name, attack)`` of the membership attack with the highest AUC on one RunResult (audits excluded), or None."""
     scored = list(membership_attacks(result).items())
     return max(scored, key=lambda na: na[1].metrics.auc) if scored else None
 
 
 def strongest_at_level(result: RunResult, level: float = MAIN_LEVEL) -> tuple[str, TprAtFpr] | None:
-    """The membership attack with the highest measurable TPR at FPR ``level`` on one RunResult.
-
-    ``(name, tpr_at_fpr entry)`` of the membership attack (audits excluded) with the highest measurable TPR at
-    FPR ``level`` on one RunResult (ties: the higher Clopper-Pearson lower bound), or ``None`` when none is
-    measurable there.
-
-    At low FPR the strongest attack is the one that identifies the most members with confidence (Carlini et al.
-    2022), which need not be the one with the highest AUC.
-    """
+    """``(name, entry)``: the membership attack of highest measurable TPR at ``level`` (then CP lower), or None."""
     found = [(n, tpr_entry(a.metrics, level)) for n, a in membership_attacks(result).items()]
     found = [(n, e) for n, e in found if e is not None and measurable_tpr(e)]
     return max(found, key=lambda ne: (ne[1].tpr, ne[1].lower)) if found else None
@@ -207,10 +192,7 @@ def degenerate_reason(r: RunResult) -> str:
 
 
 def degenerate_mark(r: RunResult) -> str:
-    """A degenerate model's short mark for a table cell, e.g. "degenerate (at chance; the noise)".
-
-    "" otherwise (``bench.results.Degenerate``: it learned nothing, so its attack results are not evidence of privacy).
-    """
+    """A degenerate model's cell mark, e.g. "degenerate (at chance; the noise)"; "" for one that learned something."""
     return f"degenerate ({degenerate_reason(r)})" if r.degenerate is not None else ""
 
 
@@ -233,11 +215,7 @@ def finished(results: Results) -> list[RunResult]:
 
 
 def model_label(r: RunResult) -> str:
-    """A RunResult's mechanism, with its preset row where needed.
-
-    A RunResult's mechanism, with its preset row where a reproduction ran several rows of one mechanism
-    (``"dpsgd (scatternet-eps3)"``), so that different models are never read, or averaged, as one.
-    """
+    """The mechanism, with its preset row where a reproduction ran several of one (``"dpsgd (scatternet-eps3)"``)."""
     return r.mechanism if not r.row or r.row == r.mechanism else f"{r.mechanism} ({r.row})"
 
 
@@ -247,11 +225,7 @@ def target_text(target: float | None) -> str:
 
 
 def target_of(r: RunResult) -> float | None:
-    """A model's target ε (``math.inf`` for an ε = ∞ point).
-
-    A model's target ε: ``math.inf`` for a mechanism's ε = ∞ point (results.json stores it as ``off_point``,
-    strict JSON having no infinity), else ``target_epsilon`` (None without a target).
-    """
+    """A model's target ε: ``math.inf`` at its ε = ∞ point (``off_point`` in results.json), else ``target_epsilon``."""
     return math.inf if r.off_point else r.target_epsilon
 
 

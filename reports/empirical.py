@@ -2,8 +2,8 @@
 
 The heuristic ε lower bounds of the membership attacks (one model's natural members: they assume independent
 outcomes, so they are shown, never a verdict), and the lines for the run-level check's privacy bugs and refuted
-claims (``attacks/analysis/verdict.py``: valid audit bounds only, Bonferroni over the run). Reads a
-``bench.results.Results``; the Audit table itself is ``reports.audit.table``.
+claims (``attacks/analysis/privacy_bugs/check.py``: valid audit bounds only, Bonferroni over the run). Reads a
+``bench.results.Results``; the Audit table itself is ``reports.sections.audit.table``.
 """
 
 from __future__ import annotations
@@ -113,10 +113,5 @@ def refuted_claim_lines(results: Results) -> list[str]:
 
 
 def privacy_bug_lines(results: Results) -> list[str]:
-    """Every line ``bench`` prints in red after a run or a redraw.
-
-    One per privacy bug (``bug_lines``; the run then exits with status 3, decided by ``Results.privacy_bugs``), then one
-    per refuted claim (``refuted_claim_lines``: a mechanism without a guarantee, so not a bug and not an exit status).
-    Empty when there is neither.
-    """
+    """The lines ``bench`` prints in red: one per privacy bug (exit 3), then one per refuted claim; [] if neither."""
     return bug_lines(results) + refuted_claim_lines(results)

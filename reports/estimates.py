@@ -12,22 +12,16 @@ from reports.bounds import AuditBound, audit_bounds_of, tightest
 
 
 def normality_p(b: AuditBound) -> float | None:
-    """The p-value of a fitted estimate's test of its assumption.
-
-    (the Gaussian pair's normality test, ``gaussian-llr``'s shape test.) None without a fit.
-    """
+    """The p-value of a fitted estimate's test of its assumption (normality, or gaussian-llr's shape), or None."""
     fit = b.bound.fit or {}
     p = fit.get("normality_p", fit.get("shape_p", fit.get("shape_excluded_p")))
     return None if p is None else float(p)
 
 
 def plausible_bounds(r: RunResult) -> tuple[AuditBound | None, float | None]:
-    """The largest estimate whose assumption stands its test, and the smallest rejected p-value.
+    """``(best, rejected_p)``: the largest estimate whose assumption stands its test, the smallest rejected p-value.
 
-    ``(best, rejected_p)``: the largest estimate (a parametric analysis: never a bound) whose fit's test of its
-    assumption does not reject (p >= ``attacks.analysis.NORMALITY_LEVEL``), and the smallest p-value of those the
-    test rejects (None when none is rejected). Estimates without a fitted test (``f-dp-gaussian``, ``gdp-fit``) are
-    listed only in the audit details.
+    Estimates are never bounds; a test rejects at p < ``NORMALITY_LEVEL``; ``rejected_p`` is None when none is rejected.
     """
     tested = [(b, p) for b in audit_bounds_of(r) if b.bound.parametric and not b.bound.valid
               and (p := normality_p(b)) is not None]

@@ -1,4 +1,4 @@
-"""Figure helpers shared by ``reports.plots`` and ``reports.verdict.plots``.
+"""Figure helpers shared by ``reports.plots`` and ``reports.sections.verdict.plots``.
 
 Matplotlib's object API with an explicit Agg canvas on every figure (no pyplot, no global backend switch, nothing left
 open), so plots run headless and inside other programs alike; hollow markers and dotted lines for mechanisms without a

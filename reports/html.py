@@ -1,10 +1,10 @@
 """The self-contained HTML report: Jinja2 (autoescape on), inline CSS, PNGs embedded as data URIs.
 
 The first screen answers "which mechanism should I ship?": the answer in one sentence, the status badges, and per
-dataset the compact table beside the privacy-utility Pareto frontier (``reports.verdict.section``); the verdict table
-with every number's provenance is folded under it. One section per question follows, each opening with its figure and
-a one-line reading, its long tables folded; a collapsed section holds the exact configuration, seeds, versions and git
-hash (``reports.sections.provenance``).
+dataset the compact table beside the privacy-utility Pareto frontier (``reports.sections.verdict.section``); the verdict
+table with every number's provenance is folded under it. One section per question follows, each opening with its figure
+and a one-line reading, its long tables folded; a collapsed section holds the exact configuration, seeds, versions and
+git hash (``reports.sections.provenance.section``).
 Every section is a ``reports.section.Section`` from the registry, drawn by one generic template macro.
 """
 
@@ -72,17 +72,5 @@ def html_context(results: Results, plots: dict[str, Path]) -> dict[str, Any]:
 
 
 def render_html(results: Results, plots: dict[str, Path]) -> str:
-    """Render the whole report as one self-contained HTML page.
-
-    Args:
-        results: the whole results document; every string from it is HTML-escaped.
-        plots: ``{stem: path}`` from ``reports.plots.make_plots``; the PNGs are embedded as base64.
-
-    Returns:
-        The HTML document as text.
-
-    Raises:
-        jinja2.TemplateError: if the packaged template is missing or broken.
-        OSError: if a plot file cannot be read.
-    """
+    """The whole report as one self-contained HTML page: strings escaped, ``plots`` embedded (OSError if unreadable)."""
     return _environment().get_template(TEMPLATE).render(**html_context(results, plots))

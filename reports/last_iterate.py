@@ -8,7 +8,7 @@ relations, the last-iterate heuristic ε (Steinke et al., ICLR 2025: not a bound
 
 from __future__ import annotations
 
-from bench.results import Privacy, Results, RunResult
+from bench.results import PrivacyRecord, Results, RunResult
 from reports.bounds import AuditBound, tightest, valid_bounds, value_text
 from reports.common import DASH, delta_text, finished, has_guarantee, num, relation_text, target_text
 
@@ -29,22 +29,12 @@ GAP_SENTENCE = (
 
 
 def final_model_bound(r: RunResult) -> AuditBound | None:
-    """The tightest valid bound, compared with an ε, among ``r``'s audits that see only the final model.
-
-    Among those whose run records a heuristic ε where any does (a plug-in's: only the audits whose observer saw its
-    phases).
-
-    Args:
-        r: one model's result.
-
-    Returns:
-        That bound, or None where no such audit gave one.
-    """
+    """The tightest comparable valid bound of ``r``'s final-model audits (those with a heuristic ε first), or None."""
     found = [b for tm in FINAL_MODEL_THREATS for b in valid_bounds(r, tm) if b.comparable]
     return tightest([b for b in found if b.privacy is not None and b.privacy.heuristics] or found)
 
 
-def _accountant(p: Privacy, relation: str) -> str:
+def _accountant(p: PrivacyRecord, relation: str) -> str:
     same = p.under(relation)
     if same is None or same.epsilon is None:
         return DASH
@@ -81,15 +71,5 @@ def last_iterate_row(r: RunResult) -> list[str] | None:
 
 
 def last_iterate_rows(results: Results, dataset: str | None = None) -> list[list[str]]:
-    """``last_iterate_row`` of every finished model (of ``dataset`` when given) that records a heuristic ε.
-
-    In results order.
-
-    Args:
-        results: the whole results document.
-        dataset: one dataset's models only; None: every model.
-
-    Returns:
-        The rows (empty when no model records one).
-    """
+    """``last_iterate_row`` of each finished model (of ``dataset``, if given) with a heuristic ε, in results order."""
     return [row for r in finished(results) if dataset in (None, r.dataset) and (row := last_iterate_row(r))]

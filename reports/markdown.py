@@ -100,17 +100,9 @@ def render_section(section: Section, plots: dict[str, Path]) -> list[str]:
 
 
 def render_markdown(results: Results, plots: dict[str, Path]) -> str:
-    """Render the whole report as GitHub Markdown, in the order of the HTML page.
+    """The whole report as GitHub Markdown, in the HTML page's order (ends with a newline).
 
-    Verdict first, then the evidence, then the failures and the provenance.
-
-    Args:
-        results: the whole results document.
-        plots: ``{stem: path}`` from ``reports.plots.make_plots``; images are linked by file name,
-            so the report must sit in the same directory as the PNGs.
-
-    Returns:
-        The Markdown text (ends with a newline).
+    ``plots``: ``{stem: path}`` of ``make_plots``, linked by file name (the report sits beside the PNGs).
     """
     out = _head(results)
     for section in registered_sections(results, plots, "markdown"):

@@ -2,8 +2,9 @@
 
 ``make_plots`` writes the figures of every registered report section (``reports.section.ReportSection.figures``: each
 section draws the plots it shows); here the drawing functions of the ROC curves, releases, reconstructions and
-reproduction curves (the verdict's figures are in ``reports.verdict.plots``, the audit's in ``reports.audit.plots``; the
-shared figure helpers in ``reports.figures``; each plot's alt text in the ``alt`` of the section that shows it).
+reproduction curves (the verdict's figures are in ``reports.sections.verdict.plots``, the audit's in
+``reports.sections.audit.plots``; the shared figure helpers in ``reports.figures``; each plot's alt text in the ``alt``
+of the section that shows it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from bench.results import AttackRecord, Images, Privacy, ReproductionCurve, Results, RunResult
+from bench.results import AttackRecord, Images, PrivacyRecord, ReproductionCurve, Results, RunResult
 from reports.bounds import design_text
 from reports.common import (
     format_privacy,
@@ -30,7 +31,7 @@ from reports.figures import OKABE_ITO, epsilon_x, figure, image_grid, save
 from reports.section import section_classes
 
 
-def _bound_line(ax: Axes, p: Privacy | None, grid: np.ndarray) -> None:
+def _bound_line(ax: Axes, p: PrivacyRecord | None, grid: np.ndarray) -> None:
     """The bound TPR <= e^ε·FPR + δ of a guaranteed ε (dashed) or of a merely claimed ε (dotted)."""
     if p is None:
         return
@@ -241,9 +242,9 @@ def make_plots(results: Results, out_dir: Path) -> dict[str, Path]:
         ``pareto_<dataset>`` (verdict), ``audit_tightness`` (audit), ``accuracy_vs_epsilon``,
         ``attack_auc_vs_epsilon`` and ``attack_tpr_vs_epsilon`` (privacy vs utility), ``roc_<dataset>`` (membership
         attacks), ``throughput``, ``release_<dataset>_<mechanism>`` (released data), ``inversion_<dataset>_<attack>``
-        (reconstruction grids), ``curves_<dataset>`` (training curves, ``reports.curves``), ``features_<dataset>``
-        (CNN filters and feature maps, ``reports.feature_maps``) and ``reproduction_<preset>_<curve>``
-        (``bench reproduce``'s curves).
+        (reconstruction grids), ``curves_<dataset>`` (training curves, ``reports.sections.curves.table``),
+        ``features_<dataset>`` (CNN filters and feature maps, ``reports.sections.features.feature_maps``) and
+        ``reproduction_<preset>_<curve>`` (``bench reproduce``'s curves).
 
     Raises:
         ValueError: two sections draw a plot of the same stem (one line naming it and both sections).

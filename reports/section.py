@@ -224,10 +224,7 @@ class ReportSection:
         return {}
 
     def alt(self, stem: str) -> str:
-        """The alt text (and HTML caption) of the plot ``stem`` that ``figures`` draws.
-
-        What the plot shows, for a reader who cannot see it; the default spells the stem out (``my_plot`` -> "my plot").
-        """
+        """The alt text (and HTML caption) of plot ``stem``: what it shows; by default the stem spelled out."""
         return stem.replace("_", " ")
 
     def build(self, results: Results, plots: dict[str, Path]) -> Section | None:
@@ -250,11 +247,7 @@ def drawn(plots: dict[str, Path], names: Iterable[str]) -> tuple[str, ...]:
 
 
 def section_classes() -> list[type[ReportSection]]:
-    """Every registered section class in page order (``order``, then registration).
-
-    The built-in sections register when ``reports.sections`` is imported (``reports``, the package, imports it through
-    the renderers).
-    """
+    """Every registered section class in page order (``order``, then registration)."""
     return sorted((SECTIONS.get(name) for name in SECTIONS.names()), key=lambda cls: cls.order)
 
 

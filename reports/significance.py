@@ -24,16 +24,9 @@ ALPHA = 0.05  # family-wise error of every "beats chance" statement
 
 
 def chance_p_value(entry: TprAtFpr, n_members: int, n_non_members: int) -> float:
-    """The exact p-value of a TPR at FPR level ``entry.fpr`` against no membership signal (see the module).
+    """Exact P[Hyp(m + n, m, k + L) ≥ k] of a TPR at ``entry.fpr`` against no membership signal (see the module).
 
-    Args:
-        entry: a measurable ``tpr_at_fpr`` entry.
-        n_members: the attack's scored members.
-        n_non_members: the attack's scored non-members.
-
-    Returns:
-        P[Hyp(n_members + n_non_members, n_members, k + L) ≥ k] with k = round(TPR·n_members) and
-        L = ⌊fpr·n_non_members⌋ (the most false positives the threshold may have); 1.0 for k = 0.
+    k = round(TPR·m) of m = ``n_members``, L = ⌊fpr·n⌋ of n = ``n_non_members`` (the most false positives); 1 at k = 0.
     """
     k = round(float(entry.tpr or 0.0) * n_members)
     if k <= 0:
@@ -89,10 +82,7 @@ class ChanceFamily:
         return ALPHA / max(1, self.size)
 
     def significant(self, r: RunResult | None = None) -> list[ChanceTest]:
-        """The comparisons above chance after the correction (of model ``r`` only, when given), strongest first.
-
-        Lowest FPR level, then highest TPR.
-        """
+        """Tests above chance after the correction (of ``r`` only, if given), lowest FPR level, highest TPR first."""
         found = [t for t in self.tests if t.p_value <= self.threshold and (r is None or t.result is r)]
         return sorted(found, key=lambda t: (t.level, -float(t.entry.tpr or 0.0)))
 
@@ -101,11 +91,7 @@ class ChanceFamily:
         return any(t.attack == attack and math.isclose(t.level, level) for t in self.significant(r))
 
     def correction_text(self) -> str:
-        """The significance note of the membership attacks' table.
-
-        ``"Bonferroni over 48 comparisons (every membership attack at every measurable FPR level of every
-        model; exact test against no membership signal, family-wise 95%)"``.
-        """
+        """The table's significance note: ``"Bonferroni over 48 comparisons (every membership attack at ...)"``."""
         return (f"Bonferroni over {self.size} comparison{'s' if self.size != 1 else ''} (every membership attack at "
                 f"every measurable FPR level of every model; exact test against no membership signal, family-wise "
                 f"{100 * (1 - ALPHA):.0f}%)")

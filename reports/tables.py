@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.results import Privacy, Results, RunResult
+from bench.results import PrivacyRecord, Results, RunResult
 from reports.bounds import design_text, tightest_valid
 from reports.common import (
     DASH,
@@ -150,7 +150,7 @@ def failed_attack_lines(results: Results) -> list[str]:
             for r in results.results for name, reason in sorted(r.attack_errors.items())]  # fmt: skip
 
 
-def _privacy_note(p: Privacy, params: dict[str, Any]) -> str:
+def _privacy_note(p: PrivacyRecord, params: dict[str, Any]) -> str:
     kind, acc = p.guarantee, p.accountant
     text = GUARANTEE_WORDS.get(kind, f"guarantee {kind!r}")
     if kind == "central-dp":

@@ -1,7 +1,7 @@
 """The terminal report (rich).
 
-The run's answer in one sentence, the compact table per dataset (``reports.verdict.compact``) with the key to its ε
-columns, DP-SGD's accountant ε beside its last-iterate heuristic (not a bound) and final-model audit
+The run's answer in one sentence, the compact table per dataset (``reports.sections.verdict.compact``) with the key to
+its ε columns, DP-SGD's accountant ε beside its last-iterate heuristic (not a bound) and final-model audit
 (``reports.last_iterate``), and the attacks that failed. The privacy-bug and refuted-claim lines are
 ``reports.empirical.privacy_bug_lines``, which ``bench`` prints in red after the reports; the audit table, the heuristic
 bounds and every other number are in report.md / report.html.
@@ -16,10 +16,10 @@ from rich.text import Text
 
 from bench.results import Results
 from reports.last_iterate import GAP_SENTENCE, LAST_ITERATE_HEADERS, last_iterate_rows
+from reports.sections.verdict.answer import answer
+from reports.sections.verdict.compact import CompactTable, compact_tables
+from reports.sections.verdict.section import compact_legend
 from reports.tables import failed_attack_lines
-from reports.verdict.answer import answer
-from reports.verdict.compact import CompactTable, compact_tables
-from reports.verdict.section import compact_legend
 
 RIGHT = (1, 2, 4, 8)  # target ε, ε, cost, samples/s: numbers, right-aligned
 STYLES = {"failed": "red", "bug": "bold red", "degenerate": "dim"}

@@ -1,12 +1,13 @@
 """The conformance code's own accountants against the mechanisms' (issue 45).
 
 On every built-in mechanism's grid at the ``ci`` and ``default`` profiles' sizes: what the declared-ε test's tolerance
-(``attacks.analysis.conformance.epsilon.DECLARED_TOLERANCE``, 1e-3) rests on.
+(``attacks.conformance.hypothesis_tests.epsilon.DECLARED_TOLERANCE``, 1e-3) rests on.
 
 1. **How far the pessimistic PLD overstates ε** on those grids: the conformance code's PLD (DPMix's dominating pair,
-   ``attacks.analysis.mixing_pair``; DP-SGD's Poisson-subsampled Gaussian, ``attacks.analysis.subsampled_gaussian``) on
-   its own grid against a grid five (DPMix) or ten (DP-SGD) times finer. A correct accountant, however tight, certifies
-   at least the exact ε, so it can fall at most that far below the declared ε.
+   ``attacks.conformance.accountants.mixing_pair``; DP-SGD's Poisson-subsampled Gaussian,
+   ``attacks.conformance.accountants.subsampled_gaussian``) on its own grid against a grid five (DPMix) or ten (DP-SGD)
+   times finer. A correct accountant, however tight, certifies at least the exact ε, so it can fall at most that far
+   below the declared ε.
 2. **The declared ε against the certified ε of the correct mechanisms**: each mechanism calibrated to each target ε by
    its own accountant (``mechanisms.accounting``), its certified ε, and the ε the conformance code gives its declared
    parameters; the declared-ε test fires where the ratio exceeds 1 + 1e-3.
@@ -28,10 +29,10 @@ import logging
 import math
 import sys
 
-from attacks.analysis.analytic_gaussian import local_epsilon
-from attacks.analysis.conformance.epsilon import DECLARED_TOLERANCE
-from attacks.analysis.mixing_pair import GRID, mixing_epsilon, mixing_shift
-from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
+from attacks.conformance.accountants.analytic_gaussian import local_epsilon
+from attacks.conformance.accountants.mixing_pair import GRID, mixing_epsilon, mixing_shift
+from attacks.conformance.accountants.subsampled_gaussian import poisson_gaussian_epsilon
+from attacks.conformance.hypothesis_tests.epsilon import DECLARED_TOLERANCE
 
 DELTA = 1e-5
 DPMIX = {"ci": dict(ell=4, t=2000, n=500, d_x=64), "default": dict(ell=16, t=10_000, n=10_000, d_x=784)}

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 import mechanisms.dpsgd.continuity as continuity
-from attacks.analysis.conformance.continuity import continuity_test
+from attacks.conformance.hypothesis_tests.continuity import continuity_test
 from bench.core.data import load_dataset, make_split
 
 SPENT = [0.0]

@@ -4,13 +4,13 @@ The ideal mechanism of the design: R runs, fair coins, scores N(0, 1) when the c
 in, μ = the certified μ of DP-SGD at q = 1 (√T/σ, add/remove) for the target ε at δ = 1e-5. Each draw goes through
 
 - the audit's own analysis (``attacks.analysis.membership_audit`` with the crafted design: its valid
-  ``epsilon_lb``, Clopper-Pearson over the fixed thresholds) and its μ_LB (``attacks.analysis.crafted``: not μ-GDP
-  for any μ below it), against the ideal mechanism's limit (``attacks.analysis.limits.gaussian_limit``: the best
-  single threshold fixed in advance at the expected counts);
-- the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.anchor``: threshold picked on the same
-  scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
-- the run-level check of a run holding this one audit (``attacks.analysis.verdict``: the valid analysis and the
-  certified curve G_μ at 95 % together): the share of draws it flags is the family's false-alarm rate.
+  ``epsilon_lb``, Clopper-Pearson over the fixed thresholds) and its μ_LB (``attacks.analysis.audits.crafted``: not
+  μ-GDP for any μ below it), against the ideal mechanism's limit (``attacks.analysis.statistics.limits.gaussian_limit``:
+  the best single threshold fixed in advance at the expected counts);
+- the anchor's estimator (Annamalai & De Cristofaro 2024, ``attacks.analysis.statistics.anchor``: threshold picked on
+  the same scores, one-sided Clopper-Pearson at 95 %, μ-GDP);
+- the run-level check of a run holding this one audit (``attacks.analysis.privacy_bugs.check``: the valid analysis and
+  the certified curve G_μ at 95 % together): the share of draws it flags is the family's false-alarm rate.
 
 Usage (from the repository root; about 1 CPU-minute per 100 draws of R = 2,000)::
 
@@ -25,14 +25,14 @@ import numpy as np
 from scipy.optimize import brentq
 
 from attacks.analysis import membership_audit
-from attacks.analysis.anchor import anchor_epsilon, ideal_scores
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.gaussian import gdp_fit_mu
-from attacks.analysis.limits import gaussian_limit
-from attacks.analysis.thresholds import threshold_counts
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.analysis.statistics.anchor import anchor_epsilon, ideal_scores
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.gaussian import gdp_fit_mu
+from attacks.analysis.statistics.limits import gaussian_limit
+from attacks.analysis.statistics.thresholds import threshold_counts
 from bench.core.design import AuditDesign
-from bench.results import AttackRecord, Audit, Metrics, Privacy, Roc, RunResult, Timings
+from bench.results import AttackRecord, Audit, Metrics, PrivacyRecord, Roc, RunResult, Timings
 
 DELTA = 1e-5
 
@@ -42,7 +42,7 @@ def certified_mu(epsilon: float) -> float:
     return float(brentq(lambda m: gdp_epsilon(m, DELTA) - epsilon, 1e-3, 20.0))
 
 
-def _run(audit: Audit, privacy: Privacy) -> RunResult:
+def _run(audit: Audit, privacy: PrivacyRecord) -> RunResult:
     """A run holding this one audit, for the run-level check (3 analyses and the certified curve: M = 4)."""
     record = AttackRecord(attack="multi-run-crafted", n_members=0, n_non_members=0,
                           metrics=Metrics(auc=0.5, balanced_accuracy=0.5, advantage=0.0, tpr_at_fpr={}),
@@ -58,8 +58,8 @@ def one(epsilon: float, runs: int, draws: int, seed: int = 0) -> dict[str, float
                          certified_mu=mu)
     rng = np.random.default_rng(seed)
     ours, theirs, mus, alarms = [], [], [], 0
-    privacy = Privacy(epsilon=epsilon, delta=DELTA, accountant="ideal", guarantee="central-dp",
-                      relation="add-remove", profile=[[epsilon, DELTA]])
+    privacy = PrivacyRecord(epsilon=epsilon, delta=DELTA, accountant="ideal", guarantee="central-dp",
+                            relation="add-remove", profile=[[epsilon, DELTA]])
     for _ in range(draws):
         scores, coins = ideal_scores(mu, runs, rng)
         block = membership_audit(scores, coins, delta=DELTA, design=design, profile=privacy.profile)

@@ -74,7 +74,7 @@ def measure(profile: str, mechanism: str, epsilon: str, bug: str, workdir: Path,
     row["refuted_by"] = sorted({f"{b['attack']}: {b['method']}" for b in doc["privacy_bugs"]})
     row["comparisons"] = doc["audit"]["comparisons"]
     if judge_at:  # the same scores judged as one cell of a main job of judge_at comparisons
-        from attacks.analysis.verdict import privacy_bugs
+        from attacks.analysis.privacy_bugs.check import privacy_bugs
         from bench.results import read
 
         bugs, _, m = privacy_bugs(read(out / "results.json").results, at_least=judge_at)

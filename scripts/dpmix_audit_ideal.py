@@ -62,8 +62,8 @@ import torch
 
 import mechanisms.dpmix.mechanism as dpmix_module
 from attacks.analysis import membership_audit
-from attacks.analysis.fdp import profile_rejected
-from attacks.analysis.one_run import one_run_guesses
+from attacks.analysis.statistics.fdp import profile_rejected
+from attacks.analysis.statistics.one_run import one_run_guesses
 from attacks.canaries.dpmix import scored_releases
 from bench.core.data import ArrayDataset
 from bench.core.design import AuditDesign

@@ -11,8 +11,8 @@ For each ε of the default profile (1, 3, 8; δ = 1e-5; DP-SGD's default recipe 
 T = 120, σ at replace-one ε by the PLD accountant), it prints:
 
 1. How far the CLT is from exact: μ-GDP's ε of the exact moments of a canary's summed log-likelihood ratio
-   (``attacks.analysis.gaussian_llr_ideal.exact_llr_moments``) against the exact add/remove PLD ε of the same T steps,
-   at the default σ's and at the σ × 0.75 and σ × 0.5 bugs. Below 1: the Gaussian analysis errs low.
+   (``attacks.analysis.statistics.gaussian_llr_ideal.exact_llr_moments``) against the exact add/remove PLD ε of the same
+   T steps, at the default σ's and at the σ × 0.75 and σ × 0.5 bugs. Below 1: the Gaussian analysis errs low.
 2. The ideal mechanism (``simulate_llr_scores``: exact Poisson sampling and N(0, σ²) noise, scored at a σ̂ measured
    as the code measures it, on 992 canary-free coordinates over T steps) through ``membership_audit`` with the
    white-box design the audit declares (its rule planned in advance): ε_LB / ε of the tightest valid bound and of
@@ -45,7 +45,7 @@ design's per-analysis level 1 − 0.05/3, pooled ones at 95 %):
   noise) are shared across ε, so the nine cells are three draws, and seed 2 is the unlucky one. The sds are not:
   included canaries' sd / exact 1.008, 1.003, 0.998. Nothing else differs from the ideal: m, q, T and the claimed σ
   are the simulation's; σ̂ is within 0.4 % of σ (its spread, 0.2 %, costs the score's μ < 0.01 %:
-  ``tests/attacks/analysis/test_gaussian_llr.py``); every shape test passed (p 0.25–0.83; the Cornish-Fisher
+  ``tests/attacks/analysis/statistics/test_gaussian_llr.py``); every shape test passed (p 0.25–0.83; the Cornish-Fisher
   normalisation enters only the test, never the bound); the pool adds sums and sums of squares (equal-size runs of
   equal variance: the inverse-variance weights). Two comparison artefacts made the gap look larger than it was: the
   earlier script divided the ideal by PLD's ε (2.1 % below the run's opacus-prv ε at ε = 1) and gave its pooled
@@ -62,7 +62,7 @@ design's per-analysis level 1 − 0.05/3, pooled ones at 95 %):
   every run's shape test to pass (the rule before ``combined_shape_p``) voided 1.9 % of the pools at ε = 3 and 8 (one
   run of 150 rejected at 1 %); Fisher's combination voids 0.6–0.7 %. The pooled 95 % bound passes the opacus-prv ε in
   0.9 % of correct triples at ε = 1 (the largest 1.065·ε; the μ-GDP ε of the exact moments is 0.975·ε there), 0.1 % at
-  ε = 3, never at ε = 8: the run-level check holds it at 1 − 0.05/k (``attacks.analysis.verdict``).
+  ε = 3, never at ε = 8: the run-level check holds it at 1 − 0.05/k (``attacks.analysis.privacy_bugs.check``).
 """
 
 from __future__ import annotations
@@ -75,15 +75,15 @@ from pathlib import Path
 import numpy as np
 
 from attacks.analysis import NORMALITY_LEVEL, family, membership_audit
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.gaussian_llr import (
+from attacks.analysis.audits.guess_plan import planned_guess_fraction
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.gaussian_llr import (
     llr_fit,
     llr_gdp_bound,
     llr_valid,
     pool_llr_fits,
 )
-from attacks.analysis.gaussian_llr_ideal import exact_llr_moments, simulate_llr_scores
-from attacks.analysis.guess_plan import planned_guess_fraction
+from attacks.analysis.statistics.gaussian_llr_ideal import exact_llr_moments, simulate_llr_scores
 from bench.core.design import AuditDesign
 from mechanisms.accounting.gaussian import pld_epsilon, pld_noise_multiplier
 from mechanisms.accounting.opacus_accountants import opacus_epsilon

@@ -27,10 +27,10 @@ import sys
 import numpy as np
 from scipy import stats
 
-from attacks.analysis.conformance.epsilon import dpsgd_measured_epsilon
-from attacks.analysis.conformance.noise import independence_test, shape_test
-from attacks.analysis.conformance.sampling import dispersion_test
-from attacks.analysis.subsampled_gaussian import sigma_for_epsilon
+from attacks.conformance.accountants.subsampled_gaussian import sigma_for_epsilon
+from attacks.conformance.hypothesis_tests.epsilon import dpsgd_measured_epsilon
+from attacks.conformance.hypothesis_tests.noise import independence_test, shape_test
+from attacks.conformance.hypothesis_tests.sampling import dispersion_test
 
 SIZES = {"ci": ((65_536, 1_024, 10_240, 10), (1638, 26, 256, 1)), "default": ((39_690, 10), (992, 1))}
 

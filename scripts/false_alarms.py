@@ -5,7 +5,8 @@ Issue 53; docs/audits.md, "Valid bounds and estimates".
 Each case is a mechanism that is exactly DP at its certified ε (δ = 1e-5, add/remove), simulated in NumPy; each draw
 goes through the code a ``bench`` run uses: the scores as an attack returns them (``MembershipScores``, the design the
 audit uses) through ``bench.runner.cells.membership_record`` (``attacks.analysis.membership_audit`` with the
-certified profile), one ``RunResult`` holding that record, and ``attacks.analysis.verdict.privacy_bugs``. Counted per
+certified profile), one ``RunResult`` holding that record, and ``attacks.analysis.privacy_bugs.check.privacy_bugs``.
+Counted per
 case: the draws with a privacy bug (exit 3), the draws whose valid ε_LB exceeds the certified ε (must be none), and
 for each estimate the draws where it reads above the certified ε (why estimates never decide).
 
@@ -23,7 +24,7 @@ for each estimate the draws where it reads above the certified ε (why estimates
   adding c_t = clip((κ − S_{t−1})/w, 0, 1) ≤ 1 (its own score so far, a function of the past output), scored by the
   summed log-likelihood ratios at the certified σ and q; certified ε by dp_accounting's PLD (pessimistic: an upper
   bound on the exact ε). Its record carries the exact conformance test of the included scores
-  (``attacks.analysis.conformance.canary_scores``), as DP-SGD's white-box audit does.
+  (``attacks.conformance.hypothesis_tests.canary_scores``), as DP-SGD's white-box audit does.
 
 Usage (from the repository root; about 1 CPU-minute per 200 draws of each case)::
 
@@ -41,12 +42,12 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from attacks.analysis.conformance.canary_scores import canary_score_test
-from attacks.analysis.fdp import gdp_delta, gdp_epsilon
-from attacks.analysis.gaussian_llr_ideal import exact_llr_moments
-from attacks.analysis.guess_plan import planned_guess_fraction
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.audits.guess_plan import planned_guess_fraction
+from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.analysis.statistics.fdp import gdp_delta, gdp_epsilon
+from attacks.analysis.statistics.gaussian_llr_ideal import exact_llr_moments
 from attacks.base.outputs import MembershipScores
+from attacks.conformance.hypothesis_tests.canary_scores import canary_score_test
 from bench.core.design import AuditDesign
 from bench.core.privacy import PrivacySpent
 from bench.results import RunResult, Timings

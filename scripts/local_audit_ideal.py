@@ -12,7 +12,7 @@ joint score s = u + w·o of ``attacks.canaries.local.label_weight``) over ``--se
 ``LocalCanaryAudit`` through ``LocalGaussian.release`` exactly as ``bench`` does; "ideal" draws N(±1, σ²) image
 scores and k-ary randomized-response labels with numpy at the accountant's σ and ε_label and scores them the same way;
 "limit" is the best single threshold fixed in advance, Clopper-Pearson at the audit's confidence, on the ideal's
-expected counts (``attacks.analysis.limits``). Measured: docs/audits.md, "The default main job".
+expected counts (``attacks.analysis.statistics.limits``). Measured: docs/audits.md, "The default main job".
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ opacus_plugin``.
 
 One `bench run --profile ci --seeds 0,…,N−1 --mechanisms …` trains every (mechanism, seed) cell once; each
 (mechanism, seed) is then judged exactly as a CI job that runs that mechanism at that seed would be: the run-level
-check (``attacks.analysis.verdict.privacy_bugs``) over that cell's comparisons alone (every analysis in each audit's
-design-fixed family, the Gaussian ones included where the design allows them, and the certified-curve test), at
-95 % family-wise. A seed is a false alarm when the check finds a bug. Printed per mechanism: false alarms / seeds,
-with the Clopper-Pearson 95 % upper bound on the false-alarm rate; the promise is ≤ 5 %.
+check (``attacks.analysis.privacy_bugs.check.privacy_bugs``) over that cell's comparisons alone (every analysis in each
+audit's design-fixed family, the Gaussian ones included where the design allows them, and the certified-curve test), at
+95 % family-wise. A seed is a false alarm when the check finds a bug. Printed per mechanism: false alarms / seeds, with
+the Clopper-Pearson 95 % upper bound on the false-alarm rate; the promise is ≤ 5 %.
 
 ``--bug BUG`` plants a zoo bug in every process of the run (``bench.zoo.apply``; BUG a name of the zoo's catalogue,
 ``privbench zoo list``, or the σ × F instance ``MECHANISM-noise-xF``; the older ``MECHANISM:F`` and
@@ -33,8 +33,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from attacks.analysis.statistics import clopper_pearson_upper
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.analysis.statistics.confidence import clopper_pearson_upper
 from bench.results.document import read
 from bench.zoo.catalogue import BUG_ENV, find, table_bug
 

@@ -20,8 +20,8 @@ import numpy as np
 from opacus.accountants.utils import get_noise_multiplier
 from scipy import stats
 
-from attacks.analysis.conformance import smallest_p
 from attacks.canaries.opacus.observer import references
+from attacks.conformance.hypothesis_tests import smallest_p
 from attacks.conformance.opacus import SIGMA_STAR_MARGIN, opacus_tests, prv_sigma_for_epsilon
 
 DELTA, M, RECORDS = 1e-5, 16, 500  # M: the run's family (8 conformance + measured ε + the canaries' analyses)

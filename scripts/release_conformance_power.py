@@ -9,7 +9,7 @@ rest, mean ℓ/n, the weighted draw without replacement to O(ℓ/n); uniform rat
 rejects when any of its conformance tests has p < 0.05/M, M = 17 (the run's Bonferroni family at ci size: local
 noise's 10 tests, its measured ε and its audit's analyses; DPMix's are 16). The shape, independence and measured-ε
 tests are left out of the power rows (their power is not what is measured here; their level is in the family rows,
-tests/attacks/analysis/conformance/test_release_conformance.py and the runs).
+tests/attacks/conformance/hypothesis_tests/test_release_conformance.py and the runs).
 
 Sizes: ci = digits (1, 8, 8), local m = 4000 canaries, label ε_y = 0.5 (ε = 2, label share ¼); DPMix n = 500, ℓ = 4,
 T = 2000, R = 512 releases. default = MNIST (1, 28, 28), local m = 80,000, ε_y = 0.5 (ε = 1, share ½); DPMix
@@ -37,18 +37,18 @@ import numpy as np
 import torch
 from scipy import stats
 
-from attacks.analysis.analytic_gaussian import rr_keep as randomized_response_keep
-from attacks.analysis.conformance.mixing import mixing_weight_test, weight_spread_test
-from attacks.analysis.conformance.noise import independence_test, noise_test, shape_test
-from attacks.analysis.conformance.release import (
+from attacks.analysis.statistics.confidence import clopper_pearson_upper
+from attacks.conformance.accountants.analytic_gaussian import rr_keep as randomized_response_keep
+from attacks.conformance.hypothesis_tests.mixing import mixing_weight_test, weight_spread_test
+from attacks.conformance.hypothesis_tests.noise import independence_test, noise_test, shape_test
+from attacks.conformance.hypothesis_tests.release import (
     image_noise_tests,
     label_flip_test,
     mixing_dispersion,
     mixing_dispersion_test,
     region_ids,
 )
-from attacks.analysis.conformance.sampling import rate_test
-from attacks.analysis.statistics import clopper_pearson_upper
+from attacks.conformance.hypothesis_tests.sampling import rate_test
 from attacks.conformance.local import SAMPLE_ROWS
 from mechanisms.dpmix.mixing import sample_subsets
 

@@ -2,9 +2,9 @@
 
 ``build`` holds small builders of typed ``bench.results.Results`` documents (each part as the dict results.json
 holds, validated at the end by ``build.results``; ``build.checked`` also runs the run-level privacy-bug check as the
-runner does, ``attacks.analysis.verdict``), and ``mnist_results`` a realistic one built from them: six models with and
-without guarantees, heuristic membership attacks and canary audits (one-run white-box and black-box, multi-run),
-one failed cell, one failed attack, a release, and hostile text in the config.
+runner does, ``attacks.analysis.privacy_bugs.check``), and ``mnist_results`` a realistic one built from them: six models
+with and without guarantees, heuristic membership attacks and canary audits (one-run white-box and black-box,
+multi-run), one failed cell, one failed attack, a release, and hostile text in the config.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from attacks.analysis import membership_audit
-from attacks.analysis.metrics import membership_metrics
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.analysis.statistics.metrics import membership_metrics
 from bench.core.design import AuditDesign
 from bench.results import SCHEMA_VERSION, Results
 
@@ -59,7 +59,7 @@ def canary(name: str, rng: np.random.Generator, m: int, shift: float, *, threat_
 def privacy(eps: float | None = None, delta: float | None = None, accountant: str = "none", guarantee: str = "none",
             *, claimed: float | None = None, note: str = "", weak: bool = False,
             relation: str | None = None, profile: list[list[float]] | None = None) -> dict[str, Any]:
-    """A ``Privacy`` dict (no arguments: no guarantee)."""
+    """A ``PrivacyRecord`` dict (no arguments: no guarantee)."""
     return {"epsilon": eps, "delta": delta, "accountant": accountant, "guarantee": guarantee,
             "claimed_epsilon": claimed, "note": note, "weak_delta": weak, "relation": relation,
             "profile": profile or []}  # fmt: skip
@@ -86,8 +86,8 @@ def results(runs: list[dict[str, Any]], **fields: Any) -> Results:
 
 
 def checked(runs: list[dict[str, Any]], **fields: Any) -> Results:
-    """``results`` with the run-level check of a completed run, as the runner makes it (``attacks.analysis.verdict``):
-    ``privacy_bugs``, ``refuted_claims`` and ``audit``."""
+    """``results`` with the run-level check of a completed run, as the runner makes it
+    (``attacks.analysis.privacy_bugs.check``): ``privacy_bugs``, ``refuted_claims`` and ``audit``."""
     doc = results(runs, **fields)
     bugs, claims, comparisons = privacy_bugs(doc.results)
     return results(runs, **fields, privacy_bugs=[b.model_dump() for b in bugs],

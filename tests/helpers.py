@@ -32,6 +32,32 @@ def context(target: TrainedModel | None, split: MembershipSplit, *, seed: int, m
     return AttackContext(target, split, members, non_members, seed, device, train_like_target)
 
 
+def run_attack(name: str, target: TrainedModel, split: MembershipSplit, *, max_per_side: int | None = None, **params):
+    """Attack ``name`` with ``params`` on ``target`` as the runner does it (seed 0): membership scores, or a
+    reconstruction."""
+    from attacks import ATTACKS
+    from attacks.base.attack import MembershipAttack
+
+    cls = ATTACKS.get(name)
+    attack = cls(cls.Params(**params))
+    assert attack.applies_to(target)
+    ctx = context(target, split, seed=0, max_per_side=max_per_side)
+    return attack.score(ctx) if isinstance(attack, MembershipAttack) else attack.reconstruct(ctx)
+
+
+def dpmix_target(split: MembershipSplit, *, ell: int, num_samples: int, sigma: float, seed: int = 1) -> TrainedModel:
+    """A model-less target holding a DPMix release of ``split``'s members (``mix_release``, one-hot labels)."""
+    from bench.core.types import PrivacySpent, Release
+    from mechanisms.dpmix.mixing import mix_release
+
+    m = split.members
+    rx, ry, _ = mix_release(m.x.flatten(1), F.one_hot(m.y, m.num_classes).float(), mixture_degree=ell,
+                            num_samples=num_samples, sigma=sigma, generator=torch.Generator().manual_seed(seed))
+    release = Release(rx.view(num_samples, *m.input_shape), ry, "dpmix",
+                      {"sigma": sigma, "mixture_degree": ell, "num_samples": num_samples})
+    return TrainedModel(None, PrivacySpent.no_guarantee(), params={"num_records": len(m)}, release=release)
+
+
 class NormNet(nn.Module):
     """Conv (with bias) → GroupNorm → ReLU → LayerNorm → Linear on (3, 8, 8): every layer type the ``bk`` clipper
     supports, for the per-sample clipping tests."""

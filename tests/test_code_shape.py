@@ -77,7 +77,7 @@ def test_the_cap_counts_code_not_docstrings_or_comments():
 def test_reports_import_at_module_level():
     """``reports/`` imports no heavy library late (there is none to defer: it never imports torch), so an import
     inside a function there would only hide a cycle."""
-    late = [f"{p.name}::{node.name}" for p in sorted((REPO / "reports").glob("*.py"))
+    late = [f"{p.name}::{node.name}" for p in sorted((REPO / "reports").rglob("*.py"))
             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(node))]

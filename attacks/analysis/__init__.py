@@ -1,25 +1,12 @@
 """Empirical privacy: ε lower bounds from an attack's scores, by the design that decided who was a member.
 
-Every analysis is one of two kinds of evidence, never mixed (docs/audits.md, "Valid bounds and estimates"):
-
-- **valid**: holds at its confidence for any mechanism, whatever the scores' distribution — Clopper-Pearson over a
-  family of thresholds fixed before the scores (Jagielski et al. 2020), the one-run test (Steinke, Nasr, Jagielski
-  2023) and the f-DP analysis against (ε, δ) curves (Mahloujifar, Melis, Chaudhuri 2024). Only these give "ε ≥", the
-  audit's ``epsilon_lb`` and the run-level privacy-bug check (``attacks.analysis.verdict``); the Bonferroni family of
-  an audit (``family``) holds them alone.
-- **estimate**: rests on a distributional assumption (``METHODS``' second field) — the Gaussian pair (Agrawal et al.
-  2026), the GDP fit's ε (Nasr et al. 2023), ``gaussian-llr`` (a CLT over T steps), ``gaussian-composed``,
-  ``f-dp-gaussian``. Shown with its assumption (and its normality test where it has one), never an "ε ≥", never a
-  privacy bug, however plausible: a correct mechanism whose scores break the assumption (clipped contributions that
-  depend on the past, heavy tails, unequal spreads, randomized response) reads above its ε through them
-  (``scripts/false_alarms.py``).
-
-Designs (``bench.core.design.AuditDesign``): ``heuristic`` (one model's natural members: outcomes not independent,
-its Clopper-Pearson bound shown, never deciding), ``one-run`` (m canaries included independently with probability ½
-in one run) and ``multi-run`` (m independent runs, or independently released canaries; a design whose slots went
-through one release call adds the one-run analyses, valid under any dependence). Tests of the certificate that are
-exact under the certified mechanism (white-box canaries against their exact score distribution) are conformance tests
-(``attacks.analysis.conformance``), not bounds. Pure NumPy / SciPy (no torch).
+``membership_audit`` runs every analysis the design allows (``METHODS``) on one attack's scores; ``audit_bounds``
+recomputes the valid ones from a stored audit. Every analysis is one of two kinds of evidence, never mixed: **valid**
+(assumption-free, at its confidence for any mechanism: Clopper-Pearson over fixed thresholds, Jagielski et al. 2020;
+the one-run test, Steinke, Nasr, Jagielski 2023; f-DP against (ε, δ) curves, Mahloujifar, Melis, Chaudhuri 2024) gives
+"ε ≥" and may decide exit 3; an **estimate** rests on a distributional assumption and never decides. Designs
+(``bench.core.design.AuditDesign``): ``heuristic``, ``one-run``, ``multi-run``. The statistics are in
+``attacks.analysis.statistics``, the exit-3 rule in ``attacks.analysis.privacy_bugs``. Pure NumPy / SciPy (no torch).
 """
 
 from __future__ import annotations
@@ -30,9 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from attacks.analysis.channels import composed_bound, image_summary, label_counts
-from attacks.analysis.curve import certified_tradeoff, curve_rejected
-from attacks.analysis.evidence import (
+from attacks.analysis.audits.guess_plan import two_sided_rule
+from attacks.analysis.privacy_bugs.evidence import (
     ESTIMATES,
     GAUSSIAN_METHODS,
     METHODS,
@@ -42,18 +28,19 @@ from attacks.analysis.evidence import (
     family,
     gaussian_valid,
 )
-from attacks.analysis.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
-from attacks.analysis.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
-from attacks.analysis.gaussian_llr import llr_fit, llr_gdp_bound
-from attacks.analysis.guess_plan import two_sided_rule
-from attacks.analysis.one_run import (
+from attacks.analysis.statistics.channels import composed_bound, image_summary, label_counts
+from attacks.analysis.statistics.curve import certified_tradeoff, curve_rejected
+from attacks.analysis.statistics.fdp import fdp_epsilon, fdp_gdp_epsilon, gdp_epsilon, profile_rejected, rejects
+from attacks.analysis.statistics.gaussian import gaussian_pair_epsilon, gdp_fit_epsilon, pair_bound, pair_epsilon
+from attacks.analysis.statistics.gaussian_llr import llr_fit, llr_gdp_bound
+from attacks.analysis.statistics.one_run import (
     GUESS_FRACTIONS,
     best_one_run_epsilon,
     one_run_epsilon,
     one_run_guesses,
     one_run_p_value,
 )
-from attacks.analysis.thresholds import (
+from attacks.analysis.statistics.thresholds import (
     THRESHOLD_POINTS,
     best_epsilon,
     epsilon_lower_bound,
@@ -162,31 +149,21 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
         scores: ``(N,)`` scores (larger: "member").
         labels: ``(N,)`` membership labels (1: member / canary included).
         delta: δ of the guarantee tested (the mechanism's, or the run's without a guarantee).
-        design: how the labels were decided (``bench.core.design.AuditDesign``); None: heuristic, black-box. A
-            one-run design's ``guess_fraction`` (fixed before the scores) replaces the 12 guessing rules by its
-            single two-sided rule.
-        profile: the accountant's certified ``[[ε, δ], ...]``: one-run designs test the whole curve
-            (``attacks.analysis.fdp.profile_rejected``), multi-run designs test it at every threshold of their fixed
-            family (``attacks.analysis.curve``; G_μ itself where the design names ``certified_mu``).
-        confidence: coverage of the audit's ``epsilon_lb``: each of the k valid analyses of the design's ``family``
-            is made at 1 − (1 − confidence)/k (``method_confidence``), each family-wise over its thresholds or
-            guessing rules; each estimate at ``confidence`` under its assumption.
-        label_outcomes: ``(N,)`` in {−1, 0, 1}, for a design whose ``channels`` hold ``"label"``: canary i's
-            released label is its pair's first label (1; the first record is present where ``labels[i]`` is 1),
-            its second (−1) or neither (0); with the image channel's scores it gives the ``gaussian-composed``
-            estimate (``attacks.analysis.channels``). Where the design has a ``label_weight`` w, the scores are
-            already s = u + w·o (both channels, read by the valid analyses) and the estimates read u = s − w·o.
+        design: how the labels were decided (None: heuristic, black-box); a one-run design's ``guess_fraction``
+            (fixed before the scores) replaces the 12 guessing rules by its single two-sided rule.
+        profile: the accountant's ``[[ε, δ], ...]``, tested whole (one-run) or at each threshold (multi-run).
+        confidence: coverage of ``epsilon_lb``: each of the k valid analyses of the design's ``family`` at
+            1 − (1 − confidence)/k (``method_confidence``); each estimate at ``confidence`` under its assumption.
+        label_outcomes: ``(N,)`` in {−1, 0, 1} for a design with a ``"label"`` channel: canary i's released label is
+            its pair's first (1), second (−1) or neither (0); with the image scores it gives the ``gaussian-composed``
+            estimate. With a ``label_weight`` w the scores are s = u + w·o and the estimates read u = s − w·o.
 
     Returns:
-        The stored audit block, a ``bench.results.Audit`` without its ``design`` (``Audit(**block, design=design)``):
-        ``{"delta", "confidence", "method_confidence", "counts", "bounds", "epsilon_lb", "method"}`` plus, for
-        one-run designs, ``"one_run": {"m", "guesses"}`` and, given a profile, ``"profile_rejected"`` (one-run and
-        multi-run designs).
-        ``epsilon_lb`` / ``method``: the tightest valid bound (a heuristic design: its heuristic bound, marked not
-        valid); never an estimate.
+        A ``bench.results.Audit`` block without its ``design``; ``epsilon_lb`` / ``method``: the tightest valid bound
+        (a heuristic design: its heuristic bound, marked not valid), never an estimate.
 
     Raises:
-        ValueError: invalid scores or labels (``attacks.analysis.metrics.validate_scores``).
+        ValueError: invalid scores or labels (``attacks.analysis.statistics.metrics.validate_scores``).
     """
     design = design or AuditDesign()
     counts = threshold_counts(scores, labels)
@@ -213,18 +190,7 @@ def membership_audit(scores: ArrayLike, labels: ArrayLike, *, delta: float, desi
 
 
 def audit_bounds(audit: Audit, *, confidence: float) -> dict[str, float]:
-    """The valid bounds of a stored audit recomputed from its counts, one-run guesses and fits.
-
-    Args:
-        audit: a stored ``bench.results.Audit``.
-        confidence: each bound's confidence level.
-
-    Returns:
-        method -> ε lower bound (unitless); empty for a heuristic design, whose bound is not valid.
-
-    Raises:
-        ValueError: a valid bound whose input (its fit, or the one-run guesses) is missing from ``audit``.
-    """
+    """Method ↦ valid ε_LB of a stored ``Audit`` from its counts, guesses and fits; ValueError: an input missing."""
     one_run = None if audit.one_run is None else (audit.one_run.m, audit.one_run.guesses)
     return {b.method: _compute(b.method, audit.counts, one_run, b.fit, delta=audit.delta, confidence=confidence)
             for b in audit.bounds if b.valid}

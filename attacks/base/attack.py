@@ -21,19 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def at_most(attack: str, setting: str, value: int | None, limit: int, what: str) -> str | None:
-    """The size problem of a count setting larger than the data allows (``Attack.size_problem``'s line).
-
-    Args:
-        attack: the attack's registered name.
-        setting: the setting's name in ``attack_params.<attack>``.
-        value: the setting's value (None: unset, never a problem).
-        limit: the largest value allowed.
-        what: what ``limit`` counts (e.g. ``"the population"``).
-
-    Returns:
-        ``"attack_params.<attack>.<setting> = v exceeds <what> (limit); ..."`` when ``value`` > ``limit``, else
-        None.
-    """
+    """``"attack_params.<attack>.<setting> = v exceeds <what> (limit); ..."`` when ``value`` > ``limit``, else None."""
     if value is None or value <= limit:
         return None
     return f"attack_params.{attack}.{setting} = {value} exceeds {what} ({limit}); lower it or enlarge the data"
@@ -70,34 +58,19 @@ class Attack:
         self.params = params if params is not None else self.Params()
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Why this attack's settings do not fit the run's data.
-
-        Checked before any training: a count is never silently clipped to the data.
-
-        Args:
-            n_members: the records the target trains on (members).
-            n_population: the attacker's own records (``split.population``).
-
-        Returns:
-            One line naming the setting, its value and what is allowed (``at_most``), or None where it fits (the
-            default).
-        """
+        """One line naming a count setting too large for the data (``at_most``), or None; checked before training."""
         return None
 
     def applies_to(self, target: TrainedModel) -> bool:
-        """Whether the attack can run on ``target``.
-
-        Args:
-            target: the trained target and its release, if any.
-
-        Returns:
-            True unless the attack needs a release (``release_kind``) that ``target`` did not publish.
-        """
+        """Whether the attack can run on ``target`` (not if it needs a release, ``release_kind``, the target lacks)."""
         return self.release_kind is None or (target.release is not None and target.release.kind == self.release_kind)
 
 
 class MembershipAttack(Attack):
-    """Scores records for membership; metrics and ε lower bounds are computed by the runner."""
+    """Scores records for membership; metrics and ε lower bounds are computed by the runner.
+
+    ``score`` raises ValueError where the attack cannot run on the data.
+    """
 
     kind = "membership"
 
@@ -114,36 +87,15 @@ class MembershipAttack(Attack):
         """
 
     def score(self, ctx: AttackContext) -> MembershipScores | dict[str, MembershipScores]:
-        """Score ``ctx``'s candidates (or the attack's own canaries) against ``ctx.target``.
-
-        Args:
-            ctx: the target, its split, the scored rows and the attacker's data and training function.
-
-        Returns:
-            ``MembershipScores`` (``(N,)`` scores, larger: member); an audit that gets two designs from one run
-            returns them by name (the first under the attack's own name).
-
-        Raises:
-            NotImplementedError: here; subclasses raise ValueError when they cannot run on this data.
-        """
+        """``MembershipScores`` of ``ctx``'s candidates or own canaries (larger: member), or several by design name."""
         raise NotImplementedError
 
 
 class ReconstructionAttack(Attack):
-    """Reconstructs data from the target or its release."""
+    """Reconstructs data from the target or its release (``reconstruct`` raises ValueError where it cannot run)."""
 
     kind = "reconstruction"
 
     def reconstruct(self, ctx: AttackContext) -> Reconstruction:
-        """Reconstruct from ``ctx.target`` (or its release).
-
-        Args:
-            ctx: the target, its split, the scored rows and the attacker's data.
-
-        Returns:
-            The ``Reconstruction``: images, their labels and the metrics.
-
-        Raises:
-            NotImplementedError: here; subclasses raise ValueError where they cannot run on this data.
-        """
+        """The ``Reconstruction`` (images, their labels, the metrics) from ``ctx.target`` or its release."""
         raise NotImplementedError

@@ -49,71 +49,23 @@ class TrainLikeTarget(Protocol):
         ...
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
-        """One model per independent job, yielded in the order of ``jobs``.
-
-        Every job is submitted before the first model is yielded, so they can train in parallel (the ``ray`` executor)
-        or as one vectorised ensemble (non-private shadows, ``bench.execution.ensemble``).
-
-        Args:
-            jobs: ``(data, seed)`` pairs: the training records (``(N, C, H, W)`` images and ``(N,)`` labels) and the
-                training seed of each model.
-
-        Returns:
-            An iterator of the trained models, one per job, in order.
-        """
+        """One model per ``(data, seed)`` job, in order; all are submitted first, so they can train in parallel."""
         ...
 
     def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
-        """One model on ``data`` with an audit ``request`` passed to ``Mechanism.fit``.
-
-        e.g. white-box gradient canaries. Through the cache like any model.
-
-        Args:
-            data: the training records (the members plus any canaries the design includes).
-            seed: the training seed.
-            request: what the audit run observes (``Mechanism.fit``'s ``audit``).
-
-        Returns:
-            The trained model; the run's observations are in ``TrainedModel.audit``.
-        """
+        """One model on ``data`` trained with ``Mechanism.fit(audit=request)`` (observed: ``TrainedModel.audit``)."""
         ...
 
     def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
-        """Models trained like the target.
-
-        All submitted at once (the executor spreads them; Ray runs them in parallel) and yielded in order. Through the
-        cache like any model.
-
-        Args:
-            jobs: ``(data, seed, request)`` triples; ``request``: ``Mechanism.fit``'s ``audit``, or None.
-
-        Returns:
-            An iterator of the trained models, one per job, in order.
-        """
+        """One model per ``(data, seed, audit request or None)`` job, all submitted at once, yielded in order."""
         ...
 
     def release(self, data: ArrayDataset, *, seed: int) -> tuple[Release, PrivacySpent]:
-        """The mechanism's own release of ``data`` with the target's settings, ε and δ.
-
-        (``Mechanism.release``, for mechanisms that publish data.)
-
-        Args:
-            data: the records released.
-            seed: the release's seed.
-
-        Returns:
-            The release and the privacy it spent (ε, δ, accountant and neighbouring relation).
-        """
+        """The mechanism's release of ``data`` at the target's settings, and its ε, δ, accountant and relation."""
         ...
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
-        """Submit models a later call will ask for.
-
-        So that an idle executor trains them while the attacker does other work; returns nothing (a no-op is correct).
-
-        Args:
-            jobs: ``(data, seed, audit request or None)`` triples, as ``audit_runs`` takes them.
-        """
+        """Submit ``(data, seed, audit request or None)`` jobs a later call will ask for (a no-op is correct)."""
         ...
 
 
@@ -134,46 +86,19 @@ class OneAtATime:
         return self.fn(data, seed=seed)
 
     def many(self, jobs: Sequence[tuple[ArrayDataset, int]]) -> Iterator[TrainedModel]:
-        """``fn`` on each job in turn, lazily.
-
-        Args:
-            jobs: ``(data, seed)`` pairs.
-
-        Returns:
-            An iterator of ``fn``'s models, one per job, in order.
-        """
+        """``fn`` on each ``(data, seed)`` job in turn, lazily."""
         return (self.fn(data, seed=seed) for data, seed in jobs)
 
     def audit_run(self, data: ArrayDataset, *, seed: int, request: AuditRequest) -> TrainedModel:
-        """``fn(data, seed=seed, audit=request)``.
-
-        Args:
-            data: the training records.
-            seed: the training seed.
-            request: the audit request passed on as ``audit``.
-
-        Returns:
-            ``fn``'s model.
-        """
+        """``fn(data, seed=seed, audit=request)``."""
         return self.fn(data, seed=seed, audit=request)
 
     def audit_runs(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> Iterator[TrainedModel]:
-        """``fn`` on each job in turn, lazily, with ``audit=request`` where the request is not None.
-
-        Args:
-            jobs: ``(data, seed, request or None)`` triples.
-
-        Returns:
-            An iterator of ``fn``'s models, one per job, in order.
-        """
+        """``fn`` on each job in turn, lazily, with ``audit=request`` where the request is not None."""
         return (self.fn(d, seed=s) if r is None else self.fn(d, seed=s, audit=r) for d, s, r in jobs)
 
     def prefetch(self, jobs: Sequence[tuple[ArrayDataset, int, AuditRequest | None]]) -> None:
-        """Nothing: models are trained one at a time, when asked.
-
-        Args:
-            jobs: ``(data, seed, request or None)`` triples (ignored).
-        """
+        """Nothing: models are trained one at a time, when asked."""
 
 
 class TargetNotTrained(RuntimeError):
@@ -212,50 +137,24 @@ class AttackContext:
 
     @property
     def target(self) -> TrainedModel:
-        """The trained target.
-
-        Raises:
-            TargetNotTrained: the context was built before the target exists (a ``prefetch`` at the start of a run
-                must not use the target).
-        """
+        """The trained target; raises ``TargetNotTrained`` before the target exists (in a ``prefetch``)."""
         if self.trained is None:
             raise TargetNotTrained("ctx.target is not trained yet: a prefetch at the start of a run sees no target; "
                                    "use it in score or reconstruct only")
         return self.trained
 
     def sides(self, limit: int | None = None) -> tuple[ArrayDataset, ArrayDataset]:
-        """The scored members and non-members.
-
-        Args:
-            limit: how many of each side, the first rows of ``member_index`` / ``non_member_index`` (None: all).
-
-        Returns:
-            ``(members, non_members)``: two datasets of up to ``limit`` records each.
-        """
+        """The scored ``(members, non_members)``: the first ``limit`` rows of each side (None: all)."""
         m, n = self.member_index[:limit], self.non_member_index[:limit]
         return self.split.members.subset(m), self.split.non_members.subset(n)
 
     def labels(self, limit: int | None = None) -> np.ndarray:
-        """The membership labels of the scored records, in ``candidates``' order.
-
-        Args:
-            limit: how many of each side (None: all).
-
-        Returns:
-            ``(N,)`` int64, members first: ones, then zeros.
-        """
+        """``(N,)`` int64 membership labels in ``candidates``' order: ones for the members, then zeros."""
         n = len(self.member_index[:limit])
         return np.concatenate([np.ones(n, np.int64), np.zeros(len(self.non_member_index[:limit]), np.int64)])
 
     def candidates(self, limit: int | None = None) -> ArrayDataset:
-        """The scored records as one dataset.
-
-        Args:
-            limit: how many of each side (None: all).
-
-        Returns:
-            The ``N`` records, members first (their membership labels: ``labels``).
-        """
+        """The scored records (the first ``limit`` of each side, None: all) as one dataset, members first."""
         from bench.core.data import concat
 
         return concat(*self.sides(limit))

@@ -1,7 +1,7 @@
 """What attacks produce: membership scores (with the design that decided who is a member) or reconstructions.
 
-Attacks compute no metrics: the runner applies ``attacks.analysis.metrics`` and ``attacks.analysis`` to every attack's
-scores in one place.
+Attacks compute no metrics: the runner applies ``attacks.analysis.statistics.metrics`` and ``attacks.analysis`` to every
+attack's scores in one place.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ class MembershipScores:
             labelled canary i with its pair's first label (1; the first record is present where ``labels`` is 1),
             its second (−1) or another (0).
         conformance: the audit run's conformance tests to its certified mechanism, ``{"tests": [...],
-            "measured_epsilon": {...} | None}`` (``attacks.analysis.conformance``; ``bench.results.Conformance``'s
-            fields); None where the attack measures none.
+            "measured_epsilon": {...} | None}`` (``attacks.conformance.hypothesis_tests``;
+            ``bench.results.Conformance``'s fields); None where the attack measures none.
     """
 
     scores: np.ndarray

@@ -90,15 +90,7 @@ class CraftedAudit(MembershipAttack):
         return self.params.init_data == "population" and self.params.init_epochs > 0
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Every run trains on the first ``members`` of the target's members.
-
-        Args:
-            n_members: the target's member count.
-            n_population: the attacker's population count (the population is not limited here).
-
-        Returns:
-            One line naming the shortfall when ``members`` > ``n_members``; None when the sizes suffice.
-        """
+        """Every run trains on the first ``members`` of the target's members: at most ``n_members``."""
         return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def _side_by_side(self, ctx: AttackContext) -> bool:
@@ -208,11 +200,7 @@ class CraftedAudit(MembershipAttack):
         return coins, jobs, True, canary
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The runs, submitted before the cell's attacks run (training workers train them meanwhile).
-
-        Args:
-            ctx: the cell's attack context.
-        """
+        """Submit the runs (training workers train them meanwhile)."""
         _, jobs, _, _ = self._jobs(ctx)
         ctx.train_like_target.prefetch(jobs)
 
@@ -228,7 +216,7 @@ class CraftedAudit(MembershipAttack):
         Raises:
             ValueError: the mechanism accepts no initial model, or the target's settings are unknown.
         """
-        from attacks.analysis.crafted import crafted_summary, scores_from_outputs
+        from attacks.analysis.audits.crafted import crafted_summary, scores_from_outputs
 
         coins, jobs, together, canary = self._jobs(ctx)
         outputs, privacy, params, seconds = [], None, {}, 0.0

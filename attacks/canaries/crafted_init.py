@@ -36,20 +36,9 @@ class Canary:
 
 
 def pretrain(model: nn.Module, data: ArrayDataset, *, epochs: int, seed: int, device: torch.device) -> nn.Module:
-    """θ_0: ``model`` trained without privacy on ``data``.
+    """θ_0: ``model`` (built, untrained) trained without privacy on ``data``, in eval mode (``epochs`` 0: as built).
 
-    (SGD, lr 0.1, momentum 0.9, batches of 128, ``epochs`` epochs; the batches drawn with ``seed``.) ``epochs`` 0 leaves
-    it as built.
-
-    Args:
-        model: the mechanism's untrained architecture.
-        data: records disjoint from the members, images ``(N, C, H, W)`` and labels ``(N,)``.
-        epochs: the pre-training epochs (0: none).
-        seed: draws the batches.
-        device: where to train.
-
-    Returns:
-        ``model`` itself, trained, in eval mode.
+    SGD, lr 0.1, momentum 0.9, batches of 128 drawn with ``seed``; ``data`` disjoint from the members.
 
     Raises:
         bench.core.training.TrainingDiverged: a NaN or infinite loss (``fit_supervised``).
@@ -114,20 +103,11 @@ def _clipbkd(x: torch.Tensor) -> torch.Tensor:
 
 
 def isolated(model: nn.Module, canary: Canary, base: ArrayDataset, *, device: torch.device) -> bool:
-    """Whether the canary's score reads weights no base record's gradient touches.
+    """Whether the canary's score reads weights no gradient of the ``base`` records touches.
 
-    ``model`` linear in its parameters given its inputs' fixed features (one ``nn.Linear`` on a parameter-free front,
-    ``mechanisms.dpsgd.side_by_side.linear_head``), a reference input that cancels the bias, and the canary's feature
-    difference Δφ = φ(x) − φ(reference) orthogonal to every base record's features (to ``ORTHOGONAL``).
-
-    Args:
-        model: θ_0.
-        canary: the crafted canary.
-        base: the base records, images ``(N, C, H, W)``.
-        device: where ``model`` runs.
-
-    Returns:
-        Whether all of that holds (False for a model that is not one linear layer on a fixed front).
+    ``model`` (θ_0) linear in its parameters given fixed features (one ``nn.Linear`` on a parameter-free front,
+    ``mechanisms.dpsgd.side_by_side.linear_head``; else False), a reference input that cancels the bias, and the
+    canary's feature difference Δφ = φ(x) − φ(reference) orthogonal to every base record's features (to ``ORTHOGONAL``).
     """
     from mechanisms.dpsgd.side_by_side import linear_head
 

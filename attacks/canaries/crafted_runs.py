@@ -70,15 +70,7 @@ class SideBySideJob:
 
 
 def audit_spec(spec, update: dict):
-    """The runs' settings: ``spec`` with the auditor's ``model`` / ``batch_size`` (a new model takes no model_kwargs).
-
-    Args:
-        spec: the target's ``TrainSpec``.
-        update: the auditor's ``{"model", "batch_size"}`` (those given).
-
-    Returns:
-        The updated ``TrainSpec`` (``spec`` itself when ``update`` is empty).
-    """
+    """The runs' ``TrainSpec``: ``spec`` with the auditor's ``model`` / ``batch_size`` (new model: no model_kwargs)."""
     if not update:
         return spec
     if "model" in update:

@@ -15,9 +15,9 @@ import torch
 from pydantic import Field
 
 from attacks.base import AttackContext, AuditDesign, MembershipAttack, MembershipScores
+from attacks.base.priors import with_labels
 from attacks.canaries.local import _coins
 from attacks.membership.shadows import shadow_seed
-from attacks.reconstruction.priors import with_labels
 from bench.core.data import ArrayDataset, concat
 from bench.core.params import Params
 from bench.core.types import PrivacySpent, Release, TrainedModel, TrainSpec
@@ -47,18 +47,9 @@ class DPMixCanaryParams(Params):
 
 def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: torch.Generator
                   ) -> tuple[ArrayDataset, ArrayDataset]:
-    """The centre record c and ``count`` maximal records z_i of one release.
+    """``(centre, canaries)`` of one release: c, a 0-image labelled e_a (a random class), and m = ``count`` maximal z_i.
 
-    Args:
-        count: m slots.
-        shape: ``(C, H, W)`` of an image.
-        num_classes: K >= 2.
-        gen: the design's generator.
-
-    Returns:
-        ``(centre, canaries)``: ``centre`` one record (a 0-image labelled e_a, a random class);
-        ``canaries`` m records, each 1 on a random half of the pixels and 0 elsewhere, labelled a random class
-        other than a.
+    Each z_i is 1 on a random half of the ``(C, H, W)`` pixels, 0 elsewhere, labelled a random class other than a.
 
     Raises:
         ValueError: fewer than 2 classes (the label could not differ).
@@ -75,17 +66,9 @@ def maximal_pairs(count: int, *, shape: tuple[int, ...], num_classes: int, gen: 
 
 
 def common_shift(centre: ArrayDataset, d_x: int) -> torch.Tensor:
-    """g, the part every slot's shift z_i − c shares by design.
+    """``(d_x + K,)`` float64 g, the part every slot's shift z_i − c shares by design.
 
-    (d_x // 2)/d_x on every pixel (each z_i is 1 on d_x // 2 random pixels) and, on the label, the mean of the K − 1
-    labels other than c's minus c's.
-
-    Args:
-        centre: the centre record c (its label of K classes).
-        d_x: the pixels per image.
-
-    Returns:
-        ``(d_x + K,)`` float64 g.
+    (d_x // 2)/d_x on every pixel (each z_i is 1 on d_x // 2 pixels); on the label, the other labels' mean minus c's.
     """
     k, a = centre.num_classes, int(centre.y[0])
     label = torch.full((k,), 1.0 / (k - 1), dtype=torch.float64)
@@ -107,32 +90,18 @@ def _standardised(z: torch.Tensor, v: torch.Tensor, weight: torch.Tensor, ell: i
 
 def pair_scores(z: torch.Tensor, centre: torch.Tensor, shift: torch.Tensor, common: torch.Tensor, *, d_x: int,
                 ell: int, n: int) -> np.ndarray:
-    """The log-likelihood ratio of "slot i holds z_i" against "it holds c" from a DPMix release.
+    """``(m,)`` log-likelihood ratios of "slot i holds z_i" against "it holds c" from a DPMix release (larger: z_i).
 
-    Each shift z_i − c is the design's common part g (``common``: half of every pixel, the mean of the other labels
-    minus e_a) plus a part e_i orthogonal to g and nearly to every other slot's. A sample t is read on whitened,
-    standardised coordinates, x_ti along e_i and x_tg along g, and L_ti = e^{h_i·x_ti − h_i²/2 + h_g·x_tg − h_g²/2} is
-    the likelihood ratio of "t drew z_i" to "t drew no z" (h: the shifts a z makes, in the same units). Slot i's
-    score is Σ_t log(1 + q·(L_ti − 1)/A_ti) with A_ti = 1 + q·Σ_{j≠i} p_j·(L_tj − 1): the ratio for a sample that
-    holds at most one z, slot j holding its z with probability p_j, so a sample that another slot's z explains better
-    (a slot with the same label shares the label's shift) is discounted for slot i. p_j is ½, then for ``ROUNDS`` − 1
-    more rounds the posterior of slot j's last score, kept within sigmoid(±``CONFIDENCE``). Any function of the
-    release and the public design is a valid score: this one only decides how tight the bound is.
-
-    Args:
-        z: ``(T, d_x + K)`` the release's [image, label] rows.
-        centre: ``(d_x + K,)`` c.
-        shift: ``(m, d_x + K)`` z_i − c.
-        common: ``(d_x + K,)`` g.
-        d_x: image coordinates (the rest are the label's).
-        ell: ℓ.
-        n: the release's records (q = ℓ/n).
-
-    Returns:
-        ``(m,)`` scores (larger: z_i). The noise of the image and of the label coordinates is estimated from the
-        release (the scaled median absolute deviation of z − c over the first ``NOISE_ROWS`` samples, pooled per
-        block), never taken from the mechanism's claimed σ; the centre is c itself, known by design (every record
-        but the slots is c, so a sample that drew no z is c plus noise: no estimate that slot i's own samples bias).
+    ``z``: ``(T, d_x + K)`` the release's [image, label] rows; ``centre`` c, ``common`` g: ``(d_x + K,)``; ``shift``:
+    ``(m, d_x + K)`` z_i − c; q = ℓ/n. Each shift is g (half of every pixel, the mean of the other labels minus e_a)
+    plus a part e_i orthogonal to g and nearly to every other slot's. A sample t is read on whitened, standardised
+    coordinates, x_ti along e_i and x_tg along g, and L_ti = e^{h_i·x_ti − h_i²/2 + h_g·x_tg − h_g²/2} is the likelihood
+    ratio of "t drew z_i" to "t drew no z" (h: the shifts a z makes, in the same units). Slot i's score is
+    Σ_t log(1 + q·(L_ti − 1)/A_ti) with A_ti = 1 + q·Σ_{j≠i} p_j·(L_tj − 1): a sample another slot's z explains better
+    is discounted for slot i. p_j is ½, then for ``ROUNDS`` − 1 more rounds the posterior of slot j's last score, within
+    sigmoid(±``CONFIDENCE``). The image and label noise are estimated from the release (scaled MAD of z − c over the
+    first ``NOISE_ROWS`` samples, per block), never taken from the claimed σ; c is known by design (every record but
+    the slots is c). Any function of the release and the public design is a valid score: this one sets the tightness.
     """
     z = z.float() - centre.float()  # a sample that drew no z is c plus the noise alone
     dev = z[:NOISE_ROWS].abs()
@@ -270,14 +239,7 @@ class DPMixCanaryAudit(MembershipAttack):
         return ReleaseAuditJob(self.params.num_canaries, self.params.releases, ctx.seed)
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The releases as a job submitted before the cell's attacks run, for a DPMix cell.
-
-        The releases as a job, submitted before the cell's attacks run (a training worker makes them meanwhile)
-        when the cell's mechanism publishes DPMix releases (a ``DPMix``; another mechanism's cell gets no job).
-
-        Args:
-            ctx: the cell's attack context.
-        """
+        """Submit the releases as a job for a cell whose mechanism is a ``DPMix`` (other cells get none)."""
         from mechanisms import MECHANISMS
         from mechanisms.dpmix.mechanism import DPMix
 

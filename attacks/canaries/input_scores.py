@@ -1,17 +1,9 @@
-"""The black-box scores of a one-run audit's input canaries (``attacks.canaries.one_run``).
+"""The black-box scores of a one-run audit's input canaries (``attacks.canaries.canary``).
 
 Read from the audit run's final model alone: its loss, or its logits less those of the blank image (all zeros) along
-the canary's label.
-
-For a linear head on fixed features φ (the default profile's ScatterNet + GroupNorm + linear; Tramèr & Boneh 2021),
-each step that samples an included canary moves its logits by lr/B·C·‖φ(x)‖·(e_y − p_t)/‖e_y − p_t‖ (its clipped
-gradient; p_t the model's softmax on it), and the noise moves them by lr/B·σC·‖φ(x)‖ in every class: the
-last-iterate pair of Steinke et al. (ICLR 2025) read through one input. ``output-difference`` reads the move along
-e_y − 1/K; ``margin`` along e_y − e_c, c the other class with the largest logit. On an image far from the members
-the DP noise decides p_t, which is then near one class c ≠ y, and the clipped gradient points along e_y − e_c: its
-cosine with e_y − 1/K is 1/√(2·0.9) ≈ 0.75 at K = 10, with e_y − e_c it is 1. Measured in docs/audits.md, "Closing
-the gap" (``scripts/blackbox_probe.py``). Every score here is a function of the final model and the public canaries
-only, so the one-run analyses stay valid whatever the model.
+the canary's label (``output-difference``: e_y − 1/K; ``margin``: e_y − e_c, c the other class with the largest
+logit). Every score is a function of the final model and the public canaries only, so the one-run analyses stay valid
+whatever the model. Why the margin direction: docs/design-notes.md; measured in docs/audits.md, "Closing the gap".
 """
 
 from __future__ import annotations
@@ -30,17 +22,10 @@ Score = Literal["loss", "output-difference", "margin"]
 
 def input_canary_scores(model: torch.nn.Module, canaries: ArrayDataset, *, score: Score,
                         device: torch.device) -> np.ndarray:
-    """The canaries' scores, larger meaning "included".
+    """``(m,)`` float64 scores of the m input canaries on the audit run's final ``model``, larger meaning "included".
 
-    Args:
-        model: the audit run's final model (images to ``(N, K)`` logits).
-        canaries: the m input canaries (images ``(m, C, H, W)``, labels ``(m,)``).
-        score: ``loss`` (minus the per-example loss), ``output-difference`` (⟨d(x), e_y − 1/K⟩) or ``margin``
-            (d(x)_y − max_{c≠y} d(x)_c), d(x) = logits(x) − logits(blank image).
-        device: where the model runs.
-
-    Returns:
-        ``(m,)`` float64 scores.
+    ``score``: ``loss`` (minus the per-example loss), ``output-difference`` (⟨d(x), e_y − 1/K⟩) or ``margin``
+    (d(x)_y − max_{c≠y} d(x)_c), with d(x) = logits(x) − logits(blank image).
 
     Raises:
         ValueError: an unknown ``score``.

@@ -1,19 +1,12 @@
-"""Canary audits of a data release, where it is published.
+"""Canary audits of a data release, where it is published: ``local-canary`` (local Gaussian noise).
 
-The attacker sees the whole release and knows the mechanism's settings. Both test the relation the releases are
-certified for, replace-one: canary slot i holds one of two records, a_i or b_i, chosen by an independent fair coin, and
-the attacker guesses which.
-
-- ``local-canary`` (local Gaussian noise): each canary slot is one person's local release, independent of every
-  other (a multi-run design: m independent runs of the local randomiser). The m slots go through one call of the
-  mechanism's release, so their independence is the mechanism's promise: the one-run analyses, valid under any
-  dependence, join the family (``AuditDesign.one_release``); the release's conformance to its certified σ and
-  randomized response is tested on the same canaries (``attacks.conformance.local``). a_i is a random direction
-  and b_i = −a_i, the pair at the stated replace-one sensitivity 2 of unit-norm inputs, with two different labels;
-  the image score is ⟨z_i, a_i/‖a_i‖⟩, which is N(±1, σ²); the released label is the second channel. The score
-  the valid analyses read is both at once, the certified pair's likelihood ratio (``label_weight``); the
-  ``gaussian-composed`` estimate composes the two channels' fits (``attacks.analysis.channels``).
-- ``dpmix-canary`` (DPMix) is ``attacks.canaries.dpmix``: maximal records against a centre record, one-run.
+The attacker sees the whole release and knows the mechanism's settings; the audit tests replace-one: canary slot i
+holds a_i or b_i = −a_i (a random direction, the pair at the stated sensitivity 2 of unit-norm inputs, with two
+different labels), chosen by an independent fair coin. A multi-run design (m independent local releases) whose slots go
+through one release call, so the one-run analyses join its family (``AuditDesign.one_release``); the release's
+conformance is tested on the same canaries (``attacks.conformance.local``). The valid analyses read the certified
+pair's likelihood ratio of both channels (``label_weight``); the ``gaussian-composed`` estimate composes the channels'
+fits (``attacks.analysis.statistics.channels``). ``dpmix-canary`` is ``attacks.canaries.dpmix``.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from attacks.analysis.limits import gaussian_mixture_sf, threshold_limit
+from attacks.analysis.statistics.limits import gaussian_mixture_sf, threshold_limit
 from attacks.base.attack import MembershipAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores
@@ -57,18 +50,9 @@ def _coins(m: int, generator: torch.Generator) -> np.ndarray:
 
 
 def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarray:
-    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``.
+    """``(m,)`` float64 ⟨z_i, a_i⟩ of the rows of ``z (m, d)`` and ``a (m, d)``, bit-equal to the float64 product's sum.
 
-    Each row's products and sum in float64, as ``(z.double() * a.double()).sum(1)`` computes them (the same bits), in
-    blocks of ``rows`` rows so that no ``(m, d)`` float64 copy is made (an audit's 80,000 × 784 was two of 500 MB each).
-
-    Args:
-        z: ``(m, d)`` released images.
-        a: ``(m, d)`` canary directions.
-        rows: rows per block.
-
-    Returns:
-        ``(m,)`` float64 projections.
+    Computed in blocks of ``rows`` rows, so that no ``(m, d)`` float64 copy is made.
     """
     out = torch.empty(len(z), dtype=torch.float64)
     for i in range(0, len(z), rows):
@@ -77,20 +61,11 @@ def projections(z: torch.Tensor, a: torch.Tensor, rows: int = 4096) -> np.ndarra
 
 
 def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | None:
-    """The label outcome's weight w = σ²·ε_label/2 in the score s = ⟨z, a⟩ + w·o.
+    """The label outcome's weight w = σ²·ε_label/2 (score units) in s = ⟨z, a⟩ + w·o, or None without such a channel.
 
-    With ⟨z, a⟩ ~ N(±1, σ²) and k-ary
-    randomized response at ε_label, s is the certified pair's log-likelihood ratio (times σ²/2), the most powerful
-    score for both channels at once (Neyman–Pearson). Read from a release of two fixed records, so w cannot depend
-    on the canaries' coins.
-
-    Args:
-        ctx: the cell's attack context (a local-gaussian target).
-        shape: one image's shape.
-        k: the number of classes.
-
-    Returns:
-        w (score units), or None where the release states no private label channel or no finite σ, ε_label.
+    With ⟨z, a⟩ ~ N(±1, σ²) and k-ary RR at ε_label, s is the certified pair's log-likelihood ratio (× σ²/2), the most
+    powerful score for both channels at once (Neyman–Pearson). Read from a release of two fixed records, so w cannot
+    depend on the canaries' coins; None where it states no private label channel or no finite σ, ε_label.
     """
     probe = ArrayDataset(torch.full((2, *shape), 0.5), torch.arange(2) % k, k, "probe")
     params = ctx.train_like_target.release(probe, seed=shadow_seed(ctx.seed, "canary", 5))[0].params
@@ -102,19 +77,10 @@ def label_weight(ctx: AttackContext, shape: tuple[int, ...], k: int) -> float | 
 
 
 def ideal_limit(params: dict, weight: float | None, coins: np.ndarray, k: int, delta: float) -> float | None:
-    """The ideal release's limit for this audit (``attacks.analysis.limits.threshold_limit``).
+    """The ideal release's ε limit for this audit (``statistics.limits.threshold_limit``), None without a σ.
 
-    Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label, at the audit's counts.
-
-    Args:
-        params: the release's stated ``sigma`` and ``label_epsilon``.
-        weight: the label's weight w in the score (None: the image alone).
-        coins: ``(m,)`` in {0, 1}, the slots' coins.
-        k: the number of classes.
-        delta: δ of the guarantee tested.
-
-    Returns:
-        ε (unitless), or None where the release states no positive finite σ.
+    Its score u + w·o with u ~ N(±1, σ²) and o by k-ary randomized response at ε_label (``params``' ``sigma``,
+    ``label_epsilon``; w = ``weight``, None: the image alone), at the counts of the ``(m,)`` ``coins``.
     """
     sigma = params.get("sigma")
     if not isinstance(sigma, (int, float)) or not 0 < sigma < math.inf:
@@ -141,7 +107,7 @@ class LocalCanaryAudit(MembershipAttack):
     Pair i is (a_i, y₁ᵢ) vs (−a_i, y₂ᵢ) with two different random labels, so both channels of a record are tested:
     the scores are the image projections ⟨z_i, a_i⟩ (Gaussian by construction), ``label_outcomes`` whether the
     released label is y₁ᵢ (1), y₂ᵢ (−1) or another (0); the ``gaussian-composed`` analysis
-    (``attacks.analysis.channels``) composes the two channels. Where the mechanism declares its labels public
+    (``attacks.analysis.statistics.channels``) composes the two channels. Where the mechanism declares its labels public
     (``release.params["labels"] == "public"``: its ε covers the image only), the design reads the image alone.
     """
 

@@ -59,27 +59,11 @@ class MultiRunAudit(MembershipAttack):
         return self.params.canary != "blank"
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Every run trains on the first ``members`` of the target's members.
-
-        Args:
-            n_members: the target's member count.
-            n_population: the attacker's population count (not limiting here).
-
-        Returns:
-            One line naming ``members`` and its limit, or None.
-        """
+        """Every run trains on the first ``members`` of the target's members: at most ``n_members``."""
         return at_most(self.name, "members", self.params.members, n_members, "n_members")
 
     def canary(self, ctx: AttackContext) -> ArrayDataset:
-        """The input canary, drawn with the cell's seed.
-
-        Args:
-            ctx: the cell's attack context (its population and seed).
-
-        Returns:
-            One record: an image ``(1, C, H, W)`` and its label ``(1,)`` (a population record with a wrong label, or
-            the blank image with label 0).
-        """
+        """The input canary (cell's seed): a population record with a wrong label, or the blank image labelled 0."""
         pop = ctx.split.population
         gen = torch.Generator().manual_seed(shadow_seed(ctx.seed, "multi-run", 0))
         if self.params.canary == "blank":

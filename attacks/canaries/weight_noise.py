@@ -48,14 +48,7 @@ class WeightCanaryAudit(MembershipAttack):
     needs_population = True
 
     def applies_to(self, target: TrainedModel) -> bool:
-        """Weight-noise targets only.
-
-        Args:
-            target: the trained target.
-
-        Returns:
-            Whether its ``params`` record ``weight_noise_std``.
-        """
+        """Weight-noise targets only: their ``params`` record ``weight_noise_std``."""
         return "weight_noise_std" in target.params
 
     @staticmethod
@@ -70,11 +63,7 @@ class WeightCanaryAudit(MembershipAttack):
         return [(data, seed, CleanWeights()) for data in (ctx.split.members, concat(ctx.split.members, canary))]
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The two audit runs, submitted before the cell's attacks run, for mechanisms that take the request.
-
-        Args:
-            ctx: the cell's attack context.
-        """
+        """Submit the two audit runs, for mechanisms that take the ``clean-weights`` request."""
         from mechanisms import MECHANISMS
 
         if ctx.mechanism in MECHANISMS.names() and "clean-weights" in MECHANISMS.get(ctx.mechanism).audits:

@@ -1,6 +1,7 @@
 """Conformance of a mechanism's audit run to the mechanism its ε certifies.
 
-One module per mechanism (``dpsgd``, ``opacus``, ``local``, ``dpmix``): every parameter the accountant assumes, measured
-on the run the audit made through the mechanism's own code, tested against the certified value, and the ε the measured
-parameters imply by an accountant that shares no code with the mechanism's (the statistics in ``attacks.analysis``).
+Three kinds, one place each: one module per mechanism (``dpsgd``, ``opacus``, ``local``, ``dpmix``) measures every
+parameter the accountant assumes on the run the audit made through the mechanism's own code; ``hypothesis_tests``
+holds the tests of H0 "this run is the certified mechanism" they call (pure); ``accountants`` the conformance code's
+own accountants, sharing no code with the mechanism's (pure).
 """

@@ -1,19 +1,12 @@
-"""Conformance of the ``dpmix-canary`` audit's releases to the certified DPMix (issues 38 and 45).
+"""Conformance of the ``dpmix-canary`` audit's releases to the certified DPMix.
 
-Read by ``MixingObserver`` on the releases the audit makes through the mechanism's own ``release``: the subsets DPMix's
-``mix_release`` drew are read as it returns them (instrumentation of the audit run only: the mechanism's code is not
-re-implemented), so released − the noiseless mean of the known records is the noise under H0.
-
-The tests, in this fixed order (their number fixed by the image's shape before any data): the residual's sd against
-σ_x pooled, per channel (C > 1), per region and per pixel, and against σ_y pooled, all two-sided (a residual with more
-than the noise in it is a release that is not the mean of its recorded subset); its Gaussian shape (shown, not
-deciding); its independence; T; ℓ; the records' inclusion counts against T uniform ℓ-subsets (dispersion, largest
-count); the release tested for what it is (``attacks.analysis.conformance.mixing``): the recorded records' weight in
-their samples against 1/ℓ and the spread of that weight from record to record, both two-sided; and "the accountant's
-ε is the ε of the declared mechanism" (``declared_epsilon_test``: σ_x, σ_y, ℓ, T as the release states them and n
-records, through the conformance code's own accountant of DPMix's dominating pair, ``attacks.analysis.mixing_pair``).
-Beside them, ε from the measured parameters (``dpmix_measured_epsilon``: σ̂_x, σ̂_y, the weight, the inclusion rate
-from the counts, T as observed). Nothing here imports the mechanism's accountant (``mechanisms.accounting``).
+Read by ``MixingObserver`` on the releases the audit makes through the mechanism's own ``release``: the subsets
+``mix_release`` drew are read as it returns them (instrumentation of the audit run only), so released − the noiseless
+mean of the known records is the noise under H0. The tests, in a fixed order whose length the image's shape fixes
+before any data: the residual's sd against σ_x and σ_y, its shape and independence, T, ℓ, the records' inclusion
+counts, the records' weight and its spread (``attacks.conformance.hypothesis_tests.mixing``) and the declared ε
+(``attacks.conformance.accountants.mixing_pair``); beside them ε from the measured parameters
+(``dpmix_measured_epsilon``). Nothing here imports ``mechanisms.accounting``. The order in full: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -28,13 +21,13 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.epsilon import declared_epsilon_test
-from attacks.analysis.conformance.mixing import dpmix_measured_epsilon, mixing_weight_test, weight_spread_test
-from attacks.analysis.conformance.noise import independence_test, noise_test, shape_test
-from attacks.analysis.conformance.release import image_noise_tests, mixing_dispersion, mixing_dispersion_test
-from attacks.analysis.conformance.sampling import steps_test
-from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
+from attacks.conformance.accountants.mixing_pair import mixing_epsilon, mixing_shift
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.epsilon import declared_epsilon_test
+from attacks.conformance.hypothesis_tests.mixing import dpmix_measured_epsilon, mixing_weight_test, weight_spread_test
+from attacks.conformance.hypothesis_tests.noise import independence_test, noise_test, shape_test
+from attacks.conformance.hypothesis_tests.release import image_noise_tests, mixing_dispersion, mixing_dispersion_test
+from attacks.conformance.hypothesis_tests.sampling import steps_test
 from attacks.conformance.local import SAMPLE_ROWS, shown_only
 from bench.core.data import ArrayDataset
 from bench.core.types import PrivacySpent, Release

@@ -1,28 +1,13 @@
-"""Conformance of a DP-SGD audit run to the mechanism its ε certifies (issue 38).
+"""Conformance of a DP-SGD audit run to the mechanism its ε certifies.
 
 Every parameter the accountant assumes, measured in the white-box canary run on the mechanism's own code path
 (``mechanisms.dpsgd.observations``, gathered by ``CanaryTracker``) and tested against the certified value
-(``attacks.analysis.conformance``).
-
-The family, fixed by the model's architecture (K trainable parameter tensors) before any data, K + 10 tests in this
-order: the noise sd in each tensor (exact one-sided χ² on every observed coordinate of it that holds no canary's
-gradient — its canary-free references and its excluded canaries —, units of C, certified sd σ; a tensor without
-one: p = 1 and the reason); the noise's independence across steps and
-coordinates and its Gaussian shape (a bounded sample of the references, standardised by σ, pooled over tensors); the
-largest clipped contribution of a canary and of a real record (the clipper's own output) against C; the sample rate
-q (each record-step a Bernoulli(q) trial under Poisson sampling: exact one-sided binomial); the dispersion of the
-records' participation counts against Binomial(T, q); the number of noisy steps against the accountant's. Beside
-them, ε from the measured parameters (``dpsgd_measured_epsilon``: σ pooled over every noise observation, q from the
-counts, the observed T; under the run's certified relation): one more comparison of the family. Last, "the
-accountant's ε is the ε of the declared mechanism" (``declared_epsilon_test``): the mechanism's declared σ, q and T
-(its recorded parameters, not its accountant's) through the conformance code's own accountant
-(``attacks.analysis.subsampled_gaussian``, never ``mechanisms.accounting``), against the certified ε, last.
-Before it, the included canaries' scores at the certified σ against their exact law under the certified mechanism
-(``attacks.analysis.conformance.canary_scores``, one-sided, exact by FFT convolution, not a central limit), and the
-parameter continuity (``attacks.analysis.conformance.continuity``): every parameter and buffer each noisy step finds
-is what the previous one left, and the model the training returns is the last step's output (or the declared
-``ema_decay`` average of the iterates, recomputed) — exact; a run from before the test existed has no record and no
-such test. K + 10 tests in all.
+(``attacks.conformance.hypothesis_tests``). The family, K + 10 tests for K trainable parameter tensors, fixed before
+any data: the noise sd per tensor, its independence and shape, the clipped contributions against C, the sample rate,
+the dispersion of participation, the steps, ε from the measured parameters (``dpsgd_measured_epsilon``), the
+canaries' scores against their exact law, the parameter continuity, and the declared ε through the conformance code's
+own accountant (``attacks.conformance.accountants.subsampled_gaussian``), last. The order and each test's law in full:
+docs/design-notes.md, ``attacks.conformance.dpsgd``.
 """
 
 from __future__ import annotations
@@ -32,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.canary_scores import NAME as SCORE_TEST
-from attacks.analysis.conformance.canary_scores import canary_score_test
-from attacks.analysis.conformance.continuity import continuity_test
-from attacks.analysis.conformance.epsilon import declared_epsilon_test, dpsgd_measured_epsilon
-from attacks.analysis.conformance.noise import clip_test, independence_test, noise_test, shape_test
-from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
-from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon
+from attacks.conformance.accountants.subsampled_gaussian import PLD_SMALLEST_SIGMA, poisson_gaussian_epsilon
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.canary_scores import NAME as SCORE_TEST
+from attacks.conformance.hypothesis_tests.canary_scores import canary_score_test
+from attacks.conformance.hypothesis_tests.continuity import continuity_test
+from attacks.conformance.hypothesis_tests.epsilon import declared_epsilon_test, dpsgd_measured_epsilon
+from attacks.conformance.hypothesis_tests.noise import clip_test, independence_test, noise_test, shape_test
+from attacks.conformance.hypothesis_tests.sampling import dispersion_test, rate_test, steps_test
 
 LARGE_EPSILON = 1e9  # stored for an ε from measured parameters that is infinite (no noise at all)
 
@@ -143,19 +128,11 @@ def _continuity(record: dict[str, Any] | None, released: Any) -> dict[str, Any] 
 
 def dpsgd_conformance(obs: dict[str, Any], *, noise_multiplier: float, sample_rate: float, certified_steps: int,
                       privacy: Any, released: Any = None) -> dict[str, Any]:
-    """The run's conformance (``MembershipScores.conformance``: ``{"tests": K + 10 records, "measured_epsilon"}``).
+    """The run's conformance: ``{"tests": K + 10 records, "measured_epsilon": ε of the measured parameters}``.
 
-    Args:
-        obs: the run's observations (``mechanisms.dpsgd.observations.conformance_observations``).
-        noise_multiplier: the certified σ (> 0).
-        sample_rate: the certified q.
-        certified_steps: the accountant's T.
-        privacy: the run's certified ``PrivacySpent`` (ε, δ, relation) the measured ε is computed against.
-        released: the model the audit run released (``TrainedModel.model``), compared with what its training loop
-            returned (``mechanisms.dpsgd.continuity.released_changes``); None: not compared.
-
-    Returns:
-        ``{"tests": [K + 10 conformance records], "measured_epsilon": ε from the measured parameters}``.
+    ``obs``: ``mechanisms.dpsgd.observations.conformance_observations``; σ = ``noise_multiplier``, q, T: the certified
+    ones; ``privacy``: the certified ``PrivacySpent`` (ε, δ, relation); ``released``: the released model, compared with
+    what the training loop returned (``mechanisms.dpsgd.continuity.released_changes``; None: not compared).
 
     Raises:
         ValueError: σ ≤ 0 (a run without noise certifies nothing to test).

@@ -1,20 +1,12 @@
-"""Conformance of the ``local-canary`` audit's releases to the certified local mechanism (issues 38 and 45).
+"""Conformance of the ``local-canary`` audit's releases to the certified local mechanism.
 
 Measured on the releases the audit makes through the mechanism's own ``release``, and the pieces DPMix's observer
-(``attacks.conformance.dpmix``) shares.
-
-``local_conformance``: the canaries' true unit images are known, so released − true is the noise itself: σ pooled, per
-region, per pixel (``attacks.analysis.conformance.release.image_noise_tests``), its shape and independence, one release
-per record; each record's release tested for what it is, its own image plus fresh noise: the regression coefficient
-of the release on the record (the scale at which it enters; 1 for the sensitivity's unit norm), two-sided; the label
-channel's keep rate against k-ary randomized response's e^ε_y/(e^ε_y + k − 1) at the declared ε_y and the uniformity
-of its replacements; and "the accountant's ε is the ε of the declared mechanism" (``declared_epsilon_test``). Every
-reference value comes from the mechanism's declared parameters (σ, ε_y, k, unit-norm images: sensitivity 2 under
-replace-one) through the conformance code's own formulas (``attacks.analysis.analytic_gaussian``), never from the
-mechanism's accountant (``mechanisms.accounting``), which nothing here imports. ε from the measured parameters: σ at its
-upper limit, the input scale and the keep rate at their lower limits, composed exactly by the same code.
-
-Every list of tests has a length fixed by the design and the image's shape, before any data.
+(``attacks.conformance.dpmix``) shares. ``local_conformance``: released − the canaries' known unit images is the noise
+itself (σ pooled, per region, per pixel; shape, independence, one release per record), the scale at which each record
+enters its release, the label channel's keep rate and the uniformity of its replacements, and the declared ε. Every
+reference value comes from the declared parameters through the conformance code's own formulas
+(``attacks.conformance.accountants.analytic_gaussian``), never ``mechanisms.accounting``; every list of tests has a
+length fixed by the design and the image's shape, before any data. The tests in full: docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -27,31 +19,20 @@ import numpy as np
 import torch
 from scipy import stats
 
-from attacks.analysis.analytic_gaussian import local_epsilon, rr_epsilon, rr_keep
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.epsilon import declared_epsilon_test
-from attacks.analysis.conformance.noise import independence_test, shape_test
-from attacks.analysis.conformance.release import image_noise_tests, label_flip_test, limit_p_value
-from attacks.analysis.conformance.sampling import rate_test, steps_test
-from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_lower, sd_upper
+from attacks.conformance.accountants.analytic_gaussian import local_epsilon, rr_epsilon, rr_keep
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.epsilon import declared_epsilon_test
+from attacks.conformance.hypothesis_tests.noise import independence_test, shape_test
+from attacks.conformance.hypothesis_tests.release import image_noise_tests, label_flip_test, limit_p_value
+from attacks.conformance.hypothesis_tests.sampling import rate_test, steps_test
 from bench.core.types import PrivacySpent, Release
 
 SENSITIVITY = 2.0  # replace-one: two unit-norm images are at most 2 apart (from first principles)
 
 
 def shown_only(test: dict[str, Any]) -> dict[str, Any]:
-    """DPMix's noise-shape test, shown but not deciding (``ConformanceTest.deciding``).
-
-    On a 3-channel synthetic CIFAR-10 the correct mechanism's residual noise has an excess kurtosis of about 0.04 (p =
-    5e-4 at M = 55), not yet explained, so its level under the certified mechanism is not established; its p-value is
-    kept as measured.
-
-    Args:
-        test: a conformance record (``attacks.analysis`` builds them).
-
-    Returns:
-        A copy with ``deciding`` False and the reason in its ``detail``.
-    """
+    """``test`` shown, not deciding (DPMix's noise shape: its level under the certified mechanism unknown)."""
     return {**test, "deciding": False,
             "detail": {**test["detail"], "reason": "shown, not deciding: its level under the certified DPMix is not "
                                                    "established (an excess kurtosis of 0.04 on 3-channel data)"}}

@@ -1,49 +1,12 @@
 """Conformance of a user's Opacus loop to the mechanism its ε certifies.
 
 From what ``opacus-canary``'s observer sees (``attacks.canaries.opacus.observer``), and the ε its measured parameters
-imply by Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021, "Numerical Composition of Differential Privacy").
-
-The tests, in this fixed order (k + 6 of them for a model of k trainable parameter tensors, fixed by the design and
-the architecture before any data; ``attacks.analysis.conformance`` gives each one's law):
-
-1. ``noise σ, tensor i of k``: per parameter tensor, the noisy update at its reference coordinates (no canary there:
-   noise alone, units of C) against the optimizer's ``noise_multiplier`` σ — exact one-sided χ² (less noise raises ε).
-2. ``sample rate q``: the rows of every batch, Σ_t B_t, against Binomial(n·T, q) (n: the records given to ``fit``,
-   every canary record among them; q: the accountant's, steps-weighted over its history) — exact one-sided binomial
-   (a higher rate raises ε; under Poisson sampling each record joins each step independently with probability q).
-3. ``participation of the canary records``: each canary record's count over the T steps against iid Binomial(T, q)
-   — two-sided dispersion test (shuffled fixed-size batches give no dispersion, a weighted sampler too much; neither
-   direction is safe), its level shown by simulation.
-4. ``optimizer steps T``: the noisy steps observed against the steps in the accountant's history — exact (a count):
-   more steps than accounted refutes it.
-5. ``clip bound C``: the largest clipped crafted gradient per row (raw norm ``norm``·C) against the optimizer's
-   ``max_grad_norm`` — exact (a norm computed, float tolerance 1e-4).
-6. ``parameter continuity``: every parameter and buffer the private steps find is what the previous one left, and
-   the model ``fit`` returns is the last one's output (or the declared EMA of the iterates) — exact (digests
-   compared, ``attacks.analysis.conformance.continuity``): an update no private step made is a failure, p = 0.
-
-Measured ε (``MeasuredEpsilon``, accountant ``opacus-prv``, add/remove): PRV's lower ε estimate at the smallest
-per-tensor upper χ² limit of σ (the worst-case record puts its whole clipped gradient in the least-noised tensor), the
-lower Clopper-Pearson limit of q and the observed T, each limit at 1 − 0.05/(k + 1): a lower confidence limit of the
-ε the run spent. Its p-value is the exact χ² test of all reference noise against σ*, the noise multiplier at which PRV
-gives the certified ε at the accountant's q and the observed T (shrunk by ``SIGMA_STAR_MARGIN`` for PRV's
-discretisation): small when the run spent more than it certifies through its noise or its step count. q enters at the
-accountant's value there, not the measured one: the rate test tests q in the same family, so "spent ≤ certified"
-is refuted through one or the other. A certified ε under replace-one is compared as is (its ε is at least the
-add/remove one, so the comparison stays conservative).
-
-7. ``ε of the declared mechanism (conformance's own accountant)`` (``declared_epsilon_test``, last): PRV's lower ε
-   estimate of the loop's declared optimizers — each one's σ, its accountant's q and its observed steps, composed —
-   against the ε the loop reported. Exact (a number computed): a loop that reports the ε of one phase while it trained
-   two is caught here, whatever its noise.
-
-**A loop of several phases** (several ``DPOptimizer``s on the model: ``attacks.canaries.opacus.phases``): tests 1-3 per
-phase, prefixed ``phase i of P:`` (each phase's noise against its own σ, its rows against its own accountant's q,
-its canary records' participation over its own steps), then one steps test (every observed step against the steps
-in the histories of the distinct accountants), then each phase's clip test, then the parameter continuity of the
-whole run, then the declared ε: (k + 3)·P + 3 tests. Its measured ε composes every phase's limits (σ, q, observed T)
-in PRV's lower estimate, each limit at 1 − 0.05/K for the K limits used; its p-value is the smallest α at which that
-composed lower limit exceeds the reported ε (``limit_p_value``).
+imply by Opacus' PRV accountant (Gopi, Lee, Wutschitz 2021, "Numerical Composition of Differential Privacy"). The
+tests, k + 6 for k trainable parameter tensors, in a fixed order: noise σ per tensor, sample rate q, participation of
+the canary records, optimizer steps T, clip bound C, parameter continuity, then the declared ε (last); a loop of several
+``DPOptimizer`` phases has (k + 3)·P + 3. Beside them the measured ε (``MeasuredEpsilon``, ``opacus-prv``,
+add/remove), a lower confidence limit of the ε the run spent. ``attacks.conformance.hypothesis_tests`` gives each
+test's law; the tests and the measured ε in full: docs/design-notes.md, ``attacks.conformance.opacus``.
 """
 
 from __future__ import annotations
@@ -54,13 +17,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from attacks.analysis.conformance import conformance_record
-from attacks.analysis.conformance.continuity import continuity_test
-from attacks.analysis.conformance.epsilon import declared_epsilon_test
-from attacks.analysis.conformance.noise import clip_test, noise_test
-from attacks.analysis.conformance.release import limit_p_value
-from attacks.analysis.conformance.sampling import dispersion_test, rate_test, steps_test
-from attacks.analysis.statistics import clopper_pearson_lower, sd_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_lower, sd_upper
+from attacks.conformance.hypothesis_tests import conformance_record
+from attacks.conformance.hypothesis_tests.continuity import continuity_test
+from attacks.conformance.hypothesis_tests.epsilon import declared_epsilon_test
+from attacks.conformance.hypothesis_tests.noise import clip_test, noise_test
+from attacks.conformance.hypothesis_tests.release import limit_p_value
+from attacks.conformance.hypothesis_tests.sampling import dispersion_test, rate_test, steps_test
 
 __all__ = ["SIGMA_STAR_MARGIN", "accountant_rate", "opacus_conformance", "opacus_tests", "prv_composed_epsilon",
            "prv_epsilon", "prv_sigma_for_epsilon"]
@@ -69,24 +32,7 @@ SIGMA_FLOOR = 0.2  # PRV's domain; a smaller σ upper limit is read at the floor
 
 
 def prv_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *, which: str) -> float:
-    """ε at δ of ``steps`` Poisson-subsampled Gaussian steps by Opacus' PRV accountant.
-
-    (eps_error 0.01, delta_error δ/1000, Opacus' defaults.) ``which`` ``lower``, ``estimate`` or ``upper`` (``upper`` is
-    what ``PRVAccountant.get_epsilon`` certifies); the PRV accountant is Gopi, Lee, Wutschitz, NeurIPS 2021.
-
-    Args:
-        noise_multiplier: σ.
-        sample_rate: q in (0, 1].
-        steps: T.
-        delta: δ, a probability.
-        which: ``lower``, ``estimate`` or ``upper``.
-
-    Returns:
-        ε (unitless, add/remove; ∞ at σ = 0).
-
-    Raises:
-        ValueError: an unknown ``which`` (``prv_composed_epsilon``).
-    """
+    """ε at δ (add/remove) of T subsampled Gaussian steps, Opacus' PRV (Gopi et al. 2021), ``which`` limit."""
     return prv_composed_epsilon([(noise_multiplier, sample_rate, steps)], delta, which=which)
 
 
@@ -120,19 +66,9 @@ def prv_composed_epsilon(history: list[tuple[float, float, int]], delta: float, 
 
 
 def prv_sigma_for_epsilon(epsilon: float, sample_rate: float, steps: int, delta: float, *, guess: float) -> float:
-    """σ* at which PRV's certified (upper) ε equals ``epsilon``.
+    """σ* at which PRV's certified (upper) ε equals ``epsilon`` > 0.
 
     Secant steps on log ε against log σ from ``guess`` (ε ≈ ∝ 1/σ), to 1e-5 relative in ε.
-
-    Args:
-        epsilon: the target ε (> 0, unitless).
-        sample_rate: q.
-        steps: T.
-        delta: δ.
-        guess: the starting σ (> 0).
-
-    Returns:
-        σ*, the noise multiplier.
 
     Raises:
         ValueError: 12 secant steps do not get there.
@@ -188,17 +124,7 @@ def opacus_conformance(wb: dict[str, Any], *, certified: float, delta: float, re
 
 
 def accountant_rate(wb: dict[str, Any]) -> float:
-    """The accountant's q, steps-weighted over its history (the hook's q without one).
-
-    Under Poisson sampling at varying q_t the rows are Poisson-binomial, less spread than the binomial at the mean q, so
-    the rate test at the mean stays exact or conservative.
-
-    Args:
-        wb: the observer's ``result()``.
-
-    Returns:
-        q, the sample rate.
-    """
+    """The accountant's steps-weighted q (or the hook's): Poisson-binomial rows keep the rate test valid."""
     history = wb["history"] or [[wb["claimed_sigma"], wb["sample_rate"], wb["steps"]]]
     return sum(float(h[1]) * int(h[2]) for h in history) / max(sum(int(h[2]) for h in history), 1)
 

@@ -21,16 +21,10 @@ MIN_STD = 1e-4
 
 
 def gaussian_fit(values: np.ndarray, mask: np.ndarray, *, global_variance: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per-example means and standard deviations of shadow statistics (Carlini et al. 2022).
+    """Per-example ``(mean, std)``, each ``(N, A)``, of ``(k, N, A)`` shadow statistics (Carlini et al. 2022).
 
-    Args:
-        values: ``(k, N, A)`` statistics of k shadows on N examples and A queries each.
-        mask: ``(k, N)`` bool, which shadows count for each example (e.g. the OUT ones); >= 1 per example.
-        global_variance: pool the squared deviations from each example's mean over all examples (one
-            variance per query) instead of one variance per example.
-
-    Returns:
-        ``(mean, std)``, each ``(N, A)``; std at least ``MIN_STD``.
+    ``mask`` ``(k, N)``: the shadows counted per example; ``global_variance``: one pooled variance per query.
+    Std >= ``MIN_STD``.
 
     Raises:
         ValueError: an example with no shadow in its group.
@@ -51,18 +45,10 @@ def gaussian_fit(values: np.ndarray, mask: np.ndarray, *, global_variance: bool)
 
 def lira_scores(target: np.ndarray, shadows: np.ndarray, keep: np.ndarray | None, *,
                 global_variance: bool) -> np.ndarray:
-    """LiRA membership scores from logit-scaled confidences.
+    """``(N,)`` LiRA scores of the target's ``(N, A)`` statistics against the shadows' ``(k, N, A)``.
 
-    Args:
-        target: ``(N, A)`` the target's statistics on the N candidates (A queries each).
-        shadows: ``(k, N, A)`` the shadows' statistics on the same candidates.
-        keep: ``(k, N)`` bool, candidate j was IN shadow i (online); ``None`` for offline (all OUT).
-        global_variance: see ``gaussian_fit``.
-
-    Returns:
-        ``(N,)``: online, the mean over queries of log N(φ; μ_in, σ_in²) − log N(φ; μ_out, σ_out²);
-        offline, the mean over queries of −log P[Z > (φ − μ_out)/σ_out] (one-sided test, §IV-C),
-        computed with ``logsf`` so that very confident members keep distinct scores.
+    Online (``keep`` ``(k, N)``: IN): mean over queries of log N(φ; μ_in, σ_in²) − log N(φ; μ_out, σ_out²); offline
+    (None): mean of −log P[Z > (φ − μ_out)/σ_out] (§IV-C, ``logsf``: confident members keep distinct scores).
     """
     out_mask = np.ones(shadows.shape[:2], dtype=bool) if keep is None else ~keep
     mu_out, sd_out = gaussian_fit(shadows, out_mask, global_variance=global_variance)
@@ -111,15 +97,7 @@ class LiRA(MembershipAttack):
     online = True
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Online shadows hold half of the candidates (members and non-members) topped up from the population.
-
-        Args:
-            n_members: the target's training records.
-            n_population: the attacker's population records.
-
-        Returns:
-            One line naming ``shadow_size`` when it exceeds n_members + n_population, else None.
-        """
+        """Online shadows hold half the candidates topped up from the population: ``shadow_size`` <= both together."""
         return at_most(self.name, "shadow_size", self.params.shadow_size, n_members + n_population,
                        "n_members + n_population")
 

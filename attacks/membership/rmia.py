@@ -37,16 +37,14 @@ def rmia_scores(target_x: np.ndarray, refs_x: np.ndarray, target_z: np.ndarray, 
     Args:
         target_x: ``(N,)`` log Pr(x|θ) of the target on the candidates (log-probability of the true class).
         refs_x: ``(k, N)`` the same for k reference models, all OUT for every candidate.
-        target_z: ``(Z,)``.
-        refs_z: ``(k, Z)`` on the population z-samples.
+        target_z: ``(Z,)`` the same on the population z-samples.
+        refs_z: ``(k, Z)`` the references on the z-samples.
         out_z: ``(k, Z)`` bool, reference i did not train on z-sample j (z-samples with no OUT model are dropped).
         a: offline correction in [0, 1].
         gamma: threshold γ > 0 on the pairwise likelihood ratio.
 
     Returns:
-        ``(N,)`` scores in [0, 1]: the fraction of z-samples x dominates, plus a tie-break below one step
-        (1/(Z+1)) that is increasing in Pr(x|θ)/Pr(x). Given the z-samples the fraction is itself a
-        non-decreasing function of Pr(x|θ)/Pr(x), so the tie-break never changes the order it sets.
+        ``(N,)`` in [0, 1]: the fraction of z-samples x dominates, plus an order-preserving tie-break below 1/(Z+1).
     """
     keep = out_z.any(0)
     ratio_x = target_x - _log_marginal(refs_x, np.ones_like(refs_x, dtype=bool), a)
@@ -89,17 +87,7 @@ class RMIA(OfflineShadows):
     Params = RMIAParams
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """z-samples come from the attacker's population too (``num_z`` checked first).
-
-        Then the reference models' records (``OfflineShadows.size_problem``).
-
-        Args:
-            n_members: as ``OfflineShadows.size_problem``.
-            n_population: as ``OfflineShadows.size_problem``.
-
-        Returns:
-            One line naming ``num_z`` or ``shadow_size`` when it exceeds n_population, else None.
-        """
+        """``num_z`` z-samples, the references' records (``OfflineShadows.size_problem``): from the population."""
         return at_most(self.name, "num_z", self.params.num_z, n_population, "n_population") or \
             super().size_problem(n_members=n_members, n_population=n_population)
 

@@ -24,32 +24,14 @@ _KIND_OFFSET = {"offline": 0, "online": 500_000, "multi-run": 600_000, "canary":
 
 
 def shadow_seed(seed: int, kind: str, index: int) -> int:
-    """Training seed of shadow ``index`` of a design: distinct from the target's seed and across designs.
-
-    Args:
-        seed: the run's seed.
-        kind: the design, one of ``offline``, ``online``, ``multi-run``, ``canary``, ``crafted``.
-        index: the shadow's index in its design.
-
-    Returns:
-        (seed + 1)·1,000,003 + the kind's offset + index.
-
-    Raises:
-        KeyError: an unknown kind.
-    """
+    """Seed of shadow ``index`` of design ``kind``, unlike the target's and other designs' (KeyError: bad kind)."""
     return (seed + 1) * 1_000_003 + _KIND_OFFSET[kind] + index
 
 
 def canonical_order(data: ArrayDataset) -> np.ndarray:
-    """A permutation of ``data``'s rows that depends only on their content (SHA-256 of image and label).
+    """``(N,)`` int64 permutation of ``data``'s rows, sorted by the SHA-256 of image and label.
 
     A design built on it does not depend on how the candidates were listed.
-
-    Args:
-        data: the records, ``x (N, ...)`` and ``y (N,)``.
-
-    Returns:
-        ``(N,)`` int64 row indices, sorted by digest.
     """
     x = data.x.contiguous().numpy().reshape(len(data), -1)
     y = data.y.numpy()
@@ -75,45 +57,20 @@ class ShadowDesign:
         return len(self.seeds)
 
     def jobs(self) -> list[tuple[ArrayDataset, int]]:
-        """One ``(training set, seed)`` per shadow.
-
-        Returns:
-            k pairs, in the design's order.
-        """
+        """One ``(training set, seed)`` per shadow, in the design's order."""
         return [(self.universe.subset(torch.from_numpy(np.flatnonzero(keep))), seed)
                 for keep, seed in zip(self.inclusion, self.seeds, strict=True)]
 
     def train(self, train_like_target: TrainLikeTarget, outputs: Callable[[torch.nn.Module], np.ndarray]
               ) -> np.ndarray:
-        """Train (or load from the cache) every shadow, all submitted at once, and stack their outputs.
-
-        ``train_like_target.many``: in parallel on Ray, or as one vectorised ensemble. Each model is dropped as soon as
-        its outputs are taken.
-
-        Args:
-            train_like_target: trains models as the target was trained.
-            outputs: model ↦ an array of one shape for every shadow.
-
-        Returns:
-            ``(k, ...)`` the outputs stacked in the design's order.
-        """
+        """``(k, ...)``: ``outputs`` of each shadow in order; all trained at once; each dropped once used."""
         return np.stack([outputs(trained.model) for trained in train_like_target.many(self.jobs())])
 
 
 def default_size(n_members: int, n_population: int, *, online: bool, n_candidates: int = 0) -> int:
-    """Shadow training-set size: n_members where the data allows.
+    """Records per shadow: ``n_members``, offline at most half the population (the other half: OUT records).
 
-    Offline at most half the population (the rest are the OUT records the shadow attack learns from); online at
-    least the half of the candidates every shadow holds and at most that half plus the population.
-
-    Args:
-        n_members: the target's training records.
-        n_population: the attacker's population records.
-        online: the online design (else offline).
-        n_candidates: the candidates scored (online only).
-
-    Returns:
-        Records per shadow (0 offline with fewer than 2 population records).
+    Online: at least the half of the candidates every shadow holds, at most that half plus the population.
     """
     if online:
         half = (n_candidates + 1) // 2
@@ -122,16 +79,7 @@ def default_size(n_members: int, n_population: int, *, online: bool, n_candidate
 
 
 def offline_design(population: ArrayDataset, *, num: int, size: int, seed: int) -> ShadowDesign:
-    """``num`` shadows, each on ``size`` population records drawn for shadow i with seed (seed, i).
-
-    Args:
-        population: the attacker's population.
-        num: shadows, >= 1.
-        size: records per shadow, in [1, len(population)].
-        seed: the run's seed.
-
-    Returns:
-        The ``ShadowDesign`` over ``population``.
+    """``num`` shadows, each on ``size`` population records drawn with seed ``shadow_seed(seed, "offline", i)``.
 
     Raises:
         ValueError: ``num`` < 1, or ``size`` outside [1, len(population)].
@@ -194,13 +142,9 @@ def online_design(candidates: ArrayDataset, population: ArrayDataset, *, num: in
 
 
 def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
-    """Queries of an augmented LiRA (Carlini et al. 2022): the image, its horizontal flip and four one-pixel shifts.
+    """Queries of an augmented LiRA (Carlini et al. 2022): ``x``, its horizontal flip and four one-pixel shifts.
 
-    Args:
-        x: ``(N, C, H, W)`` images (any leading dimensions; the last two are H, W).
-
-    Returns:
-        Six tensors of ``x``'s shape (shifts zero padded).
+    ``x``: ``(..., H, W)`` images; returns six tensors of its shape (shifts zero padded).
     """
     padded = F.pad(x, (1, 1, 1, 1))
     h, w = x.shape[-2:]
@@ -209,33 +153,14 @@ def augmentations(x: torch.Tensor) -> list[torch.Tensor]:
 
 
 def query(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device, augment: bool = False) -> np.ndarray:
-    """Logit-scaled confidences φ = log(p_y/(1 − p_y)) of ``model`` on ``data``.
-
-    Args:
-        model: the model queried.
-        data: ``N`` records with their labels.
-        device: where the model runs.
-        augment: also query the ``augmentations``.
-
-    Returns:
-        ``(N, A)``, A = 1 (or 6 with ``augment``).
-    """
+    """``(N, A)`` logit-scaled confidences log(p_y/(1 − p_y)) of ``model`` on ``data``; A = 6 if ``augment``, else 1."""
     views = augmentations(data.x) if augment else [data.x]
     return np.stack([logit_confidence(predict_logits(model, v, device=device), data.y).numpy() for v in views],
                     axis=1)
 
 
 def log_softmax(model: torch.nn.Module, data: ArrayDataset, *, device: torch.device) -> np.ndarray:
-    """``model``'s log-probabilities on ``data``.
-
-    Args:
-        model: the model queried.
-        data: ``N`` records.
-        device: where the model runs.
-
-    Returns:
-        ``(N, K)`` float64 log-probabilities (nats).
-    """
+    """``model``'s ``(N, K)`` float64 log-probabilities (nats) on ``data``."""
     return torch.log_softmax(predict_logits(model, data.x, device=device).double(), dim=1).numpy()
 
 
@@ -249,13 +174,5 @@ class OfflineShadows(MembershipAttack):
     needs_population = True
 
     def size_problem(self, *, n_members: int, n_population: int) -> str | None:
-        """Offline shadows train on records of the attacker's population only.
-
-        Args:
-            n_members: the target's training records (unused).
-            n_population: the attacker's population records.
-
-        Returns:
-            One line naming ``shadow_size`` when it exceeds n_population, else None.
-        """
+        """``shadow_size`` may not exceed the population: offline shadows train on it alone."""
         return at_most(self.name, "shadow_size", self.params.shadow_size, n_population, "n_population")

@@ -21,19 +21,9 @@ from bench.core.training import logit_confidence
 
 
 def attack_features(logp: np.ndarray, y: np.ndarray, *, per_class: bool) -> np.ndarray:
-    """Features of the attack classifier from the log-probabilities and labels (Shokri et al. 2017, §V-C).
+    """``(N, K + 1)`` attack-classifier features (Shokri et al. 2017, §V-C): log(p_y/(1 − p_y)), then the log-probs.
 
-    Per-class models see the whole log-probability vector (the prediction vector) and the logit-scaled confidence
-    log(p_y / (1 − p_y)); the fallback model, shared by all classes, sees the label-free sorted vector and the same
-    confidence. Log-probabilities are floored at −100.
-
-    Args:
-        logp: ``(N, K)`` log-probabilities (nats).
-        y: ``(N,)`` labels.
-        per_class: the per-class features (else the label-free sorted ones).
-
-    Returns:
-        ``(N, K + 1)`` float64: the confidence, then the vector.
+    Per class: the ``(N, K)`` log-probabilities as given; shared (``per_class`` False): sorted, label-free. Floor −100.
     """
     logp = np.maximum(logp, -100.0)  # a finite floor for log(0)
     conf = logit_confidence(torch.from_numpy(logp), torch.from_numpy(np.asarray(y, np.int64))).numpy()[:, None]
@@ -95,14 +85,7 @@ class ShadowModelAttack(OfflineShadows):
         return offline_design(pop, num=self.params.num_shadow, size=size, seed=ctx.seed)
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The offline shadows, submitted before the cell's attacks run (lira-offline and rmia reuse them).
-
-        Args:
-            ctx: the cell's context (the target is not used).
-
-        Raises:
-            ValueError: a shadow size that leaves no population record IN or OUT of each shadow.
-        """
+        """Submit the offline shadows (lira-offline, rmia reuse them); ValueError for a size leaving none IN or OUT."""
         ctx.train_like_target.prefetch([(data, seed, None) for data, seed in self._design(ctx).jobs()])
 
     def score(self, ctx: AttackContext) -> MembershipScores:

@@ -17,17 +17,9 @@ from bench.core.training import logit_confidence, per_example_loss, predict_logi
 
 
 def modified_entropy(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
-    """Song & Mittal's (2021, eq. 2) modified entropy Mentr = −(1 − p_y)·log p_y − Σ_{i≠y} p_i·log(1 − p_i).
+    """``(N,)`` float64 Song & Mittal's (2021, eq. 2) Mentr = −(1 − p_y)·log p_y − Σ_{i≠y} p_i·log(1 − p_i) (nats).
 
-    Every log(1 − p) is taken as a log-sum-exp of the other logits so that confident outputs stay finite and
-    distinct.
-
-    Args:
-        logits: ``(N, K)`` the model's outputs.
-        y: ``(N,)`` int64 labels.
-
-    Returns:
-        ``(N,)`` float64 Mentr (nats); low for a confident correct prediction.
+    Every log(1 − p) is a log-sum-exp of the other logits so that confident outputs stay finite and distinct.
     """
     z = logits.double()
     logp = torch.log_softmax(z, dim=1)
@@ -97,15 +89,7 @@ class ConfidenceAttack(_ThresholdAttack):
     name = "confidence"
 
     def statistic(self, logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
-        """The logit-scaled confidence in the true class.
-
-        Args:
-            logits: ``(N, K)`` the target's outputs.
-            y: ``(N,)`` labels.
-
-        Returns:
-            ``(N,)`` log(p_y / (1 − p_y)) (nats).
-        """
+        """``(N,)`` logit-scaled confidence log(p_y / (1 − p_y)) in the true class (nats)."""
         return logit_confidence(logits, y).numpy()
 
 
@@ -120,15 +104,7 @@ class EntropyAttack(_ThresholdAttack):
     sign = -1.0
 
     def statistic(self, logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
-        """The modified entropy (``modified_entropy``; the attack scores its negative).
-
-        Args:
-            logits: ``(N, K)`` the target's outputs.
-            y: ``(N,)`` labels.
-
-        Returns:
-            ``(N,)`` Mentr (nats).
-        """
+        """``(N,)`` modified entropy (nats, ``modified_entropy``; the attack scores its negative)."""
         return modified_entropy(logits, y)
 
 
@@ -141,13 +117,6 @@ class LossAttack(MembershipAttack):
     name = "loss"
 
     def score(self, ctx: AttackContext) -> MembershipScores:
-        """Score = −cross-entropy loss of the target on each candidate (Yeom et al. 2018, §3.2).
-
-        Args:
-            ctx: the target and its split.
-
-        Returns:
-            ``MembershipScores``: ``(N,)`` −loss (nats, larger: member), members first.
-        """
+        """Score = −cross-entropy loss (nats) of the target per candidate (Yeom et al. 2018, §3.2); members first."""
         scores = [-per_example_loss(ctx.target.model, d.x, d.y, device=ctx.device) for d in ctx.sides()]
         return MembershipScores(np.concatenate(scores), ctx.labels())

@@ -1,6 +1,6 @@
-"""Reconstruction attacks: model inversion and the attacks on a published data release.
+"""Reconstruction attacks: what an attacker sees of the data.
 
-Reconstruction attacks: model inversion (``inversion``) and the attacks on a published data release
-(``release_dpmix``, ``release_local``: release membership, linkage, de-mixing, denoising), with the attacker's priors
-(``priors``) and how a reconstruction is scored (``scoring``).
+Model inversion (``inversion``) and the attacks on a published data release (``release_dpmix``: de-mixing;
+``release_local``: linkage, denoising), and how a reconstruction is scored (``scoring``). The attacker's priors are
+shared with the release membership attacks (``attacks.base.priors``).
 """

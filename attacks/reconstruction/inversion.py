@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 from attacks.base.attack import ReconstructionAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import Reconstruction
@@ -29,14 +29,7 @@ OPTIMIZERS = ("adam", "gd")
 
 
 def contrast_stretch(x: torch.Tensor) -> torch.Tensor:
-    """Each image rescaled linearly to span [0, 1] (constant images, span <= 1e-6, are left alone).
-
-    Args:
-        x: ``(R, C, H, W)`` images.
-
-    Returns:
-        ``(R, C, H, W)`` stretched images.
-    """
+    """Each ``(R, C, H, W)`` image rescaled linearly to span [0, 1] (constant images, span <= 1e-6, left alone)."""
     flat = x.flatten(1)
     lo, hi = flat.min(1, keepdim=True).values, flat.max(1, keepdim=True).values
     span = hi - lo
@@ -44,14 +37,7 @@ def contrast_stretch(x: torch.Tensor) -> torch.Tensor:
 
 
 def total_variation(x: torch.Tensor) -> torch.Tensor:
-    """Anisotropic total variation of each image: mean absolute difference of neighbouring pixels, both directions.
-
-    Args:
-        x: ``(R, C, H, W)`` images.
-
-    Returns:
-        ``(R,)`` TV (pixel units).
-    """
+    """``(R,)`` anisotropic TV of ``(R, C, H, W)`` images: mean absolute neighbour difference along H plus along W."""
     dh = (x[..., 1:, :] - x[..., :-1, :]).abs().flatten(1).mean(1)
     dw = (x[..., :, 1:] - x[..., :, :-1]).abs().flatten(1).mean(1)
     return dh + dw
@@ -59,17 +45,9 @@ def total_variation(x: torch.Tensor) -> torch.Tensor:
 
 def initial_images(init: str, rows: int, shape: tuple[int, ...], *, mean_image: torch.Tensor | None,
                    generator: torch.Generator) -> torch.Tensor:
-    """MI-Face's starting points.
+    """MI-Face's ``(rows, C, H, W)`` starting images in [0, 1] of ``shape`` ``(C, H, W)``.
 
-    Args:
-        init: ``zeros``, ``grey`` (0.5), ``noise`` (uniform [0, 1], seeded) or ``mean`` (``mean_image``).
-        rows: R, images to make.
-        shape: ``(C, H, W)``.
-        mean_image: ``(C, H, W)`` the attacker's dataset mean image (needed by ``mean`` only).
-        generator: the seeded generator ``noise`` draws from.
-
-    Returns:
-        ``(rows, C, H, W)`` images in [0, 1].
+    ``init``: ``zeros``, ``grey`` (0.5), ``noise`` (uniform [0, 1] from ``generator``) or ``mean`` (``mean_image``).
 
     Raises:
         ValueError: an unknown ``init``, or ``mean`` without a mean image.
@@ -94,31 +72,27 @@ def mi_face(
 ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
     """MI-Face (Fredrikson et al. 2015, Alg. 1): projected gradient descent on the input, one row per class.
 
-    Row r minimises c_r(x) = L(f(x), k_r) + tv_weight·TV(x) + l2_weight·mean(x²). After each step the image is
-    projected onto the box [0, 1]. Rows are independent (the model is in eval mode and per-row costs are summed), so a
-    batch of classes gives what one class at a time gives. Each row stops at the first of ``threshold`` (the current
-    image is returned), ``patience`` or ``max_iter`` (the best image so far is returned).
+    Row r minimises c_r(x) = L(f(x), k_r) + tv_weight·TV(x) + l2_weight·mean(x²), projected onto [0, 1] after each
+    step; rows are independent (eval mode, per-row costs summed), so a batch of classes gives what one at a time gives.
 
     Args:
         model: the target, mapping ``(R, C, H, W)`` images in [0, 1] to logits ``(R, K)``.
         classes: ``(R,)`` int64, the class each row reconstructs.
         x0: ``(R, C, H, W)`` starting images.
         device: where the model and the images live while optimising.
-        max_iter: the most iterations per row (the paper's α, ≥ 1).
+        max_iter: the most iterations per row (the paper's α, ≥ 1); the best image so far returned.
         lr: the step size (> 0).
         optimizer: ``"adam"`` (per-pixel step normalisation) or ``"gd"`` (the paper's plain step λ = lr).
-        objective: L = −log softmax_k (``"nll"``; same minimiser as the paper's 1 − softmax_k without priors, but its
-            gradient does not vanish where softmax_k ≈ 0) or 1 − softmax_k (``"prob"``, the paper's).
-        patience: stop a row whose cost has not improved by more than ``min_delta`` for this many iterations (the
-            paper's window β, ≥ 1).
+        objective: L = −log softmax_k (``"nll"``; the paper's minimiser without priors, with a gradient that does not
+            vanish where softmax_k ≈ 0) or 1 − softmax_k (``"prob"``, the paper's).
+        patience: stop a row whose cost has not improved by ``min_delta`` for this many iterations (β, ≥ 1).
         min_delta: the least improvement of the cost that counts for ``patience`` (≥ 0).
-        threshold: stop a row once its target confidence softmax_k reaches this (the paper's γ, in (0, 1]).
+        threshold: stop a row (its current image) once softmax_k reaches this (the paper's γ, in (0, 1]).
         tv_weight: the weight of the total-variation prior TV(x) (0: none).
         l2_weight: the weight of the L2 prior mean(x²) (0: none).
 
     Returns:
-        ``(R, C, H, W)`` reconstructions in [0, 1] (CPU) and per-row ``iterations``, ``cost``,
-        ``confidence`` (target-class softmax of the returned image) and ``stop`` (reason strings).
+        ``(R, C, H, W)`` reconstructions in [0, 1] (CPU), per-row ``iterations``, ``cost``, ``confidence``, ``stop``.
 
     Raises:
         ValueError: an unknown objective or optimizer, or a setting out of range.

@@ -10,11 +10,11 @@ import math
 
 import torch
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 from attacks.base.attack import ReconstructionAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import Reconstruction
-from attacks.reconstruction.priors import CHUNK, CandidateParams, ImagesParams, population_moments, unit_rows, wiener
+from attacks.base.priors import CHUNK, CandidateParams, ImagesParams, population_moments, unit_rows, wiener
 from attacks.reconstruction.scoring import gray, ssim
 from bench.core.data import MembershipSplit
 from bench.core.types import TrainedModel

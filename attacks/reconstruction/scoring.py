@@ -26,15 +26,7 @@ _EVALUATORS: dict[tuple, tuple[nn.Module, float]] = {}  # (population fingerprin
 
 
 def ssim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """SSIM (scikit-image, data range 1) of each pair of images; the window odd and at most 7.
-
-    Args:
-        a: ``(N, H, W)`` images in [0, 1].
-        b: ``(N, H, W)`` images in [0, 1].
-
-    Returns:
-        ``(N,)`` SSIM, in [−1, 1].
-    """
+    """``(N,)`` SSIM (scikit-image, data range 1) of pairs of ``(N, H, W)`` images in [0, 1]; window odd, at most 7."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     win = min(7, *a.shape[-2:])
     win -= 1 - win % 2  # odd window, at most 7 (8×8 digits use 7)
@@ -42,26 +34,12 @@ def ssim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def gray(x: torch.Tensor) -> np.ndarray:
-    """Images as grey-level arrays: the channel mean, clipped to [0, 1].
-
-    Args:
-        x: ``(N, C, H, W)`` tensor.
-
-    Returns:
-        ``(N, H, W)`` float64 array.
-    """
+    """``(N, H, W)`` float64 grey levels of ``(N, C, H, W)`` images: the channel mean, clipped to [0, 1]."""
     return x.detach().float().cpu().mean(1).clamp(0, 1).double().numpy()
 
 
 def class_means(data: ArrayDataset) -> torch.Tensor:
-    """The mean image of every class of ``data``.
-
-    Args:
-        data: labelled images.
-
-    Returns:
-        ``(K, C, H, W)`` (zeros for an absent class).
-    """
+    """``(K, C, H, W)`` mean image of each class of ``data`` (zeros for an absent class)."""
     out = torch.zeros(data.num_classes, *data.input_shape)
     for k in range(data.num_classes):
         rows = data.x[data.y == k]
@@ -128,18 +106,7 @@ def nearest_scores(images: torch.Tensor, labels: torch.Tensor, split: Membership
 
 
 def class_mean_scores(images: torch.Tensor, labels: torch.Tensor, members: ArrayDataset) -> dict[str, float]:
-    """Mean SSIM / MSE of each reconstruction to the mean training-member image of its class.
-
-    Fredrikson, Jha, Ristenpart (2015) score a class, not a person.
-
-    Args:
-        images: ``(R, C, H, W)`` reconstructions in [0, 1].
-        labels: ``(R,)`` their classes.
-        members: the target's training members.
-
-    Returns:
-        ``{"ssim_class_mean", "mse_class_mean"}`` (MSE in squared pixel units).
-    """
+    """``{"ssim_class_mean", "mse_class_mean"}`` (MSE: pixel²) to the class mean image (Fredrikson et al. 2015)."""
     means = class_means(members)[labels.cpu()]
     mse = (images.detach().float().cpu() - means).pow(2).flatten(1).mean(1)
     return {"ssim_class_mean": float(ssim(gray(images), gray(means)).mean()), "mse_class_mean": float(mse.mean())}
@@ -147,20 +114,11 @@ def class_mean_scores(images: torch.Tensor, labels: torch.Tensor, members: Array
 
 def evaluation_classifier(population: ArrayDataset, test: ArrayDataset, *, seed: int, device: torch.device
                           ) -> tuple[nn.Module, float]:
-    """The attacker's independent judge: a non-private classifier trained on ``population``.
+    """The attacker's judge: (a non-private classifier trained on ``population``, eval mode; its accuracy on ``test``).
 
     Disjoint from the target's members; ``cnn-small`` for images of side >= 16, else ``mlp``. Trained once per
     (population, seed, device) in this process and reused by every target; deterministic given the seed; the global
     RNG state is left untouched.
-
-    Args:
-        population: the attacker's population.
-        test: the data its accuracy is measured on.
-        seed: the training seed.
-        device: where it trains.
-
-    Returns:
-        (model in eval mode, its accuracy on ``test``, a fraction).
     """
     key = (population.fingerprint(), population.input_shape, seed, device.type)
     if key not in _EVALUATORS:

@@ -226,22 +226,12 @@ def _duration(value: Any, name: str, units: str, allowed: str) -> float:
 
 
 def tune_budget(value: Any) -> float:
-    """The recipe-tuning time budget in seconds from a number of seconds or a text ``"90s"`` / ``"10m"``.
-
-    Raises:
-        ConfigError: not a positive finite number of seconds or minutes (one line).
-    """
+    """The recipe-tuning budget in seconds, from seconds or ``"90s"`` / ``"10m"``; ConfigError if not a time > 0."""
     return _duration(value, "tune_budget", "sm", "seconds (e.g. 600 or 600s) or minutes (e.g. 10m)")
 
 
 def job_time_limit(value: Any) -> float:
-    """The per-job time limit in seconds from a number of seconds or a text ``"90s"`` / ``"10m"`` / ``"6h"``.
-
-    (``--job-timeout``.)
-
-    Raises:
-        ConfigError: not a positive finite time (one line naming the value).
-    """
+    """``--job-timeout`` in seconds, from seconds or ``"90s"`` / ``"10m"`` / ``"6h"``; ConfigError if not a time > 0."""
     return _duration(value, "job_timeout", "smh", "seconds (e.g. 600 or 600s), minutes (10m) or hours (6h)")
 
 

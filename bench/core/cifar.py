@@ -16,19 +16,10 @@ CIFAR_FOLDER = "cifar-10-batches-py"
 
 
 def load_cifar10(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]:
-    """CIFAR-10 (Krizhevsky 2009) through torchvision.
+    """``(pool, test)``: 50,000 / 10,000 images ``(N, 3, 32, 32)`` float32 in [0, 1], labels ``(N,)`` int64.
 
-    50,000 training and 10,000 test images ``(3, 32, 32)``, pixels / 255, from ``root/cifar-10-batches-py``
-    (torchvision's on-disk format: the pickled ``data_batch_1..5``, ``test_batch`` and ``batches.meta``). With
-    ``download`` torchvision fetches and verifies the archive. Files that are present but differ from the published ones
-    (torchvision's MD5) are read as they are, with a warning: a subset or a test fixture in the same format loads too.
-
-    Args:
-        root: the folder holding ``cifar-10-batches-py/``.
-        download: fetch the published archive unless its verified files are there.
-
-    Returns:
-        ``(pool, test)``: images ``(N, 3, 32, 32)`` float32 in [0, 1], labels ``(N,)`` int64, 10 classes.
+    Read from ``root/cifar-10-batches-py``; with ``download`` torchvision fetches and verifies the archive first. Files
+    that differ from the published ones (torchvision's MD5) are read as they are, with a warning.
 
     Raises:
         DataError: files missing (saying where they are expected) or unreadable.

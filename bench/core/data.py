@@ -61,14 +61,7 @@ class ArrayDataset:
         return tuple(self.x.shape[1:])  # type: ignore[return-value]
 
     def subset(self, index: torch.Tensor) -> ArrayDataset:
-        """Rows ``index`` as a new dataset (their ``origin`` with them).
-
-        Args:
-            index: row positions ``(M,)``, int64.
-
-        Returns:
-            The M rows, same classes and name.
-        """
+        """Rows ``index`` (``(M,)`` int64) as a new dataset, their ``origin`` with them."""
         return ArrayDataset(self.x[index], self.y[index], self.num_classes, self.name,
                             None if self.origin is None else self.origin[index])
 
@@ -93,11 +86,7 @@ class ArrayDataset:
         return h.hexdigest()
 
     def fingerprint(self) -> str:
-        """SHA-256 of the exact images and labels (part of every model's cache key).
-
-        Returns:
-            The hash as 64 hex digits.
-        """
+        """SHA-256 (64 hex digits) of the exact images and labels (part of every model's cache key)."""
         h = hashlib.sha256()
         h.update(self.x.contiguous().numpy().tobytes())
         h.update(self.y.contiguous().numpy().tobytes())
@@ -105,13 +94,9 @@ class ArrayDataset:
 
 
 def concat(*parts: ArrayDataset) -> ArrayDataset:
-    """Rows of ``parts`` one after another (same classes and name as the first).
+    """Rows of ``parts`` (same image shape) one after another, with the first's classes and name.
 
-    Args:
-        parts: one or more datasets of the same image shape.
-
-    Returns:
-        The rows of all parts, in order; ``origin`` −1 for rows of a part without one.
+    ``origin`` is −1 for rows of a part without one.
     """
     first = parts[0]
     origin = None if all(p.origin is None for p in parts) else torch.cat(
@@ -139,17 +124,10 @@ class MembershipSplit:
     seed: int
 
     def scored(self, max_per_side: int | None, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rows of ``members`` and of ``non_members`` scored by membership attacks.
+        """``(member_rows, non_member_rows)`` scored by membership attacks, each ``(n,)`` int64.
 
-        Equally many of each, the first n of a permutation drawn with ``seed`` (so a smaller cap takes a prefix of the
-        same people).
-
-        Args:
-            max_per_side: the most rows of each side (None: as many as the smaller side has).
-            seed: the permutation's seed.
-
-        Returns:
-            ``(member_rows, non_member_rows)``, each ``(n,)`` int64.
+        n is the smaller side's size, capped by ``max_per_side``; each side the first n of a permutation drawn with
+        ``seed`` (a smaller cap takes a prefix of the same people).
         """
         n = min(len(self.members), len(self.non_members))
         if max_per_side is not None:
@@ -160,11 +138,7 @@ class MembershipSplit:
 
 
 def default_data_root() -> Path:
-    """Where data sets are read from.
-
-    Returns:
-        ``$PRIVBENCH_DATA`` if set, else ``$XDG_CACHE_HOME/privbench/data`` (``~/.cache/privbench/data``).
-    """
+    """Data sets' folder: ``$PRIVBENCH_DATA`` if set, else ``$XDG_CACHE_HOME/privbench/data`` (``~/.cache/...``)."""
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env).expanduser()
@@ -255,19 +229,14 @@ def load_digits(root: Path, download: bool) -> tuple[ArrayDataset, ArrayDataset]
 
 
 def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, ArrayDataset]:
-    """Load a registered dataset as (training pool, test set).
+    """Load a registered dataset (``DATASETS``) as ``(pool, test)``: ``(N, C, H, W)`` float32 in [0, 1], ``(N,)`` int64.
 
-    Args:
-        name: a registered data set (``DATASETS``: mnist, fashion-mnist, cifar10, digits).
-        root: the folder holding its files, which must be there (``--data-root`` or ``$PRIVBENCH_DATA``); None: the
-            user cache folder (``default_data_root()``), where torchvision may download.
-
-    Returns:
-        ``(pool, test)``: images ``(N, C, H, W)`` float32 in [0, 1] and labels ``(N,)`` int64.
+    ``root`` must hold its files (``--data-root`` or ``$PRIVBENCH_DATA``); None: ``default_data_root()``, where
+    torchvision may download.
 
     Raises:
         ConfigError: unknown dataset name.
-        DataError: files missing / unreadable (one-line message saying where they are expected).
+        DataError: files missing / unreadable (one line saying where they are expected).
     """
     try:
         loader = DATASETS.get(name)
@@ -282,22 +251,10 @@ def load_dataset(name: str, root: Path | None = None) -> tuple[ArrayDataset, Arr
 
 def make_split(pool: ArrayDataset, test: ArrayDataset, *, n_members: int, n_non_members: int, n_population: int,
                n_test: int, seed: int) -> MembershipSplit:
-    """Draw disjoint members / non-members / population from ``pool`` with a seeded permutation.
+    """Draw disjoint members / non-members / population (record counts ≥ 0) from ``pool``, permuted by ``seed``.
 
-    The test set is the first ``n_test`` rows of a permutation fixed by the dataset (seed-independent),
-    so utility is comparable across seeds.
-
-    Args:
-        pool: the data set's training pool (``load_dataset``).
-        test: the data set's test set.
-        n_members: members drawn from the pool (records, ≥ 0).
-        n_non_members: non-members drawn from the pool (records, ≥ 0).
-        n_population: the attacker's population drawn from the pool (records, ≥ 0).
-        n_test: test records kept (records, ≥ 0).
-        seed: the permutation's seed.
-
-    Returns:
-        The split; its parts carry their pool positions as ``origin``.
+    The test set is the first ``n_test`` rows of a permutation fixed by the dataset (seed-independent), so utility is
+    comparable across seeds. The parts carry their pool positions as ``origin``.
 
     Raises:
         ConfigError: a negative size, or sizes that exceed the pool or the test set.

@@ -1,7 +1,6 @@
-"""Your own data by path: the ``--dataset`` syntax and the provenance a run records.
+"""Your own data by path: the ``--dataset`` syntax ``FORMAT:PATH[,KEY=VALUE...]`` and the provenance a run records.
 
-Your own data by path: the ``--dataset`` syntax ``FORMAT:PATH[,KEY=VALUE...]`` and what a run records about where
-its records came from. Light (no torch, no numpy): the configuration checks a dataset name with it before any work.
+Light (no torch, no numpy): the configuration checks a dataset name with it before any work.
 
 Design notes: docs/design-notes.md.
 """
@@ -38,11 +37,7 @@ class DataSource:
     options: dict[str, str] = field(default_factory=dict)
 
     def short_name(self) -> str:
-        """A name for the source that is safe in a folder name (the default run id).
-
-        Returns:
-            ``<format>-<file stem>``, characters other than letters, digits, ``_``, ``.``, ``-`` replaced by ``-``.
-        """
+        """``<format>-<file stem>``, safe in a folder name (the default run id): not ``[A-Za-z0-9_.-]`` -> ``-``."""
         stem = re.split(r"[\\/]", self.path.rstrip("/\\"))[-1].rsplit(".", 1)[0]
         return f"{self.format}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', stem).strip('-') or 'data'}"
 
@@ -71,26 +66,14 @@ class DataOrigin:
 
 
 def is_source(name: Any) -> bool:
-    """Whether ``name`` is a dataset given by path.
-
-    Args:
-        name: a ``--dataset`` value (any type: a YAML value is checked too).
-
-    Returns:
-        True for a string ``FORMAT:...`` with a known format (``imagefolder``, ``npz``, ``csv``).
-    """
+    """Whether a ``--dataset`` value (any type: YAML's too) is a string ``FORMAT:...`` with a known format."""
     return isinstance(name, str) and name.partition(":")[0] in FORMATS and ":" in name
 
 
 def parse_bounds(text: str, where: str) -> tuple[float, float] | str:
-    """A source's ``bounds`` option: ``LOW:HIGH`` as two finite numbers with LOW < HIGH, or else a file path.
+    """A source's ``bounds`` option: ``(low, high)`` from ``LOW:HIGH``, else ``text`` as a bounds file's path.
 
-    Args:
-        text: the option's value.
-        where: the source, for the error message.
-
-    Returns:
-        ``(low, high)``, or ``text`` itself as the path of a bounds file (read when the data is loaded).
+    ``where`` names the source in the error message.
 
     Raises:
         ConfigError: two numbers that are not LOW < HIGH, or an empty value.
@@ -145,11 +128,7 @@ def parse_source(text: str) -> DataSource:
 
 
 def check_dataset_name(name: Any, known: list[str]) -> None:
-    """Check a dataset name: a registered dataset (``known``) or a valid ``FORMAT:PATH`` form.
-
-    Args:
-        name: the ``dataset`` setting (any type: a YAML value).
-        known: the registered names.
+    """Check that ``name`` (any type: a YAML value) is in ``known`` or a valid ``FORMAT:PATH`` form.
 
     Raises:
         ConfigError: anything else, one line listing the names and the forms.
@@ -163,13 +142,7 @@ def check_dataset_name(name: Any, known: list[str]) -> None:
 
 
 def hidden_sizes(value: Any) -> tuple[int, ...]:
-    """``tabular_hidden``: the hidden-layer widths of the MLP that tabular data get, each an integer >= 1.
-
-    Args:
-        value: one width or a list of widths.
-
-    Returns:
-        The widths as a tuple.
+    """``tabular_hidden`` (one width or a list) as a tuple: the hidden widths of the MLP that tabular data get.
 
     Raises:
         ConfigError: not a non-empty list of integers >= 1.

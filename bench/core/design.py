@@ -51,7 +51,7 @@ class AuditDesign(BaseModel):
     estimates."""
     guess_fraction: float | None = None
     """A one-run design's single two-sided guessing rule, fixed in advance from the mechanism's public parameters
-    (``attacks.analysis.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
+    (``attacks.analysis.audits.guess_plan``; white-box DP-SGD); null: the fixed family of 12 rules."""
     llr_model: tuple[float, float, int] | None = None
     """White-box DP-SGD canaries: the run's ``[σ̂, q, T]``, the model their ``gaussian-llr`` analysis tests the
     excluded canaries' score shape against; null elsewhere."""
@@ -65,7 +65,7 @@ class AuditDesign(BaseModel):
     certified_mu: float | None = None
     """A multi-run design whose certified mechanism's trade-off curve is exactly Gaussian: its μ (DP-SGD at q = 1 for T
     steps at noise multiplier σ, add/remove: √T/σ). The certified-curve test then tests G_μ itself (exact) instead
-    of the accountant's (ε, δ) profile (conservative; ``attacks.analysis.curve``); null elsewhere."""
+    of the accountant's (ε, δ) profile (conservative; ``attacks.analysis.statistics.curve``); null elsewhere."""
     label_weight: float | None = None
     """A two-channel design (``channels`` image and label) whose scores are s = u + w·o: the image score u plus w times
     the label outcome o in {−1, 0, 1}, with w fixed from the mechanism's stated σ and ε_label before any canary is

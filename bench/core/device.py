@@ -13,13 +13,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 def resolve_device(name: str) -> torch.device:
-    """The torch device a ``--device`` name means on this machine.
-
-    Args:
-        name: ``auto`` (``cuda`` when torch sees a GPU, else ``cpu``), ``cpu`` or ``cuda``.
-
-    Returns:
-        The device.
+    """The device of a ``--device`` name: ``auto`` (``cuda`` if torch sees a GPU, else ``cpu``), ``cpu`` or ``cuda``.
 
     Raises:
         ConfigError: another name, or ``cuda`` where torch sees no CUDA GPU (one line).
@@ -75,23 +69,9 @@ def available_cpus() -> int:
 
 
 def parallelism(device: str, threads: int | None, cpus: int | None = None) -> tuple[int, int]:
-    """``(processes, threads per process)`` for a run.
+    """``(processes, threads per process)``, each ≥ 1, sharing out ``cpus`` (default ``available_cpus()``).
 
-    Processes × threads = the CPUs available (``cpus``; default ``available_cpus()``), so that no process starts as many
-    OpenMP threads as there are cores while others run.
-
-    On a CPU device every process gets ``threads`` torch threads (default 1: small models train fastest on one
-    thread each, several at a time); on CUDA one process drives the GPU with all CPUs as threads. Processes beyond
-    the first are training workers (``bench.execution.executor.LocalExecutor``); the first is the driver, which
-    evaluates and attacks and also trains.
-
-    Args:
-        device: ``cpu`` or ``cuda`` (a name ``resolve_device`` returned).
-        threads: torch threads per process, or None for the default (1 on CPU, all CPUs on CUDA).
-        cpus: the CPUs to share out; None for ``available_cpus()``.
-
-    Returns:
-        ``(processes, threads per process)``, each at least 1.
+    On ``cpu`` each process gets ``threads`` torch threads (default 1); on ``cuda`` one process, all CPUs by default.
 
     Raises:
         ConfigError: ``threads`` < 1.

@@ -46,11 +46,7 @@ class EpochRecorder:
         self.loops: list[list[dict[str, Any]]] = []
 
     def start(self) -> list[dict[str, Any]]:
-        """Open a new training loop's records.
-
-        Returns:
-            The loop's list of epoch records, empty, appended to ``loops`` (``record_epoch`` fills it).
-        """
+        """Open a new loop's list of epoch records (empty, appended to ``loops``; ``record_epoch`` fills it)."""
         self.loops.append([])
         return self.loops[-1]
 
@@ -79,14 +75,10 @@ class EpochRecorder:
                 "test_accuracy": float((logits.argmax(1) == self.probe_y).float().mean())}
 
     def matching(self, history: list[float]) -> list[dict[str, Any]]:
-        """The records of the loop that trained the released classifier (a weight-noise autoencoder's loop is another).
+        """Copies of the records of the last loop whose ``train_loss`` values equal ``history`` (NaN equal NaN), or [].
 
-        Args:
-            history: the released model's per-epoch mean training losses (nats), as its loop returned them.
-
-        Returns:
-            Copies of the epoch records of the last loop whose ``train_loss`` values equal ``history`` (NaN equal to
-            NaN); [] when none matches.
+        ``history`` is the released model's per-epoch mean training losses (nats), so a weight-noise autoencoder's loop
+        is told apart from the classifier's.
         """
         for loop in reversed(self.loops):
             losses = [r["train_loss"] for r in loop]
@@ -101,14 +93,7 @@ _RECORDER: contextvars.ContextVar[EpochRecorder | None] = contextvars.ContextVar
 
 @contextlib.contextmanager
 def recording_epochs(recorder: EpochRecorder) -> Iterator[EpochRecorder]:
-    """Within the block every training loop of this thread of control appends its epochs to ``recorder``.
-
-    Args:
-        recorder: the recorder to fill.
-
-    Yields:
-        ``recorder``.
-    """
+    """Within the block (which gets ``recorder``) every training loop of this thread of control records into it."""
     token = _RECORDER.set(recorder)
     try:
         yield recorder
@@ -117,24 +102,14 @@ def recording_epochs(recorder: EpochRecorder) -> Iterator[EpochRecorder]:
 
 
 def current_recorder() -> EpochRecorder | None:
-    """The recorder of the enclosing ``recording_epochs`` block in this thread of control.
-
-    Returns:
-        The active ``EpochRecorder``, or None outside such a block.
-    """
+    """The recorder of the enclosing ``recording_epochs`` block in this thread of control, or None outside one."""
     return _RECORDER.get()
 
 
 def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
-    """How many predictions of a batch are right.
+    """Rows of logits ``out`` ``(B, K)`` whose argmax is the label ``y`` ``(B,)`` (soft ``(B, K)``: their argmax).
 
-    Args:
-        out: the model's outputs, logits ``(B, K)``.
-        y: labels ``(B,)``, or soft labels ``(B, K)`` (their argmax is the label).
-
-    Returns:
-        The number of rows whose argmax is the label; None when ``out`` is not one score per class (e.g. an
-        autoencoder's reconstructions).
+    None when ``out`` is not one score per class (e.g. an autoencoder's reconstructions).
     """
     if out.ndim != 2 or not len(out):
         return None if out.ndim != 2 else 0
@@ -146,20 +121,10 @@ def batch_correct(out: torch.Tensor, y: torch.Tensor) -> int | None:
 
 def record_epoch(records: list[dict[str, Any]] | None, recorder: EpochRecorder | None, *, epoch: int, loss: float,
                  correct: int | None, count: int, model: nn.Module, device: torch.device) -> None:
-    """Append one epoch of one loop to ``records``.
+    """Append epoch ``epoch`` (1-based) to ``records``: ``train_loss``, ``train_accuracy`` and the probe's test metrics.
 
-    ``train_loss`` (nats, the epoch's mean), ``train_accuracy`` (fraction, None when unknown) and the probe's
-    ``test_loss`` / ``test_accuracy``. No-op without a recorder.
-
-    Args:
-        records: the loop's records (``EpochRecorder.start``), or None.
-        recorder: the active recorder (``current_recorder``), or None.
-        epoch: the epoch's number, 1-based.
-        loss: the epoch's mean training loss (nats).
-        correct: the right predictions over the epoch's batches (``batch_correct``; None: unknown).
-        count: the examples the epoch processed.
-        model: the model as it stands after the epoch (probed in eval mode).
-        device: where the model runs.
+    ``loss`` is the epoch's mean training loss (nats); ``correct`` of ``count`` examples right (None: unknown);
+    ``model`` is probed after the epoch (``EpochRecorder.probe``). No-op without ``records`` or ``recorder``.
     """
     if records is None or recorder is None:
         return

@@ -14,10 +14,12 @@ from torch import nn
 
 
 class ConvFeatures(TypedDict):
-    """What ``conv_feature_maps`` reads. layers.
+    """What ``conv_feature_maps`` reads.
 
-    The convolutions' names (``named_modules``). maps: one ``(channels, h, w)`` float32 CPU tensor per layer. filters:
-    the first convolution's ``(out, in, kh, kw)`` float32 CPU weights.
+    Attributes:
+        layers: the convolutions' names (``named_modules``).
+        maps: one ``(channels, h, w)`` float32 CPU tensor per layer.
+        filters: the first convolution's ``(out, in, kh, kw)`` float32 CPU weights.
     """
 
     layers: list[str]
@@ -26,16 +28,7 @@ class ConvFeatures(TypedDict):
 
 
 def conv_layers(model: nn.Module) -> list[tuple[str, nn.Conv2d]]:
-    """Every ``nn.Conv2d`` of ``model`` as ``(name, module)`` in registration order (``named_modules``).
-
-    Which is forward order for the sequential CNNs of ``bench.core.models`` and the stem-first ResNet.
-
-    Args:
-        model: any module.
-
-    Returns:
-        ``[(name, conv), ...]``; empty when the model has no convolution.
-    """
+    """Every ``nn.Conv2d`` of ``model`` as ``(name, module)`` in registration (here: forward) order."""
     return [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Conv2d)]
 
 

@@ -118,18 +118,7 @@ def load_npz(src: DataSource, path: Path) -> tuple[ArrayDataset, DataOrigin]:
 
 
 def hold_out(full: ArrayDataset, n_test: int) -> tuple[ArrayDataset, ArrayDataset]:
-    """Split records into ``(pool, test)`` by a fixed permutation.
-
-    ``(pool, test)``: the first ``n_test`` records of a permutation fixed by ``TEST_SEED`` are the test set (the
-    same for every run seed, so utility is comparable across seeds), the rest the pool of the membership split.
-
-    Args:
-        full: every record of the data.
-        n_test: records held out as the test set.
-
-    Returns:
-        ``(pool, test)``.
-    """
+    """``(pool, test)`` of ``full``, the test set the first ``n_test`` of a permutation by ``TEST_SEED`` (any seed)."""
     perm = torch.randperm(len(full), generator=torch.Generator().manual_seed(TEST_SEED))
     return full.subset(perm[n_test:]), full.subset(perm[:n_test])
 
@@ -196,17 +185,10 @@ LOADERS = {"imagefolder": load_imagefolder, "npz": load_npz, "csv": load_csv}
 
 def load_source(spec: str, sizes: dict[str, int], *, profile: str | None = None
                 ) -> tuple[ArrayDataset, ArrayDataset, DataOrigin]:
-    """Your data by path (``FORMAT:PATH[,KEY=VALUE...]``, ``bench.core.datasource``) as (pool, test, origin).
+    """Your data by path (``FORMAT:PATH[,KEY=VALUE...]``, relative to the working directory) as (pool, test, origin).
 
-    Args:
-        spec: the dataset as given on the command line or in YAML; relative paths are read from the working
-            directory.
-        sizes: the run's ``n_members``, ``n_non_members``, ``n_population`` and ``n_test``; the file must hold at
-            least their sum, and the test set is ``n_test`` records held out (``hold_out``).
-        profile: the run's profile, named in the "too few records" message.
-
-    Returns:
-        ``(pool, test, origin)``.
+    ``sizes`` holds the run's ``n_members``, ``n_non_members``, ``n_population`` and ``n_test``: the file must hold
+    their sum; ``n_test`` records are held out (``hold_out``). ``profile`` is named in the "too few records" message.
 
     Raises:
         ConfigError: a malformed spec.
@@ -234,21 +216,10 @@ _BUILT_IN = {"mnist": ("torchvision", "MNIST"), "fashion-mnist": ("torchvision",
 
 def open_dataset(name: str, root: Path | None, sizes: dict[str, int], *, profile: str | None = None
                  ) -> tuple[ArrayDataset, ArrayDataset, DataOrigin]:
-    """A registered dataset (``bench.core.data.load_dataset``) or your data by path (``load_source``), as.
+    """``(pool, test, origin)`` of a registered dataset (``load_dataset``, files under ``root``) or of a path.
 
-    Training pool, test set, origin.
-
-    Args:
-        name: a registered dataset's name or ``FORMAT:PATH[,KEY=VALUE...]``.
-        root: the folder of the registered datasets' files; None for ``default_data_root()``.
-        sizes: as ``load_source``'s (a registered dataset's test set is its own; the split checks the sizes).
-        profile: as ``load_source``'s (a registered dataset's test set is its own; the split checks the sizes).
-
-    Returns:
-        ``(pool, test, origin)``: images ``(N, C, H, W)`` float32 in [0, 1], labels ``(N,)`` int64.
-
-    Raises:
-        ConfigError, DataError: as ``load_dataset`` and ``load_source``.
+    ``sizes`` and ``profile``: as ``load_source``'s (only for a path). Raises ConfigError / DataError as
+    ``load_dataset`` and ``load_source`` do.
     """
     from bench.core.data import default_data_root, load_dataset
     from bench.core.datasource import is_source

@@ -13,14 +13,7 @@ TEMP_PREFIX = ".tmp-"
 
 
 def temp_prefix(name: str) -> str:
-    """The name prefix of ``name``'s temporary files.
-
-    Args:
-        name: the target file's name (no folder).
-
-    Returns:
-        ``.tmp-<name>-`` (``mkstemp`` adds a random suffix).
-    """
+    """``.tmp-<name>-``: the prefix of temporary files for the file named ``name`` (``mkstemp`` adds the rest)."""
     return f"{TEMP_PREFIX}{name}-"
 
 
@@ -45,16 +38,9 @@ def umask() -> int:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to a temporary file in the same folder, fsync, then ``os.replace`` it into place.
+    """Write ``data`` to a temporary file in ``path``'s (existing) folder, fsync, ``os.replace`` it to ``path``.
 
     The file gets mode ``0o666 & ~umask``, as with a plain ``open`` (not ``mkstemp``'s 0600).
-
-    Args:
-        path: the file to write; its folder must exist.
-        data: the file's whole content.
-
-    Returns:
-        ``path`` as a ``Path``.
 
     Raises:
         OSError: the folder is unwritable or the disk is full (the previous file stays intact).
@@ -75,17 +61,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def remove_temp_files(folder: str | Path) -> list[Path]:
-    """Delete every temporary file of ``atomic_write_bytes`` in ``folder`` (``.tmp-*``).
-
-    Leftovers of a process killed mid-write. Call it only while no other process writes there (the output folder's
-    lock).
-
-    Args:
-        folder: the folder to clean (not recursive).
-
-    Returns:
-        The files deleted (none when the folder does not exist).
-    """
+    """Delete and return the ``.tmp-*`` files a killed writer left directly in ``folder``; only under its lock."""
     folder, gone = Path(folder), []
     for p in folder.glob(f"{TEMP_PREFIX}*") if folder.is_dir() else ():
         if p.is_file() and not p.is_symlink():
@@ -95,34 +71,10 @@ def remove_temp_files(folder: str | Path) -> list[Path]:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """``atomic_write_bytes`` for UTF-8 text.
-
-    Args:
-        path: the file to write; its folder must exist.
-        text: the file's whole content.
-
-    Returns:
-        ``path`` as a ``Path``.
-
-    Raises:
-        OSError: as ``atomic_write_bytes``.
-    """
+    """``atomic_write_bytes`` of ``text`` encoded as UTF-8."""
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    """Strict JSON, indented by one space, written atomically.
-
-    Args:
-        path: the file to write; its folder must exist.
-        obj: a JSON-serialisable object without NaN or infinity (the caller writes those as None beforehand).
-
-    Returns:
-        ``path`` as a ``Path``.
-
-    Raises:
-        ValueError: ``obj`` holds NaN or infinity.
-        TypeError: ``obj`` holds a value JSON cannot encode.
-        OSError: as ``atomic_write_bytes``.
-    """
+    """``obj`` as strict JSON (indent 1), atomically; ValueError on NaN or infinity, TypeError if not encodable."""
     return atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")

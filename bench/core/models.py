@@ -41,32 +41,16 @@ class Standardize(nn.Module):
         self.mean, self.std = float(mean), float(std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Standardise ``x``.
-
-        Args:
-            x: ``(N, C, H, W)`` images.
-
-        Returns:
-            ``(N, C, H, W)``: ``(x − mean) / std``.
-        """
+        """``(N, C, H, W)`` images -> ``(x − mean) / std``, same shape."""
         return (x - self.mean) / self.std
 
 
 def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = "relu",
               standardize: Sequence[float] | None = None) -> nn.Module:
-    """The Opacus MNIST example CNN.
+    """The Opacus MNIST CNN: Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2), MaxPool(2, s1), FC 32, FC K.
 
-    Conv(16, 8×8, s2, p3), MaxPool(2, s1), Conv(32, 4×4, s2), MaxPool(2, s1), Linear(512→32), Linear(32→K). 26,010
-    parameters on 28×28 input.
-
-    Args:
-        input_shape: ``(C, H, W)``.
-        num_classes: the number of classes K.
-        activation: ``relu``, or ``tanh``: Tramèr & Boneh's (ICLR 2021) CNN (tempered sigmoid, Papernot et al. 2021).
-        standardize: ``(mean, std)``: pixels first mapped to (x − mean)/std (public constants); None: as given.
-
-    Returns:
-        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+    ``activation="tanh"``: Tramèr & Boneh's (ICLR 2021) CNN (tempered sigmoid, Papernot et al. 2021);
+    ``standardize=(mean, std)`` first maps pixels to (x − mean)/std (public constants).
     """
     act = _activation(activation)
     features = nn.Sequential(*([Standardize(*standardize)] if standardize else []),
@@ -77,16 +61,9 @@ def cnn_small(input_shape: tuple[int, ...], num_classes: int, activation: str = 
 
 
 def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
-    """The DPMix paper's CNN (Lee et al. 2019).
+    """The DPMix paper's CNN (Lee et al. 2019); images at least 16×16.
 
     Conv(32, 5×5) MaxPool 2, Conv(48, 5×5) MaxPool 2, FC 100, FC 100, FC K, ReLU throughout, no padding.
-
-    Args:
-        input_shape: ``(C, H, W)`` (at least 16×16).
-        num_classes: the number of classes K.
-
-    Returns:
-        The untrained CNN, ``(N, C, H, W)`` images to ``(N, K)`` logits.
     """
     features = nn.Sequential(nn.Conv2d(input_shape[0], 32, 5), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(32, 48, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
@@ -96,18 +73,9 @@ def cnn_dpmix(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 
 
 def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] = 128) -> nn.Module:
-    """Dense classifier: Flatten, then Linear(→h) ReLU for each width h of ``hidden`` (one int: one hidden layer).
+    """Dense classifier: Flatten, Linear(→h) ReLU for each width h of ``hidden`` (an int: one layer), Linear(→K).
 
-    Then Linear(→K). Used for 8×8 digits, for tabular records ``(1, 1, D)`` (widths from the profile's
-    ``tabular_hidden``) and as the weight-noise system's classifier.
-
-    Args:
-        input_shape: ``(C, H, W)`` (``(1, 1, D)`` for tabular records).
-        num_classes: the number of classes K.
-        hidden: the hidden layers' widths.
-
-    Returns:
-        The untrained MLP, ``(N, C, H, W)`` records to ``(N, K)`` logits.
+    ``input_shape`` is ``(1, 1, D)`` for tabular records.
 
     Raises:
         ValueError: no width, or a width that is not an integer >= 1.
@@ -124,17 +92,7 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int | list[int] 
 
 
 def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
-    """Linear classifier on the flattened image: Linear(d→K).
-
-    DPMix's ``class-means`` learner sets its weights in closed form (a nearest-class-mean classifier).
-
-    Args:
-        input_shape: ``(C, H, W)``.
-        num_classes: the number of classes K.
-
-    Returns:
-        ``Flatten, Linear``: ``(N, C, H, W)`` images to ``(N, K)`` logits.
-    """
+    """Linear classifier on the flattened image: Flatten, Linear(C·H·W→K)."""
     return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), num_classes))
 
 
@@ -159,64 +117,26 @@ class FrozenFront(nn.Module):
         self.front, self.head = front, head
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``head(front(x))``.
-
-        Args:
-            x: ``(N, C, H, W)`` images.
-
-        Returns:
-            ``(N, K)`` logits.
-        """
+        """``(N, C, H, W)`` images -> ``(N, K)`` logits, ``head(front(x))``."""
         # no ``no_grad`` here: the front has no parameters, so autograd records it only when ``x`` requires a
         # gradient — as model inversion (MI-Face) needs
         return self.head(self.front(x))
 
     @torch.no_grad()
     def features(self, x: torch.Tensor, device: torch.device, batch_size: int = 1024) -> torch.Tensor:
-        """``front`` applied to ``x`` in chunks on ``device`` (what fast DP-SGD trains ``head`` on).
-
-        Args:
-            x: ``(N, C, H, W)`` images.
-            device: where ``front`` runs.
-            batch_size: the images per chunk.
-
-        Returns:
-            The ``(N, ...)`` features, on ``x``'s device.
-        """
+        """``front`` on ``(N, C, H, W)`` images, ``batch_size`` at a time on ``device``: ``(N, ...)`` on x's device."""
         return torch.cat([self.front(x[i : i + batch_size].to(device)).to(x.device)
                           for i in range(0, len(x), batch_size)])
 
 
 
 def autoencoder(input_shape: tuple[int, ...], num_classes: int = 0, code: int = 64) -> nn.Module:
-    """Dense autoencoder of the weight-noise system: d→code (ReLU)→d (sigmoid), on flattened images.
-
-    Args:
-        input_shape: ``(C, H, W)``; d = C·H·W.
-        num_classes: unused (the factories' common signature).
-        code: the bottleneck's width.
-
-    Returns:
-        The untrained autoencoder, ``(N, C, H, W)`` images to ``(N, C·H·W)`` reconstructions in [0, 1].
-    """
+    """The weight-noise system's dense autoencoder, d→code (ReLU)→d (sigmoid), d = C·H·W; ignores ``num_classes``."""
     d = math.prod(input_shape)
     return nn.Sequential(nn.Flatten(), nn.Linear(d, code), nn.ReLU(), nn.Linear(code, d), nn.Sigmoid())
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, **kwargs) -> nn.Module:
-    """Build a registered model (``bench.core.catalog.MODELS``).
-
-    Args:
-        name: the registered model name (e.g. ``cnn-small``).
-        input_shape: ``(C, H, W)`` of the images (``(1, 1, D)`` for tabular records).
-        num_classes: the number of classes K.
-        **kwargs: the factory's own settings (e.g. ``hidden`` for ``mlp``).
-
-    Returns:
-        The untrained module, ``(N, C, H, W)`` inputs to ``(N, K)`` logits (the autoencoder: ``(N, C·H·W)``).
-
-    Raises:
-        ValueError: an unknown name (naming the known models), or a setting the factory refuses.
-    """
+    """The untrained model registered as ``name``, ``kwargs`` its factory's settings (ValueError if unknown)."""
     return MODELS.get(name)(tuple(input_shape), num_classes, **kwargs)
 

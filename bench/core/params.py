@@ -29,11 +29,7 @@ class Params(BaseModel):
                               validate_default=True)
 
     def to_json(self) -> dict[str, Any]:
-        """The settings as JSON data (what a cache key and results.json record).
-
-        Returns:
-            ``{field: value}`` of JSON types, every default filled in.
-        """
+        """``{field: value}`` of JSON types, defaults filled in (what a cache key and results.json record)."""
         return self.model_dump(mode="json")
 
 
@@ -50,16 +46,10 @@ def _location(where: str, loc: tuple) -> str:
 
 
 def describe(exc: ValidationError, where: str, allowed: list[str] | None = None) -> str:
-    """The one-line message of a settings error.
+    """One line for ``exc``'s first error: ``where.key = value: what is allowed``, or ``where has unknown key 'k'``.
 
-    Args:
-        exc: pydantic's error from validating the settings.
-        where: the config path of the settings (e.g. ``"training.dpsgd.params"``).
-        allowed: the known keys, listed for an unknown key; None: "see the documentation".
-
-    Returns:
-        For the first error of ``exc``: ``where.key = value: what is allowed``, or, for an unknown key,
-        ``where has unknown key 'k'; allowed: ...``.
+    ``where`` is the settings' config path (e.g. ``"training.dpsgd.params"``); ``allowed``, the known keys listed
+    after an unknown one (None: "see the documentation").
     """
     err = exc.errors(include_url=False)[0]
     loc = tuple(err.get("loc") or ())
@@ -78,15 +68,9 @@ def describe(exc: ValidationError, where: str, allowed: list[str] | None = None)
 
 
 def parse(cls: type[Params], values: Any, where: str) -> Params:
-    """``cls`` from a mapping of settings (``None``: the defaults).
+    """``cls`` validated from a mapping ``values`` (None: the defaults; a ``cls`` instance: as is).
 
-    Args:
-        cls: the plug-in's ``Params`` class.
-        values: a mapping, e.g. read from YAML; None for the defaults; an instance of ``cls`` is returned as is.
-        where: the config path of ``values`` for messages (e.g. ``"training.dpsgd.params"``).
-
-    Returns:
-        The validated, frozen settings.
+    ``where`` is the config path named in messages (e.g. ``"training.dpsgd.params"``).
 
     Raises:
         ConfigError: not a mapping, an unknown key, a value of the wrong type or out of range (one line).
@@ -104,17 +88,9 @@ def parse(cls: type[Params], values: Any, where: str) -> Params:
 
 
 def signature_params(fn: Callable[..., Any], *, skip: int) -> type[Params]:
-    """A ``Params`` class from the keyword parameters of ``fn`` (a model factory).
+    """A ``Params`` subclass ``<fn>_kwargs`` of a model factory's parameters after the first ``skip``.
 
-    Skipping its first ``skip`` positional ones; each field keeps the annotation and default of its parameter
-    (unannotated: any type).
-
-    Args:
-        fn: the factory, e.g. ``bench.core.models.mlp``.
-        skip: how many leading parameters are not settings (the input shape, the number of classes).
-
-    Returns:
-        A new ``Params`` subclass named ``<fn>_kwargs``.
+    Each field keeps its parameter's annotation (none: any type) and default.
     """
     fields: dict[str, Any] = {}
     hints = inspect.get_annotations(fn, eval_str=True)
@@ -162,15 +138,7 @@ def _first_sentence(text: str, width: int = 110) -> str:
 
 
 def summary(obj: Any, width: int = 140) -> str:
-    """The first sentence of ``obj``'s docstring (its first paragraph, joined), as ``bench list NAME`` heads it.
-
-    Args:
-        obj: anything with a docstring (a plug-in class).
-        width: the most characters kept.
-
-    Returns:
-        The sentence; "" without a docstring.
-    """
+    """The first sentence of ``obj``'s docstring ("" without one), at most ``width`` characters (``bench list``)."""
     paragraph = inspect.cleandoc(obj.__doc__ or "").split("\n\n")[0]
     return _first_sentence(" ".join(paragraph.split()), width)
 
@@ -195,17 +163,10 @@ def _range(metadata: list) -> str:
 
 
 def field_rows(cls: type[Params]) -> list[tuple[str, str, str, str, str]]:
-    """What ``bench list NAME`` prints of a plug-in's settings.
+    """``bench list NAME``'s rows: ``(name, type, default as JSON, range, description)`` per field, in order.
 
-    One row per field of ``cls``, as (name, type, default as JSON, allowed range such as ``[10, 250000]`` ("" when
-    unbounded), the first sentence of its description: the field's ``description`` or its line in the class docstring's
-    ``Attributes:``).
-
-    Args:
-        cls: the plug-in's ``Params`` class.
-
-    Returns:
-        One ``(name, type, default, range, description)`` row of text per field, in declaration order.
+    The range is e.g. ``[10, 250000]`` ("" when unbounded); the description the first sentence of the field's
+    ``description`` or of its ``Attributes:`` entry in the class docstring.
     """
     docs = _attribute_docs(cls)
     rows = []

@@ -35,16 +35,10 @@ _MODULE_STATE = ("autograd_grad_sample_hooks", "activations", "max_batch_len", "
 
 
 def unwrap(model: nn.Module) -> nn.Module:
-    """The innermost model of ``model``.
+    """The innermost module of ``model`` (itself if it wraps nothing), no copy.
 
     Through DataParallel (``.module``), ``torch.compile`` (``._orig_mod``) and Opacus' GradSampleModule (``._module``),
-    in any nesting. No copy is made.
-
-    Args:
-        model: a model, wrapped or not.
-
-    Returns:
-        The innermost module (``model`` itself when it wraps nothing).
+    in any nesting.
     """
     while True:
         name = type(model).__name__

@@ -1,9 +1,9 @@
 """What privacy a mechanism spent, defined once.
 
 The accountant's ε with its δ, accountant and neighbouring relation, and the same guarantee under other relations.
-Mechanisms construct ``PrivacySpent``; results.json stores it as ``bench.results.Privacy``, the same type plus the
-results-only ``weak_delta`` (a subclass, converted with ``Privacy(**spent.model_dump(), weak_delta=...)``). Frozen,
-validated on construction. No torch import (the results contract imports this module).
+Mechanisms construct ``PrivacySpent``; results.json stores it as ``bench.results.PrivacyRecord``, the same type plus
+the results-only ``weak_delta`` (a subclass, converted with ``PrivacyRecord(**spent.model_dump(), weak_delta=...)``).
+Frozen, validated on construction. No torch import (the results contract imports this module).
 """
 
 from __future__ import annotations
@@ -52,11 +52,7 @@ class HeuristicEpsilon(BaseModel):
         return self
 
     def describe(self) -> str:
-        """The heuristic in words, for reports and logs.
-
-        Returns:
-            ``ε ≈ … (δ = …, relation; last-iterate heuristic (Steinke et al. 2025): not a bound)``.
-        """
+        """``ε ≈ … (δ = …, relation; last-iterate heuristic (Steinke et al. 2025): not a bound)``."""
         return f"ε ≈ {self.epsilon:.3g} (δ = {self.delta:.0e}, {self.relation}; {self.label})"
 
 
@@ -175,14 +171,11 @@ class PrivacySpent(BaseModel):
         return self.guarantee != "none" and self.epsilon is not None
 
     def under(self: P, relation: str | None) -> P | None:
-        """This guarantee stated under another neighbouring relation.
-
-        Args:
-            relation: ``add-remove``, ``replace-one`` or ``replace-one-same-class``; None gives None.
+        """This guarantee stated under another neighbouring relation ``relation`` (None gives None).
 
         Returns:
             A copy with that relation's ε, accountant and profile and no other relations (every other field, e.g.
-            ``Privacy.weak_delta``, kept); itself when ``relation`` is its own; None when it states no ε for that
+            ``PrivacyRecord.weak_delta``, kept); itself when ``relation`` is its own; None when it states no ε for that
             relation (or has no guarantee at all).
         """
         if self.epsilon is None or relation is None:
@@ -196,14 +189,7 @@ class PrivacySpent(BaseModel):
         return None
 
     def heuristic(self, relation: str | None) -> HeuristicEpsilon | None:
-        """The last-iterate heuristic ε under ``relation`` (not a bound).
-
-        Args:
-            relation: ``add-remove`` or ``replace-one``; None gives None.
-
-        Returns:
-            The ``HeuristicEpsilon`` under that relation, or None where none was computed.
-        """
+        """The last-iterate heuristic ε (not a bound) under ``relation``, or None where none was computed."""
         for h in self.heuristics:
             if h.relation == relation:
                 return h
@@ -211,27 +197,12 @@ class PrivacySpent(BaseModel):
 
     @classmethod
     def no_guarantee(cls, *, claimed_epsilon: float | None = None, note: str = "") -> PrivacySpent:
-        """The record of a mechanism without a formal guarantee.
-
-        Args:
-            claimed_epsilon: an ε (unitless) a source claimed for it, shown beside "no guarantee"; never certified.
-            note: a free-text note.
-
-        Returns:
-            The record: ``guarantee`` ``none``, no ε, δ or relation.
-        """
+        """A mechanism without a formal guarantee: no ε, δ or relation; ``claimed_epsilon``: claimed, not certified."""
         return cls(None, None, "none", "none", claimed_epsilon=claimed_epsilon, note=note)
 
     @classmethod
     def privacy_off(cls, *, note: str = "") -> PrivacySpent:
-        """The record of a model trained with privacy turned off.
-
-        Args:
-            note: a free-text note.
-
-        Returns:
-            The record: ε = ∞ (``off``), no accountant, no neighbouring relation.
-        """
+        """A model trained with privacy off: ε = ∞ (``off``), no accountant, no neighbouring relation."""
         return cls(None, None, "none", "none", note=note, off=True)
 
     def describe(self) -> str:
@@ -251,16 +222,9 @@ class PrivacySpent(BaseModel):
 
 def by_position(owner: str, names: tuple[str, ...], args: tuple[object, ...], data: dict[str, object]
                  ) -> dict[str, object]:
-    """``data`` with the positional ``args`` assigned to ``names`` in order (the dataclass-style constructor).
+    """The keyword arguments ``data``, updated in place with ``args`` assigned to the fields ``names`` in order.
 
-    Args:
-        owner: the class's name, for the error message.
-        names: the fields that may be given by position, in order.
-        args: the positional arguments.
-        data: the keyword arguments; updated in place.
-
-    Returns:
-        ``data``, with the positional arguments added.
+    The dataclass-style constructor of class ``owner`` (named in errors).
 
     Raises:
         TypeError: more positional arguments than ``names``, or a field given both by position and by keyword.

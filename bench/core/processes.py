@@ -1,8 +1,8 @@
 """Worker processes that die with their driver.
 
 A driver killed with SIGKILL cannot stop its workers, and an orphan would work on and hold the driver's output pipes
-open. Used by the training executor's local workers (``bench.execution.local_executor``) and the zoo's
-(``bench.zoo.dispatch``). No torch import.
+open. Used by the local executor's workers (``bench.execution.local_executor``: training jobs, and the zoo's runs).
+No torch import.
 """
 
 from __future__ import annotations

@@ -16,15 +16,7 @@ PLUGIN_GROUP = "privbench.plugins"
 
 
 def entry_point_plugins() -> tuple[str, ...]:
-    """The modules installed packages declare as privbench plug-ins, sorted by entry-point name.
-
-    In a package's ``pyproject.toml``, ``[project.entry-points."privbench.plugins"] my_mechanism =
-    "my_package.my_mechanism"``. Importing such a module registers what it defines, as ``--plugins
-    my_package.my_mechanism`` would.
-
-    Returns:
-        The module names, each once, in the order of their entry points' names.
-    """
+    """Modules declared in packages' ``[project.entry-points."privbench.plugins"]``, by entry-point name, each once."""
     eps = sorted(metadata.entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name)
     return tuple(dict.fromkeys(ep.value.split(":")[0].strip() for ep in eps))
 
@@ -49,16 +41,7 @@ class Registry(Generic[T]):
         self._lazy: dict[str, str] = {}
 
     def register(self, name: str | None = None) -> Callable[[T], T]:
-        """Decorator: ``@MECHANISMS.register()`` registers the decorated class under its own ``name``.
-
-        ``@MECHANISMS.register("dpsgd")`` states it again, and must agree.
-
-        Args:
-            name: the registered name; None for the class's ``name`` attribute.
-
-        Returns:
-            The decorator; it returns the object unchanged and raises as ``add`` does.
-        """
+        """Decorator: ``@MECHANISMS.register()`` registers a class under its ``name`` (``name`` given: must agree)."""
 
         def deco(obj: T) -> T:
             self.add(name, obj)
@@ -69,13 +52,8 @@ class Registry(Generic[T]):
     def add(self, name: str | T | None, obj: T | None = None) -> None:
         """``add(ToyNoise)``: register a class under its ``name`` attribute; ``add("name", obj)``: under ``name``.
 
-        Args:
-            name: the name, or the class itself when ``obj`` is None.
-            obj: the object to register, or None.
-
         Raises:
-            ValueError: a duplicate name, no name, a class not a subclass of ``base``, or a name that differs from
-                the class's own.
+            ValueError: a duplicate name, no name, a class not a subclass of ``base``, or a name not the class's own.
         """
         if obj is None:
             if isinstance(name, str) or name is None:
@@ -104,29 +82,13 @@ class Registry(Generic[T]):
         return str(name or own)
 
     def add_lazy(self, name: str, target: str) -> None:
-        """Register ``"package.module:attribute"``, imported on first ``get``.
-
-        Keeps imports light: listing or validating names never imports torch.
-
-        Args:
-            name: the registered name.
-            target: ``"package.module:attribute"``.
-
-        Raises:
-            ValueError: ``name`` is already registered.
-        """
+        """Register ``"package.module:attribute"``, imported on first ``get``; ValueError if ``name`` is taken."""
         if name in self._items or name in self._lazy:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._lazy[name] = target
 
     def get(self, name: str) -> T:
-        """The object registered under ``name``, importing a lazy one on first use.
-
-        Args:
-            name: the registered name.
-
-        Returns:
-            The registered object (usually a class or a factory).
+        """The object (usually a class or a factory) registered under ``name``, importing a lazy one on first use.
 
         Raises:
             ValueError: an unknown name (the message lists the known ones), or a lazy target that fails the checks.
@@ -143,11 +105,7 @@ class Registry(Generic[T]):
             raise ValueError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}") from None
 
     def names(self) -> list[str]:
-        """The registered names.
-
-        Returns:
-            Every name, eager and lazy, each once, in registration order.
-        """
+        """Every registered name, eager and lazy, each once, in registration order."""
         return list(dict.fromkeys([*self._items, *self._lazy]))
 
     def __contains__(self, name: object) -> bool:

@@ -13,20 +13,10 @@ from torch import nn
 
 
 def resnet18_gn(input_shape: tuple[int, ...], num_classes: int, stem: str = "small") -> nn.Module:
-    """Torchvision ResNet-18 with GroupNorm in place of BatchNorm and K outputs.
+    """Torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm and K outputs.
 
-    Torchvision ResNet-18 with GroupNorm(min(32, C), C) in place of BatchNorm (Opacus needs
-    per-sample-independent layers) and K outputs. ``stem="small"``: a C-channel 3×3 stride-1 first conv and
-    no max-pool (for 28×28 input); ``stem="imagenet"``: torchvision's own 7×7 stride-2 conv (made C-channel)
-    and max-pool, as the ``dpsgd-resnet18`` source did (28×28 becomes 7×7 after the stem; ~16× cheaper).
-
-    Args:
-        input_shape: ``(C, H, W)``.
-        num_classes: the number of classes K.
-        stem: ``small`` or ``imagenet``.
-
-    Returns:
-        The untrained ResNet-18, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+    ``stem="small"``: a C-channel 3×3 stride-1 first conv and no max-pool (for 28×28 input); ``stem="imagenet"``:
+    torchvision's 7×7 stride-2 conv (made C-channel) and max-pool, as the ``dpsgd-resnet18`` source did.
 
     Raises:
         ValueError: another ``stem``.
@@ -67,14 +57,7 @@ class WideBlock(nn.Module):
                          if stride != 1 or c_in != c_out else None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The block on ``x``.
-
-        Args:
-            x: ``(N, c_in, H, W)`` activations.
-
-        Returns:
-            ``(N, c_out, H / stride, W / stride)`` activations.
-        """
+        """``(N, c_in, H, W)`` -> ``(N, c_out, H / stride, W / stride)`` activations."""
         a = torch.relu(self.norm1(x))
         out = self.conv2(torch.relu(self.norm2(self.conv1(a))))
         return out + (self.shortcut(a) if self.shortcut is not None else x)
@@ -84,20 +67,9 @@ def wide_resnet(input_shape: tuple[int, ...], num_classes: int, depth: int = 16,
                 groups: int = 16) -> nn.Module:
     """WRN-``depth``-``width`` (Zagoruyko & Komodakis 2016) with GroupNorm(``groups``) in place of BatchNorm.
 
-    The DP-SGD CIFAR-10 model of De et al. 2022 (without their weight standardisation, which per-sample clipping here
-    does not support): Conv3×3(16), three stages of (depth − 4)/6 wide blocks of 16·width, 32·width, 64·width channels
-    (strides 1, 2, 2), GN-ReLU, global average pooling, Linear(→K). Any ``(C, H, W)`` input (at least 4×4: the average
-    pooling adapts). 2.75 M parameters for WRN-16-4 on CIFAR-10.
-
-    Args:
-        input_shape: ``(C, H, W)``.
-        num_classes: the number of classes K.
-        depth: the depth 6n + 4 (n >= 1).
-        width: the width multiplier.
-        groups: the GroupNorm groups.
-
-    Returns:
-        The untrained network, ``(N, C, H, W)`` images to ``(N, K)`` logits.
+    De et al. 2022's DP-SGD CIFAR-10 model without weight standardisation: Conv3×3(16), three stages of (depth − 4)/6
+    wide blocks of 16·width, 32·width, 64·width channels (strides 1, 2, 2), GN-ReLU, global average pooling (any input
+    of at least 4×4), Linear(→K).
 
     Raises:
         ValueError: depth not 6n + 4.
@@ -117,15 +89,6 @@ def wide_resnet(input_shape: tuple[int, ...], num_classes: int, depth: int = 16,
 
 
 def wrn_16_4(input_shape: tuple[int, ...], num_classes: int, groups: int = 16) -> nn.Module:
-    """WRN-16-4 with GroupNorm (De et al. 2022, CIFAR-10); see ``wide_resnet``.
-
-    Args:
-        input_shape: ``(C, H, W)``, at least 4×4.
-        num_classes: the number of classes K.
-        groups: the GroupNorm groups.
-
-    Returns:
-        The untrained network, ``(N, C, H, W)`` images to ``(N, K)`` logits (2.75 M parameters on CIFAR-10).
-    """
+    """WRN-16-4 with GroupNorm(``groups``) (De et al. 2022, CIFAR-10; 2.75 M parameters); see ``wide_resnet``."""
     return wide_resnet(input_shape, num_classes, depth=16, width=4, groups=groups)
 

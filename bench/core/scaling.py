@@ -144,28 +144,15 @@ def bounds_file(path: Path, features: list[str], where: str) -> tuple[np.ndarray
 
 
 def first_line(exc: BaseException) -> str:
-    """A one-line description of an exception, for an error message.
-
-    Args:
-        exc: the exception.
-
-    Returns:
-        The first line of its message (at most 160 characters), or its class name when it has none.
-    """
+    """The first line of ``exc``'s message (at most 160 characters), or its class name when it has none."""
     text = str(exc).strip()
     return text.splitlines()[0][:160] if text else type(exc).__name__
 
 
 def source_bounds(src: DataSource, features: list[str] | None):
-    """The public bounds the source's ``bounds`` option names.
+    """``(low, high, text)`` of ``src``'s ``bounds`` option (None without one): scalars, or a file's ``(D,)`` arrays.
 
-    Args:
-        src: the data source.
-        features: the feature names a bounds file must cover (tabular data), or None.
-
-    Returns:
-        ``(low, high, text)``: scalars for ``LOW:HIGH``, ``(D,)`` arrays for a file, and the bounds in words; None
-        when the source has no ``bounds`` option.
+    A bounds file must cover ``features``; ``text`` is the bounds in words.
 
     Raises:
         ConfigError: a malformed ``LOW:HIGH``.

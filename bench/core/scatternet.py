@@ -44,14 +44,7 @@ class Scattering(nn.Module):
         self.out_shape = (c * (1 + J * L + L * L * J * (J - 1) // 2), h // 2**J, w // 2**J)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The scattering features of ``x`` (on CPU without a gradient, from a per-process cache by image content).
-
-        Args:
-            x: ``(N, C, H, W)`` images.
-
-        Returns:
-            ``(N, C·K, H/2^J, W/2^J)`` features (``out_shape`` per image).
-        """
+        """``(N, C, H, W)`` images -> ``(N, *out_shape)`` features (on CPU without a gradient: cached by content)."""
         if x.device.type != "cpu" or (torch.is_grad_enabled() and x.requires_grad):  # a gradient needs the graph
             return self.transform(x.contiguous()).reshape(len(x), *self.out_shape)
         return _SCATTER_CACHE.features(self, x)
@@ -99,20 +92,9 @@ _SCATTER_CACHE = _FeatureCache()
 
 
 def scatternet_linear(input_shape: tuple[int, ...], num_classes: int, groups: int = 27, J: int = 2) -> nn.Module:
-    """Tramèr & Boneh's (ICLR 2021, §3) ScatterNet + linear classifier.
+    """Tramèr & Boneh's (ICLR 2021, §3) ScatterNet + linear classifier, a ``FrozenFront`` (only the head trains).
 
-    The scattering transform (J = 2, L = 8; 81 × 7 × 7 features on 28×28 input), GroupNorm(``groups``, channels) — a
-    per-sample normalisation, so it needs no private statistics — and Linear(features→K). 39,700 trainable parameters on
-    MNIST.
-
-    Args:
-        input_shape: ``(C, H, W)``, H and W multiples of 2^J.
-        num_classes: the number of classes K.
-        groups: the GroupNorm groups (dividing the scattering channels).
-        J: the scattering scale.
-
-    Returns:
-        A ``FrozenFront``: ``(N, C, H, W)`` images to ``(N, K)`` logits, only the linear head trainable.
+    Scattering (scale ``J``, L = 8), GroupNorm(``groups``, channels) without affine parameters, Linear(features→K).
 
     Raises:
         ValueError: ``groups`` does not divide the channels, or H or W is not a multiple of 2^J.

@@ -35,14 +35,7 @@ class TrainingDiverged(RuntimeError):
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python, NumPy (``seed`` mod 2^32) and torch.
-
-    Args:
-        seed: the run's seed.
-
-    Returns:
-        A fresh CPU generator seeded with ``seed``.
-    """
+    """Seed Python, NumPy (``seed`` mod 2^32) and torch; return a fresh CPU generator seeded with ``seed``."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -73,18 +66,7 @@ class TensorBatches:
 
 
 def make_optimizer(params: Iterable[nn.Parameter], spec: TrainSpec) -> torch.optim.Optimizer:
-    """The optimizer a training spec names.
-
-    Args:
-        params: the parameters to optimise.
-        spec: its ``optimizer`` (``sgd`` or ``adam``), ``lr`` and ``momentum`` (SGD only).
-
-    Returns:
-        SGD with ``spec.momentum``, or Adam, at ``spec.lr``.
-
-    Raises:
-        ValueError: another optimizer name.
-    """
+    """SGD (with ``spec.momentum``) or Adam at ``spec.lr``, as ``spec.optimizer`` names; ValueError for another."""
     if spec.optimizer == "sgd":
         return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
     if spec.optimizer == "adam":
@@ -93,15 +75,7 @@ def make_optimizer(params: Iterable[nn.Parameter], spec: TrainSpec) -> torch.opt
 
 
 def soft_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """KL divergence between soft label distributions and the model's softmax.
-
-    Args:
-        logits: ``(B, K)``.
-        target: soft labels ``(B, K)``, each row a distribution.
-
-    Returns:
-        The batch mean (nats), a scalar tensor.
-    """
+    """Batch-mean KL(target ‖ softmax(logits)) in nats; ``logits`` and soft labels ``target`` both ``(B, K)``."""
     return F.kl_div(F.log_softmax(logits, dim=1), target, reduction="batchmean")
 
 
@@ -172,24 +146,10 @@ def fit_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: Tra
                    device: torch.device, loss_fn=None, scheduler_step: int | None = None,
                    on_epoch: EpochCallback | None = None, released: nn.Module | None = None
                    ) -> tuple[list[float], int, float]:
-    """Non-private mini-batch training of ``model`` on ``(x, y)``.
+    """Non-private ``train_loop`` of ``model`` on ``(x, y)`` with ``spec``'s optimizer, batch size and epochs.
 
-    Shared by every mechanism that trains an ordinary model (on real, released or perturbed data).
-
-    Args:
-        model: the module to train, in place.
-        x: ``(N, ...)`` inputs.
-        y: ``(N,)`` class indices or ``(N, K)`` soft labels (then pass ``loss_fn=soft_cross_entropy``).
-        spec: the optimizer, batch size and epochs.
-        generator: draws the batch order.
-        device: where to train.
-        loss_fn: the loss (None: cross-entropy, ``train_loop``'s default).
-        scheduler_step: halve the learning rate every that many epochs.
-        on_epoch: the progress callback.
-        released: the released model when it is not ``model`` (``train_loop``).
-
-    Returns:
-        (per-epoch loss, examples processed, seconds) from ``bench.core.training.train_loop``.
+    ``y``: ``(N,)`` class indices, or ``(N, K)`` soft labels with ``loss_fn=soft_cross_entropy``; ``generator`` draws
+    the batch order; ``scheduler_step`` halves the learning rate every that many epochs; the rest as ``train_loop``.
     """
     model.to(device)
     opt = make_optimizer(model.parameters(), spec)

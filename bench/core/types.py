@@ -43,11 +43,7 @@ class TrainSpec(Params):
     params: SerializeAsAny[Params] = NoParams()
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec as JSON data (cache keys, results.json).
-
-        Returns:
-            A dict of plain JSON values, every default of the mechanism's settings filled in.
-        """
+        """The spec as JSON data, every default filled in (cache keys, results.json)."""
         return self.to_json()
 
 

@@ -3,7 +3,8 @@
 Where training jobs run: ``local`` (this process and training worker processes beside it, processes × torch
 threads = the CPUs; ``bench.execution.local_executor``) or ``ray`` (one Ray task per job, on a local Ray instance or on
 a cluster; Moritz et al. 2018, "Ray: a distributed framework for emerging AI applications";
-``bench.execution.ray_executor``). Jobs themselves: ``bench.execution.trainjob``.
+``bench.execution.ray_executor``). Jobs themselves: ``bench.execution.trainjob`` (training) and
+``bench.execution.calljob`` (any call, e.g. a zoo run; the handle, the fault model).
 
 Design notes: docs/design-notes.md.
 """
@@ -14,12 +15,13 @@ import os
 
 from bench.config.validation import EXECUTORS
 from bench.core.errors import ConfigError
+from bench.execution.calljob import CallJob, JobFailed, Pending, as_completed
 from bench.execution.local_executor import LocalExecutor
 from bench.execution.ray_executor import CPUS_PER_JOB, MAX_RETRIES, RayExecutor
-from bench.execution.trainjob import JobFailed, Pending, TrainJob, run_job
+from bench.execution.trainjob import TrainJob, run_job
 
-__all__ = ["CPUS_PER_JOB", "MAX_RETRIES", "Executor", "JobFailed", "LocalExecutor", "Pending", "RayExecutor",
-           "TrainJob", "make_executor", "run_job"]
+__all__ = ["CPUS_PER_JOB", "MAX_RETRIES", "CallJob", "Executor", "JobFailed", "LocalExecutor", "Pending",
+           "RayExecutor", "TrainJob", "as_completed", "make_executor", "run_job"]
 
 Executor = LocalExecutor | RayExecutor
 

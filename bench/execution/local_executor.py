@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from bench.core.device import resolve_device
 from bench.core.processes import die_with_parent
-from bench.core.training import EpochCallback
-from bench.core.types import TrainedModel
-from bench.execution.trainjob import JobFailed, Pending, TrainJob, run_job
+from bench.execution.calljob import CallJob, JobFailed, Pending, run_any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from bench.core.training import EpochCallback
 
 
 def _next_task(tasks: Any, parent: int) -> Any:
@@ -31,30 +31,36 @@ def _next_task(tasks: Any, parent: int) -> Any:
                 return None
 
 
-def _worker_main(index: int, threads: int, tasks: Any, results: Any, parent: int, plugins: tuple[str, ...] = ()
-                 ) -> None:
-    """A training worker process.
+def _worker_main(index: int, threads: int | None, tasks: Any, results: Any, parent: int, plugins: tuple[str, ...] = (),
+                 cpus: frozenset[int] | None = None) -> None:
+    """A worker process.
 
-    ``run_job`` on every pickled job from ``tasks`` with ``threads`` torch threads; puts ``(kind, index, job id, pickled
-    models or exception)`` on ``results`` (kind ``ready`` once started, then ``ok`` or ``error`` per job); ``None``
-    stops it. Ctrl-C is the driver's to handle.
+    ``run_any`` on every pickled job from ``tasks`` (torch, imported with the first ``TrainJob``, at ``threads``
+    threads, default 1) on ``cpus`` (its affinity; None: the driver's); puts ``(kind, index, job id, pickled result or
+    exception)`` on ``results`` (kind ``ready`` once started, then ``ok`` or ``error`` per job); ``None`` stops it.
+    Ctrl-C is the driver's to handle.
     """
     import pickle
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)  # where prctl is missing, `_next_task` notices the orphaning between jobs
-    torch.set_num_threads(threads)
+    if cpus:
+        os.sched_setaffinity(0, cpus)
     for module in plugins:  # what the driver registered (mechanisms, models, ...), and what its plug-ins patch
         importlib.import_module(module)
     results.put(("ready", index, None, b""))
+    torch_threads = False
     while (task := _next_task(tasks, parent)) is not None:
         job_id, payload = task
         try:
-            models = run_job(pickle.loads(payload))
-            for trained in models:
-                trained.model.cpu()
-            out = ("ok", index, job_id, pickle.dumps(models))
+            job = pickle.loads(payload)
+            if not (torch_threads or isinstance(job, CallJob)):
+                import torch
+
+                torch.set_num_threads(threads or 1)
+                torch_threads = True
+            out = ("ok", index, job_id, pickle.dumps(run_any(job, to_cpu=True)))
         except Exception as exc:  # the job's outcome, handed to the driver
             try:
                 out = ("error", index, job_id, pickle.dumps(exc))
@@ -64,7 +70,7 @@ def _worker_main(index: int, threads: int, tasks: Any, results: Any, parent: int
 
 
 class LocalExecutor:
-    """Runs jobs on this machine: in this process (the driver) and in ``workers`` training processes.
+    """Runs jobs on this machine: in this process (the driver) and in ``workers`` worker processes.
 
     Jobs wait in a queue in submission order; a dispatcher thread gives the oldest to the next idle worker, so the
     workers train the next cells while the driver attacks the current one. When the driver needs a job's result it
@@ -73,21 +79,29 @@ class LocalExecutor:
     ``threads`` torch threads (``bench.core.device.parallelism``: processes × threads = the CPUs), so the numbers
     are the same to the bit wherever a job runs. Workers start with ``spawn`` (no forked OpenMP state) and take
     jobs once they have started; a worker that dies fails its job (``JobFailed``). Finished jobs are handed to
-    their ``on_done`` (the cache) in the driver's thread, the next time it submits or waits.
+    their ``on_done`` (the cache) in the driver's thread, the next time it submits or waits. ``wait`` leaves the jobs
+    to the workers (the driver runs them only where there are none; once every worker has died, they fail).
 
     Args:
-        workers: training processes besides the driver (0: everything in this process).
-        threads: torch threads of each process, the driver's included (None: leave the driver's as they are).
+        workers: worker processes besides the driver (0: everything in this process).
+        threads: torch threads of each process, the driver's included (None: leave the driver's as they are, 1 in a
+            worker).
         plugins: modules every worker imports before its first job (the run's ``--plugins``).
+        cpus: each worker's CPUs (its affinity, which its child processes inherit), one set per worker; empty: the
+            driver's.
     """
 
     name = "local"
 
-    def __init__(self, workers: int = 0, threads: int | None = None, plugins: tuple[str, ...] = ()) -> None:
+    def __init__(self, workers: int = 0, threads: int | None = None, plugins: tuple[str, ...] = (),
+                 cpus: Sequence[frozenset[int]] = ()) -> None:
         import threading
 
         self.workers, self.threads, self.plugins = max(0, int(workers)), threads, tuple(plugins)
+        self.cpus = tuple(cpus)
         if threads is not None:
+            import torch
+
             torch.set_num_threads(threads)
         self._lock = threading.Condition()
         self._queue: list[Pending] = []  # submitted, not yet taken by a worker
@@ -112,8 +126,8 @@ class LocalExecutor:
         self._results = ctx.Queue()
         for i in range(self.workers):
             tasks = ctx.Queue()
-            proc = ctx.Process(target=_worker_main, args=(i, self.threads or 1, tasks, self._results, os.getpid(),
-                                                             self.plugins),
+            proc = ctx.Process(target=_worker_main, args=(i, self.threads, tasks, self._results, os.getpid(),
+                                                             self.plugins, self.cpus[i] if self.cpus else None),
                                daemon=True, name=f"privbench-worker-{i}")
             proc.start()
             self._tasks.append(tasks)
@@ -131,8 +145,14 @@ class LocalExecutor:
             pending = self._queue.pop(0)
             job_id, self._next_id = self._next_id, self._next_id + 1
             self._running[job_id] = pending
+            try:
+                payload = pickle.dumps(pending.job)
+            except Exception as exc:  # a job that cannot be shipped fails, the dispatcher goes on
+                why = JobFailed(f"the job cannot be sent to a worker ({type(exc).__name__}: {exc})")
+                self._inbox.append(("error", w, job_id, pickle.dumps(why)))
+                continue
             self._taken[w] = job_id
-            self._tasks[w].put((job_id, pickle.dumps(pending.job)))
+            self._tasks[w].put((job_id, payload))
 
     def _dispatcher(self) -> None:
         """Thread: take the workers' messages into the inbox, notice dead workers, dispatch waiting jobs."""
@@ -158,7 +178,7 @@ class LocalExecutor:
                     if w in self._ready and not proc.is_alive():
                         self._ready.discard(w)
                         if w in self._taken:
-                            why = JobFailed(f"training worker {w} died (exit code {proc.exitcode})")
+                            why = JobFailed(f"worker {w} died (exit code {proc.exitcode})")
                             self._inbox.append(("error", w, self._taken.pop(w), pickle.dumps(why)))
                 self._dispatch()
                 if msg is not None or self._inbox:
@@ -180,10 +200,12 @@ class LocalExecutor:
     # -- executor interface ---------------------------------------------------------------------------------------
     def resolve_device(self, name: str) -> torch.device:
         """The device ``name`` means here (``auto``: CUDA where available)."""
+        from bench.core.device import resolve_device
+
         return resolve_device(name)
 
-    def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:
-        """Queue ``job`` for the next free worker; ``on_done`` is called with its models."""
+    def submit(self, job: Any, *, on_done: Callable[[Any], None] | None = None) -> Pending:
+        """Queue ``job`` (a ``TrainJob`` or ``CallJob``) for the next free worker; ``on_done`` gets its result."""
         pending = Pending(job, on_done)
         self._start()
         with self._lock:
@@ -195,14 +217,14 @@ class LocalExecutor:
 
     def _run_here(self, pending: Pending, on_epoch: EpochCallback | None = None) -> None:
         try:
-            models = run_job(pending.job, on_epoch)
+            out = run_any(pending.job, on_epoch)
         except Exception as exc:  # the job's outcome; re-raised by ``outcome``, and again if asked again
             pending.finish(None, exc)
         else:
-            pending.finish(models)
+            pending.finish(out)
 
-    def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
-        """The job's models: trained here now if no worker has taken it.
+    def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> Any:
+        """The job's result (a ``TrainJob``'s models): run here now if no worker has taken it.
 
         Else, while a worker trains it, this process trains the oldest waiting job. Raises what training raised, or
         ``JobFailed`` if its worker died.
@@ -223,8 +245,34 @@ class LocalExecutor:
             if here is not None:
                 self._run_here(here, progress)
 
+    def wait(self, pendings: Collection[Pending]) -> Pending:
+        """The first of ``pendings`` to finish, run by the workers (by this process where there are none).
+
+        Where every worker has died, the waiting jobs fail (``JobFailed``) rather than run here.
+        """
+        while True:
+            self._hand_over()
+            done = next((p for p in pendings if p.done), None)
+            if done is not None:
+                return done
+            with self._lock:
+                mine = [p for p in self._queue if p in pendings]
+                dead = self._procs and not any(proc.is_alive() for proc in self._procs)
+                taken = mine if dead else [] if self._procs else mine[:1]  # no workers: this process runs them
+                for p in taken:
+                    self._queue.remove(p)
+                if not taken:
+                    self._lock.wait(timeout=0.5)
+            for p in taken:
+                if self._procs:
+                    p.finish(None, JobFailed("no worker left: every worker process died"))
+                else:
+                    self._run_here(p)
+
     def describe(self) -> dict[str, Any]:
         """The ``executor`` block of results.json: processes, torch threads each, and this machine's CPUs."""
+        import torch
+
         from bench.core.device import available_cpus
 
         return {"name": self.name, "torch_threads": torch.get_num_threads(), "workers": self.workers,

@@ -8,34 +8,34 @@ from __future__ import annotations
 
 import importlib
 import socket
-from collections.abc import Callable
-from typing import Any
-
-import torch
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
 
 from bench.core.errors import BenchError, ConfigError
-from bench.core.training import EpochCallback
-from bench.core.types import TrainedModel
-from bench.execution.trainjob import JobFailed, Pending, TrainJob, run_job
+from bench.execution.calljob import CallJob, JobFailed, Pending, run_any
 
-CPUS_PER_JOB = 1  # Ray resource request of one job (its torch threads); a CUDA job also asks for one GPU
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from bench.core.training import EpochCallback
+
+CPUS_PER_JOB = 1  # Ray resource request of one TrainJob (its torch threads); a CUDA job also asks for one GPU
 MAX_RETRIES = 3  # Ray re-runs of a job whose worker died (not of one whose training raised)
 
 
-def _ray_job(job: TrainJob, threads: int, plugins: tuple[str, ...] = ()) -> list[TrainedModel]:
-    """The body of a Ray task: import the run's plug-ins, then run the job.
+def _ray_job(job: Any, threads: int, plugins: tuple[str, ...] = ()) -> Any:
+    """The body of a Ray task: the run's plug-in modules imported, then the job run.
 
-    The body of a Ray task: the run's plug-in modules imported (what the driver registered and patched; once per
-    worker process, as Python caches imports), then ``run_job`` with ``threads`` torch threads, models returned on
-    the CPU.
+    The plug-ins are what the driver registered and patched (once per worker process, as Python caches imports); a
+    ``TrainJob`` runs with ``threads`` torch threads, its models returned on the CPU.
     """
     for module in plugins:
         importlib.import_module(module)
-    torch.set_num_threads(threads)
-    out = run_job(job)
-    for trained in out:
-        trained.model.cpu()
-    return out
+    if not isinstance(job, CallJob):
+        import torch
+
+        torch.set_num_threads(threads)
+    return run_any(job, to_cpu=True)
 
 
 class RayExecutor:
@@ -47,6 +47,8 @@ class RayExecutor:
             ``ray.init`` keeps that connection (an ``address`` must still answer).
         plugins: modules every task imports before training (the run's ``--plugins``); on a cluster they must be
             importable on every node (installed there, or shipped with Ray's ``runtime_env``).
+        env: environment variables of every task (Ray's ``runtime_env``) where this process starts Ray; None: none
+            set.
 
     Raises:
         BenchError: ray is not installed, or the cluster cannot be reached (one line, no traceback).
@@ -54,7 +56,8 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, plugins: tuple[str, ...] = ()) -> None:
+    def __init__(self, address: str | None = None, plugins: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         try:
             import ray
         except ImportError:
@@ -67,7 +70,7 @@ class RayExecutor:
         if self._started:
             try:
                 ray.init(address=address or "local", include_dashboard=False, logging_level="WARNING",
-                         configure_logging=True)
+                         configure_logging=True, **({"runtime_env": {"env_vars": env}} if env else {}))
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise BenchError(f"cannot connect to the Ray cluster at {address!r} ({str(exc).splitlines()[0]}); "
                                  "start one with 'ray start --head' or omit --ray-address for a local Ray") from None
@@ -76,15 +79,19 @@ class RayExecutor:
 
     def resolve_device(self, name: str) -> torch.device:
         """``auto`` -> cuda when the cluster has GPUs, else cpu. Raises ConfigError for cuda without any GPU."""
+        import torch
+
         gpus = self._ray.cluster_resources().get("GPU", 0)
         if name == "cuda" and not gpus:
             raise ConfigError("device 'cuda' requested but the Ray cluster has no GPU; use --device cpu or auto")
         return torch.device("cuda" if name == "cuda" or (name == "auto" and gpus) else "cpu")
 
-    def submit(self, job: TrainJob, *, on_done: Callable[[list[TrainedModel]], None] | None = None) -> Pending:
-        """Submit ``job`` as one Ray task; ``on_done`` is called with its models."""
+    def submit(self, job: Any, *, on_done: Callable[[Any], None] | None = None) -> Pending:
+        """Submit ``job`` (a ``TrainJob`` or ``CallJob``) as one Ray task; ``on_done`` is called with its result."""
         pending = Pending(job, on_done)
-        task = self._task.options(num_cpus=CPUS_PER_JOB, num_gpus=1 if job.device == "cuda" else 0,
+        call = isinstance(job, CallJob)
+        task = self._task.options(num_cpus=job.cpus if call else CPUS_PER_JOB,
+                                  num_gpus=1 if not call and job.device == "cuda" else 0,
                                   max_retries=MAX_RETRIES, retry_exceptions=False)
         pending.ref = task.remote(job, CPUS_PER_JOB, self.plugins)
         self._outstanding[pending.ref] = pending
@@ -105,7 +112,7 @@ class RayExecutor:
             else:
                 pending.finish(models)
 
-    def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> list[TrainedModel]:
+    def result(self, pending: Pending, *, on_epoch: EpochCallback | None = None) -> Any:
         """Wait for ``pending``; every other job that finishes meanwhile is handed to its ``on_done`` too.
 
         The cache and the progress bar follow the whole cluster. Per-epoch progress is not reported from workers.
@@ -114,6 +121,13 @@ class RayExecutor:
             ready, _ = self._ray.wait(list(self._outstanding), num_returns=1)
             self._finish(ready)
         return pending.outcome()
+
+    def wait(self, pendings: Collection[Pending]) -> Pending:
+        """The first of ``pendings`` to finish (every other job that finishes meanwhile handed to its ``on_done``)."""
+        while not any(p.done for p in pendings):
+            ready, _ = self._ray.wait([p.ref for p in pendings if not p.done], num_returns=1)
+            self._finish(ready)
+        return next(p for p in pendings if p.done)
 
     def describe(self) -> dict[str, Any]:
         """The ``executor`` block of results.json: address, Ray version and ``ray.cluster_resources()``."""

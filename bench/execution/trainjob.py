@@ -1,7 +1,7 @@
-"""Training jobs: what to train, the job shipped to a worker, the function that runs it, the driver's handle.
+"""Training jobs: what to train, the job shipped to a worker, and the function that runs it.
 
 What to train is a ``Recipe``; a training job (``TrainJob``) is a recipe's models shipped to a worker; ``run_job`` is
-the pure function that runs one, and ``Pending`` the handle the driver holds while it runs. Executors
+the pure function that runs one (the driver's handle on it: ``bench.execution.calljob.Pending``). Executors
 (``bench.execution.executor``) decide where a job runs; ``run_job`` is a pure function of the job (every mechanism seeds
 itself from ``job.seeds``), so where a job runs does not change its result.
 """
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -25,14 +24,6 @@ from bench.execution.faults import MechanismFault, check_trained, is_plugin, mec
 
 if TYPE_CHECKING:  # pragma: no cover
     from attacks.base.context import AuditRequest
-
-
-class JobFailed(RuntimeError):
-    """A job that did not finish for a reason outside training itself.
-
-    (e.g. its worker died more often than ``MAX_RETRIES``.) The harness marks its cell or attack failed, like a diverged
-    training run.
-    """
 
 
 @dataclass(frozen=True)
@@ -156,35 +147,3 @@ def _run_job(job: TrainJob, on_epoch: EpochCallback | None) -> list[TrainedModel
         trained.audit = watch.result(trained.model)  # the released model, as fit returned it
     trained.model = plain_module(trained.model)  # whatever fit returned (wrapped, hooked): a plain, hook-free copy
     return [trained]
-
-
-class Pending:
-    """A submitted job.
-
-    ``on_done(models)`` (e.g. writing them to the cache) runs once, when the driver first sees the job finish;
-    ``result`` / ``error`` hold its outcome from then on.
-    """
-
-    def __init__(self, job: TrainJob, on_done: Callable[[list[TrainedModel]], None] | None) -> None:
-        self.job, self.on_done = job, on_done
-        self.result: list[TrainedModel] | None = None
-        self.error: BaseException | None = None
-        self.ref: Any = None  # Ray's ObjectRef
-
-    @property
-    def done(self) -> bool:
-        """Whether the job has a result or an error."""
-        return self.result is not None or self.error is not None
-
-    def finish(self, result: list[TrainedModel] | None, error: BaseException | None = None) -> None:
-        """Record the job's result or error; call ``on_done`` with a result."""
-        self.result, self.error = result, error
-        if result is not None and self.on_done is not None:
-            self.on_done(result)
-
-    def outcome(self) -> list[TrainedModel]:
-        """The job's models; raises its error where it failed."""
-        if self.error is not None:
-            raise self.error
-        assert self.result is not None
-        return self.result

@@ -93,18 +93,10 @@ def measure_mechanism(name: str, *, rounds: int, device: torch.device,
 
 
 def baseline_regressions(doc: dict[str, Any], baseline: dict[str, Any], factor: float) -> list[str]:
-    """The same-run ratios of ``doc`` that fell below ``factor`` × the baseline's.
+    """One line (name, baseline → now, factor) per same-run ratio of perf.json ``doc`` < ``factor`` × ``baseline``'s.
 
     Each mechanism's ``ratio`` and the built-in paths' ``ratios`` where higher is better (all but ``dpmix_60k_seconds``,
-    an absolute time).
-
-    Args:
-        doc: this run's perf.json.
-        baseline: a baseline perf.json.
-        factor: the least allowed fraction of the baseline's ratio, in (0, 1].
-
-    Returns:
-        One line per regression: the ratio's name, baseline → now, and the factor.
+    an absolute time); ``factor`` in (0, 1].
     """
     pairs = [(f"{k} (× its reference)", v.get("ratio"), doc.get("mechanisms", {}).get(k, {}).get("ratio"))
              for k, v in baseline.get("mechanisms", {}).items() if isinstance(v, dict)]

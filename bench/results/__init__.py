@@ -22,7 +22,7 @@ from bench.results.document import (
 )
 from bench.results.membership import AttackRecord, Audit, Bound, Design, Metrics, OneRun, Roc, TprAtFpr
 from bench.results.outcomes import TestOutcomes, pack_outcomes, test_set_hash, unpack_outcomes
-from bench.results.privacy import Privacy, RelationEpsilon
+from bench.results.privacy import PrivacyRecord, RelationEpsilon
 from bench.results.runs import Degenerate, EpochRecord, FeatureMaps, Images, RunResult, Timings, Utility
 from bench.results.schema_doc import schema_markdown
 from bench.results.tuning import RecipeCandidate, RecipeChoice
@@ -32,7 +32,7 @@ __all__ = [
     "Conformance", "ConformanceTest",
     "DatasetInfo", "Degenerate", "Design", "DetectionRow",
     "EpochRecord", "FeatureMaps",
-    "Images", "MeasuredEpsilon", "Metrics", "OneRun", "PooledAudit", "Privacy", "PrivacyBug", "RelationEpsilon",
+    "Images", "MeasuredEpsilon", "Metrics", "OneRun", "PooledAudit", "PrivacyRecord", "PrivacyBug", "RelationEpsilon",
     "RecipeCandidate", "RecipeChoice", "ReproducedValues", "ReproductionCurve", "ReproductionRow",
     "Results", "Roc", "RunResult", "TestOutcomes", "Timings", "TprAtFpr", "Utility", "pack_outcomes", "read",
     "schema_markdown", "test_set_hash", "unpack_outcomes", "write",

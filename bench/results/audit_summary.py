@@ -70,8 +70,8 @@ class PooledAudit(Model):
 
     White-box DP-SGD canaries of several runs of one configuration (the seeds of one mechanism, ε and dataset: the
     same public σ, q and T, so their canaries are draws from one pair of score distributions) pooled into one μ-GDP
-    analysis of their summed log-likelihood ratios (``attacks.analysis.gaussian_llr.pool_llr_fits``): an estimate
-    (it assumes those sums Gaussian), never an "ε ≥" and never a privacy bug.
+    analysis of their summed log-likelihood ratios (``attacks.analysis.statistics.gaussian_llr.pool_llr_fits``): an
+    estimate (it assumes those sums Gaussian), never an "ε ≥" and never a privacy bug.
     """
 
     dataset: str
@@ -94,8 +94,8 @@ class PooledAudit(Model):
     """The pooled ε estimate at ``Audit.delta`` and 95 % under its Gaussian assumption (not a bound)."""
     valid: bool
     """True when the Gaussian assumption stands its test: the runs' shape tests of their excluded canaries' scores,
-    combined by Fisher's method, pass (``attacks.analysis.gaussian_llr.combined_shape_p``). The number stays an
-    estimate either way."""
+    combined by Fisher's method, pass (``attacks.analysis.statistics.gaussian_llr.combined_shape_p``). The number stays
+    an estimate either way."""
     epsilon: float
     """The accountant's ε of the relation the audit tests (the largest over the runs)."""
     delta: float

@@ -1,4 +1,4 @@
-"""Conformance of an audit run to its certified mechanism (``attacks.analysis.conformance``).
+"""Conformance of an audit run to its certified mechanism (``attacks.conformance.hypothesis_tests``).
 
 Each parameter the accountant assumes, measured on the mechanism's own code path and tested against the certified value,
 and the ε the measured parameters imply.

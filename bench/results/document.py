@@ -185,11 +185,7 @@ class Results(Model):
     """Accuracy against one varied setting of a preset, written by ``bench reproduce``; null otherwise."""
 
     def to_json(self) -> str:
-        """The document as strict JSON text.
-
-        Returns:
-            The JSON text, indented by one space and ending in a newline; non-finite floats are written as null.
-        """
+        """The document as strict JSON text, indented by one space, newline-terminated; non-finite floats as null."""
         return json.dumps(json.loads(self.model_dump_json()), indent=1, allow_nan=False) + "\n"
 
 
@@ -254,18 +250,7 @@ def _nulled(node: Any, where: tuple[str | int, ...], found: set[tuple[str | int,
 
 
 def write(results: Results, path: str | Path) -> Path:
-    """Write ``results`` to ``path`` atomically (``bench.core.io``): a reader sees the old file or the new one.
-
-    Args:
-        results: the document.
-        path: the file to write (its folder must exist).
-
-    Returns:
-        The path written.
-
-    Raises:
-        OSError: the file or its temporary sibling cannot be written.
-    """
+    """Write ``results`` to ``path`` (folder must exist) atomically: a reader sees the old file or the new one."""
     from bench.core.io import atomic_write_text
 
     return atomic_write_text(path, results.to_json())

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from bench.core.design import AuditDesign
 from bench.results.base import Model
 from bench.results.conformance import Conformance
-from bench.results.privacy import Privacy
+from bench.results.privacy import PrivacyRecord
 
 
 class TprAtFpr(Model):
@@ -31,7 +31,7 @@ class TprAtFpr(Model):
 
 
 class Metrics(Model):
-    """Membership metrics from one ROC (``attacks.analysis.metrics.membership_metrics``).
+    """Membership metrics from one ROC (``attacks.analysis.statistics.metrics.membership_metrics``).
 
     AUC, balanced accuracy, membership advantage (max TPR − FPR), and TPR at each FPR level (keys: the levels as
     strings).
@@ -85,7 +85,7 @@ class Bound(Model):
     """``clopper-pearson`` (Jagielski et al. 2020), ``one-run`` (Steinke et al. 2023), ``f-dp`` (Mahloujifar et al.
     2024, (ε, δ) curves), ``f-dp-gaussian`` (the same against μ-GDP curves), ``gaussian-pair`` (Agrawal et al.
     2026), ``gdp-fit`` (Nasr et al. 2023), ``gaussian-composed`` or ``gaussian-llr`` (μ-GDP of white-box canaries'
-    summed log-likelihood ratios, ``attacks.analysis.gaussian_llr``)."""
+    summed log-likelihood ratios, ``attacks.analysis.statistics.gaussian_llr``)."""
     epsilon_lb: float
     """The ε lower bound at ``Audit.delta`` and ``Audit.confidence``."""
     parametric: bool
@@ -174,24 +174,24 @@ class AttackRecord(Model):
     """Free-form facts the attack recorded (e.g. shadow models trained)."""
     conformance: Conformance | None = None
     """The audit run's conformance tests to its certified mechanism and the ε its measured parameters imply
-    (``attacks.analysis.conformance``); null where the attack measures none."""
-    audited_privacy: Privacy | None = None
+    (``attacks.conformance.hypothesis_tests``); null where the attack measures none."""
+    audited_privacy: PrivacyRecord | None = None
     """The certified privacy of the run the audit observed when it is not the model itself (an audit run on the
     members plus canaries, calibrated to the same target ε): the audit is compared with it. Null: the model's."""
 
-    def held_to(self, model_privacy: Privacy | None) -> Privacy | None:
+    def held_to(self, model_privacy: PrivacyRecord | None) -> PrivacyRecord | None:
         """The privacy this audit's bounds are held to.
 
-        The one rule the run-level bug check (``attacks/analysis/verdict.py``) and the reports (``reports/bounds.py``)
-        share.
+        The one rule the run-level bug check (``attacks/analysis/privacy_bugs/check.py``) and the reports
+        (``reports/bounds.py``) share.
 
         Args:
             model_privacy: the privacy of the model the attack ran on; used when the audit had no run of its own.
 
         Returns:
             The audited run's privacy (else ``model_privacy``): with a guarantee, stated under the neighbouring
-            relation the audit's design tests (``Privacy.under``: DP-SGD states add/remove beside replace-one), None
-            where it states no ε for that relation; without a guarantee, the record when a source claimed an ε (a
+            relation the audit's design tests (``PrivacyRecord.under``: DP-SGD states add/remove beside replace-one),
+            None where it states no ε for that relation; without a guarantee, the record when a source claimed an ε (a
             refuted claim, never a bug), else None.
         """
         p = self.audited_privacy or model_privacy

@@ -34,15 +34,7 @@ class TestOutcomes(Model):
 
 
 def test_set_hash(x: npt.NDArray[np.generic], y: npt.NDArray[np.generic]) -> str:
-    """The order-sensitive identity of a test set (``TestOutcomes.test_hash``).
-
-    Args:
-        x: the test records ``(N, ...)``, any dtype.
-        y: their labels ``(N,)``.
-
-    Returns:
-        The first 16 hex digits of SHA-256 over the records' and labels' bytes, in order.
-    """
+    """``TestOutcomes.test_hash``: SHA-256's first 16 hex digits over records ``(N, ...)`` and labels ``(N,)``."""
     h = hashlib.sha256(b"privbench-test-v1:")
     h.update(np.ascontiguousarray(x).tobytes())
     h.update(np.ascontiguousarray(y).astype(np.int64).tobytes())
@@ -50,28 +42,14 @@ def test_set_hash(x: npt.NDArray[np.generic], y: npt.NDArray[np.generic]) -> str
 
 
 def pack_outcomes(correct: npt.NDArray[np.bool_], test_hash: str) -> TestOutcomes:
-    """Pack per-example correctness into a ``TestOutcomes`` record.
-
-    Args:
-        correct: ``(N,)`` booleans, True where the prediction equals the label.
-        test_hash: ``test_set_hash`` of the test set.
-
-    Returns:
-        The record.
-    """
+    """A ``TestOutcomes`` of ``(N,)`` booleans (True: prediction right) and the test set's ``test_set_hash``."""
     bits = np.packbits(np.asarray(correct, dtype=bool), bitorder="little")
     return TestOutcomes(n=int(len(correct)), correct=base64.b64encode(bits.tobytes()).decode("ascii"),
                         test_hash=test_hash)
 
 
 def unpack_outcomes(record: TestOutcomes) -> npt.NDArray[np.bool_]:
-    """The per-example correctness a ``TestOutcomes`` record holds.
-
-    Args:
-        record: the record.
-
-    Returns:
-        ``(n,)`` booleans.
+    """The ``(n,)`` booleans a ``TestOutcomes`` record holds (True: prediction right).
 
     Raises:
         ValueError: the text is not base64, or holds fewer than ``n`` bits.

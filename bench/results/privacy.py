@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from bench.core.privacy import PrivacySpent, RelationEpsilon
 
-__all__ = ["Privacy", "RelationEpsilon"]  # RelationEpsilon: one of other_relations, stored as it is
+__all__ = ["PrivacyRecord", "RelationEpsilon"]  # RelationEpsilon: one of other_relations, stored as it is
 
 
-class Privacy(PrivacySpent):
+class PrivacyRecord(PrivacySpent):
     """What a model's mechanism spent, as certified by a named accountant (``bench.core.privacy.PrivacySpent``).
 
     ``epsilon``, ``delta`` and ``relation`` are null without a formal guarantee (``guarantee: "none"``; ``off``: ε = ∞);

@@ -9,7 +9,7 @@ from pydantic import Field
 from bench.results.base import Model
 from bench.results.membership import AttackRecord
 from bench.results.outcomes import TestOutcomes
-from bench.results.privacy import Privacy
+from bench.results.privacy import PrivacyRecord
 
 
 class Utility(Model):
@@ -186,7 +186,7 @@ class RunResult(Model):
     """The model-cache key (content hash of everything that determines the model); null without a cache."""
     params: dict[str, Any] = Field(default_factory=dict)
     """The mechanism's parameters as run (e.g. noise_multiplier, sample_rate), free-form."""
-    privacy: Privacy | None = None
+    privacy: PrivacyRecord | None = None
     """What the mechanism spent; null for a failed cell."""
     utility: Utility | None = None
     """Test accuracy and loss; null for a failed cell."""

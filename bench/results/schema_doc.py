@@ -152,13 +152,7 @@ def _model_section(model: type[BaseModel]) -> list[str]:
 
 
 def schema_markdown() -> str:
-    """The text of ``docs/results-schema.md``, generated from the typed contract.
-
-    Returns:
-        Markdown: a header (version, atomic writes, units), one section per model reachable from ``Results`` (its
-        docstring and a table of its fields: type, default and the field's docstring), and the notes on audit
-        counts and on the ``inversion`` metric keys by attack.
-    """
+    """The Markdown of ``docs/results-schema.md``: header, one section per model from ``Results`` on, the notes."""
     lines = [SCHEMA_HEADER]
     for model in _schema_models():
         lines += _model_section(model)

@@ -18,14 +18,9 @@ VALIDATION_MAX = 5_000  # images, as docs/recipes.md's validation split
 
 
 def validation_split(split: MembershipSplit) -> tuple[ArrayDataset, str]:
-    """The validation split of ``split``.
+    """``(images, description)``: the first ``VALIDATION_MAX`` of the attacker's population, else of the non-members.
 
-    Training images of the data set that no target trains on — the first ``VALIDATION_MAX`` of the attacker's population
-    (the split docs/recipes.md chose the default recipes on), or of the non-members when there is no population — and
-    its description. Never the test set.
-
-    Raises:
-        ValueError: neither a population nor non-members to validate on.
+    Training images no target trains on (docs/recipes.md's validation split), never the test set; ValueError if none.
     """
     source, name = (split.population, "attacker's population") if len(split.population) \
         else (split.non_members, "non-members")
@@ -36,10 +31,7 @@ def validation_split(split: MembershipSplit) -> tuple[ArrayDataset, str]:
 
 
 def is_candidate(r: RunResult) -> bool:
-    """A finished model trained with privacy off (the baseline, a mechanism's ε = ∞ point) with a validation accuracy.
-
-    What the ceiling is chosen among.
-    """
+    """Whether ``r`` is a ceiling candidate: a finished privacy-off model with a validation accuracy."""
     return (r.ok and r.privacy is not None and r.privacy.off and r.preset is None and r.utility is not None
             and r.utility.validation_accuracy is not None)
 

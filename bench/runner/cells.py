@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from attacks.analysis import membership_audit
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.metrics import membership_metrics
 from attacks.base.attack import Attack, MembershipAttack, ReconstructionAttack
 from attacks.base.context import AttackContext
 from attacks.base.outputs import MembershipScores, Reconstruction
@@ -35,7 +35,7 @@ from bench.results import (
     EpochRecord,
     FeatureMaps,
     Images,
-    Privacy,
+    PrivacyRecord,
     RunResult,
     Timings,
     Utility,
@@ -95,9 +95,10 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
                       weak_delta: bool = False) -> AttackRecord:
     """Metrics and the audit of one membership attack's scores.
 
-    Metrics (``attacks.analysis.metrics``) and the audit (``attacks.analysis``, every analysis the attack's design
-    allows) of one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``) replaces
-    it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated for.
+    Metrics (``attacks.analysis.statistics.metrics``) and the audit (``attacks.analysis``, every analysis the attack's
+    design allows) of one membership attack's scores. ``privacy``: the model's; an audit run's own (``res.privacy``)
+    replaces it. Its certified profile is tested when the design tests the neighbouring relation the profile is stated
+    for.
     """
     save_scores(name, res)
     metrics = membership_metrics(res.scores, res.labels)
@@ -116,9 +117,9 @@ def membership_record(name: str, res: MembershipScores, *, privacy: PrivacySpent
                             with_observed_phases(res.privacy, res.extra.get("observed_phases")), weak_delta))
 
 
-def privacy_record(p: PrivacySpent, weak_delta: bool) -> Privacy:
+def privacy_record(p: PrivacySpent, weak_delta: bool) -> PrivacyRecord:
     """The results.json form of a ``PrivacySpent``: the same record plus ``weak_delta`` (δ >= 1 / n_members)."""
-    return Privacy(**p.model_dump(), weak_delta=weak_delta)
+    return PrivacyRecord(**p.model_dump(), weak_delta=weak_delta)
 
 
 def images_record(images: np.ndarray, labels: np.ndarray, **fields) -> Images:
@@ -262,7 +263,7 @@ class CellRunner:
         return result
 
     @staticmethod
-    def _privacy(trained: TrainedModel, split: MembershipSplit) -> Privacy:
+    def _privacy(trained: TrainedModel, split: MembershipSplit) -> PrivacyRecord:
         p = trained.privacy
         return privacy_record(p, p.delta is not None and p.delta >= 1.0 / len(split.members))
 
@@ -274,13 +275,7 @@ class CellRunner:
                              self.trainer.like(recipe), recipe.mechanism)
 
     def prefetch(self) -> None:
-        """Submit the jobs of this cell's attacks before its target exists.
-
-        Submit the jobs of this cell's attacks (shadows, audit runs, a release audit's releases) before its
-        target exists, so that idle training workers run them while earlier cells are attacked. Their ``prefetch``
-        sees no target (``ctx.trained`` is None; a release audit checks ``ctx.mechanism`` instead of the target's
-        release); an error is left for ``score`` to record.
-        """
+        """Submit the jobs of this cell's attacks before its target exists; an error is left for ``score`` to record."""
         _prefetch(self._context(None), list(self._attacks().values()))
 
     def _attacks(self) -> dict[str, Attack]:

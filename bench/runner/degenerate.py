@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from attacks.analysis.statistics import clopper_pearson
+from attacks.analysis.statistics.confidence import clopper_pearson
 from bench.results import Degenerate, RunResult
 
 CONFIDENCE = 0.95

@@ -25,8 +25,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from attacks.analysis.pooled import pooled_audits
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.audits.pooled import pooled_audits
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.base.attack import Attack
 from bench.core.data import ArrayDataset, MembershipSplit
 from bench.core.device import parallelism, resolve_device
@@ -96,12 +96,7 @@ class Plan:
 
 
 def attack_order(cells: list[PlannedCell]) -> list[PlannedCell]:
-    """The order cells are trained and attacked in: the plan's, with the ε = ∞ points (``Recipe.off``) last.
-
-    The driver attacks while workers train ahead in this order; an ε = ∞ point trained in the middle would delay the
-    audit runs of the private cells after it (the driver then waits for them), and attacked last its model is ready
-    when the driver gets to it. results.json keeps the plan's order (``_run`` restores it).
-    """
+    """The order cells are trained and attacked in: the plan's, with the ε = ∞ points (``Recipe.off``) last."""
     return sorted(cells, key=lambda pc: pc.recipe.off)
 
 
@@ -171,10 +166,7 @@ class Harness:
         return self.trainer.device  # where evaluation and attacks run
 
     def run(self) -> tuple[Results, Path]:
-        """Run every cell; return (results document, output folder).
-
-        One run per Harness: the executor is closed at the end (Ray: jobs finished by then go into the cache, the rest
-        are cancelled).
+        """Run every cell, then close the executor (one run per Harness); return (results document, output folder).
 
         Raises:
             BenchError: unwritable output, another privbench run writing into it, or another run's results in it

@@ -62,11 +62,7 @@ class Tuning:
 
 
 def tuning_epsilon(epsilons: tuple[float, ...]) -> float:
-    """The target ε recipes are chosen at.
-
-    The middle of the grid (the lower middle one of an even grid), where a recipe must do well at the privacy levels on
-    either side; ε = 3 for the default grid 1, 3, 8.
-    """
+    """The target ε recipes are chosen at: the grid's middle (an even grid's lower middle), ε = 3 of 1, 3, 8."""
     grid = sorted(epsilons)
     return grid[(len(grid) - 1) // 2]
 

@@ -9,7 +9,6 @@ not a zoo document, data that is not there, an executor that cannot start (``ben
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from bench.core.errors import ConfigError
@@ -202,10 +201,4 @@ def main(args: argparse.Namespace) -> int:
         return _report(Path(args.folder))
     options = _options(args, plugins)
     _check_run(options)
-    from bench.zoo.dispatch import WorkerDied
-
-    try:
-        return _run(options)
-    except WorkerDied as exc:
-        print(f"privbench: error: {exc}", file=sys.stderr, flush=True)
-        return 1
+    return _run(options)

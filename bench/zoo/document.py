@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from attacks.analysis.statistics import clopper_pearson_lower, clopper_pearson_upper
+from attacks.analysis.statistics.confidence import clopper_pearson_lower, clopper_pearson_upper
 from bench.core.io import atomic_write_text
 
 ZOO_SCHEMA = 2  # 2: runs keyed by code version and configuration (``configuration``, ``code_version``, ``cost``)

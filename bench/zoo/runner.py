@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import resource
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.core.device import available_cpus
+from bench.execution.calljob import CallJob, JobFailed, Pending, as_completed
 from bench.zoo.api import AUDITORS, BUGS, ZOO_MECHANISMS, Bug
 from bench.zoo.catalogue import load
-from bench.zoo.dispatch import cpu_shares
-from bench.zoo.options import CORRECT, MECHANISM_RUN, PROFILE_EPSILON, REPO, RunSpec, ZooOptions
+from bench.zoo.options import CORRECT, CPUS_PER_RUN, MECHANISM_RUN, PROFILE_EPSILON, REPO, RunSpec, ZooOptions
 from bench.zoo.resume import code_version, kept, run_key
-from bench.zoo.worker import _failure
+from bench.zoo.worker import _failure, work
 
 __all__ = ["CORRECT", "MECHANISM_RUN", "PROFILE_EPSILON", "REPO", "ZooOptions", "_failure", "cases", "cpu_shares",
            "plan", "run_zoo"]
@@ -79,8 +81,57 @@ def _refused(options: ZooOptions, spec: RunSpec, record: dict[str, Any]) -> None
                       f"configuration ({why}); the runs not yet started were cancelled")
 
 
+def cpu_shares(options: ZooOptions) -> list[frozenset[int]] | None:
+    """This process's CPUs cut into ``options.jobs`` disjoint shares, one per local worker.
+
+    Its affinity, which its ``bench run`` inherits: processes × threads = its share, instead of every run starting a
+    training process per CPU of the whole machine. None where there is nothing to share (one job, Ray, fewer CPUs
+    than jobs, no affinity).
+    """
+    if options.jobs < 2 or options.executor != "local" or not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))[:available_cpus()]
+    if len(cpus) < options.jobs:
+        return None
+    return [frozenset(cpus[i::options.jobs]) for i in range(options.jobs)]
+
+
+def _executor(options: ZooOptions, runs: int) -> Any:
+    """``bench.execution``'s executor of ``options.executor`` for ``runs`` runs.
+
+    ``local``: ``options.jobs`` worker processes (at most one per run), each on its ``cpu_shares``; ``ray``: one task
+    per run, with this repository and ``$PRIVBENCH_DATA`` in every task's environment.
+
+    Raises:
+        bench.core.errors.BenchError: see ``RayExecutor``.
+    """
+    if options.executor == "ray":
+        from bench.execution.ray_executor import RayExecutor
+
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        env = {"PYTHONPATH": path, **{k: os.environ[k] for k in ("PRIVBENCH_DATA",) if k in os.environ}}
+        return RayExecutor(options.ray_address, env=env)
+    from dataclasses import replace
+
+    from bench.execution.local_executor import LocalExecutor
+
+    workers = max(1, min(options.jobs, runs))
+    return LocalExecutor(workers, cpus=cpu_shares(replace(options, jobs=workers)) or ())
+
+
+def _record(spec: RunSpec, pending: Pending) -> dict[str, Any]:
+    """The record of ``spec``'s finished job; one with ``error`` and no rows where the job failed."""
+    try:
+        return dict(pending.outcome())
+    except Exception as exc:  # a job that failed (its worker died, Ray gave up, it raised): a failed run
+        why = str(exc) if isinstance(exc, JobFailed) else f"{type(exc).__name__}: {exc}"
+        return {"key": spec.key, "case": spec.case, "seed": spec.seed, "attacks": list(spec.attacks), "exit": None,
+                "wall_s": None, "run_cpu_s": None, "worker_cpu_s": None, "error": why.splitlines()[0][:300],
+                "rows": []}
+
+
 def _failed_rows(spec: RunSpec, record: dict[str, Any]) -> list[dict[str, Any]]:
-    """A run that came back without rows (Ray could not run it): one failed row per auditor, never a gap."""
+    """A run that came back without rows (its job failed): one failed row per auditor, never a gap."""
     return [{"case": spec.case, "bug": spec.bug, "mechanism": spec.mechanism, "seed": spec.seed, "auditor": a,
              "attacks": [], "certified_epsilon": None, "true_epsilon": None, "exit": record.get("exit"),
              "run_cpu_s": None, "folder": str(spec.folder.relative_to(spec.options.output)),
@@ -88,18 +139,18 @@ def _failed_rows(spec: RunSpec, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Every case × seed: reuse the runs judged under the same key, run and judge the others in workers.
+    """Every case × seed: reuse the runs judged under the same key, run and judge the others as executor jobs.
 
-    And write ``zoo.json`` after each (``bench.zoo.document``). The caller holds the output folder's lock.
+    One ``CallJob`` of ``bench.zoo.worker.work`` per run (``_executor``; at most ``options.jobs`` at a time), a failed
+    job an error row per auditor; ``zoo.json`` written after each (``bench.zoo.document``). The caller holds the output
+    folder's lock.
 
     Raises:
         ValueError: an unknown bug or auditor (one line listing the known ones).
         bench.core.errors.ConfigError: a run refused its configuration (exit status 2; e.g. a plug-in mechanism
             without settings for the profile): the same for every seed, so the zoo stops at once, the runs not yet
             started cancelled and the finished ones kept.
-        bench.zoo.dispatch.WorkerDied: a local worker process died (the runs judged so far are kept).
     """
-    from bench.zoo.dispatch import dispatch
     from bench.zoo.document import write_document
 
     start = time.monotonic()
@@ -119,16 +170,24 @@ def run_zoo(options: ZooOptions, *, progress: Callable[[str], None] = lambda _: 
     def cost() -> dict[str, Any]:
         return _cost(start, [records[s] for s in todo if s in records])
 
-    for spec, record in dispatch(options, todo) if todo else ():
-        if record.get("exit") == 2:
-            _refused(options, spec, record)
-        if not record.get("rows"):
-            record = {**record, "rows": _failed_rows(spec, record)}
-        records[spec] = record
-        caught = sum(bool(r.get("caught")) for r in record["rows"])
-        progress(f"{spec.case}, seed {spec.seed}: " + (f"{caught} of {len(record['rows'])} auditors caught it"
-                                                       if not record.get("error") else "failed"))
-        write_document(options, rows(), cost=cost())
+    executor = _executor(options, len(todo)) if todo else None
+    cpus = CPUS_PER_RUN if options.executor == "ray" else None  # a local worker's share is its affinity
+    jobs = ((spec, CallJob(work, (spec, cpus), cpus=CPUS_PER_RUN)) for spec in todo)
+    try:
+        for spec, pending in as_completed(executor, jobs, options.jobs) if executor is not None else ():
+            record = _record(spec, pending)
+            if record.get("exit") == 2:
+                _refused(options, spec, record)
+            if not record.get("rows"):
+                record = {**record, "rows": _failed_rows(spec, record)}
+            records[spec] = record
+            caught = sum(bool(r.get("caught")) for r in record["rows"])
+            progress(f"{spec.case}, seed {spec.seed}: " + (f"{caught} of {len(record['rows'])} auditors caught it"
+                                                           if not record.get("error") else "failed"))
+            write_document(options, rows(), cost=cost())
+    finally:  # the workers stopped (their runs die with them) and reaped: their CPU time is in RUSAGE_CHILDREN
+        if executor is not None:
+            executor.close()
     return write_document(options, rows(), cost=cost())
 
 

@@ -236,6 +236,7 @@ def work(spec: RunSpec, cpus: int | None = None) -> dict[str, Any]:
     atomically in ``spec.record_path`` when the run ended with results (exit status 0, 1 or 3). Exit status 2 (the run
     refused its configuration) is the driver's to act on: no rows.
     """
+    load(spec.options.plugins)
     run = run_case(spec, cpus)
     record: dict[str, Any] = {"key": spec.key, "case": spec.case, "seed": spec.seed, "attacks": list(spec.attacks),
                               **run}

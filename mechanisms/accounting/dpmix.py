@@ -37,19 +37,10 @@ PLD_MAX_C = 5e6
 
 
 def label_sensitivity(label_form: LabelForm, d_y: int) -> float:
-    """Δ_y, the L2 distance two records' label rows can be apart.
+    """Δ_y ≥ 0, the L2 distance two records' label rows can be apart, for ``d_y`` ≥ 1 label coordinates.
 
-    Args:
-        label_form: ``distribution`` (one-hot or soft labels summing to 1, what ``mixing.check_records`` enforces):
-            √2 for d_y ≥ 2 (0 for a single class); ``box`` (any row in [0, 1]^d_y, Lee et al.'s Δ²): √d_y; ``none``
-            (no label released): 0.
-        d_y: label coordinates (≥ 1).
-
-    Returns:
-        Δ_y (≥ 0).
-
-    Raises:
-        ValueError: an unknown form.
+    ``distribution`` (rows summing to 1): √2 (0 for one class); ``box`` (rows in [0, 1]^d_y, Lee et al.): √d_y;
+    ``none`` (no label released): 0. Raises ValueError on another form.
     """
     if label_form == "distribution":
         return math.sqrt(2.0) if d_y >= 2 else 0.0
@@ -88,30 +79,24 @@ def dpmix_epsilon(
     sample_rate: float | None = None,
     label_form: LabelForm = "distribution",
 ) -> float:
-    """ε of a DPMix release under replace-one (Lee, Kim, Lee, Suh, ISIT 2019).
+    """ε (unitless; ``inf`` when no finite bound exists) of a DPMix release under replace-one.
 
-    Each of T released samples is the mean of ℓ distinct records plus N(0, σ_x²) on the features and N(0, σ_y²) on
-    the label; Δ² = d_x/σ_x² + Δ_y²/σ_y² (module docstring).
+    T released samples, each the mean of ℓ distinct records plus N(0, σ_x²) on the features and N(0, σ_y²) on the label.
+    ``method``: ``pld`` (tightest), ``dp_accounting`` (RDP; Wang, Balle, Kasiviswanathan 2019) or ``closed_form`` (Lee
+    et al.'s Thm. 1). ``sample_rate`` (closed form only) replays a source's q (one used 1/n, understating ε).
 
     Args:
-        sigma: σ_x, noise standard deviation on the features (> 0, feature units; features in [0, 1]).
+        sigma: σ_x, noise std on the features (> 0; features in [0, 1]).
         mixture_degree: ℓ, records averaged per sample (1 ≤ ℓ ≤ n).
         num_samples: T, samples released (≥ 1).
         num_records: n, size of the private dataset.
         d_x: feature dimension.
-        d_y: label dimension (both ≥ 1).
-        delta: target δ, a probability in (0, 1).
-        method: ``"pld"`` (default) — the exact ε of the dominating pair by ``dp_accounting``'s PLD (module
-            docstring); ``"dp_accounting"`` — Google's RDP accountant (Wang, Balle, Kasiviswanathan 2019, Thm. 27,
-            REPLACE_ONE, noise multiplier ℓ/Δ); ``"closed_form"`` — Lee et al.'s Thm. 1, evaluated exactly. All three
-            are valid upper bounds; the PLD is the tightest.
-        sigma_y: σ_y, noise on the label rows; defaults to ``sigma``.
-        sample_rate: the rate q in the closed form, default ℓ/n (the correct one). Only for showing what a source's
-            formula gave: one source used 1/n, which understates ε.
-        label_form: what the label rows are (``label_sensitivity``): ``distribution`` (default), ``box``, ``none``.
-
-    Returns:
-        ε (unitless), or ``inf`` when no finite bound exists.
+        d_y: label dimension.
+        delta: δ in (0, 1).
+        method: the accountant.
+        sigma_y: σ_y; defaults to ``sigma``.
+        sample_rate: q of the closed form, default ℓ/n.
+        label_form: see :func:`label_sensitivity`.
 
     Raises:
         ValueError: unknown method or label form, or an argument outside its range.
@@ -134,39 +119,16 @@ def dpmix_epsilon(
 
 @functools.lru_cache(maxsize=1024)
 def dpmix_pld_epsilon(c: float, q: float, num_samples: int, delta: float) -> float:
-    """ε at ``delta`` of :func:`dpmix_pld`, memoised.
-
-    An audit's releases repeat one σ's privacy profile (eleven δ's, most of a release's time) for every release.
-
-    Args:
-        c: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
-        q: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
-        num_samples: as :func:`dpmix_pld`'s (Δ²/ℓ², ℓ/n, T).
-        delta: δ, a probability in (0, 1).
-
-    Returns:
-        ε (unitless, replace-one); ``inf`` when c > ``PLD_MAX_C``.
-    """
+    """ε at ``delta`` (replace-one; ``inf`` when c > ``PLD_MAX_C``) of :func:`dpmix_pld`, memoised."""
     composed = dpmix_pld(c, q, num_samples)
     return float("inf") if composed is None else float(composed.get_epsilon_for_delta(delta))
 
 
 @functools.lru_cache(maxsize=256)
 def dpmix_pld(c: float, q: float, num_samples: int) -> PrivacyLossDistribution | None:
-    """``dp_accounting``'s PLD of T = ``num_samples`` DPMix releases.
+    """dp_accounting's PLD of T DPMix releases (c = Δ²/ℓ², q = ℓ/n), memoised; None when c > ``PLD_MAX_C`` (ε = ∞).
 
-    The T-fold composition of the dominating pair (q·N(√c, 1) + (1 − q)·N(0, 1), N(0, 1)) and its reverse (module
-    docstring), pessimistic connect-the-dots, grid ``PLD_INTERVAL·max(1, c)``; memoised (a calibration and its privacy
-    profile ask the same one many times).
-
-    Args:
-        c: Δ²/ℓ², the squared whitened sensitivity of one release's mean (> 0).
-        q: ℓ/n in (0, 1].
-        num_samples: T.
-
-    Returns:
-        A ``dp_accounting.pld.PrivacyLossDistribution``; ``.get_epsilon_for_delta(δ)`` is ε at δ. ``None`` when
-        c > ``PLD_MAX_C`` (ε is then reported as ∞).
+    The T-fold composition of the dominating pair (module docstring), pessimistic, grid ``PLD_INTERVAL·max(1, c)``.
     """
     from dp_accounting.pld import privacy_loss_distribution as pld
 
@@ -195,22 +157,7 @@ def _rdp_epsilon(noise_multiplier: float, ell: int, t: int, n: int, delta: float
 
 
 def dpmix_profile(*, sigma: float, delta: float, **kw: Any) -> tuple[tuple[float, float], ...]:
-    """DPMix's privacy profile by the same accountant as :func:`dpmix_epsilon`.
-
-    DPMix's privacy profile ``((ε(δᵢ), δᵢ), ...)`` at ``accounting.PROFILE_DELTAS`` and ``delta`` by the same
-    accountant as :func:`dpmix_epsilon`; audits test the whole curve.
-
-    Args:
-        sigma: the image noise σ_x.
-        delta: the run's δ (a probability), added to the profile's δ's.
-        kw: :func:`dpmix_epsilon`'s other arguments.
-
-    Returns:
-        ``((ε, δ), ...)`` pairs, ε unitless, replace-one.
-
-    Raises:
-        ValueError: as :func:`dpmix_epsilon`.
-    """
+    """DPMix's ``privacy_profile`` by :func:`dpmix_epsilon` (``kw``: its other arguments; replace-one)."""
     return privacy_profile(lambda d: dpmix_epsilon(sigma=sigma, delta=d, **kw), delta)
 
 
@@ -233,28 +180,23 @@ def dpmix_sigma(
 ) -> float:
     """Smallest σ = σ_x (σ_y = ``sigma_y_scale``·σ_x) whose DPMix ε is ≤ ``target_epsilon``, memoised. ε falls in σ.
 
-    A bracket (from the closed form's σ, an upper end for the tighter accountants, down by factors of 4), then Brent's
-    method on log ε to relative ``tol`` (``accounting.search.solve_log``); the σ returned always meets the target.
+    A bracket down from the closed form's σ, then Brent's method on log ε to relative ``tol``; the σ returned (feature
+    units) always meets the target. Other arguments as in :func:`dpmix_epsilon`.
 
     Args:
-        target_epsilon: ε to reach (unitless, > 0).
-        mixture_degree: as in :func:`dpmix_epsilon`.
-        num_samples: as in :func:`dpmix_epsilon`.
-        num_records: as in :func:`dpmix_epsilon`.
-        d_x: as in :func:`dpmix_epsilon`.
-        d_y: as in :func:`dpmix_epsilon`.
-        delta: as in :func:`dpmix_epsilon`.
-        method: as in :func:`dpmix_epsilon`.
-        sample_rate: as in :func:`dpmix_epsilon`.
-        label_form: as in :func:`dpmix_epsilon`.
-        sigma_y_scale: σ_y / σ_x, the label noise relative to the feature noise (> 0; 1: the source's equal
-            noise). The feature-label cross-moments a learner estimates are noisiest where σ_x·σ_y is largest; at
-            a fixed Δ² = d_x/σ_x² + Δ_y²/σ_y² that product is smallest at σ_y/σ_x = Δ_y/√d_x.
+        target_epsilon: ε to reach (> 0).
+        mixture_degree: ℓ.
+        num_samples: T.
+        num_records: n.
+        d_x: feature dimension.
+        d_y: label dimension.
+        delta: δ in (0, 1).
+        method: the accountant.
+        sample_rate: q of the closed form.
+        label_form: see :func:`label_sensitivity`.
+        sigma_y_scale: σ_y / σ_x (> 0; 1: the source's equal noise).
         sigma_max: largest σ considered.
         tol: relative tolerance on σ.
-
-    Returns:
-        σ, the noise standard deviation (in feature units, features in [0, 1]).
 
     Raises:
         ValueError: invalid arguments, or even ``sigma_max`` does not reach the target.

@@ -20,15 +20,7 @@ if TYPE_CHECKING:
 
 
 def require(ok: bool, message: str) -> None:
-    """Refuse bad input with one line: the accounting functions' argument check.
-
-    Args:
-        ok: whether the input is allowed.
-        message: the line naming the bad value and what is allowed.
-
-    Raises:
-        ValueError: ``message``, when ``ok`` is false.
-    """
+    """Raise ``ValueError(message)`` unless ``ok``: the accounting functions' one-line argument check."""
     if not ok:
         raise ValueError(message)
 
@@ -42,17 +34,7 @@ def _check_gauss(**values: float) -> None:
 
 
 def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
-    """Exact δ(ε) of the Gaussian mechanism N(0, σ²) with L2 sensitivity Δ (Balle & Wang, ICML 2018, Thm. 8).
-
-    δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), by ``dp_accounting``'s ``GaussianPrivacyLoss``.
-
-    Args:
-        sigma: noise std (> 0, units of Δ).
-        epsilon: ε ≥ 0 (unitless).
-        sensitivity: L2 sensitivity Δ (> 0).
-
-    Returns:
-        δ, a probability in [0, 1].
+    """Exact δ(ε) in [0, 1] of N(0, σ²) with L2 sensitivity Δ, σ in units of Δ (Thm. 8, ``GaussianPrivacyLoss``).
 
     Raises:
         ValueError: sigma or sensitivity not > 0, or epsilon < 0.
@@ -65,21 +47,9 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float = 1.0) ->
 
 
 def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest σ making the Gaussian mechanism (ε, δ)-DP.
+    """Smallest σ (units of Δ) making N(0, σ²) (ε, δ)-DP, for every ε > 0: the analytic calibration (Alg. 1).
 
-    The analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8 / Alg. 1), valid for every ε > 0 (unlike the
-    classic calibration, which needs ε < 1), by ``dp_accounting.get_sigma_gaussian`` (root-finding to 1e-12).
-
-    Args:
-        epsilon: ε > 0 (unitless).
-        delta: δ in (0, 1).
-        sensitivity: L2 sensitivity Δ (> 0; σ is linear in it).
-
-    Returns:
-        σ in the units of ``sensitivity``.
-
-    Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
+    Raises ValueError when epsilon or sensitivity is not > 0 or delta is outside (0, 1).
     """
     from dp_accounting import get_sigma_gaussian
 
@@ -88,21 +58,9 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) ->
 
 
 def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest ε with :func:`gaussian_delta` ≤ δ.
+    """Smallest ε ≥ 0 with :func:`gaussian_delta` ≤ δ: what σ (units of Δ) really buys.
 
-    What a given σ really buys (Balle & Wang, ICML 2018, Thm. 8), by ``dp_accounting.get_epsilon_gaussian``
-    (root-finding to 1e-12).
-
-    Args:
-        sigma: noise std (> 0, units of Δ).
-        delta: δ in (0, 1).
-        sensitivity: L2 sensitivity Δ (> 0).
-
-    Returns:
-        ε ≥ 0 (unitless).
-
-    Raises:
-        ValueError: sigma or sensitivity not > 0, or delta outside (0, 1).
+    Raises ValueError when sigma or sensitivity is not > 0 or delta is outside (0, 1).
     """
     from dp_accounting import get_epsilon_gaussian
 
@@ -111,22 +69,7 @@ def gaussian_epsilon(*, sigma: float, delta: float, sensitivity: float = 1.0) ->
 
 
 def classic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Textbook calibration σ = Δ·√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm. A.1), kept to show what sources claimed.
-
-    Valid only for ε < 1. Use :func:`gaussian_sigma`: smaller for ε < 1, and correct for every ε
-    (for large ε this σ is too small to give the claimed ε; Balle & Wang, ICML 2018, Sec. 3).
-
-    Args:
-        epsilon: ε > 0 (unitless).
-        delta: δ in (0, 1).
-        sensitivity: L2 sensitivity Δ (> 0).
-
-    Returns:
-        σ in the units of ``sensitivity``.
-
-    Raises:
-        ValueError: epsilon or sensitivity not > 0, or delta outside (0, 1).
-    """
+    """Textbook σ = Δ·√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm. A.1), valid only for ε < 1: what sources claimed."""
     _check_gauss(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
 
@@ -136,15 +79,7 @@ PROFILE_DELTAS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3)
 
 
 def privacy_profile(epsilon_of: Callable[[float], float], delta: float) -> tuple[tuple[float, float], ...]:
-    """The privacy profile of one accountant at ``PROFILE_DELTAS`` and ``delta``.
-
-    Args:
-        epsilon_of: the accountant's δ -> ε (ε unitless).
-        delta: the run's δ, a probability in (0, 1).
-
-    Returns:
-        ``((ε(δᵢ), δᵢ), ...)``, sorted by δ.
-    """
+    """``((ε(δᵢ), δᵢ), ...)`` of an accountant's δ -> ε at ``PROFILE_DELTAS`` and the run's ``delta``, sorted by δ."""
     return tuple((float(epsilon_of(d)), d) for d in sorted({*PROFILE_DELTAS, float(delta)}))
 
 
@@ -166,20 +101,9 @@ def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int, relation
 
 @functools.lru_cache(maxsize=512)
 def pld_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float, relation: str) -> float:
-    """DP-SGD's ε at δ by dp_accounting's PLD accountant (``_dpsgd_pld``), memoised.
+    """DP-SGD's ε at δ under ``relation`` by dp_accounting's PLD accountant (``_dpsgd_pld``), memoised.
 
-    Args:
-        noise_multiplier: σ > 0.
-        sample_rate: q in (0, 1].
-        steps: T.
-        delta: δ in (0, 1).
-        relation: the relation.
-
-    Returns:
-        ε (unitless) under ``relation``.
-
-    Raises:
-        ValueError: σ ≤ 0, q outside (0, 1], steps < 1, δ outside (0, 1) or an unknown relation.
+    Raises ValueError when σ ≤ 0, q is outside (0, 1], steps < 1 or δ is outside (0, 1).
     """
     require(noise_multiplier > 0 and 0 < sample_rate <= 1 and steps >= 1 and 0 < delta < 1,
             f"pld_epsilon: need σ > 0, 0 < q <= 1, steps >= 1 and 0 < δ < 1, got σ = {noise_multiplier!r}, "
@@ -196,25 +120,23 @@ that does not bound σ runs for minutes at ε = 1,000)."""
 @functools.lru_cache(maxsize=512)
 def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, steps: int,
                          relation: str) -> float:
-    """The smallest σ whose PLD ε at δ after ``steps`` steps is at most ``target_epsilon``.
+    """The smallest σ (to 1e-4 relative) whose PLD ε at δ after ``steps`` steps is at most ``target_epsilon``.
 
-    The smallest σ (to 1e-4 relative) whose PLD ε at δ after ``steps`` Poisson-subsampled Gaussian steps is at most
-    ``target_epsilon`` under ``relation``: bisection on σ in ``SIGMA_SEARCH`` (ε falls as σ grows), memoised.
-    This is how DP-SGD is calibrated under replace-one, the relation every mechanism's budget is matched on
-    (dp_accounting's ``NeighboringRelation.REPLACE_ONE``; Opacus' accountants are add/remove only).
+    Bisection on σ in ``SIGMA_SEARCH`` under ``relation``, memoised: DP-SGD's calibration under replace-one, the
+    relation every mechanism's budget is matched on (Opacus' accountants are add/remove only).
 
     Args:
         target_epsilon: ε > 0.
         delta: δ in (0, 1).
         sample_rate: q in (0, 1].
         steps: T.
-        relation: the relation.
+        relation: ``add-remove`` or ``replace-one``.
 
     Returns:
         σ, the noise multiplier (noise standard deviation over the clipping norm C).
 
     Raises:
-        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches (one line naming it).
+        ValueError: a target ε ≤ 0 or one that no σ in ``SIGMA_SEARCH`` reaches.
     """
     require(target_epsilon > 0 and math.isfinite(target_epsilon),
             f"dpsgd: target ε must be a finite number > 0, got {target_epsilon!r}")
@@ -239,42 +161,12 @@ def pld_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: fl
 @functools.lru_cache(maxsize=512)
 def dpsgd_profile(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
                   relation: str = "add-remove") -> tuple[tuple[float, float], ...]:
-    """DP-SGD's privacy profile by dp_accounting's PLD accountant.
-
-    DP-SGD's privacy profile: ``steps`` compositions of the Poisson-subsampled Gaussian mechanism (rate q, noise
-    multiplier σ) by ``dp_accounting``'s PLD accountant (pessimistic discretisation 1e-3), under ``relation``
-    (``add-remove`` or ``replace-one``); see ``privacy_profile``. Abadi et al. 2016, §3.1 (the moments accountant's
-    composition), accounted by PLD (Koskela, Jälkö, Honkela 2020; Doroshenko et al. 2022).
-
-    Args:
-        noise_multiplier: σ > 0 (noise std over C).
-        sample_rate: q in (0, 1].
-        steps: T ≥ 1 steps.
-        delta: the run's δ in (0, 1).
-        relation: ``add-remove`` (default) or ``replace-one``.
-
-    Returns:
-        ``((ε(δᵢ), δᵢ), ...)`` sorted by δ (ε unitless), at ``PROFILE_DELTAS`` and ``delta``.
-    """
+    """DP-SGD's ``privacy_profile``: T Poisson-subsampled Gaussian steps (q, σ) by dp_accounting's PLD, memoised."""
     return privacy_profile(_dpsgd_pld(noise_multiplier, sample_rate, steps, relation).get_epsilon, delta)
 
 
 def randomized_response_keep(epsilon: float, num_classes: int) -> float:
-    """k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016).
-
-    The probability e^ε/(e^ε + k − 1) of releasing the true label (each other label: 1/(e^ε + k − 1)); ε-DP under
-    replace-one.
-
-    Args:
-        epsilon: ε > 0 (unitless).
-        num_classes: the number of classes k ≥ 2.
-
-    Returns:
-        The probability of keeping the true label.
-
-    Raises:
-        ValueError: ε ≤ 0 or k < 2.
-    """
+    """P(true label kept) = e^ε/(e^ε + k − 1) of k-ary randomized response, ε-DP, replace-one (ε > 0, k ≥ 2)."""
     require(epsilon > 0 and num_classes >= 2, f"randomized response needs ε > 0 and k >= 2 classes, got ε = "
             f"{epsilon!r}, k = {num_classes!r}")
     return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
@@ -302,21 +194,7 @@ def _record_pld_epsilon(sigma: float, delta: float, label_epsilon: float, num_cl
 
 @functools.lru_cache(maxsize=512)
 def local_record_epsilon(*, sigma: float, delta: float, label_epsilon: float, num_classes: int) -> float:
-    """ε (unitless) at δ of the local release of one (image, label) record.
-
-    The analytic-Gaussian image channel at replace-one sensitivity 2 (Balle & Wang, ICML 2018) composed with k-ary
-    randomized response on the label (Kairouz, Oh, Viswanath 2016) by dp_accounting's PLD accountant
-    (``_record_pld_epsilon``), memoised.
-
-    Args:
-        sigma: the image noise σ > 0 (units of the unit-norm image).
-        delta: δ in (0, 1).
-        label_epsilon: the label's ε > 0 (unitless).
-        num_classes: k ≥ 2 classes.
-
-    Returns:
-        ε ≥ 0 (unitless) under replace-one, at most ε_image + ε_label (basic composition).
-    """
+    """ε at δ (replace-one) of one record: image + N(0, σ²) and a k-ary RR label at ``label_epsilon``, memoised."""
     return _record_pld_epsilon(sigma, delta, label_epsilon, num_classes)
 
 
@@ -326,21 +204,17 @@ def local_record_sigma(*, target_epsilon: float, delta: float, label_share: floa
     """(σ, ε_label) for a local release of (image, label) records at (``target_epsilon``, δ) under replace-one.
 
     The label gets ε_label = ``label_share``·ε by k-ary randomized response, the image the smallest σ (to 1e-6 relative,
-    by Brent's method on log ε, ``accounting.search.solve_log``: 8–10 PLD accountants where bisection took 18–19) for
-    which the composition (``local_record_epsilon``) is at most the target. σ lies between the analytic σ for the whole
-    ε and for (1 − share)·ε (basic composition).
+    Brent's method on log ε) for which ``local_record_epsilon`` is at most the target. Raises ValueError when ε ≤ 0, the
+    share is outside (0, 1) or k < 2.
 
     Args:
         target_epsilon: ε (unitless).
         delta: δ (a probability).
-        label_share: the share.
-        num_classes: k.
+        label_share: the share of ε spent on the label, in (0, 1).
+        num_classes: k ≥ 2.
 
     Returns:
-        (σ, in units of the unit-norm image, and ε_label).
-
-    Raises:
-        ValueError: ε ≤ 0, a share outside (0, 1) or k < 2.
+        σ (units of the unit-norm image) and ε_label.
     """
     require(target_epsilon > 0 and 0 < label_share < 1 and num_classes >= 2,
             f"local-gaussian: need ε > 0, label share in (0, 1) and k >= 2, got ε = {target_epsilon!r}, "

@@ -47,16 +47,10 @@ def _check(phases: Phases, relation: str) -> None:
 
 @functools.lru_cache(maxsize=256)
 def last_iterate_pair(phases: Phases) -> tuple[np.ndarray, np.ndarray, float]:
-    """The law of K = Σ_j K_j, K_j ~ Binomial(T_j, q_j), and the noise scale of the last iterate (units of C).
+    """The law of K = Σ_j Binomial(T_j, q_j) and the last iterate's noise scale, for ``phases`` ``((σ, q, T), ...)``.
 
-    Args:
-        phases: ``((σ, q, T), ...)``, see ``Phases``.
-
-    Returns:
-        (k = 0 … Σ T_j, log P(K = k) (−inf where the mass is 0), s = √(Σ_j σ_j² T_j)).
-
-    Raises:
-        ValueError: a σ ≤ 0, a q outside (0, 1] or steps < 1.
+    Returns (k = 0 … Σ T_j, log P(K = k) (−inf where 0), s = √(Σ_j σ_j² T_j) in units of C); raises ValueError on a
+    σ ≤ 0, a q outside (0, 1] or steps < 1.
     """
     _check(phases, "add-remove")
     pmf = np.ones(1)
@@ -157,22 +151,10 @@ def last_iterate_delta(*, phases: Phases, epsilon: float, relation: str = "add-r
 
 @functools.lru_cache(maxsize=512)
 def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-remove") -> float:
-    """The last-iterate heuristic ε at δ (Steinke et al. 2025; module docstring).
+    """The last-iterate heuristic ε ≥ 0 at δ (Steinke et al. 2025), memoised: an estimate, **not a bound**.
 
-    The smallest ε ≥ 0 with ``last_iterate_delta`` ≤ δ, by Brent's method (to 1e-12), memoised. **Not a bound.** At q =
-    1 with one phase it is the Gaussian mechanism's exact ε at sensitivity √T/σ (add/remove; 2√T/σ replace-one: Balle &
-    Wang 2018).
-
-    Args:
-        phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
-        delta: δ in (0, 1).
-        relation: ``add-remove`` or ``replace-one``.
-
-    Returns:
-        ε ≥ 0 (unitless).
-
-    Raises:
-        ValueError: bad phases, δ outside (0, 1) or an unknown relation.
+    The smallest ε with ``last_iterate_delta`` ≤ δ (Brent, to 1e-12). ``phases``: ``((σ, q, T), ...)``; ``relation``:
+    ``add-remove`` or ``replace-one``. Raises ValueError on bad phases, δ outside (0, 1) or an unknown relation.
     """
     _check(phases, relation)
     require(0 < delta < 1, f"last-iterate heuristic: δ must be in (0, 1), got {delta!r}")
@@ -190,22 +172,9 @@ def last_iterate_epsilon(*, phases: Phases, delta: float, relation: str = "add-r
 
 def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], basis: str = ""
                  ) -> tuple[HeuristicEpsilon, ...]:
-    """The last-iterate heuristic ε at δ under each of ``relations``, as results.json records them.
+    """One ``HeuristicEpsilon`` (results.json) per relation in ``relations``: add/remove, replace-one; others skipped.
 
-    The last-iterate heuristic ε at δ under each of ``relations`` (those of ``add-remove`` and ``replace-one``
-    the run states; others are skipped), as results.json records them, labelled ``LAST_ITERATE_LABEL``.
-
-    Args:
-        phases: ``((σ, q, T), ...)`` (σ the noise multiplier, q the Poisson rate, T the steps; one clip bound C).
-        delta: δ in (0, 1).
-        relations: the neighbouring relations to state it under.
-        basis: where σ, q, T came from; default: the phases written out.
-
-    Returns:
-        One ``HeuristicEpsilon`` per relation, in order (none for a σ = 0 phase: no noise, no heuristic).
-
-    Raises:
-        ValueError: a q outside (0, 1], steps < 1 or δ outside (0, 1).
+    ``phases``: ``((σ, q, T), ...)``; ``basis``: where they came from (default: written out). Empty for σ = 0.
     """
     if any(sigma == 0 for sigma, _, _ in phases):
         return ()
@@ -216,18 +185,10 @@ def last_iterate(*, phases: Phases, delta: float, relations: tuple[str, ...], ba
 
 
 def with_observed_phases(privacy: S, phases: Sequence[Sequence[float]] | None) -> S:
-    """``privacy`` with the last-iterate heuristic ε of a user's Opacus loop.
+    """``privacy`` with the last-iterate heuristic ε of a user's Opacus loop, from the observed ``[[σ, q, T], ...]``.
 
-    Computed from the phases the audit's observer saw (``[[σ, q, T], ...]``: each DPOptimizer's noise multiplier, its
-    accountant's rate, the steps), under each relation of add/remove and replace-one the record states; unchanged where
-    it has heuristics already, no guarantee, or no phases.
-
-    Args:
-        privacy: the audited run's privacy (a ``PrivacySpent`` or results.json's ``Privacy``).
-        phases: the observed phases, or None.
-
-    Returns:
-        A copy with ``heuristics`` set, or ``privacy`` itself.
+    Under each of add/remove and replace-one the record states; ``privacy`` itself where it has heuristics already, no
+    guarantee, or no valid phases.
     """
     if not phases or privacy.heuristics or not privacy.has_guarantee or privacy.delta is None:
         return privacy

@@ -16,21 +16,9 @@ from mechanisms.accounting.gaussian import SIGMA_SEARCH, pld_epsilon, require
 @functools.lru_cache(maxsize=512)
 def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate: float, epochs: int,
                             accountant: str) -> float:
-    """σ for (ε, δ) under add/remove by Opacus' ``get_noise_multiplier``, memoised.
+    """σ (noise std over C) for (ε, δ) under add/remove by Opacus' ``get_noise_multiplier``, memoised.
 
-    σ for (ε, δ) under add/remove after ``epochs`` epochs of Poisson sampling at rate q by Opacus'
-    ``get_noise_multiplier`` with ``accountant``, memoised (a calibration takes seconds; audits and shadows ask the
-    same one many times).
-
-    Args:
-        target_epsilon: the target ε (unitless).
-        delta: δ, a probability in (0, 1).
-        sample_rate: q.
-        epochs: the epochs (T = epochs·round(1/q) steps).
-        accountant: ``prv`` or ``rdp``.
-
-    Returns:
-        σ, the noise multiplier (noise standard deviation over the clipping norm C), add/remove.
+    ``epochs`` of Poisson sampling at rate q (T = epochs·round(1/q) steps); ``accountant``: ``prv`` or ``rdp``.
 
     Raises:
         ValueError: a target ε that σ ≥ ``SIGMA_SEARCH[0]`` already meets (Opacus' own search is unbounded there).
@@ -52,18 +40,9 @@ def opacus_noise_multiplier(*, target_epsilon: float, delta: float, sample_rate:
 
 @functools.lru_cache(maxsize=512)
 def opacus_epsilon(history: tuple[tuple[float, float, int], ...], *, delta: float, accountant: str) -> float:
-    """ε at δ of an Opacus accountant whose history is ``((σ, q, steps), ...)``, memoised.
+    """ε at δ under add/remove of an Opacus ``accountant`` whose ``history`` is ``((σ, q, T), ...)``, memoised.
 
-    Poisson-subsampled Gaussian steps composed under add/remove (Abadi et al. 2016, §3.1; ``prv``: Gopi, Lee, Wutschitz
-    2021; ``rdp``: Mironov 2017; ``gdp``: Dong, Roth, Su 2019).
-
-    Args:
-        history: ``((σ, q, T), ...)``: noise multiplier, sample rate in (0, 1] and steps of each phase.
-        delta: δ in (0, 1).
-        accountant: Opacus' accountant name (``prv``, ``rdp`` or ``gdp``).
-
-    Returns:
-        ε (unitless) under add/remove.
+    ``prv``: Gopi, Lee, Wutschitz 2021; ``rdp``: Mironov 2017; ``gdp``: Dong, Roth, Su 2019.
     """
     from opacus.accountants import create_accountant
 

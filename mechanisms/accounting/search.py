@@ -13,18 +13,8 @@ from collections.abc import Callable
 def solve_log(eps: Callable[[float], float], target: float, lo: float, hi: float, tol: float) -> float:
     """The σ in [lo, hi] (ε(lo) > target ≥ ε(hi), ε falling in σ) where ε crosses ``target``, to relative ``tol``.
 
-    Brent's method on log ε against log σ (smooth there, so a handful of evaluations, each an accountant's ε of up to a
-    second), then the smallest step up of ``tol`` at which ε ≤ target holds, so the returned σ always meets the target.
-
-    Args:
-        eps: σ -> ε (unitless) of one accountant, falling in σ.
-        target: the target ε (> 0).
-        lo: the bracket's lower end (> 0), with ε(lo) > target.
-        hi: the bracket's upper end, with target ≥ ε(hi).
-        tol: the relative tolerance on σ.
-
-    Returns:
-        The σ found: ε(σ) ≤ target, and σ within a factor 1 + ``tol`` or so of the crossing (at most ``hi``).
+    Brent's method on log ε against log σ, then the smallest step up of ``tol`` where ε ≤ target, so the σ returned
+    (at most ``hi``) always meets the target. ``eps``: σ -> ε of one accountant.
 
     Raises:
         ValueError: ε − target has the same sign at both ends of the bracket (SciPy's ``brentq``).

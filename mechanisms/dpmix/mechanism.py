@@ -52,26 +52,11 @@ class DPMixParams(ModelParams):
 @torch.no_grad()
 def class_means_from_release(rx: torch.Tensor, ry: torch.Tensor, *, mixture_degree: int, num_records: int
                              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Class means of the private records estimated from a DPMix release.
+    """``(K, d)`` class means of the private records from a DPMix release, and ``(K,)`` each one's expected error².
 
-    And the squared norm each estimate owes to noise.
-
-    Random mixing keeps the first moments: for ℓ records drawn without replacement from n, with class
-    frequencies p_k and class means μ_k, E[x̄] = μ and Cov(x̄, ȳ_k) = (n − ℓ)/(ℓ(n − 1)) · p_k (μ_k − μ); the
-    added noise is independent and zero-mean. So μ̂_k = mean(x̄) + ℓ(n − 1)/(n − ℓ) · Ĉov(x̄, ȳ_k) / mean(ȳ_k),
-    a moment estimator (post-processing of the release, no privacy cost).
-
-    Args:
-        rx: ``(T, d)`` released features (unclipped: clipping would bias the moments).
-        ry: ``(T, K)`` released labels.
-        mixture_degree: ℓ.
-        num_records: n.
-
-    Returns:
-        ``(K, d)`` class means and ``(K,)`` the expected squared norm of each estimate's error.
-
-    Raises:
-        ValueError: fewer than 2 released samples.
+    Mixing ℓ of n keeps the first moments: E[x̄] = μ, Cov(x̄, ȳ_k) = (n − ℓ)/(ℓ(n − 1))·p_k(μ_k − μ), so
+    μ̂_k = mean(x̄) + ℓ(n − 1)/(n − ℓ)·Ĉov(x̄, ȳ_k)/mean(ȳ_k) (post-processing). ``rx`` ``(T, d)`` unclipped (clipping
+    would bias the moments), ``ry`` ``(T, K)``; ValueError for T < 2.
     """
     t = rx.shape[0]
     if t < 2:
@@ -136,15 +121,7 @@ class DPMix(Baseline):
     }
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
-        """Refuse settings DPMix cannot run with, before any training.
-
-        Args:
-            spec: the run's ``TrainSpec``.
-            n_members: its number of members n.
-
-        Raises:
-            ValueError: ℓ > n, or the ``class-means`` learner with a model other than ``linear``.
-        """
+        """Refuse, before training, ℓ > ``n_members`` or the ``class-means`` learner on a model but ``linear``."""
         p = spec.params
         if p.mixture_degree > n_members:
             raise ValueError(f"params.mixture_degree = {p.mixture_degree!r} must be an integer in [1, n_members="
@@ -154,25 +131,7 @@ class DPMix(Baseline):
 
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
-        """The DPMix release of ``data`` (its noisy mixtures), as ``fit`` makes it with ``seed``.
-
-        Audits call it on the members plus their canaries.
-
-        Args:
-            data: the records, images ``(n, C, H, W)`` in [0, 1] and labels ``(n,)``.
-            spec: the training settings (``DPMixParams``).
-            target_epsilon: ε to calibrate σ to (unitless; ``math.inf``: noiseless mixtures).
-            delta: δ.
-            seed: seeds every draw.
-
-        Returns:
-            ``(release, privacy)``: T mixtures ``(T, C, H, W)`` with their noisy label means ``(T, K)``, and the ε (at
-            δ, replace-one) of ``params.accountant`` (ε = ∞ at the ε = ∞ point).
-
-        Raises:
-            ValueError: neither a target ε > 0 nor a fixed σ; settings ``check`` refuses; a target ``dpmix_sigma``
-                cannot reach; records outside [0, 1] (``check_records``).
-        """
+        """``(release, privacy)`` of ``data``: T noisy mixtures and label means, as ``fit`` makes them with ``seed``."""
         return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
 
     def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,

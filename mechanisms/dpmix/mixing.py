@@ -13,22 +13,12 @@ import torch.nn.functional as F
 
 
 def sample_subsets(n: int, size: int, count: int, *, generator: torch.Generator) -> torch.Tensor:
-    """``count`` independent uniform ``size``-subsets of ``range(n)``, as a ``(count, size)`` int64 tensor.
+    """``(count, size)`` int64: ``count`` independent uniform ``size``-subsets of ``range(n)``, rows without repeats.
 
-    Rows are drawn with replacement and rows holding a repeated index are redrawn (rejection sampling,
-    exact and fast when size² ≪ n); when repeats are likely, a Gumbel top-k over all n is used instead.
-
-    Args:
-        n: the number of records.
-        size: the subset size ℓ (DPMix's mixture degree).
-        count: the number of subsets T.
-        generator: the generator every draw comes from.
-
-    Returns:
-        ``(count, size)`` int64 record indices, each row without repeats.
+    Rejection sampling of rows drawn with replacement (exact and fast when size² ≪ n), else a Gumbel top-k over all n.
 
     Raises:
-        ValueError: if ``size`` is not in [1, n].
+        ValueError: if ``size`` (ℓ) is not in [1, n].
     """
     if not 1 <= size <= n:
         raise ValueError(f"mixture degree {size} must be in [1, {n}] (the number of records)")
@@ -73,21 +63,12 @@ def _within_unit(t: torch.Tensor) -> bool:
 
 
 def check_records(x: torch.Tensor, y: torch.Tensor) -> None:
-    """The accountant's precondition (replacing a record moves a mean of ℓ by at most √(d_x + 2)/ℓ).
+    """The accountant's precondition: features ``x (n, d_x)`` in [0, 1], label rows ``y (n, d_y)`` distributions.
 
-    Features in [0, 1], label rows distributions.
-
-    One pass of min/max per tensor decides (NaN propagates into them and fails the test); only data that fails it
-    is searched, element by element, for the first offending value (an audit's 64 releases of 10,000 records
-    spent a fifth of their mixing time here).
-
-    Args:
-        x: ``(n, d_x)`` features.
-        y: ``(n, d_y)`` label rows (``d_y`` = 0: no label part, as per-class mixing has).
+    Replacing a record then moves a mean of ℓ by at most √(d_x + 2)/ℓ; ``d_y`` = 0: no label part (per-class mixing).
 
     Raises:
-        ValueError: a feature or label outside [0, 1] (or NaN), or a label row not summing to 1 (one line naming
-            the first offending value and its record).
+        ValueError: a value outside [0, 1] (or NaN), or a label row not summing to 1 (naming the first, and its record).
     """
     sums = y.double().sum(1) if y.shape[1] else torch.ones(len(y), dtype=torch.float64)  # per-class: no label part
     if _within_unit(x) and _within_unit(y) and bool(((sums - 1).abs() <= 1e-6).all()):
@@ -104,25 +85,11 @@ def mix_release(
     x: torch.Tensor, y_onehot: torch.Tensor, *, mixture_degree: int, num_samples: int, sigma: float,
     generator: torch.Generator, sigma_y: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The DPMix release: means of ℓ distinct records plus Gaussian noise.
+    """The DPMix release: means of ℓ = ``mixture_degree`` distinct records of ``x (n, d_x)``, ``y_onehot (n, d_y)``.
 
-    Each sample is the mean of ℓ distinct records plus N(0, σ_x²) per feature and N(0, σ_y²) per label coordinate.
-
-    Args:
-        x: ``(n, d_x)`` records in [0, 1].
-        y_onehot: ``(n, d_y)`` one-hot (or any [0, 1]) labels.
-        mixture_degree: ℓ.
-        num_samples: T.
-        sigma: noise std σ_x on the features.
-        generator: draws the subsets and the noise.
-        sigma_y: noise std on the labels (default ``sigma``, the source's equal noise).
-
-    Returns:
-        ``(T, d_x)`` released features, ``(T, d_y)`` released labels, ``(T, ℓ)`` the subsets used
-        (secret: kept for tests and attack ground truth, never part of the release).
-
-    Raises:
-        ValueError: a feature outside [0, 1] or a label row that is not a distribution (``check_records``).
+    Plus N(0, σ_x²) per feature (``sigma``) and N(0, σ_y²) per label coordinate (``sigma_y``, default ``sigma``); T =
+    ``num_samples``; records in [0, 1], label rows summing to 1 (else ``check_records``'s ValueError). Returns
+    ``(T, d_x)`` features, ``(T, d_y)`` labels and the ``(T, ℓ)`` subsets (secret: tests' and attacks' truth).
     """
     check_records(x, y_onehot)
     n = x.shape[0]
@@ -137,22 +104,10 @@ def mix_release(
 
 
 def mean_of_rows(data: torch.Tensor | Sequence[torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
-    """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)``.
+    """``(T, d)`` means of the rows ``idx (T, ℓ)`` of ``data (n, d)`` (or of its column blocks ``[(n, d₁), ...]``).
 
-    One fused gather-and-sum kernel (``embedding_bag``), no Python loop and no ``(T, ℓ, d)`` intermediate.
-
-    ``data`` may also be given as column blocks ``[(n, d₁), (n, d₂), ...]`` (e.g. features and labels), read as
-    their concatenation along columns, which is only made when the float path needs it.
-
-    Data on the 1/255 grid (8-bit images, one-hot labels) are read as bytes (FBGEMM's row-wise 8-bit
-    embedding bag, exact values, float32 sums), a quarter of the memory traffic; other data as float32.
-
-    Args:
-        data: ``(n, d)`` rows, or their column blocks ``[(n, d₁), (n, d₂), ...]``.
-        idx: ``(T, ℓ)`` int64 row indices, one subset per output row.
-
-    Returns:
-        ``(T, d)`` means: float32 from the byte path, else in ``data``'s dtype.
+    One fused ``embedding_bag`` kernel, no ``(T, ℓ, d)`` intermediate. Data on the 1/255 grid are read as bytes
+    (FBGEMM, exact, float32 sums); other data in their dtype.
     """
     t, ell = idx.shape
     flat, offsets = idx.reshape(-1), torch.arange(0, t * ell, ell)

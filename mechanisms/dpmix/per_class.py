@@ -21,19 +21,7 @@ from mechanisms.dpmix.mixing import mix_release, sample_subsets
 
 def reused_subset_epsilon(*, sigma: float, mixture_degree: int, samples_per_class: int, class_size: int, d_x: int,
                           delta: float) -> float:
-    """ε that holds for ``samples_per_class`` noisy copies of the mean of ONE uniformly drawn ℓ-subset of a class.
-
-    Args:
-        sigma: noise std σ per pixel (pixels in [0, 1]).
-        mixture_degree: ℓ.
-        samples_per_class: T_c copies.
-        class_size: n_c, records of the class.
-        d_x: pixels per image.
-        delta: δ in (0, 1).
-
-    Returns:
-        ε (unitless) at δ; see the module docstring for the derivation.
-    """
+    """ε at δ of T_c noisy copies (σ per pixel in [0, 1]) of the mean of ONE uniform ℓ-subset of a class of n_c."""
     q = mixture_degree / class_size
     c = d_x * samples_per_class / (mixture_degree * sigma) ** 2  # μ², the whitened shift of the T_c copies
     return dpmix_pld_epsilon(c, q, 1, delta)
@@ -41,7 +29,7 @@ def reused_subset_epsilon(*, sigma: float, mixture_degree: int, samples_per_clas
 
 def per_class_release(train: ArrayDataset, *, mixture_degree: int, samples_per_class: int, sigma: float,
                       reuse_subset: bool, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """The per-class release: ``(K·T_c, C, H, W)`` noisy means and ``(K·T_c,)`` hard labels, class by class.
+    """The per-class release, class by class: ``(K·T_c, C, H, W)`` noisy means (unclipped), ``(K·T_c,)`` int64 labels.
 
     Args:
         train: the members, images ``(N, C, H, W)`` in [0, 1] and labels ``(N,)``; K classes.
@@ -51,12 +39,8 @@ def per_class_release(train: ArrayDataset, *, mixture_degree: int, samples_per_c
         reuse_subset: one ℓ-subset per class for every copy (the source), else a fresh subset per sample.
         generator: the generator every draw comes from.
 
-    Returns:
-        ``(x, y)``: ``(K·T_c, C, H, W)`` noisy means (unclipped) and ``(K·T_c,)`` int64 class labels.
-
     Raises:
-        ValueError: ℓ larger than a class (``sample_subsets``); with fresh subsets, pixels outside [0, 1]
-            (``check_records``).
+        ValueError: ℓ larger than a class; with fresh subsets, pixels outside [0, 1].
     """
     xs, ys = [], []
     flat = train.x.flatten(1)
@@ -106,15 +90,7 @@ class DPMixPerClass(Baseline):
     Params = DPMixPerClassParams
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
-        """Refuse settings per-class DPMix cannot run with, before any training.
-
-        Args:
-            spec: the run's ``TrainSpec``.
-            n_members: its number of members.
-
-        Raises:
-            ValueError: no ``params.sigma``, or ``params.mixture_degree`` above ``n_members``.
-        """
+        """Refuse, before training, no ``params.sigma`` or a ``params.mixture_degree`` above ``n_members``."""
         if spec.params.sigma is None:
             raise ValueError("params.sigma is missing: dpmix-per-class needs a fixed noise std")
         if spec.params.mixture_degree > n_members:

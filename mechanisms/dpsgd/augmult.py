@@ -15,44 +15,20 @@ __all__ = ["augment_views", "augmult_padding", "augmult_settings"]
 
 
 def augmult_padding(height: int, width: int) -> int:
-    """The crop padding for ``height`` × ``width`` images.
-
-    1/8 of the shorter side, at least 1 pixel (4 on CIFAR-10's 32 × 32, De et al. 2022's setting; 3 on MNIST's 28 × 28;
-    1 on 8 × 8 digits, where 4 would shift half the image).
-
-    Args:
-        height: the image's height in pixels.
-        width: the image's width in pixels.
-
-    Returns:
-        The padding in pixels (≥ 1).
-    """
+    """The crop padding in pixels: 1/8 of the shorter side, at least 1 (4 on 32 × 32 as De et al. 2022; 1 on 8 × 8)."""
     return max(1, min(height, width) // 8)
 
 
 def augment_views(x: torch.Tensor, augmult: int, *, generator: torch.Generator, flip: bool = True,
                   padding: int | None = None) -> torch.Tensor:
-    """``augmult`` = K random views of each image of ``x (B, C, H, W)``.
+    """K = ``augmult`` random views ``(B·K, C, H, W)`` of each image of ``x (B, C, H, W)``, record i's from row i·K.
 
-    ``(B·K, C, H, W)``, record i's views at rows i·K … i·K + K − 1. A view is a random H × W crop of the image
-    reflection-padded by ``padding`` pixels (default ``augmult_padding(H, W)``; offsets uniform in 0 … 2·padding per
-    axis), horizontally flipped with probability 1/2 when ``flip`` (De et al. 2022, §3.1: augmentation multiplicity with
-    crops and flips; turn flips off for data a mirror changes, e.g. digits). Offsets and flips are drawn on the CPU from
-    ``generator``, so a seeded run is reproducible on any device.
-
-    Args:
-        x: images ``(B, C, H, W)``.
-        augmult: K ≥ 1, the views per image.
-        generator: the CPU generator the offsets and flips are drawn from.
-        flip: whether a view is mirrored with probability 1/2.
-        padding: the reflection padding in pixels (None: ``augmult_padding(H, W)``).
-
-    Returns:
-        The views ``(B·K, C, H, W)``, on ``x``'s device and dtype.
+    A view is a random H × W crop of the image reflection-padded by ``padding`` pixels (default ``augmult_padding``),
+    mirrored with probability 1/2 when ``flip`` (De et al. 2022, §3.1; no flips for data a mirror changes, e.g.
+    digits). Offsets and flips are drawn on the CPU from ``generator``: a seeded run is reproducible on any device.
 
     Raises:
-        ValueError: ``x`` is not a batch of images (4 dimensions), K < 1, or ``padding`` ≥ the image's height or width
-            (reflection needs a smaller pad; images of 1 pixel in height or width cannot be cropped).
+        ValueError: ``x`` is not a batch of images (4 dimensions), K < 1, or ``padding`` ≥ the image's height or width.
     """
     if x.dim() != 4:
         raise ValueError(f"augmentation multiplicity needs images (B, C, H, W), got a batch of shape {tuple(x.shape)}")
@@ -78,24 +54,11 @@ def augment_views(x: torch.Tensor, augmult: int, *, generator: torch.Generator, 
 
 def augmult_settings(model: nn.Module, x: torch.Tensor, augmult: int | None, *, flip: bool,
                      generator: torch.Generator) -> dict | None:
-    """``augment_views``' keyword settings for training ``model`` with ``augmult`` views per record.
-
-    ``augment_views``' keyword settings for training ``model`` on ``x (N, C, H, W)`` with K = ``augmult`` views per
-    record (None: no augmentation, returns None).
-
-    Args:
-        model: the model to train.
-        x: the training records ``(N, C, H, W)``.
-        augmult: K, the views per record, or None.
-        flip: ``augment_views``' ``flip``.
-        generator: its CPU generator.
-
-    Returns:
-        ``{"augmult", "generator", "flip"}`` for ``augment_views``, or None when ``augmult`` is None.
+    """``augment_views``' settings to train ``model`` on ``x (N, C, H, W)`` with K = ``augmult`` views (None: None).
 
     Raises:
         ValueError: ``model`` is a ``FrozenFront`` (its fixed features are computed once per image, not per view), or
-            ``x`` holds no images of at least 2 × 2 pixels (tabular records are ``(1, 1, D)``).
+            ``x`` holds no images of at least 2 × 2 pixels.
     """
     from bench.core.models import FrozenFront
 

@@ -66,15 +66,9 @@ class CanaryTracker:
         self.params, self.trail = params, None  # the parameter trail (``follow``)
 
     def follow(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, ema_decay: float | None) -> None:
-        """Keep the parameter trail of ``model`` (``mechanisms.dpsgd.continuity``).
+        """Keep ``model``'s parameter trail (``continuity``): a step opens at ``add``, closes after ``optimizer.step``.
 
-        A private step starts at ``add`` and ends when ``optimizer.step`` returns (its post-step hook); the declared EMA
-        is DP-SGD's ``ema_decay``.
-
-        Args:
-            model: the trained module.
-            optimizer: its optimizer.
-            ema_decay: the EMA's decay (None: none).
+        ``ema_decay``: DP-SGD's declared EMA decay (None: none).
         """
         self.trail = ParameterTrail(model, ema=None if ema_decay is None else (float(ema_decay), "step"))
         trail = self.trail
@@ -86,23 +80,13 @@ class CanaryTracker:
         self.hook = optimizer.register_step_post_hook(stepped)
 
     def batch(self, idx: torch.Tensor, records: int) -> None:
-        """Count the training records a Poisson batch holds (each record's participation, for conformance).
-
-        Args:
-            idx: ``(B,)`` int64, the sampler's indices of the batch.
-            records: n, the training records.
-        """
+        """Count each of the ``records`` training records a Poisson batch ``idx`` ``(B,)`` holds (participation)."""
         if self.participation is None:
             self.participation = np.zeros(records, np.int64)
         self.participation[idx.cpu().numpy()] += 1
 
     def observed_clip(self, largest: torch.Tensor | None, max_grad_norm: float) -> None:
-        """Record the largest clipped per-sample norm of the real records the clipper output, and C (conformance).
-
-        Args:
-            largest: a 0-d tensor, that norm (gradient-norm units; None: no record seen).
-            max_grad_norm: C.
-        """
+        """Record C and the largest clipped per-sample norm of the real records (0-d ``largest``; None: none seen)."""
         self.record_norm, self.clip_norm = None if largest is None else float(largest), float(max_grad_norm)
 
     def add(self, sums: dict[nn.Parameter, torch.Tensor], max_grad_norm: float) -> None:
@@ -134,14 +118,9 @@ class CanaryTracker:
             self.other_steps.append((self.others / max_grad_norm).astype(np.float32))
 
     def observe(self, p: nn.Parameter, noisy: torch.Tensor, max_grad_norm: float) -> None:
-        """Read parameter ``p``'s noisy clipped sum (before the division by the batch) at its observed coordinates.
+        """Read ``p``'s noisy clipped sum (``p``'s shape, before the division by B) at its observed coordinates.
 
         x_t = (noisy − the other records' part) / C.
-
-        Args:
-            p: the parameter.
-            noisy: its noisy clipped sum (``p``'s shape).
-            max_grad_norm: C.
         """
         if p in self.where:
             ids, idx = self.where[p]
@@ -149,24 +128,14 @@ class CanaryTracker:
             self.steps[-1][ids.numpy()] = x
 
     def noise_estimate(self) -> float:
-        """The noise the updates really carry, from all reference coordinates.
-
-        Returns:
-            σ̂ (units of C): their observations' root mean square (the claimed σ without any).
-        """
+        """σ̂ (units of C): the root mean square of every reference observation (the claimed σ without any)."""
         if len(self.included) == self.count or not self.steps:
             return self.claimed_sigma
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
         return float(np.sqrt(np.mean(refs**2)))
 
     def tensor_noise(self) -> dict[int, float]:
-        """σ̂ per parameter tensor (its index in the optimizer's order).
-
-        The root mean square of that tensor's reference observations.
-
-        Returns:
-            ``{tensor index: σ̂}`` (units of C); tensors without a reference are absent (``noise_estimate``).
-        """
+        """``{tensor index: σ̂}`` (units of C): each tensor's reference observations' root mean square, if it has any."""
         if len(self.included) == self.count or not self.steps:
             return {}
         refs = np.stack(self.steps)[:, self.count:].astype(np.float64)
@@ -175,16 +144,10 @@ class CanaryTracker:
 
     def final_setup(self, optimizer: torch.optim.Optimizer, *, expected_batch_size: int, max_grad_norm: float,
                     ema_decay: float | None) -> None:
-        """Fix the recipe's linear structure for ``final_scores``.
+        """Fix the recipe's linear structure for ``final_scores`` (B, C and the optimizer's lr and momentum).
 
-        θ_T − θ_0 is linear in the noisy updates only for plain or heavy-ball momentum SGD (``torch.optim.SGD`` with one
-        learning rate and momentum, no weight decay, no dampening, no Nesterov) and no moving average of the weights.
-
-        Args:
-            optimizer: the run's optimizer.
-            expected_batch_size: B.
-            max_grad_norm: C.
-            ema_decay: EMA decay.
+        θ_T − θ_0 is linear in the noisy updates only for plain or heavy-ball momentum ``torch.optim.SGD`` with one
+        learning rate and momentum, no weight decay, dampening, Nesterov or moving average of the weights.
 
         Raises:
             ValueError: any other optimizer or setting (one line naming it).
@@ -202,12 +165,9 @@ class CanaryTracker:
                       float(max_grad_norm))
 
     def step_weights(self) -> np.ndarray:
-        """a_t / ā, ``(T,)``: the weight of step t's noisy update in θ_T − θ_0 for heavy-ball momentum μ.
+        """``(T,)`` weights a_t / ā of step t's noisy update in θ_T − θ_0 under momentum μ (1 for plain SGD).
 
-        a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ) (1 for plain SGD), normalised to mean 1.
-
-        Returns:
-            ``(T,)`` float64 weights a_t / ā, one per recorded step (``final_setup`` must have been called).
+        a_t = Σ_{s=t}^{T} μ^{s−t} = (1 − μ^{T−t+1})/(1 − μ); ``final_setup`` must have been called.
         """
         _, mu, _, _ = self.optim
         t = len(self.steps)
@@ -217,13 +177,8 @@ class CanaryTracker:
     def final_scores(self) -> np.ndarray:
         """Each canary's hidden-state score, ``(count,)``, in units of C: −(θ_T − θ_0)·B/(lr·C·ā) at its coordinate.
 
-        SGD with momentum μ moves a coordinate by θ_T − θ_0 = −(lr/B)·Σ_t a_t·s_t, s_t the step's noisy clipped sum
-        (``step_weights``), so the score is Σ_t (a_t/ā)·(x_t + o_t): an included canary's expected score is about
-        T·q·(its clipped norm / C), plus N(0, Σ_t (a_t/ā)²·σ²) noise and the other records' part o_t. Read from the
-        parameters' final values and θ_0 only (the hidden-state threat model): the per-step observations never enter it.
-
-        Returns:
-            ``(count,)`` scores, in units of C.
+        Σ_t (a_t/ā)·(x_t + o_t) (``step_weights``): about T·q·(clipped norm / C) for an included canary, plus
+        N(0, Σ_t (a_t/ā)²·σ²) noise and the other records' part o_t. Read from θ_T and θ_0 only (hidden state).
         """
         lr, mu, batch, c = self.optim
         t = len(self.steps)
@@ -235,18 +190,10 @@ class CanaryTracker:
         return out[: self.count]
 
     def final_result(self) -> dict[str, list | float]:
-        """``result`` of a final-model run.
+        """``result`` of a final-model run, JSON-able: the scores (units of C), coins and public parameters.
 
-        The hidden-state scores and coins, the run's public parameters, and the measured other records' variation at the
-        canaries' coordinates (a diagnostic the scores never use): ``members_sd``, the sd over canaries of the other
-        records' part of the score, Σ_t (a_t/ā)·o_t, and ``noise_sd``, the noise's part, σ̂·√Σ_t (a_t/ā)² (σ̂ from the
-        reference coordinates).
-
-        Returns:
-            That JSON-able dict (scores in units of C; ``threat_model`` ``"hidden-state"``).
-
-        Raises:
-            ValueError: ``final_setup`` was not called.
+        Plus two diagnostics the scores never use: ``members_sd``, the sd over canaries of Σ_t (a_t/ā)·o_t, and
+        ``noise_sd``, σ̂·√Σ_t (a_t/ā)². Raises ValueError when ``final_setup`` was not called.
         """
         if self.optim is None:
             raise ValueError("final_setup was not called before the final-model scores were asked for")
@@ -272,7 +219,7 @@ class CanaryTracker:
         Returns:
             That dict, with the run's ``conformance`` observations (``conformance_observations``) and, under them,
             ``certified_llr``: the included canaries' scores at the claimed σ (the exact canary-score test's input,
-            ``attacks.analysis.conformance.canary_scores``).
+            ``attacks.conformance.hypothesis_tests.canary_scores``).
         """
         if self.final:
             return self.final_result()

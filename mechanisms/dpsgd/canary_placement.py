@@ -64,9 +64,8 @@ REFERENCE_SHARE = 0.025  # every_coordinate: the share of each tensor kept free 
 def canary_positions(request: GradientCanaries, sizes: list[int], gen: torch.Generator) -> tuple[torch.Tensor, int]:
     """The observed flat coordinates (canaries first, then the canary-free references) and the number of canaries.
 
-    ``count`` canaries: ``count`` + up to ``REFERENCE_COORDINATES`` random coordinates of the whole model;
-    ``every_coordinate``: in each tensor of size s, round(``REFERENCE_SHARE``·s) random references (at least 1; a tensor
-    of one coordinate is a reference only), every other coordinate a canary, the canaries in random order.
+    ``count`` canaries: ``count`` + up to ``REFERENCE_COORDINATES`` random coordinates; ``every_coordinate``:
+    round(``REFERENCE_SHARE``·s) references per tensor of size s (≥ 1), every other coordinate a canary, shuffled.
 
     Args:
         request: the audit's request.

@@ -22,43 +22,17 @@ PerSampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def per_sample_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of each example (nats).
-
-    Args:
-        logits: the model's output ``(B, classes)``.
-        target: the class indices ``(B,)``.
-
-    Returns:
-        ``(B,)`` per-example losses.
-    """
+    """``(B,)`` cross-entropy (nats) of logits ``(B, classes)`` against class indices ``(B,)``."""
     return F.cross_entropy(logits, target, reduction="none")
 
 
 def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float) -> torch.Tensor:
-    """Opacus' flat clip factor ``min(1, C / (‖g_i‖ + 1e-6))`` (Abadi et al. 2016, §3.1, Alg. 1).
-
-    Args:
-        sq_norms: squared per-sample gradient L2 norms ``(B,)``.
-        max_grad_norm: the clip bound C (> 0).
-
-    Returns:
-        ``(B,)`` factors c_i in (0, 1].
-    """
+    """``(B,)`` factors ``min(1, C / (‖g_i‖ + 1e-6))`` from squared norms ``(B,)``, as Opacus clips (Abadi et al.)."""
     return (max_grad_norm / (sq_norms.sqrt() + 1e-6)).clamp(max=1.0)
 
 
 def observe_clipped(clipper, sq_norms: torch.Tensor, factors: torch.Tensor) -> None:
-    """An audit run's observation of the clipper's output.
-
-    The largest clipped per-sample norm c_i·‖g_i‖ so far (``clipper.largest_clipped``, a 0-d tensor on the batch's
-    device, no host sync), kept only where ``clipper.observe_norms`` is set (``train_fast`` sets it in audit runs);
-    otherwise nothing is computed.
-
-    Args:
-        clipper: a ``VmapClipper`` or ``BookKeepingClipper``.
-        sq_norms: the squared per-sample norms ``(B,)``.
-        factors: their clip factors ``(B,)``.
-    """
+    """In audit runs (``clipper.observe_norms``), keep the largest clipped norm c_i·‖g_i‖ in ``largest_clipped``."""
     if getattr(clipper, "observe_norms", False) and sq_norms.numel():
         m = (factors * sq_norms.sqrt()).max().detach()
         old = getattr(clipper, "largest_clipped", None)
@@ -99,20 +73,9 @@ class VmapClipper:
                     ) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
         """Σ_i c_i g_i and the per-record losses of a batch holding K consecutive views of each record.
 
-        g_i is the mean of record i's views' gradients (De et al. 2022), its loss their mean loss (nats).
-
-        Args:
-            x: the views ``(B·K, ...)``.
-            y: the records' labels ``(B,)``.
-            max_grad_norm: the clip bound C (> 0, L2 norm of the flattened gradient).
-            augmult: K ≥ 1, the views per record.
-
-        Returns:
-            ``(sums, losses)``: each trainable parameter's clipped gradient sum (its own shape), and ``(B,)``
-            per-record losses (nats), detached.
-
-        Raises:
-            ValueError: len(x) ≠ K·len(y) or K < 1.
+        g_i is the mean of record i's views' gradients (De et al. 2022). ``x``: ``(B·K, ...)``, ``y``: ``(B,)``.
+        Returns each trainable parameter's clipped sum (its shape) and ``(B,)`` detached losses (nats); raises
+        ValueError when len(x) ≠ K·len(y) or K < 1.
         """
         b = _records(x, y, augmult)
         params = {n: p.detach() for n, p in zip(self.names, self.params, strict=True)}
@@ -245,19 +208,7 @@ class BookKeepingClipper:
 
 
 def make_clipper(mode: str, model: nn.Module, loss_fn: PerSampleLoss = per_sample_cross_entropy):
-    """The clipper for ``mode`` in ``FAST_MODES``.
-
-    Args:
-        mode: ``"vmap"`` or ``"bk"``.
-        model: the module to train.
-        loss_fn: per-sample loss ``(B, classes), (B,) -> (B,)``.
-
-    Returns:
-        A ``VmapClipper`` or ``BookKeepingClipper`` on ``model``.
-
-    Raises:
-        ValueError: another mode, or a model ``BookKeepingClipper`` does not support.
-    """
+    """A ``VmapClipper`` (``"vmap"``) or ``BookKeepingClipper`` (``"bk"``) on ``model``; ValueError for another mode."""
     if mode == "vmap":
         return VmapClipper(model, loss_fn)
     if mode == "bk":

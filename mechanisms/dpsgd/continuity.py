@@ -18,16 +18,7 @@ MAX_EVENTS = 20  # recorded change events (each with its tensors); any more are 
 
 
 def digest(t: torch.Tensor) -> tuple[tuple[int, ...], int]:
-    """The checksum of a tensor's values.
-
-    Its shape and the CRC-32 of its bytes in its own dtype (read on the CPU; no copy of a contiguous CPU tensor).
-
-    Args:
-        t: any tensor.
-
-    Returns:
-        ``(shape, crc32)``.
-    """
+    """``(shape, crc32)`` of a tensor's bytes in its own dtype (read on the CPU; no copy of a contiguous CPU tensor)."""
     x = t.detach()
     if x.device.type != "cpu":
         x = x.cpu()
@@ -235,18 +226,9 @@ class ParameterTrail:
 
 
 def released_changes(record: dict[str, Any], module: nn.Module) -> dict[str, Any]:
-    """``record`` with the tensors in which ``module``.
+    """``record`` (``ParameterTrail.finish``'s) plus a change if ``module`` differs from what the trail saw returned.
 
-    The model as it reached the audit, after the mechanism's own code returned it — differs from what the trail saw
-    returned, as a change "after the audit run's training returned" (a mechanism's code that updates the model outside
-    its training loop).
-
-    Args:
-        record: ``ParameterTrail.finish``'s record (without ``released``: returned as is).
-        module: the released model.
-
-    Returns:
-        The record, with that change appended where there is one.
+    That change is "after the audit run's training returned": the mechanism's code updated the model outside its loop.
     """
     if not record.get("released"):
         return record

@@ -34,21 +34,12 @@ __all__ = ["FAST_MODES", "clipped_sum", "dp_step", "fit_fast", "make_clipper", "
 def noisy_step(optimizer: torch.optim.Optimizer, sums: dict[nn.Parameter, torch.Tensor], *,
                noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
                generator: torch.Generator | None = None, canaries: CanaryTracker | None = None) -> None:
-    """Add N(0, (σC)²) to each summed clipped gradient, divide by the expected batch size, step.
+    """Add N(0, (σC)²) to each summed clipped gradient, divide by the expected batch size (q·N), step.
 
     Noise is drawn per parameter in the optimizer's order with the same ``torch.normal`` call as Opacus'
-    ``_generate_noise`` (non-secure mode; none drawn when σC = 0), so the same generator state gives the
-    same noise. ``canaries`` (an audit run): its sampled gradient canaries join the clipped sum before the noise,
-    and it reads every noisy sum (``mechanisms.dpsgd.canaries``).
-
-    Args:
-        optimizer: the optimizer.
-        sums: Σ_i c_i g_i per parameter.
-        noise_multiplier: σ.
-        max_grad_norm: C.
-        expected_batch_size: q·N.
-        generator: draws the noise (None: torch's global RNG).
-        canaries: the audit run's canary tracker (None: no audit).
+    ``_generate_noise`` (non-secure mode; none when σC = 0), so the same ``generator`` state (None: torch's global RNG)
+    gives the same noise. ``canaries`` (an audit run): its gradient canaries join the clipped sums
+    ``{param: Σ_i c_i g_i}`` before the noise, and it reads every noisy sum.
     """
     std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0  # σ = 0 and C = ∞: no noise (not NaN)
     if canaries is not None:
@@ -71,24 +62,12 @@ def clipped_sum(clipper, x: torch.Tensor, y: torch.Tensor, *, max_grad_norm: flo
                 max_physical_batch_size: int | None = None) -> tuple[dict[nn.Parameter, torch.Tensor], torch.Tensor]:
     """Σ_i c_i g_i over the records ``x (B, ...)``, ``y (B,)`` of one logical batch, and their losses ``(B,)`` (nats).
 
-    Each record is clipped on its own, so pieces of the batch give the same sum (to float rounding).
-
-    Args:
-        clipper: a clipper of ``make_clipper``.
-        x: the records.
-        y: their labels.
-        max_grad_norm: C (> 0).
-        augment: ``mechanisms.dpsgd.augmult.augment_views``' settings: each piece's records become their K views just
-            before the clipper sees them (so the views drawn depend on m); None: no augmentation.
-        max_physical_batch_size: m (Opacus' ``BatchMemoryManager``): the clipper sees at most m records at a time and
-            the pieces' clipped sums add up; memory follows m (× K views). None: the whole batch at once.
-
-    Returns:
-        ``({param: Σ_i c_i g_i}, losses (B,))``.
+    Each record is clipped on its own, so pieces of at most ``max_physical_batch_size`` records (Opacus'
+    ``BatchMemoryManager``; None: the whole batch) give the same sum. ``augment``: ``augment_views``' settings (each
+    piece's records become their K views), or None. ``clipper``: one of ``make_clipper``; C > 0.
 
     Raises:
-        ValueError: what the clipper or ``augment_views`` raise (a module the clipper cannot handle, inputs that are
-            not images).
+        ValueError: what the clipper or ``augment_views`` raise.
         AssertionError: no records (an empty batch is ``dp_step``'s noise-only case).
     """
     step = max_physical_batch_size or len(y)
@@ -109,23 +88,9 @@ def dp_step(clipper, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch
             noise_multiplier: float, max_grad_norm: float, expected_batch_size: int,
             generator: torch.Generator | None = None, canaries: CanaryTracker | None = None,
             augment: dict | None = None, max_physical_batch_size: int | None = None) -> torch.Tensor:
-    """One full DP-SGD step on the records ``x (B, ...)``, ``y (B,)`` (Abadi et al. 2016, Alg. 1).
+    """One DP-SGD step on ``x (B, ...)``, ``y (B,)`` (Abadi et al. 2016, Alg. 1): ``clipped_sum`` then ``noisy_step``.
 
-    Args:
-        clipper: as in ``clipped_sum``.
-        optimizer: as in ``noisy_step``.
-        x: the records (an empty batch: the noise alone).
-        y: their labels.
-        noise_multiplier: σ, as in ``noisy_step``.
-        max_grad_norm: C, as in ``clipped_sum`` and ``noisy_step``.
-        expected_batch_size: q·N, as in ``noisy_step``.
-        generator: draws the noise, as in ``noisy_step``.
-        canaries: the audit run's canary tracker, as in ``noisy_step``.
-        augment: as in ``clipped_sum``.
-        max_physical_batch_size: as in ``clipped_sum``.
-
-    Returns:
-        The per-record losses ``(B,)`` (nats).
+    An empty batch adds the noise alone; returns the per-record losses ``(B,)`` (nats).
     """
     if len(x):
         sums, losses = clipped_sum(clipper, x, y, max_grad_norm=max_grad_norm, augment=augment,
@@ -240,38 +205,35 @@ def train_fast(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     """DP-SGD training with a fast clipper; mirrors Opacus + ``bench.core.training.train_loop`` step for step.
 
     A ``FrozenFront`` model (``scatternet-linear``) has its fixed front applied once to ``x`` and only its head
-    trained (Tramèr & Boneh 2021): the clipped gradients are the same, the front has no parameters.
+    trained (Tramèr & Boneh 2021).
 
     Args:
         model: the module to train, in place.
         optimizer: over its parameters.
         x: ``(N, ...)`` inputs.
         y: ``(N,)`` labels (CPU).
-        mode: the clipper, ``"vmap"`` or ``"bk"`` (``make_clipper``).
+        mode: the clipper, ``"vmap"`` or ``"bk"``.
         epochs: passes over the data, each of round(1/q) Poisson batches.
-        sample_rate: q, each record's chance to be in a batch.
+        sample_rate: q.
         noise_multiplier: σ.
         max_grad_norm: C.
         expected_batch_size: q·N, the divisor of the noisy sum.
-        accountant: an Opacus accountant (or None), stepped at every step (an empty Poisson batch too) as Opacus'
-            optimizer does.
-        generator: draws the Poisson batches; the noise uses torch's global RNG (as Opacus without ``noise_generator``).
+        accountant: an Opacus accountant (or None), stepped at every step as Opacus' optimizer does.
+        generator: draws the Poisson batches; the noise uses torch's global RNG.
         device: where to train.
         on_epoch: the progress callback ``(epoch, epochs, loss)``.
-        ema_decay: if given (in (0, 1)), ``model`` ends with the exponential moving average of its weights over
-            the steps (``torch.optim.swa_utils``; De et al. 2022): post-processing, no privacy cost.
-        canaries: an audit run's white-box gradient canaries (``mechanisms.dpsgd.canaries``).
-        augmult: K views per record (``mechanisms.dpsgd.augmult``; None: no augmentation).
+        ema_decay: in (0, 1): ``model`` ends as the EMA of its weights (De et al. 2022; post-processing).
+        canaries: an audit run's white-box gradient canaries.
+        augmult: K views per record (None: no augmentation).
         augmult_flip: whether the views are also flipped.
-        max_physical_batch_size: records per clipper call (``clipped_sum``; None: the whole Poisson batch).
+        max_physical_batch_size: records per clipper call (None: the whole Poisson batch).
 
     Returns:
         (per-epoch mean loss, examples processed, wall seconds, the canaries' scores and coins or None).
 
     Raises:
         bench.core.training.TrainingDiverged: on a NaN / infinite batch loss.
-        ValueError: unsupported model for ``mode``, more canaries than coordinates, ``augmult`` where it cannot
-            apply (``mechanisms.dpsgd.augmult.augmult_settings``).
+        ValueError: a model ``mode`` cannot handle, more canaries than coordinates, ``augmult`` where it cannot apply.
     """
     from bench.core.models import FrozenFront
 
@@ -312,10 +274,10 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
              max_grad_norm: float, generator: torch.Generator, device: torch.device,
              on_epoch: Callable[[int, int, float], None] | None = None,
              canaries: GradientCanaries | None = None, public_size: int | None = None):
-    """DP-SGD's training with a fast clipper and everything else as Opacus does it.
+    """DP-SGD's training with a fast clipper, the rest as Opacus does it (its module validator, Poisson sampling).
 
-    The module validator and Poisson sampling at q = 1/ceil(n / batch_size). The caller calibrates σ and accounts the
-    result (``mechanisms.dpsgd.mechanism``).
+    q = 1/ceil(n / batch_size), n = ``public_size`` (None: ``len(train)``). The caller calibrates σ and accounts the
+    result; ValueError for a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle.
 
     Args:
         model: freshly built module on ``device``.
@@ -329,14 +291,7 @@ def fit_fast(model: nn.Module, optimizer: torch.optim.Optimizer, train, spec, *,
         device: where to train.
         on_epoch: the progress callback ``(epoch, epochs, loss)``.
         canaries: an audit run's white-box gradient canaries; their scores go to ``TrainedModel.audit``.
-        public_size: n for q = 1/ceil(n / batch_size) and the expected batch int(n·q), fixed in advance (an audit
-            run's, ``GradientCanaries.public_size``); None: ``len(train)``.
-
-    Returns:
-        A ``TrainedModel`` (privacy and params left to the caller) with its history and audit scores.
-
-    Raises:
-        ValueError: a module Opacus would reject (e.g. BatchNorm) or ``mode`` cannot handle.
+        public_size: n (an audit run's, fixed in advance), or None.
     """
     from opacus.validators import ModuleValidator
 

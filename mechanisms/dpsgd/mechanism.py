@@ -109,11 +109,7 @@ class DPSGD(Baseline):
     }
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
-        """Refuse, before training, settings the chosen clipper or model cannot honour.
-
-        Args:
-            spec: the run's ``TrainSpec``.
-            n_members: its member count (DP-SGD's checks do not use it).
+        """Refuse, before training, settings the chosen clipper or model cannot honour (``n_members`` is unused).
 
         Raises:
             ValueError: ``ema_decay``, ``augmult`` or ``max_physical_batch_size`` with an Opacus mode; ``augmult`` on
@@ -130,22 +126,7 @@ class DPSGD(Baseline):
 
     def calibrate(self, spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float
                   ) -> tuple[float, float, int]:
-        """(σ, q, T) of a run on ``n`` public records (``mechanisms.dpsgd.privacy.calibrate``).
-
-        The one calibration of ``fit`` and of the side-by-side runs (``side_by_side``).
-
-        Args:
-            spec: the spec.
-            n: the public record count n.
-            target_epsilon: the target ε (None, or ∞).
-            delta: δ.
-
-        Returns:
-            (σ, the noise multiplier; q, the sample rate; T, the number of steps).
-
-        Raises:
-            ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet.
-        """
+        """(σ, q, T) of a run on ``n`` public records: the one calibration of ``fit`` and the side-by-side runs."""
         return calibrate(spec, n=n, target_epsilon=target_epsilon, delta=delta)
 
     def fit(self, train: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
@@ -212,28 +193,22 @@ class DPSGD(Baseline):
     def fit_runs(self, base: ArrayDataset, canary: ArrayDataset, spec: TrainSpec, *, included: tuple[bool, ...],
                  seeds: tuple[int, ...], target_epsilon: float | None, delta: float, initial: InitialModel,
                  device: torch.device) -> tuple[Any, PrivacySpent, dict[str, Any]]:
-        """R runs side by side (``mechanisms.dpsgd.side_by_side.train_runs``; the capability ``"side-by-side"``).
-
-        Run r is ``fit(base + canary if included[r] else base, spec, seed=seeds[r], audit=initial)`` to float tolerance.
-        ``initial.public_size`` (required) fixes σ, q, T and the expected batch for every run.
+        """R runs side by side: run r is ``fit(base + canary if included[r] else base, seed=seeds[r], audit=initial)``.
 
         Args:
             base: the records of every run.
             canary: the canary record(s) of the runs that include them.
-            spec: as ``fit``.
-            target_epsilon: as ``fit``.
-            delta: as ``fit``.
-            device: as ``fit``.
+            spec: the training settings.
             included: per run r, whether it includes the canary (R coins).
-            seeds: per run r, its training seed (R seeds).
-            initial: the auditor's initial model, with its public size.
+            seeds: per run r, its training seed.
+            target_epsilon: ε to calibrate to, as ``fit``'s.
+            delta: δ.
+            initial: the auditor's initial model; its ``public_size`` (required) fixes σ, q, T for every run.
+            device: where to train.
 
         Returns:
-            (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters).
-
-        Raises:
-            ValueError: no public size; a model that is not one linear layer on a fixed front; what ``calibrate``
-                raises.
+            (the R final heads, ``RunsResult``; the privacy each run certifies; the runs' recorded parameters). Raises
+            ValueError without a public size or for a model that is not one linear layer on a fixed front.
         """
         from mechanisms.dpsgd.side_by_side import train_runs
 
@@ -256,23 +231,7 @@ class DPSGD(Baseline):
     @staticmethod
     def run_params(spec: TrainSpec, *, sigma: float, sample_rate: float, steps: int, n: int, off: bool
                    ) -> dict[str, Any]:
-        """The training parameters a run records (``TrainedModel.params``).
-
-        σ, C (∞ at the ε = ∞ point), q, T, the accountant, the clipping mode, the relation, augmult, the public record
-        count n and the expected batch.
-
-        Args:
-            spec: the run's ``TrainSpec``.
-            sigma: σ.
-            sample_rate: q.
-            steps: T.
-            n: the record count n.
-            off: the ε = ∞ point.
-
-        Returns:
-            ``{"noise_multiplier", "max_grad_norm", "sample_rate", "accountant", "steps", "grad_sample_mode",
-            "relation", "augmult", "public_size", "expected_batch_size"}`` (JSON-able).
-        """
+        """The JSON-able parameters a run records (``TrainedModel.params``): σ, C (∞ when ``off``), q, T, n and more."""
         p = spec.params
         return {"noise_multiplier": sigma, "max_grad_norm": math.inf if off else p.max_grad_norm,
                 "sample_rate": sample_rate, "accountant": p.accountant, "steps": steps,
@@ -280,36 +239,10 @@ class DPSGD(Baseline):
                 "public_size": n, "expected_batch_size": int(n * sample_rate)}
 
     def epsilon_by_epoch(self, params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-        """ε after each epoch under the final ε's relation and accountant.
-
-        ``mechanisms.dpsgd.privacy.epsilon_by_epoch``; Abadi et al. 2016, §3.1.
-
-        Args:
-            params: a run's recorded parameters (``TrainedModel.params``).
-            spec: its ``TrainSpec``.
-            delta: δ.
-
-        Returns:
-            ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
-        """
+        """ε after each epoch under the final ε's relation and accountant (``privacy.epsilon_by_epoch``), or None."""
         return epsilon_by_epoch(params, spec, delta=delta)
 
     @staticmethod
     def privacy(*, sigma: float, sample_rate: float, steps: int, delta: float, spec: TrainSpec) -> PrivacySpent:
-        """What ``steps`` DP-SGD steps certify at δ.
-
-        What ``steps`` DP-SGD steps (noise multiplier σ, Poisson rate q) certify at δ
-        (``mechanisms.dpsgd.privacy.certify``): ε under ``params.relation`` with its profile, the other relation's ε
-        beside, and with a fixed σ a note on what shuffled batches would certify.
-
-        Args:
-            sigma: σ (noise std over C).
-            sample_rate: q.
-            steps: T.
-            delta: δ.
-            spec: the run's ``TrainSpec``.
-
-        Returns:
-            ``PrivacySpent`` (``central-dp``; ε unitless at δ, with its accountant and relation).
-        """
+        """``PrivacySpent`` (central-dp) of ``steps`` DP-SGD steps at (σ, q, δ): ``privacy.certify``."""
         return certify(sigma=sigma, sample_rate=sample_rate, steps=steps, delta=delta, spec=spec)

@@ -1,11 +1,11 @@
 """What a DP-SGD audit run measures of its own mechanism.
 
-For the conformance tests of every parameter the accountant assumes (``attacks.analysis.conformance``; issue 38): the
-noise per parameter tensor at every observed coordinate that holds no canary's gradient (the canary-free references and
-the excluded canaries' coordinates: the auditor drew their coins, and the other records' part is removed exactly, so
-each holds the noise alone), a bounded sample of the references' noise for its shape and independence, each record's
-participation count over the steps, the largest clipped contribution (a canary's, and the real records' from the
-clipper's own output) and the number of noisy steps. Observed on the mechanism's own code path
+For the conformance tests of every parameter the accountant assumes (``attacks.conformance.hypothesis_tests``; issue
+38): the noise per parameter tensor at every observed coordinate that holds no canary's gradient (the canary-free
+references and the excluded canaries' coordinates: the auditor drew their coins, and the other records' part is removed
+exactly, so each holds the noise alone), a bounded sample of the references' noise for its shape and independence, each
+record's participation count over the steps, the largest clipped contribution (a canary's, and the real records' from
+the clipper's own output) and the number of noisy steps. Observed on the mechanism's own code path
 (``mechanisms.dpsgd.fast`` with a ``CanaryTracker``); sums, counts and a bounded sample only, so ``TrainedModel.audit``
 stays small in the cache.
 """

@@ -17,20 +17,17 @@ from mechanisms.accounting.opacus_accountants import opacus_epsilon, opacus_nois
 
 
 def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: float) -> tuple[float, float, int]:
-    """(σ, q, T) of a run on ``n`` public records.
+    """(σ, q, T) of a run on ``n`` public records: noise multiplier (noise std over C), sample rate, steps.
 
-    Poisson rate q = 1/⌈n/b⌉ (as Opacus' loader samples), T = epochs·⌈n/b⌉ steps, and σ calibrated to the target (ε, δ)
-    under ``params.relation`` (replace-one: dp_accounting's PLD, ``pld_noise_multiplier``; add/remove: Opacus'
-    ``accountant``), or the fixed ``params.noise_multiplier``; σ = 0 at the ε = ∞ point.
+    q = 1/⌈n/b⌉ (as Opacus' loader samples), T = epochs·⌈n/b⌉, and σ calibrated to the target (ε, δ) under
+    ``params.relation`` (replace-one: ``pld_noise_multiplier``; add/remove: Opacus' ``accountant``), or the fixed
+    ``params.noise_multiplier``; σ = 0 at the ε = ∞ point.
 
     Args:
         spec: the run's ``TrainSpec`` (``DPSGDParams``).
         n: the public record count.
-        target_epsilon: the target ε (unitless; None, or ∞ for the off point).
-        delta: δ, a probability in (0, 1).
-
-    Returns:
-        (σ, the noise multiplier (noise std over C); q, the sample rate; T, the number of steps).
+        target_epsilon: the target ε (None, or ∞ for the off point).
+        delta: δ in (0, 1).
 
     Raises:
         ValueError: no target ε > 0 and no fixed σ; a target the accountant cannot meet.
@@ -55,20 +52,9 @@ def calibrate(spec: TrainSpec, *, n: int, target_epsilon: float | None, delta: f
 
 
 def epsilon_by_epoch(params: dict[str, Any], spec: TrainSpec, *, delta: float) -> list[float] | None:
-    """ε after each epoch e = 1 … E.
+    """``[ε after epoch 1, …, ε after epoch E]`` by the final ε's accountant, or None without recorded σ, q and steps.
 
-    The accountant of the final ε (``params.relation``: dp_accounting's PLD for replace-one, Opacus' ``accountant`` for
-    add/remove) after e·⌈n/b⌉ Poisson steps at the recorded σ and q (Abadi et al. 2016, §3.1: the privacy loss composes
-    step by step).
-
-    Args:
-        params: a run's recorded parameters (``TrainedModel.params``: ``noise_multiplier``, ``sample_rate``, ``steps``
-            and ``relation``).
-        spec: its ``TrainSpec`` (E = ``spec.epochs``).
-        delta: δ, a probability in (0, 1).
-
-    Returns:
-        ``[ε after epoch 1, …, ε after epoch E]`` (unitless), or None without the recorded σ, q and steps.
+    ``params``: a run's ``TrainedModel.params``; replace-one: dp_accounting's PLD, add/remove: Opacus' ``accountant``.
     """
     try:
         sigma, q, steps = float(params["noise_multiplier"]), float(params["sample_rate"]), int(params["steps"])

@@ -24,18 +24,10 @@ MEMORY_FLOATS = 1 << 26  # (runs, records, classes) floats per chunk of runs tra
 
 
 def linear_head(model: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor], nn.Linear]:
-    """(front, head): ``model(x) == head(front(x))``, ``head`` the model's only trainable layer, an ``nn.Linear``.
+    """(front, head) with ``model(x) == head(front(x))``: ``head`` the only trainable layer, an ``nn.Linear``.
 
-    And ``front`` parameter-free (an ``nn.Sequential``'s earlier layers, or a ``FrozenFront``'s fixed front).
-
-    Args:
-        model: a ``FrozenFront`` with a linear head, or an ``nn.Sequential`` whose only trainable layer is its last.
-
-    Returns:
-        ``(front, head)``: ``front`` maps ``(B, ...)`` inputs to the head's ``(B, d)`` features.
-
-    Raises:
-        ValueError: any other model (side-by-side training needs the book-keeping rule of one linear layer).
+    ``front`` is parameter-free (an ``nn.Sequential``'s earlier layers or a ``FrozenFront``'s fixed front), ``(B, ...)``
+    to ``(B, d)``. ValueError for any other model (side-by-side training needs one linear layer).
     """
     from bench.core.models import FrozenFront
 

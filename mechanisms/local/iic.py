@@ -30,20 +30,10 @@ EPS = 1e-8  # floor of the joint distribution's entries (the paper's code clamps
 
 
 def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
-    """−I(z; z′) of two batches of cluster probabilities (Ji et al. 2019, §3.1, eq. 3).
+    """−I(z; z′) in [−ln K, 0] nats of two ``(B, K)`` batches of cluster probabilities (Ji et al. 2019, eq. 3).
 
-    The joint P = (1/n)·Σ_i z_i z′_iᵀ symmetrised, I = Σ_cc′ P_cc′ · ln(P_cc′ / (P_c · P_c′)). Minimising it maximises
-    the mutual information: confident, balanced clusters that agree between an image and its transformation.
-
-    Args:
-        z: ``(B, K)`` softmax outputs of the images (rows sum to 1).
-        zt: ``(B, K)`` softmax outputs of their transformations.
-
-    Returns:
-        A scalar tensor in [−ln K, 0] (nats).
-
-    Raises:
-        ValueError: shapes differ.
+    The joint P = (1/n)·Σ_i z_i z′_iᵀ symmetrised, I = Σ_cc′ P_cc′ · ln(P_cc′ / (P_c · P_c′)); minimising it gives
+    confident, balanced clusters that agree between an image and its transformation. ValueError if the shapes differ.
     """
     if z.shape != zt.shape:
         raise ValueError(f"iic_loss: shapes {tuple(z.shape)} and {tuple(zt.shape)} differ")
@@ -56,20 +46,9 @@ def iic_loss(z: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
 
 def random_affine(x: torch.Tensor, *, generator: torch.Generator, degrees: float = 15.0,
                   scale: tuple[float, float] = (0.9, 1.1), translate: float = 0.1) -> torch.Tensor:
-    """Each image of ``x (B, C, H, W)`` under its own random rotation (±``degrees``).
+    """Each image of ``x (B, C, H, W)`` under its own random rotation (±``degrees``), scale and shift (Ji et al., §4).
 
-    Scale and translation (a fraction of the side), bilinear, zero outside (``F.affine_grid`` / ``F.grid_sample``); Ji
-    et al. 2019, §4.
-
-    Args:
-        x: images ``(B, C, H, W)``.
-        generator: the CPU generator the angles, scales and shifts are drawn from.
-        degrees: the largest rotation, in degrees.
-        scale: the range of the scale factor.
-        translate: the largest shift, a fraction of the image side.
-
-    Returns:
-        ``(B, C, H, W)`` transformed images, ``x``'s dtype and device.
+    ``translate``: the largest shift, a fraction of the side; bilinear, zero outside; ``x``'s shape, dtype and device.
     """
     b = len(x)
     angle = (torch.rand(b, generator=generator) * 2 - 1) * math.radians(degrees)
@@ -132,21 +111,10 @@ def train_iic(model: nn.Module, x: torch.Tensor, spec: TrainSpec, *, generator: 
 @torch.no_grad()
 def hungarian_mapping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, num_classes: int,
                       device: torch.device) -> tuple[torch.Tensor, float]:
-    """The cluster → class map that maximises agreement with the labels, and its accuracy.
+    """The cluster → class map maximising agreement with ``y (M,)`` on ``x (M, C, H, W)``, and its accuracy.
 
-    The cluster → class map that maximises agreement with labels ``y (M,)`` on images ``x (M, C, H, W)``
-    (Hungarian matching of the K×K contingency table, ``scipy.optimize.linear_sum_assignment``; Kuhn 1955), and
-    the accuracy of the mapped clusters on that split.
-
-    Args:
-        model: images -> K cluster logits.
-        x: the labelled split's images ``(M, C, H, W)``.
-        y: its int64 labels ``(M,)``.
-        num_classes: K, clusters and classes alike.
-        device: where the model runs.
-
-    Returns:
-        ``(perm, accuracy)``: ``perm[c]`` the class of cluster c, int64 ``(K,)``; accuracy a fraction.
+    Hungarian matching of the K×K contingency table (Kuhn 1955). Returns ``(perm, accuracy)``: ``perm[c]``, int64
+    ``(K,)``, the class of cluster c; accuracy a fraction.
     """
     model.eval()
     clusters = torch.cat([model(x[i : i + 1024].to(device)).argmax(1).cpu() for i in range(0, len(x), 1024)])
@@ -173,14 +141,7 @@ class ClusterToClass(nn.Module):
         self.register_buffer("perm", torch.arange(num_classes))
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        """Apply the map.
-
-        Args:
-            z: cluster logits ``(N, K)``.
-
-        Returns:
-            ``(N, K)`` class logits.
-        """
+        """Class logits ``(N, K)`` of cluster logits ``(N, K)``."""
         out = torch.empty_like(z)
         out[:, self.perm] = z
         return out

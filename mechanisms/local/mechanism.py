@@ -48,31 +48,15 @@ class L2Normalize(nn.Module):
         self.register_buffer("scale", torch.tensor(float(scale)))  # saved with the weights
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Normalise each image to L2 norm ``scale``.
-
-        Args:
-            x: ``(N, ...)`` images (N ≥ 1; an all-zero image stays zero: its norm is clamped to 1e-12).
-
-        Returns:
-            ``x``'s shape: each image at L2 norm ``scale``.
-        """
+        """``(N, ...)`` images each at L2 norm ``scale`` (an all-zero image stays zero: norm clamped to 1e-12)."""
         flat = x.flatten(1)
         return (flat / flat.norm(dim=1, keepdim=True).clamp_min(1e-12) * self.scale).view_as(x)
 
 
 def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> torch.Tensor:
-    """The local release: ``(N, C, H, W)`` images -> unit-L2-norm images + N(0, σ²) on every pixel.
+    """The local release: ``(N, C, H, W)`` images -> unit-L2-norm images + N(0, σ²) on every pixel (σ in those units).
 
-    The same draws and the same float32 operations as ``L2Normalize()(x) + sigma * randn``, in place (one buffer
-    for the noise, one for the unit images): an audit's 80,000 canary images are 250 MB per temporary.
-
-    Args:
-        x: the images.
-        sigma: σ (per pixel, in units of the unit-norm image).
-        generator: the noise's generator.
-
-    Returns:
-        ``(N, C, H, W)`` noisy images.
+    The same draws and float32 operations as ``L2Normalize()(x) + sigma * randn``, in place (less memory).
     """
     unit = L2Normalize()(x)
     noise = torch.randn(x.shape, generator=generator).mul_(sigma)
@@ -83,22 +67,9 @@ def perturb(x: torch.Tensor, *, sigma: float, generator: torch.Generator) -> tor
 
 def randomize_labels(y: torch.Tensor, *, epsilon: float, num_classes: int, generator: torch.Generator
                      ) -> torch.Tensor:
-    """k-ary randomized response on ``(N,)`` int64 labels.
+    """k-ary randomized response on ``(N,)`` int64 labels: ε-DP per label (``randomized_response_keep``).
 
-    Each kept with probability e^ε/(e^ε + k − 1), else replaced by one of the k − 1 other labels uniformly (Warner 1965;
-    Kairouz, Oh, Viswanath 2016); ε-DP per label.
-
-    Args:
-        y: the labels.
-        epsilon: ε > 0 (unitless).
-        num_classes: k ≥ 2.
-        generator: the generator of the draws.
-
-    Returns:
-        ``(N,)`` released labels (``y``'s dtype).
-
-    Raises:
-        ValueError: ε ≤ 0 or k < 2 (``randomized_response_keep``).
+    Each kept with probability e^ε/(e^ε + k − 1), else one of the k − 1 others uniformly; ValueError if ε ≤ 0 or k < 2.
     """
     keep = randomized_response_keep(epsilon, num_classes)
     flip = torch.rand(y.shape, generator=generator) >= keep
@@ -184,53 +155,20 @@ class LocalGaussian(Baseline):
     }
 
     def build(self, input_shape: tuple[int, ...], num_classes: int, spec: TrainSpec) -> nn.Module:
-        """The released model: ``L2Normalize`` then ``spec.model`` (then ``ClusterToClass`` with ``learner: iic``).
-
-        Args:
-            input_shape: ``(C, H, W)``.
-            num_classes: k.
-            spec: the settings.
-
-        Returns:
-            ``nn.Sequential``, ``(N, C, H, W)`` images -> ``(N, k)`` logits.
-        """
+        """``L2Normalize``, ``spec.model`` (and ``ClusterToClass`` if ``learner: iic``): images to ``(N, k)`` logits."""
         if spec.params.learner == "iic":  # cluster logits, then the fixed cluster -> class map
             return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec),
                                  ClusterToClass(num_classes))
         return nn.Sequential(L2Normalize(), super().build(input_shape, num_classes, spec))
 
     def check(self, spec: TrainSpec, *, n_members: int) -> None:
-        """Refuse, before training, a learner the model cannot honour.
-
-        Args:
-            spec: the settings.
-            n_members: the member count (unused here).
-
-        Raises:
-            ValueError: ``learner: class-means`` with a model other than ``linear``.
-        """
+        """Refuse ``learner: class-means`` with a model other than ``linear`` (ValueError); ``n_members`` is unused."""
         if spec.params.learner == "class-means" and spec.model != "linear":
             raise ValueError(f"params.learner 'class-means' needs model 'linear', got {spec.model!r}")
 
     def release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,
                 seed: int) -> tuple[Release, PrivacySpent]:
-        """The local release of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``.
-
-        Audits call it on their canaries.
-
-        Args:
-            data: the records.
-            spec: the settings.
-            target_epsilon: ε > 0 (``math.inf``: no noise).
-            delta: δ.
-            seed: the seed.
-
-        Returns:
-            ``(release, privacy)``: noisy unit-norm images ``(N, C, H, W)`` with labels ``(N,)``, and ε at δ.
-
-        Raises:
-            ValueError: a target ε ≤ 0 (or None).
-        """
+        """``(release, privacy)`` of ``data`` alone (what each person publishes), as ``fit`` makes it with ``seed``."""
         return self._release(data, spec, target_epsilon=target_epsilon, delta=delta, generator=seed_everything(seed))
 
     def _release(self, data: ArrayDataset, spec: TrainSpec, *, target_epsilon: float | None, delta: float,

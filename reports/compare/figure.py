@@ -1,8 +1,8 @@
 """The compare page's figure, per dataset of BASE (the first two).
 
 The Pareto frontiers of BASE and each NEW run overlaid (test accuracy against the strongest attack's leakage, on one
-axis for both: ``reports.verdict.table``), and test accuracy against target ε per mechanism; BASE dashed with hollow
-markers, NEW solid. Embedded as a data URI.
+axis for both: ``reports.sections.verdict.table``), and test accuracy against target ε per mechanism; BASE dashed with
+hollow markers, NEW solid. Embedded as a data URI.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from bench.results import Results
 from reports.compare.model import Comparison
 from reports.figures import OKABE_ITO
-from reports.verdict.table import leakage_axis, pareto_optimal
+from reports.sections.verdict.table import leakage_axis, pareto_optimal
 
 MAX_PANELS = 2
 

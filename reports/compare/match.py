@@ -17,12 +17,7 @@ NOT_SHAPING = frozenset({"output", "cache_dir", "no_cache", "data_root", "device
 
 def match_cells(base: Results, new: Results, *, ignore_seed: bool = False
                 ) -> tuple[list[CellComparison], list[CellKey], list[CellKey]]:
-    """Pair the models of ``base`` and ``new`` by ``CellKey``.
-
-    Args:
-        base: the BASE run.
-        new: a NEW run.
-        ignore_seed: match whatever the seed (a seed-to-seed comparison of one seed per run).
+    """Pair the models of ``base`` and ``new`` by ``CellKey`` (whatever the seed with ``ignore_seed``).
 
     Returns:
         ``(matched, only in base, only in new)``, each in BASE's (NEW's) order; a key repeated in one run (it

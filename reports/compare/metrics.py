@@ -8,11 +8,11 @@ conformance, privacy bugs, the degenerate flag and failures. Throughput is ``rep
 from __future__ import annotations
 
 from bench.results import AttackRecord, Results, RunResult, unpack_outcomes
-from reports.audit.conformance import conformance_cell
 from reports.bounds import bugs_for, tightest_valid
 from reports.common import format_privacy, format_tpr, level_label
 from reports.compare.model import CellComparison, Change, finite
 from reports.compare.stats import auc_z_test, fisher_exact, mcnemar_exact
+from reports.sections.audit.conformance import conformance_cell
 
 EPSILON_TOLERANCE = 1e-6  # relative: an accountant's ε recomputed for the same parameters agrees to far better
 EPSILON_GROWTH = 1e-3  # relative: an ε calibrated to the same target moves by ~1e-5 when the recipe changes

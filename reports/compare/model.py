@@ -68,10 +68,7 @@ class Change:
 
     @property
     def significant(self) -> bool:
-        """A difference that is exact or whose Holm-adjusted p-value is below ``ALPHA``.
-
-        (a changed ε, a new privacy bug.)
-        """
+        """Whether the change is exact (a changed ε, a new privacy bug) or its Holm-adjusted p is below ``ALPHA``."""
         if self.exact:
             return True
         return self.p_holm is not None and self.p_holm < ALPHA

@@ -66,18 +66,10 @@ def page_context(comparison: Comparison, failing: list[Change] | None) -> dict[s
 
 
 def write_pages(comparison: Comparison, failing: list[Change] | None, folder: Path) -> dict[str, Path]:
-    """Write report-compare.md and report-compare.html into ``folder`` (each atomically).
+    """Write report-compare.md and report-compare.html into the existing ``folder``, each atomically.
 
-    Args:
-        comparison: the comparison.
-        failing: the regressions the ``--fail-on`` rules fail on (None: no rules).
-        folder: an existing folder.
-
-    Returns:
-        ``{"markdown": path, "html": path}``.
-
-    Raises:
-        OSError: a page cannot be written.
+    ``failing``: the regressions the ``--fail-on`` rules fail on (None: no rules). Returns ``{"markdown", "html"}``
+    paths; OSError if a page cannot be written.
     """
     env, context = _environment(), page_context(comparison, failing)
     md = folder / "report-compare.md"

@@ -46,13 +46,7 @@ class Rule:
 
 
 def parse_rules(text: str | None) -> list[Rule]:
-    """Parse ``--fail-on``.
-
-    Args:
-        text: comma list of rules (None or empty: none).
-
-    Returns:
-        The rules, in order.
+    """The ``--fail-on`` rules of a comma list (None or empty: none), in order.
 
     Raises:
         BenchError: an unknown rule or a threshold that is not a number with the rule's unit (one line naming it and

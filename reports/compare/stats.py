@@ -14,20 +14,10 @@ from scipy import stats
 
 
 def mcnemar_exact(before: np.ndarray, after: np.ndarray) -> tuple[float, int, int]:
-    """McNemar's exact test of paired correctness on the same test records (McNemar 1947).
+    """McNemar's exact test (1947) of paired correctness ``(n,)`` on the same test records, in the same order.
 
-    A two-sided binomial test of the discordant pairs at 1/2 (``scipy.stats.binomtest``).
-
-    Args:
-        before: ``(n,)`` booleans, the base model's correctness per test record.
-        after: ``(n,)`` booleans, the new model's, on the same records in the same order.
-
-    Returns:
-        ``(p, b, c)``: the two-sided p-value (1 without discordant pairs), the records right before and wrong after
-        (``b``) and wrong before and right after (``c``).
-
-    Raises:
-        ValueError: the two arrays differ in length.
+    Returns ``(p, b, c)``: the two-sided binomial p-value of the discordant pairs at 1/2 (1 without any), b right
+    before and wrong after, c wrong before and right after. ValueError if the arrays differ in length.
     """
     if before.shape != after.shape:
         raise ValueError(f"paired outcomes of {before.shape} and {after.shape} records")
@@ -39,36 +29,15 @@ def mcnemar_exact(before: np.ndarray, after: np.ndarray) -> tuple[float, int, in
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Fisher's exact test of two independent proportions ``k1/n1`` and ``k2/n2``.
-
-    (two-sided, ``scipy.stats.fisher_exact``.) The test for unpaired accuracies and for TPRs at one FPR.
-
-    Args:
-        k1: successes of the first (0 <= k1 <= n1).
-        n1: trials of the first (>= 1).
-        k2: successes of the second.
-        n2: trials of the second (>= 1).
-
-    Returns:
-        The two-sided p-value.
-    """
+    """Two-sided p-value of Fisher's exact test of two independent proportions ``k1/n1`` and ``k2/n2`` (n ≥ 1)."""
     table = [[k1, n1 - k1], [k2, n2 - k2]]
     return float(stats.fisher_exact(table).pvalue)
 
 
 def auc_z_test(auc1: float, n_pos1: int, n_neg1: int, auc2: float, n_pos2: int, n_neg2: int) -> float:
-    """Two-sided z-test of two independent AUCs, each with Hanley & McNeil's (1982) standard error.
+    """Two-sided p-value of a z-test of two independent AUCs, each with Hanley & McNeil's (1982) standard error.
 
-    Args:
-        auc1: the first AUC in [0, 1].
-        n_pos1: its members (positives) scored.
-        n_neg1: its non-members (negatives) scored.
-        auc2: the second AUC.
-        n_pos2: its members scored.
-        n_neg2: its non-members scored.
-
-    Returns:
-        The two-sided p-value (1 where the AUCs are equal or an error is not estimable).
+    ``n_pos``/``n_neg``: members and non-members scored; p = 1 where the AUCs are equal or no error is estimable.
     """
     var = _hanley_mcneil_var(auc1, n_pos1, n_neg1) + _hanley_mcneil_var(auc2, n_pos2, n_neg2)
     if auc1 == auc2 or not var > 0:
@@ -85,16 +54,9 @@ def _hanley_mcneil_var(auc: float, n_pos: int, n_neg: int) -> float:
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm's (1979) step-down adjusted p-values.
+    """Holm's (1979) step-down adjusted p-values, in ``p_values``' order: each below α iff Holm rejects it at level α.
 
-    Each below α exactly when Holm's procedure rejects it at family-wise level α. (SciPy has no Holm correction and
-    statsmodels is not a dependency; this is its four-line definition.)
-
-    Args:
-        p_values: the raw p-values of every comparison made, in any order.
-
-    Returns:
-        The adjusted p-values in the same order, each in [0, 1].
+    (SciPy has no Holm correction and statsmodels is not a dependency.)
     """
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
@@ -106,19 +68,11 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def seed_test(before: list[float], after: list[float]) -> tuple[float, str] | None:
-    """Whether a metric measured once per seed moved beyond its seed-to-seed variation.
+    """``(p, test)``: whether a metric measured once per seed moved beyond its seed-to-seed variation, or None.
 
-    Each seed one independent training of the same configuration.
-
-    Args:
-        before: the metric of each BASE seed.
-        after: the metric of each NEW seed.
-
-    Returns:
-        ``(p, test)``: Welch's t-test (``scipy.stats.ttest_ind``) with at least two seeds on each side; with one
-        seed on one side, the t prediction test of that value against the other side's seeds (t with n − 1
-        degrees of freedom, ``scipy.stats.t``); None with one seed on each side (no seed-to-seed variation
-        measured). Two sides without any variation: p = 1 when equal, 0 when not.
+    Welch's t-test with at least two seeds on each side; with one seed on one side, the t prediction test of that value
+    against the other side's seeds (n − 1 degrees of freedom); None with one seed on each side. Two sides without any
+    variation: p = 1 when equal, 0 when not.
     """
     if min(len(before), len(after)) < 1 or max(len(before), len(after)) < 2:
         return None

@@ -7,11 +7,11 @@ as ``before → after``.
 from __future__ import annotations
 
 from bench.results import Results, RunResult
-from reports.audit.conformance import conformance_cell
 from reports.bounds import tightest_valid
 from reports.ceiling import cost_of_privacy
 from reports.common import DASH, MAIN_LEVEL, format_privacy, format_tpr, level_label, strongest_attack, tpr_entry
 from reports.compare.model import ALPHA, CellComparison, Change, Comparison, RunComparison
+from reports.sections.audit.conformance import conformance_cell
 
 CHANGE_HEADERS = ["run", "cell", "metric", "before", "after", "Δ", "p (test, Holm)"]
 CELL_HEADERS = ["cell", "settings changed", "ε (δ, accountant, relation)", "test acc.", "cost of privacy (pts)",

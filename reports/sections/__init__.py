@@ -1,4 +1,4 @@
-"""The report's built-in sections, one module each.
+"""The report's built-in sections: one module each, or a package (its ``section`` beside its own helpers).
 
 Registered in ``reports.section.SECTIONS`` when imported (one line per section below); the page order is each section's
 ``order``, not the order of these lines.
@@ -6,15 +6,15 @@ Registered in ``reports.section.SECTIONS`` when imported (one line per section b
 
 from __future__ import annotations
 
-import reports.audit.section
 import reports.sections.attacks
-import reports.sections.curves
-import reports.sections.features
-import reports.sections.provenance
-import reports.sections.reconstruction
+import reports.sections.audit.section
+import reports.sections.curves.section
+import reports.sections.features.section
+import reports.sections.provenance.section
+import reports.sections.reconstruction.section
 import reports.sections.releases
-import reports.sections.reproduction
+import reports.sections.reproduction.section
 import reports.sections.setup
-import reports.sections.throughput
+import reports.sections.throughput.section
 import reports.sections.tradeoff
-import reports.verdict.section  # noqa: F401
+import reports.sections.verdict.section  # noqa: F401

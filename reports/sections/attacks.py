@@ -1,9 +1,9 @@
 """The Membership attacks section.
 
 The strongest attack's ROC on every model of each mechanism, a one-line reading (whether any attack beats chance after
-the Bonferroni correction: ``reports.verdict.notes``), and folded: the ROC panels of every attack and audit, every
-attack and audit on every model (``reports.tables``), and the membership attacks' heuristic ε lower bounds, which assume
-independent outcomes and never decide a verdict (``reports.empirical``).
+the Bonferroni correction: ``reports.sections.verdict.notes``), and folded: the ROC panels of every attack and audit,
+every attack and audit on every model (``reports.tables``), and the membership attacks' heuristic ε lower bounds, which
+assume independent outcomes and never decide a verdict (``reports.empirical``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from reports.empirical import heuristic_note, heuristic_rows
 from reports.figures import by_dataset, slug
 from reports.plots import roc_figure, roc_summary_figure
 from reports.section import SECTIONS, Block, Details, Figures, ReportSection, Section, Table, Text, drawn
+from reports.sections.verdict.notes import leak_reading
 from reports.tables import attack_rows
-from reports.verdict.notes import leak_reading
 
 
 def _rocs(results: Results, prefix: str) -> dict[str, list[RunResult]]:
@@ -35,11 +35,7 @@ class Attacks(ReportSection):
     order = 30
 
     def figures(self, results: Results) -> dict[str, Figure | None]:
-        """``roc_strongest_<dataset>``.
-
-        The strongest attack's ROC per model, one panel per mechanism; ``roc_<dataset>``: the log-log ROC panels of
-        every model's attacks and audits (``reports.plots``).
-        """
+        """``roc_strongest_<dataset>`` (strongest attack's ROC per model), ``roc_<dataset>`` (every attack's)."""
         return {**{name: roc_summary_figure(rs) for name, rs in _rocs(results, "roc_strongest").items()},
                 **{name: roc_figure(rs) for name, rs in _rocs(results, "roc").items()}}
 

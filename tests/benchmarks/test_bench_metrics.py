@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.metrics import membership_metrics
 
 
 def test_bench_membership_metrics_1e6(benchmark):

@@ -10,8 +10,8 @@ import pytest
 from bench.results import RecipeChoice
 from reports.ceiling import accuracy_interval, ceiling_line, cost_of_privacy, recipes_line
 from reports.common import format_privacy
-from reports.verdict.notes import verdict_headline, verdict_notes
-from reports.verdict.table import VERDICT_HEADERS, verdict_tables
+from reports.sections.verdict.notes import verdict_headline, verdict_notes
+from reports.sections.verdict.table import VERDICT_HEADERS, verdict_tables
 
 OFF = {"epsilon": None, "delta": None, "accountant": "none", "guarantee": "none", "off": True}
 

@@ -25,8 +25,8 @@ from mechanisms import MECHANISMS
 from mechanisms.local.mechanism import L2Normalize
 from reports import write_reports
 from reports.common import target_of
-from reports.curves import CURVE_COLUMNS, curve_rows, curves_csv
-from reports.feature_maps import compare, matched_cosine_distance
+from reports.sections.curves.table import CURVE_COLUMNS, curve_rows, curves_csv
+from reports.sections.features.feature_maps import compare, matched_cosine_distance
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 EPOCHS = 3

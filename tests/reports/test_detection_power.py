@@ -109,7 +109,7 @@ def test_privacy_bugs_judges_at_least_at_the_given_m(build):
     ε in a 3-comparison family may not at M = 10,000."""
     import numpy as np
 
-    from attacks.analysis.verdict import privacy_bugs
+    from attacks.analysis.privacy_bugs.check import privacy_bugs
 
     rng = np.random.default_rng(0)
     dp = build.privacy(0.05, 1e-5, "opacus-prv", "central-dp", relation="add-remove")

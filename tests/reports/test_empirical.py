@@ -1,5 +1,5 @@
 """The Audit section, the privacy-bug and refuted-claim lines, the heuristic table, the tightness plot and the ROC
-panels, from typed ``Results`` checked by the runner's own run-level check (``attacks.analysis.verdict``)."""
+panels, from typed ``Results`` checked by the runner's own run-level check (``attacks.analysis.privacy_bugs.check``)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ import pytest
 from rich.console import Console
 
 from reports import write_reports
-from reports.audit.plots import tightness_figure, tightness_points
-from reports.audit.table import audit_rows
 from reports.bounds import BUG_MARK, REFUTED_MARK
 from reports.common import num
 from reports.empirical import bug_lines, heuristic_rows, privacy_bug_lines, refuted_claim_lines
 from reports.markdown import render_markdown
 from reports.plots import roc_figure
+from reports.sections.audit.plots import tightness_figure, tightness_points
+from reports.sections.audit.table import audit_rows
+from reports.sections.verdict.notes import verdict_headline, verdict_notes
+from reports.sections.verdict.table import verdict_tables
 from reports.tables import summary_rows
 from reports.terminal import render_terminal
-from reports.verdict.notes import verdict_headline, verdict_notes
-from reports.verdict.table import verdict_tables
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EPS_RE = re.compile(r"(claimed )?ε = ([0-9][0-9.e+-]*)")

@@ -9,11 +9,11 @@ import io
 import numpy as np
 from rich.console import Console
 
-from reports.audit.plots import heuristic_of, tightness_figure, tightness_points
 from reports.common import format_privacy
 from reports.last_iterate import GAP_SENTENCE, last_iterate_rows
+from reports.sections.audit.plots import heuristic_of, tightness_figure, tightness_points
+from reports.sections.verdict.section import Verdict
 from reports.terminal import render_terminal
-from reports.verdict.section import Verdict
 
 LABEL = "last-iterate heuristic (Steinke et al. 2025): not a bound"
 

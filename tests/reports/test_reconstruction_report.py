@@ -9,7 +9,7 @@ import pytest
 
 from bench.runner.outfolder import is_report_file
 from reports import write_reports
-from reports.reconstruction import RECONSTRUCTION_HEADERS, reconstruction_rows
+from reports.sections.reconstruction.table import RECONSTRUCTION_HEADERS, reconstruction_rows
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -14,22 +14,22 @@ import pytest
 from rich.console import Console
 from scipy.stats import beta
 
-from attacks.analysis.conformance.noise import noise_test
-from reports.audit.conformance import CONFORMANCE_HEADERS, conformance_cell, conformance_rows
-from reports.audit.section import Audit
-from reports.audit.table import audit_rows
+from attacks.conformance.hypothesis_tests.noise import noise_test
 from reports.empirical import heuristic_rows
 from reports.section import Badges, Details, Figures, Group, Table, Text
 from reports.sections.attacks import Attacks
-from reports.sections.reconstruction import Reconstruction
-from reports.sections.throughput import Throughput
+from reports.sections.audit.conformance import CONFORMANCE_HEADERS, conformance_cell, conformance_rows
+from reports.sections.audit.section import Audit
+from reports.sections.audit.table import audit_rows
+from reports.sections.reconstruction.section import Reconstruction
+from reports.sections.throughput.section import Throughput
 from reports.sections.tradeoff import tradeoff_reading
+from reports.sections.verdict.answer import answer, badges
+from reports.sections.verdict.compact import KEY_MARKS, compact_tables
+from reports.sections.verdict.section import Verdict
+from reports.sections.verdict.table import VERDICT_HEADERS, verdict_tables
 from reports.tables import attack_rows, summary_rows
 from reports.terminal import render_terminal
-from reports.verdict.answer import answer, badges
-from reports.verdict.compact import KEY_MARKS, compact_tables
-from reports.verdict.section import Verdict
-from reports.verdict.table import VERDICT_HEADERS, verdict_tables
 
 PLOT = Path("unused.png")  # sections only name the plots they are given
 

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.results import Privacy, RelationEpsilon, TprAtFpr
+from bench.results import PrivacyRecord, RelationEpsilon, TprAtFpr
 from bench.runner.outfolder import is_report_file
 from reports import render_terminal, write_reports
 from reports.bounds import tightest_valid
 from reports.common import format_privacy, format_tpr, num
 from reports.html import render_html
 from reports.markdown import render_markdown
+from reports.sections.verdict.compact import KEY_MARKS
 from reports.tables import SUMMARY_COLUMNS, summary_rows
-from reports.verdict.compact import KEY_MARKS
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -226,8 +226,8 @@ def test_summary_rows_pick_the_strongest_attack_per_metric(build, mnist_results)
 
 
 def test_format_privacy_and_tpr(build):
-    def priv(*args, **kwargs) -> Privacy:
-        return Privacy(**build.privacy(*args, **kwargs))
+    def priv(*args, **kwargs) -> PrivacyRecord:
+        return PrivacyRecord(**build.privacy(*args, **kwargs))
 
     with pytest.raises(ValueError, match="neighbouring relation"):  # an ε is never stored without its relation
         priv(0.99, 1e-5, "opacus-prv", "central-dp")
@@ -264,7 +264,8 @@ def test_partial_documents_render(tmp_path, build):
 
 def test_import_reports_imports_no_torch_runner_or_plugins():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    code = ("import sys, reports, reports.plots, reports.html, reports.verdict.plots, reports.verdict.notes; "
+    code = ("import sys, reports, reports.plots, reports.html, reports.sections.verdict.plots, "
+            "reports.sections.verdict.notes; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'mechanisms') "
             "or m.startswith(('bench.runner', 'bench.cli'))]; print(bad); sys.exit(int(bool(bad)))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
@@ -272,8 +273,8 @@ def test_import_reports_imports_no_torch_runner_or_plugins():
 
 
 def test_verdict_table_rows_frontier_and_notes(mnist_results):
-    from reports.verdict.notes import verdict_headline, verdict_notes
-    from reports.verdict.table import VERDICT_HEADERS, verdict_tables
+    from reports.sections.verdict.notes import verdict_headline, verdict_notes
+    from reports.sections.verdict.table import VERDICT_HEADERS, verdict_tables
 
     (table,) = verdict_tables(mnist_results)
     # dpsgd's attacks have 2,000 non-members: 0.1 % FPR is not measurable there, so the frontier uses 1 %
@@ -316,14 +317,14 @@ def test_verdict_table_rows_frontier_and_notes(mnist_results):
 
 
 def test_pareto_optimal():
-    from reports.verdict.table import pareto_optimal
+    from reports.sections.verdict.table import pareto_optimal
 
     points = [(90.0, 1.0), (95.0, 2.0), (85.0, 1.5), None, (95.0, 2.0), (80.0, 0.5)]
     assert pareto_optimal(points) == [True, True, False, None, True, True]
 
 
 def test_provenance_facts_and_rows(mnist_results, build):
-    from reports.provenance import provenance_rows, run_facts
+    from reports.sections.provenance.table import provenance_rows, run_facts
 
     dirty = mnist_results.model_copy(update={"git_dirty": True, "platform": "Linux-6.1-x86_64"})
     facts = dict(run_facts(dirty))
@@ -339,7 +340,7 @@ def test_provenance_facts_and_rows(mnist_results, build):
 def test_a_reproductions_rows_of_one_mechanism_stay_apart(build):
     """Two DP-SGD models of a preset at the same target ε (an end-to-end CNN and ScatterNet + linear) are two
     models, not two seeds of one: each keeps its row in the tables, and the ranking lists both, never their mean."""
-    from reports.verdict.notes import verdict_notes
+    from reports.sections.verdict.notes import verdict_notes
 
     dp = {"accountant": "opacus-prv", "guarantee": "central-dp", "relation": "add-remove"}
     cnn = build.run("dpsgd", 3.0, build.privacy(2.99, 1e-5, **dp), 0.9811, {}, row="eps3")
@@ -356,7 +357,7 @@ def test_a_reproductions_rows_of_one_mechanism_stay_apart(build):
 def test_the_ranking_never_mixes_neighbouring_relations(build):
     """A DP-SGD model calibrated under add/remove and a DPMix one under replace-one at the same target ε are ranked
     apart, each line naming its relation (the same ε protects differently under the two)."""
-    from reports.verdict.notes import verdict_notes
+    from reports.sections.verdict.notes import verdict_notes
 
     ar = build.run("dpsgd", 1.0, build.privacy(1.0, 1e-5, "opacus-prv", "central-dp", relation="add-remove"),
                    0.95, {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bench.results import Results
 from bench.runner.outfolder import is_report_file
 from reports import write_reports
-from reports.reproduction import reproduction_commands, reproduction_rows
+from reports.sections.reproduction.table import reproduction_commands, reproduction_rows
 
 ROWS = [  # the shape bench.reproduce writes (accuracies in percent)
     {"preset": "dpsgd-cnn", "source": "Opacus MNIST example", "setting": "DP-SGD, σ = 1.1, 10 epochs",

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.metrics import membership_metrics
 from bench.results import TprAtFpr
+from reports.sections.verdict.notes import verdict_headline, verdict_notes
 from reports.significance import chance_family, chance_p_value
-from reports.verdict.notes import verdict_headline, verdict_notes
 
 N = 20_000  # members and non-members of each handcrafted attack
 

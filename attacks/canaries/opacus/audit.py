@@ -54,14 +54,7 @@ class OpacusCanaryAudit(MembershipAttack):
     Params = OpacusCanaryParams
 
     def applies_to(self, target) -> bool:
-        """Targets with a central-DP guarantee.
-
-        Args:
-            target: the trained target.
-
-        Returns:
-            Whether its privacy's guarantee is ``central-dp``.
-        """
+        """Targets whose privacy guarantee is ``central-dp``."""
         return target.privacy.guarantee == "central-dp"
 
     @staticmethod
@@ -101,14 +94,7 @@ class OpacusCanaryAudit(MembershipAttack):
         return data, shadow_seed(ctx.seed, "canary", 10 + 3), request
 
     def prefetch(self, ctx: AttackContext) -> None:
-        """The audit run, submitted before the cell's attacks run, unless the mechanism has its own white-box audit.
-
-        Args:
-            ctx: the cell's attack context.
-
-        Raises:
-            ValueError: every coin fell on one side (``_with_canaries``).
-        """
+        """Submit the audit run unless the mechanism has its own white-box audit; ValueError: all coins fell one way."""
         if self._own_audit(ctx):
             return
         data, seed, request = self._job(ctx)

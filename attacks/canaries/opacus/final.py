@@ -34,19 +34,9 @@ NAME = "opacus-canary-final"
 
 
 def initial_weights(mechanism, data: ArrayDataset, spec, seed: int) -> list[torch.Tensor]:
-    """θ_0, the public initial weights.
+    """θ_0: clones of the trainable parameters of ``mechanism.build`` for ``data`` after ``torch.manual_seed(seed)``.
 
-    The trainable parameters of ``mechanism.build(data.input_shape, data.num_classes, spec)`` after
-    ``torch.manual_seed(seed)``, in ``build``'s order (the global generator's state is restored after).
-
-    Args:
-        mechanism: the mechanism.
-        data: the run's records (their shape and K).
-        spec: its spec.
-        seed: its seed.
-
-    Returns:
-        θ_0's trainable tensors, cloned.
+    In ``build``'s order; the global generator's state is restored after.
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -64,24 +54,7 @@ class FinalCanaries(OpacusCanaries):
 
     def observe(self, data: ArrayDataset, *, mechanism=None, spec=None, seed: int | None = None,
                 **run) -> FinalModelObserver:
-        """The observer of the run.
-
-        The observer of the run (``run_job`` gives the job's ``mechanism``, ``spec`` and ``seed``: θ_0 is
-        ``initial_weights`` of them).
-
-        Args:
-            data: the audit run's training records.
-            mechanism: the job's mechanism.
-            spec: the job's spec.
-            seed: the job's seed.
-            **run: anything else the job gives (unused).
-
-        Returns:
-            The ``FinalModelObserver`` to enter around ``fit``.
-
-        Raises:
-            AuditRefused: no mechanism, spec or seed.
-        """
+        """The run's ``FinalModelObserver``, θ_0 from the job's ``mechanism``, ``spec``, ``seed`` (or AuditRefused)."""
         if mechanism is None or spec is None or seed is None:
             raise AuditRefused(f"{NAME}: the audit run gave no mechanism, spec and seed to build θ_0 from")
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]

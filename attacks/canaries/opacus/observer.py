@@ -57,21 +57,7 @@ class OpacusCanaries:
     norm: float = 10.0
 
     def observe(self, data: ArrayDataset, **run) -> OpacusObserver:
-        """The context that observes the run's Opacus optimizer while ``fit`` trains on ``data``.
-
-        ``run``: the job's ``mechanism``, ``spec`` and ``seed``; the mechanism's declared post-processing is read from
-        the first two, ``mechanisms.post_processing``.
-
-        Args:
-            data: the audit run's training records (members and every canary record).
-            **run: the job's ``mechanism``, ``spec`` and ``seed``.
-
-        Returns:
-            The ``OpacusObserver`` to enter around ``fit``.
-
-        Raises:
-            ValueError: a declared post-processing that is not one (``mechanisms.post_processing.declared``).
-        """
+        """The run's ``OpacusObserver``; ``run``'s ``mechanism``, ``spec`` declare post-processing (or ValueError)."""
         images = canary_records(self.records, data.input_shape, data.num_classes, self.seed)[0]
         post = declared(run.get("mechanism"), run.get("spec"))
         return OpacusObserver(self, images, records_total=len(data), post=post)

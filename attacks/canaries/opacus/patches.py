@@ -104,14 +104,7 @@ class OpacusPatches(contextlib.AbstractContextManager):
                                "the parameters each step leaves there") from None
 
     def continuity(self, model: Any = None) -> dict[str, Any] | None:
-        """The parameter trail's record (``ParameterTrail.finish``).
-
-        Args:
-            model: what ``fit`` returned (None: the trained module as it is now).
-
-        Returns:
-            The JSON-able record, or None where no training forward was seen.
-        """
+        """The parameter trail's record of ``model`` (None: the module now), or None without a training forward."""
         if self.trail is None:
             return None
         return self.trail.finish(None if model is None else unwrap(model))

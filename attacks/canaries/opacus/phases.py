@@ -46,21 +46,12 @@ class Phase:
     largest_clip: float | None = None
 
     def params(self) -> list[Any]:
-        """The optimizer's parameters in the observer's layout order.
-
-        Returns:
-            The parameter tensors, in the first optimizer's order.
-        """
+        """The optimizer's parameter tensors, in the first optimizer's (the observer's layout) order."""
         params = list(self.opt.params)
         return [params[i] for i in self.order] if self.order else params
 
     def summary(self) -> dict[str, Any]:
-        """What the conformance tests read of this phase besides its noise and its canaries' hits.
-
-        Returns:
-            JSON-able ``{"claimed_sigma", "sample_rate", "steps", "clip_bound", "batch_rows", "largest_clip",
-            "history", "accountant", "accountant_id"}``.
-        """
+        """What the conformance tests read of this phase besides its noise and its canaries' hits (JSON-able)."""
         history = [[float(s), float(q), int(t)] for s, q, t in getattr(self.accountant, "history", [])]
         return {"claimed_sigma": self.sigma, "sample_rate": self.q, "steps": self.steps, "clip_bound": self.clip,
                 "batch_rows": self.batch_rows, "largest_clip": self.largest_clip, "history": history,
@@ -69,11 +60,7 @@ class Phase:
 
 
 def base_clip() -> Any:
-    """Opacus' flat per-sample clipping.
-
-    Returns:
-        ``DPOptimizer.clip_and_accumulate`` (Opacus imported here).
-    """
+    """Opacus' flat per-sample clipping, ``DPOptimizer.clip_and_accumulate`` (Opacus imported here)."""
     from opacus.optimizers import DPOptimizer
 
     return DPOptimizer.clip_and_accumulate
@@ -111,14 +98,7 @@ def read_phase(opt: Any) -> Phase:
 
 
 def same_parameters(first: list[Any], opt: Any) -> list[int]:
-    """The positions in ``opt.params`` of the ``first`` optimizer's parameters, in that order.
-
-    Args:
-        first: the first optimizer's parameters.
-        opt: a later ``DPOptimizer``.
-
-    Returns:
-        One index into ``opt.params`` per parameter of ``first``.
+    """The index in ``opt.params`` of each of the ``first`` optimizer's parameters, in that order.
 
     Raises:
         AuditRefused: the two optimizers do not step the same parameter tensors.
@@ -133,62 +113,25 @@ def same_parameters(first: list[Any], opt: Any) -> list[int]:
 
 def canary_records(m: int, input_shape: tuple[int, ...], num_classes: int, seed: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """M canary records: images ``(m, *input_shape)`` uniform in [0, 1] and labels ``(m,)``, drawn with ``seed``.
-
-    (distinct from every natural record with probability 1.)
-
-    Args:
-        m: the count.
-        input_shape: one record's shape.
-        num_classes: K.
-        seed: the audit's seed.
-
-    Returns:
-        ``(x, y)``: float32 images ``(m, *input_shape)`` and int64 labels ``(m,)``.
-    """
+    """``m`` canaries drawn with ``seed``: float32 images ``(m, *input_shape)`` uniform in [0, 1], labels ``(m,)``."""
     gen = torch.Generator().manual_seed(shadow_seed(seed, "canary", 10 + 0))
     return torch.rand((m, *input_shape), generator=gen), torch.randint(0, num_classes, (m,), generator=gen)
 
 
 def references(sizes: list[int]) -> list[int]:
-    """Reference coordinates per parameter tensor of ``sizes`` coordinates.
-
-    Min(``REFERENCES_PER_TENSOR``, ⌈size/4⌉), fixed by the architecture (each tensor's noise is tested on its own).
-
-    Args:
-        sizes: each parameter tensor's number of coordinates.
-
-    Returns:
-        The number of reference coordinates of each tensor.
-    """
+    """Reference coordinates per parameter tensor: min(``REFERENCES_PER_TENSOR``, ⌈size/4⌉) for each of ``sizes``."""
     return [min(REFERENCES_PER_TENSOR, -(-n // 4)) for n in sizes]
 
 
 def row_keys(x: torch.Tensor) -> list[bytes]:
-    """Each row of ``x`` as bytes: a batch's canary records are recognised by their images.
-
-    Args:
-        x: a batch ``(B, ...)``.
-
-    Returns:
-        B keys, the float32 bytes of each row.
-    """
+    """Each row of a ``(B, ...)`` batch as float32 bytes: a batch's canary records are recognised by their images."""
     return [row.tobytes() for row in x.detach().cpu().float().reshape(len(x), -1).numpy()]
 
 
 def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray:
-    """Per canary, Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) for observations ``x`` ``(T, m)`` in units of C.
+    """``(m,)`` scores Σ_t log(1 − q + q·exp((2x_t − 1)/(2σ²))) of observations ``x`` ``(T, m)`` in units of C.
 
-    The log-likelihood ratio of "sampled at rate q, contributing 1" vs "absent" under N(·, σ²) noise (Σ_t x_t when σ =
-    0); the Neyman-Pearson test of Nasr et al. 2023's Dirac canaries.
-
-    Args:
-        x: observations ``(T, m)``, in units of C.
-        q: the sample rate.
-        sigma: the noise multiplier σ (units of C).
-
-    Returns:
-        ``(m,)`` scores, larger means "included".
+    The Neyman-Pearson test of Nasr et al. 2023's Dirac canaries (sampled at rate q vs absent; Σ_t x_t at σ = 0).
     """
     if sigma <= 1e-12:
         return x.sum(0)
@@ -197,14 +140,5 @@ def log_likelihood_ratio(x: np.ndarray, *, q: float, sigma: float) -> np.ndarray
 
 
 def observed_phases(result: dict) -> list[list[float]]:
-    """The loop's phases as the observer saw them, for the last-iterate heuristic ε (computed by the runner).
-
-    ``[[σ (the optimizer's noise multiplier), q (its accountant's rate), T (steps observed)], ...]``, in order.
-
-    Args:
-        result: an observer's ``result()`` (its ``phases``).
-
-    Returns:
-        One ``[σ, q, T]`` per DPOptimizer the loop stepped.
-    """
+    """One ``[σ, q, T]`` per DPOptimizer the loop stepped, in order (for the runner's last-iterate heuristic ε)."""
     return [[float(p["claimed_sigma"]), float(p["sample_rate"]), int(p["steps"])] for p in result["phases"]]

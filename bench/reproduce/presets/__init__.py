@@ -161,17 +161,17 @@ def cap_epochs(preset: Preset, epochs: int) -> Preset:
 
 
 def validate_presets() -> None:
-    """Check every preset with ``bench.config.run``'s rules.
-
-    Registered mechanism, complete TrainSpec with known params and valid values, attacks known, keys unique, curves
-    naming existing rows. Raises ConfigError.
-    """
+    """Check every preset (``validate_preset``); ConfigError on the first bad one."""
     for name in PRESETS.names():
         validate_preset(PRESETS.get(name))
 
 
 def validate_preset(p: Preset) -> None:
-    """Check one preset (see ``validate_presets``). Raises ConfigError naming the preset, row and value."""
+    """Check one preset with ``bench.config.run``'s rules.
+
+    Registered mechanism, complete TrainSpec with known params and valid values, attacks known, keys unique, curves
+    naming existing rows. Raises ConfigError naming the preset, row and value.
+    """
     from attacks import ATTACKS
     from bench.config.validation import training_spec
     from bench.core.catalog import DATASETS

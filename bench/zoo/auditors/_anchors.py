@@ -30,7 +30,7 @@ WHITE_BOX = ("canary-whitebox", "opacus-canary", "opacus-canary-dirac")
 records and Dirac canaries (``attacks.canaries.opacus.audit``)."""
 BLACK_BOX = ("dpmix-canary", "local-canary", "canary")
 """Black-box canary scores: the release audits where the run published a release, else the final model's loss on
-input canaries (``attacks.canaries.one_run``)."""
+input canaries (``attacks.canaries.canary``)."""
 
 _SPLIT_SEED = 39  # the calibration / audit split of the canaries: fixed, and per run its seed
 
@@ -127,9 +127,9 @@ def one_run_bound(m: int, r: int, v: int, *, delta: float, confidence: float = C
     """Privbench's reading of an anchor's membership decisions.
 
     ``v`` correct of ``r`` guesses on ``m`` canaries with independent coins, as an ε lower bound at ``confidence``
-    (Steinke, Nasr, Jagielski 2023; ``attacks.analysis.one_run``).
+    (Steinke, Nasr, Jagielski 2023; ``attacks.analysis.statistics.one_run``).
     """
-    from attacks.analysis.one_run import one_run_epsilon
+    from attacks.analysis.statistics.one_run import one_run_epsilon
 
     return one_run_epsilon(m, r, v, delta=delta, confidence=confidence)
 

@@ -1,11 +1,10 @@
 """privbench's own auditors: the run-level check restricted to one kind of evidence each.
 
-privbench's own auditors, each the run-level check (``attacks.analysis.verdict.privacy_bugs``, the decision behind
-exit status 3) restricted to one kind of evidence, with its own Bonferroni family: the white-box canaries' valid ε lower
-bounds, the black-box canaries', the hidden-state (final model) canaries', the crafted black-box audit's (an
-auditor-chosen initial model, ``attacks.canaries.crafted``), the release audits', the conformance
-tests alone (issue 38: the run measured against its certified mechanism), and everything together (``privbench``,
-what a main job decides).
+privbench's own auditors, each the run-level check (``attacks.analysis.privacy_bugs.check.privacy_bugs``, the decision
+behind exit status 3) restricted to one kind of evidence, with its own Bonferroni family: the white-box canaries' valid
+ε lower bounds, the black-box canaries', the hidden-state (final model) canaries', the crafted black-box audit's (an
+auditor-chosen initial model, ``attacks.canaries.crafted``), the release audits', the conformance tests alone (issue 38:
+the run measured against its certified mechanism), and everything together (``privbench``, what a main job decides).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ def _keep(records: Callable[[str, object], bool], *, bounds: bool, conformance: 
     """
 
     def judge(inp: AuditorInput) -> Verdict:
-        from attacks.analysis.verdict import privacy_bugs
+        from attacks.analysis.privacy_bugs.check import privacy_bugs
 
         target = inp.target
         kept = {}
@@ -101,7 +100,7 @@ register_auditor(Auditor(
     attacks=CONFORMANCE, judge=_keep(lambda name, record: True, bounds=False, conformance=True),
     description="the parameters the accountant assumes, measured on the mechanism's own code path in the audit "
                 "run and tested against the declared ones, and the certified ε against the declared mechanism's by "
-                "the conformance code's own accountants (issues 38, 45; attacks/analysis/conformance/)"))
+                "the conformance code's own accountants (issues 38, 45; attacks/conformance/)"))
 register_auditor(Auditor(
     name="privbench", threat_model="all", source="privbench", mechanisms=tuple(ALL), attacks=ALL,
     judge=_keep(lambda name, record: True, bounds=True, conformance=True),

@@ -39,10 +39,10 @@ def true_dpsgd(params: dict[str, Any], certified: float) -> float | None:
 def true_dpmix(params: dict[str, Any], certified: float) -> float | None:
     """DPMix's ε of the run's recorded σ_x, σ_y, ℓ, T.
 
-    n and d_x by the conformance code's own accountant (``attacks.analysis.mixing_pair``); None unless the run records
-    d_x.
+    n and d_x by the conformance code's own accountant (``attacks.conformance.accountants.mixing_pair``); None unless
+    the run records d_x.
     """
-    from attacks.analysis.mixing_pair import mixing_epsilon, mixing_shift
+    from attacks.conformance.accountants.mixing_pair import mixing_epsilon, mixing_shift
 
     if "d_x" not in params:
         return None
@@ -57,9 +57,9 @@ def true_local(params: dict[str, Any], *, label_factor: float = 1.0) -> float:
     """The local record's ε of the recorded σ at sensitivity 2.
 
     Composed with randomized response at ``label_factor``·ε_label, by the conformance code's own exact accountant
-    (``attacks.analysis.analytic_gaussian``).
+    (``attacks.conformance.accountants.analytic_gaussian``).
     """
-    from attacks.analysis.analytic_gaussian import local_epsilon
+    from attacks.conformance.accountants.analytic_gaussian import local_epsilon
 
     label = params.get("label_epsilon")
     return local_epsilon(sigma=float(params["sigma"]), sensitivity=2.0, delta=float(params["delta"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from attacks.analysis.subsampled_gaussian import PLD_SMALLEST_SIGMA as SMALLEST_SIGMA
+from attacks.conformance.accountants.subsampled_gaussian import PLD_SMALLEST_SIGMA as SMALLEST_SIGMA
 
 # Below SMALLEST_SIGMA dp_accounting's PLD of many steps takes minutes and gigabytes: a bug's true ε is then left
 # unknown (None) rather than computed.
@@ -27,11 +27,11 @@ def dpsgd_epsilon(params: dict[str, Any], *, sigma: float | None = None, sample_
                   steps: int | None = None, relation: str | None = None) -> float | None:
     """ε at the run's δ of the Poisson-subsampled Gaussian with the run's recorded σ, q and steps.
 
-    Each replaced where given (``attacks.analysis.subsampled_gaussian.poisson_gaussian_epsilon``, dp_accounting PLD); ∞
-    for σ = 0; None for 0 < σ < ``SMALLEST_SIGMA`` (too costly). ``relation``: the run's (``params['relation']``, else
-    replace-one).
+    Each replaced where given (``attacks.conformance.accountants.subsampled_gaussian.poisson_gaussian_epsilon``,
+    dp_accounting PLD); ∞ for σ = 0; None for 0 < σ < ``SMALLEST_SIGMA`` (too costly). ``relation``: the run's
+    (``params['relation']``, else replace-one).
     """
-    from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
+    from attacks.conformance.accountants.subsampled_gaussian import poisson_gaussian_epsilon
 
     s = float(params["noise_multiplier"]) if sigma is None else sigma
     q = float(params["sample_rate"]) if sample_rate is None else sample_rate

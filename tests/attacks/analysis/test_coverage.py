@@ -31,8 +31,8 @@ from attacks.analysis import (
     one_run_guesses,
     one_run_p_value,
 )
-from attacks.analysis.fdp import eps_delta_inverse, gdp_delta, gdp_inverse, profile_rejected, rejects
-from attacks.analysis.gaussian import gaussian_pair_epsilon
+from attacks.analysis.statistics.fdp import eps_delta_inverse, gdp_delta, gdp_inverse, profile_rejected, rejects
+from attacks.analysis.statistics.gaussian import gaussian_pair_epsilon
 from bench.core.design import AuditDesign
 
 DELTA = 1e-5

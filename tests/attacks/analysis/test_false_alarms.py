@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from attacks.analysis.fdp import gdp_epsilon
+from attacks.analysis.statistics.fdp import gdp_epsilon
 from mechanisms.accounting.gaussian import pld_epsilon
 from scripts.false_alarms import DELTA, clipped, heavy_tails, measure, randomized_response, white_box
 

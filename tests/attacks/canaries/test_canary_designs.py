@@ -18,11 +18,11 @@ from helpers import CPU, context
 from scipy.stats import binomtest, norm, normaltest
 
 from attacks.analysis import membership_audit
-from attacks.analysis.guess_plan import PLANNED_FRACTIONS
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.audits.guess_plan import PLANNED_FRACTIONS
+from attacks.analysis.statistics.metrics import membership_metrics
 from attacks.base.context import OneAtATime
+from attacks.canaries.canary import CanaryAudit, CanaryParams
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams, _coins
-from attacks.canaries.one_run import CanaryAudit, CanaryParams
 from attacks.canaries.weight_noise import WeightCanaryAudit, WeightCanaryParams
 from attacks.membership.shadows import shadow_seed
 from bench.core.data import load_dataset, make_split
@@ -168,7 +168,7 @@ def test_dpsgd_canary_audit_returns_both_designs_and_no_false_alarm(split):
     [request] = seen  # one run carries both designs
     assert request == GradientCanaries(1000, request.seed, 10.0, public_size=300 + 100)
     wb = out["canary-whitebox"]
-    # its single guessing rule planned from the run's public σ, q, T and m (attacks.analysis.guess_plan)
+    # its single guessing rule planned from the run's public σ, q, T and m (attacks.analysis.audits.guess_plan)
     assert wb.design.guess_fraction in PLANNED_FRACTIONS
     assert wb.design == AuditDesign("one-run", "white-box", size=1000, relation="add-remove",
                                     guess_fraction=wb.design.guess_fraction, llr_model=wb.design.llr_model)

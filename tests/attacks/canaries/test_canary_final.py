@@ -15,7 +15,7 @@ from helpers import planted
 from attacks.analysis import estimates, family
 from bench.core.design import AuditDesign
 from bench.results.document import read
-from reports.audit.table import audit_rows
+from reports.sections.audit.table import audit_rows
 
 REPO = Path(__file__).resolve().parents[3]
 CI = ["--profile", "ci", "--no-cache", "--device", "cpu", "--mechanisms", "dpsgd", "--attacks", "canary-final"]

@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers import context, zoo_bug
 
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.canaries.crafted import CraftedAudit, CraftedParams
 from bench.results import RunResult, Timings
 from bench.runner.cells import membership_record

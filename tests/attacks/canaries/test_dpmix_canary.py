@@ -171,8 +171,8 @@ def _straightforward_scores(z, centre, shift, common, *, d_x, ell, n):
 def test_pair_scores_equal_the_straightforward_computation_bit_for_bit(members):
     """The audit's scores (rounds computed in place) are the bits of the term-by-term formula, on DPMix's own releases
     of the design's data sets (digits, smoke recipe, ε 1 and 8, and σ = 1e-6: every shift almost noiseless)."""
+    from attacks.base.priors import with_labels
     from attacks.canaries.dpmix import pair_scores
-    from attacks.reconstruction.priors import with_labels
 
     for eps, sigma in ((1.0, None), (8.0, None), (None, 1e-6)):
         params = {} if sigma is None else {"params": {"sigma": sigma}}

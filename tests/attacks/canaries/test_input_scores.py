@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from helpers import CPU
 
+from attacks.canaries.canary import CanaryAudit, CanaryParams
 from attacks.canaries.input_scores import input_canary_scores
-from attacks.canaries.one_run import CanaryAudit, CanaryParams
 from bench.core.data import concat, load_dataset, make_split
 from mechanisms.dpsgd.canary_placement import GradientCanaries
 from mechanisms.dpsgd.mechanism import DPSGD

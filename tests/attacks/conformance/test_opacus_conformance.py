@@ -15,8 +15,8 @@ from opacus.accountants import PRVAccountant
 from opacus.accountants.accountant import IAccountant
 from opacus.optimizers import DPOptimizer
 
-from attacks.analysis.conformance import smallest_p
 from attacks.canaries.opacus.observer import AuditRefused, OpacusCanaries, canary_records
+from attacks.conformance.hypothesis_tests import smallest_p
 from attacks.conformance.opacus import opacus_conformance, opacus_tests
 from bench.core.data import ArrayDataset, concat
 from bench.core.models import build_model

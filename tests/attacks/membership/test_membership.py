@@ -10,7 +10,7 @@ import torch
 from helpers import CPU, context
 
 from attacks import ATTACKS
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.metrics import membership_metrics
 from attacks.base.context import OneAtATime
 from attacks.membership.lira import gaussian_fit, lira_scores
 from attacks.membership.rmia import rmia_scores
@@ -79,7 +79,7 @@ def results(split, target):
 
 @pytest.fixture(scope="module")
 def auc(results):
-    """AUC of every attack, as the runner computes it from the scores (``attacks.analysis.metrics``)."""
+    """AUC of every attack, as the runner computes it from the scores (``attacks.analysis.statistics.metrics``)."""
     return {name: membership_metrics(res.scores, res.labels)["auc"] for name, res in results.items()}
 
 

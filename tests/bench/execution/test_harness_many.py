@@ -89,8 +89,8 @@ def test_cached_jobs_are_loaded_never_retrained(digits_split, tmp_path, monkeypa
     jobs = _jobs(digits_split, 3)
     first = [trainer.collect(s) for s in trainer.submit(recipe, jobs[:2])]
     trained: list[int] = []
-    real = bench.execution.local_executor.run_job
-    monkeypatch.setattr(bench.execution.local_executor, "run_job",
+    real = bench.execution.local_executor.run_any
+    monkeypatch.setattr(bench.execution.local_executor, "run_any",
                         lambda job, on_epoch=None: trained.append(len(job)) or real(job, on_epoch))
     slots = trainer.submit(recipe, jobs)
     assert [s.cached for s in slots] == [True, True, False]
@@ -108,8 +108,8 @@ def test_prefetched_models_train_once(digits_split, tmp_path, monkeypatch, mecha
     trainer = Trainer(LocalExecutor(), ModelCache(tmp_path / "off", enabled=False), train_device=CPU, device=CPU)
     recipe, jobs = _recipe(mechanism, target), _jobs(digits_split, 2)
     trained: list[int] = []
-    real = bench.execution.local_executor.run_job
-    monkeypatch.setattr(bench.execution.local_executor, "run_job",
+    real = bench.execution.local_executor.run_any
+    monkeypatch.setattr(bench.execution.local_executor, "run_any",
                         lambda job, on_epoch=None: trained.append(len(job)) or real(job, on_epoch))
     like = trainer.like(recipe)
     like.prefetch([(data, seed, None) for data, seed in jobs])

@@ -24,8 +24,8 @@ def test_checked_in_schema_doc_matches_the_models():
 def test_schema_doc_covers_every_model_and_field():
     text = schema_markdown()
     assert text.startswith(f"# results.json (schema_version {SCHEMA_VERSION})\n")
-    for name in ("Results", "RunResult", "Privacy", "RelationEpsilon", "AttackRecord", "Audit", "AuditDesign", "Images",
-                 "ReproductionRow"):
+    for name in ("Results", "RunResult", "PrivacyRecord", "RelationEpsilon", "AttackRecord", "Audit", "AuditDesign",
+                 "Images", "ReproductionRow"):
         assert f"\n## `{name}`\n" in text
     assert "| `relation` | str \\| None | `null` | The neighbouring relation of `epsilon`" in text
     assert "| `attack_errors` | dict[str, str] | `{}` |" in text

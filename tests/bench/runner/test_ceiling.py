@@ -14,18 +14,18 @@ from rich.console import Console
 
 from bench.config.run import build_config
 from bench.core.data import ArrayDataset
-from bench.results import Privacy, RunResult, Timings, Utility
+from bench.results import PrivacyRecord, RunResult, Timings, Utility
 from bench.runner.ceiling import VALIDATION_MAX, choose_ceiling, validation_split
 from bench.runner.harness import Harness, attack_order
 from bench.runner.planning import grid, plan_from_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
-OFF = Privacy(epsilon=None, delta=None, accountant="none", guarantee="none", off=True)
-DP = Privacy(epsilon=1.0, delta=1e-5, accountant="pld", guarantee="central-dp", relation="replace-one")
+OFF = PrivacyRecord(epsilon=None, delta=None, accountant="none", guarantee="none", off=True)
+DP = PrivacyRecord(epsilon=1.0, delta=1e-5, accountant="pld", guarantee="central-dp", relation="replace-one")
 
 
 def _result(mechanism: str, val: float | None, test: float, *, seed: int = 0, off_point: bool = True,
-            privacy: Privacy = OFF) -> RunResult:
+            privacy: PrivacyRecord = OFF) -> RunResult:
     return RunResult(dataset="d", mechanism=mechanism, seed=seed, target_epsilon=None if off_point else 1.0,
                      off_point=off_point and mechanism != "baseline", model="m", spec={}, privacy=privacy,
                      utility=Utility(test_accuracy=test, test_loss=None, train_accuracy=1.0,

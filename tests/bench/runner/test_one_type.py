@@ -11,7 +11,7 @@ from attacks.analysis import audit_bounds
 from attacks.base.outputs import MembershipScores
 from bench.core.design import AuditDesign
 from bench.core.privacy import PrivacySpent, RelationEpsilon
-from bench.results import AttackRecord, Privacy
+from bench.results import AttackRecord, PrivacyRecord
 from bench.runner.cells import membership_record, privacy_record
 
 DELTA = 1e-5
@@ -28,10 +28,10 @@ def test_the_results_record_is_the_spent_privacy_plus_weak_delta():
     stored = privacy_record(spent, weak_delta=True)
     assert isinstance(stored, PrivacySpent) and stored.weak_delta
     assert stored.model_dump(exclude={"weak_delta"}) == spent.model_dump()
-    assert Privacy.model_validate_json(stored.model_dump_json()) == stored  # through JSON and back
+    assert PrivacyRecord.model_validate_json(stored.model_dump_json()) == stored  # through JSON and back
     # under(): one definition for both; the results-only field rides along
     add_remove = stored.under("add-remove")
-    assert isinstance(add_remove, Privacy) and add_remove.weak_delta
+    assert isinstance(add_remove, PrivacyRecord) and add_remove.weak_delta
     assert (add_remove.epsilon, add_remove.accountant, add_remove.profile) == (0.49, "opacus-prv", ((0.49, DELTA),))
     assert spent.under("add-remove").model_dump() == add_remove.model_dump(exclude={"weak_delta"})
     assert spent.under("replace-one-same-class") is None and PrivacySpent.no_guarantee().under("add-remove") is None
@@ -42,7 +42,7 @@ def test_the_one_types_are_frozen_and_validate_on_construction():
     with pytest.raises(ValidationError):
         spent.epsilon = 2.0
     with pytest.raises(ValueError, match="neighbouring relation"):
-        Privacy(epsilon=1.0, delta=DELTA, accountant="pld", guarantee="central-dp")  # read from results.json too
+        PrivacyRecord(epsilon=1.0, delta=DELTA, accountant="pld", guarantee="central-dp")  # read from results.json too
     with pytest.raises(ValueError, match="relation 'add/remove' not in"):
         RelationEpsilon("add/remove", 1.0, "pld")
     with pytest.raises(TypeError, match="both by position and by keyword"):

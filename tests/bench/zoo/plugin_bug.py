@@ -22,7 +22,7 @@ def apply() -> None:
 
 def true_epsilon(params: dict[str, Any], certified: float) -> float:
     """The ε of 0.9·σ at the run's q and T under the run's relation (dp_accounting's PLD)."""
-    from attacks.analysis.conformance import poisson_gaussian_epsilon
+    from attacks.conformance.hypothesis_tests import poisson_gaussian_epsilon
 
     return poisson_gaussian_epsilon(noise_multiplier=0.9 * params["noise_multiplier"],
                                     sample_rate=params["sample_rate"], steps=int(params["steps"]),

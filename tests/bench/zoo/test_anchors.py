@@ -15,11 +15,11 @@ import pytest
 from scipy.optimize import brentq
 
 from attacks.analysis import membership_audit
-from attacks.analysis.fdp import gdp_epsilon
-from attacks.analysis.metrics import membership_metrics
+from attacks.analysis.statistics.fdp import gdp_epsilon
+from attacks.analysis.statistics.metrics import membership_metrics
 from bench.core.design import AuditDesign
 from bench.results.membership import AttackRecord
-from bench.results.privacy import Privacy
+from bench.results.privacy import PrivacyRecord
 from bench.zoo.api import AUDITORS, AuditorInput
 from bench.zoo.auditors._anchors import AnchorAuditor, canaries
 from bench.zoo.catalogue import load
@@ -47,11 +47,11 @@ def _record(name: str, threat_model: str, mu: float, rng: np.random.Generator) -
     return record, (scores, labels)
 
 
-def _privacy(add_remove: bool = True) -> Privacy:
+def _privacy(add_remove: bool = True) -> PrivacyRecord:
     """DP-SGD's certificate: replace-one ε = 3.5 beside add/remove ε = 2 (or without the add/remove one)."""
     other = [{"relation": "add-remove", "epsilon": 2.0, "accountant": "test-prv"}] if add_remove else []
-    return Privacy(epsilon=3.5, delta=DELTA, accountant="test-prv", guarantee="central-dp", relation="replace-one",
-                   other_relations=other)
+    return PrivacyRecord(epsilon=3.5, delta=DELTA, accountant="test-prv", guarantee="central-dp",
+                         relation="replace-one", other_relations=other)
 
 
 def _run(mu: float, seed: int) -> AuditorInput:

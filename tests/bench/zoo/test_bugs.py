@@ -325,7 +325,7 @@ def _reused() -> None:
 def _dpsgd_accountant(**at: object) -> Callable[[], None]:
     """The mechanism's PLD accountant of DP-SGD (asked σ = 1, q = 0.1, T = 20, replace-one) gives the conformance
     code's PLD at the bug's ``at`` instead."""
-    from attacks.analysis.subsampled_gaussian import poisson_gaussian_epsilon
+    from attacks.conformance.accountants.subsampled_gaussian import poisson_gaussian_epsilon
 
     def check() -> None:
         got = gaussian_accounting._dpsgd_pld(1.0, 0.1, 20, "replace-one").get_epsilon(1e-5)
@@ -338,7 +338,7 @@ def _dpsgd_accountant(**at: object) -> Callable[[], None]:
 def _dpmix_accountant(*, rate: float, shift_sq: float, releases: int) -> Callable[[], None]:
     """DPMix's accountant, as the mechanism calls it (σ = 0.5 = σ_y, ℓ = 8, T = 200, n = 1,000, d_x = 16), gives the
     conformance code's pair at the bug's rate, c and T (correct: 8/1000, (16/0.25 + 2/0.25)/64 = 1.125, 200)."""
-    from attacks.analysis.mixing_pair import mixing_epsilon
+    from attacks.conformance.accountants.mixing_pair import mixing_epsilon
 
     def check() -> None:
         got = dpmix.dpmix_epsilon(sigma=0.5, mixture_degree=8, num_samples=200, num_records=1000, d_x=16, d_y=10,
@@ -350,7 +350,7 @@ def _dpmix_accountant(*, rate: float, shift_sq: float, releases: int) -> Callabl
 
 def _local_accountant(**declared: object) -> Callable[[], None]:
     """The mechanism's record accountant at σ = 2, ε_label = 0.5, k = 10 gives the exact ε of ``declared``."""
-    from attacks.analysis.analytic_gaussian import local_epsilon
+    from attacks.conformance.accountants.analytic_gaussian import local_epsilon
 
     def check() -> None:
         got = gaussian_accounting._record_pld_epsilon(2.0, 1e-5, 0.5, 10)
@@ -360,7 +360,7 @@ def _local_accountant(**declared: object) -> Callable[[], None]:
 
 
 def _keep_rate() -> None:
-    from attacks.analysis.analytic_gaussian import rr_keep
+    from attacks.conformance.accountants.analytic_gaussian import rr_keep
 
     y = torch.zeros(20_000, dtype=torch.int64)
     kept = float((local.randomize_labels(y, epsilon=0.5, num_classes=10, generator=torch.Generator().manual_seed(0))
@@ -469,9 +469,8 @@ def test_local_jobs_side_by_side_take_disjoint_shares_of_the_cpus(tmp_path):
     if len(cpus) < 2:
         assert cpu_shares(options(jobs=2)) is None  # one CPU: nothing to share
         return
-    shares = cpu_shares(options(jobs=2))
-    first, second = shares.get_nowait(), shares.get_nowait()
-    assert first and second and not first & second and first | second == cpus and shares.empty()
+    first, second = cpu_shares(options(jobs=2))
+    assert first and second and not first & second and first | second == cpus
 
 
 def test_a_run_killed_for_memory_says_so():

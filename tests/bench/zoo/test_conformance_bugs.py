@@ -1,7 +1,7 @@
 """Release bugs that the canaries' lower bounds miss, caught end to end by the audit runs' conformance tests
 (issue 38): ``bench run --profile ci`` with a zoo bug (``bench.zoo.apply``) that patches only the mechanism's own
 code exits 3 with one privacy bug, method ``conformance``, naming the test that measured the fault
-(``tests/attacks/analysis/conformance/test_release_conformance.py`` tests each test on its own;
+(``tests/attacks/conformance/hypothesis_tests/test_release_conformance.py`` tests each test on its own;
 ``test_privacy_bugs.py`` the lower bounds)."""
 
 from __future__ import annotations

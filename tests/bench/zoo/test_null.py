@@ -1,8 +1,8 @@
 """The null test: correct mechanisms are not flagged. Over 20 seeds, each seed is one run's family of comparisons
 (the white-box and black-box canaries of DP-SGD at ε 1 and 4, the local-Gaussian canaries at ε 1 and 4, the DPMix
 canaries at ε 4; small sizes, real 8×8 digits), checked by the run-level privacy-bug check
-(``attacks.analysis.verdict.privacy_bugs``, Bonferroni over the run). Its promise: at most 5 % of correct runs flagged.
-The same audits must also see something (a null test that a blind audit passes proves nothing)."""
+(``attacks.analysis.privacy_bugs.check.privacy_bugs``, Bonferroni over the run). Its promise: at most 5 % of correct
+runs flagged. The same audits must also see something (a null test that a blind audit passes proves nothing)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 import torch
 from helpers import CPU, context
 
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
+from attacks.canaries.canary import CanaryAudit, CanaryParams
 from attacks.canaries.dpmix import DPMixCanaryAudit, DPMixCanaryParams
 from attacks.canaries.local import LocalCanaryAudit, ReleaseCanaryParams
-from attacks.canaries.one_run import CanaryAudit, CanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.results import RunResult, Timings
 from bench.runner.cells import membership_record, privacy_record

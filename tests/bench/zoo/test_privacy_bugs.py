@@ -49,7 +49,7 @@ def test_a_broken_mechanism_ends_the_main_job_with_exit_3(plugin, tmp_path):
     bugs = doc["privacy_bugs"]
     assert bugs and {b["attack"] for b in bugs} == {auditor}
     for bug in bugs:  # a valid design, the accountant's own relation, a bound above its ε (or its whole curve), or
-        # a conformance test the run's measured parameters fail (attacks.analysis.conformance)
+        # a conformance test the run's measured parameters fail (attacks.conformance.hypothesis_tests)
         assert bug["design"].startswith(("one-run", "multi-run")) and bug["relation"] in ("add-remove", "replace-one")
         assert bug["lower_bound"] is None and bug["method"] in ("certified-curve", "conformance") \
             or bug["lower_bound"] > bug["epsilon"]

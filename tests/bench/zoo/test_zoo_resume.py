@@ -108,3 +108,22 @@ def test_a_run_that_ended_but_was_not_judged_is_judged_not_run_again(options, mo
     monkeypatch.setattr(worker.subprocess, "Popen", no_process)
     assert worker.run_case(spec) == {"exit": 3, "wall_s": 9.0, "run_cpu_s": 8.0, "error": None}
     assert (spec.folder / "scores" / "canary-0.npz").read_bytes() == b"kept"  # its scores are judged, not deleted
+
+
+def test_a_run_whose_worker_dies_is_one_failed_row_per_auditor_and_is_not_kept(options, monkeypatch):
+    """The zoo's runs go through the local executor: a worker that dies (here: at once, exit status 9) fails its run,
+    which becomes an error row for every auditor (never a gap) and is not kept, so a rerun runs it again; the run
+    after it, with no worker left, fails the same way rather than run in the driver."""
+    import os
+
+    from bench.execution.calljob import CallJob
+
+    monkeypatch.setattr(runner, "CallJob", lambda function, args, cpus: CallJob(os._exit, (9,), cpus))
+    options = dataclasses.replace(options, seeds=1)
+    options.output.mkdir(parents=True)
+    doc = runner.run_zoo(options)
+    specs = plan(options)
+    assert [(r["case"], r["auditor"]) for r in doc["rows"]] == [(s.case, a) for s in specs for a in s.auditors]
+    errors = [r["error"] for r in doc["rows"]]
+    assert errors == ["worker 0 died (exit code 9)"] * 2 + ["no worker left: every worker process died"] * 2
+    assert not any(s.record_path.exists() or kept(s) for s in specs)

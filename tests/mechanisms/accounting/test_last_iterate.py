@@ -108,7 +108,7 @@ def test_a_dpsgd_run_records_the_heuristic_beside_its_accountants_under_both_rel
     """``certify`` (every DP-SGD model, built-in and presets): the heuristic under replace-one and add/remove, labelled
     as not a bound, at the run's δ, a little under the accountant's ε of the same relation; results.json keeps it."""
     from bench.core.types import TrainSpec
-    from bench.results import Privacy
+    from bench.results import PrivacyRecord
     from mechanisms.dpsgd.mechanism import DPSGDParams
     from mechanisms.dpsgd.privacy import certify
 
@@ -120,7 +120,7 @@ def test_a_dpsgd_run_records_the_heuristic_beside_its_accountants_under_both_rel
         assert h.epsilon == last_iterate_epsilon(phases=((10.145, 1 / 3, 120),), delta=1e-5, relation=h.relation)
         accountant = spent.under(h.relation)
         assert accountant is not None and 0.95 * accountant.epsilon < h.epsilon < accountant.epsilon
-    stored = Privacy.model_validate_json(Privacy(**spent.model_dump()).model_dump_json())
+    stored = PrivacyRecord.model_validate_json(PrivacyRecord(**spent.model_dump()).model_dump_json())
     assert stored.heuristic("add-remove") == spent.heuristic("add-remove")
     assert "not a bound" in stored.heuristic("add-remove").describe()
 

@@ -69,7 +69,7 @@ def test_requests_are_checked():
 
 
 def test_the_setting_takes_a_count_or_all_and_says_so():
-    from attacks.canaries.one_run import CanaryParams
+    from attacks.canaries.canary import CanaryParams
     from bench.core.errors import ConfigError
     from bench.core.params import field_rows, parse
 

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from attacks.analysis.conformance.continuity import continuity_test
+from attacks.conformance.hypothesis_tests.continuity import continuity_test
 from mechanisms.dpsgd.continuity import ParameterTrail, digest
 from mechanisms.post_processing import EMA, Pruning, declared
 

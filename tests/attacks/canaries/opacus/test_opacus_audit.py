@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from helpers import context, example_plugin, planted
 
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.canaries.opacus.audit import AuditRefused, OpacusCanaries, OpacusCanaryAudit, OpacusCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.core.models import build_model

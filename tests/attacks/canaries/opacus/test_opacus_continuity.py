@@ -19,7 +19,7 @@ import pytest
 from helpers import context, example_plugin, planted
 from opacus import PrivacyEngine
 
-from attacks.analysis.verdict import privacy_bugs
+from attacks.analysis.privacy_bugs.check import privacy_bugs
 from attacks.canaries.opacus.audit import OpacusCanaryAudit, OpacusCanaryParams
 from bench.core.data import load_dataset, make_split
 from bench.execution.trainjob import Recipe, TrainJob, run_job

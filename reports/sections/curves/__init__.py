@@ -1,0 +1,1 @@
+"""The Training curves section and its numbers (``table``: rows, CSV and figure)."""

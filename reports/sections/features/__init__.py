@@ -1,0 +1,1 @@
+"""The What the convolutions see section and its maths (``feature_maps``)."""

@@ -1,0 +1,1 @@
+"""The Provenance section and its table (``table``)."""

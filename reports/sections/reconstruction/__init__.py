@@ -1,0 +1,1 @@
+"""The Reconstruction section and its table (``table``)."""

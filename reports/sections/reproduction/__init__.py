@@ -1,0 +1,1 @@
+"""The Reproduction section and its table (``table``)."""

@@ -1,0 +1,1 @@
+"""The Throughput section and the run's timings (``timings``)."""
