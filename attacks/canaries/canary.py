@@ -1,8 +1,8 @@
 """The one-run canary audits ``canary`` and ``canary-final`` (Steinke, Nasr, Jagielski, NeurIPS 2023).
 
-One extra training run, like the target's, on the members plus a random half of m canaries. ``canary`` writes two
-records: ``canary`` (black-box: input canaries, the attacker's records, optionally mislabelled, scored by the final
-model's loss) and, where the mechanism supports it (DP-SGD), ``canary-whitebox`` (``WHITE_BOX_RECORD``, a design of
+One extra training run, like the target's, on the members (or the first K) plus a random half of m canaries. ``canary``
+writes two records: ``canary`` (black-box: input canaries, the attacker's records or noise images, scored from the final
+model's outputs) and, where the mechanism supports it (DP-SGD), ``canary-whitebox`` (``WHITE_BOX_RECORD``, a design of
 ``canary``, not an attack of its own: in the same run, Dirac gradient canaries scored from every noisy update,
 ``mechanisms.dpsgd.canaries``; Nasr et al. 2023). Both add a canary to or leave it out of the training set: the
 add/remove neighbouring relation. The one-run theorems need the mechanism fixed independently of the inclusion coins, so
