@@ -157,15 +157,18 @@ def main() -> None:
     c, labels = coins.numpy().astype(int), y.numpy()
     rows["raw"] = ((out * d).sum(1), fc.norm(dim=1))
     raw = rows["raw"][0].numpy()
-    rows["centred"] = (torch.from_numpy(raw - np.array([raw[labels == j].mean() for j in range(NC)])[labels]),
-                       fc.norm(dim=1))
+
+    def centred(v: np.ndarray) -> torch.Tensor:  # less its label's mean (the model and public canaries only)
+        return torch.from_numpy(v - np.array([v[labels == j].mean() for j in range(NC)])[labels])
+
+    own = out.gather(1, y[:, None])[:, 0]  # (m,) d(x)_y
+    rows["centred"] = (centred(raw), fc.norm(dim=1))
     others = out.masked_fill(d > 0, -torch.inf)
-    rows["margin"] = (out.gather(1, y[:, None])[:, 0] - others.amax(1), fc.norm(dim=1) * np.sqrt(2 / 0.9))
+    rows["margin"] = (own - others.amax(1), fc.norm(dim=1) * np.sqrt(2 / 0.9))
     margin = rows["margin"][0].numpy()
-    label_means = np.array([margin[labels == j].mean() for j in range(NC)])
-    rows["margin-centred"] = (torch.from_numpy(margin - label_means[labels]), rows["margin"][1])
+    rows["margin-centred"] = (centred(margin), rows["margin"][1])
     top2 = others.topk(2, dim=1).values
-    rows["top2"] = (out.gather(1, y[:, None])[:, 0] - top2.mean(1), rows["margin"][1])
+    rows["top2"] = (own - top2.mean(1), rows["margin"][1])
     if "ref" in sys.argv:  # a reference model of the recipe on the attacker's population: the class it pushes down
         ref = DPSGD().fit(split.population, SPEC, target_epsilon=eps, delta=1e-5, seed=321,
                           device=torch.device("cpu")).model.eval()
@@ -173,12 +176,11 @@ def main() -> None:
             ref_out = torch.cat([ref(x[i : i + 1000]) for i in range(0, m, 1000)]).double() \
                 - ref(torch.zeros(1, 1, 28, 28)).double()
         c_ref = ref_out.masked_fill(d > 0, -torch.inf).argmax(1)
-        own = out.gather(1, y[:, None])[:, 0]
         rows["ref-margin"] = (own - out.gather(1, c_ref[:, None])[:, 0], rows["margin"][1])
         c_fin = others.argmax(1)
         print(f"# the reference's pushed class is the audit model's top other class for "
               f"{float((c_ref == c_fin).double().mean()):.3f} of canaries (chance {1 / (NC - 1):.3f})")
-    rows["lse"] = (out.gather(1, y[:, None])[:, 0] - others.logsumexp(1), fc.norm(dim=1) * np.sqrt(2 / 0.9))
+    rows["lse"] = (own - others.logsumexp(1), fc.norm(dim=1) * np.sqrt(2 / 0.9))
     add_remove = next(r.epsilon for r in run.privacy.other_relations if r.relation == "add-remove")
     print(f"# {kind} ε {eps:g} (add/remove {add_remove:.3f}) m {m} k {k}: σ {sigma:.3f}, q {q:.4f}, T {steps}; "
           f"last-iterate pair μ {steps * q / (sigma * np.sqrt(steps)):.3f}; "
