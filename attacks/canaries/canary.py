@@ -121,13 +121,16 @@ class CanaryAudit(MembershipAttack):
         included = torch.rand(m, generator=gen) < 0.5
         return canaries, included.numpy()
 
+    def kept(self, members: int) -> int:
+        """How many of the target's ``members`` the audit run trains on: all, or at most ``params.members``."""
+        return members if self.params.members is None else min(members, self.params.members)
+
     def public_size(self, members: int) -> int:
         """The audit run's public record count n + ⌊m/2⌋ (the expected canaries in), fixed before any coin is drawn.
 
-        n is the target's member count, at most ``members`` where that is set.
+        n is the kept share of the target's member count (``kept``).
         """
-        kept = members if self.params.members is None else min(members, self.params.members)
-        return kept + self.params.num_canaries // 2
+        return self.kept(members) + self.params.num_canaries // 2
 
     def _request(self, ctx: AttackContext):
         """The audit run's request where the mechanism takes one (DP-SGD).
@@ -185,9 +188,8 @@ class CanaryAudit(MembershipAttack):
         canaries, included = self.canaries(ctx.split.population, seed=ctx.seed)
         if included.all() or not included.any():
             raise ValueError(f"canary: all {len(included)} canaries fell on one side of the coin; use more canaries")
-        kept = ctx.split.members if self.params.members is None else \
-            ctx.split.members.subset(torch.arange(min(self.params.members, len(ctx.split.members))))
-        data = concat(kept, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
+        members = ctx.split.members.subset(torch.arange(self.kept(len(ctx.split.members))))
+        data = concat(members, canaries.subset(torch.from_numpy(np.flatnonzero(included))))
         return canaries, included, data, shadow_seed(ctx.seed, "canary", 1), self._request(ctx)
 
     def prefetch(self, ctx: AttackContext) -> None:
